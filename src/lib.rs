@@ -1,0 +1,1 @@
+//! ibscope library glue shared by the binary and tests
