@@ -1,1 +1,8 @@
-//! ibscope library glue shared by the binary and tests
+//! Glue shared by the `ibscope` binary and the integration tests: CLI options, commands,
+//! simulator orchestration. The fabric logic lives in `ibscope-topo`, the wire in `ibscope-mad`.
+
+pub mod cli;
+pub mod cmd;
+pub mod fabric;
+pub mod output;
+pub mod sim;

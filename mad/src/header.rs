@@ -177,8 +177,8 @@ mod tests {
         assert_eq!(
             bytes,
             [
-                0x01, 0x81, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x00,
-                0x11, 0, 0, 0, 0, 0, 0
+                0x01, 0x81, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x00, 0x11,
+                0, 0, 0, 0, 0, 0
             ]
         );
         assert_eq!(MadHeader::decode(&bytes).unwrap(), h);
@@ -201,7 +201,10 @@ mod tests {
 
     #[test]
     fn status_text() {
-        assert_eq!(MadStatus(0x1c).describe(), "invalid attribute or attribute modifier value");
+        assert_eq!(
+            MadStatus(0x1c).describe(),
+            "invalid attribute or attribute modifier value"
+        );
         assert!(MadStatus(0).is_ok());
         assert!(!MadStatus(0x0c).is_ok());
     }

@@ -2,7 +2,7 @@
 //! GMPs (IBA 16.1.1) and SA MADs (IBA 15.2.1). Attribute payloads are separate codecs.
 
 use crate::error::DecodeError;
-use crate::header::{class, method, MadHeader, MAD_SIZE};
+use crate::header::{class, MadHeader, MAD_SIZE};
 use crate::wire;
 
 /// Attribute payload of an SMP.
@@ -19,7 +19,18 @@ pub const MAX_DR_HOPS: usize = 63;
 
 /// A directed route: the egress port at each hop from the local port. The empty path means
 /// the local node itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct DrPath(Vec<u8>);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,11 +201,14 @@ impl<'a> MadView<'a> {
         }
     }
     pub fn is_response(&self) -> bool {
-        self.header.response || self.header.method == method::GET_RESP & 0x7f && self.header.response
+        self.header.response
     }
     /// Directed route: hop pointer and hop count.
     pub fn dr_hops(&self) -> (u8, u8) {
-        ((self.header.class_specific >> 8) as u8, self.header.class_specific as u8)
+        (
+            (self.header.class_specific >> 8) as u8,
+            self.header.class_specific as u8,
+        )
     }
     pub fn m_key(&self) -> u64 {
         u64::from_be_bytes(self.bytes[24..32].try_into().unwrap_or([0; 8]))
@@ -224,7 +238,7 @@ impl<'a> MadView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::attr;
+    use crate::header::{attr, method};
 
     #[test]
     fn dr_path_parse_and_display() {
@@ -242,7 +256,10 @@ mod tests {
     fn golden_dr_smp() {
         let route = SmpRoute::Directed(DrPath::parse("0,1,3").unwrap());
         let mad = build_smp(&route, method::GET, attr::PORT_INFO, 1, 0, &[]);
-        assert_eq!(&mad[0..8], &[0x01, 0x81, 0x01, 0x01, 0x00, 0x00, 0x00, 0x02]);
+        assert_eq!(
+            &mad[0..8],
+            &[0x01, 0x81, 0x01, 0x01, 0x00, 0x00, 0x00, 0x02]
+        );
         assert_eq!(&mad[16..24], &[0x00, 0x15, 0, 0, 0, 0, 0, 1]);
         assert_eq!(&mad[32..36], &[0xff, 0xff, 0xff, 0xff]);
         assert_eq!(&mad[128..132], &[0, 1, 3, 0]);

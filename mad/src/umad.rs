@@ -1,1 +1,743 @@
-//! placeholder
+//! The libibumad transport: a hand-written FFI to the few calls ibscope needs and a safe
+//! [`UmadPort`] around one opened CA port.
+//!
+//! Device facts are read through libibumad (`umad_get_ca`), never from sysfs directly: the
+//! simulator shim (libumad2sim) intercepts libc's `open`/`opendir` but not the `open64` Rust's
+//! std uses, so a std::fs read of /sys/class/infiniband would see the real (empty) machine.
+
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
+use std::sync::OnceLock;
+
+use thiserror::Error;
+
+use crate::header::{class, MAD_SIZE};
+use crate::smp::SmpRoute;
+
+/// `UMAD_CA_NAME_LEN` in umad.h.
+const CA_NAME_LEN: usize = 20;
+/// `UMAD_CA_MAX_PORTS` in umad.h (ports 0..=9 of one CA).
+const CA_MAX_PORTS: usize = 10;
+/// `UMAD_MAX_DEVICES` in umad.h.
+const MAX_DEVICES: usize = 32;
+/// `struct ib_user_mad` without its data: 20 bytes of host-order words and the 44-byte
+/// `ib_mad_addr`. libibumad reports the same via `umad_size()` once a port is open.
+pub const UMAD_HEADER_LEN: usize = 64;
+/// Queue key of the general services interface (QP1) for every class but SMI (IBA 13.5.3.1).
+pub const GSI_QKEY: u32 = 0x8001_0000;
+/// The permissive LID: the destination of a directed-route SMP.
+pub const PERMISSIVE_LID: u16 = 0xffff;
+
+/// `struct umad_port` (umad.h). Layout checked against gcc's offsetof: 112 bytes, port_guid
+/// at 64, pkeys at 80, link_layer at 88.
+#[repr(C)]
+struct RawPort {
+    ca_name: [c_char; CA_NAME_LEN],
+    portnum: c_int,
+    base_lid: c_uint,
+    lmc: c_uint,
+    sm_lid: c_uint,
+    sm_sl: c_uint,
+    state: c_uint,
+    phys_state: c_uint,
+    rate: c_uint,
+    capmask: u32,
+    gid_prefix: u64,
+    port_guid: u64,
+    pkeys_size: c_uint,
+    pkeys: *mut u16,
+    link_layer: [c_char; CA_NAME_LEN],
+}
+
+/// `struct umad_ca` (umad.h): 208 bytes, node_guid at 112, ports at 128.
+#[repr(C)]
+struct RawCa {
+    ca_name: [c_char; CA_NAME_LEN],
+    node_type: c_uint,
+    numports: c_int,
+    fw_ver: [c_char; 20],
+    ca_type: [c_char; 40],
+    hw_ver: [c_char; 20],
+    node_guid: u64,
+    system_guid: u64,
+    ports: [*mut RawPort; CA_MAX_PORTS],
+}
+
+#[link(name = "ibumad")]
+extern "C" {
+    fn umad_init() -> c_int;
+    fn umad_get_cas_names(cas: *mut [c_char; CA_NAME_LEN], max: c_int) -> c_int;
+    fn umad_get_ca(ca_name: *const c_char, ca: *mut RawCa) -> c_int;
+    fn umad_release_ca(ca: *mut RawCa) -> c_int;
+    fn umad_open_port(ca_name: *const c_char, portnum: c_int) -> c_int;
+    fn umad_close_port(portid: c_int) -> c_int;
+    fn umad_size() -> usize;
+    fn umad_register(
+        portid: c_int,
+        mgmt_class: c_int,
+        mgmt_version: c_int,
+        rmpp_version: u8,
+        method_mask: *mut c_long,
+    ) -> c_int;
+    fn umad_unregister(portid: c_int, agentid: c_int) -> c_int;
+    fn umad_send(
+        portid: c_int,
+        agentid: c_int,
+        umad: *mut c_void,
+        length: c_int,
+        timeout_ms: c_int,
+        retries: c_int,
+    ) -> c_int;
+    fn umad_recv(portid: c_int, umad: *mut c_void, length: *mut c_int, timeout_ms: c_int) -> c_int;
+}
+
+/// Failures of the transport, worded so a user knows what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TransportError {
+    #[error(
+        "no InfiniBand device found: check that the ib_umad module is loaded and \
+         /dev/infiniband/umad* exist"
+    )]
+    NoDevice,
+    #[error("InfiniBand device {name:?} not found (available: {})", available.join(", "))]
+    CaNotFound {
+        name: String,
+        available: Vec<String>,
+    },
+    #[error("{ca} has no port {port} (ports: {})", list_ports(available))]
+    PortNotFound {
+        ca: String,
+        port: u8,
+        available: Vec<u8>,
+    },
+    #[error("{ca} port {port} is down: check the cable and the peer port")]
+    PortDown { ca: String, port: u8 },
+    #[error("{ca} port {port} has link layer {link_layer}: subnet management needs InfiniBand")]
+    NotInfiniBand {
+        ca: String,
+        port: u8,
+        link_layer: String,
+    },
+    #[error(
+        "permission denied opening {ca} port {port}: run as root or join the group owning \
+         /dev/infiniband/umad*"
+    )]
+    PermissionDenied { ca: String, port: u8 },
+    #[error("cannot open {ca} port {port}: {}", errno_text(*errno))]
+    Open { ca: String, port: u8, errno: i32 },
+    #[error(
+        "libibumad reports a {got}-byte umad header, this build expects {UMAD_HEADER_LEN}: \
+         unsupported libibumad ABI"
+    )]
+    HeaderSize { got: usize },
+    #[error("cannot register a MAD agent for class {mgmt_class:#04x} version {version}: {}", errno_text(*errno))]
+    Register {
+        mgmt_class: u8,
+        version: u8,
+        errno: i32,
+    },
+    #[error("sending a MAD failed: {}", errno_text(*errno))]
+    Send { errno: i32 },
+    #[error("receiving a MAD failed: {}", errno_text(*errno))]
+    Recv { errno: i32 },
+}
+
+fn list_ports(ports: &[u8]) -> String {
+    let v: Vec<String> = ports.iter().map(u8::to_string).collect();
+    v.join(", ")
+}
+
+/// strerror text of a (positive) errno.
+pub fn errno_text(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno).to_string()
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Logical port state (IBA 14.2.5.6 PortInfo:PortState).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PortState {
+    Down,
+    Initialize,
+    Armed,
+    Active,
+    Other(u8),
+}
+
+impl PortState {
+    pub fn from_code(code: u32) -> Self {
+        match code {
+            1 => PortState::Down,
+            2 => PortState::Initialize,
+            3 => PortState::Armed,
+            4 => PortState::Active,
+            c => PortState::Other(u8::try_from(c).unwrap_or(u8::MAX)),
+        }
+    }
+}
+
+impl std::fmt::Display for PortState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortState::Down => write!(f, "Down"),
+            PortState::Initialize => write!(f, "Initialize"),
+            PortState::Armed => write!(f, "Armed"),
+            PortState::Active => write!(f, "Active"),
+            PortState::Other(c) => write!(f, "state {c}"),
+        }
+    }
+}
+
+/// Facts about the local port an engine talks through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LocalPort {
+    pub ca_name: String,
+    /// "simulator" under libumad2sim; the HCA model otherwise.
+    pub ca_type: String,
+    pub node_guid: u64,
+    pub port_num: u8,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub state: PortState,
+    /// PortPhysicalState code (5 = LinkUp, 3 = Disabled, 2 = Polling).
+    pub phys_state: u8,
+    pub port_guid: u64,
+    /// "IB" or "Ethernet" (RoCE ports cannot carry SMPs).
+    pub link_layer: String,
+}
+
+impl LocalPort {
+    /// True under the ibsim shim, which fakes a CA of type "simulator".
+    pub fn is_simulator(&self) -> bool {
+        self.ca_type == "simulator"
+    }
+}
+
+/// Where a MAD goes. SMPs travel on QP0 (LID routed: to the LID; directed route: to the
+/// permissive LID), everything else on QP1 with a queue key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Dest {
+    Smp(SmpRoute),
+    Gsi { lid: u16, qpn: u32, qkey: u32 },
+}
+
+impl Dest {
+    /// Destination LID, QP and Q_Key as the umad address header wants them.
+    fn address(&self) -> (u16, u32, u32) {
+        match self {
+            Dest::Smp(SmpRoute::Lid(lid)) => (*lid, 0, 0),
+            Dest::Smp(SmpRoute::Directed(_)) => (PERMISSIVE_LID, 0, 0),
+            Dest::Gsi { lid, qpn, qkey } => (*lid, *qpn, *qkey),
+        }
+    }
+}
+
+/// One MAD read from the port.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Agent the reply was delivered to.
+    pub agent: u32,
+    /// umad header status: 0, or an errno for a send that failed (110 = ETIMEDOUT: the
+    /// request came back unanswered, e.g. a dead directed-route port).
+    pub status: i32,
+    /// Bytes of MAD received (256 for everything but RMPP).
+    pub len: usize,
+    /// The MAD, zero-padded to 256 bytes if shorter; RMPP payload beyond 256 is dropped.
+    pub mad: [u8; MAD_SIZE],
+}
+
+/// An opened local CA port with its umad file descriptor.
+#[derive(Debug)]
+pub struct UmadPort {
+    portid: c_int,
+    info: LocalPort,
+    /// Receive buffer, kept to avoid an allocation per MAD; grows if RMPP asks for more.
+    /// u64 elements keep it 8-byte aligned like calloc's.
+    rx: Vec<u64>,
+}
+
+fn init_library() {
+    static INIT: OnceLock<c_int> = OnceLock::new();
+    // umad_init only checks the ABI version today; its failure shows up as "no device" below.
+    // SAFETY: no arguments; safe to call at any time, once suffices.
+    INIT.get_or_init(|| unsafe { umad_init() });
+}
+
+fn c_text(raw: &[c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Names of the CAs libibumad knows, in its order.
+pub fn ca_names() -> Vec<String> {
+    init_library();
+    let mut names = [[0 as c_char; CA_NAME_LEN]; MAX_DEVICES];
+    // SAFETY: the buffer holds MAX_DEVICES names of CA_NAME_LEN bytes, as the call is told.
+    let n = unsafe { umad_get_cas_names(names.as_mut_ptr(), MAX_DEVICES as c_int) };
+    let n = usize::try_from(n).unwrap_or(0).min(MAX_DEVICES);
+    names[..n].iter().map(|n| c_text(n)).collect()
+}
+
+/// Every port of one CA, in port-number order.
+pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
+    init_library();
+    let not_found = || TransportError::CaNotFound {
+        name: ca.to_string(),
+        available: ca_names(),
+    };
+    let name = CString::new(ca).map_err(|_| not_found())?;
+    // SAFETY: RawCa is plain data (integers, arrays, raw pointers); all-zero is valid.
+    let mut raw: RawCa = unsafe { std::mem::zeroed() };
+    // SAFETY: name is NUL-terminated; raw is a correctly laid out umad_ca_t.
+    if unsafe { umad_get_ca(name.as_ptr(), &mut raw) } < 0 {
+        return Err(not_found());
+    }
+    let ca_name = c_text(&raw.ca_name);
+    let ca_type = c_text(&raw.ca_type);
+    let node_guid = u64::from_be(raw.node_guid);
+    let mut ports = Vec::new();
+    for &p in raw.ports.iter() {
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: non-null entries point to umad_port_t filled by umad_get_ca and stay
+        // valid until umad_release_ca below.
+        let p = unsafe { &*p };
+        ports.push(LocalPort {
+            ca_name: ca_name.clone(),
+            ca_type: ca_type.clone(),
+            node_guid,
+            port_num: u8::try_from(p.portnum).unwrap_or(0),
+            lid: u16::try_from(p.base_lid).unwrap_or(0),
+            sm_lid: u16::try_from(p.sm_lid).unwrap_or(0),
+            lmc: u8::try_from(p.lmc).unwrap_or(0),
+            state: PortState::from_code(p.state),
+            phys_state: u8::try_from(p.phys_state).unwrap_or(0),
+            port_guid: u64::from_be(p.port_guid),
+            link_layer: c_text(&p.link_layer),
+        });
+    }
+    // SAFETY: raw was filled by a successful umad_get_ca.
+    unsafe { umad_release_ca(&mut raw) };
+    ports.sort_by_key(|p| p.port_num);
+    Ok(ports)
+}
+
+/// Whether a port can carry subnet management traffic at all.
+fn is_ib(p: &LocalPort) -> bool {
+    // Older kernels have no link_layer file: libibumad then leaves it empty, which means IB.
+    p.link_layer.is_empty() || p.link_layer == "IB" || p.link_layer == "InfiniBand"
+}
+
+/// Pick the port `open` uses: the named one, else the first active InfiniBand port of the
+/// named (or any) CA, else the first InfiniBand port of the first CA.
+fn choose_port(
+    cas: &[(String, Vec<LocalPort>)],
+    ca: Option<&str>,
+    port: Option<u8>,
+) -> Result<LocalPort, TransportError> {
+    let candidates: Vec<&(String, Vec<LocalPort>)> = match ca {
+        Some(name) => {
+            let found: Vec<_> = cas.iter().filter(|(n, _)| n == name).collect();
+            if found.is_empty() {
+                return Err(TransportError::CaNotFound {
+                    name: name.to_string(),
+                    available: cas.iter().map(|(n, _)| n.clone()).collect(),
+                });
+            }
+            found
+        }
+        None => cas.iter().collect(),
+    };
+    if candidates.is_empty() {
+        return Err(TransportError::NoDevice);
+    }
+    let chosen = if let Some(number) = port {
+        // An explicit port: only look at the first candidate CA (the named one, or the first).
+        let (name, ports) = candidates[0];
+        let p = ports.iter().find(|p| p.port_num == number).ok_or_else(|| {
+            TransportError::PortNotFound {
+                ca: name.clone(),
+                port: number,
+                available: ports.iter().map(|p| p.port_num).collect(),
+            }
+        })?;
+        if !is_ib(p) {
+            return Err(TransportError::NotInfiniBand {
+                ca: name.clone(),
+                port: number,
+                link_layer: p.link_layer.clone(),
+            });
+        }
+        p.clone()
+    } else {
+        let all_ib = || {
+            candidates
+                .iter()
+                .flat_map(|(_, ps)| ps.iter())
+                .filter(|p| is_ib(p))
+        };
+        match all_ib()
+            .find(|p| p.state == PortState::Active)
+            .or_else(|| all_ib().next())
+        {
+            Some(p) => p.clone(),
+            None => {
+                let (name, ports) = candidates[0];
+                return match ports.first() {
+                    Some(p) => Err(TransportError::NotInfiniBand {
+                        ca: name.clone(),
+                        port: p.port_num,
+                        link_layer: p.link_layer.clone(),
+                    }),
+                    None => Err(TransportError::NoDevice),
+                };
+            }
+        }
+    };
+    if chosen.state == PortState::Down {
+        return Err(TransportError::PortDown {
+            ca: chosen.ca_name.clone(),
+            port: chosen.port_num,
+        });
+    }
+    Ok(chosen)
+}
+
+impl UmadPort {
+    /// Open a CA port. Default: the first CA, its first ACTIVE port; if no port is active,
+    /// the first port (its state is in [`UmadPort::info`]; directed-route SMPs work on a
+    /// port that is up but not yet configured by an SM).
+    pub fn open(ca: Option<&str>, port: Option<u8>) -> Result<UmadPort, TransportError> {
+        let names = ca_names();
+        if names.is_empty() {
+            return Err(TransportError::NoDevice);
+        }
+        let mut cas = Vec::new();
+        for name in &names {
+            // A CA that vanished between the two calls is simply skipped.
+            if let Ok(ports) = ca_ports(name) {
+                cas.push((name.clone(), ports));
+            }
+        }
+        let info = choose_port(&cas, ca, port)?;
+        let name = CString::new(info.ca_name.clone()).map_err(|_| TransportError::NoDevice)?;
+        // SAFETY: name is NUL-terminated.
+        let portid = unsafe { umad_open_port(name.as_ptr(), c_int::from(info.port_num)) };
+        if portid < 0 {
+            // libibumad folds open(2) failures into -EIO; errno still holds the cause.
+            let errno = last_errno();
+            let ret = -portid;
+            return Err(
+                if [libc::EACCES, libc::EPERM].contains(&errno)
+                    || [libc::EACCES, libc::EPERM].contains(&ret)
+                {
+                    TransportError::PermissionDenied {
+                        ca: info.ca_name.clone(),
+                        port: info.port_num,
+                    }
+                } else if ret == libc::ENODEV || errno == libc::ENOENT {
+                    TransportError::NoDevice
+                } else {
+                    TransportError::Open {
+                        ca: info.ca_name.clone(),
+                        port: info.port_num,
+                        errno: if errno != 0 { errno } else { ret },
+                    }
+                },
+            );
+        }
+        // Only meaningful after umad_open_port (before it the shim reports the old 56).
+        // SAFETY: no arguments.
+        let header = unsafe { umad_size() };
+        let port = UmadPort {
+            portid,
+            info,
+            rx: vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8],
+        };
+        if header != UMAD_HEADER_LEN {
+            return Err(TransportError::HeaderSize { got: header });
+        }
+        Ok(port)
+    }
+
+    pub fn info(&self) -> &LocalPort {
+        &self.info
+    }
+
+    /// Register an agent for a management class; SMI classes (0x01, 0x81) go to QP0, the
+    /// rest to QP1. Returns the agent id.
+    pub fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
+        // SAFETY: a NULL method mask means "no unsolicited methods": we only take replies.
+        let id = unsafe {
+            umad_register(
+                self.portid,
+                c_int::from(mgmt_class),
+                c_int::from(version),
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        u32::try_from(id).map_err(|_| TransportError::Register {
+            mgmt_class,
+            version,
+            errno: -id,
+        })
+    }
+
+    pub fn unregister(&mut self, agent: u32) {
+        // SAFETY: plain integers; an unknown agent id only yields an error code.
+        unsafe { umad_unregister(self.portid, agent as c_int) };
+    }
+
+    /// Send one MAD. `timeout_ms`/`retries` go to the kernel (real hardware); callers keep
+    /// their own deadline as well, since the simulator shim ignores both.
+    pub fn send(
+        &mut self,
+        agent: u32,
+        mad: &[u8; MAD_SIZE],
+        dest: &Dest,
+        timeout_ms: u32,
+        retries: u32,
+    ) -> Result<(), TransportError> {
+        let mut buf = [0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8];
+        let bytes = as_bytes_mut(&mut buf);
+        encode_umad(bytes, mad, dest);
+        let timeout = c_int::try_from(timeout_ms.max(1)).unwrap_or(c_int::MAX);
+        let retries = c_int::try_from(retries).unwrap_or(c_int::MAX);
+        // SAFETY: buf holds the 64-byte header plus the 256-byte MAD the length announces.
+        let ret = unsafe {
+            umad_send(
+                self.portid,
+                agent as c_int,
+                buf.as_mut_ptr().cast(),
+                MAD_SIZE as c_int,
+                timeout,
+                retries,
+            )
+        };
+        if ret < 0 {
+            Err(TransportError::Send { errno: -ret })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Wait up to `timeout_ms` (0: just poll) for one MAD.
+    pub fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+        let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
+        loop {
+            let capacity = self.rx.len() * 8 - UMAD_HEADER_LEN;
+            let mut len = c_int::try_from(capacity).unwrap_or(c_int::MAX);
+            // SAFETY: rx holds the header plus `len` bytes of MAD space.
+            let ret =
+                unsafe { umad_recv(self.portid, self.rx.as_mut_ptr().cast(), &mut len, timeout) };
+            if ret >= 0 {
+                let bytes = as_bytes(&self.rx);
+                let got = usize::try_from(len).unwrap_or(0).min(capacity);
+                let (status, mad) = decode_umad(bytes, got);
+                return Ok(Some(Received {
+                    agent: ret as u32,
+                    status,
+                    len: got,
+                    mad,
+                }));
+            }
+            match -ret {
+                libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR => return Ok(None),
+                libc::ENOSPC if len as usize > capacity && (len as usize) < (1 << 20) => {
+                    // An RMPP reply bigger than the buffer: the kernel keeps it queued, so
+                    // grow and read it again.
+                    self.rx = vec![0u64; (UMAD_HEADER_LEN + len as usize).div_ceil(8)];
+                }
+                errno => return Err(TransportError::Recv { errno }),
+            }
+        }
+    }
+}
+
+impl Drop for UmadPort {
+    fn drop(&mut self) {
+        // Closing the fd unregisters any agent left; the engine unregisters after draining.
+        // SAFETY: portid came from umad_open_port and is closed once.
+        unsafe { umad_close_port(self.portid) };
+    }
+}
+
+fn as_bytes(buf: &[u64]) -> &[u8] {
+    // SAFETY: u8 has no alignment or validity requirements; the length covers the same bytes.
+    unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), buf.len() * 8) }
+}
+
+fn as_bytes_mut(buf: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as above, and the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), buf.len() * 8) }
+}
+
+/// Fill a umad buffer: the `struct ib_user_mad` header, then the MAD. agent_id, status,
+/// timeout_ms, retries and length are host order and set by umad_send; the address fields
+/// (qpn, qkey, lid) are big-endian.
+pub(crate) fn encode_umad(buf: &mut [u8], mad: &[u8; MAD_SIZE], dest: &Dest) {
+    let (lid, qpn, qkey) = dest.address();
+    if let Some(h) = buf.get_mut(..UMAD_HEADER_LEN) {
+        h.fill(0);
+        h[20..24].copy_from_slice(&qpn.to_be_bytes());
+        h[24..28].copy_from_slice(&qkey.to_be_bytes());
+        h[28..30].copy_from_slice(&lid.to_be_bytes());
+        // sl, path bits, GRH and pkey index stay 0 (default partition).
+    }
+    if let Some(m) = buf.get_mut(UMAD_HEADER_LEN..UMAD_HEADER_LEN + MAD_SIZE) {
+        m.copy_from_slice(mad);
+    }
+}
+
+/// Split a received umad buffer into the header status and the (padded) MAD.
+pub(crate) fn decode_umad(buf: &[u8], mad_len: usize) -> (i32, [u8; MAD_SIZE]) {
+    let status = buf
+        .get(4..8)
+        .and_then(|s| s.try_into().ok())
+        .map(i32::from_ne_bytes)
+        .unwrap_or(0);
+    let mut mad = [0u8; MAD_SIZE];
+    let n = mad_len.min(MAD_SIZE);
+    if let Some(src) = buf.get(UMAD_HEADER_LEN..UMAD_HEADER_LEN + n) {
+        mad[..n].copy_from_slice(src);
+    }
+    (status, mad)
+}
+
+/// Class version ibscope registers for each class.
+pub fn class_version(mgmt_class: u8) -> u8 {
+    match mgmt_class {
+        class::SUBN_ADM => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smp::DrPath;
+
+    /// Sizes and offsets as gcc reports them for umad.h on x86_64 (offsetof).
+    #[test]
+    fn raw_layouts_match_umad_h() {
+        assert_eq!(std::mem::size_of::<RawPort>(), 112);
+        assert_eq!(std::mem::offset_of!(RawPort, portnum), 20);
+        assert_eq!(std::mem::offset_of!(RawPort, state), 40);
+        assert_eq!(std::mem::offset_of!(RawPort, gid_prefix), 56);
+        assert_eq!(std::mem::offset_of!(RawPort, port_guid), 64);
+        assert_eq!(std::mem::offset_of!(RawPort, pkeys), 80);
+        assert_eq!(std::mem::offset_of!(RawPort, link_layer), 88);
+        assert_eq!(std::mem::size_of::<RawCa>(), 208);
+        assert_eq!(std::mem::offset_of!(RawCa, numports), 24);
+        assert_eq!(std::mem::offset_of!(RawCa, node_guid), 112);
+        assert_eq!(std::mem::offset_of!(RawCa, ports), 128);
+    }
+
+    #[test]
+    fn umad_header_address_fields_are_big_endian() {
+        let mut buf = [0xaau8; UMAD_HEADER_LEN + MAD_SIZE];
+        let mut mad = [0u8; MAD_SIZE];
+        mad[0] = 1;
+        mad[255] = 7;
+        let dest = Dest::Gsi {
+            lid: 0x1234,
+            qpn: 1,
+            qkey: GSI_QKEY,
+        };
+        encode_umad(&mut buf, &mad, &dest);
+        assert_eq!(&buf[0..20], &[0u8; 20]);
+        assert_eq!(&buf[20..30], &[0, 0, 0, 1, 0x80, 0x01, 0, 0, 0x12, 0x34]);
+        assert_eq!(&buf[30..64], &[0u8; 34]);
+        assert_eq!(buf[64], 1);
+        assert_eq!(buf[64 + 255], 7);
+
+        encode_umad(
+            &mut buf,
+            &mad,
+            &Dest::Smp(SmpRoute::Directed(DrPath::local())),
+        );
+        assert_eq!(&buf[20..30], &[0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+        encode_umad(&mut buf, &mad, &Dest::Smp(SmpRoute::Lid(9)));
+        assert_eq!(&buf[28..30], &[0, 9]);
+    }
+
+    #[test]
+    fn umad_status_is_host_order_and_short_mads_are_padded() {
+        let mut buf = [0u8; UMAD_HEADER_LEN + MAD_SIZE];
+        buf[4..8].copy_from_slice(&110i32.to_ne_bytes());
+        buf[64] = 0x01;
+        buf[64 + 100] = 0x55;
+        let (status, mad) = decode_umad(&buf, 50);
+        assert_eq!(status, 110);
+        assert_eq!(mad[0], 1);
+        assert_eq!(mad[100], 0, "bytes past the received length are zero");
+        let (_, full) = decode_umad(&buf, 256);
+        assert_eq!(full[100], 0x55);
+        // A truncated buffer yields zeros rather than a panic.
+        assert_eq!(decode_umad(&buf[..6], 256), (0, [0u8; MAD_SIZE]));
+    }
+
+    fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {
+        LocalPort {
+            ca_name: ca.into(),
+            ca_type: String::new(),
+            node_guid: 0,
+            port_num: n,
+            lid: 0,
+            sm_lid: 0,
+            lmc: 0,
+            state,
+            phys_state: 5,
+            port_guid: 0,
+            link_layer: ll.into(),
+        }
+    }
+
+    #[test]
+    fn port_choice() {
+        let cas = vec![
+            (
+                "mlx5_0".to_string(),
+                vec![port("mlx5_0", 1, PortState::Initialize, "IB")],
+            ),
+            (
+                "mlx5_1".to_string(),
+                vec![
+                    port("mlx5_1", 1, PortState::Active, "Ethernet"),
+                    port("mlx5_1", 2, PortState::Active, "IB"),
+                ],
+            ),
+        ];
+        let p = choose_port(&cas, None, None).unwrap();
+        assert_eq!((p.ca_name.as_str(), p.port_num), ("mlx5_1", 2));
+        let p = choose_port(&cas, Some("mlx5_0"), None).unwrap();
+        assert_eq!((p.ca_name.as_str(), p.port_num), ("mlx5_0", 1));
+        assert!(matches!(
+            choose_port(&cas, Some("mlx5_1"), Some(1)),
+            Err(TransportError::NotInfiniBand { .. })
+        ));
+        assert!(matches!(
+            choose_port(&cas, Some("mlx5_1"), Some(3)),
+            Err(TransportError::PortNotFound { port: 3, .. })
+        ));
+        let e = choose_port(&cas, Some("qib0"), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "InfiniBand device \"qib0\" not found (available: mlx5_0, mlx5_1)"
+        );
+        assert_eq!(choose_port(&[], None, None), Err(TransportError::NoDevice));
+        let down = vec![("a".to_string(), vec![port("a", 1, PortState::Down, "IB")])];
+        assert!(matches!(
+            choose_port(&down, None, None),
+            Err(TransportError::PortDown { port: 1, .. })
+        ));
+    }
+}

@@ -124,13 +124,11 @@ impl<const N: usize> Field for [u8; N] {
     fn read(buf: &[u8], bit_off: usize, bits: usize) -> Result<Self, DecodeError> {
         debug_assert!(bit_off % 8 == 0 && bits == 8 * N);
         let start = bit_off / 8;
-        let src = buf
-            .get(start..start + N)
-            .ok_or(DecodeError::Truncated {
-                what: "byte array",
-                need: start + N,
-                got: buf.len(),
-            })?;
+        let src = buf.get(start..start + N).ok_or(DecodeError::Truncated {
+            what: "byte array",
+            need: start + N,
+            got: buf.len(),
+        })?;
         let mut out = [0u8; N];
         out.copy_from_slice(src);
         Ok(out)

@@ -1,1 +1,14 @@
-pub fn x(){}
+//! The InfiniBand fabric as a graph: the model, discovery, routing analysis, health checks
+//! and exports. Knows nothing of terminals.
+
+pub mod model;
+
+pub use model::{End, Fabric, FabricFile, Node, NodeId, NodeKind, Port};
+pub mod diff;
+pub mod discover;
+pub mod dot;
+pub mod escape;
+pub mod gen;
+pub mod ibnd;
+pub mod namemap;
+pub mod routing;

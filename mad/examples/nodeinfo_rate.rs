@@ -1,0 +1,210 @@
+//! NodeInfo rate of the request engine at several window sizes, against smpquery.
+//!
+//! Sends `--count` (10,000) directed-route NodeInfo SMPs spread over every node reachable
+//! from the local port, with 1, 16 and 64 in flight (1 in flight is the sequential,
+//! smpquery-like baseline), then times `--smpquery` (200) runs of the real
+//! `smpquery -D nodeinfo 0,1` process.
+//!
+//! Under the simulator (from a scratch directory: the shim creates ./sys-<pid>):
+//!
+//! ```text
+//! cargo build --release -p ibscope-mad --example nodeinfo_rate
+//! cd "$(mktemp -d)"
+//! IBSIM_SOCKNAME=bench ibsim -s -n /work/shared/fabrics/net > ibsim.log 2>&1 & SIM=$!
+//! LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so IBSIM_SOCKNAME=bench \
+//!   SIM_HOST=Hca1 /work/main/target/release/examples/nodeinfo_rate [--count N] [--smpquery N]
+//! kill $SIM
+//! ```
+//!
+//! On real hardware drop the environment variables (root, or the umad group, is needed).
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ibscope_mad::engine::{Engine, EngineConfig, Request};
+use ibscope_mad::header::attr;
+use ibscope_mad::smp::{DrPath, SmpRoute};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn node_info_request(path: &DrPath) -> Request {
+    Request::smp_get(&SmpRoute::Directed(path.clone()), attr::NODE_INFO, 0)
+}
+
+/// One directed route per node reachable from here (breadth-first, at most `limit`).
+fn reachable_nodes(engine: &mut Engine, limit: usize) -> Vec<DrPath> {
+    let mut guids = HashSet::new();
+    let mut paths = Vec::new();
+    let root = DrPath::local();
+    engine.run(
+        [(root.clone(), node_info_request(&root))],
+        |path, result, out| {
+            let Ok(reply) = result else { return };
+            let data = reply.smp_data();
+            // NodeInfo: NodeType byte 2, NumPorts byte 3, NodeGUID bytes 12..20 (IBA 14.2.5.3).
+            let (node_type, num_ports) = (data[2], data[3]);
+            if !guids.insert(data[12..20].to_vec()) || paths.len() >= limit {
+                return;
+            }
+            let is_switch = node_type == 2;
+            if is_switch || path.is_empty() {
+                let last = if is_switch { num_ports } else { 1 };
+                for port in 1..=last {
+                    if let Ok(child) = path.child(port) {
+                        out.push((child.clone(), node_info_request(&child)));
+                    }
+                }
+            }
+            paths.push(path);
+        },
+    );
+    paths
+}
+
+struct Row {
+    mode: String,
+    in_flight: String,
+    mads: usize,
+    failed: usize,
+    elapsed: Duration,
+}
+
+impl Row {
+    fn rate(&self) -> f64 {
+        self.mads as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+fn main() {
+    let count = arg("--count", 10_000);
+    let smpquery_runs = arg("--smpquery", 200);
+    let config = EngineConfig::default();
+    let mut engine = match Engine::open(None, None, config) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("nodeinfo_rate: {e}");
+            std::process::exit(2);
+        }
+    };
+    let local = engine.local().clone();
+    println!(
+        "local port: {} port {} ({}, guid {:#018x}{})",
+        local.ca_name,
+        local.port_num,
+        local.state,
+        local.port_guid,
+        if local.is_simulator() {
+            ", simulator"
+        } else {
+            ""
+        }
+    );
+    let targets = reachable_nodes(&mut engine, 4096);
+    if targets.is_empty() {
+        eprintln!("nodeinfo_rate: not even the local node answers NodeInfo");
+        std::process::exit(1);
+    }
+    println!(
+        "{} reachable nodes; {count} NodeInfo per window size",
+        targets.len()
+    );
+
+    let mut rows = Vec::new();
+    for window in [1usize, 16, 64] {
+        engine.set_config(EngineConfig {
+            max_outstanding: window,
+            ..config
+        });
+        let requests = (0..count).map(|i| {
+            let path = &targets[i % targets.len()];
+            ((), node_info_request(path))
+        });
+        let mut failed = 0usize;
+        let start = Instant::now();
+        engine.run(requests, |(), result, _| {
+            failed += usize::from(result.is_err())
+        });
+        rows.push(Row {
+            mode: "engine".into(),
+            in_flight: engine.config().max_outstanding.to_string(),
+            mads: count,
+            failed,
+            elapsed: start.elapsed(),
+        });
+    }
+    let stats = engine.stats();
+    // The shim routes replies to the process that registered a class last: close this
+    // port before smpquery registers its own agents.
+    drop(engine);
+
+    if smpquery_runs > 0 {
+        let mut failed = 0usize;
+        let start = Instant::now();
+        for _ in 0..smpquery_runs {
+            let ok = Command::new("smpquery")
+                .args(["-D", "nodeinfo", "0,1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            failed += usize::from(!ok);
+        }
+        rows.push(Row {
+            mode: "smpquery process".into(),
+            in_flight: "1".into(),
+            mads: smpquery_runs,
+            failed,
+            elapsed: start.elapsed(),
+        });
+    }
+
+    let sequential = rows[0].rate();
+    println!();
+    println!(
+        "{:<18} {:>9} {:>7} {:>7} {:>10} {:>12} {:>13}",
+        "mode", "in flight", "MADs", "failed", "seconds", "MADs/s", "vs window 1"
+    );
+    for r in &rows {
+        println!(
+            "{:<18} {:>9} {:>7} {:>7} {:>10.3} {:>12.0} {:>12.2}x",
+            r.mode,
+            r.in_flight,
+            r.mads,
+            r.failed,
+            r.elapsed.as_secs_f64(),
+            r.rate(),
+            r.rate() / sequential
+        );
+    }
+    if let Some(sq) = rows.iter().find(|r| r.mode.starts_with("smpquery")) {
+        let best = rows
+            .iter()
+            .filter(|r| r.mode == "engine")
+            .map(Row::rate)
+            .fold(0.0, f64::max);
+        println!();
+        println!(
+            "smpquery: {:.2} ms per query; best engine window is {:.0}x faster per MAD",
+            sq.elapsed.as_secs_f64() * 1000.0 / sq.mads.max(1) as f64,
+            best / sq.rate()
+        );
+    }
+    println!(
+        "engine totals: sent {} received {} retries {} timeouts {} unmatched {} unroutable {}",
+        stats.sent,
+        stats.received,
+        stats.retries,
+        stats.timeouts,
+        stats.unmatched,
+        stats.unroutable
+    );
+}

@@ -1,0 +1,397 @@
+//! The engine against a simulated fabric: a private ibsim on /work/shared/fabrics/net, no SM
+//! (directed-route SMPs need no LIDs), compared with smpquery run under the same shim.
+//!
+//! The engine has to run with libumad2sim preloaded, so each test re-runs this test binary
+//! as a child (`child_entry`, selected by IBSCOPE_ENGINE_CHILD) under LD_PRELOAD; the child
+//! prints one JSON line per result.
+//!
+//! Fabric `net` from the client at Hca1 (SIM_HOST): 0 = Hca1, 0,1 = Switch1, 0,1,2 = Hca2,
+//! 0,1,3 and 0,1,4 = Switch2; Switch1 ports 5-8 are unconnected.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ibscope_mad::engine::{Engine, EngineConfig, MadError, Request};
+use ibscope_mad::header::attr;
+use ibscope_mad::smp::{DrPath, SmpRoute};
+
+const SHIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const FABRIC: &str = "/work/shared/fabrics/net";
+const CHILD_ENV: &str = "IBSCOPE_ENGINE_CHILD";
+
+/// A private ibsim in its own temporary directory; killed and cleaned up on drop.
+struct Sim {
+    child: Child,
+    dir: PathBuf,
+    sock: String,
+}
+
+impl Sim {
+    /// None when the simulator is not installed (the test then says so and passes).
+    fn start(tag: &str) -> Option<Sim> {
+        if !Path::new(SHIM).exists() || !Path::new(FABRIC).exists() {
+            eprintln!("skipping: {SHIM} or {FABRIC} missing");
+            return None;
+        }
+        let sock = format!("ibscope-eng-{}-{tag}", std::process::id());
+        let dir = std::env::temp_dir().join(&sock);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let log = std::fs::File::create(dir.join("ibsim.log")).expect("log file");
+        let child = Command::new("ibsim")
+            // -s starts the network at once, -n: no console (never a console on /dev/zero).
+            .args(["-s", "-n", FABRIC])
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipping: cannot start ibsim: {e}");
+                return None;
+            }
+        };
+        let sim = Sim { child, dir, sock };
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(sim.dir.join("ibsim.log")).unwrap_or_default();
+            if text.contains("Network simulator ready") {
+                return Some(sim);
+            }
+            assert!(Instant::now() < end, "ibsim did not start: {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A command run as a client of this simulator, attached at Hca1.
+    fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env("LD_PRELOAD", SHIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("SIM_HOST", "Hca1")
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Run a client to completion, killing it if it takes longer than `limit`.
+    fn run(&self, mut cmd: Command, limit: Duration) -> (bool, String, String) {
+        let mut child = cmd.spawn().expect("spawn client");
+        let mut out = child.stdout.take().expect("stdout");
+        let mut err = child.stderr.take().expect("stderr");
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let end = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("client hung for more than {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let stdout = reader.join().unwrap_or_default();
+        let stderr = err_reader.join().unwrap_or_default();
+        (status.success(), stdout, stderr)
+    }
+
+    /// Re-run this test binary as the engine client for `scenario`.
+    fn engine_child(&self, scenario: &str, arg: &str) -> Vec<serde_json::Value> {
+        let mut cmd = self.client(std::env::current_exe().expect("current exe"));
+        cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, scenario)
+            .env("IBSCOPE_ENGINE_ARG", arg);
+        let (ok, stdout, stderr) = self.run(cmd, Duration::from_secs(60));
+        assert!(ok, "engine child failed:\n{stdout}\n{stderr}");
+        stdout
+            .lines()
+            .filter_map(|l| l.split_once(MARK).map(|(_, json)| json))
+            .map(|l| serde_json::from_str(l).expect("child JSON line"))
+            .collect()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// NodeInfo fields the tests compare (IBA 14.2.5.3 offsets).
+fn node_info(data: &[u8]) -> serde_json::Value {
+    let u64_at = |o: usize| {
+        data.get(o..o + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+            .unwrap_or(0)
+    };
+    serde_json::json!({
+        "node_type": data.get(2).copied().unwrap_or(0),
+        "num_ports": data.get(3).copied().unwrap_or(0),
+        "node_guid": format!("{:#018x}", u64_at(12)),
+        "port_guid": format!("{:#018x}", u64_at(20)),
+        "local_port": data.get(36).copied().unwrap_or(0),
+    })
+}
+
+fn dr(text: &str) -> SmpRoute {
+    SmpRoute::Directed(DrPath::parse(text).expect("path"))
+}
+
+/// Starts each result line: the test harness writes its own text on the same stdout.
+const MARK: &str = "@@result ";
+
+fn print(v: serde_json::Value) {
+    println!("{MARK}{v}");
+}
+
+/// The engine side of each scenario; only does something when run as the child.
+#[test]
+fn child_entry() {
+    let Ok(scenario) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let arg = std::env::var("IBSCOPE_ENGINE_ARG").unwrap_or_default();
+    let config = EngineConfig {
+        max_outstanding: 16,
+        timeout: Duration::from_millis(150),
+        retries: 3,
+    };
+    let mut engine = match Engine::open(None, None, config) {
+        Ok(e) => e,
+        Err(e) => panic!("open: {e}"),
+    };
+    let local = engine.local().clone();
+    print(serde_json::json!({ "local": {
+        "ca_name": local.ca_name, "port_num": local.port_num, "state": local.state.to_string(),
+        "port_guid": format!("{:#018x}", local.port_guid), "simulator": local.is_simulator(),
+        "max_outstanding": engine.config().max_outstanding,
+    }}));
+    match scenario.as_str() {
+        "nodeinfo" => {
+            let paths: Vec<String> = arg.split(';').map(str::to_string).collect();
+            let requests = paths
+                .iter()
+                .map(|p| (p.clone(), Request::smp_get(&dr(p), attr::NODE_INFO, 0)));
+            engine.run(requests, |path, result, _| match result {
+                Ok(r) => print(serde_json::json!({"path": path, "info": node_info(r.smp_data())})),
+                Err(e) => print(serde_json::json!({"path": path, "error": e.to_string()})),
+            });
+        }
+        "dead" => {
+            let start = Instant::now();
+            let result = engine.call(Request::smp_get(&dr(&arg), attr::NODE_INFO, 0));
+            let attempts = match result {
+                Err(MadError::Timeout { attempts }) => attempts,
+                other => panic!("expected a timeout, got {other:?}"),
+            };
+            print(serde_json::json!({
+                "attempts": attempts,
+                "elapsed_ms": start.elapsed().as_millis() as u64,
+                "unroutable": engine.stats().unroutable,
+            }));
+        }
+        "silent" => {
+            // DrSLID not permissive on a fully directed route: ibsim drops it without a
+            // reply, so only the engine's own deadline ends it.
+            let mut dropped = Request::smp_get(&dr("0,1"), attr::NODE_INFO, 0);
+            dropped.mad[32..34].copy_from_slice(&1u16.to_be_bytes());
+            engine.set_config(EngineConfig {
+                max_outstanding: 16,
+                timeout: Duration::from_millis(100),
+                retries: 1,
+            });
+            let good: usize = arg.parse().unwrap_or(500);
+            let paths = ["0", "0,1", "0,1,2", "0,1,3", "0,1,4"];
+            let mut batch = vec![(usize::MAX, dropped)];
+            batch.extend(
+                (0..good).map(|i| (i, Request::smp_get(&dr(paths[i % 5]), attr::NODE_INFO, 0))),
+            );
+            let start = Instant::now();
+            let mut order = Vec::new();
+            let mut good_ok = 0usize;
+            let mut dropped_error = String::new();
+            let mut good_done_ms = 0u64;
+            engine.run(batch, |i, result, _| {
+                order.push(i);
+                if i == usize::MAX {
+                    dropped_error = format!("{:?}", result.err());
+                } else if result.is_ok() {
+                    good_ok += 1;
+                    good_done_ms = start.elapsed().as_millis() as u64;
+                }
+            });
+            print(serde_json::json!({
+                "good_ok": good_ok,
+                "dropped_last": order.last() == Some(&usize::MAX),
+                "dropped_error": dropped_error,
+                "good_done_ms": good_done_ms,
+                "total_ms": start.elapsed().as_millis() as u64,
+                "stats": engine.stats(),
+            }));
+        }
+        "follow" => {
+            // Breadth-first from the local node: each NodeInfo of a switch queues NodeInfo
+            // of every neighbour port; the pushed follow-ups must run in the same batch.
+            let mut seen = std::collections::BTreeMap::new();
+            let root = (
+                DrPath::local(),
+                Request::smp_get(&dr("0"), attr::NODE_INFO, 0),
+            );
+            engine.run([root], |path: DrPath, result, out| {
+                let Ok(r) = result else { return };
+                let info = node_info(r.smp_data());
+                let guid = info["node_guid"].as_str().unwrap_or_default().to_string();
+                let first = !seen.contains_key(&guid);
+                seen.entry(guid).or_insert(path.to_string());
+                let is_switch = info["node_type"] == 2;
+                if first && (is_switch || path.is_empty()) {
+                    let ports = info["num_ports"].as_u64().unwrap_or(0) as u8;
+                    let (lo, hi) = if is_switch { (1, ports) } else { (1, 1) };
+                    for p in lo..=hi {
+                        if let Ok(child) = path.child(p) {
+                            let req = Request::smp_get(
+                                &SmpRoute::Directed(child.clone()),
+                                attr::NODE_INFO,
+                                0,
+                            );
+                            out.push((child, req));
+                        }
+                    }
+                }
+            });
+            print(serde_json::json!({ "nodes": seen, "stats": engine.stats() }));
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// smpquery's text output, as the comparable fields.
+fn smpquery_node_info(sim: &Sim, path: &str) -> serde_json::Value {
+    let mut cmd = sim.client("smpquery");
+    cmd.args(["-D", "nodeinfo", path]);
+    let (ok, out, err) = sim.run(cmd, Duration::from_secs(20));
+    assert!(ok, "smpquery -D nodeinfo {path} failed: {out}{err}");
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k == name).then(|| v.trim_start_matches('.').trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {name} in smpquery output:\n{out}"))
+    };
+    let node_type = match field("NodeType").as_str() {
+        "Channel Adapter" => 1,
+        "Switch" => 2,
+        "Router" => 3,
+        t => panic!("unexpected node type {t}"),
+    };
+    serde_json::json!({
+        "node_type": node_type,
+        "num_ports": field("NumPorts").parse::<u8>().expect("NumPorts"),
+        "node_guid": field("Guid"),
+        "port_guid": field("PortGuid"),
+        "local_port": field("LocalPort").parse::<u8>().expect("LocalPort"),
+    })
+}
+
+#[test]
+fn dr_nodeinfo_matches_smpquery() {
+    let Some(sim) = Sim::start("ni") else { return };
+    let paths = ["0", "0,1", "0,1,2", "0,1,3", "0,1,4", "0,1,3,4"];
+    // Reference first: under the shim, replies go to the process that registered a class
+    // last, so the two clients must not overlap.
+    let expected: Vec<_> = paths.iter().map(|p| smpquery_node_info(&sim, p)).collect();
+    let lines = sim.engine_child("nodeinfo", &paths.join(";"));
+    let local = &lines[0]["local"];
+    assert_eq!(local["ca_name"], "ibsim0");
+    assert_eq!(local["port_num"], 1);
+    assert_eq!(local["port_guid"], expected[0]["port_guid"]);
+    // No SM runs: the link is up but not configured.
+    assert_eq!(local["state"], "Initialize");
+    assert_eq!(local["simulator"], true);
+    assert_eq!(local["max_outstanding"], 16);
+    let mut got = std::collections::HashMap::new();
+    for l in &lines[1..] {
+        let path = l["path"].as_str().expect("path").to_string();
+        assert!(l.get("error").is_none(), "{path}: {l}");
+        got.insert(path, l["info"].clone());
+    }
+    for (p, want) in paths.iter().zip(&expected) {
+        assert_eq!(got.get(*p), Some(want), "NodeInfo of {p}");
+    }
+    // Sanity on the fabric itself, so a silently empty comparison cannot pass.
+    assert_eq!(expected[1]["node_type"], 2);
+    assert_eq!(expected[2]["node_type"], 1);
+    assert_ne!(expected[0]["node_guid"], expected[2]["node_guid"]);
+}
+
+#[test]
+fn dead_port_times_out_quickly() {
+    let Some(sim) = Sim::start("dead") else {
+        return;
+    };
+    // Switch1 port 5 has no link: the shim hands the request back at once (status 110),
+    // and every attempt is resent immediately rather than after the 150 ms deadline.
+    let lines = sim.engine_child("dead", "0,1,5");
+    let r = &lines[1];
+    assert_eq!(r["attempts"], 4, "{r}");
+    assert_eq!(r["unroutable"], 4, "{r}");
+    assert!(r["elapsed_ms"].as_u64().unwrap() < 150, "{r}");
+}
+
+#[test]
+fn silent_drop_waits_its_deadline_without_blocking_others() {
+    let Some(sim) = Sim::start("silent") else {
+        return;
+    };
+    let lines = sim.engine_child("silent", "2000");
+    let r = &lines[1];
+    assert_eq!(r["good_ok"], 2000, "{r}");
+    assert_eq!(r["dropped_last"], true, "{r}");
+    assert_eq!(r["dropped_error"], "Some(Timeout { attempts: 2 })", "{r}");
+    // Two attempts of 100 ms each.
+    let total = r["total_ms"].as_u64().unwrap();
+    assert!((195..1500).contains(&total), "{r}");
+    assert_eq!(r["stats"]["sent"], 2002, "{r}");
+    assert_eq!(r["stats"]["timeouts"], 1, "{r}");
+    assert_eq!(r["stats"]["retries"], 1, "{r}");
+}
+
+#[test]
+fn follow_ups_from_callback_discover_whole_fabric() {
+    let Some(sim) = Sim::start("bfs") else { return };
+    let lines = sim.engine_child("follow", "");
+    let r = &lines[1];
+    let nodes = r["nodes"].as_object().expect("nodes");
+    // Hca1, Switch1, Hca2, Switch2.
+    assert_eq!(nodes.len(), 4, "{r}");
+    let paths: Vec<&str> = nodes.values().filter_map(|v| v.as_str()).collect();
+    for p in ["0", "0,1", "0,1,2"] {
+        assert!(paths.contains(&p), "{p} missing in {r}");
+    }
+    // Switch2 hangs off two parallel links; whichever reply came first names it.
+    assert!(paths.contains(&"0,1,3") || paths.contains(&"0,1,4"), "{r}");
+    // Ports 5-8 of Switch1 and the unlinked ones of Switch2 came back unroutable.
+    assert!(r["stats"]["unroutable"].as_u64().unwrap() > 0, "{r}");
+}

@@ -1,0 +1,39 @@
+//! `ibscope diff`: what changed between two topologies.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::{exit, Global};
+
+/// Compare two topologies (ibnetdiscover text or ibscope JSON, in any mix): nodes and
+/// links added and removed, and link width/speed/state changes.
+///
+/// Exit code 0 when they are equal, 1 when they differ, 2 when a file cannot be read.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    pub old: PathBuf,
+    pub new: PathBuf,
+    /// Print the differences as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
+    let old = crate::fabric::load_file(&a.old)?;
+    let new = crate::fabric::load_file(&a.new)?;
+    let d = ibscope_topo::diff::diff(&old, &new);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else if d.is_empty() {
+        println!("no differences");
+    } else {
+        print!("{}", d);
+    }
+    Ok(ExitCode::from(if d.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}

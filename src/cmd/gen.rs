@@ -1,0 +1,131 @@
+//! `ibscope sim gen`: topology files for ibsim, for tests, benchmarks and what-if planning.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions};
+
+/// Generate a fabric topology (ibnetdiscover format, as ibsim reads it).
+///
+/// Examples:
+///   ibscope sim gen fat-tree --levels 2 --radix 36 --hosts 512 -o ft512.topo
+///   ibscope sim gen fat-tree --levels 3 --radix 40 --hosts 2048 --rate 4xHDR -o ft2k.topo
+///   ibscope sim gen ring --switches 4 --hosts-per-switch 1 -o ring4.topo
+///   ibscope sim gen fat-tree --hosts 64 --degrade L0001:19:1xHDR -o slow-uplink.topo
+///
+/// --degrade NODE:PORT:RATE runs that link at a lower rate (written on both ends, since
+/// OpenSM re-negotiates a link from one end's enabled set).
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct GenArgs {
+    #[command(subcommand)]
+    pub shape: Shape,
+    /// Rate of every link, e.g. 4xHDR, 4xEDR, 4xQDR (ibsim 0.10 knows speeds up to HDR).
+    #[arg(long, global = true, default_value = "4xHDR")]
+    pub rate: String,
+    /// Run one link slower: NODE:PORT:RATE, e.g. L0001:19:1xHDR (repeatable).
+    #[arg(long = "degrade", global = true, value_name = "NODE:PORT:RATE")]
+    pub degrade: Vec<String>,
+    /// Output file; default stdout.
+    #[arg(short, long, global = true)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Shape {
+    /// Leaf/spine (2 levels) or pods plus core (3 levels) of RADIX-port switches.
+    FatTree {
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
+        levels: u8,
+        #[arg(long, default_value_t = 36)]
+        radix: u8,
+        #[arg(long)]
+        hosts: usize,
+    },
+    /// A ring of switches (the classic credit-loop case under minhop routing).
+    Ring {
+        #[arg(long)]
+        switches: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts_per_switch: usize,
+    },
+    /// An X by Y mesh of switches without wrap-around.
+    Mesh {
+        #[arg(long)]
+        x: usize,
+        #[arg(long)]
+        y: usize,
+        #[arg(long, default_value_t = 1)]
+        hosts_per_switch: usize,
+    },
+}
+
+fn parse_degrade(text: &str) -> Result<Degraded> {
+    let parts: Vec<&str> = text.rsplitn(3, ':').collect();
+    if parts.len() != 3 {
+        bail!("--degrade {text:?}: expected NODE:PORT:RATE, e.g. L0001:19:1xHDR");
+    }
+    let port: u8 = parts[1]
+        .parse()
+        .with_context(|| format!("--degrade {text:?}: {:?} is not a port number", parts[1]))?;
+    Ok(Degraded {
+        node: parts[2].to_string(),
+        port,
+        rate: parts[0].to_string(),
+    })
+}
+
+pub fn run(a: &GenArgs) -> Result<ExitCode> {
+    let options = GenOptions {
+        rate: Some(a.rate.clone()),
+        degraded: a
+            .degrade
+            .iter()
+            .map(|d| parse_degrade(d))
+            .collect::<Result<_>>()?,
+    };
+    let text = match &a.shape {
+        Shape::FatTree {
+            levels,
+            radix,
+            hosts,
+        } => {
+            let mut spec = FatTreeSpec::new(*levels, *radix, *hosts);
+            spec.options = options;
+            gen::fat_tree(&spec)?
+        }
+        Shape::Ring {
+            switches,
+            hosts_per_switch,
+        } => gen::ring_with(*switches, *hosts_per_switch, &options)?,
+        Shape::Mesh {
+            x,
+            y,
+            hosts_per_switch,
+        } => gen::mesh_with(*x, *y, *hosts_per_switch, &options)?,
+    };
+    match &a.output {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degrade_syntax() {
+        let d = parse_degrade("L0001:19:1xHDR").unwrap();
+        assert_eq!(
+            (d.node.as_str(), d.port, d.rate.as_str()),
+            ("L0001", 19, "1xHDR")
+        );
+        assert!(parse_degrade("L0001:1xHDR").is_err());
+        assert!(parse_degrade("L0001:x:1xHDR").is_err());
+    }
+}

@@ -1,0 +1,7 @@
+//! One module per subcommand: `Args` (clap) and `run`.
+
+pub mod diff;
+pub mod discover;
+pub mod gen;
+pub mod query;
+pub mod sim;

@@ -1,0 +1,297 @@
+//! `ibscope sim`: run a simulated fabric (ibsim + OpenSM) in the background, run commands
+//! against it, inject faults. The orchestration itself is `crate::sim`.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+
+use crate::cli::{exit, Global};
+use crate::sim::{self, Sim, SimOptions};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: SimCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Start a simulated fabric in the background and print the shell exports clients need.
+    ///
+    /// Use as `eval "$(ibscope sim up FILE)"`: stdout carries only `export` lines
+    /// (LD_PRELOAD, IBSIM_SOCKNAME, IBSCOPE_SIM), a summary goes to stderr.
+    Up(UpArgs),
+    /// Stop a simulator started with `sim up` (OpenSM, then ibsim) and remove its state.
+    Down(DownArgs),
+    /// Run a command under the simulator's shim; exits with the command's exit code.
+    Exec(ExecArgs),
+    /// Inject a fault or set a counter through ibsim's console.
+    Fault(FaultArgs),
+    /// List the simulators started with `sim up` and whether they still run.
+    Status,
+    /// Generate a topology file (fat trees, rings, meshes, with degraded links).
+    Gen(crate::cmd::gen::GenArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct NameArg {
+    /// Simulator name; default: $IBSCOPE_SIM, else `default`.
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+impl NameArg {
+    fn resolve(&self) -> String {
+        self.name.clone().unwrap_or_else(sim::default_name)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    /// Topology file (ibnetdiscover format, e.g. examples/fabrics/net).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Do not start OpenSM (ports stay Init, no LIDs: only directed routes work).
+    #[arg(long)]
+    pub no_sm: bool,
+    /// Extra opensm.conf line, e.g. `routing_engine minhop` (repeatable).
+    #[arg(long = "sm-option", value_name = "LINE")]
+    pub sm_options: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DownArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Stop every simulator started with `sim up`.
+    #[arg(long, conflicts_with = "name")]
+    pub all: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Node the command attaches at (SIM_HOST); default: the first node of the topology.
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FaultArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Ask OpenSM for a heavy sweep afterwards and wait for SUBNET UP.
+    #[arg(long)]
+    pub resweep: bool,
+    #[command(subcommand)]
+    pub fault: Fault,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Fault {
+    /// Take a link down (ibsim `Unlink "NODE"[PORT]`).
+    Unlink { node: String, port: u8 },
+    /// Restore a link taken down (ibsim `ReLink "NODE"[PORT]`).
+    Relink { node: String, port: u8 },
+    /// Drop RATE percent (0-100) of the MADs through a port (ibsim `Error`).
+    Loss {
+        node: String,
+        port: u8,
+        #[arg(value_parser = clap::value_parser!(u8).range(0..=100))]
+        rate: u8,
+        /// Only for this attribute ID (e.g. 21 for PortInfo).
+        #[arg(long, value_name = "ATTR_ID")]
+        attribute: Option<u16>,
+    },
+    /// Set a port counter (ibsim `PerformanceSet`); FIELD as perfquery names it, e.g.
+    /// SymbolErrorCounter or PortCountersExtended.PortXmitData.
+    SetCounter {
+        node: String,
+        port: u8,
+        field: String,
+        value: u64,
+    },
+    /// Send one line to ibsim's console as is and print its answer.
+    Raw { line: String },
+}
+
+pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
+    match &a.command {
+        SimCommand::Up(up) => run_up(up),
+        SimCommand::Down(down) => run_down(down),
+        SimCommand::Exec(ex) => run_exec(ex),
+        SimCommand::Fault(f) => run_fault(f),
+        SimCommand::Status => run_status(),
+        SimCommand::Gen(g) => crate::cmd::gen::run(g),
+    }
+}
+
+fn run_up(a: &UpArgs) -> Result<ExitCode> {
+    // Ctrl-C while waiting for SUBNET UP: the waits fail, and Drop stops what was started.
+    sim::install_sigint_handler();
+    let name = a.name.resolve();
+    let opts = SimOptions {
+        topology: a.file.clone(),
+        name: Some(name.clone()),
+        with_sm: !a.no_sm,
+        sm_config: a.sm_options.clone(),
+        state_dir: None,
+        detach: true,
+    };
+    let mut sim = Sim::start(opts).with_context(|| format!("starting simulator {name:?}"))?;
+    if sim::interrupted() {
+        sim.stop()?;
+        bail!("interrupted");
+    }
+    let size = sim.size();
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "simulator {:?} up: {} switches, {} CAs from {}",
+        sim.name(),
+        size.switches,
+        size.hcas + size.routers,
+        sim.topology().display()
+    )?;
+    match sim.opensm_pid() {
+        Some(p) => writeln!(
+            err,
+            "  ibsim pid {}, opensm pid {p} (SUBNET UP)",
+            sim.ibsim_pid()
+        )?,
+        None => writeln!(err, "  ibsim pid {} (no SM)", sim.ibsim_pid())?,
+    }
+    writeln!(err, "  state: {}", sim.state_dir().display())?;
+    writeln!(err, "  stop with: ibscope sim down --name {}", sim.name())?;
+    print!("{}", sim.export_lines());
+    std::io::stdout().flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_down(a: &DownArgs) -> Result<ExitCode> {
+    if a.all {
+        let all = Sim::list()?;
+        let mut failed = false;
+        for status in &all {
+            if let Err(e) = Sim::down_dir(&status.state_dir) {
+                eprintln!("ibscope: {}: {e:#}", status.name);
+                failed = true;
+            } else {
+                eprintln!("simulator {:?} down", status.name);
+            }
+        }
+        return Ok(if failed {
+            ExitCode::from(exit::ERROR)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    let name = a.name.resolve();
+    Sim::down(&name).with_context(|| format!("stopping simulator {name:?}"))?;
+    eprintln!("simulator {name:?} down");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn attach_running(name: &NameArg) -> Result<Sim> {
+    let name = name.resolve();
+    let sim = Sim::attach(&name)?;
+    if !sim.is_running() {
+        bail!("simulator {name:?} is not running any more; `ibscope sim down --name {name}` cleans up");
+    }
+    Ok(sim)
+}
+
+fn run_exec(a: &ExecArgs) -> Result<ExitCode> {
+    let sim = attach_running(&a.name)?;
+    let (program, args) = a.command.split_first().expect("clap requires a command");
+    let mut cmd = sim.command(program);
+    cmd.args(args);
+    // The user's relative paths mean their cwd, not the sim's client directory.
+    cmd.current_dir(std::env::current_dir()?);
+    if let Some(node) = &a.node {
+        cmd.env("SIM_HOST", node);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("running {}", program.to_string_lossy()))?;
+    use std::os::unix::process::ExitStatusExt;
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => exit::ERROR as i32,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn run_fault(a: &FaultArgs) -> Result<ExitCode> {
+    let sim = attach_running(&a.name)?;
+    match &a.fault {
+        Fault::Unlink { node, port } => sim.unlink(node, *port)?,
+        Fault::Relink { node, port } => sim.relink(node, *port)?,
+        Fault::Loss {
+            node,
+            port,
+            rate,
+            attribute,
+        } => sim.set_error_rate(node, *port, *rate, *attribute)?,
+        Fault::SetCounter {
+            node,
+            port,
+            field,
+            value,
+        } => sim.set_counter(node, *port, field, *value)?,
+        Fault::Raw { line } => {
+            let out = sim.console_output(line)?;
+            if !out.is_empty() {
+                println!("{out}");
+            }
+        }
+    }
+    if a.resweep {
+        sim.resweep()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_status() -> Result<ExitCode> {
+    let all = Sim::list()?;
+    if all.is_empty() {
+        eprintln!(
+            "no simulators (state in {})",
+            sim::state_base_dir().display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<16} {:<8} {:<8} {:<8} TOPOLOGY",
+        "NAME", "STATE", "IBSIM", "OPENSM"
+    )?;
+    for s in all {
+        writeln!(
+            out,
+            "{:<16} {:<8} {:<8} {:<8} {}",
+            s.name,
+            if s.running { "running" } else { "dead" },
+            s.ibsim_pid,
+            s.opensm_pid.map_or("-".to_string(), |p| p.to_string()),
+            s.topology.display()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

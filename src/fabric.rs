@@ -1,0 +1,81 @@
+//! Getting at the fabric: open the local management port, or load a saved topology, and
+//! the node-name map. Shared by every command.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ibscope_mad::engine::{Engine, EngineConfig};
+use ibscope_topo::discover::{self, DiscoverOptions};
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::Fabric;
+
+use crate::cli::Global;
+
+pub fn engine_config(g: &Global) -> EngineConfig {
+    EngineConfig {
+        max_outstanding: g.max_outstanding as usize,
+        timeout: g.timeout(),
+        retries: g.retries,
+    }
+}
+
+/// Open the CA port named by -C/-P (defaults: first CA, first active port).
+pub fn open_engine(g: &Global) -> Result<Engine> {
+    let engine = Engine::open(g.ca.as_deref(), g.port, engine_config(g))?;
+    Ok(engine)
+}
+
+/// The node-name map given with --node-name-map, if any.
+pub fn names(g: &Global) -> Result<Option<NameMap>> {
+    match &g.node_name_map {
+        Some(path) => Ok(Some(NameMap::load(path)?)),
+        None => Ok(None),
+    }
+}
+
+/// Load a topology file: an ibscope JSON snapshot or an ibnetdiscover-format text.
+pub fn load_file(path: &Path) -> Result<Fabric> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read topology file {}", path.display()))?;
+    if text.trim_start().starts_with('{') {
+        let file: ibscope_topo::FabricFile = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a valid ibscope JSON snapshot", path.display()))?;
+        Ok(Fabric::from_file(file).with_context(|| format!("{}", path.display()))?)
+    } else {
+        ibscope_topo::ibnd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+}
+
+/// The fabric to analyse: `--topology FILE` when given, else a live discovery.
+pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
+    if let Some(path) = &g.topology {
+        return load_file(path);
+    }
+    let mut engine = open_engine(g)?;
+    Ok(discover_live(&mut engine, options))
+}
+
+/// Discover with a progress bar on stderr when it is a terminal.
+pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Fabric {
+    use std::io::IsTerminal;
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} discovering: {msg} [{elapsed}]")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let fabric = discover::discover(engine, options, |p| {
+        if let Some(b) = &bar {
+            b.set_message(format!("{} nodes, {} MADs", p.nodes, p.mads));
+            b.tick();
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    fabric
+}

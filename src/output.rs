@@ -1,0 +1,83 @@
+//! Output helpers shared by commands: number parsing, generic field printing, and the
+//! one place where fabric strings are made safe for a terminal.
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+/// Parse a LID in decimal or 0x-hex; unicast LIDs are 1..=0xbfff.
+pub fn parse_lid(text: &str) -> Result<u16> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u16::from_str_radix(hex, 16),
+        None => t.parse::<u16>(),
+    };
+    match parsed {
+        Ok(l) if (1..=0xbfff).contains(&l) => Ok(l),
+        Ok(l) => bail!("LID {l} is not a unicast LID (1-49151)"),
+        Err(_) => {
+            bail!("{text:?} is not a LID (decimal or 0x-hex) or a directed route (e.g. 0,1,3)")
+        }
+    }
+}
+
+/// Parse a GUID in 0x-hex (or bare hex).
+pub fn parse_guid(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// Print a JSON object as aligned `name: value` lines; nested objects are indented.
+/// Strings pass through the terminal sanitizer: they may come from the fabric.
+pub fn print_fields(value: &Value, indent: usize) {
+    let Value::Object(map) = value else {
+        println!("{:indent$}{}", "", scalar(value));
+        return;
+    };
+    let width = map.keys().map(|k| k.len()).max().unwrap_or(0) + 1;
+    for (k, v) in map {
+        match v {
+            Value::Object(_) => {
+                println!("{:indent$}{k}:", "");
+                print_fields(v, indent + 2);
+            }
+            _ => println!("{:indent$}{:width$} {}", "", format!("{k}:"), scalar(v)),
+        }
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => ibscope_topo::escape::for_terminal(s),
+        Value::Null => "-".into(),
+        Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        Value::Number(n) => match n.as_u64() {
+            Some(u) if u > 0xffff_ffff => format!("{u:#018x}"),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lids() {
+        assert_eq!(parse_lid("5").unwrap(), 5);
+        assert_eq!(parse_lid("0x1f").unwrap(), 31);
+        assert!(parse_lid("0").is_err());
+        assert!(parse_lid("0xc000").is_err());
+        assert!(parse_lid("abc").is_err());
+    }
+
+    #[test]
+    fn guids() {
+        assert_eq!(parse_guid("0x0002c903000e0b72"), Some(0x0002c903000e0b72));
+        assert_eq!(parse_guid("zz"), None);
+    }
+}

@@ -1,0 +1,571 @@
+//! Fabric discovery: a directed-route breadth-first sweep from the local port.
+//!
+//! Every reply is handled as it arrives and immediately yields the follow-up queries, so
+//! the transport keeps its window full. MAD budget per switch: NodeInfo, NodeDescription,
+//! SwitchInfo, PortInfo for ports 0..=N and one NodeInfo probe per linked port whose peer is
+//! not already known (the link end identified from the other side is never asked again).
+//! Per CA port: one NodeInfo probe, NodeDescription once per node, PortInfo.
+//!
+//! Nothing aborts the sweep: a query that still fails after the transport's retries is
+//! retried once more in a final round, and what still fails is recorded on the node or port
+//! and in [`DiscoveryReport`].
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use ibscope_mad::engine::{MadError, Request, Response};
+use ibscope_mad::header::attr;
+use ibscope_mad::smp::{DrPath, SmpRoute};
+
+use crate::model::{DiscoveryReport, End, Fabric, Node, NodeId, NodeKind, Port, SwitchFacts};
+
+/// What discovery needs from a transport: run a batch, hand each completion to a callback
+/// that may queue follow-ups. `ibscope_mad::engine::Engine` implements it; tests use fakes.
+/// Completion callback: the request's token, its outcome, and a queue for follow-ups.
+pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut Vec<(T, Request)>) + 'a;
+
+pub trait SmpExecutor {
+    fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>);
+    /// MADs sent so far (for the report and benchmarks).
+    fn mads_sent(&self) -> u64;
+}
+
+impl SmpExecutor for ibscope_mad::engine::Engine {
+    fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+        self.run(requests, |t, r, q| on_done(t, r, q));
+    }
+    fn mads_sent(&self) -> u64 {
+        self.stats().sent
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DiscoverOptions {
+    /// Also read every switch's linear forwarding table (needed by routing analysis).
+    pub read_lft: bool,
+}
+
+/// Progress events, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub nodes: usize,
+    pub pending: usize,
+    pub mads: u64,
+}
+
+/// One outstanding query of the sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Query {
+    /// NodeInfo at the end of `path`; `from` is the port we left through (None: local node).
+    Probe {
+        path: DrPath,
+        from: Option<End>,
+    },
+    Description {
+        node: NodeId,
+    },
+    PortInfo {
+        node: NodeId,
+        port: u8,
+    },
+    SwitchInfo {
+        node: NodeId,
+    },
+    Lft {
+        node: NodeId,
+        block: u32,
+    },
+}
+
+struct Sweep {
+    fabric: Fabric,
+    /// Directed route of each node.
+    paths: HashMap<NodeId, DrPath>,
+    /// Link ends whose peer is known: never probe them.
+    known_peer: HashSet<End>,
+    /// Port PortInfos already requested, so a CA reached twice is asked once per port.
+    asked_port: HashSet<End>,
+    failures: Vec<(Query, MadError)>,
+    options: DiscoverOptions,
+}
+
+fn route_of(path: &DrPath) -> SmpRoute {
+    SmpRoute::Directed(path.clone())
+}
+
+impl Sweep {
+    fn request(&self, q: &Query) -> Option<Request> {
+        let (path, attribute, modifier) = match q {
+            Query::Probe { path, .. } => (path.clone(), attr::NODE_INFO, 0),
+            Query::Description { node } => {
+                (self.paths.get(node)?.clone(), attr::NODE_DESCRIPTION, 0)
+            }
+            Query::PortInfo { node, port } => (
+                self.paths.get(node)?.clone(),
+                attr::PORT_INFO,
+                u32::from(*port),
+            ),
+            Query::SwitchInfo { node } => (self.paths.get(node)?.clone(), attr::SWITCH_INFO, 0),
+            Query::Lft { node, block } => (
+                self.paths.get(node)?.clone(),
+                attr::LINEAR_FORWARDING_TABLE,
+                *block,
+            ),
+        };
+        Some(Request::smp_get(&route_of(&path), attribute, modifier))
+    }
+
+    fn push(&self, q: Query, out: &mut Vec<(Query, Request)>) {
+        if let Some(r) = self.request(&q) {
+            out.push((q, r));
+        }
+    }
+
+    fn handle(
+        &mut self,
+        q: Query,
+        result: Result<Response, MadError>,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.failures.push((q, e));
+                return;
+            }
+        };
+        let data = resp.smp_data();
+        match q {
+            Query::Probe { path, from } => match NodeInfo::decode(data) {
+                Ok(info) => self.on_node_info(path, from, info, out),
+                Err(e) => self.record_decode(&Query::Probe { path, from }, &e.to_string()),
+            },
+            Query::Description { node } => match NodeDescription::decode(data) {
+                Ok(d) => self.fabric.node_mut(node).description = d.text(),
+                Err(e) => self.record_decode(&q, &e.to_string()),
+            },
+            Query::PortInfo { node, port } => match PortInfo::decode(data) {
+                Ok(info) => self.on_port_info(node, port, &info, out),
+                Err(e) => self.record_decode(&q, &e.to_string()),
+            },
+            Query::SwitchInfo { node } => match SwitchInfo::decode(data) {
+                Ok(info) => self.on_switch_info(node, &info, out),
+                Err(e) => self.record_decode(&q, &e.to_string()),
+            },
+            Query::Lft { node, block } => {
+                if let Some(sw) = self.fabric.node_mut(node).switch.as_mut() {
+                    let start = block as usize * 64;
+                    for (i, &port) in data.iter().take(64).enumerate() {
+                        if let Some(slot) = sw.lft.get_mut(start + i) {
+                            *slot = port;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn record_decode(&mut self, q: &Query, msg: &str) {
+        let text = format!("{}: malformed reply: {msg}", self.describe(q));
+        self.fabric.report.errors.push(text);
+    }
+
+    fn on_node_info(
+        &mut self,
+        path: DrPath,
+        from: Option<End>,
+        info: NodeInfo,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let kind = NodeKind::from_node_type(info.node_type).unwrap_or(NodeKind::Ca);
+        let entered = info.local_port_num;
+        let existing = self.fabric.node_by_guid(info.node_guid);
+        let id = match existing {
+            Some(id) => {
+                let n = self.fabric.node(id);
+                if n.kind != kind || n.num_ports != info.num_ports {
+                    self.duplicate_guid(info.node_guid, &path);
+                    return;
+                }
+                id
+            }
+            None => {
+                let node = Node {
+                    guid: info.node_guid,
+                    system_image_guid: info.system_image_guid,
+                    kind,
+                    vendor_id: info.vendor_id,
+                    device_id: info.device_id,
+                    revision: info.revision,
+                    description: String::new(),
+                    num_ports: info.num_ports,
+                    // A switch has one port GUID, port 0's; external ports share it.
+                    ports: if kind == NodeKind::Switch {
+                        vec![Port {
+                            guid: info.port_guid,
+                            ..Port::new(0)
+                        }]
+                    } else {
+                        Vec::new()
+                    },
+                    dr_path: Some(path.to_string()),
+                    switch: None,
+                    errors: Vec::new(),
+                };
+                let id = match self.fabric.add_node(node) {
+                    Ok(id) => id,
+                    Err(_) => return,
+                };
+                self.paths.insert(id, path.clone());
+                self.push(Query::Description { node: id }, out);
+                if kind == NodeKind::Switch {
+                    self.fabric.node_mut(id).switch = Some(SwitchFacts::default());
+                    self.push(Query::SwitchInfo { node: id }, out);
+                    for p in 0..=info.num_ports {
+                        self.ask_port(id, p, out);
+                    }
+                }
+                if self.fabric.local.is_none() && from.is_none() {
+                    let port = if kind == NodeKind::Switch { 0 } else { entered };
+                    self.fabric.local = Some((info.node_guid, port));
+                }
+                id
+            }
+        };
+        if kind != NodeKind::Switch {
+            // A CA's port GUID comes with the NodeInfo of the port it was entered through.
+            let node = self.fabric.node_mut(id);
+            let mut port = node
+                .port(entered)
+                .cloned()
+                .unwrap_or_else(|| Port::new(entered));
+            port.guid = info.port_guid;
+            node.set_port(port);
+            if existing.is_some() && !self.paths.contains_key(&id) {
+                self.paths.insert(id, path.clone());
+            }
+            // The PortInfo of a CA port must travel the path that enters through it.
+            self.ask_port_via(id, entered, path.clone(), out);
+        }
+        if let Some(from) = from {
+            let here = End {
+                node: id,
+                port: entered,
+            };
+            self.link(from, here, &path);
+        }
+    }
+
+    fn duplicate_guid(&mut self, guid: u64, path: &DrPath) {
+        if !self.fabric.report.duplicate_guids.contains(&guid) {
+            self.fabric.report.duplicate_guids.push(guid);
+        }
+        self.fabric.report.errors.push(format!(
+            "node GUID {guid:#018x} reached at {path} with conflicting NodeInfo (duplicate GUID)"
+        ));
+    }
+
+    fn link(&mut self, a: End, b: End, path: &DrPath) {
+        match (self.fabric.peer(a), self.fabric.peer(b)) {
+            (Some(pa), _) if pa == b => {}
+            (None, None) => {
+                let _ = self.fabric.connect(a, b);
+            }
+            _ => {
+                // One GUID seen behind two different ports: two nodes share a GUID.
+                let guid = self.fabric.node(b.node).guid;
+                self.duplicate_guid(guid, path);
+            }
+        }
+        self.known_peer.insert(a);
+        self.known_peer.insert(b);
+    }
+
+    fn ask_port(&mut self, node: NodeId, port: u8, out: &mut Vec<(Query, Request)>) {
+        let end = End { node, port };
+        if self.asked_port.insert(end) {
+            self.push(Query::PortInfo { node, port }, out);
+        }
+    }
+
+    fn ask_port_via(
+        &mut self,
+        node: NodeId,
+        port: u8,
+        path: DrPath,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let end = End { node, port };
+        if self.asked_port.insert(end) {
+            let q = Query::PortInfo { node, port };
+            out.push((
+                q,
+                Request::smp_get(&route_of(&path), attr::PORT_INFO, u32::from(port)),
+            ));
+        }
+    }
+
+    fn on_port_info(
+        &mut self,
+        node: NodeId,
+        number: u8,
+        info: &PortInfo,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let is_switch = self.fabric.node(node).is_switch();
+        let port0 = if is_switch {
+            self.fabric.node(node).port(0).cloned()
+        } else {
+            None
+        };
+        let n = self.fabric.node_mut(node);
+        let mut port = n.port(number).cloned().unwrap_or_else(|| Port::new(number));
+        port.lid = info.lid;
+        port.lmc = info.lmc;
+        port.state = info.port_state;
+        port.phys_state = info.port_phys_state;
+        port.width_active = info.width_active();
+        port.width_supported = info.widths_supported();
+        port.width_enabled = info.widths_enabled();
+        port.speed_active = info.speed_active();
+        port.speed_supported = info.speeds_supported();
+        port.speed_enabled = info.speeds_enabled();
+        port.mtu_active = info.neighbor_mtu;
+        port.mtu_cap = info.mtu_cap;
+        port.capability_mask = info.capability_mask;
+        if is_switch && number != 0 {
+            // External switch ports report the switch's LID in PortInfo.LID only on port 0.
+            if let Some(p0) = &port0 {
+                port.guid = p0.guid;
+                port.lid = p0.lid;
+            }
+        }
+        n.set_port(port);
+        if is_switch && number == 0 {
+            // Port 0's LID is the switch's: index it now, and copy it to the other ports.
+            let (guid, lid) = (n.port(0).map(|p| p.guid).unwrap_or(0), info.lid);
+            for p in n.ports.iter_mut().filter(|p| p.number != 0) {
+                p.lid = lid;
+                p.guid = guid;
+            }
+        }
+        if is_switch && number != 0 {
+            let end = End { node, port: number };
+            let linked = info.port_phys_state == crate::model::phys_state::LINK_UP
+                || info.port_state >= crate::model::port_state::INIT;
+            if linked && !self.known_peer.contains(&end) {
+                if let Some(path) = self.paths.get(&node).and_then(|p| p.child(number).ok()) {
+                    out.push((
+                        Query::Probe {
+                            path: path.clone(),
+                            from: Some(end),
+                        },
+                        Request::smp_get(&route_of(&path), attr::NODE_INFO, 0),
+                    ));
+                }
+            }
+        }
+        if !is_switch && self.fabric.local.map(|l| l.0) == Some(self.fabric.node(node).guid) {
+            // The local CA: leave through its own port.
+            let end = End { node, port: number };
+            let linked = info.port_phys_state == crate::model::phys_state::LINK_UP;
+            if linked
+                && !self.known_peer.contains(&end)
+                && self.paths.get(&node).is_some_and(|p| p.is_empty())
+            {
+                if let Ok(path) = DrPath::local().child(number) {
+                    out.push((
+                        Query::Probe {
+                            path: path.clone(),
+                            from: Some(end),
+                        },
+                        Request::smp_get(&route_of(&path), attr::NODE_INFO, 0),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn on_switch_info(&mut self, node: NodeId, info: &SwitchInfo, out: &mut Vec<(Query, Request)>) {
+        let read_lft = self.options.read_lft;
+        let n = self.fabric.node_mut(node);
+        let sw = n.switch.get_or_insert_with(SwitchFacts::default);
+        sw.linear_fdb_cap = info.linear_fdb_cap;
+        sw.linear_fdb_top = info.linear_fdb_top;
+        sw.enhanced_port0 = info.enhanced_port0;
+        if read_lft && info.linear_fdb_top > 0 {
+            let top = usize::from(info.linear_fdb_top.min(0xbfff));
+            sw.lft = vec![255; top + 1];
+            for block in 0..=(top / 64) as u32 {
+                self.push(Query::Lft { node, block }, out);
+            }
+        }
+    }
+
+    fn describe(&self, q: &Query) -> String {
+        let name = |id: &NodeId| {
+            let n = self.fabric.node(*id);
+            format!("{} ({:#018x})", n.description, n.guid)
+        };
+        match q {
+            Query::Probe { path, from } => match from {
+                Some(end) => format!(
+                    "NodeInfo beyond port {} of {} (path {path})",
+                    end.port,
+                    name(&end.node)
+                ),
+                None => format!("NodeInfo of the local node (path {path})"),
+            },
+            Query::Description { node } => format!("NodeDescription of {}", name(node)),
+            Query::PortInfo { node, port } => format!("PortInfo of port {port} of {}", name(node)),
+            Query::SwitchInfo { node } => format!("SwitchInfo of {}", name(node)),
+            Query::Lft { node, block } => {
+                format!("LinearForwardingTable block {block} of {}", name(node))
+            }
+        }
+    }
+}
+
+/// Discover the fabric reachable from the executor's local port.
+pub fn discover<E: SmpExecutor>(
+    exec: &mut E,
+    options: DiscoverOptions,
+    mut progress: impl FnMut(Progress),
+) -> Fabric {
+    let started = Instant::now();
+    let sent_before = exec.mads_sent();
+    let mut sweep = Sweep {
+        fabric: Fabric::new(),
+        paths: HashMap::new(),
+        known_peer: HashSet::new(),
+        asked_port: HashSet::new(),
+        failures: Vec::new(),
+        options,
+    };
+    let root = Query::Probe {
+        path: DrPath::local(),
+        from: None,
+    };
+    let mut initial = Vec::new();
+    sweep.push(root, &mut initial);
+    run_round(exec, &mut sweep, initial, &mut progress);
+
+    // Final round: everything that failed gets one more full set of retries, so a lossy
+    // port does not cost a node.
+    let retry: Vec<Query> = std::mem::take(&mut sweep.failures)
+        .into_iter()
+        .map(|(q, _)| q)
+        .collect();
+    if !retry.is_empty() {
+        let mut batch = Vec::new();
+        for q in retry {
+            sweep.push(q, &mut batch);
+        }
+        run_round(exec, &mut sweep, batch, &mut progress);
+    }
+    let failures = std::mem::take(&mut sweep.failures);
+    for (q, e) in &failures {
+        let text = format!("{}: {e}", sweep.describe(q));
+        match failure_target(q) {
+            Some((node, Some(port))) => {
+                let n = sweep.fabric.node_mut(node);
+                match n.port_mut(port) {
+                    Some(p) => p.errors.push(text.clone()),
+                    None => n.errors.push(text.clone()),
+                }
+            }
+            Some((node, None)) => sweep.fabric.node_mut(node).errors.push(text.clone()),
+            None => {}
+        }
+        sweep.fabric.report.errors.push(text);
+    }
+    // A port that PortInfo calls up whose probe failed: say so, the link is left out rather
+    // than half-drawn.
+    for (q, _) in &failures {
+        if let Query::Probe {
+            from: Some(end), ..
+        } = q
+        {
+            let n = sweep.fabric.node(end.node);
+            if n.port(end.port).is_some_and(|p| p.is_phys_up()) {
+                sweep.fabric.report.inconsistencies.push(format!(
+                    "port {} of {:?} ({:#018x}) reported LinkUp but nothing answered beyond it (link changed during the sweep?)",
+                    end.port, n.description, n.guid
+                ));
+            }
+        }
+    }
+    finish(&mut sweep.fabric);
+    sweep.fabric.report.complete = sweep.fabric.report.errors.is_empty();
+    sweep.fabric.report.mads_sent = exec.mads_sent() - sent_before;
+    sweep.fabric.report.duration_ms = started.elapsed().as_millis() as u64;
+    sweep.fabric
+}
+
+fn run_round<E: SmpExecutor>(
+    exec: &mut E,
+    sweep: &mut Sweep,
+    batch: Vec<(Query, Request)>,
+    progress: &mut impl FnMut(Progress),
+) {
+    let mut done = 0u64;
+    exec.execute(batch, &mut |q, result, out| {
+        sweep.handle(q, result, out);
+        done += 1;
+        if done % 256 == 0 {
+            progress(Progress {
+                nodes: sweep.fabric.node_count(),
+                pending: out.len(),
+                mads: done,
+            });
+        }
+    });
+}
+
+/// Where a failed query is recorded: a node, or one of its ports.
+fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
+    match q {
+        Query::Probe {
+            from: Some(end), ..
+        } => Some((end.node, Some(end.port))),
+        Query::Probe { from: None, .. } => None,
+        Query::PortInfo { node, port } => Some((*node, Some(*port))),
+        Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
+            Some((*node, None))
+        }
+    }
+}
+
+/// Post-sweep bookkeeping: indexes, duplicate LIDs.
+fn finish(fabric: &mut Fabric) {
+    fabric.reindex();
+    let mut owners: HashMap<u16, HashSet<(u64, u8)>> = HashMap::new();
+    for (_, n) in fabric.nodes() {
+        for p in &n.ports {
+            if p.lid == 0 || (n.is_switch() && p.number != 0) {
+                continue;
+            }
+            owners.entry(p.lid).or_default().insert((n.guid, p.number));
+        }
+    }
+    let mut dups: Vec<u16> = owners
+        .into_iter()
+        .filter(|(_, o)| o.len() > 1)
+        .map(|(l, _)| l)
+        .collect();
+    dups.sort_unstable();
+    fabric.report.duplicate_lids = dups;
+}
+
+/// Kept for symmetry with `DiscoveryReport` users that only want the count.
+pub fn summary(report: &DiscoveryReport) -> String {
+    format!(
+        "{} errors, {} duplicate GUIDs, {} duplicate LIDs, {} MADs in {} ms",
+        report.errors.len(),
+        report.duplicate_guids.len(),
+        report.duplicate_lids.len(),
+        report.mads_sent,
+        report.duration_ms
+    )
+}

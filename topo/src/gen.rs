@@ -1,0 +1,578 @@
+//! Topology generators: fat trees, rings and meshes written as ibsim topology files (the
+//! ibnetdiscover format as ibsim reads it).
+//!
+//! Node ids are short and stable ("H00001" hosts, "L0001" leaves, "S0001" spines, "A0001"
+//! aggregation, "C0001" core, "X0001" ring/mesh switches); each header also carries a
+//! realistic NodeDescription (`# "gpu-node-0001 mlx5_0"`), which ibsim reports instead of
+//! the id. Hosts come first, so ibsim's default attach point (the first node) is a host.
+//!
+//! Rates: `width=` / `speed=` / `extspeed=` lines at the top set every port's enabled
+//! width/speed, so links come up at that rate. A degraded link gets a `# "peer" lid 0 1xHDR`
+//! comment on BOTH ends: ibsim recomputes a link's active rate from the enabled set of
+//! whichever end the SM last writes PortInfo to (measured: OpenSM's later write wins), so a
+//! one-sided override does not survive an SM sweep. Consequence: in ibsim a degraded link's
+//! enabled sets match its active rate on both ends.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use ibscope_mad::attr::link::{Speed, Width};
+
+use crate::ibnd::parse_width_speed;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenError {
+    #[error("invalid specification: {0}")]
+    Spec(String),
+    #[error("rate {0:?} is not <width>x<speed> such as 4xHDR")]
+    Rate(String),
+    #[error("degraded link {node}[{port}]: no such linked port")]
+    NoSuchPort { node: String, port: u8 },
+}
+
+/// One link to run at a lower rate: the node id and port of either end, and the rate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Degraded {
+    pub node: String,
+    pub port: u8,
+    /// e.g. "1xHDR" or "4xEDR".
+    pub rate: String,
+}
+
+/// Options shared by every generator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenOptions {
+    /// Every link's rate, e.g. "4xHDR"; `None` leaves ibsim's default (4xSDR).
+    pub rate: Option<String>,
+    pub degraded: Vec<Degraded>,
+}
+
+impl Default for GenOptions {
+    fn default() -> Self {
+        GenOptions {
+            rate: Some("4xHDR".into()),
+            degraded: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FatTreeSpec {
+    /// 2 (leaf/spine) or 3 (pods of leaf + aggregation, then core).
+    pub levels: u8,
+    /// Switch port count (even), e.g. 36 or 40.
+    pub radix: u8,
+    /// Exact host count; the last leaf (and pod) may be partly filled.
+    pub hosts: usize,
+    /// Ports per host; only 1 is supported.
+    pub host_ports: u8,
+    pub options: GenOptions,
+}
+
+impl FatTreeSpec {
+    pub fn new(levels: u8, radix: u8, hosts: usize) -> Self {
+        FatTreeSpec {
+            levels,
+            radix,
+            hosts,
+            host_ports: 1,
+            options: GenOptions::default(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GenNode {
+    switch: bool,
+    id: String,
+    description: String,
+    ports: u8,
+    /// local port -> (peer node index, peer port)
+    links: BTreeMap<u8, (usize, u8)>,
+}
+
+#[derive(Debug, Default)]
+struct Layout {
+    nodes: Vec<GenNode>,
+    summary: String,
+}
+
+impl Layout {
+    fn add(&mut self, switch: bool, id: String, description: String, ports: u8) -> usize {
+        self.nodes.push(GenNode {
+            switch,
+            id,
+            description,
+            ports,
+            links: BTreeMap::new(),
+        });
+        self.nodes.len() - 1
+    }
+    fn link(&mut self, a: usize, ap: u8, b: usize, bp: u8) {
+        self.nodes[a].links.insert(ap, (b, bp));
+        self.nodes[b].links.insert(bp, (a, ap));
+    }
+}
+
+/// ibsim's enabled masks for a "4xHDR" comment: (width, speed, extended speed).
+fn enabled_masks(width: Width, speed: Speed) -> (u8, u8, u8) {
+    let w = match width {
+        Width::X1 => 1,
+        Width::X2 => 16,
+        Width::X4 => 3,
+        Width::X8 => 4,
+        Width::X12 => 11,
+    };
+    let (s, e) = match speed {
+        Speed::Sdr => (1, 0),
+        Speed::Ddr => (3, 0),
+        Speed::Qdr => (7, 0),
+        Speed::Fdr => (7, 1),
+        Speed::Edr => (7, 3),
+        Speed::Hdr => (7, 7),
+        Speed::Ndr => (7, 15),
+    };
+    (w, s, e)
+}
+
+fn parse_rate(rate: &str) -> Result<(Width, Speed), GenError> {
+    match parse_width_speed(rate.trim()) {
+        (Some(w), Some(s)) => Ok((w, s)),
+        _ => Err(GenError::Rate(rate.to_string())),
+    }
+}
+
+fn render(layout: &Layout, options: &GenOptions) -> Result<String, GenError> {
+    let mut overrides: BTreeMap<(usize, u8), String> = BTreeMap::new();
+    let index: BTreeMap<&str, usize> = layout
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    for d in &options.degraded {
+        let (w, s) = parse_rate(&d.rate)?;
+        let text = format!("{}x{}", w.lanes(), s.name());
+        let no_port = || GenError::NoSuchPort {
+            node: d.node.clone(),
+            port: d.port,
+        };
+        let &i = index.get(d.node.as_str()).ok_or_else(no_port)?;
+        let &(peer, peer_port) = layout.nodes[i].links.get(&d.port).ok_or_else(no_port)?;
+        overrides.insert((i, d.port), text.clone());
+        overrides.insert((peer, peer_port), text);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "# generated by ibscope: {}", layout.summary);
+    if let Some(rate) = &options.rate {
+        let (w, s) = parse_rate(rate)?;
+        let (wm, sm, em) = enabled_masks(w, s);
+        let _ = writeln!(out, "# every link at {}x{}", w.lanes(), s.name());
+        let _ = writeln!(out, "width={wm}\nspeed={sm}\nextspeed={em}");
+    }
+    for (i, n) in layout.nodes.iter().enumerate() {
+        let kind = if n.switch { "Switch" } else { "Hca" };
+        let _ = writeln!(
+            out,
+            "\n{kind}\t{} \"{}\"\t# \"{}\"",
+            n.ports, n.id, n.description
+        );
+        for (&port, &(peer, peer_port)) in &n.links {
+            let _ = write!(out, "[{port}]\t\"{}\"[{peer_port}]", layout.nodes[peer].id);
+            if let Some(rate) = overrides.get(&(i, port)) {
+                let _ = write!(out, "\t# \"{}\" lid 0 {rate}", layout.nodes[peer].id);
+            }
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn host_ids(layout: &mut Layout, hosts: usize) -> Vec<usize> {
+    (1..=hosts)
+        .map(|h| {
+            layout.add(
+                false,
+                format!("H{h:05}"),
+                format!("gpu-node-{h:04} mlx5_0"),
+                1,
+            )
+        })
+        .collect()
+}
+
+/// Largest divisor k of `uplinks` with `groups * k <= radix`: the number of parallel links
+/// between one lower switch and one upper switch, so that few upper switches suffice.
+fn parallel_links(uplinks: usize, groups: usize, radix: usize) -> usize {
+    (1..=uplinks)
+        .rev()
+        .find(|k| uplinks % k == 0 && groups * k <= radix)
+        .unwrap_or(1)
+}
+
+fn switch(layout: &mut Layout, prefix: &str, role: &str, n: usize, radix: u8) -> usize {
+    layout.add(
+        true,
+        format!("{prefix}{n:04}"),
+        format!("MF0;{role}-{n:04}:MQM8790/U1"),
+        radix,
+    )
+}
+
+/// A fat tree as an ibsim topology file.
+///
+/// 2 levels: leaves with radix/2 hosts below and radix/2 uplinks, spread evenly over the
+/// spines (one link per leaf-spine pair when the leaves fill the spines' ports, else
+/// several parallel ones and fewer spines). At most radix²/2 hosts.
+/// 3 levels: pods of radix/2 leaves and radix/2 aggregation switches (each leaf linked to
+/// every aggregation switch of its pod), aggregation switch j of every pod linked to core
+/// group j. At most radix³/4 hosts.
+pub fn fat_tree(spec: &FatTreeSpec) -> Result<String, GenError> {
+    let radix = usize::from(spec.radix);
+    if radix < 4 || radix % 2 != 0 {
+        return Err(GenError::Spec(format!(
+            "radix {radix}: need an even port count of at least 4"
+        )));
+    }
+    if spec.hosts == 0 {
+        return Err(GenError::Spec("need at least one host".into()));
+    }
+    if spec.host_ports != 1 {
+        return Err(GenError::Spec(format!(
+            "{} ports per host: only 1 is supported",
+            spec.host_ports
+        )));
+    }
+    let half = radix / 2;
+    let mut layout = Layout::default();
+    let hosts = host_ids(&mut layout, spec.hosts);
+    let leaves = spec.hosts.div_ceil(half);
+    match spec.levels {
+        2 => {
+            if leaves > radix {
+                return Err(GenError::Spec(format!(
+                    "{} hosts need {leaves} leaves, more than a 2-level tree of radix {radix} \
+                     holds ({radix}); use 3 levels",
+                    spec.hosts
+                )));
+            }
+            let k = parallel_links(half, leaves, radix);
+            let spines = half / k;
+            let leaf_ids: Vec<usize> = (1..=leaves)
+                .map(|l| switch(&mut layout, "L", "leaf", l, spec.radix))
+                .collect();
+            let spine_ids: Vec<usize> = (1..=spines)
+                .map(|s| switch(&mut layout, "S", "spine", s, spec.radix))
+                .collect();
+            for (h, &host) in hosts.iter().enumerate() {
+                layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
+            }
+            for (l, &leaf) in leaf_ids.iter().enumerate() {
+                for j in 0..half {
+                    let spine = spine_ids[j / k];
+                    let spine_port = l * k + j % k + 1;
+                    layout.link(leaf, (half + j + 1) as u8, spine, spine_port as u8);
+                }
+            }
+            layout.summary = format!(
+                "2-level fat tree, radix {radix}, {} hosts, {leaves} leaves, {spines} spines",
+                spec.hosts
+            );
+        }
+        3 => {
+            let per_pod = half * half;
+            let pods = spec.hosts.div_ceil(per_pod);
+            if pods > radix {
+                return Err(GenError::Spec(format!(
+                    "{} hosts need {pods} pods, more than a 3-level tree of radix {radix} \
+                     holds ({radix})",
+                    spec.hosts
+                )));
+            }
+            let k = parallel_links(half, pods, radix);
+            let cores_per_group = half / k;
+            let mut leaf_ids = Vec::new();
+            let mut agg_ids = Vec::new();
+            for p in 0..pods {
+                let pod_leaves = (leaves - p * half).min(half);
+                let base_leaf = leaf_ids.len();
+                for l in 0..pod_leaves {
+                    leaf_ids.push(switch(
+                        &mut layout,
+                        "L",
+                        "leaf",
+                        base_leaf + l + 1,
+                        spec.radix,
+                    ));
+                }
+                let mut pod_aggs = Vec::new();
+                for a in 0..half {
+                    pod_aggs.push(switch(
+                        &mut layout,
+                        "A",
+                        "agg",
+                        p * half + a + 1,
+                        spec.radix,
+                    ));
+                }
+                for l in 0..pod_leaves {
+                    for (a, &agg) in pod_aggs.iter().enumerate() {
+                        layout.link(
+                            leaf_ids[base_leaf + l],
+                            (half + a + 1) as u8,
+                            agg,
+                            (l + 1) as u8,
+                        );
+                    }
+                }
+                agg_ids.push(pod_aggs);
+            }
+            let mut core_ids = Vec::new();
+            for c in 0..half * cores_per_group {
+                core_ids.push(switch(&mut layout, "C", "core", c + 1, spec.radix));
+            }
+            for (h, &host) in hosts.iter().enumerate() {
+                layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
+            }
+            for (p, pod_aggs) in agg_ids.iter().enumerate() {
+                for (a, &agg) in pod_aggs.iter().enumerate() {
+                    for j in 0..half {
+                        let core = core_ids[a * cores_per_group + j / k];
+                        let core_port = p * k + j % k + 1;
+                        layout.link(agg, (half + j + 1) as u8, core, core_port as u8);
+                    }
+                }
+            }
+            layout.summary = format!(
+                "3-level fat tree, radix {radix}, {} hosts, {pods} pods, {leaves} leaves, \
+                 {} aggregation, {} core",
+                spec.hosts,
+                pods * half,
+                core_ids.len()
+            );
+        }
+        other => {
+            return Err(GenError::Spec(format!(
+                "{other} levels: only 2 or 3 are supported"
+            )))
+        }
+    }
+    render(&layout, &spec.options)
+}
+
+fn check_ports(hosts_per_switch: usize, fabric_ports: usize) -> Result<u8, GenError> {
+    u8::try_from(hosts_per_switch + fabric_ports)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| {
+            GenError::Spec(format!(
+                "{hosts_per_switch} hosts per switch: a switch has at most 255 ports"
+            ))
+        })
+}
+
+/// A ring of switches (port 1 to the next switch's port 2), each with hosts on ports 3...
+pub fn ring(switches: usize, hosts_per_switch: usize) -> Result<String, GenError> {
+    ring_with(switches, hosts_per_switch, &GenOptions::default())
+}
+
+pub fn ring_with(
+    switches: usize,
+    hosts_per_switch: usize,
+    options: &GenOptions,
+) -> Result<String, GenError> {
+    if switches == 0 {
+        return Err(GenError::Spec("a ring needs at least one switch".into()));
+    }
+    let ports = check_ports(hosts_per_switch, 2)?;
+    let mut layout = Layout::default();
+    let hosts = host_ids(&mut layout, switches * hosts_per_switch);
+    let sw: Vec<usize> = (1..=switches)
+        .map(|s| switch(&mut layout, "X", "ring", s, ports))
+        .collect();
+    if switches > 1 {
+        for s in 0..switches {
+            layout.link(sw[s], 1, sw[(s + 1) % switches], 2);
+        }
+    }
+    for (h, &host) in hosts.iter().enumerate() {
+        layout.link(
+            host,
+            1,
+            sw[h / hosts_per_switch],
+            (h % hosts_per_switch + 3) as u8,
+        );
+    }
+    layout.summary = format!("ring of {switches} switches, {hosts_per_switch} hosts each");
+    render(&layout, options)
+}
+
+/// An x-by-y mesh (no wrap-around): ports 1 east, 2 west, 3 north, 4 south, hosts on 5...
+pub fn mesh(x: usize, y: usize, hosts_per_switch: usize) -> Result<String, GenError> {
+    mesh_with(x, y, hosts_per_switch, &GenOptions::default())
+}
+
+pub fn mesh_with(
+    x: usize,
+    y: usize,
+    hosts_per_switch: usize,
+    options: &GenOptions,
+) -> Result<String, GenError> {
+    if x == 0 || y == 0 {
+        return Err(GenError::Spec("a mesh needs at least 1x1 switches".into()));
+    }
+    let ports = check_ports(hosts_per_switch, 4)?;
+    let mut layout = Layout::default();
+    let hosts = host_ids(&mut layout, x * y * hosts_per_switch);
+    let sw: Vec<usize> = (1..=x * y)
+        .map(|s| switch(&mut layout, "X", "mesh", s, ports))
+        .collect();
+    let at = |i: usize, j: usize| sw[j * x + i];
+    for j in 0..y {
+        for i in 0..x {
+            if i + 1 < x {
+                layout.link(at(i, j), 1, at(i + 1, j), 2);
+            }
+            if j + 1 < y {
+                layout.link(at(i, j), 3, at(i, j + 1), 4);
+            }
+        }
+    }
+    for (h, &host) in hosts.iter().enumerate() {
+        layout.link(
+            host,
+            1,
+            sw[h / hosts_per_switch],
+            (h % hosts_per_switch + 5) as u8,
+        );
+    }
+    layout.summary = format!("{x}x{y} mesh, {hosts_per_switch} hosts per switch");
+    render(&layout, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ibnd;
+    use crate::model::Fabric;
+    use ibscope_mad::attr::link::{SpeedSet, WidthSet};
+
+    fn degree_ok(f: &Fabric) {
+        // Every node id resolves and no port is used twice (the parser checks symmetry).
+        for (_, n) in f.nodes() {
+            assert!(n.ports.iter().all(|p| p.number <= n.num_ports));
+        }
+    }
+
+    #[test]
+    fn two_level_shape() {
+        let text = fat_tree(&FatTreeSpec::new(2, 36, 512)).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        degree_ok(&f);
+        let switches = f.switches().count();
+        assert_eq!(f.node_count() - switches, 512);
+        // 29 leaves (the last with 8 hosts) and 18 spines: one link per leaf-spine pair.
+        assert_eq!(switches, 29 + 18);
+        assert_eq!(f.link_count(), 512 + 29 * 18);
+        let last_leaf = f.nodes_by_description("MF0;leaf-0029:MQM8790/U1");
+        assert_eq!(last_leaf.len(), 1);
+        let hosts_on_last = f
+            .node(last_leaf[0])
+            .ports
+            .iter()
+            .filter(|p| (1..=18).contains(&p.number))
+            .count();
+        assert_eq!(hosts_on_last, 512 - 28 * 18);
+        assert_eq!(f.nodes_by_description("gpu-node-0512 mlx5_0").len(), 1);
+        // Rate lines: enabled 1x|4x and up to HDR on every port.
+        let p = f.node(last_leaf[0]).port(19).unwrap();
+        assert_eq!(p.width_enabled, WidthSet(3));
+        assert_eq!(p.speed_enabled, SpeedSet { base: 7, ext: 7 });
+    }
+
+    #[test]
+    fn small_two_level_uses_parallel_links() {
+        let text = fat_tree(&FatTreeSpec::new(2, 36, 64)).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        // 4 leaves fill 2 spines with 9 parallel links each.
+        assert_eq!(f.switches().count(), 4 + 2);
+        assert_eq!(f.link_count(), 64 + 4 * 18);
+    }
+
+    #[test]
+    fn three_level_shape() {
+        let text = fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        degree_ok(&f);
+        let switches = f.switches().count();
+        assert_eq!(f.node_count() - switches, 2048);
+        // 7 pods; 114 leaves; 126 aggregation; 18 groups of 6 cores (3 parallel links).
+        let leaves = 2048usize.div_ceil(18);
+        assert_eq!(leaves, 114);
+        assert_eq!(switches, 114 + 7 * 18 + 18 * 6);
+        let agg_links = leaves * 18;
+        let core_links = 7 * 18 * 18;
+        assert_eq!(f.link_count(), 2048 + agg_links + core_links);
+    }
+
+    #[test]
+    fn degraded_links_get_both_ends() {
+        let mut spec = FatTreeSpec::new(2, 8, 10);
+        spec.options.degraded.push(Degraded {
+            node: "L0001".into(),
+            port: 5,
+            rate: "1xHDR".into(),
+        });
+        let text = fat_tree(&spec).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        let degraded: Vec<_> = f
+            .links()
+            .filter(|l| l.a_port().unwrap().width_active == Some(Width::X1))
+            .collect();
+        assert_eq!(degraded.len(), 1);
+        let l = degraded[0];
+        assert_eq!(l.b_port().unwrap().width_active, Some(Width::X1));
+        assert_eq!(l.a_port().unwrap().speed_active, Some(Speed::Hdr));
+        assert_eq!(text.matches("lid 0 1xHDR").count(), 2);
+
+        spec.options.degraded[0].port = 99;
+        assert!(matches!(fat_tree(&spec), Err(GenError::NoSuchPort { .. })));
+        spec.options.degraded[0].rate = "fast".into();
+        assert!(matches!(fat_tree(&spec), Err(GenError::Rate(_))));
+    }
+
+    #[test]
+    fn bad_specs() {
+        assert!(fat_tree(&FatTreeSpec::new(2, 36, 649)).is_err());
+        assert!(fat_tree(&FatTreeSpec::new(2, 36, 648)).is_ok());
+        assert!(fat_tree(&FatTreeSpec::new(4, 36, 10)).is_err());
+        assert!(fat_tree(&FatTreeSpec::new(2, 7, 10)).is_err());
+        assert!(fat_tree(&FatTreeSpec::new(2, 36, 0)).is_err());
+        let mut s = FatTreeSpec::new(2, 36, 10);
+        s.host_ports = 2;
+        assert!(fat_tree(&s).is_err());
+        assert!(ring(0, 1).is_err());
+        assert!(mesh(2, 0, 1).is_err());
+        assert!(ring(2, 300).is_err());
+    }
+
+    #[test]
+    fn ring_and_mesh() {
+        let f = ibnd::parse(&ring(5, 3).unwrap()).unwrap();
+        assert_eq!(f.switches().count(), 5);
+        assert_eq!(f.node_count(), 5 + 15);
+        assert_eq!(f.link_count(), 5 + 15);
+        let f = ibnd::parse(&ring(1, 2).unwrap()).unwrap();
+        assert_eq!(f.link_count(), 2);
+        let f = ibnd::parse(&mesh(3, 2, 2).unwrap()).unwrap();
+        assert_eq!(f.switches().count(), 6);
+        // (x-1)*y + x*(y-1) = 4 + 3 switch links.
+        assert_eq!(f.link_count(), 7 + 12);
+        let opts = GenOptions {
+            rate: None,
+            degraded: vec![],
+        };
+        let text = ring_with(3, 1, &opts).unwrap();
+        assert!(!text.contains("width="));
+    }
+}

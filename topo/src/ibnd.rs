@@ -1,0 +1,1329 @@
+//! The ibnetdiscover text format: what `ibnetdiscover` prints and what ibsim reads as a
+//! topology file.
+//!
+//! ```text
+//! vendid=0x0
+//! devid=0x0
+//! sysimgguid=0x200000
+//! switchguid=0x200000(200000)
+//! Switch  8 "S-0000000000200000"      # "Switch1" base port 0 lid 1 lmc 0
+//! [1]     "H-0000000000100000"[1](100001)     # "Hca1" lid 2 4xSDR
+//!
+//! caguid=0x100000
+//! Ca      2 "H-0000000000100000"      # "Hca1"
+//! [1](100001)     "S-0000000000200000"[1]     # lid 2 lmc 0 "Switch1" lid 1 4xSDR
+//! ```
+//!
+//! GUIDs follow ibsim's rules, so a parsed file describes the fabric ibsim would simulate
+//! from it: node GUIDs come from per-type counters (switches from 0x200000, one GUID each;
+//! CAs from 0x100000 and routers from 2^64-1, each reserving num_ports + 1), which
+//! `switchguid=` / `caguid=` / `rtguid=` lines reset (`=V` absolute, `+V` relative to the last
+//! absolute base). ibnetdiscover writes such a line before every node, so its own output
+//! parses back to the GUIDs it printed. A CA port's GUID is the `(hex)` after its port
+//! number when given, else node GUID + port number (ibsim's rule). Switch ports carry the
+//! switch GUID. A node with no `# "description"` gets its id as NodeDescription (ibsim).
+//!
+//! Comments `# ... lid N 4xQDR` give LIDs and the active width/speed; link state is not in
+//! the format and stays unknown (0). `w=`/`s=`/`e=` port options (ibsim) and `width=` /
+//! `speed=` / `extspeed=` lines fill the enabled sets. `do` and `pdebug` lines are
+//! ignored; `include` lines, `module=` prefixes and `@` aliases are reported as unsupported.
+//! Stricter than ibsim: unrecognised lines, duplicate port lines and port lines beyond a
+//! node's port count are errors rather than silently skipped.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+
+use crate::escape;
+use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
+use crate::namemap::{display_name, NameMap};
+
+/// A syntax or consistency error in a text input: where, and what was expected there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}line {line}: expected {expected}, found {found}", file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+pub struct ParseError {
+    /// The file's label (path), when known.
+    pub file: Option<String>,
+    /// 1-based line number.
+    pub line: usize,
+    pub expected: String,
+    /// An excerpt of what was there, made safe for a terminal.
+    pub found: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(line: usize, expected: impl Into<String>, found: &str) -> Self {
+        let mut excerpt: String = found.trim().chars().take(80).collect();
+        if found.trim().chars().count() > 80 {
+            excerpt.push_str("...");
+        }
+        ParseError {
+            file: None,
+            line,
+            expected: expected.into(),
+            found: format!("\"{}\"", escape::for_terminal(&excerpt)),
+        }
+    }
+    /// Attach a file label.
+    pub fn in_file(mut self, file: impl Into<String>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+}
+
+fn kind_index(kind: NodeKind) -> usize {
+    match kind {
+        NodeKind::Ca => 0,
+        NodeKind::Switch => 1,
+        NodeKind::Router => 2,
+    }
+}
+
+/// ibsim's initial GUID bases per node type (CA, switch, router).
+const IBSIM_GUID_BASE: [u64; 3] = [0x100000, 0x200000, u64::MAX];
+
+/// Parse a number the way strtoul(…, 0) does for the cases these files use: `0x` hex or
+/// decimal, stopping at the first character that is not a digit. Returns the value and
+/// the rest.
+fn leading_number(text: &str) -> Option<(u64, &str)> {
+    let t = text.trim_start();
+    let (digits_start, radix) = match t.get(..2) {
+        Some("0x") | Some("0X") => (2, 16),
+        _ => (0, 10),
+    };
+    let body = &t[digits_start..];
+    let end = body
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(body.len());
+    if end == 0 {
+        return None;
+    }
+    let value = u64::from_str_radix(&body[..end], radix).ok()?;
+    Some((value, &body[end..]))
+}
+
+/// A bare hex number (no `0x`), as in `(100001)` and the "Initiated from" line.
+fn leading_hex(text: &str) -> Option<(u64, &str)> {
+    let t = text.trim_start();
+    let t = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    let end = t.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(t.len());
+    if end == 0 {
+        return None;
+    }
+    let value = u64::from_str_radix(&t[..end], 16).ok()?;
+    Some((value, &t[end..]))
+}
+
+/// `"text"` at the start (after whitespace): the text and the rest after the closing quote.
+fn quoted(text: &str) -> Option<(&str, &str)> {
+    let t = text.trim_start().strip_prefix('"')?;
+    let close = t.find('"')?;
+    Some((&t[..close], &t[close + 1..]))
+}
+
+/// `[N]` at the start: N and the rest.
+fn bracketed_number(text: &str) -> Option<(u64, &str)> {
+    let t = text.strip_prefix('[')?;
+    let close = t.find(']')?;
+    let inner = t[..close].trim();
+    let (n, rest) = leading_number(inner)?;
+    if !rest.trim().is_empty() {
+        return None;
+    }
+    Some((n, &t[close + 1..]))
+}
+
+/// Skip an ibnetdiscover `-g` `[ext N]` mapping if present.
+fn skip_ext(text: &str) -> &str {
+    if text.starts_with("[ext") {
+        if let Some(close) = text.find(']') {
+            return &text[close + 1..];
+        }
+    }
+    text
+}
+
+/// `(hex)` at the start (after whitespace).
+fn paren_hex(text: &str) -> Option<(u64, &str)> {
+    let t = text.trim_start().strip_prefix('(')?;
+    let close = t.find(')')?;
+    let (v, rest) = leading_hex(&t[..close])?;
+    if !rest.trim().is_empty() {
+        return None;
+    }
+    Some((v, &t[close + 1..]))
+}
+
+/// Text with every `"..."` section removed (for option scanning outside quotes).
+fn outside_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut inside = false;
+    for c in text.chars() {
+        if c == '"' {
+            inside = !inside;
+            out.push(' ');
+        } else if !inside {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `N` after the word `key` (e.g. "lid 3", "lmc 0") in whitespace-separated words.
+fn word_value(text: &str, key: &str) -> Option<u64> {
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == key {
+            return words.next().and_then(|v| leading_number(v)).map(|(n, _)| n);
+        }
+    }
+    None
+}
+
+/// "4xQDR" → (4x, QDR); unknown parts are None ("4xFDR10" has a width, no speed).
+pub fn parse_width_speed(token: &str) -> (Option<Width>, Option<Speed>) {
+    match token.find(['x', 'X']) {
+        Some(i) => (Width::parse(&token[..i]), Speed::parse(&token[i + 1..])),
+        None => (None, None),
+    }
+}
+
+/// "4xHDR" as ibnetdiscover prints it.
+pub fn format_width_speed(width: Width, speed: Speed) -> String {
+    format!("{}x{}", width.lanes(), speed.name())
+}
+
+/// In the part of a port comment after its last quoted string, find `lid N <w>x<SPEED>`.
+fn comment_link(comment: &str) -> (Option<Width>, Option<Speed>) {
+    let tail = match comment.rfind('"') {
+        Some(i) => &comment[i + 1..],
+        None => comment,
+    };
+    let words: Vec<&str> = tail.split_whitespace().collect();
+    for (i, w) in words.iter().enumerate() {
+        if *w == "lid" && words.get(i + 1).and_then(|v| leading_number(v)).is_some() {
+            if let Some(tok) = words.get(i + 2) {
+                let ws = parse_width_speed(tok);
+                if ws.0.is_some() || ws.1.is_some() {
+                    return ws;
+                }
+            }
+        }
+    }
+    (None, None)
+}
+
+#[derive(Debug, Default)]
+struct RawPort {
+    number: u8,
+    guid: Option<u64>,
+    remote_id: String,
+    remote_port: u8,
+    lid: u16,
+    lmc: u8,
+    width: Option<Width>,
+    speed: Option<Speed>,
+    width_enabled: Option<u8>,
+    speed_enabled: Option<u8>,
+    speed_ext_enabled: Option<u8>,
+    line: usize,
+}
+
+#[derive(Debug)]
+struct RawNode {
+    id: String,
+    node: Node,
+    ports: Vec<RawPort>,
+    line: usize,
+}
+
+/// Settings that apply to the next node (ibsim semantics).
+#[derive(Debug)]
+struct State {
+    abs_guid: [u64; 3],
+    next_guid: [u64; 3],
+    vendor_id: u32,
+    device_id: u32,
+    system_image_guid: u64,
+    net_width_enabled: Option<u8>,
+    net_speed_enabled: Option<u8>,
+    net_speed_ext_enabled: Option<u8>,
+}
+
+fn setting_value(line: &str, lineno: usize, key: &str) -> Result<(bool, u64), ParseError> {
+    let after_key = &line[key.len()..];
+    let (relative, value) = match after_key.find(['=', '+']) {
+        Some(i) => (after_key.as_bytes()[i] == b'+', &after_key[i + 1..]),
+        None => return Err(ParseError::new(lineno, format!("{key}=VALUE"), line)),
+    };
+    match leading_number(value) {
+        Some((v, _)) => Ok((relative, v)),
+        None => Err(ParseError::new(
+            lineno,
+            format!("a number after {key}="),
+            line,
+        )),
+    }
+}
+
+fn to_u8(v: u64, lineno: usize, what: &str, line: &str) -> Result<u8, ParseError> {
+    u8::try_from(v).map_err(|_| ParseError::new(lineno, format!("{what} (0-255)"), line))
+}
+
+/// Parse a node header `Switch 36 "id" # "desc" enhanced port 0 lid 1 lmc 0`.
+fn parse_header(
+    line: &str,
+    lineno: usize,
+    keyword: &str,
+    kind: NodeKind,
+    state: &mut State,
+) -> Result<RawNode, ParseError> {
+    let rest = &line[keyword.len()..];
+    let (count, rest) = leading_number(rest)
+        .ok_or_else(|| ParseError::new(lineno, format!("{keyword} <port count> \"id\""), line))?;
+    if count == 0 || count > 255 {
+        return Err(ParseError::new(
+            lineno,
+            "a port count between 1 and 255",
+            line,
+        ));
+    }
+    let (id, rest) = quoted(rest).ok_or_else(|| {
+        ParseError::new(
+            lineno,
+            format!("a quoted node id after {keyword} {count}"),
+            line,
+        )
+    })?;
+    if id.is_empty() {
+        return Err(ParseError::new(lineno, "a non-empty node id", line));
+    }
+    if id.contains(['#', '@']) {
+        return Err(ParseError::new(
+            lineno,
+            "a node id without '#' or '@' (reserved by ibsim)",
+            line,
+        ));
+    }
+    let (description, tail) = match rest.find('#') {
+        None => (id.to_string(), ""),
+        Some(i) => {
+            let c = rest[i + 1..].trim_start();
+            if let Some((d, tail)) = quoted(c) {
+                (d.to_string(), tail)
+            } else {
+                let end = [" enhanced port ", " base port ", " lid ", " lmc "]
+                    .iter()
+                    .filter_map(|m| c.find(m))
+                    .min()
+                    .unwrap_or(c.len());
+                (c[..end].trim_end().to_string(), &c[end..])
+            }
+        }
+    };
+    let description = if description.is_empty() {
+        id.to_string()
+    } else {
+        description
+    };
+    let k = kind_index(kind);
+    let guid = state.next_guid[k];
+    let num_ports = count as u8;
+    // Switches use one GUID; CAs and routers reserve one per port plus the node's.
+    let reserve = if kind == NodeKind::Switch {
+        1
+    } else {
+        u64::from(num_ports) + 1
+    };
+    state.next_guid[k] = guid.wrapping_add(reserve);
+    let system_image_guid = if state.system_image_guid != 0 {
+        state.system_image_guid
+    } else {
+        guid
+    };
+    let mut node = Node {
+        guid,
+        system_image_guid,
+        kind,
+        vendor_id: state.vendor_id,
+        device_id: state.device_id as u16,
+        description,
+        num_ports,
+        ..Default::default()
+    };
+    state.vendor_id = 0;
+    state.system_image_guid = 0;
+    if kind == NodeKind::Switch {
+        let lid = word_value(tail, "lid").unwrap_or(0);
+        let lmc = word_value(tail, "lmc").unwrap_or(0);
+        let mut port0 = Port::new(0);
+        port0.guid = guid;
+        port0.lid =
+            u16::try_from(lid).map_err(|_| ParseError::new(lineno, "a LID below 65536", line))?;
+        port0.lmc = to_u8(lmc, lineno, "an LMC", line)?;
+        node.set_port(port0);
+        node.switch = Some(SwitchFacts {
+            enhanced_port0: tail.contains("enhanced port 0"),
+            ..Default::default()
+        });
+    }
+    Ok(RawNode {
+        id: id.to_string(),
+        node,
+        ports: Vec::new(),
+        line: lineno,
+    })
+}
+
+/// Parse a port line: `[1] "id"[2] # ...` or `[1](guid) "id"[2] # lid 2 lmc 0 ...`.
+fn parse_port_line(
+    line: &str,
+    lineno: usize,
+    owner: &RawNode,
+    state: &State,
+) -> Result<RawPort, ParseError> {
+    let (number, rest) = bracketed_number(line)
+        .ok_or_else(|| ParseError::new(lineno, "a port line starting [N]", line))?;
+    if number == 0 || number > u64::from(owner.node.num_ports) {
+        return Err(ParseError::new(
+            lineno,
+            format!(
+                "a port number between 1 and {} (node \"{}\")",
+                owner.node.num_ports,
+                escape::for_terminal(&owner.id)
+            ),
+            line,
+        ));
+    }
+    let rest = skip_ext(rest);
+    let (guid, rest) = match paren_hex(rest) {
+        Some((g, r)) => (Some(g), r),
+        None => (None, rest),
+    };
+    let (remote_id, rest) = quoted(rest).ok_or_else(|| {
+        ParseError::new(
+            lineno,
+            "a quoted remote node id after the port number",
+            line,
+        )
+    })?;
+    if remote_id.contains('@') {
+        return Err(ParseError::new(
+            lineno,
+            "a plain remote node id (ibsim '@' aliases are not supported)",
+            line,
+        ));
+    }
+    let (remote_port, rest) = match bracketed_number(rest) {
+        Some((n, r)) => (n, r),
+        // ibsim's default when the remote port is omitted.
+        None if !rest.starts_with('[') => (1, rest),
+        None => return Err(ParseError::new(lineno, "a remote port [N]", line)),
+    };
+    if remote_port == 0 || remote_port > 255 {
+        return Err(ParseError::new(
+            lineno,
+            "a remote port number between 1 and 255",
+            line,
+        ));
+    }
+    let rest = skip_ext(rest);
+    // A remote CA's port GUID; not needed (its own block has it).
+    let rest = paren_hex(rest).map(|(_, r)| r).unwrap_or(rest);
+
+    let mut port = RawPort {
+        number: number as u8,
+        guid,
+        remote_id: remote_id.to_string(),
+        remote_port: remote_port as u8,
+        width_enabled: state.net_width_enabled,
+        speed_enabled: state.net_speed_enabled,
+        speed_ext_enabled: state.net_speed_ext_enabled,
+        line: lineno,
+        ..Default::default()
+    };
+    // ibsim port options: `w=N` enabled width mask, `s=N` speed mask, `e=N` ext speed mask.
+    let plain = outside_quotes(rest);
+    for (i, _) in plain.match_indices('=') {
+        let key = plain[..i].trim_end().chars().last();
+        let value = leading_number(&plain[i + 1..]).map(|(v, _)| v);
+        let slot = match key {
+            Some('w') => &mut port.width_enabled,
+            Some('s') => &mut port.speed_enabled,
+            Some('e') => &mut port.speed_ext_enabled,
+            _ => continue,
+        };
+        match value {
+            Some(v) if v <= 31 => *slot = Some(v as u8),
+            _ => {
+                return Err(ParseError::new(
+                    lineno,
+                    "a port option value between 0 and 31 (w=, s=, e=)",
+                    line,
+                ))
+            }
+        }
+    }
+    if let Some(i) = rest.find('#') {
+        let comment = rest[i + 1..].trim_start();
+        if owner.node.kind != NodeKind::Switch && comment.starts_with("lid ") {
+            // CA port: "# lid <own lid> lmc <own lmc> "remote" lid N 4xQDR".
+            let head = match comment.find('"') {
+                Some(q) => &comment[..q],
+                None => comment,
+            };
+            if let Some(lid) = word_value(head, "lid") {
+                port.lid = u16::try_from(lid)
+                    .map_err(|_| ParseError::new(lineno, "a LID below 65536", line))?;
+            }
+            if let Some(lmc) = word_value(head, "lmc") {
+                port.lmc = to_u8(lmc, lineno, "an LMC", line)?;
+            }
+        }
+        let (w, s) = comment_link(comment);
+        port.width = w;
+        port.speed = s;
+    }
+    Ok(port)
+}
+
+fn model_port(raw: &RawPort, node: &Node) -> Port {
+    let mut p = Port::new(raw.number);
+    if node.is_switch() {
+        p.guid = node.guid;
+        // External switch ports repeat the switch's LID.
+        if let Some(p0) = node.port(0) {
+            p.lid = p0.lid;
+            p.lmc = p0.lmc;
+        }
+    } else {
+        p.guid = raw
+            .guid
+            .unwrap_or_else(|| node.guid.wrapping_add(u64::from(raw.number)));
+        p.lid = raw.lid;
+        p.lmc = raw.lmc;
+    }
+    p.width_active = raw.width;
+    p.speed_active = raw.speed;
+    if let Some(w) = raw.width_enabled {
+        p.width_enabled = WidthSet(w);
+    }
+    if raw.speed_enabled.is_some() || raw.speed_ext_enabled.is_some() {
+        p.speed_enabled = SpeedSet {
+            base: raw.speed_enabled.unwrap_or(0),
+            ext: raw.speed_ext_enabled.unwrap_or(0),
+        };
+    }
+    p
+}
+
+/// Parse ibnetdiscover output or an ibsim topology file. Never panics; errors name the
+/// line and what was expected.
+pub fn parse(text: &str) -> Result<Fabric, ParseError> {
+    let mut state = State {
+        abs_guid: IBSIM_GUID_BASE,
+        next_guid: IBSIM_GUID_BASE,
+        vendor_id: 0,
+        device_id: 0,
+        system_image_guid: 0,
+        net_width_enabled: None,
+        net_speed_enabled: None,
+        net_speed_ext_enabled: None,
+    };
+    let mut nodes: Vec<RawNode> = Vec::new();
+    let mut current: Option<RawNode> = None;
+    let mut initiated_from: Option<u64> = None;
+
+    for (index, raw_line) in text.lines().enumerate() {
+        let lineno = index + 1;
+        let line = raw_line.trim();
+        if let Some(node) = current.as_mut() {
+            if line.starts_with('[') {
+                let port = parse_port_line(line, lineno, node, &state)?;
+                if node.ports.iter().any(|p| p.number == port.number) {
+                    return Err(ParseError::new(
+                        lineno,
+                        format!("port {} listed once", port.number),
+                        line,
+                    ));
+                }
+                node.ports.push(port);
+                continue;
+            }
+            if line.starts_with('@') {
+                return Err(ParseError::new(
+                    lineno,
+                    "a port line (ibsim '@' aliases are not supported)",
+                    line,
+                ));
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            nodes.extend(current.take());
+        }
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix('#') {
+            // "# Initiated from node 0000000000200000 port 0000000000200000"
+            if let Some(i) = c.find("Initiated from node") {
+                let after = &c[i + "Initiated from node".len()..];
+                if let Some(p) = after.find(" port ") {
+                    initiated_from = leading_hex(&after[p + 6..]).map(|(g, _)| g);
+                }
+            }
+            continue;
+        }
+        let word_end = line
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(line.len());
+        let word = &line[..word_end];
+        let header_kind = match word {
+            "Switch" => Some(NodeKind::Switch),
+            "Hca" | "Ca" => Some(NodeKind::Ca),
+            "Rt" => Some(NodeKind::Router),
+            _ => None,
+        };
+        if let Some(kind) = header_kind {
+            current = Some(parse_header(line, lineno, word, kind, &mut state)?);
+            continue;
+        }
+        match word {
+            "switchguid" | "caguid" | "hcaguids" | "rtguid" => {
+                let k = match word {
+                    "switchguid" => 1,
+                    "rtguid" => 2,
+                    _ => 0,
+                };
+                let (relative, v) = setting_value(line, lineno, word)?;
+                if !relative {
+                    state.abs_guid[k] = v;
+                    state.next_guid[k] = v;
+                } else {
+                    state.next_guid[k] = state.abs_guid[k].wrapping_add(v);
+                }
+            }
+            "vendid" => state.vendor_id = setting_value(line, lineno, word)?.1 as u32,
+            "devid" => state.device_id = setting_value(line, lineno, word)?.1 as u32,
+            "sysimgguid" => state.system_image_guid = setting_value(line, lineno, word)?.1,
+            "width" | "speed" | "extspeed" => {
+                let v = setting_value(line, lineno, word)?.1;
+                if v > 31 {
+                    return Err(ParseError::new(lineno, format!("{word}= 0-31"), line));
+                }
+                let slot = match word {
+                    "width" => &mut state.net_width_enabled,
+                    "speed" => &mut state.net_speed_enabled,
+                    _ => &mut state.net_speed_ext_enabled,
+                };
+                *slot = Some(v as u8);
+            }
+            // ibsim console commands and debug switches: no bearing on the topology.
+            "do" | "pdebug" => {}
+            // ibnetdiscover -g chassis headers.
+            "Chassis" => {}
+            "include" => {
+                return Err(ParseError::new(
+                    lineno,
+                    "a self-contained file (include is not supported; concatenate the files)",
+                    line,
+                ))
+            }
+            "module" => {
+                return Err(ParseError::new(
+                    lineno,
+                    "a file without module= prefixes (not supported)",
+                    line,
+                ))
+            }
+            _ => {
+                if line.starts_with('[') {
+                    return Err(ParseError::new(
+                        lineno,
+                        "a node header (Switch/Ca/Hca/Rt) before port lines",
+                        line,
+                    ));
+                }
+                return Err(ParseError::new(
+                    lineno,
+                    "a node header (Switch/Ca/Hca/Rt), a setting (key=value) or a comment",
+                    line,
+                ));
+            }
+        }
+    }
+    nodes.extend(current.take());
+    let mut fabric = assemble(nodes)?;
+    if let Some(port_guid) = initiated_from {
+        if let Some(end) = fabric.port_by_guid(port_guid) {
+            fabric.local = Some((fabric.node(end.node).guid, end.port));
+        }
+    }
+    Ok(fabric)
+}
+
+fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if by_id.insert(n.id.clone(), i).is_some() {
+            return Err(ParseError::new(n.line, "a unique node id", &n.id));
+        }
+    }
+    // Resolve every port line to (remote node index, remote port) and check symmetry.
+    let mut links: Vec<((usize, u8), (usize, u8))> = Vec::new();
+    let mut claimed: HashMap<(usize, u8), (usize, u8)> = HashMap::new();
+    let mut missing_reverse: Vec<(usize, RawPort)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for p in &n.ports {
+            let Some(&r) = by_id.get(&p.remote_id) else {
+                return Err(ParseError::new(
+                    p.line,
+                    format!(
+                        "a remote node id defined in the file (\"{}\" is not)",
+                        escape::for_terminal(&p.remote_id)
+                    ),
+                    &p.remote_id,
+                ));
+            };
+            let remote = &nodes[r];
+            if p.remote_port > remote.node.num_ports {
+                return Err(ParseError::new(
+                    p.line,
+                    format!(
+                        "a remote port within the {} ports of \"{}\"",
+                        remote.node.num_ports,
+                        escape::for_terminal(&remote.id)
+                    ),
+                    &format!("[{}]", p.remote_port),
+                ));
+            }
+            if r == i && p.remote_port == p.number {
+                return Err(ParseError::new(
+                    p.line,
+                    "a port linked to another port",
+                    &p.remote_id,
+                ));
+            }
+            let here = (i, p.number);
+            let there = (r, p.remote_port);
+            match remote.ports.iter().find(|q| q.number == p.remote_port) {
+                Some(q) => {
+                    if q.remote_id != n.id || q.remote_port != p.number {
+                        return Err(ParseError::new(
+                            p.line,
+                            format!(
+                                "\"{}\"[{}] to list this port back (it names \"{}\"[{}])",
+                                escape::for_terminal(&remote.id),
+                                p.remote_port,
+                                escape::for_terminal(&q.remote_id),
+                                q.remote_port
+                            ),
+                            &format!("[{}] \"{}\"[{}]", p.number, p.remote_id, p.remote_port),
+                        ));
+                    }
+                }
+                None => {
+                    // The remote block omits this link: accept it, copying the link facts.
+                    if let Some(prev) = claimed.get(&there) {
+                        if *prev != here {
+                            return Err(ParseError::new(
+                                p.line,
+                                "each remote port used by one link",
+                                &format!("\"{}\"[{}]", p.remote_id, p.remote_port),
+                            ));
+                        }
+                    }
+                    missing_reverse.push((
+                        r,
+                        RawPort {
+                            number: p.remote_port,
+                            remote_id: n.id.clone(),
+                            remote_port: p.number,
+                            width: p.width,
+                            speed: p.speed,
+                            line: p.line,
+                            ..Default::default()
+                        },
+                    ));
+                }
+            }
+            claimed.insert(there, here);
+            if here < there {
+                links.push((here, there));
+            } else if !remote.ports.iter().any(|q| q.number == p.remote_port) {
+                links.push((there, here));
+            }
+        }
+    }
+    for (r, port) in missing_reverse {
+        if !nodes[r].ports.iter().any(|q| q.number == port.number) {
+            nodes[r].ports.push(port);
+        }
+    }
+    // Fill a missing width/speed on one end from the other end of the same link.
+    let facts: HashMap<(usize, u8), (Option<Width>, Option<Speed>)> = nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.ports
+                .iter()
+                .map(move |p| ((i, p.number), (p.width, p.speed)))
+        })
+        .collect();
+    let mut fabric = Fabric::new();
+    let mut ids = Vec::with_capacity(nodes.len());
+    for (i, raw) in nodes.into_iter().enumerate() {
+        let mut node = raw.node;
+        for p in &raw.ports {
+            let mut port = model_port(p, &node);
+            if let Some(&peer) = claimed.get(&(i, p.number)) {
+                if let Some(&(w, s)) = facts.get(&peer) {
+                    port.width_active = port.width_active.or(w);
+                    port.speed_active = port.speed_active.or(s);
+                }
+            }
+            node.set_port(port);
+        }
+        let guid = node.guid;
+        let id = fabric.add_node(node).map_err(|_| {
+            ParseError::new(
+                raw.line,
+                format!("a node GUID not used before ({guid:#x} is taken; check the *guid= lines)"),
+                &raw.id,
+            )
+        })?;
+        ids.push(id);
+    }
+    links.sort_unstable();
+    links.dedup();
+    for ((a, ap), (b, bp)) in links {
+        fabric
+            .connect(
+                End {
+                    node: ids[a],
+                    port: ap,
+                },
+                End {
+                    node: ids[b],
+                    port: bp,
+                },
+            )
+            .map_err(|e| ParseError::new(0, "consistent links", &e.to_string()))?;
+    }
+    Ok(fabric)
+}
+
+/// The node id ibnetdiscover prints: "S-<guid>", "H-<guid>" or "R-<guid>".
+pub fn node_id(node: &Node) -> String {
+    let prefix = match node.kind {
+        NodeKind::Switch => 'S',
+        NodeKind::Ca => 'H',
+        NodeKind::Router => 'R',
+    };
+    format!("{prefix}-{:016x}", node.guid)
+}
+
+fn link_text(own: Option<&Port>, peer: Option<&Port>) -> Option<String> {
+    let width = own
+        .and_then(|p| p.width_active)
+        .or_else(|| peer.and_then(|p| p.width_active))?;
+    let speed = own
+        .and_then(|p| p.speed_active)
+        .or_else(|| peer.and_then(|p| p.speed_active))?;
+    Some(format_width_speed(width, speed))
+}
+
+/// A port's LID as ibnetdiscover prints it for the far end: a switch's port 0 LID.
+fn end_lid(node: &Node, port: Option<&Port>) -> u16 {
+    if node.is_switch() {
+        node.port(0).map(|p| p.lid).unwrap_or(0)
+    } else {
+        port.map(|p| p.lid).unwrap_or(0)
+    }
+}
+
+fn port_guid(node: &Node, number: u8) -> u64 {
+    node.port(number)
+        .map(|p| p.guid)
+        .filter(|&g| g != 0)
+        .unwrap_or_else(|| node.guid.wrapping_add(u64::from(number)))
+}
+
+fn quoted_name(node: &Node, names: Option<&NameMap>) -> String {
+    escape::for_ibnd_quoted(display_name(node, names))
+}
+
+/// Write a fabric in ibnetdiscover's layout: switches first, then CAs, then routers; only
+/// linked ports. Descriptions (or node-name-map names) are sanitized with
+/// [`escape::for_ibnd_quoted`]. The `# ... lid N 4xQDR` comments carry the active
+/// width/speed, which ibsim reads back as the port's enabled width/speed.
+pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
+    let mut out = String::new();
+    out.push_str("#\n# Topology file: generated by ibscope\n#\n");
+    if let Some((guid, port)) = fabric.local {
+        if let Some(id) = fabric.node_by_guid(guid) {
+            let n = fabric.node(id);
+            let pg = if n.is_switch() {
+                n.guid
+            } else {
+                port_guid(n, port)
+            };
+            let _ = writeln!(out, "# Initiated from node {guid:016x} port {pg:016x}");
+        }
+    }
+    for kind in [NodeKind::Switch, NodeKind::Ca, NodeKind::Router] {
+        for (id, node) in fabric.nodes().filter(|(_, n)| n.kind == kind) {
+            write_node(&mut out, fabric, id, node, names);
+        }
+    }
+    out
+}
+
+fn write_node(
+    out: &mut String,
+    fabric: &Fabric,
+    id: crate::model::NodeId,
+    node: &Node,
+    names: Option<&NameMap>,
+) {
+    let _ = writeln!(out, "\nvendid=0x{:x}", node.vendor_id);
+    let _ = writeln!(out, "devid=0x{:x}", node.device_id);
+    if node.system_image_guid != 0 {
+        let _ = writeln!(out, "sysimgguid=0x{:x}", node.system_image_guid);
+    }
+    let name = quoted_name(node, names);
+    match node.kind {
+        NodeKind::Switch => {
+            let p0 = node.port(0);
+            let _ = writeln!(out, "switchguid=0x{:x}({:x})", node.guid, node.guid);
+            let enhanced = node.switch.as_ref().is_some_and(|s| s.enhanced_port0);
+            let _ = writeln!(
+                out,
+                "Switch\t{} \"{}\"\t\t# \"{}\" {} port 0 lid {} lmc {}",
+                node.num_ports,
+                node_id(node),
+                name,
+                if enhanced { "enhanced" } else { "base" },
+                p0.map(|p| p.lid).unwrap_or(0),
+                p0.map(|p| p.lmc).unwrap_or(0)
+            );
+        }
+        NodeKind::Ca | NodeKind::Router => {
+            let (guid_key, header) = if node.kind == NodeKind::Ca {
+                ("caguid", "Ca")
+            } else {
+                ("rtguid", "Rt")
+            };
+            let _ = writeln!(out, "{guid_key}=0x{:x}", node.guid);
+            let _ = writeln!(
+                out,
+                "{header}\t{} \"{}\"\t\t# \"{}\"",
+                node.num_ports,
+                node_id(node),
+                name
+            );
+        }
+    }
+    let mut numbers: BTreeSet<u8> = node.ports.iter().map(|p| p.number).collect();
+    numbers.remove(&0);
+    for number in numbers {
+        let Some(peer) = fabric.peer(End {
+            node: id,
+            port: number,
+        }) else {
+            continue;
+        };
+        let own = node.port(number);
+        let remote = fabric.node(peer.node);
+        let remote_port = remote.port(peer.port);
+        let mut line = format!("[{number}]");
+        if !node.is_switch() {
+            let _ = write!(line, "({:x}) ", port_guid(node, number));
+        }
+        let _ = write!(line, "\t\"{}\"[{}]", node_id(remote), peer.port);
+        if !remote.is_switch() {
+            let sep = if node.is_switch() { "" } else { " " };
+            let _ = write!(line, "{sep}({:x}) ", port_guid(remote, peer.port));
+        }
+        line.push_str("\t\t# ");
+        if !node.is_switch() {
+            let _ = write!(
+                line,
+                "lid {} lmc {} ",
+                own.map(|p| p.lid).unwrap_or(0),
+                own.map(|p| p.lmc).unwrap_or(0)
+            );
+        }
+        let _ = write!(
+            line,
+            "\"{}\" lid {}",
+            quoted_name(remote, names),
+            end_lid(remote, remote_port)
+        );
+        if let Some(ws) = link_text(own, remote_port) {
+            line.push(' ');
+            line.push_str(&ws);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+}
+
+type EndKey = (u64, u8);
+
+/// Links as unordered pairs of (node GUID, port number).
+pub fn link_set(fabric: &Fabric) -> BTreeSet<(EndKey, EndKey)> {
+    fabric
+        .links()
+        .map(|l| {
+            let a = (l.a_node.guid, l.a.port);
+            let b = (l.b_node.guid, l.b.port);
+            if a <= b {
+                (a, b)
+            } else {
+                (b, a)
+            }
+        })
+        .collect()
+}
+
+/// Structural differences between two fabrics, for tests comparing a discovery with a
+/// reference: nodes by GUID (kind, port count, description), port GUIDs of ports known on
+/// both sides, and links as unordered ((guid, port), (guid, port)) pairs. Empty = same.
+pub fn compare(a: &Fabric, b: &Fabric) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, n) in a.nodes() {
+        match b.node_by_guid(n.guid) {
+            None => out.push(format!(
+                "node {:#018x} ({} \"{}\") only in the first",
+                n.guid,
+                n.kind.as_str(),
+                escape::for_terminal(&n.description)
+            )),
+            Some(id) => {
+                let m = b.node(id);
+                if n.kind != m.kind {
+                    out.push(format!(
+                        "node {:#018x}: kind {} vs {}",
+                        n.guid,
+                        n.kind.as_str(),
+                        m.kind.as_str()
+                    ));
+                }
+                if n.num_ports != m.num_ports {
+                    out.push(format!(
+                        "node {:#018x}: {} ports vs {}",
+                        n.guid, n.num_ports, m.num_ports
+                    ));
+                }
+                if n.description != m.description {
+                    out.push(format!(
+                        "node {:#018x}: description \"{}\" vs \"{}\"",
+                        n.guid,
+                        escape::for_terminal(&n.description),
+                        escape::for_terminal(&m.description)
+                    ));
+                }
+                for p in &n.ports {
+                    if let Some(q) = m.port(p.number) {
+                        if p.guid != 0 && q.guid != 0 && p.guid != q.guid {
+                            out.push(format!(
+                                "node {:#018x} port {}: GUID {:#018x} vs {:#018x}",
+                                n.guid, p.number, p.guid, q.guid
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (_, n) in b.nodes() {
+        if a.node_by_guid(n.guid).is_none() {
+            out.push(format!(
+                "node {:#018x} ({} \"{}\") only in the second",
+                n.guid,
+                n.kind.as_str(),
+                escape::for_terminal(&n.description)
+            ));
+        }
+    }
+    let la = link_set(a);
+    let lb = link_set(b);
+    for l in la.difference(&lb) {
+        out.push(format!(
+            "link {:#x}[{}] - {:#x}[{}] only in the first",
+            l.0 .0, l.0 .1, l.1 .0, l.1 .1
+        ));
+    }
+    for l in lb.difference(&la) {
+        out.push(format!(
+            "link {:#x}[{}] - {:#x}[{}] only in the second",
+            l.0 .0, l.0 .1, l.1 .0, l.1 .1
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `ibnetdiscover` output captured under ibsim on /work/shared/fabrics/net with OpenSM.
+    const NET_IBND: &str = "#
+# Topology file: generated on Wed Dec  2 13:21:43 2026
+#
+# Initiated from node 0000000000200000 port 0000000000200000
+
+vendid=0x0
+devid=0x0
+sysimgguid=0x200001
+switchguid=0x200001(200001)
+Switch\t8 \"S-0000000000200001\"\t\t# \"Switch2\" base port 0 lid 3 lmc 0
+[3]\t\"S-0000000000200000\"[3]\t\t# \"Switch1\" lid 1 4xSDR
+[4]\t\"S-0000000000200000\"[4]\t\t# \"Switch1\" lid 1 4xSDR
+
+vendid=0x0
+devid=0x0
+sysimgguid=0x200000
+switchguid=0x200000(200000)
+Switch\t8 \"S-0000000000200000\"\t\t# \"Switch1\" base port 0 lid 1 lmc 0
+[1]\t\"H-0000000000100000\"[1](100001) \t\t# \"Hca1\" lid 2 4xSDR
+[2]\t\"H-0000000000100003\"[2](100005) \t\t# \"Hca2\" lid 4 4xSDR
+[3]\t\"S-0000000000200001\"[3]\t\t# \"Switch2\" lid 3 4xSDR
+[4]\t\"S-0000000000200001\"[4]\t\t# \"Switch2\" lid 3 4xSDR
+
+vendid=0x0
+devid=0x0
+sysimgguid=0x100003
+caguid=0x100003
+Ca\t2 \"H-0000000000100003\"\t\t# \"Hca2\"
+[2](100005) \t\"S-0000000000200000\"[2]\t\t# lid 4 lmc 0 \"Switch1\" lid 1 4xSDR
+
+vendid=0x0
+devid=0x0
+sysimgguid=0x100000
+caguid=0x100000
+Ca\t2 \"H-0000000000100000\"\t\t# \"Hca1\"
+[1](100001) \t\"S-0000000000200000\"[1]\t\t# lid 2 lmc 0 \"Switch1\" lid 1 4xSDR
+";
+
+    /// /work/shared/fabrics/net (ibsim's example) without its header comment.
+    const NET_SIM: &str = "Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch2\"[3]
+[4]\t\"Switch2\"[4]
+
+Switch 8 \"Switch2\"
+[3]\t\"Switch1\"[3]
+[4]\t\"Switch1\"[4]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+
+Hca\t2 \"Hca2\"
+[2]\t\"Switch1\"[2]
+";
+
+    #[test]
+    fn parses_ibnetdiscover_output() {
+        let f = parse(NET_IBND).unwrap();
+        assert_eq!(f.node_count(), 4);
+        assert_eq!(f.link_count(), 4);
+        let sw1 = f.node(f.node_by_guid(0x200000).unwrap());
+        assert!(sw1.is_switch());
+        assert_eq!(sw1.description, "Switch1");
+        assert_eq!(sw1.num_ports, 8);
+        assert_eq!(sw1.lid(), Some(1));
+        assert_eq!(sw1.port(1).unwrap().width_active, Some(Width::X4));
+        assert_eq!(sw1.port(1).unwrap().speed_active, Some(Speed::Sdr));
+        let hca2 = f.node(f.node_by_guid(0x100003).unwrap());
+        assert_eq!(hca2.port(2).unwrap().guid, 0x100005);
+        assert_eq!(hca2.port(2).unwrap().lid, 4);
+        assert_eq!(
+            f.port_by_lid(4).map(|e| f.node(e.node).guid),
+            Some(0x100003)
+        );
+        assert_eq!(f.local, Some((0x200000, 0)));
+        assert_eq!(hca2.system_image_guid, 0x100003);
+    }
+
+    #[test]
+    fn ibsim_file_gets_ibsim_guids() {
+        // Measured: ibnetdiscover under ibsim on this file prints exactly NET_IBND's GUIDs.
+        let sim = parse(NET_SIM).unwrap();
+        let disc = parse(NET_IBND).unwrap();
+        assert_eq!(compare(&sim, &disc), Vec::<String>::new());
+        let hca1 = sim.node(sim.node_by_guid(0x100000).unwrap());
+        assert_eq!(hca1.description, "Hca1");
+        assert_eq!(hca1.port(1).unwrap().guid, 0x100001);
+    }
+
+    #[test]
+    fn write_then_parse_round_trip() {
+        let f = parse(NET_IBND).unwrap();
+        let text = write(&f, None);
+        let back = parse(&text).unwrap();
+        assert_eq!(compare(&f, &back), Vec::<String>::new());
+        assert!(text.contains(
+            "Switch\t8 \"S-0000000000200000\"\t\t# \"Switch1\" base port 0 lid 1 lmc 0\n"
+        ));
+        assert!(
+            text.contains("[1]\t\"H-0000000000100000\"[1](100001) \t\t# \"Hca1\" lid 2 4xSDR\n")
+        );
+        assert!(text.contains(
+            "[2](100005) \t\"S-0000000000200000\"[2]\t\t# lid 4 lmc 0 \"Switch1\" lid 1 4xSDR\n"
+        ));
+        for (_, n) in f.nodes() {
+            let m = back.node(back.node_by_guid(n.guid).unwrap());
+            for p in &n.ports {
+                let q = m.port(p.number).unwrap();
+                assert_eq!(
+                    (p.lid, p.width_active, p.speed_active),
+                    (q.lid, q.width_active, q.speed_active)
+                );
+            }
+        }
+        assert_eq!(back.local, f.local);
+    }
+
+    #[test]
+    fn hostile_description_is_sanitized() {
+        let mut f = parse(NET_SIM).unwrap();
+        let id = f.node_by_guid(0x100000).unwrap();
+        f.node_mut(id).description = "evil\" w=1 \x1b[2J\nSwitch 8 \"x\"".to_string();
+        f.reindex();
+        let text = write(&f, None);
+        assert!(!text.contains('\x1b'));
+        let back = parse(&text).unwrap();
+        assert_eq!(back.node_count(), 4);
+        let d = &back.node(back.node_by_guid(0x100000).unwrap()).description;
+        assert_eq!(d, "evil\\x22 w\\x3d1 \\x1b[2J\\x0aSwitch 8 \\x22x\\x22");
+        // The ibsim port option trap did not fire.
+        for (_, n) in back.nodes() {
+            for p in &n.ports {
+                assert_eq!(p.width_enabled, WidthSet(0));
+            }
+        }
+    }
+
+    #[test]
+    fn settings_and_options() {
+        let text = "switchguid=0x1000\nvendid=0x2c9\ndevid=0xcf08\nsysimgguid=0x77\n\
+Switch 4 \"a\" # \"A\" enhanced port 0 lid 7 lmc 1\n\
+[1] \"b\"[2] w=3 s=7 e=4 # \"B\" lid 9 1xHDR\n\
+\ncaguid=0x5000\nCa 2 \"b\" # plain desc lid 9\n\
+[2](abc) \"a\"[1] # lid 9 lmc 0 \"A\" lid 7 1xHDR\n\
+do Unlink \"a\"[1]\npdebug=1\n\
+switchguid+5\nSwitch 2 \"c\"\n";
+        let f = parse(text).unwrap();
+        let a = f.node(f.node_by_guid(0x1000).unwrap());
+        assert_eq!(
+            (a.vendor_id, a.device_id, a.system_image_guid),
+            (0x2c9, 0xcf08, 0x77)
+        );
+        assert!(a.switch.as_ref().unwrap().enhanced_port0);
+        assert_eq!(a.port(0).unwrap().lmc, 1);
+        let p1 = a.port(1).unwrap();
+        assert_eq!(p1.width_enabled, WidthSet(3));
+        assert_eq!(p1.speed_enabled, SpeedSet { base: 7, ext: 4 });
+        assert_eq!(
+            (p1.width_active, p1.speed_active),
+            (Some(Width::X1), Some(Speed::Hdr))
+        );
+        let b = f.node(f.node_by_guid(0x5000).unwrap());
+        assert_eq!(b.description, "plain desc");
+        assert_eq!(b.vendor_id, 0, "vendid applies to one node only (ibsim)");
+        assert_eq!(b.device_id, 0xcf08, "devid persists (ibsim)");
+        assert_eq!(b.port(2).unwrap().guid, 0xabc);
+        // Relative base: absolute 0x1000 + 5.
+        assert!(f.node_by_guid(0x1005).is_some());
+    }
+
+    #[test]
+    fn errors_name_line_and_expectation() {
+        let e = parse("Switch 4 \"a\"\n[5] \"b\"[1]\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.expected.contains("between 1 and 4"), "{e}");
+        let e = parse("Switch 4 \"a\"\n[1] \"zz\"[1]\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains("zz"), "{e}");
+        let e = parse("\n\nSwitch x\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = parse("include \"other\"\n").unwrap_err();
+        assert!(e.expected.contains("include"));
+        let e = parse("hello world\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        // Asymmetric links.
+        let e =
+            parse("Switch 4 \"a\"\n[1] \"b\"[1]\n\nSwitch 4 \"b\"\n[1] \"a\"[2]\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let e = parse("Switch 4 \"a\"\n[1] \"b\"[1]\n[1] \"b\"[2]\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(parse("Switch 2 \"a\"\n\nSwitch 2 \"a\"\n").is_err());
+        // The error display is terminal-safe.
+        let e = parse("\x1b]0;pwned\x07\n").unwrap_err();
+        assert!(!e.to_string().contains('\x1b'));
+    }
+
+    #[test]
+    fn one_sided_link_is_accepted() {
+        let f = parse("Switch 4 \"a\"\n[1] \"b\"[3] # \"b\" lid 0 4xQDR\n\nHca 3 \"b\"\n").unwrap();
+        assert_eq!(f.link_count(), 1);
+        let b = f.node(f.node_by_guid(0x100000).unwrap());
+        assert_eq!(b.port(3).unwrap().guid, 0x100003);
+        assert_eq!(b.port(3).unwrap().speed_active, Some(Speed::Qdr));
+    }
+
+    #[test]
+    fn width_speed_tokens() {
+        assert_eq!(
+            parse_width_speed("4xHDR"),
+            (Some(Width::X4), Some(Speed::Hdr))
+        );
+        assert_eq!(
+            parse_width_speed("12xQDR"),
+            (Some(Width::X12), Some(Speed::Qdr))
+        );
+        assert_eq!(parse_width_speed("4xFDR10"), (Some(Width::X4), None));
+        assert_eq!(parse_width_speed("undefined"), (None, None));
+        assert_eq!(format_width_speed(Width::X2, Speed::Ndr), "2xNDR");
+    }
+
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("Switch 4 \"a\"".to_string()),
+            Just("Ca 2 \"b\" # \"d\"".to_string()),
+            Just("[1] \"b\"[1] # \"x\" lid 3 4xQDR".to_string()),
+            Just("[2](10) \"a\"[2] # lid 1 lmc 0 \"y\" lid 2 12xHDR".to_string()),
+            Just("switchguid=0x10".to_string()),
+            Just("caguid+3".to_string()),
+            Just(String::new()),
+            Just("# c".to_string()),
+            "[\\[\\]\"#()=0-9a-zA-Z x+@\t\u{1b}é]{0,40}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(lines in proptest::collection::vec(fragment(), 0..30)) {
+            let text = lines.join("\n");
+            if let Ok(f) = parse(&text) {
+                // Whatever parses writes back to something that parses to the same graph.
+                let back = parse(&write(&f, None)).expect("own output parses");
+                prop_assert_eq!(link_set(&f), link_set(&back));
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(text in "\\PC{0,300}") {
+            let _ = parse(&text);
+        }
+    }
+}

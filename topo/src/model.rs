@@ -1,0 +1,619 @@
+//! The fabric model: nodes (switches, channel adapters, routers) joined by links between
+//! ports, held in a petgraph graph with O(1) lookups by node GUID, port GUID, LID and name.
+//!
+//! The model serializes to and from JSON losslessly (see [`FabricFile`]); `schema_version`
+//! lets later versions read older snapshots.
+
+use std::collections::HashMap;
+
+use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
+use petgraph::visit::EdgeRef;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the JSON snapshot changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub type NodeId = NodeIndex<u32>;
+
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    #[default]
+    Ca,
+    Switch,
+    Router,
+}
+
+impl NodeKind {
+    /// NodeInfo NodeType (IBA 14.2.5.3).
+    pub fn from_node_type(code: u8) -> Option<NodeKind> {
+        match code {
+            1 => Some(NodeKind::Ca),
+            2 => Some(NodeKind::Switch),
+            3 => Some(NodeKind::Router),
+            _ => None,
+        }
+    }
+    pub fn node_type(self) -> u8 {
+        match self {
+            NodeKind::Ca => 1,
+            NodeKind::Switch => 2,
+            NodeKind::Router => 3,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Ca => "ca",
+            NodeKind::Switch => "switch",
+            NodeKind::Router => "router",
+        }
+    }
+}
+
+/// PortInfo PortState (IBA 14.2.5.6); codes kept raw so unknown values survive a round trip.
+pub mod port_state {
+    pub const UNKNOWN: u8 = 0;
+    pub const DOWN: u8 = 1;
+    pub const INIT: u8 = 2;
+    pub const ARMED: u8 = 3;
+    pub const ACTIVE: u8 = 4;
+    pub fn name(code: u8) -> &'static str {
+        match code {
+            DOWN => "Down",
+            INIT => "Initialize",
+            ARMED => "Armed",
+            ACTIVE => "Active",
+            _ => "Unknown",
+        }
+    }
+}
+
+/// PortInfo PortPhysicalState (IBA 14.2.5.6).
+pub mod phys_state {
+    pub const UNKNOWN: u8 = 0;
+    pub const SLEEP: u8 = 1;
+    pub const POLLING: u8 = 2;
+    pub const DISABLED: u8 = 3;
+    pub const TRAINING: u8 = 4;
+    pub const LINK_UP: u8 = 5;
+    pub const ERROR_RECOVERY: u8 = 6;
+    pub const PHY_TEST: u8 = 7;
+    pub fn name(code: u8) -> &'static str {
+        match code {
+            SLEEP => "Sleep",
+            POLLING => "Polling",
+            DISABLED => "Disabled",
+            TRAINING => "PortConfigurationTraining",
+            LINK_UP => "LinkUp",
+            ERROR_RECOVERY => "LinkErrorRecovery",
+            PHY_TEST => "PhyTest",
+            _ => "Unknown",
+        }
+    }
+}
+
+/// What is known of one port. Facts not known (e.g. from an ibnetdiscover file, which has
+/// only the active width/speed) stay at their defaults: 0 / empty sets / None.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Port {
+    pub number: u8,
+    /// Port GUID. Switch external ports have none of their own: they carry port 0's.
+    pub guid: u64,
+    pub lid: u16,
+    pub lmc: u8,
+    /// Raw PortState; see [`port_state`].
+    pub state: u8,
+    /// Raw PortPhysicalState; see [`phys_state`].
+    pub phys_state: u8,
+    pub width_active: Option<Width>,
+    pub width_supported: WidthSet,
+    pub width_enabled: WidthSet,
+    pub speed_active: Option<Speed>,
+    pub speed_supported: SpeedSet,
+    pub speed_enabled: SpeedSet,
+    /// NeighborMTU / MTUCap codes (1=256 .. 5=4096), 0 if unknown.
+    pub mtu_active: u8,
+    pub mtu_cap: u8,
+    pub capability_mask: u32,
+    /// Queries of this port that failed even after retries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl Port {
+    pub fn new(number: u8) -> Self {
+        Port {
+            number,
+            ..Default::default()
+        }
+    }
+    pub fn is_active(&self) -> bool {
+        self.state == port_state::ACTIVE
+    }
+    /// Physically up (LinkUp) whatever the logical state.
+    pub fn is_phys_up(&self) -> bool {
+        self.phys_state == phys_state::LINK_UP
+    }
+}
+
+/// Switch-only facts, including the linear forwarding table the SM programmed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchFacts {
+    pub linear_fdb_cap: u16,
+    pub linear_fdb_top: u16,
+    pub enhanced_port0: bool,
+    /// LFT: index = destination LID, value = egress port (255 = no route). Empty if not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lft: Vec<u8>,
+}
+
+impl SwitchFacts {
+    /// Egress port for a destination LID, `None` when unset or out of the table.
+    pub fn route(&self, lid: u16) -> Option<u8> {
+        match self.lft.get(usize::from(lid)) {
+            Some(&p) if p != 255 => Some(p),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub guid: u64,
+    pub system_image_guid: u64,
+    pub kind: NodeKind,
+    pub vendor_id: u32,
+    pub device_id: u16,
+    pub revision: u32,
+    /// NodeDescription as read from the fabric: untrusted text, escape before display.
+    pub description: String,
+    pub num_ports: u8,
+    /// Known ports, sorted by number (a switch's port 0 included).
+    pub ports: Vec<Port>,
+    /// Directed route from the discovering port, "0,1,3" notation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dr_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<SwitchFacts>,
+    /// Queries of this node that failed even after retries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl Node {
+    pub fn port(&self, number: u8) -> Option<&Port> {
+        self.ports
+            .binary_search_by_key(&number, |p| p.number)
+            .ok()
+            .map(|i| &self.ports[i])
+    }
+    pub fn port_mut(&mut self, number: u8) -> Option<&mut Port> {
+        match self.ports.binary_search_by_key(&number, |p| p.number) {
+            Ok(i) => Some(&mut self.ports[i]),
+            Err(_) => None,
+        }
+    }
+    /// Insert or replace a port, keeping the list sorted.
+    pub fn set_port(&mut self, port: Port) {
+        match self.ports.binary_search_by_key(&port.number, |p| p.number) {
+            Ok(i) => self.ports[i] = port,
+            Err(i) => self.ports.insert(i, port),
+        }
+    }
+    pub fn is_switch(&self) -> bool {
+        self.kind == NodeKind::Switch
+    }
+    /// The node's own LID: port 0's for a switch, else the lowest-numbered port with one.
+    pub fn lid(&self) -> Option<u16> {
+        if self.is_switch() {
+            return self.port(0).map(|p| p.lid).filter(|&l| l != 0);
+        }
+        self.ports.iter().map(|p| p.lid).find(|&l| l != 0)
+    }
+}
+
+/// A link's port numbers, in the order of the graph edge's (source, target) endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub source_port: u8,
+    pub target_port: u8,
+}
+
+/// One end of a link: a node and a port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct End {
+    pub node: NodeId,
+    pub port: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("duplicate node GUID {0:#018x}")]
+    DuplicateGuid(u64),
+    #[error("port {port} of node {guid:#018x} is already linked")]
+    PortInUse { guid: u64, port: u8 },
+    #[error("unknown node GUID {0:#018x}")]
+    UnknownGuid(u64),
+    #[error(
+        "snapshot schema version {0} is newer than this ibscope understands ({SCHEMA_VERSION})"
+    )]
+    SchemaVersion(u32),
+}
+
+/// What a discovery (or a file load) could not settle: reported, never fatal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoveryReport {
+    /// True when every node and port answered.
+    pub complete: bool,
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// GUIDs reached with conflicting facts (two different nodes claiming one GUID).
+    #[serde(default)]
+    pub duplicate_guids: Vec<u64>,
+    /// LIDs claimed by more than one port.
+    #[serde(default)]
+    pub duplicate_lids: Vec<u16>,
+    /// Links seen in a state that changed while the sweep ran.
+    #[serde(default)]
+    pub inconsistencies: Vec<String>,
+    #[serde(default)]
+    pub mads_sent: u64,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+/// The fabric graph plus indexes.
+#[derive(Debug, Clone, Default)]
+pub struct Fabric {
+    graph: UnGraph<Node, Link>,
+    by_guid: HashMap<u64, NodeId>,
+    by_port_guid: HashMap<u64, End>,
+    by_lid: HashMap<u16, End>,
+    by_name: HashMap<String, Vec<NodeId>>,
+    port_edge: HashMap<End, EdgeIndex>,
+    /// The port discovery started from.
+    pub local: Option<(u64, u8)>,
+    pub report: DiscoveryReport,
+}
+
+/// Borrowed view of one link with both ends resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRef<'a> {
+    pub a: End,
+    pub b: End,
+    pub a_node: &'a Node,
+    pub b_node: &'a Node,
+}
+
+impl<'a> LinkRef<'a> {
+    pub fn a_port(&self) -> Option<&'a Port> {
+        self.a_node.port(self.a.port)
+    }
+    pub fn b_port(&self) -> Option<&'a Port> {
+        self.b_node.port(self.b.port)
+    }
+}
+
+impl Fabric {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn graph(&self) -> &UnGraph<Node, Link> {
+        &self.graph
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+    pub fn link_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    /// Add a node; its ports' GUIDs and LIDs are indexed. A GUID already present is an error.
+    pub fn add_node(&mut self, node: Node) -> Result<NodeId, ModelError> {
+        if self.by_guid.contains_key(&node.guid) {
+            return Err(ModelError::DuplicateGuid(node.guid));
+        }
+        let guid = node.guid;
+        let id = self.graph.add_node(node);
+        self.by_guid.insert(guid, id);
+        self.index_node(id);
+        Ok(id)
+    }
+
+    fn index_node(&mut self, id: NodeId) {
+        let node = &self.graph[id];
+        let name = node.description.clone();
+        self.by_name.entry(name).or_default().push(id);
+        let mut entries = Vec::new();
+        for p in &node.ports {
+            if p.guid != 0 && (!node.is_switch() || p.number == 0) {
+                self.by_port_guid.insert(
+                    p.guid,
+                    End {
+                        node: id,
+                        port: p.number,
+                    },
+                );
+            }
+            // A switch's LID is port 0's; external switch ports repeat it and are not indexed.
+            if p.lid != 0 && (!node.is_switch() || p.number == 0) {
+                entries.push((p.lid, p.lmc, p.number));
+            }
+        }
+        for (lid, lmc, port) in entries {
+            let span = 1u32 << lmc.min(7);
+            for off in 0..span {
+                let l = u32::from(lid) + off;
+                if l < 0xc000 {
+                    self.by_lid.insert(l as u16, End { node: id, port });
+                }
+            }
+        }
+    }
+
+    /// Rebuild every index (after changing ports, LIDs or descriptions in place).
+    pub fn reindex(&mut self) {
+        self.by_guid.clear();
+        self.by_port_guid.clear();
+        self.by_lid.clear();
+        self.by_name.clear();
+        let ids: Vec<NodeId> = self.graph.node_indices().collect();
+        for id in ids {
+            self.by_guid.insert(self.graph[id].guid, id);
+            self.index_node(id);
+        }
+    }
+
+    /// Connect two ports. Either port already linked is an error (the graph stays unchanged).
+    pub fn connect(&mut self, a: End, b: End) -> Result<EdgeIndex, ModelError> {
+        for end in [a, b] {
+            if self.port_edge.contains_key(&end) {
+                return Err(ModelError::PortInUse {
+                    guid: self.graph[end.node].guid,
+                    port: end.port,
+                });
+            }
+        }
+        let e = self.graph.add_edge(
+            a.node,
+            b.node,
+            Link {
+                source_port: a.port,
+                target_port: b.port,
+            },
+        );
+        self.port_edge.insert(a, e);
+        self.port_edge.insert(b, e);
+        Ok(e)
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.graph[id]
+    }
+    /// Mutable access. Call [`Fabric::reindex`] after changing GUIDs, LIDs or descriptions.
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.graph[id]
+    }
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &Node)> {
+        self.graph.node_indices().map(move |i| (i, &self.graph[i]))
+    }
+    pub fn switches(&self) -> impl Iterator<Item = (NodeId, &Node)> {
+        self.nodes().filter(|(_, n)| n.is_switch())
+    }
+
+    pub fn node_by_guid(&self, guid: u64) -> Option<NodeId> {
+        self.by_guid.get(&guid).copied()
+    }
+    pub fn port_by_guid(&self, port_guid: u64) -> Option<End> {
+        self.by_port_guid.get(&port_guid).copied()
+    }
+    /// The port that owns a LID (LMC ranges included).
+    pub fn port_by_lid(&self, lid: u16) -> Option<End> {
+        self.by_lid.get(&lid).copied()
+    }
+    /// Nodes whose NodeDescription is exactly `name`.
+    pub fn nodes_by_description(&self, name: &str) -> &[NodeId] {
+        self.by_name.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The far end of a node's port, if linked.
+    pub fn peer(&self, end: End) -> Option<End> {
+        let e = *self.port_edge.get(&end)?;
+        let (s, t) = self.graph.edge_endpoints(e)?;
+        let link = self.graph[e];
+        if s == end.node && link.source_port == end.port {
+            Some(End {
+                node: t,
+                port: link.target_port,
+            })
+        } else {
+            Some(End {
+                node: s,
+                port: link.source_port,
+            })
+        }
+    }
+
+    /// Every link once, ends in graph order.
+    pub fn links(&self) -> impl Iterator<Item = LinkRef<'_>> {
+        self.graph.edge_references().map(move |e| {
+            let w = e.weight();
+            let a = End {
+                node: e.source(),
+                port: w.source_port,
+            };
+            let b = End {
+                node: e.target(),
+                port: w.target_port,
+            };
+            LinkRef {
+                a,
+                b,
+                a_node: &self.graph[a.node],
+                b_node: &self.graph[b.node],
+            }
+        })
+    }
+
+    /// Serializable form.
+    pub fn to_file(&self) -> FabricFile {
+        FabricFile {
+            schema_version: SCHEMA_VERSION,
+            local: self.local.map(|(guid, port)| LocalPortRef { guid, port }),
+            nodes: self.graph.node_weights().cloned().collect(),
+            links: self
+                .links()
+                .map(|l| LinkRecord {
+                    a_guid: l.a_node.guid,
+                    a_port: l.a.port,
+                    b_guid: l.b_node.guid,
+                    b_port: l.b.port,
+                })
+                .collect(),
+            report: self.report.clone(),
+        }
+    }
+
+    pub fn from_file(file: FabricFile) -> Result<Fabric, ModelError> {
+        if file.schema_version > SCHEMA_VERSION {
+            return Err(ModelError::SchemaVersion(file.schema_version));
+        }
+        let mut fabric = Fabric::new();
+        for node in file.nodes {
+            fabric.add_node(node)?;
+        }
+        for l in file.links {
+            let a = fabric
+                .node_by_guid(l.a_guid)
+                .ok_or(ModelError::UnknownGuid(l.a_guid))?;
+            let b = fabric
+                .node_by_guid(l.b_guid)
+                .ok_or(ModelError::UnknownGuid(l.b_guid))?;
+            fabric.connect(
+                End {
+                    node: a,
+                    port: l.a_port,
+                },
+                End {
+                    node: b,
+                    port: l.b_port,
+                },
+            )?;
+        }
+        fabric.local = file.local.map(|l| (l.guid, l.port));
+        fabric.report = file.report;
+        Ok(fabric)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalPortRef {
+    pub guid: u64,
+    pub port: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    pub a_guid: u64,
+    pub a_port: u8,
+    pub b_guid: u64,
+    pub b_port: u8,
+}
+
+/// The JSON snapshot: `ibscope discover --format json` writes it, `--topology` reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricFile {
+    pub schema_version: u32,
+    #[serde(default)]
+    pub local: Option<LocalPortRef>,
+    pub nodes: Vec<Node>,
+    pub links: Vec<LinkRecord>,
+    #[serde(default)]
+    pub report: DiscoveryReport,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(guid: u64, kind: NodeKind, ports: &[(u8, u16)]) -> Node {
+        Node {
+            guid,
+            kind,
+            description: format!("n{guid}"),
+            num_ports: ports.len() as u8,
+            ports: ports
+                .iter()
+                .map(|&(n, lid)| Port {
+                    number: n,
+                    guid: guid + u64::from(n),
+                    lid,
+                    state: port_state::ACTIVE,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn lookups_and_peers() {
+        let mut f = Fabric::new();
+        let sw = f
+            .add_node(node(0x100, NodeKind::Switch, &[(0, 1), (1, 1), (2, 1)]))
+            .unwrap();
+        let ca = f.add_node(node(0x200, NodeKind::Ca, &[(1, 2)])).unwrap();
+        f.connect(End { node: sw, port: 1 }, End { node: ca, port: 1 })
+            .unwrap();
+        assert!(f
+            .connect(End { node: sw, port: 1 }, End { node: ca, port: 1 })
+            .is_err());
+        assert_eq!(f.port_by_lid(1), Some(End { node: sw, port: 0 }));
+        assert_eq!(f.port_by_lid(2), Some(End { node: ca, port: 1 }));
+        assert_eq!(
+            f.peer(End { node: ca, port: 1 }),
+            Some(End { node: sw, port: 1 })
+        );
+        assert_eq!(
+            f.peer(End { node: sw, port: 1 }),
+            Some(End { node: ca, port: 1 })
+        );
+        assert_eq!(f.peer(End { node: sw, port: 2 }), None);
+        assert_eq!(f.port_by_guid(0x201), Some(End { node: ca, port: 1 }));
+        assert_eq!(f.nodes_by_description("n512"), &[ca]);
+        assert!(f.add_node(node(0x100, NodeKind::Ca, &[])).is_err());
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let mut f = Fabric::new();
+        let a = f
+            .add_node(node(1, NodeKind::Switch, &[(0, 1), (3, 1)]))
+            .unwrap();
+        let b = f
+            .add_node(node(2, NodeKind::Switch, &[(0, 2), (4, 2)]))
+            .unwrap();
+        f.connect(End { node: a, port: 3 }, End { node: b, port: 4 })
+            .unwrap();
+        f.local = Some((1, 0));
+        let text = serde_json::to_string(&f.to_file()).unwrap();
+        let back = Fabric::from_file(serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(back.to_file(), f.to_file());
+        assert_eq!(
+            back.peer(End { node: b, port: 4 }),
+            Some(End { node: a, port: 3 })
+        );
+    }
+
+    #[test]
+    fn newer_schema_rejected() {
+        let mut file = Fabric::new().to_file();
+        file.schema_version = SCHEMA_VERSION + 1;
+        assert!(Fabric::from_file(file).is_err());
+    }
+}

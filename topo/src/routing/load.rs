@@ -1,0 +1,407 @@
+//! `route load`: put a traffic pattern on the fabric's actual routes and predict rates.
+//!
+//! Model: every directed link has a capacity of active width (lanes) x the lane's data rate
+//! ([`Speed::lane_data_gbps`], encoding overhead removed), the lower of both ends when both
+//! are known. Flows are long-lived and greedy; they share links max-min fairly, computed
+//! exactly by progressive filling: all flows grow together, a link saturates when its
+//! capacity is used up, the flows through it freeze at that rate, the rest keep growing.
+//! This is what an ideal fair arbiter with perfect credit flow would give; it ignores VL
+//! arbitration weights, congestion control, head-of-line blocking and message sizes.
+//!
+//! A link whose width or speed is unknown does not constrain (it is counted in
+//! [`LoadReport::unknown_capacity_links`]); a flow crossing only such links has no rate.
+//!
+//! Ring all-reduce: NCCL's bus bandwidth for a ring all-reduce is algbw x 2(n-1)/n, and each
+//! rank moves 2(n-1)/n of the buffer over its ring hop, so busbw equals the rate of the ring
+//! hop that finishes last: the slowest flow of the ring pattern
+//! ([`LoadReport::ring_allreduce_busbw_gbps`]).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use ibscope_mad::attr::link::Speed;
+use serde::{Deserialize, Serialize};
+
+use super::index::{Index, NONE};
+use super::{trace_with_index, ChannelRef, PortRef, TraceError};
+use crate::model::{End, Fabric};
+
+/// Which flows a pattern makes from an ordered host list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Host i sends to host i+1 (mod n): one direction, as an NCCL ring.
+    Ring,
+    /// 0 -> 1, 2 -> 3, ...; an odd last host sends nothing.
+    Pairs,
+    /// Every ordered pair of distinct hosts.
+    AllToAll,
+}
+
+impl std::str::FromStr for Pattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ring" => Ok(Pattern::Ring),
+            "pairs" => Ok(Pattern::Pairs),
+            "all-to-all" | "alltoall" | "a2a" => Ok(Pattern::AllToAll),
+            _ => Err(format!("unknown pattern {s:?} (ring, pairs, all-to-all)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Pattern::Ring => "ring",
+            Pattern::Pairs => "pairs",
+            Pattern::AllToAll => "all-to-all",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadOptions {
+    /// Refuse patterns with more flows than this (all-to-all grows as n^2).
+    pub max_flows: usize,
+    /// Per-flow results are listed only up to this many flows.
+    pub flow_details_limit: usize,
+    /// Length of [`LoadReport::hottest_links`].
+    pub top_links: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_flows: 4_000_000,
+            flow_details_limit: 10_000,
+            top_links: 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("pattern needs at least 2 hosts, got {0}")]
+    TooFewHosts(usize),
+    #[error("pattern makes {flows} flows, more than the limit of {max}")]
+    TooManyFlows { flows: usize, max: usize },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    pub src: PortRef,
+    pub dst: PortRef,
+    pub dst_lid: u16,
+    pub link_hops: usize,
+    /// Max-min fair rate; `None` when unroutable or crossing only links of unknown capacity.
+    pub rate_gbps: Option<f64>,
+    /// The saturated link that fixed the rate.
+    pub bottleneck: Option<ChannelRef>,
+    pub error: Option<TraceError>,
+}
+
+/// One directed link carrying flows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkLoad {
+    pub channel: ChannelRef,
+    pub flows: u32,
+    pub capacity_gbps: Option<f64>,
+    /// Capacity divided equally among the link's flows (the naive estimate).
+    pub equal_share_gbps: Option<f64>,
+    /// Sum of the max-min rates of its flows.
+    pub used_gbps: f64,
+    /// Some flow's rate is fixed by this link.
+    pub saturated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub pattern: Pattern,
+    pub hosts: usize,
+    pub flows_total: usize,
+    pub flows_routed: usize,
+    pub flows_unroutable: usize,
+    pub links_used: usize,
+    pub max_flows_per_link: u32,
+    pub unknown_capacity_links: usize,
+    /// Most flows first, then lowest equal share.
+    pub hottest_links: Vec<LinkLoad>,
+    pub min_flow_gbps: Option<f64>,
+    pub max_flow_gbps: Option<f64>,
+    pub mean_flow_gbps: Option<f64>,
+    /// Ring pattern only, all flows routed: the slowest ring hop's rate.
+    pub ring_allreduce_busbw_gbps: Option<f64>,
+    /// Every flow, in pattern order, when there are at most `flow_details_limit`.
+    pub flows: Vec<FlowResult>,
+    pub flows_omitted: bool,
+    /// Unroutable flows (at most 50), listed even when `flows` is omitted.
+    pub unroutable: Vec<FlowResult>,
+    pub model: String,
+}
+
+/// [`load_with`] and default options.
+pub fn load(fabric: &Fabric, pattern: Pattern, hosts: &[End]) -> Result<LoadReport, LoadError> {
+    load_with(fabric, pattern, hosts, &LoadOptions::default())
+}
+
+/// Route every flow of `pattern` over `hosts` (CA ports, in order) and share link capacity
+/// max-min fairly among them. A host port without a LID, or unlinked, gives unroutable flows.
+pub fn load_with(
+    fabric: &Fabric,
+    pattern: Pattern,
+    hosts: &[End],
+    opts: &LoadOptions,
+) -> Result<LoadReport, LoadError> {
+    let n = hosts.len();
+    if n < 2 {
+        return Err(LoadError::TooFewHosts(n));
+    }
+    let total = match pattern {
+        Pattern::Ring => n,
+        Pattern::Pairs => n / 2,
+        Pattern::AllToAll => n * (n - 1),
+    };
+    if total > opts.max_flows {
+        return Err(LoadError::TooManyFlows {
+            flows: total,
+            max: opts.max_flows,
+        });
+    }
+    let pairs: Vec<(usize, usize)> = match pattern {
+        Pattern::Ring => (0..n).map(|i| (i, (i + 1) % n)).collect(),
+        Pattern::Pairs => (0..n / 2).map(|i| (2 * i, 2 * i + 1)).collect(),
+        Pattern::AllToAll => (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .collect(),
+    };
+    let idx = Index::new(fabric);
+    let lid_of = |e: End| {
+        fabric
+            .node(e.node)
+            .port(e.port)
+            .map(|p| p.lid)
+            .filter(|&l| l != 0)
+    };
+
+    // Route every flow: channels in one flat array.
+    let mut path_start: Vec<u32> = Vec::with_capacity(pairs.len() + 1);
+    let mut path_chans: Vec<u32> = Vec::new();
+    let mut errors: Vec<Option<TraceError>> = vec![None; pairs.len()];
+    let mut lids = vec![0u16; pairs.len()];
+    let mut scratch = Vec::new();
+    for (f, &(i, j)) in pairs.iter().enumerate() {
+        path_start.push(path_chans.len() as u32);
+        let Some(lid) = lid_of(hosts[j]) else {
+            errors[f] = Some(TraceError::NoLid {
+                at: PortRef::new(fabric, hosts[j]),
+            });
+            continue;
+        };
+        lids[f] = lid;
+        let owner = fabric.port_by_lid(lid).and_then(|e| idx.channel(e));
+        scratch.clear();
+        if idx.walk(hosts[i], lid, owner, &mut scratch) {
+            path_chans.extend_from_slice(&scratch);
+        } else {
+            let t = trace_with_index(fabric, &idx, hosts[i], lid);
+            errors[f] = Some(t.error.unwrap_or(TraceError::TooManyHops));
+        }
+    }
+    path_start.push(path_chans.len() as u32);
+    let path = |f: usize| &path_chans[path_start[f] as usize..path_start[f + 1] as usize];
+
+    // Capacity per channel.
+    let chans = idx.channels();
+    let capacity: Vec<Option<f64>> = (0..chans as u32)
+        .map(|ch| {
+            let peer = idx.peer(ch)?;
+            let rate = |c: u32| {
+                let e = idx.end(c);
+                let p = fabric.node(e.node).port(e.port)?;
+                Some(f64::from(p.width_active?.lanes()) * Speed::lane_data_gbps(p.speed_active?))
+            };
+            match (rate(ch), rate(peer)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        })
+        .collect();
+
+    // Flows per channel (CSR).
+    let mut count = vec![0u32; chans];
+    for &c in &path_chans {
+        count[c as usize] += 1;
+    }
+    let mut start = vec![0u32; chans + 1];
+    for c in 0..chans {
+        start[c + 1] = start[c] + count[c];
+    }
+    let mut fill = start.clone();
+    let mut on_chan = vec![0u32; path_chans.len()];
+    for f in 0..pairs.len() {
+        for &c in path(f) {
+            on_chan[fill[c as usize] as usize] = f as u32;
+            fill[c as usize] += 1;
+        }
+    }
+
+    // Progressive filling with a lazy heap of link saturation levels.
+    let mut active = count.clone();
+    let mut fixed = vec![0f64; chans];
+    let mut version = vec![0u32; chans];
+    let mut rate: Vec<Option<f64>> = vec![None; pairs.len()];
+    let mut bottleneck = vec![NONE; pairs.len()];
+    let mut saturated = vec![false; chans];
+    let mut heap = BinaryHeap::new();
+    let level = |cap: f64, fixed: f64, active: u32| (cap - fixed).max(0.0) / f64::from(active);
+    for c in 0..chans {
+        if let (Some(cap), a) = (capacity[c], active[c]) {
+            if a > 0 {
+                heap.push(Entry(level(cap, 0.0, a), c as u32, 0));
+            }
+        }
+    }
+    while let Some(Entry(lvl, c, ver)) = heap.pop() {
+        let c = c as usize;
+        if ver != version[c] || active[c] == 0 {
+            continue;
+        }
+        saturated[c] = true;
+        for k in start[c]..start[c + 1] {
+            let f = on_chan[k as usize] as usize;
+            if rate[f].is_some() {
+                continue;
+            }
+            rate[f] = Some(lvl);
+            bottleneck[f] = c as u32;
+            for &m in path(f) {
+                let m = m as usize;
+                active[m] -= 1;
+                if m == c {
+                    continue;
+                }
+                fixed[m] += lvl;
+                version[m] += 1;
+                if let (Some(cap), true) = (capacity[m], active[m] > 0) {
+                    heap.push(Entry(level(cap, fixed[m], active[m]), m as u32, version[m]));
+                }
+            }
+        }
+        active[c] = 0;
+    }
+
+    let chan_ref = |c: u32| ChannelRef {
+        from: PortRef::new(fabric, idx.end(c)),
+        to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),
+    };
+    let mut used = vec![0f64; chans];
+    for (f, r) in rate.iter().enumerate() {
+        if let Some(r) = *r {
+            for &c in path(f) {
+                used[c as usize] += r;
+            }
+        }
+    }
+    let used_chans: Vec<usize> = (0..chans).filter(|&c| count[c] > 0).collect();
+    let unknown_capacity_links = used_chans
+        .iter()
+        .filter(|&&c| capacity[c].is_none())
+        .count();
+    let share = |c: usize| capacity[c].map(|cap| cap / f64::from(count[c]));
+    let mut hot = used_chans.clone();
+    hot.sort_by(|&a, &b| {
+        count[b].cmp(&count[a]).then(
+            share(a)
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&share(b).unwrap_or(f64::INFINITY)),
+        )
+    });
+    let hottest_links = hot
+        .iter()
+        .take(opts.top_links)
+        .map(|&c| LinkLoad {
+            channel: chan_ref(c as u32),
+            flows: count[c],
+            capacity_gbps: capacity[c],
+            equal_share_gbps: share(c),
+            used_gbps: used[c],
+            saturated: saturated[c],
+        })
+        .collect();
+
+    let flow_result = |f: usize| {
+        let (i, j) = pairs[f];
+        FlowResult {
+            src: PortRef::new(fabric, hosts[i]),
+            dst: PortRef::new(fabric, hosts[j]),
+            dst_lid: lids[f],
+            link_hops: path(f).len(),
+            rate_gbps: rate[f],
+            bottleneck: (bottleneck[f] != NONE).then(|| chan_ref(bottleneck[f])),
+            error: errors[f].clone(),
+        }
+    };
+    let flows_omitted = pairs.len() > opts.flow_details_limit;
+    let flows = if flows_omitted {
+        Vec::new()
+    } else {
+        (0..pairs.len()).map(flow_result).collect()
+    };
+    let unroutable: Vec<FlowResult> = (0..pairs.len())
+        .filter(|&f| errors[f].is_some())
+        .take(50)
+        .map(flow_result)
+        .collect();
+    let flows_unroutable = errors.iter().filter(|e| e.is_some()).count();
+    let rates: Vec<f64> = rate.iter().flatten().copied().collect();
+    let min_flow_gbps = rates.iter().copied().reduce(f64::min);
+    let ring_allreduce_busbw_gbps =
+        if pattern == Pattern::Ring && flows_unroutable == 0 && rates.len() == pairs.len() {
+            min_flow_gbps
+        } else {
+            None
+        };
+    Ok(LoadReport {
+        pattern,
+        hosts: n,
+        flows_total: pairs.len(),
+        flows_routed: pairs.len() - flows_unroutable,
+        flows_unroutable,
+        links_used: used_chans.len(),
+        max_flows_per_link: used_chans.iter().map(|&c| count[c]).max().unwrap_or(0),
+        unknown_capacity_links,
+        hottest_links,
+        min_flow_gbps,
+        max_flow_gbps: rates.iter().copied().reduce(f64::max),
+        mean_flow_gbps: (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64),
+        ring_allreduce_busbw_gbps,
+        flows,
+        flows_omitted,
+        unroutable,
+        model: "max-min fair share (progressive filling) of width x lane data rate per \
+                directed link; single VL, no congestion control"
+            .into(),
+    })
+}
+
+/// Heap entry: (saturation level, channel, version), smallest level first.
+struct Entry(f64, u32, u32);
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}

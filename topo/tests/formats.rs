@@ -1,0 +1,318 @@
+//! The text formats against the reference tools: files written by ibscope load in ibsim,
+//! and what `ibnetdiscover` then reports parses back to the same fabric.
+//!
+//! Needs `ibsim`, `opensm`, `ibnetdiscover` and libumad2sim (Debian: ibsim-utils,
+//! libumad2sim0, opensm, infiniband-diags); each test is skipped with a note when they
+//! are missing.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ibscope_topo::ibnd;
+
+const SHIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+fn tools_present() -> bool {
+    let have = |tool: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let ok = Path::new(SHIM).exists() && have("ibsim") && have("opensm") && have("ibnetdiscover");
+    if !ok {
+        eprintln!("skipped: ibsim / opensm / ibnetdiscover / libumad2sim not installed");
+    }
+    ok
+}
+
+/// One private simulator (ibsim + OpenSM) in a temporary directory; killed on drop.
+struct Sim {
+    dir: tempfile::TempDir,
+    socket: String,
+    ibsim: Child,
+    opensm: Option<Child>,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(sm) = self.opensm.as_mut() {
+            let _ = sm.kill();
+            let _ = sm.wait();
+        }
+        let _ = self.ibsim.kill();
+        let _ = self.ibsim.wait();
+    }
+}
+
+fn wait_for(path: &Path, needle: &str, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+impl Sim {
+    /// Start ibsim on `topology` (sized from the text) and OpenSM until SUBNET UP.
+    fn start(name: &str, topology: &str) -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        let topo_path = dir.path().join("fabric.topo");
+        std::fs::write(&topo_path, topology).unwrap();
+        let fabric = ibnd::parse(topology).expect("topology parses");
+        let switches = fabric.switches().count();
+        let nodes = fabric.node_count();
+        let ports: usize = fabric
+            .nodes()
+            .map(|(_, n)| usize::from(n.num_ports) + 1)
+            .sum();
+        let socket = format!("ibscope-formats-{name}-{}", std::process::id());
+        let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
+        let ibsim = Command::new("ibsim")
+            .args(["-n", "-s"])
+            .args(["-N", &(nodes + 16).max(2048).to_string()])
+            .args(["-S", &(switches + 16).max(256).to_string()])
+            .args(["-P", &(ports + 64).max(13312).to_string()])
+            .arg(&topo_path)
+            .env("IBSIM_SOCKNAME", &socket)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ibsim");
+        let mut sim = Sim {
+            dir,
+            socket,
+            ibsim,
+            opensm: None,
+        };
+        assert!(
+            wait_for(
+                &sim.dir.path().join("ibsim.log"),
+                "Network simulator ready",
+                Duration::from_secs(20)
+            ),
+            "ibsim did not start: {}",
+            std::fs::read_to_string(sim.dir.path().join("ibsim.log")).unwrap_or_default()
+        );
+        sim.start_opensm();
+        sim
+    }
+
+    fn start_opensm(&mut self) {
+        let d = self.dir.path();
+        let cache = d.join("osm");
+        std::fs::create_dir_all(&cache).unwrap();
+        // Without the flush setting the log is buffered and SUBNET UP may never show.
+        std::fs::write(
+            d.join("opensm.conf"),
+            "force_log_flush TRUE\nsweep_interval 0\n",
+        )
+        .unwrap();
+        let log = d.join("osm.log");
+        let child = Command::new("opensm")
+            .arg("-F")
+            .arg(d.join("opensm.conf"))
+            .arg("-f")
+            .arg(&log)
+            .args(["-s", "0"])
+            .env("LD_PRELOAD", SHIM)
+            .env("IBSIM_SOCKNAME", &self.socket)
+            .env("OSM_TMP_DIR", &cache)
+            .env("OSM_CACHE_DIR", &cache)
+            .current_dir(d)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start opensm");
+        self.opensm = Some(child);
+        assert!(
+            wait_for(&log, "SUBNET UP", Duration::from_secs(60)),
+            "OpenSM did not reach SUBNET UP"
+        );
+    }
+
+    fn ibnetdiscover(&self) -> String {
+        let out = Command::new("ibnetdiscover")
+            .env("LD_PRELOAD", SHIM)
+            .env("IBSIM_SOCKNAME", &self.socket)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ibnetdiscover");
+        assert!(
+            out.status.success(),
+            "ibnetdiscover failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    #[allow(dead_code)]
+    fn ibsim_log(&self) -> Vec<String> {
+        let f = std::fs::File::open(self.dir.path().join("ibsim.log")).unwrap();
+        BufReader::new(f).lines().map_while(Result::ok).collect()
+    }
+}
+
+fn shared_fabric(name: &str) -> Option<String> {
+    let p = PathBuf::from("/work/shared/fabrics").join(name);
+    std::fs::read_to_string(p).ok()
+}
+
+/// ibsim's own example, which ibscope parses with ibsim's GUID rules, discovers to the
+/// same fabric; and ibscope's rendering of it loads in ibsim and discovers the same again.
+#[test]
+fn ibsim_example_round_trip() {
+    if !tools_present() {
+        return;
+    }
+    let text = shared_fabric("net").unwrap_or_else(|| {
+        "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n[2] \"Hca2\"[2]\n[3] \"Switch2\"[3]\n[4] \"Switch2\"[4]\n\n\
+Switch 8 \"Switch2\"\n[3] \"Switch1\"[3]\n[4] \"Switch1\"[4]\n\n\
+Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\nHca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n"
+            .to_string()
+    });
+    let expected = ibnd::parse(&text).unwrap();
+
+    let sim = Sim::start("net", &text);
+    let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
+    assert_eq!(ibnd::compare(&expected, &seen), Vec::<String>::new());
+    drop(sim);
+
+    let written = ibnd::write(&seen, None);
+    let sim = Sim::start("net-written", &written);
+    let again = ibnd::parse(&sim.ibnetdiscover()).unwrap();
+    assert_eq!(ibnd::compare(&seen, &again), Vec::<String>::new());
+    // LIDs and link rates survive too (OpenSM assigns the same LIDs on the same fabric).
+    for (_, n) in seen.nodes() {
+        let m = again.node(again.node_by_guid(n.guid).unwrap());
+        assert_eq!(n.lid(), m.lid(), "{}", n.description);
+        for p in &n.ports {
+            let q = m.port(p.number).unwrap();
+            assert_eq!(
+                (p.width_active, p.speed_active),
+                (q.width_active, q.speed_active)
+            );
+        }
+    }
+}
+
+/// Rates written in the `# ... lid N 4xQDR` comments come back from ibsim as the active
+/// rates, and hostile descriptions arrive sanitized without disturbing ibsim's parser.
+#[test]
+fn written_rates_and_descriptions_survive_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    let base = "Switch 8 \"sw\"\n[1] \"h1\"[1]\n[2] \"h2\"[1]\n\nHca 1 \"h1\"\n[1] \"sw\"[1]\n\n\
+Hca 1 \"h2\"\n[1] \"sw\"[2]\n";
+    let mut fabric = ibnd::parse(base).unwrap();
+    let ids: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
+    for id in ids {
+        let node = fabric.node_mut(id);
+        if node.description == "h2" {
+            node.description = "h2 \"quoted\" w=1 \x1b[2J".to_string();
+        }
+        for p in node.ports.iter_mut().filter(|p| p.number != 0) {
+            p.width_active = Some(ibscope_mad::attr::link::Width::X4);
+            p.speed_active = Some(ibscope_mad::attr::link::Speed::Qdr);
+        }
+    }
+    fabric.reindex();
+    let written = ibnd::write(&fabric, None);
+    let sim = Sim::start("rates", &written);
+    let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
+    assert_eq!(seen.node_count(), 3);
+    assert_eq!(ibnd::link_set(&seen), ibnd::link_set(&fabric));
+    for l in seen.links() {
+        let p = l.a_port().unwrap();
+        assert_eq!(p.width_active, Some(ibscope_mad::attr::link::Width::X4));
+        assert_eq!(p.speed_active, Some(ibscope_mad::attr::link::Speed::Qdr));
+    }
+    let h2 = seen.node(seen.node_by_guid(0x100002).unwrap());
+    assert_eq!(h2.description, "h2 \\x22quoted\\x22 w\\x3d1 \\x1b[2J");
+}
+
+fn generated_fabric_discovers_as_written(name: &str, text: &str) -> ibscope_topo::Fabric {
+    let expected = ibnd::parse(text).unwrap();
+    let sim = Sim::start(name, text);
+    let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
+    assert_eq!(ibnd::compare(&expected, &seen), Vec::<String>::new());
+    seen
+}
+
+/// A 512-host 2-level fat tree (47 switches) loads, OpenSM brings it up, ibnetdiscover sees
+/// every node and link, and the degraded links keep their rates through the SM's sweep.
+#[test]
+fn fat_tree_512_hosts_in_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    use ibscope_mad::attr::link::{Speed, Width};
+    use ibscope_topo::gen::{fat_tree, Degraded, FatTreeSpec};
+    let mut spec = FatTreeSpec::new(2, 36, 512);
+    spec.options.degraded = vec![
+        Degraded {
+            node: "L0003".into(),
+            port: 20,
+            rate: "1xHDR".into(),
+        },
+        Degraded {
+            node: "H00007".into(),
+            port: 1,
+            rate: "4xEDR".into(),
+        },
+    ];
+    let seen = generated_fabric_discovers_as_written("ft512", &fat_tree(&spec).unwrap());
+    assert_eq!(seen.switches().count(), 47);
+    assert_eq!(seen.node_count(), 47 + 512);
+    let mut rates: Vec<(Width, Speed)> = seen
+        .links()
+        .filter_map(|l| {
+            let p = l.a_port()?;
+            Some((p.width_active?, p.speed_active?))
+        })
+        .collect();
+    rates.sort();
+    assert_eq!(rates.len(), seen.link_count());
+    assert_eq!(rates[0], (Width::X1, Speed::Hdr));
+    assert_eq!(rates[1], (Width::X4, Speed::Edr));
+    assert!(rates[2..].iter().all(|&r| r == (Width::X4, Speed::Hdr)));
+}
+
+#[test]
+fn ring_and_mesh_in_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    use ibscope_topo::gen::{mesh, ring};
+    let seen = generated_fabric_discovers_as_written("ring", &ring(6, 2).unwrap());
+    assert_eq!(seen.node_count(), 6 + 12);
+    let seen = generated_fabric_discovers_as_written("mesh", &mesh(3, 3, 1).unwrap());
+    assert_eq!(seen.node_count(), 9 + 9);
+}
+
+/// 2,048 hosts in a 3-level tree (348 switches, beyond ibsim's default 256): about 8 s
+/// here, so not run by default. `cargo test -p ibscope-topo --test formats -- --ignored`
+#[test]
+#[ignore]
+fn fat_tree_2048_hosts_three_levels_in_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    use ibscope_topo::gen::{fat_tree, FatTreeSpec};
+    let text = fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
+    let seen = generated_fabric_discovers_as_written("ft2048", &text);
+    assert_eq!(seen.switches().count(), 348);
+    assert_eq!(seen.node_count(), 348 + 2048);
+}
