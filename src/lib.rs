@@ -5,4 +5,5 @@ pub mod cli;
 pub mod cmd;
 pub mod fabric;
 pub mod output;
+pub mod resolve;
 pub mod sim;

@@ -29,12 +29,17 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// A bundled simulated fabric with planted faults, ibscope attached (start here).
+    Demo(cmd::demo::Args),
     /// Discover the fabric and export it (ibnetdiscover text, JSON, DOT).
     Discover(cmd::discover::Args),
     /// Compare two topology files: nodes, links, width/speed/state changes.
     Diff(cmd::diff::Args),
     /// Query one attribute of one node or port (the smpquery equivalent).
     Query(cmd::query::Args),
+    /// Routing analysis: dump and trace LFT routes, check for black holes, loops and credit
+    /// loops, predict a collective's bandwidth on the actual routes.
+    Route(cmd::route::Args),
     /// Run, drive and generate simulated fabrics (ibsim + OpenSM).
     Sim(cmd::sim::Args),
 }
@@ -43,9 +48,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let result = match &cli.command {
+        Command::Demo(a) => cmd::demo::run(&cli.global, a),
         Command::Discover(a) => cmd::discover::run(&cli.global, a),
         Command::Diff(a) => cmd::diff::run(&cli.global, a),
         Command::Query(a) => cmd::query::run(&cli.global, a),
+        Command::Route(a) => cmd::route::run(&cli.global, a),
         Command::Sim(a) => cmd::sim::run(&cli.global, a),
     };
     match result {

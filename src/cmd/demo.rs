@@ -1,0 +1,123 @@
+//! `ibscope demo`: a bundled simulated fabric with realistic faults, ibscope attached.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::cli::Global;
+use crate::sim::{Sim, SimOptions};
+
+/// The demo fabric: 16 GPU nodes on a 2-level fat tree of 8-port switches.
+pub const DEMO_TOPOLOGY: &str = include_str!("../../examples/fabrics/demo.topo");
+
+/// The faults the demo plants, so tests and the README can name them.
+pub mod faults {
+    /// Runs at 1xHDR instead of 4xHDR (set in the topology file, both ends).
+    pub const DEGRADED_UPLINK: (&str, u8) = ("L0001", 5);
+    /// A port with symbol errors (a marginal cable).
+    pub const SYMBOL_ERRORS: (&str, u8, u64) = ("L0002", 3, 1234);
+    /// A flapping link: its LinkDowned counter is raised, and in interactive mode the link
+    /// really goes down and up every few seconds.
+    pub const FLAPPING: (&str, u8, u64) = ("L0003", 7, 7);
+}
+
+/// Run ibscope against a bundled simulated fabric (ibsim + OpenSM) with three faults
+/// planted: a degraded uplink (L0001 port 5 at 1xHDR), symbol errors on L0002 port 3, and a
+/// flapping link at L0003 port 7. Opens the TUI; everything stops on exit.
+///
+/// With --once: run `ibscope check` on it once, print the report and exit with its code.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one health report and exit instead of opening the TUI.
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
+    crate::sim::install_sigint_handler();
+    let dir = tempfile_dir()?;
+    let topo = dir.join("demo.topo");
+    std::fs::write(&topo, DEMO_TOPOLOGY)?;
+    eprintln!("starting the demo fabric (ibsim + OpenSM): 16 GPU nodes, 6 switches ...");
+    let sim = Arc::new(Sim::start(SimOptions::new(topo)).context("starting the simulator")?);
+    let (node, port, value) = faults::SYMBOL_ERRORS;
+    sim.set_counter(node, port, "SymbolErrorCounter", value)?;
+    let (node, port, value) = faults::FLAPPING;
+    sim.set_counter(node, port, "LinkDownedCounter", value)?;
+    eprintln!(
+        "planted: degraded uplink {}[{}], symbol errors on {}[{}], flapping link {}[{}]",
+        faults::DEGRADED_UPLINK.0,
+        faults::DEGRADED_UPLINK.1,
+        faults::SYMBOL_ERRORS.0,
+        faults::SYMBOL_ERRORS.1,
+        faults::FLAPPING.0,
+        faults::FLAPPING.1
+    );
+    let exe = std::env::current_exe().context("locating the ibscope binary")?;
+    let status = if a.once {
+        let mut cmd = sim.command(&exe);
+        cmd.arg("check");
+        if a.json {
+            cmd.arg("--json");
+        }
+        cmd.status().context("running ibscope check")?
+    } else {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flapper = {
+            let (sim, stop) = (Arc::clone(&sim), Arc::clone(&stop));
+            std::thread::spawn(move || flap(&sim, &stop))
+        };
+        let status = sim
+            .command(&exe)
+            .args(["tui", "--interval", "2"])
+            .status()
+            .context("running ibscope tui");
+        stop.store(true, Ordering::SeqCst);
+        let _ = flapper.join();
+        status?
+    };
+    drop(sim);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(ExitCode::from(
+        status.code().unwrap_or(2).clamp(0, 255) as u8
+    ))
+}
+
+/// Take the flapping link down and up, with the SM told each time, until asked to stop.
+fn flap(sim: &Sim, stop: &AtomicBool) {
+    let (node, port, _) = faults::FLAPPING;
+    let mut down = false;
+    while !stop.load(Ordering::SeqCst) {
+        for _ in 0..80 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let r = if down {
+            sim.relink(node, port)
+        } else {
+            sim.unlink(node, port)
+        };
+        if r.is_err() {
+            return;
+        }
+        down = !down;
+        let _ = sim.resweep();
+    }
+    if down {
+        let _ = sim.relink(node, port);
+    }
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("ibscope-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
