@@ -1,13 +1,17 @@
-//! Attribute codecs: SMP attributes (IBA 14.2.5) and PerfMgt attributes (IBA 16.1.3).
+//! Attribute codecs: SMP attributes (IBA 14.2.5) and PerfMgt attributes (IBA 16.1).
 
 pub mod link;
 pub mod perf_attrs;
 pub mod smp_attrs;
 
+#[cfg(test)]
+pub(crate) mod golden;
+
 pub use perf_attrs::{
-    pma_capability, ClassPortInfo, CounterValue, PortCounters, PortCountersExtended,
+    counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterValue, PortCounters,
+    PortCountersExtended,
 };
 pub use smp_attrs::{
-    capability, mtu_bytes, LinearForwardingTableBlock, NodeDescription, NodeInfo, NodeType,
-    PhysState, PortInfo, PortState, SmInfo, SwitchInfo,
+    capability, capability2, mtu_bytes, LinearForwardingTableBlock, NodeDescription, NodeInfo,
+    NodeType, PhysState, PortInfo, PortState, SmInfo, SmState, SwitchInfo,
 };

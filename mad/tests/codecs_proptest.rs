@@ -1,39 +1,70 @@
-//! Property tests over every wire codec: decoding arbitrary bytes never panics, and
-//! decode(encode(decode(b))) == decode(b) (encode keeps every named field; reserved bits
-//! are the only thing it may drop).
+//! Property tests over every wire codec: decoding arbitrary bytes never panics, input shorter
+//! than the layout is an error, and decode(encode(decode(b))) == decode(b) (encode keeps every
+//! named field; reserved bits are the only thing it may drop).
 
-use ibscope_mad::attr::*;
+use ibscope_mad::attr::{
+    mtu_bytes, ClassPortInfo, LinearForwardingTableBlock, NodeDescription, NodeInfo, PortCounters,
+    PortCountersExtended, PortInfo, SmInfo, SwitchInfo,
+};
 use ibscope_mad::header::MadHeader;
+use ibscope_mad::sa::{LinkRecord, NodeRecord, PathRecord, PortInfoRecord, SmInfoRecord};
 use ibscope_mad::smp::MadView;
 use proptest::prelude::*;
 
-macro_rules! round_trip {
-    ($name:ident, $ty:ty) => {
-        proptest! {
-            #[test]
-            fn $name(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-                match <$ty>::decode(&bytes) {
-                    Ok(first) => {
-                        let again = <$ty>::decode(&first.to_bytes()).expect("re-decode");
-                        prop_assert_eq!(again, first);
+macro_rules! codec_props {
+    ($($module:ident => $ty:ty),* $(,)?) => {$(
+        mod $module {
+            use super::*;
+
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases(512))]
+
+                /// Any bytes of the full length (and a little trailing garbage) decode, and
+                /// the decoded value survives an encode/decode round trip.
+                #[test]
+                fn round_trip(bytes in proptest::collection::vec(any::<u8>(), <$ty>::WIRE_LEN..<$ty>::WIRE_LEN + 16)) {
+                    let first = <$ty>::decode(&bytes).expect("full-length input decodes");
+                    let encoded = first.to_bytes();
+                    prop_assert_eq!(encoded.len(), <$ty>::WIRE_LEN);
+                    let second = <$ty>::decode(&encoded).expect("own encoding decodes");
+                    prop_assert_eq!(&second, &first);
+                    // Encoding is stable: reserved bits are zeroed once and stay zero.
+                    let again = second.to_bytes();
+                    prop_assert_eq!(again.as_slice(), encoded.as_slice());
+                }
+
+                /// Any length decodes or fails cleanly; shorter than the layout always fails.
+                #[test]
+                fn any_length_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+                    let result = <$ty>::decode(&bytes);
+                    if bytes.len() < <$ty>::WIRE_LEN {
+                        prop_assert!(result.is_err());
+                    } else {
+                        prop_assert!(result.is_ok());
                     }
-                    Err(_) => prop_assert!(bytes.len() < <$ty>::WIRE_LEN),
                 }
             }
         }
-    };
+    )*};
 }
 
-round_trip!(header_round_trip, MadHeader);
-round_trip!(node_info_round_trip, NodeInfo);
-round_trip!(node_description_round_trip, NodeDescription);
-round_trip!(port_info_round_trip, PortInfo);
-round_trip!(switch_info_round_trip, SwitchInfo);
-round_trip!(lft_round_trip, LinearForwardingTableBlock);
-round_trip!(sm_info_round_trip, SmInfo);
-round_trip!(class_port_info_round_trip, ClassPortInfo);
-round_trip!(port_counters_round_trip, PortCounters);
-round_trip!(port_counters_extended_round_trip, PortCountersExtended);
+codec_props! {
+    mad_header => MadHeader,
+    node_info => NodeInfo,
+    node_description => NodeDescription,
+    port_info => PortInfo,
+    switch_info => SwitchInfo,
+    linear_forwarding_table => LinearForwardingTableBlock,
+    sm_info => SmInfo,
+    class_port_info => ClassPortInfo,
+    port_counters => PortCounters,
+    port_counters_extended => PortCountersExtended,
+    node_record => NodeRecord,
+    port_info_record => PortInfoRecord,
+    sm_info_record => SmInfoRecord,
+    link_record => LinkRecord,
+    path_record => PathRecord,
+}
 
 proptest! {
     /// Every accessor of a parsed MAD stays in bounds whatever the bytes.
@@ -49,11 +80,28 @@ proptest! {
         }
     }
 
-    /// Derived PortInfo facts never panic on any field values.
+    /// The PortInfo helpers are total, and an active width or speed they report is the
+    /// code the port put in the active field.
     #[test]
-    fn port_info_accessors_total(bytes in proptest::collection::vec(any::<u8>(), 64)) {
+    fn port_info_helpers_are_total(bytes in proptest::collection::vec(any::<u8>(), 64)) {
         let p = PortInfo::decode(&bytes).unwrap();
-        let _ = (p.width_active(), p.speed_active(), p.state(), p.phys_state());
-        let _ = (p.widths_enabled().best(), p.speeds_enabled().best(), mtu_bytes(p.mtu_cap));
+        let _ = (p.state(), p.phys_state(), p.widths_enabled().best(), p.speeds_enabled().best());
+        let _ = (p.speeds_supported(), p.mtu_active_bytes(), mtu_bytes(p.mtu_cap));
+        if let Some(w) = p.width_active() {
+            prop_assert_eq!(w.bit(), p.link_width_active);
+        }
+        if let Some(s) = p.speed_active() {
+            let (ext, bit) = s.bit();
+            let field = if ext { p.link_speed_ext_active } else { p.link_speed_active };
+            prop_assert_eq!(bit, field);
+        }
+    }
+
+    /// NodeDescription text is lossless for short text without NUL.
+    #[test]
+    fn node_description_text(text in "[^\u{0}]{0,16}") {
+        prop_assume!(text.len() <= 64);
+        let d = NodeDescription::from_text(&text);
+        prop_assert_eq!(NodeDescription::decode(&d.to_bytes()).unwrap().text(), text);
     }
 }

@@ -1,11 +1,12 @@
-//! SMP attribute layouts (IBA 14.2.5), as bit-offset tables.
+//! SMP attribute layouts (IBA 14.2.5), as bit-offset tables. Every attribute sits in the
+//! 64-byte SMP data area; layouts shorter than 64 bytes leave the rest reserved.
 
 use crate::attr::link::{Speed, SpeedSet, Width, WidthSet};
 use crate::error::DecodeError;
 use crate::wire_struct;
 
 /// NodeInfo NodeType.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum NodeType {
     Ca,
     Switch,
@@ -13,11 +14,31 @@ pub enum NodeType {
     Unknown(u8),
 }
 
+impl NodeType {
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            1 => NodeType::Ca,
+            2 => NodeType::Switch,
+            3 => NodeType::Router,
+            other => NodeType::Unknown(other),
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            NodeType::Ca => 1,
+            NodeType::Switch => 2,
+            NodeType::Router => 3,
+            NodeType::Unknown(c) => c,
+        }
+    }
+}
+
 wire_struct! {
     /// NodeInfo (IBA 14.2.5.3).
     pub struct NodeInfo (40) {
         pub base_version: u8 = 0, 8;
         pub class_version: u8 = 8, 8;
+        /// Raw NodeType code; see [`NodeInfo::kind`].
         pub node_type: u8 = 16, 8;
         pub num_ports: u8 = 24, 8;
         pub system_image_guid: u64 = 32, 64;
@@ -26,6 +47,7 @@ wire_struct! {
         pub partition_cap: u16 = 224, 16;
         pub device_id: u16 = 240, 16;
         pub revision: u32 = 256, 32;
+        /// The port the request entered by (0 for a switch's management port).
         pub local_port_num: u8 = 288, 8;
         pub vendor_id: u32 = 296, 24;
     }
@@ -33,19 +55,52 @@ wire_struct! {
 
 impl NodeInfo {
     pub fn kind(&self) -> NodeType {
-        match self.node_type {
-            1 => NodeType::Ca,
-            2 => NodeType::Switch,
-            3 => NodeType::Router,
-            other => NodeType::Unknown(other),
+        NodeType::from_code(self.node_type)
+    }
+}
+
+/// NodeDescription (IBA 14.2.5.2): 64 bytes of text, NUL-padded, chosen by whoever
+/// administers the node: untrusted. The raw bytes are kept so nothing is lost; serde writes
+/// `{"text": ..., "raw": [..64 bytes..]}` and reads either `raw` or, failing that, `text`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "DescriptionRepr", try_from = "DescriptionRepr")]
+pub struct NodeDescription {
+    pub raw: [u8; 64],
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct DescriptionRepr {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    raw: Option<Vec<u8>>,
+}
+
+impl From<NodeDescription> for DescriptionRepr {
+    fn from(d: NodeDescription) -> Self {
+        DescriptionRepr {
+            text: d.text(),
+            raw: Some(d.raw.to_vec()),
         }
     }
 }
 
-/// NodeDescription (IBA 14.2.5.2): 64 bytes of text, NUL-padded. Untrusted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeDescription {
-    pub raw: [u8; 64],
+impl TryFrom<DescriptionRepr> for NodeDescription {
+    type Error = String;
+    fn try_from(r: DescriptionRepr) -> Result<Self, String> {
+        match r.raw {
+            Some(bytes) if bytes.len() > 64 => Err(format!(
+                "NodeDescription raw holds {} bytes, at most 64",
+                bytes.len()
+            )),
+            Some(bytes) => {
+                let mut raw = [0u8; 64];
+                raw[..bytes.len()].copy_from_slice(&bytes);
+                Ok(NodeDescription { raw })
+            }
+            None => Ok(NodeDescription::from_text(&r.text)),
+        }
+    }
 }
 
 impl Default for NodeDescription {
@@ -57,11 +112,12 @@ impl Default for NodeDescription {
 impl NodeDescription {
     pub const WIRE_LEN: usize = 64;
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, 64, "NodeDescription")?;
+        crate::wire::need(buf, Self::WIRE_LEN, "NodeDescription")?;
         let mut raw = [0u8; 64];
         raw.copy_from_slice(&buf[..64]);
         Ok(NodeDescription { raw })
     }
+    /// Text truncated to 64 bytes (possibly inside a UTF-8 sequence, as a node would).
     pub fn from_text(text: &str) -> Self {
         let mut raw = [0u8; 64];
         let b = text.as_bytes();
@@ -72,35 +128,59 @@ impl NodeDescription {
     pub fn to_bytes(&self) -> [u8; 64] {
         self.raw
     }
-    /// The text up to the first NUL, invalid UTF-8 replaced. Not yet safe for a terminal.
-    pub fn text(&self) -> String {
+    pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), crate::EncodeError> {
+        let got = buf.len();
+        let dst = buf
+            .get_mut(..Self::WIRE_LEN)
+            .ok_or(crate::EncodeError::BufferTooSmall {
+                what: "NodeDescription",
+                need: Self::WIRE_LEN,
+                got,
+            })?;
+        dst.copy_from_slice(&self.raw);
+        Ok(())
+    }
+    /// The bytes up to the first NUL.
+    pub fn as_bytes(&self) -> &[u8] {
         let end = self.raw.iter().position(|&b| b == 0).unwrap_or(64);
-        String::from_utf8_lossy(&self.raw[..end]).into_owned()
+        &self.raw[..end]
+    }
+    /// The text up to the first NUL, invalid UTF-8 replaced. Not yet safe for a terminal:
+    /// control characters pass through (escape before display).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(self.as_bytes()).into_owned()
     }
 }
 
 wire_struct! {
-    /// PortInfo (IBA 14.2.5.6), every field.
+    /// PortInfo (IBA 14.2.5.6), every field. On a switch only port 0 carries the LID and
+    /// the M_Key/GID fields; external ports report them as 0.
     pub struct PortInfo (64) {
         pub m_key: u64 = 0, 64;
         pub gid_prefix: u64 = 64, 64;
         pub lid: u16 = 128, 16;
         pub master_sm_lid: u16 = 144, 16;
+        /// See [`capability`].
         pub capability_mask: u32 = 160, 32;
         pub diag_code: u16 = 192, 16;
         pub m_key_lease_period: u16 = 208, 16;
         pub local_port_num: u8 = 224, 8;
+        /// Bit mask as in [`WidthSet`]; 0xff means "set to supported" in a Set.
         pub link_width_enabled: u8 = 232, 8;
         pub link_width_supported: u8 = 240, 8;
         pub link_width_active: u8 = 248, 8;
+        /// 1 = SDR, 2 = DDR, 4 = QDR (a mask).
         pub link_speed_supported: u8 = 256, 4;
+        /// See [`PortState`].
         pub port_state: u8 = 260, 4;
+        /// See [`PhysState`].
         pub port_phys_state: u8 = 264, 4;
         pub link_down_default_state: u8 = 268, 4;
         pub m_key_protect_bits: u8 = 272, 2;
         pub lmc: u8 = 277, 3;
         pub link_speed_active: u8 = 280, 4;
         pub link_speed_enabled: u8 = 284, 4;
+        /// MTU code; see [`mtu_bytes`].
         pub neighbor_mtu: u8 = 288, 4;
         pub master_sm_sl: u8 = 292, 4;
         pub vl_cap: u8 = 296, 4;
@@ -129,22 +209,60 @@ wire_struct! {
         pub overrun_errors: u8 = 428, 4;
         pub max_credit_hint: u16 = 432, 16;
         pub link_round_trip_latency: u32 = 456, 24;
+        /// See [`capability2`].
         pub capability_mask2: u16 = 480, 16;
+        /// 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR; valid only with IsExtendedSpeedsSupported.
         pub link_speed_ext_active: u8 = 496, 4;
         pub link_speed_ext_supported: u8 = 500, 4;
+        /// A mask as `link_speed_ext_supported`; 30 = extended speeds disabled, 31 = "set to
+        /// supported".
         pub link_speed_ext_enabled: u8 = 507, 5;
     }
 }
 
-/// PortInfo CapabilityMask bits used by ibscope (IBA 14.2.5.6, table 146).
+/// PortInfo CapabilityMask bits (IBA 14.2.5.6, as smpquery names them).
 pub mod capability {
     pub const IS_SM: u32 = 1 << 1;
+    pub const IS_NOTICE_SUPPORTED: u32 = 1 << 2;
+    pub const IS_TRAP_SUPPORTED: u32 = 1 << 3;
+    pub const IS_OPTIONAL_IPD_SUPPORTED: u32 = 1 << 4;
+    pub const IS_AUTOMATIC_MIGRATION_SUPPORTED: u32 = 1 << 5;
+    pub const IS_SL_MAPPING_SUPPORTED: u32 = 1 << 6;
+    pub const IS_MKEY_NVRAM: u32 = 1 << 7;
+    pub const IS_PKEY_NVRAM: u32 = 1 << 8;
+    pub const IS_LED_INFO_SUPPORTED: u32 = 1 << 9;
+    pub const IS_SM_DISABLED: u32 = 1 << 10;
+    pub const IS_SYSTEM_IMAGE_GUID_SUPPORTED: u32 = 1 << 11;
+    pub const IS_PKEY_SWITCH_EXTERNAL_PORT_TRAP_SUPPORTED: u32 = 1 << 12;
+    pub const IS_CABLE_INFO_SUPPORTED: u32 = 1 << 13;
     pub const IS_EXTENDED_SPEEDS_SUPPORTED: u32 = 1 << 14;
     pub const IS_CAPABILITY_MASK2_SUPPORTED: u32 = 1 << 15;
+    pub const IS_COMMUNICATION_MANAGEMENT_SUPPORTED: u32 = 1 << 16;
+    pub const IS_SNMP_TUNNELING_SUPPORTED: u32 = 1 << 17;
+    pub const IS_REINIT_SUPPORTED: u32 = 1 << 18;
+    pub const IS_DEVICE_MANAGEMENT_SUPPORTED: u32 = 1 << 19;
+    pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 20;
+    pub const IS_DR_NOTICE_SUPPORTED: u32 = 1 << 21;
+    pub const IS_CAPABILITY_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
+    pub const IS_BOOT_MANAGEMENT_SUPPORTED: u32 = 1 << 23;
+    pub const IS_LINK_ROUND_TRIP_LATENCY_SUPPORTED: u32 = 1 << 24;
+    pub const IS_CLIENT_REREGISTRATION_SUPPORTED: u32 = 1 << 25;
+    pub const IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED: u32 = 1 << 26;
+    pub const IS_LINK_SPEED_WIDTH_PAIRS_TABLE_SUPPORTED: u32 = 1 << 27;
 }
 
-/// PortState (IBA 14.2.5.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// PortInfo CapabilityMask2 bits (IBA 14.2.5.6).
+pub mod capability2 {
+    pub const IS_SET_NODE_DESCRIPTION_SUPPORTED: u16 = 1 << 0;
+    pub const IS_PORT_INFO_EXTENDED_SUPPORTED: u16 = 1 << 1;
+    pub const IS_VIRTUALIZATION_SUPPORTED: u16 = 1 << 2;
+    pub const IS_SWITCH_PORT_STATE_TABLE_SUPPORTED: u16 = 1 << 3;
+    pub const IS_LINK_WIDTH_2X_SUPPORTED: u16 = 1 << 4;
+    pub const IS_LINK_SPEED_HDR_SUPPORTED: u16 = 1 << 5;
+}
+
+/// PortState (IBA 14.2.5.6). NoChange (0) is what a Set writes to leave it alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PortState {
     NoChange,
     Down,
@@ -154,8 +272,42 @@ pub enum PortState {
     Unknown(u8),
 }
 
+impl PortState {
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => PortState::NoChange,
+            1 => PortState::Down,
+            2 => PortState::Init,
+            3 => PortState::Armed,
+            4 => PortState::Active,
+            o => PortState::Unknown(o),
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            PortState::NoChange => 0,
+            PortState::Down => 1,
+            PortState::Init => 2,
+            PortState::Armed => 3,
+            PortState::Active => 4,
+            PortState::Unknown(c) => c,
+        }
+    }
+    /// The name smpquery prints for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortState::NoChange => "NoChange",
+            PortState::Down => "Down",
+            PortState::Init => "Initialize",
+            PortState::Armed => "Armed",
+            PortState::Active => "Active",
+            PortState::Unknown(_) => "Unknown",
+        }
+    }
+}
+
 /// PortPhysicalState (IBA 14.2.5.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PhysState {
     NoChange,
     Sleep,
@@ -168,8 +320,52 @@ pub enum PhysState {
     Unknown(u8),
 }
 
+impl PhysState {
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => PhysState::NoChange,
+            1 => PhysState::Sleep,
+            2 => PhysState::Polling,
+            3 => PhysState::Disabled,
+            4 => PhysState::PortConfigurationTraining,
+            5 => PhysState::LinkUp,
+            6 => PhysState::LinkErrorRecovery,
+            7 => PhysState::PhyTest,
+            o => PhysState::Unknown(o),
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            PhysState::NoChange => 0,
+            PhysState::Sleep => 1,
+            PhysState::Polling => 2,
+            PhysState::Disabled => 3,
+            PhysState::PortConfigurationTraining => 4,
+            PhysState::LinkUp => 5,
+            PhysState::LinkErrorRecovery => 6,
+            PhysState::PhyTest => 7,
+            PhysState::Unknown(c) => c,
+        }
+    }
+    /// The name smpquery prints for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            PhysState::NoChange => "NoChange",
+            PhysState::Sleep => "Sleep",
+            PhysState::Polling => "Polling",
+            PhysState::Disabled => "Disabled",
+            PhysState::PortConfigurationTraining => "PortConfigurationTraining",
+            PhysState::LinkUp => "LinkUp",
+            PhysState::LinkErrorRecovery => "LinkErrorRecovery",
+            PhysState::PhyTest => "PhyTest",
+            PhysState::Unknown(_) => "Unknown",
+        }
+    }
+}
+
 impl PortInfo {
-    fn extended_speeds(&self) -> bool {
+    /// Whether the LinkSpeedExt* fields mean anything on this port.
+    pub fn has_extended_speeds(&self) -> bool {
         self.capability_mask & capability::IS_EXTENDED_SPEEDS_SUPPORTED != 0
     }
     pub fn width_active(&self) -> Option<Width> {
@@ -186,9 +382,10 @@ impl PortInfo {
             WidthSet(self.link_width_enabled)
         }
     }
-    /// Active lane speed: LinkSpeedExtActive when the port has extended speeds and uses one.
+    /// Active lane speed: LinkSpeedExtActive when the port has extended speeds and uses one,
+    /// else LinkSpeedActive. `None` for 0 or a code no speed has.
     pub fn speed_active(&self) -> Option<Speed> {
-        let ext = if self.extended_speeds() {
+        let ext = if self.has_extended_speeds() {
             self.link_speed_ext_active
         } else {
             0
@@ -198,55 +395,42 @@ impl PortInfo {
     pub fn speeds_supported(&self) -> SpeedSet {
         SpeedSet {
             base: self.link_speed_supported,
-            ext: if self.extended_speeds() {
+            ext: if self.has_extended_speeds() {
                 self.link_speed_ext_supported
             } else {
                 0
             },
         }
     }
-    /// 15 in LinkSpeedEnabled / 30-31 in LinkSpeedExtEnabled mean "set to supported".
+    /// 15 in LinkSpeedEnabled and 31 in LinkSpeedExtEnabled mean "set to supported";
+    /// 30 in LinkSpeedExtEnabled means extended speeds are disabled.
     pub fn speeds_enabled(&self) -> SpeedSet {
         let base = if self.link_speed_enabled == 15 {
             self.link_speed_supported
         } else {
             self.link_speed_enabled
         };
-        let ext = if !self.extended_speeds() {
-            0
-        } else if self.link_speed_ext_enabled >= 30 {
-            self.link_speed_ext_supported
-        } else {
-            self.link_speed_ext_enabled & 0xf
+        let ext = match self.link_speed_ext_enabled {
+            _ if !self.has_extended_speeds() => 0,
+            31 => self.link_speed_ext_supported,
+            30 => 0,
+            mask => mask,
         };
         SpeedSet { base, ext }
     }
     pub fn state(&self) -> PortState {
-        match self.port_state {
-            0 => PortState::NoChange,
-            1 => PortState::Down,
-            2 => PortState::Init,
-            3 => PortState::Armed,
-            4 => PortState::Active,
-            o => PortState::Unknown(o),
-        }
+        PortState::from_code(self.port_state)
     }
     pub fn phys_state(&self) -> PhysState {
-        match self.port_phys_state {
-            0 => PhysState::NoChange,
-            1 => PhysState::Sleep,
-            2 => PhysState::Polling,
-            3 => PhysState::Disabled,
-            4 => PhysState::PortConfigurationTraining,
-            5 => PhysState::LinkUp,
-            6 => PhysState::LinkErrorRecovery,
-            7 => PhysState::PhyTest,
-            o => PhysState::Unknown(o),
-        }
+        PhysState::from_code(self.port_phys_state)
+    }
+    /// Active MTU in bytes (NeighborMTU).
+    pub fn mtu_active_bytes(&self) -> Option<u32> {
+        mtu_bytes(self.neighbor_mtu)
     }
 }
 
-/// MTU code (1..=5) to bytes.
+/// MTU code (1..=5) to bytes: 1 = 256 .. 5 = 4096.
 pub fn mtu_bytes(code: u8) -> Option<u32> {
     match code {
         1..=5 => Some(128 << code),
@@ -255,11 +439,12 @@ pub fn mtu_bytes(code: u8) -> Option<u32> {
 }
 
 wire_struct! {
-    /// SwitchInfo (IBA 14.2.5.4).
+    /// SwitchInfo (IBA 14.2.5.4), every field.
     pub struct SwitchInfo (20) {
         pub linear_fdb_cap: u16 = 0, 16;
         pub random_fdb_cap: u16 = 16, 16;
         pub multicast_fdb_cap: u16 = 32, 16;
+        /// Highest LID programmed in the LFT.
         pub linear_fdb_top: u16 = 48, 16;
         pub default_port: u8 = 64, 8;
         pub default_multicast_primary_port: u8 = 72, 8;
@@ -278,19 +463,49 @@ wire_struct! {
     }
 }
 
-/// One 64-entry block of the LinearForwardingTable (IBA 14.2.5.10); the attribute
-/// modifier is the block number, entry i is the egress port of LID `64 * block + i`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One 64-entry block of the LinearForwardingTable (IBA 14.2.5.10). The block number is the
+/// attribute modifier (not in the payload); entry i is the egress port of LID `64 * block + i`.
+/// Serde writes the 64 ports as a list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Vec<u8>", try_from = "Vec<u8>")]
 pub struct LinearForwardingTableBlock {
     pub ports: [u8; 64],
 }
 
+impl Default for LinearForwardingTableBlock {
+    fn default() -> Self {
+        LinearForwardingTableBlock {
+            ports: [Self::UNSET; 64],
+        }
+    }
+}
+
+impl From<LinearForwardingTableBlock> for Vec<u8> {
+    fn from(b: LinearForwardingTableBlock) -> Self {
+        b.ports.to_vec()
+    }
+}
+
+impl TryFrom<Vec<u8>> for LinearForwardingTableBlock {
+    type Error = String;
+    fn try_from(v: Vec<u8>) -> Result<Self, String> {
+        let ports: [u8; 64] = v
+            .try_into()
+            .map_err(|v: Vec<u8>| format!("LFT block holds {} entries, need 64", v.len()))?;
+        Ok(LinearForwardingTableBlock { ports })
+    }
+}
+
 impl LinearForwardingTableBlock {
     pub const WIRE_LEN: usize = 64;
-    /// Port value meaning "no route" as OpenSM programs it.
+    /// LIDs per block.
+    pub const LIDS_PER_BLOCK: u32 = 64;
+    /// Entry meaning "no route" (OpenSM fills unused LIDs with it; IBA calls ports above
+    /// NumPorts invalid).
     pub const UNSET: u8 = 0xff;
+
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, 64, "LinearForwardingTable")?;
+        crate::wire::need(buf, Self::WIRE_LEN, "LinearForwardingTable")?;
         let mut ports = [0u8; 64];
         ports.copy_from_slice(&buf[..64]);
         Ok(LinearForwardingTableBlock { ports })
@@ -298,11 +513,69 @@ impl LinearForwardingTableBlock {
     pub fn to_bytes(&self) -> [u8; 64] {
         self.ports
     }
-    /// Egress port for `lid` if it falls in block `block`.
+    pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), crate::EncodeError> {
+        let got = buf.len();
+        let dst = buf
+            .get_mut(..Self::WIRE_LEN)
+            .ok_or(crate::EncodeError::BufferTooSmall {
+                what: "LinearForwardingTable",
+                need: Self::WIRE_LEN,
+                got,
+            })?;
+        dst.copy_from_slice(&self.ports);
+        Ok(())
+    }
+    /// The block (attribute modifier) that holds `lid`.
+    pub fn block_of(lid: u16) -> u32 {
+        u32::from(lid) / Self::LIDS_PER_BLOCK
+    }
+    /// Egress port for `lid`, where this is block `block`: `None` if `lid` lies in another
+    /// block or its entry is [`Self::UNSET`].
     pub fn port_for(&self, block: u32, lid: u16) -> Option<u8> {
-        let first = block.checked_mul(64)?;
+        let first = block.checked_mul(Self::LIDS_PER_BLOCK)?;
         let idx = u32::from(lid).checked_sub(first)?;
-        self.ports.get(idx as usize).copied()
+        let port = *self.ports.get(usize::try_from(idx).ok()?)?;
+        (port != Self::UNSET).then_some(port)
+    }
+    /// `(lid, port)` for every set entry, where this is block `block`.
+    pub fn routes(&self, block: u32) -> impl Iterator<Item = (u32, u8)> + '_ {
+        let first = block.saturating_mul(Self::LIDS_PER_BLOCK);
+        self.ports
+            .iter()
+            .enumerate()
+            .filter(|(_, &p)| p != Self::UNSET)
+            .map(move |(i, &p)| (first.saturating_add(i as u32), p))
+    }
+}
+
+/// SMInfo SMState (IBA 14.2.5.13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum SmState {
+    NotActive,
+    Discovering,
+    Standby,
+    Master,
+    Unknown(u8),
+}
+
+impl SmState {
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => SmState::NotActive,
+            1 => SmState::Discovering,
+            2 => SmState::Standby,
+            3 => SmState::Master,
+            o => SmState::Unknown(o),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SmState::NotActive => "NotActive",
+            SmState::Discovering => "Discovering",
+            SmState::Standby => "Standby",
+            SmState::Master => "Master",
+            SmState::Unknown(_) => "Unknown",
+        }
     }
 }
 
@@ -311,105 +584,26 @@ wire_struct! {
     pub struct SmInfo (24) {
         pub guid: u64 = 0, 64;
         pub sm_key: u64 = 64, 64;
+        /// Incremented by the master SM as it works: a stuck value means a stuck SM.
         pub act_count: u32 = 128, 32;
         pub priority: u8 = 160, 4;
+        /// See [`SmState`].
         pub sm_state: u8 = 164, 4;
     }
 }
 
 impl SmInfo {
+    pub fn state(&self) -> SmState {
+        SmState::from_code(self.sm_state)
+    }
     pub fn state_name(&self) -> &'static str {
-        match self.sm_state {
-            0 => "NotActive",
-            1 => "Discovering",
-            2 => "Standby",
-            3 => "Master",
-            _ => "Unknown",
-        }
+        self.state().name()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// NodeInfo of ibsim's Switch1 in fabrics/net, laid out by hand from IBA 14.2.5.3 with
-    /// the values smpquery printed for it (8 ports, GUID 0x200000, revision 0xa1).
-    #[test]
-    fn golden_node_info() {
-        let mut b = [0u8; 40];
-        b[0] = 1;
-        b[1] = 1;
-        b[2] = 2;
-        b[3] = 8;
-        b[4..12].copy_from_slice(&0x200000u64.to_be_bytes());
-        b[12..20].copy_from_slice(&0x200000u64.to_be_bytes());
-        b[20..28].copy_from_slice(&0x200000u64.to_be_bytes());
-        b[28..30].copy_from_slice(&8u16.to_be_bytes());
-        b[32..36].copy_from_slice(&0xa1u32.to_be_bytes());
-        b[36] = 0;
-        b[37..40].copy_from_slice(&[0x00, 0x02, 0xc9]);
-        let n = NodeInfo::decode(&b).unwrap();
-        assert_eq!(n.kind(), NodeType::Switch);
-        assert_eq!(n.num_ports, 8);
-        assert_eq!(n.node_guid, 0x200000);
-        assert_eq!(n.partition_cap, 8);
-        assert_eq!(n.revision, 0xa1);
-        assert_eq!(n.vendor_id, 0x0002c9);
-        assert_eq!(n.to_bytes(), b);
-        assert!(NodeInfo::decode(&b[..39]).is_err());
-    }
-
-    /// PortInfo of Hca1 port 1 on fabrics/net as smpquery printed it: LID 2, SMLid 1,
-    /// CapMask 0x50c048, 4X of 1/2/4/8/12X, SDR of 2.5/5/10, Active/LinkUp, MTU 2048.
-    #[test]
-    fn golden_port_info() {
-        let mut b = [0u8; 64];
-        b[8..16].copy_from_slice(&0xfe80000000000000u64.to_be_bytes());
-        b[16..18].copy_from_slice(&2u16.to_be_bytes());
-        b[18..20].copy_from_slice(&1u16.to_be_bytes());
-        b[20..24].copy_from_slice(&0x0050c048u32.to_be_bytes());
-        b[26..28].copy_from_slice(&4089u16.to_be_bytes());
-        b[28] = 1; // LocalPortNum
-        b[29] = 2; // LinkWidthEnabled 4X
-        b[30] = 0x1f; // supported 1X|4X|8X|12X|2X
-        b[31] = 2; // active 4X
-        b[32] = 0x74; // LinkSpeedSupported 7 | PortState Active
-        b[33] = 0x52; // PhysState LinkUp | LinkDownDefault Polling
-        b[34] = 0x00; // protect bits, LMC 0
-        b[35] = 0x11; // LinkSpeedActive SDR | Enabled SDR
-        b[36] = 0x40; // NeighborMTU 2048 | MasterSMSL 0
-        b[37] = 0x40; // VLCap VL0-7
-        b[39] = 8; // VLArbitrationHighCap
-        b[40] = 8; // VLArbitrationLowCap
-        b[41] = 0x04; // InitTypeReply 0 | MTUCap 2048
-        b[42] = 0xe0; // VLStallCount 7, HOQLife 0
-        b[43] = 0x40; // OperationalVLs VL0-7
-        b[50] = 32; // GUIDCap
-        b[51] = 31; // SubnetTimeout
-        b[60..62].copy_from_slice(&0x30u16.to_be_bytes());
-        let p = PortInfo::decode(&b).unwrap();
-        assert_eq!(p.lid, 2);
-        assert_eq!(p.master_sm_lid, 1);
-        assert_eq!(p.capability_mask, 0x50c048);
-        assert_eq!(p.m_key_lease_period, 4089);
-        assert_eq!(p.width_active(), Some(Width::X4));
-        assert_eq!(p.widths_supported().best(), Some(Width::X12));
-        assert_eq!(p.speed_active(), Some(Speed::Sdr));
-        assert_eq!(p.speeds_supported().best(), Some(Speed::Qdr));
-        assert_eq!(p.state(), PortState::Active);
-        assert_eq!(p.phys_state(), PhysState::LinkUp);
-        assert_eq!(p.link_down_default_state, 2);
-        assert_eq!(mtu_bytes(p.neighbor_mtu), Some(2048));
-        assert_eq!(p.vl_cap, 4);
-        assert_eq!(p.vl_stall_count, 7);
-        assert_eq!(p.operational_vls, 4);
-        assert_eq!(p.guid_cap, 32);
-        assert_eq!(p.subnet_timeout, 31);
-        assert_eq!(p.capability_mask2, 0x30);
-        assert_eq!(p.link_speed_ext_active, 0);
-        assert_eq!(p.to_bytes(), b);
-    }
 
     #[test]
     fn extended_speed_needs_capability() {
@@ -423,41 +617,98 @@ mod tests {
         assert_eq!(p.speed_active(), Some(Speed::Hdr));
         let b = p.to_bytes();
         assert_eq!(b[62] >> 4, 4);
+        // Extended capability but no extended speed in use: the base field decides.
+        p.link_speed_ext_active = 0;
+        assert_eq!(p.speed_active(), Some(Speed::Qdr));
     }
 
     #[test]
-    fn golden_switch_info_and_lft() {
-        let mut b = [0u8; 20];
-        b[0..2].copy_from_slice(&0xc000u16.to_be_bytes());
-        b[6..8].copy_from_slice(&4u16.to_be_bytes());
-        b[16] = 0x08; // EnhancedPort0
-        let s = SwitchInfo::decode(&b).unwrap();
-        assert_eq!(s.linear_fdb_cap, 0xc000);
-        assert_eq!(s.linear_fdb_top, 4);
-        assert!(s.enhanced_port0);
-        assert_eq!(s.to_bytes(), b);
-        let mut l = [0xffu8; 64];
-        l[2] = 1;
-        let blk = LinearForwardingTableBlock::decode(&l).unwrap();
-        assert_eq!(blk.port_for(0, 2), Some(1));
-        assert_eq!(blk.port_for(1, 2), None);
-        assert_eq!(blk.port_for(1, 65), Some(0xff));
+    fn speeds_enabled_special_codes() {
+        let mut p = PortInfo {
+            capability_mask: capability::IS_EXTENDED_SPEEDS_SUPPORTED,
+            link_speed_supported: 7,
+            link_speed_enabled: 15,
+            link_speed_ext_supported: 3,
+            link_speed_ext_enabled: 31,
+            link_width_supported: 0x1f,
+            link_width_enabled: 0xff,
+            ..Default::default()
+        };
+        assert_eq!(p.speeds_enabled(), SpeedSet { base: 7, ext: 3 });
+        assert_eq!(p.widths_enabled(), WidthSet(0x1f));
+        p.link_speed_ext_enabled = 30;
+        assert_eq!(p.speeds_enabled().best(), Some(Speed::Qdr));
+        p.link_speed_ext_enabled = 2;
+        assert_eq!(p.speeds_enabled().best(), Some(Speed::Edr));
+        p.capability_mask = 0;
+        assert_eq!(p.speeds_enabled().ext, 0);
+        assert_eq!(p.speeds_supported().ext, 0);
     }
 
     #[test]
-    fn golden_sm_info_and_desc() {
-        let mut b = [0u8; 24];
-        b[0..8].copy_from_slice(&0x200000u64.to_be_bytes());
-        b[16..20].copy_from_slice(&7u32.to_be_bytes());
-        b[20] = 0xf3; // priority 15, Master
-        let s = SmInfo::decode(&b).unwrap();
-        assert_eq!((s.guid, s.act_count, s.priority), (0x200000, 7, 15));
-        assert_eq!(s.state_name(), "Master");
-        let d = NodeDescription::from_text("Hca1");
+    fn states_and_codes() {
+        for code in 0..16u8 {
+            assert_eq!(PortState::from_code(code).code(), code);
+            assert_eq!(PhysState::from_code(code).code(), code);
+            assert_eq!(NodeType::from_code(code).code(), code);
+        }
+        assert_eq!(PortState::from_code(4), PortState::Active);
+        assert_eq!(PhysState::from_code(5), PhysState::LinkUp);
         assert_eq!(
-            NodeDescription::decode(&d.to_bytes()).unwrap().text(),
-            "Hca1"
+            PhysState::from_code(4),
+            PhysState::PortConfigurationTraining
         );
-        assert!(NodeDescription::decode(&[0u8; 10]).is_err());
+        assert_eq!(SmState::from_code(2), SmState::Standby);
+        assert_eq!(mtu_bytes(1), Some(256));
+        assert_eq!(mtu_bytes(5), Some(4096));
+        assert_eq!(mtu_bytes(0), None);
+        assert_eq!(mtu_bytes(6), None);
+    }
+
+    #[test]
+    fn node_description_text_and_serde() {
+        let mut raw = [0u8; 64];
+        raw[..4].copy_from_slice(b"ab\xffc");
+        raw[5] = b'x'; // after the NUL: kept raw, not in the text
+        let d = NodeDescription::decode(&raw).unwrap();
+        assert_eq!(d.text(), "ab\u{fffd}c");
+        assert_eq!(d.as_bytes(), b"ab\xffc");
+        let full = NodeDescription::decode(&[b'z'; 64]).unwrap();
+        assert_eq!(full.text().len(), 64);
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["text"], "ab\u{fffd}c");
+        let back: NodeDescription = serde_json::from_value(json).unwrap();
+        assert_eq!(back, d);
+        let from_text: NodeDescription =
+            serde_json::from_value(serde_json::json!({"text": "Hca1"})).unwrap();
+        assert_eq!(from_text.text(), "Hca1");
+        assert!(serde_json::from_value::<NodeDescription>(
+            serde_json::json!({"raw": vec![1u8; 65]})
+        )
+        .is_err());
+        assert!(NodeDescription::decode(&[0u8; 63]).is_err());
+        assert!(d.encode_into(&mut [0u8; 63]).is_err());
+    }
+
+    #[test]
+    fn lft_helpers() {
+        let mut ports = [LinearForwardingTableBlock::UNSET; 64];
+        ports[1] = 0;
+        ports[2] = 1;
+        let blk = LinearForwardingTableBlock { ports };
+        assert_eq!(blk.port_for(0, 2), Some(1));
+        assert_eq!(blk.port_for(0, 1), Some(0));
+        assert_eq!(blk.port_for(0, 3), None);
+        assert_eq!(blk.port_for(1, 2), None);
+        assert_eq!(blk.port_for(u32::MAX, 2), None);
+        assert_eq!(LinearForwardingTableBlock::block_of(65), 1);
+        assert_eq!(blk.routes(2).collect::<Vec<_>>(), vec![(129, 0), (130, 1)]);
+        let v = serde_json::to_value(&blk).unwrap();
+        assert_eq!(v.as_array().map(|a| a.len()), Some(64));
+        assert_eq!(
+            serde_json::from_value::<LinearForwardingTableBlock>(v).unwrap(),
+            blk
+        );
+        assert!(LinearForwardingTableBlock::decode(&[0u8; 63]).is_err());
     }
 }
