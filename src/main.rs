@@ -31,17 +31,27 @@ struct Cli {
 enum Command {
     /// A bundled simulated fabric with planted faults, ibscope attached (start here).
     Demo(cmd::demo::Args),
+    /// Fabric health in one report: degraded links, port states, error counters, SM.
+    Check(cmd::check::Args),
+    /// Port counters (PortCounters/PortCountersExtended) of every port; rates; reset.
+    Counters(cmd::counters::Args),
     /// Discover the fabric and export it (ibnetdiscover text, JSON, DOT).
     Discover(cmd::discover::Args),
     /// Compare two topology files: nodes, links, width/speed/state changes.
     Diff(cmd::diff::Args),
+    /// Every link with both ends' width/speed/state and what it could be (iblinkinfo).
+    Links(cmd::links::Args),
     /// Query one attribute of one node or port (the smpquery equivalent).
     Query(cmd::query::Args),
     /// Routing analysis: dump and trace LFT routes, check for black holes, loops and credit
     /// loops, predict a collective's bandwidth on the actual routes.
     Route(cmd::route::Args),
+    /// Ask the Subnet Administrator for records: nodes by LID, path records.
+    Sa(cmd::sa::Args),
     /// Run, drive and generate simulated fabrics (ibsim + OpenSM).
     Sim(cmd::sim::Args),
+    /// The master subnet manager: LID, GUID, priority, state, activity (the sminfo equivalent).
+    Sm(cmd::sm::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,11 +59,16 @@ fn main() -> ExitCode {
     init_logging(cli.global.verbose);
     let result = match &cli.command {
         Command::Demo(a) => cmd::demo::run(&cli.global, a),
+        Command::Check(a) => cmd::check::run(&cli.global, a),
+        Command::Counters(a) => cmd::counters::run(&cli.global, a),
         Command::Discover(a) => cmd::discover::run(&cli.global, a),
         Command::Diff(a) => cmd::diff::run(&cli.global, a),
+        Command::Links(a) => cmd::links::run(&cli.global, a),
         Command::Query(a) => cmd::query::run(&cli.global, a),
         Command::Route(a) => cmd::route::run(&cli.global, a),
+        Command::Sa(a) => cmd::sa::run(&cli.global, a),
         Command::Sim(a) => cmd::sim::run(&cli.global, a),
+        Command::Sm(a) => cmd::sm::run(&cli.global, a),
     };
     match result {
         Ok(code) => code,

@@ -272,7 +272,7 @@ impl SaStatus {
 /// Cut an SA payload into records `attribute_offset * 8` bytes apart (IBA 15.2.1.1). Each
 /// slice is at least `record_len` bytes. `count` is how many records the sender said it
 /// sent (from RMPP PayloadLength); without it every whole record in `payload` is returned.
-/// An AttributeOffset of 0 (OpenSM leaves it 0 in SubnAdmGetResp) means one record.
+/// An AttributeOffset of 0 is read as one record (a SubnAdmGetResp carries exactly one).
 pub fn split_records(
     payload: &[u8],
     attribute_offset: u16,

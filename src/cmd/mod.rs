@@ -1,9 +1,14 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
+pub mod check;
+pub mod counters;
 pub mod demo;
 pub mod diff;
 pub mod discover;
 pub mod gen;
+pub mod links;
 pub mod query;
 pub mod route;
+pub mod sa;
 pub mod sim;
+pub mod sm;

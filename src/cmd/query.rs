@@ -84,9 +84,21 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Attribute::Portinfo => {
             let p = PortInfo::decode(data)?;
             let mut v = serde_json::to_value(&p)?;
+            // A switch's external ports leave CapabilityMask reserved (0): whether extended
+            // speeds apply is port 0's to say (ibnetdiscover decodes them the same way).
+            // CA and router ports always set some capability bit.
+            let mut for_decoding = p.clone();
+            if p.capability_mask == 0 && a.port_number.unwrap_or(0) != 0 {
+                let port0 = ibscope_mad::engine::Request::smp_get(&route, attr::PORT_INFO, 0);
+                if let Ok(r) = engine.call(port0) {
+                    if let Ok(p0) = PortInfo::decode(r.smp_data()) {
+                        for_decoding.capability_mask = p0.capability_mask;
+                    }
+                }
+            }
             if let Value::Object(m) = &mut v {
                 m.shift_remove("m_key");
-                m.insert("decoded".into(), decoded_port_info(&p));
+                m.insert("decoded".into(), decoded_port_info(&for_decoding));
             }
             v
         }

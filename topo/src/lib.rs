@@ -4,11 +4,13 @@
 pub mod model;
 
 pub use model::{End, Fabric, FabricFile, Node, NodeId, NodeKind, Port};
+pub mod counters;
 pub mod diff;
 pub mod discover;
 pub mod dot;
 pub mod escape;
 pub mod gen;
+pub mod health;
 pub mod ibnd;
 pub mod namemap;
 pub mod routing;

@@ -1,0 +1,309 @@
+//! `ibscope check`: one health report of the whole fabric, with an exit code for scripts.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use ibscope_mad::attr::SmInfo;
+use ibscope_mad::engine::Request;
+use ibscope_mad::header::attr;
+use ibscope_mad::smp::SmpRoute;
+use ibscope_topo::counters::{self, Thresholds};
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::health::{self, HealthOptions, PortRef, Rate};
+use serde::Serialize;
+
+use crate::cli::{exit, Global};
+
+/// Check the fabric's health in one run.
+///
+/// Findings: degraded links (see `ibscope links`), ports physically up but not Active,
+/// error counters above their thresholds, saturated counters (no 64-bit replacement),
+/// counters that could not be read, duplicate GUIDs and LIDs, discovery errors, and no
+/// master SM (SMInfo of the SM the local port names). Every finding names the node
+/// (display name and GUID), the port and the far end.
+///
+/// Thresholds: every error counter defaults to 0 (any error is reported); PortXmitWait is
+/// only checked when set. --thresholds FILE takes ibqueryerrors' --threshold-file format:
+///   # comment
+///   SymbolErrorCounter=10
+///   LinkErrorRecoveryCounter=5
+///
+/// With --topology FILE only the links and ports are checked (no counters, no SM).
+///
+/// Exit code: 0 healthy, 1 findings, 2 could not run.
+///
+/// Examples:
+///   ibscope check
+///   ibscope check --thresholds /etc/ibscope/thresholds.conf --json
+///   ibscope check --expect 4xHDR
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Threshold file: `CounterName=value` lines, `#` comments.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+    /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
+    #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
+    pub expect: Option<Rate>,
+}
+
+/// One finding.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// degraded-link, port-not-active, counter-above-threshold, counter-saturated,
+    /// counters-unreadable, duplicate-guid, duplicate-lid, discovery-error, no-master-sm.
+    pub kind: &'static str,
+    /// The port concerned (absent for fabric-wide findings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<PortRef>,
+    /// The far end of its link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<PortRef>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<u64>,
+}
+
+impl Finding {
+    fn new(kind: &'static str, message: String) -> Finding {
+        Finding {
+            kind,
+            at: None,
+            remote: None,
+            message,
+            counter: None,
+            value: None,
+            threshold: None,
+        }
+    }
+    fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
+        self.at = Some(at);
+        self.remote = remote;
+        self
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    healthy: bool,
+    nodes: usize,
+    links: usize,
+    /// Ports whose counters were read (0 with --topology).
+    ports_sampled: usize,
+    counters_checked: bool,
+    sm_checked: bool,
+    findings: Vec<Finding>,
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let thresholds = match &a.thresholds {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read threshold file {}", path.display()))?;
+            Thresholds::parse(&text, &path.display().to_string())?
+        }
+        None => Thresholds::default(),
+    };
+    let names = crate::fabric::names(g)?;
+    let mut engine = None;
+    let fabric = match &g.topology {
+        Some(path) => crate::fabric::load_file(path)?,
+        None => {
+            let e = engine.insert(crate::fabric::open_engine(g)?);
+            crate::fabric::discover_live(e, DiscoverOptions::default())
+        }
+    };
+    let mut findings = Vec::new();
+
+    let report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
+    for l in report.degraded() {
+        let f = Finding::new(
+            "degraded-link",
+            format!(
+                "link runs at {}: {}",
+                l.active.map_or("?".into(), |r| r.to_string()),
+                l.reasons.join("; ")
+            ),
+        )
+        .at(l.a.at.clone(), Some(l.b.at.clone()));
+        findings.push(f);
+    }
+    for p in &report.up_not_active {
+        findings.push(
+            Finding::new(
+                "port-not-active",
+                format!("physically {} but {}", p.phys_state, p.state),
+            )
+            .at(p.at.clone(), p.remote.clone()),
+        );
+    }
+    for guid in &fabric.report.duplicate_guids {
+        findings.push(Finding::new(
+            "duplicate-guid",
+            format!("node GUID {guid:#018x} is used by more than one node"),
+        ));
+    }
+    for lid in &fabric.report.duplicate_lids {
+        let mut f = Finding::new(
+            "duplicate-lid",
+            format!("LID {lid} is claimed by more than one port"),
+        );
+        if let Some(end) = fabric.port_by_lid(*lid) {
+            f.at = Some(PortRef::new(
+                fabric.node(end.node),
+                end.port,
+                names.as_ref(),
+            ));
+        }
+        findings.push(f);
+    }
+    for e in fabric
+        .report
+        .errors
+        .iter()
+        .chain(&fabric.report.inconsistencies)
+    {
+        findings.push(Finding::new("discovery-error", e.clone()));
+    }
+
+    let mut ports_sampled = 0;
+    let counters_checked = engine.is_some();
+    if let Some(engine) = engine.as_mut() {
+        let targets = counters::targets(&fabric, None, None);
+        let sample = counters::sweep(engine, &fabric, &targets, names.as_ref());
+        ports_sampled = sample.ports.len();
+        for p in &sample.ports {
+            if p.counters.is_none() {
+                findings.push(
+                    Finding::new("counters-unreadable", p.errors.join("; "))
+                        .at(p.at.clone(), p.remote.clone()),
+                );
+                continue;
+            }
+            for (name, value, limit) in thresholds.exceeded(p) {
+                let mut f = Finding::new(
+                    "counter-above-threshold",
+                    format!("{name} = {value} (threshold {limit})"),
+                )
+                .at(p.at.clone(), p.remote.clone());
+                f.counter = Some(name);
+                f.value = Some(value);
+                f.threshold = Some(limit);
+                findings.push(f);
+            }
+            for name in &p.saturated {
+                if !p.is_saturated(name) {
+                    continue;
+                }
+                let mut f = Finding::new(
+                    "counter-saturated",
+                    format!("{name} is at its maximum and no longer counts"),
+                )
+                .at(p.at.clone(), p.remote.clone());
+                f.counter = Some(name.clone());
+                f.value = p.value(name);
+                findings.push(f);
+            }
+        }
+        if let Some(f) = check_sm(engine) {
+            findings.push(f);
+        }
+    }
+
+    let out = Report {
+        healthy: findings.is_empty(),
+        nodes: fabric.node_count(),
+        links: fabric.link_count(),
+        ports_sampled,
+        counters_checked,
+        sm_checked: counters_checked,
+        findings,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_text(&out);
+    }
+    Ok(ExitCode::from(if out.healthy {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+/// The master SM: the local port's SMLID must answer SMInfo in state Master.
+fn check_sm(engine: &mut ibscope_mad::engine::Engine) -> Option<Finding> {
+    let sm_lid = engine.local().sm_lid;
+    if sm_lid == 0 {
+        return Some(Finding::new(
+            "no-master-sm",
+            "the local port knows no SM (its SMLID is 0)".into(),
+        ));
+    }
+    let request = Request::smp_get(&SmpRoute::Lid(sm_lid), attr::SM_INFO, 0);
+    match engine.call(request) {
+        Err(e) => Some(Finding::new(
+            "no-master-sm",
+            format!("the SM at LID {sm_lid} does not answer SMInfo: {e}"),
+        )),
+        Ok(r) => match SmInfo::decode(r.smp_data()) {
+            Err(e) => Some(Finding::new(
+                "no-master-sm",
+                format!("the SM at LID {sm_lid} sent a malformed SMInfo: {e}"),
+            )),
+            Ok(info) if info.sm_state == 3 => None,
+            Ok(info) => Some(Finding::new(
+                "no-master-sm",
+                format!(
+                    "the SM at LID {sm_lid} (GUID {:#018x}) is {}, not Master",
+                    info.guid,
+                    info.state_name()
+                ),
+            )),
+        },
+    }
+}
+
+fn print_text(r: &Report) {
+    for f in &r.findings {
+        let mut line = format!("[{}]", f.kind);
+        if let Some(at) = &f.at {
+            line.push_str(&format!(" {at}"));
+            if at.lid != 0 {
+                line.push_str(&format!(" (lid {})", at.lid));
+            }
+        }
+        if let Some(remote) = &f.remote {
+            line.push_str(&format!(" <-> {remote}"));
+        }
+        line.push_str(&format!(": {}", for_terminal(&f.message)));
+        println!("{line}");
+    }
+    let scope = if r.counters_checked {
+        format!("{} ports' counters, SM", r.ports_sampled)
+    } else {
+        "links and ports only (--topology)".to_string()
+    };
+    if r.healthy {
+        println!(
+            "healthy: {} nodes, {} links, {scope} checked",
+            r.nodes, r.links
+        );
+    } else {
+        println!(
+            "{} finding(s): {} nodes, {} links, {scope} checked",
+            r.findings.len(),
+            r.nodes,
+            r.links
+        );
+    }
+}

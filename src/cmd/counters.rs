@@ -1,0 +1,573 @@
+//! `ibscope counters`: PMA port counters of every port (or one node / port), once or as
+//! rates over an interval; `--reset` clears them.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::ValueEnum;
+use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::{for_csv, for_prometheus_label, for_terminal};
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::{Fabric, NodeId};
+
+use crate::cli::{exit, Global};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per port: data/packet counters and every non-zero error counter.
+    Table,
+    /// One JSON document per sample (with --interval: one per interval, one per line).
+    Json,
+    /// A header line, then one line per port (per interval with --interval).
+    Csv,
+    /// Prometheus text exposition.
+    Prom,
+}
+
+/// Read port counters (PortCounters and PortCountersExtended) through every port's PMA.
+///
+/// Ports: switch ports 1..N (port 0 with EnhancedPort0) and every CA port with a LID, or
+/// only NODE (a LID, a GUID, or a name: NodeDescription or node-name-map name) and PORT.
+/// Counters are named as in the IBA specification (and perfquery).
+///
+/// UNITS: PortXmitData and PortRcvData are in BYTES everywhere (table, JSON, CSV, prom).
+/// The wire counts 4-octet words; ibscope multiplies by 4 (perfquery prints the words).
+/// Where PortCountersExtended is implemented its 64-bit data/packet counters are used for
+/// the table, rates and prom output; a 32-bit counter at its maximum is marked saturated.
+///
+/// With --interval S: rates per second over each interval (--count N intervals; default
+/// until interrupted). A counter that went backwards was reset: it shows as "reset", never
+/// as a negative or huge rate.
+///
+/// --reset clears the counters of NODE PORT (a CA's LID names its port), or with --all
+/// every port of NODE, or of the whole fabric without NODE. It is the only command that
+/// writes to the fabric (a PortCounters Set, and a PortCountersExtended Set where
+/// implemented).
+///
+/// Examples:
+///   ibscope counters
+///   ibscope counters sw-leaf-1 17 --interval 1 --count 10
+///   ibscope counters 0x0002c903000e0b72 --format json
+///   ibscope counters --format prom > counters.prom
+///   ibscope counters 12 1 --reset
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// A LID, a GUID (node or port, 0x-hex) or a node name.
+    pub node: Option<String>,
+    /// A port number of NODE. (Not `port`: that id belongs to the global -P/--port.)
+    #[arg(value_name = "PORT")]
+    pub port_number: Option<u8>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Seconds between samples: print rates instead of totals.
+    #[arg(long, value_name = "S")]
+    pub interval: Option<f64>,
+    /// Number of intervals (with --interval).
+    #[arg(long, value_name = "N", requires = "interval")]
+    pub count: Option<u64>,
+    /// Clear the counters of NODE PORT (see --all).
+    #[arg(long)]
+    pub reset: bool,
+    /// With --reset: every port of NODE, or of the fabric when no NODE is given.
+    #[arg(long, requires = "reset")]
+    pub all: bool,
+}
+
+/// Which node (and port) a NODE argument names.
+pub fn resolve(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    text: &str,
+) -> Result<(NodeId, Option<u8>)> {
+    let t = text.trim();
+    if let Some(guid) = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    {
+        if let Some(id) = fabric.node_by_guid(guid) {
+            return Ok((id, None));
+        }
+        if let Some(end) = fabric.port_by_guid(guid) {
+            let node = fabric.node(end.node);
+            return Ok((end.node, (!node.is_switch()).then_some(end.port)));
+        }
+    }
+    if let Ok(lid) = crate::output::parse_lid(t) {
+        if let Some(end) = fabric.port_by_lid(lid) {
+            let node = fabric.node(end.node);
+            return Ok((end.node, (!node.is_switch()).then_some(end.port)));
+        }
+    }
+    let mut hits: Vec<NodeId> = fabric.nodes_by_description(t).to_vec();
+    if let Some(map) = names {
+        for (guid, name) in map.iter() {
+            if name == t {
+                if let Some(id) = fabric.node_by_guid(guid) {
+                    if !hits.contains(&id) {
+                        hits.push(id);
+                    }
+                }
+            }
+        }
+    }
+    match hits.as_slice() {
+        [one] => Ok((*one, None)),
+        [] => bail!(
+            "no node {:?} in the fabric (give a LID, a 0x GUID or a node name)",
+            for_terminal(t)
+        ),
+        many => {
+            let guids: Vec<String> = many
+                .iter()
+                .map(|id| format!("{:#018x}", fabric.node(*id).guid))
+                .collect();
+            bail!(
+                "{:?} names {} nodes ({}): give a GUID",
+                for_terminal(t),
+                many.len(),
+                guids.join(", ")
+            )
+        }
+    }
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    if g.topology.is_some() {
+        bail!("counters are read from the live fabric: --topology cannot be used here");
+    }
+    if let Some(s) = a.interval {
+        if !(s.is_finite() && s > 0.0) {
+            bail!("--interval must be a positive number of seconds");
+        }
+    }
+    let names = crate::fabric::names(g)?;
+    let mut engine = crate::fabric::open_engine(g)?;
+    let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default());
+    let (only, mut port) = match &a.node {
+        Some(text) => {
+            let (id, p) = resolve(&fabric, names.as_ref(), text)?;
+            (Some(id), p)
+        }
+        None => (None, None),
+    };
+    if a.port_number.is_some() {
+        port = a.port_number;
+    }
+    if a.port_number.is_some() && a.node.is_none() {
+        bail!("PORT needs a NODE");
+    }
+    if a.reset {
+        if !a.all && port.is_none() {
+            bail!("--reset clears one port: give NODE PORT, or --all for every port of NODE (or of the fabric without NODE)");
+        }
+        let targets = counters::targets(&fabric, only, if a.all { None } else { port });
+        if targets.is_empty() {
+            bail!("no port with a LID to reset there");
+        }
+        let results = counters::reset(&mut engine, &fabric, &targets, names.as_ref());
+        let mut failed = 0;
+        for r in &results {
+            if r.errors.is_empty() {
+                eprintln!("reset {}", r.at);
+            } else {
+                failed += 1;
+                for e in &r.errors {
+                    eprintln!("error: {}: {}", r.at, for_terminal(e));
+                }
+            }
+        }
+        eprintln!(
+            "{} of {} ports reset",
+            results.len() - failed,
+            results.len()
+        );
+        return Ok(ExitCode::from(if failed == 0 {
+            exit::OK
+        } else {
+            exit::FINDINGS
+        }));
+    }
+
+    let targets = counters::targets(&fabric, only, port);
+    if targets.is_empty() {
+        bail!("no port with a LID to read (is an SM running?)");
+    }
+    let mut out = std::io::stdout().lock();
+    let mut any_errors = false;
+    let mut sample = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
+    let mut sampled_at = Instant::now();
+    report_errors(&sample, &mut any_errors);
+    match a.interval {
+        None => print_sample(&mut out, a.format, &sample)?,
+        Some(secs) => {
+            let interval = Duration::from_secs_f64(secs);
+            let mut done = 0u64;
+            let mut header = true;
+            while a.count.map_or(true, |c| done < c) {
+                let next = sampled_at + interval;
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
+                let now = Instant::now();
+                report_errors(&cur, &mut any_errors);
+                let deltas = counters::diff(&sample, &cur, now - sampled_at);
+                print_deltas(&mut out, a.format, &cur, &deltas, header)?;
+                out.flush()?;
+                header = false;
+                sample = cur;
+                sampled_at = now;
+                done += 1;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::from(if any_errors {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }))
+}
+
+fn report_errors(sample: &Sample, any: &mut bool) {
+    for p in &sample.ports {
+        for e in &p.errors {
+            *any = true;
+            eprintln!("warning: {}: {}", p.at, for_terminal(e));
+        }
+    }
+}
+
+fn print_sample(out: &mut impl Write, format: Format, sample: &Sample) -> Result<()> {
+    match format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(sample)?)?,
+        Format::Table => print_table(out, sample)?,
+        Format::Csv => print_csv(out, sample)?,
+        Format::Prom => out.write_all(prometheus(sample).as_bytes())?,
+    }
+    Ok(())
+}
+
+/// Human-readable byte count, powers of 1024.
+fn bytes(v: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut x = v as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i + 1 < UNITS.len() {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v} B")
+    } else {
+        format!("{x:.1} {}", UNITS[i])
+    }
+}
+
+fn port_label(p: &PortSample) -> String {
+    format!(
+        "{:<24} {:#018x} {:>5} {:>3}",
+        for_terminal(&p.at.node),
+        p.at.node_guid,
+        p.at.lid,
+        p.at.port
+    )
+}
+
+fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
+    writeln!(
+        out,
+        "{:<24} {:<18} {:>5} {:>3} {:>12} {:>12} {:>12} {:>12} {:>10}  errors",
+        "node", "guid", "lid", "port", "xmit", "rcv", "xmit_pkts", "rcv_pkts", "xmit_wait"
+    )?;
+    for p in &sample.ports {
+        if p.counters.is_none() && p.extended.is_none() {
+            writeln!(out, "{} (no answer)", port_label(p))?;
+            continue;
+        }
+        let cell = |name: &str, data: bool| {
+            let v = p.value(name);
+            let mut s = match v {
+                Some(v) if data => bytes(v),
+                Some(v) => v.to_string(),
+                None => "-".into(),
+            };
+            if p.is_saturated(name) {
+                s.push('*');
+            }
+            s
+        };
+        let errors: Vec<String> = counters::ERROR_COUNTERS
+            .iter()
+            .filter_map(|n| {
+                let v = p.value(n)?;
+                (v > 0).then(|| {
+                    let sat = if p.is_saturated(n) { "*" } else { "" };
+                    format!("{n}={v}{sat}")
+                })
+            })
+            .collect();
+        writeln!(
+            out,
+            "{} {:>12} {:>12} {:>12} {:>12} {:>10}  {}",
+            port_label(p),
+            cell("PortXmitData", true),
+            cell("PortRcvData", true),
+            cell("PortXmitPkts", false),
+            cell("PortRcvPkts", false),
+            cell("PortXmitWait", false),
+            errors.join(" ")
+        )?;
+    }
+    writeln!(
+        out,
+        "# {} ports; data in bytes; * = saturated counter (no 64-bit replacement)",
+        sample.ports.len()
+    )?;
+    Ok(())
+}
+
+fn csv_header() -> String {
+    let mut cols: Vec<String> = ["time_ms", "node", "node_guid", "lid", "port"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
+    cols.extend(
+        counters::PORT_COUNTER_NAMES[12..16]
+            .iter()
+            .chain(counters::EXTENDED_ONLY.iter())
+            .map(|s| format!("PortCountersExtended.{s}")),
+    );
+    cols.push("saturated".into());
+    cols.join(",")
+}
+
+fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
+    writeln!(out, "{}", csv_header())?;
+    for p in &sample.ports {
+        let mut row = vec![
+            sample.time_ms.to_string(),
+            for_csv(&p.at.node),
+            format!("{:#018x}", p.at.node_guid),
+            p.at.lid.to_string(),
+            p.at.port.to_string(),
+        ];
+        let get = |set: &Option<counters::CounterSet>, n: &str| {
+            set.as_ref()
+                .and_then(|s| s.get(n))
+                .map_or(String::new(), |v| v.to_string())
+        };
+        for n in counters::PORT_COUNTER_NAMES {
+            row.push(get(&p.counters, n));
+        }
+        for n in counters::PORT_COUNTER_NAMES[12..16]
+            .iter()
+            .chain(counters::EXTENDED_ONLY.iter())
+        {
+            row.push(get(&p.extended, n));
+        }
+        row.push(for_csv(&p.saturated.join(" ")));
+        writeln!(out, "{}", row.join(","))?;
+    }
+    Ok(())
+}
+
+/// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
+fn snake(name: &str) -> String {
+    let mut s = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() {
+            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase();
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
+            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+        } else {
+            s.push(*c);
+        }
+    }
+    s
+}
+
+/// Prometheus metric name of a counter: `ibscope_port_<snake>_total`, data ones
+/// `ibscope_port_xmit_data_bytes_total`.
+pub fn metric_name(counter: &str) -> String {
+    let base = snake(counter);
+    let base = base.strip_prefix("port_").unwrap_or(&base).to_string();
+    if counters::is_data_counter(counter) {
+        format!("ibscope_port_{base}_bytes_total")
+    } else {
+        format!("ibscope_port_{base}_total")
+    }
+}
+
+/// Prometheus text exposition of a sample: the best value of every counter (64-bit where
+/// implemented), data in bytes.
+pub fn prometheus(sample: &Sample) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let all = counters::PORT_COUNTER_NAMES
+        .iter()
+        .chain(counters::EXTENDED_ONLY.iter());
+    for name in all {
+        let metric = metric_name(name);
+        let unit = if counters::is_data_counter(name) {
+            " in bytes"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "# HELP {metric} IB {name}{unit} (PMA).");
+        let _ = writeln!(out, "# TYPE {metric} counter");
+        for p in &sample.ports {
+            let Some(v) = p.value(name) else { continue };
+            let _ = writeln!(
+                out,
+                "{metric}{{node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"}} {v}",
+                for_prometheus_label(&p.at.node),
+                p.at.node_guid,
+                p.at.lid,
+                p.at.port
+            );
+        }
+    }
+    out
+}
+
+fn delta_cell(c: Option<&CounterDelta>, data: bool) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) if c.reset => "reset".into(),
+        Some(c) if c.saturated => "saturated".into(),
+        Some(c) => match c.per_second {
+            Some(r) if data => format!("{}/s", bytes(r as u64)),
+            Some(r) => format!("{r:.1}/s"),
+            None => "-".into(),
+        },
+    }
+}
+
+fn print_deltas(
+    out: &mut impl Write,
+    format: Format,
+    sample: &Sample,
+    deltas: &[PortDelta],
+    header: bool,
+) -> Result<()> {
+    match format {
+        Format::Json => {
+            let doc = serde_json::json!({
+                "time_ms": sample.time_ms,
+                "data_unit": "bytes",
+                "ports": deltas,
+            });
+            writeln!(out, "{}", serde_json::to_string(&doc)?)?;
+        }
+        Format::Prom => out.write_all(prometheus(sample).as_bytes())?,
+        Format::Csv => {
+            if header {
+                writeln!(
+                    out,
+                    "time_ms,node,node_guid,lid,port,counter,delta,per_second,reset,saturated"
+                )?;
+            }
+            for d in deltas {
+                for c in &d.counters {
+                    writeln!(
+                        out,
+                        "{},{},{:#018x},{},{},{},{},{},{},{}",
+                        sample.time_ms,
+                        for_csv(&d.at.node),
+                        d.at.node_guid,
+                        d.at.lid,
+                        d.at.port,
+                        c.name,
+                        c.delta.map_or(String::new(), |v| v.to_string()),
+                        c.per_second.map_or(String::new(), |v| format!("{v:.3}")),
+                        c.reset,
+                        c.saturated
+                    )?;
+                }
+            }
+        }
+        Format::Table => {
+            writeln!(
+                out,
+                "{:<24} {:<18} {:>5} {:>3} {:>14} {:>14} {:>12} {:>12}  errors (delta)",
+                "node", "guid", "lid", "port", "xmit", "rcv", "xmit_pkts", "rcv_pkts"
+            )?;
+            for d in deltas {
+                let get = |n: &str| d.counters.iter().find(|c| c.name == n);
+                let errors: Vec<String> = d
+                    .counters
+                    .iter()
+                    .filter(|c| counters::ERROR_COUNTERS.contains(&c.name))
+                    .filter(|c| c.reset || c.saturated || c.delta.is_some_and(|v| v > 0))
+                    .map(|c| match c.delta {
+                        Some(v) if !c.reset => format!("{}+{v}", c.name),
+                        _ => format!("{}:{}", c.name, if c.reset { "reset" } else { "saturated" }),
+                    })
+                    .collect();
+                writeln!(
+                    out,
+                    "{:<24} {:#018x} {:>5} {:>3} {:>14} {:>14} {:>12} {:>12}  {}",
+                    for_terminal(&d.at.node),
+                    d.at.node_guid,
+                    d.at.lid,
+                    d.at.port,
+                    delta_cell(get("PortXmitData"), true),
+                    delta_cell(get("PortRcvData"), true),
+                    delta_cell(get("PortXmitPkts"), false),
+                    delta_cell(get("PortRcvPkts"), false),
+                    errors.join(" ")
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names() {
+        assert_eq!(
+            metric_name("SymbolErrorCounter"),
+            "ibscope_port_symbol_error_counter_total"
+        );
+        assert_eq!(
+            metric_name("VL15Dropped"),
+            "ibscope_port_vl15_dropped_total"
+        );
+        assert_eq!(
+            metric_name("PortXmitData"),
+            "ibscope_port_xmit_data_bytes_total"
+        );
+        assert_eq!(
+            metric_name("PortRcvRemotePhysicalErrors"),
+            "ibscope_port_rcv_remote_physical_errors_total"
+        );
+    }
+
+    #[test]
+    fn csv_header_has_every_counter() {
+        let h = csv_header();
+        assert!(h.starts_with("time_ms,node,node_guid,lid,port,SymbolErrorCounter,"));
+        assert!(h.contains(",PortCountersExtended.PortXmitData,"));
+        assert!(h.ends_with(",PortCountersExtended.PortMulticastRcvPkts,saturated"));
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(2048), "2.0 KiB");
+    }
+}

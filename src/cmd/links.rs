@@ -1,0 +1,140 @@
+//! `ibscope links`: every link with both ends' width, speed and state (the iblinkinfo
+//! equivalent), what the link could run at, and whether it is degraded.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
+
+use crate::cli::{exit, Global};
+
+/// List links with both ends, their active rate, the rate both ends could run at, and
+/// whether the link is degraded.
+///
+/// A link is degraded when its active width or speed is below the best both ends support
+/// and enable, or when it runs below the expected rate: --expect, else the most common
+/// rate among links of its class (switch-switch, CA-switch). Ports physically up but not
+/// Active, and down/polling/disabled ports, are listed after the links.
+///
+/// Exit code: 0; with --degraded, 1 when a degraded link or an up-but-not-Active port
+/// was found.
+///
+/// Examples:
+///   ibscope links
+///   ibscope links --degraded --expect 4xHDR
+///   ibscope --topology fabric.json links --json
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Show only degraded links and ports up but not Active.
+    #[arg(long)]
+    pub degraded: bool,
+    /// JSON output (the health report: norms, links, port states).
+    #[arg(long)]
+    pub json: bool,
+    /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
+    #[arg(long, value_name = "WIDTHxSPEED", value_parser = parse_rate)]
+    pub expect: Option<Rate>,
+}
+
+pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
+    Rate::parse(text).ok_or_else(|| {
+        format!("{text:?} is not WIDTHxSPEED, e.g. 4xHDR (widths 1 2 4 8 12; SDR..NDR)")
+    })
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let names = crate::fabric::names(g)?;
+    let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
+    let mut report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
+    let findings = report.degraded().count() + report.up_not_active.len();
+    if a.degraded {
+        report.links.retain(|l| l.degraded);
+        report.down.clear();
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    let code = if a.degraded && findings > 0 {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    };
+    Ok(ExitCode::from(code))
+}
+
+fn rate_text(r: Option<Rate>) -> String {
+    r.map_or_else(|| "?".to_string(), |r| r.to_string())
+}
+
+fn end_text(e: &LinkEnd) -> String {
+    format!(
+        "{} {:?} ({:#018x}) lid {} port {}",
+        e.at.kind.as_str(),
+        for_terminal(&e.at.node),
+        e.at.node_guid,
+        e.at.lid,
+        e.at.port
+    )
+}
+
+/// One line per link: `A <=> B  4xHDR Active/LinkUp  (could be 4xHDR)  [DEGRADED: ...]`.
+pub fn link_line(l: &LinkAssessment) -> String {
+    let state = if l.a.state == l.b.state && l.a.phys_state == l.b.phys_state {
+        format!("{}/{}", l.a.state, l.a.phys_state)
+    } else {
+        format!(
+            "{}/{} : {}/{}",
+            l.a.state, l.a.phys_state, l.b.state, l.b.phys_state
+        )
+    };
+    let mut line = format!(
+        "{}  <=>  {}  {} {}",
+        end_text(&l.a),
+        end_text(&l.b),
+        rate_text(l.active),
+        state
+    );
+    if let Some(c) = l.could_be {
+        if Some(c) != l.active {
+            line.push_str(&format!("  (could be {c})"));
+        }
+    }
+    if l.degraded {
+        line.push_str(&format!("  DEGRADED: {}", l.reasons.join("; ")));
+    }
+    line
+}
+
+fn print_text(report: &HealthReport) {
+    let norm = |r: Option<Rate>| rate_text(r);
+    println!(
+        "# {} {}: switch-switch {}, ca-switch {}",
+        report.links.len(),
+        if report.norms.given {
+            "links; expected rate"
+        } else {
+            "links; fabric norm"
+        },
+        norm(report.norms.switch_switch),
+        norm(report.norms.ca_switch)
+    );
+    for l in &report.links {
+        println!("{}", link_line(l));
+    }
+    let ports = report.up_not_active.iter().chain(report.down.iter());
+    for p in ports {
+        let remote = p
+            .remote
+            .as_ref()
+            .map_or_else(|| "no link".to_string(), |r| format!("to {r}"));
+        println!(
+            "{} {}/{} ({:?}), {}",
+            p.at, p.state, p.phys_state, p.condition, remote
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! `ibscope counters` against perfquery on the simulated fabric, and `--reset`.
+//!
+//! Units: ibscope reports PortXmitData/PortRcvData in bytes; perfquery prints the wire
+//! value, 4-octet words. The comparisons divide ibscope's value by 4.
+//!
+//! The simulator counts the MADs the tools themselves send (data and packet counters move
+//! between two reads), so every port is read by perfquery before and after ibscope:
+//! `before <= ibscope <= after`, which is equality for every counter nothing moved.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use serde_json::Value;
+
+/// A `Field:....value` line of perfquery output.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        let v = rest.trim_start_matches('.').trim();
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        }
+    })
+}
+
+const PC: [&str; 17] = [
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "VL15Dropped",
+    "PortXmitData",
+    "PortRcvData",
+    "PortXmitPkts",
+    "PortRcvPkts",
+    "PortXmitWait",
+];
+
+const EXT: [&str; 8] = [
+    "PortXmitData",
+    "PortRcvData",
+    "PortXmitPkts",
+    "PortRcvPkts",
+    "PortUnicastXmitPkts",
+    "PortUnicastRcvPkts",
+    "PortMulticastXmitPkts",
+    "PortMulticastRcvPkts",
+];
+
+fn is_data(name: &str) -> bool {
+    name == "PortXmitData" || name == "PortRcvData"
+}
+
+/// perfquery (and perfquery -x) of one port: (counters, extended counters).
+fn perfquery(sim: &Sim, lid: u64, port: u64) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let (l, p) = (lid.to_string(), port.to_string());
+    let basic = assert_success(&reference(sim, "perfquery", &[&l, &p]));
+    let ext = assert_success(&reference(sim, "perfquery", &["-x", &l, &p]));
+    let pick = |text: &str, names: &[&str]| {
+        names
+            .iter()
+            .map(|n| {
+                let v = field(text, n).unwrap_or_else(|| panic!("no {n} in:\n{text}"));
+                (n.to_string(), v)
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    (pick(&basic, &PC), pick(&ext, &EXT))
+}
+
+fn counters_json(sim: &Sim, args: &[&str]) -> Value {
+    let mut all = vec!["counters", "--format", "json", "--max-outstanding", "64"];
+    all.extend_from_slice(args);
+    let out = assert_success(&ibscope(sim, &all));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+}
+
+/// (node description, port) -> the port's JSON object.
+fn by_port(doc: &Value) -> BTreeMap<(String, u64), Value> {
+    doc["ports"]
+        .as_array()
+        .expect("ports array")
+        .iter()
+        .map(|p| {
+            (
+                (
+                    p["node"].as_str().unwrap().to_string(),
+                    p["port"].as_u64().unwrap(),
+                ),
+                p.clone(),
+            )
+        })
+        .collect()
+}
+
+fn ours(p: &Value, section: &str, name: &str) -> u64 {
+    let v = p[section][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{section}.{name} missing in {p}"));
+    // ibscope reports bytes; perfquery prints 4-octet words.
+    if is_data(name) {
+        assert_eq!(v % 4, 0, "{name} in bytes must be a multiple of 4");
+        v / 4
+    } else {
+        v
+    }
+}
+
+#[test]
+fn counters_equal_perfquery_on_every_port() {
+    let sim = sim("net.2sw2path4hca");
+    // Injected values on several ports, PortCounters and PortCountersExtended.
+    let injected: &[(&str, u8, &str, u64)] = &[
+        ("Switch1", 1, "SymbolErrorCounter", 17),
+        ("Switch1", 1, "PortRcvErrors", 5),
+        ("Switch2", 3, "LinkDownedCounter", 3),
+        ("Switch2", 3, "PortXmitDiscards", 42),
+        (
+            "Switch2",
+            3,
+            "PortCountersExtended.PortXmitData",
+            123_456_789_012,
+        ),
+        ("Hca2", 1, "SymbolErrorCounter", 65535),
+        ("Hca2", 1, "PortCountersExtended.PortRcvPkts", 9_000_000_000),
+        ("Hca3", 1, "VL15Dropped", 7),
+        ("Hca3", 1, "PortXmitData", 4_294_967_295),
+    ];
+    for (node, port, f, v) in injected {
+        sim.set_counter(node, *port, f, *v).unwrap();
+    }
+
+    // The port list and LIDs first.
+    let first = counters_json(&sim, &[]);
+    assert_eq!(first["data_unit"], "bytes");
+    let ports = by_port(&first);
+    // 2 switches x ports 1..8 (no EnhancedPort0 in ibsim) + 4 single-port HCAs.
+    assert_eq!(ports.len(), 20, "{:?}", ports.keys());
+    let targets: Vec<((String, u64), u64)> = ports
+        .iter()
+        .map(|(k, p)| (k.clone(), p["lid"].as_u64().unwrap()))
+        .collect();
+
+    let before: Vec<_> = targets
+        .iter()
+        .map(|((_, port), lid)| perfquery(&sim, *lid, *port))
+        .collect();
+    let doc = counters_json(&sim, &[]);
+    let after: Vec<_> = targets
+        .iter()
+        .map(|((_, port), lid)| perfquery(&sim, *lid, *port))
+        .collect();
+    let mid = by_port(&doc);
+
+    for (i, (key, _)) in targets.iter().enumerate() {
+        let p = &mid[key];
+        assert!(p["errors"].as_array().unwrap().is_empty(), "{p}");
+        for (section, names, b, a) in [
+            ("counters", &PC[..], &before[i].0, &after[i].0),
+            ("extended", &EXT[..], &before[i].1, &after[i].1),
+        ] {
+            for n in names {
+                let v = ours(p, section, n);
+                assert!(
+                    b[*n] <= v && v <= a[*n],
+                    "{key:?} {section}.{n}: perfquery {} then {}, ibscope {v}",
+                    b[*n],
+                    a[*n]
+                );
+            }
+        }
+    }
+
+    // The injected values themselves, exactly.
+    for (node, port, f, v) in injected {
+        let p = &mid[&(node.to_string(), u64::from(*port))];
+        let (section, name) = match f.strip_prefix("PortCountersExtended.") {
+            Some(n) => ("extended", n),
+            None => ("counters", *f),
+        };
+        if is_data(name) || name.ends_with("Pkts") {
+            // Traffic counters keep counting our own MADs.
+            assert!(ours(p, section, name) >= *v, "{node}[{port}] {f}");
+        } else {
+            assert_eq!(ours(p, section, name), *v, "{node}[{port}] {f}");
+        }
+    }
+    // Saturated 32-bit/16-bit counters are flagged.
+    let hca2 = &mid[&("Hca2".to_string(), 1)];
+    assert_eq!(hca2["saturated"], serde_json::json!(["SymbolErrorCounter"]));
+    let hca3 = &mid[&("Hca3".to_string(), 1)];
+    assert!(
+        hca3["saturated"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("PortXmitData")),
+        "{hca3}"
+    );
+}
+
+#[test]
+fn node_selection_by_name_lid_and_guid() {
+    let sim = sim("net.2sw2path4hca");
+    let all = by_port(&counters_json(&sim, &[]));
+    let sw2 = &all[&("Switch2".to_string(), 3)];
+    let lid = sw2["lid"].as_u64().unwrap().to_string();
+    let guid = format!("{:#x}", sw2["node_guid"].as_u64().unwrap());
+    for sel in [&["Switch2", "3"][..], &[&lid, "3"][..], &[&guid, "3"][..]] {
+        let one = by_port(&counters_json(&sim, sel));
+        assert_eq!(
+            one.keys().cloned().collect::<Vec<_>>(),
+            vec![("Switch2".to_string(), 3)],
+            "{sel:?}"
+        );
+    }
+    let whole = by_port(&counters_json(&sim, &["Switch2"]));
+    assert_eq!(whole.len(), 8);
+    // A CA's LID names its port.
+    let hca = &all[&("Hca4".to_string(), 1)];
+    let hca_lid = hca["lid"].as_u64().unwrap().to_string();
+    assert_eq!(by_port(&counters_json(&sim, &[&hca_lid])).len(), 1);
+    let bad = ibscope(&sim, &["counters", "NoSuchNode"]);
+    assert_exit(&bad, 2);
+    assert!(stderr(&bad).contains("no node"), "{}", stderr(&bad));
+}
+
+#[test]
+fn reset_clears_only_the_named_port() {
+    let sim = sim("net.2sw2path4hca");
+    for (node, port) in [("Switch2", 3), ("Switch1", 3), ("Switch2", 1)] {
+        sim.set_counter(node, port, "SymbolErrorCounter", 17)
+            .unwrap();
+        sim.set_counter(node, port, "PortCountersExtended.PortXmitData", 1 << 40)
+            .unwrap();
+    }
+    let all = by_port(&counters_json(&sim, &[]));
+    let lid = |n: &str| all[&(n.to_string(), 1)]["lid"].as_u64().unwrap();
+    let (sw1, sw2) = (lid("Switch1"), lid("Switch2"));
+
+    let out = ibscope(&sim, &["counters", "Switch2", "3", "--reset"]);
+    assert_success(&out);
+    assert!(
+        stderr(&out).contains("1 of 1 ports reset"),
+        "{}",
+        stderr(&out)
+    );
+
+    let (pc, ext) = perfquery(&sim, sw2, 3);
+    assert_eq!(pc["SymbolErrorCounter"], 0);
+    assert!(ext["PortXmitData"] < 1 << 40, "extended cleared too");
+    // The neighbour on the same link and another port of the same switch keep theirs.
+    for (lid, port) in [(sw1, 3), (sw2, 1)] {
+        let (pc, ext) = perfquery(&sim, lid, port);
+        assert_eq!(pc["SymbolErrorCounter"], 17, "lid {lid} port {port}");
+        assert!(ext["PortXmitData"] >= 1 << 40, "lid {lid} port {port}");
+    }
+    // Without a port (on a switch) --reset refuses; --all clears the whole switch.
+    assert_exit(&ibscope(&sim, &["counters", "Switch2", "--reset"]), 2);
+    assert_success(&ibscope(&sim, &["counters", "Switch2", "--reset", "--all"]));
+    let (pc, _) = perfquery(&sim, sw2, 1);
+    assert_eq!(pc["SymbolErrorCounter"], 0);
+    let (pc, _) = perfquery(&sim, sw1, 3);
+    assert_eq!(pc["SymbolErrorCounter"], 17);
+}
+
+#[test]
+fn interval_reports_rates_and_resets() {
+    let sim = sim("net.2sw2path4hca");
+    sim.set_counter("Switch1", 1, "SymbolErrorCounter", 100)
+        .unwrap();
+    // Samples at about t0, t0+2 s and t0+4 s (t0: after discovery, well under 1 s here);
+    // the counter is lowered at about t0+3 s: the second interval sees it go backwards.
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(3200));
+            sim.set_counter("Switch1", 1, "SymbolErrorCounter", 1)
+                .unwrap();
+        });
+        assert_success(&ibscope(
+            &sim,
+            &[
+                "counters",
+                "Switch1",
+                "1",
+                "--format",
+                "json",
+                "--interval",
+                "2",
+                "--count",
+                "2",
+            ],
+        ))
+    });
+    let docs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2, "{out}");
+    let sym = |doc: &Value| {
+        doc["ports"][0]["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "SymbolErrorCounter")
+            .unwrap()
+            .clone()
+    };
+    let first = sym(&docs[0]);
+    assert_eq!(
+        (first["delta"].clone(), first["reset"].clone()),
+        (0.into(), false.into())
+    );
+    assert_eq!(first["per_second"], 0.0);
+    let second = sym(&docs[1]);
+    assert_eq!(second["reset"], true, "{second}");
+    assert!(second["delta"].is_null() && second["per_second"].is_null());
+    // Data counters move (our own MADs cross the port): a positive byte rate.
+    let data = docs[0]["ports"][0]["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "PortRcvData")
+        .unwrap()
+        .clone();
+    assert!(data["per_second"].as_f64().unwrap() >= 0.0);
+    let csv = assert_success(&ibscope(&sim, &["counters", "--format", "csv"]));
+    assert_eq!(csv.lines().count(), 21, "{csv}");
+    let prom = assert_success(&ibscope(&sim, &["counters", "--format", "prom"]));
+    assert!(
+        prom.contains("ibscope_port_symbol_error_counter_total{node=\"Switch1\""),
+        "{prom}"
+    );
+}

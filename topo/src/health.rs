@@ -1,0 +1,660 @@
+//! Link health: every link's width and speed against what its two ends could do, and
+//! against the rate most links of its kind run at; ports that are physically up but not
+//! Active; ports that are down, polling or disabled.
+//!
+//! Two rules mark a link degraded, each with its reason:
+//! - the spec rule: the active width (speed) is below the best width (speed) both ends
+//!   support *and* enable;
+//! - the fabric-norm rule: the active rate is below the expected rate, either given
+//!   (`--expect 4xHDR`) or the most common active rate among links of the same class
+//!   (switch-switch, CA-switch). Needed because a simulator (and some firmware) narrows a
+//!   port by lowering its enabled set, after which the spec rule cannot see it, and
+//!   because a topology file carries only active rates.
+
+use std::collections::HashMap;
+
+use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{phys_state, port_state, End, Fabric, Node, NodeKind, Port};
+use crate::namemap::{display_name, NameMap};
+
+/// A link rate: lanes times lane speed, written `4xHDR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rate {
+    pub width: Width,
+    pub speed: Speed,
+}
+
+impl Rate {
+    /// Parse `4xHDR` (case-insensitive, `4XHDR` too).
+    pub fn parse(text: &str) -> Option<Rate> {
+        let t = text.trim();
+        let i = t.find(['x', 'X'])?;
+        Some(Rate {
+            width: Width::parse(&t[..i])?,
+            speed: Speed::parse(&t[i + 1..])?,
+        })
+    }
+    /// Data rate in Gb/s (after line encoding).
+    pub fn data_gbps(self) -> f64 {
+        f64::from(self.width.lanes()) * self.speed.lane_data_gbps()
+    }
+    /// Lower than `norm` in width or in speed.
+    pub fn is_below(self, norm: Rate) -> bool {
+        self.width < norm.width || self.speed < norm.speed
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.width.lanes(), self.speed.name())
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        let text = String::deserialize(d)?;
+        Rate::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a rate like 4xHDR")))
+    }
+}
+
+/// Which links are compared with each other for the fabric norm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkClass {
+    SwitchSwitch,
+    /// A CA or router to a switch.
+    CaSwitch,
+    /// Anything else (CA to CA back to back).
+    Other,
+}
+
+impl LinkClass {
+    fn of(a: NodeKind, b: NodeKind) -> LinkClass {
+        match (a == NodeKind::Switch, b == NodeKind::Switch) {
+            (true, true) => LinkClass::SwitchSwitch,
+            (true, false) | (false, true) => LinkClass::CaSwitch,
+            (false, false) => LinkClass::Other,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkClass::SwitchSwitch => "switch-switch",
+            LinkClass::CaSwitch => "ca-switch",
+            LinkClass::Other => "other",
+        }
+    }
+}
+
+/// A port named for a report: node display name and GUID, port number, LID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRef {
+    /// Node-name-map name, else NodeDescription (untrusted text: escape before display).
+    pub node: String,
+    pub node_guid: u64,
+    pub kind: NodeKind,
+    pub port: u8,
+    /// The port's LID (a switch's LID for its external ports), 0 if none.
+    pub lid: u16,
+}
+
+impl PortRef {
+    pub fn new(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
+        let lid = node
+            .port(port)
+            .map(|p| p.lid)
+            .filter(|&l| l != 0)
+            .or_else(|| node.lid())
+            .unwrap_or(0);
+        PortRef {
+            node: display_name(node, names).to_string(),
+            node_guid: node.guid,
+            kind: node.kind,
+            port,
+            lid,
+        }
+    }
+}
+
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} ({:#018x}) port {}",
+            crate::escape::for_terminal(&self.node),
+            self.node_guid,
+            self.port
+        )
+    }
+}
+
+/// One end of a link as read from the fabric.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEnd {
+    #[serde(flatten)]
+    pub at: PortRef,
+    pub state: String,
+    pub phys_state: String,
+    pub width_active: Option<Width>,
+    pub speed_active: Option<Speed>,
+    pub width_supported: Vec<Width>,
+    pub width_enabled: Vec<Width>,
+    pub speed_supported: Vec<Speed>,
+    pub speed_enabled: Vec<Speed>,
+}
+
+impl LinkEnd {
+    fn new(node: &Node, port: u8, names: Option<&NameMap>) -> LinkEnd {
+        let p = node.port(port);
+        LinkEnd {
+            at: PortRef::new(node, port, names),
+            state: port_state::name(p.map_or(0, |p| p.state)).to_string(),
+            phys_state: phys_state::name(p.map_or(0, |p| p.phys_state)).to_string(),
+            width_active: p.and_then(|p| p.width_active),
+            speed_active: p.and_then(|p| p.speed_active),
+            width_supported: p.map_or(Vec::new(), |p| p.width_supported.iter().collect()),
+            width_enabled: p.map_or(Vec::new(), |p| p.width_enabled.iter().collect()),
+            speed_supported: p.map_or(Vec::new(), |p| p.speed_supported.iter().collect()),
+            speed_enabled: p.map_or(Vec::new(), |p| p.speed_enabled.iter().collect()),
+        }
+    }
+}
+
+/// One link's assessment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkAssessment {
+    pub class: LinkClass,
+    pub a: LinkEnd,
+    pub b: LinkEnd,
+    /// The rate the link runs at (`None` if neither end reports it).
+    pub active: Option<Rate>,
+    /// The best rate both ends support and enable ("could be"), when both ends report
+    /// their sets.
+    pub could_be: Option<Rate>,
+    /// The rate this link is held to: `--expect`, else its class's most common rate.
+    pub expected: Option<Rate>,
+    pub degraded: bool,
+    /// Why it is degraded, one line per rule that fired.
+    pub reasons: Vec<String>,
+}
+
+/// What is wrong with a port's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortCondition {
+    /// Physically LinkUp but the logical state is not Active (Init/Armed: the SM has not
+    /// brought it up).
+    UpNotActive,
+    Down,
+    Polling,
+    Disabled,
+    /// Any other physical state (sleep, training, error recovery, PHY test).
+    Other,
+}
+
+/// A port not Active, with its far end when the model knows one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortIssue {
+    #[serde(flatten)]
+    pub at: PortRef,
+    pub condition: PortCondition,
+    pub state: String,
+    pub phys_state: String,
+    pub remote: Option<PortRef>,
+}
+
+/// Norm rates per link class, as used for the fabric-norm rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Norms {
+    /// True when given with `--expect` rather than derived.
+    pub given: bool,
+    pub switch_switch: Option<Rate>,
+    pub ca_switch: Option<Rate>,
+    pub other: Option<Rate>,
+}
+
+impl Norms {
+    pub fn get(&self, class: LinkClass) -> Option<Rate> {
+        match class {
+            LinkClass::SwitchSwitch => self.switch_switch,
+            LinkClass::CaSwitch => self.ca_switch,
+            LinkClass::Other => self.other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealthOptions {
+    /// Every link is expected to run at this rate (overrides the derived norm).
+    pub expect: Option<Rate>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthReport {
+    pub norms: Norms,
+    /// Every link, in graph order.
+    pub links: Vec<LinkAssessment>,
+    /// Ports physically up but not Active: a finding.
+    pub up_not_active: Vec<PortIssue>,
+    /// Switch and CA ports that are down, polling or disabled (unused ports included):
+    /// listed for information.
+    pub down: Vec<PortIssue>,
+}
+
+impl HealthReport {
+    pub fn degraded(&self) -> impl Iterator<Item = &LinkAssessment> {
+        self.links.iter().filter(|l| l.degraded)
+    }
+}
+
+/// The best width both ends support and enable; `None` when an end does not report them.
+fn could_be_width(a: &Port, b: &Port) -> Option<Width> {
+    let sets = [
+        a.width_supported,
+        a.width_enabled,
+        b.width_supported,
+        b.width_enabled,
+    ];
+    if sets.iter().any(|s| s.0 == 0) {
+        return None;
+    }
+    sets.into_iter()
+        .fold(WidthSet(0xff), |x, y| x.intersect(y))
+        .best()
+}
+
+fn could_be_speed(a: &Port, b: &Port) -> Option<Speed> {
+    let sets = [
+        a.speed_supported,
+        a.speed_enabled,
+        b.speed_supported,
+        b.speed_enabled,
+    ];
+    if sets.iter().any(|s| s.base == 0 && s.ext == 0) {
+        return None;
+    }
+    sets.into_iter()
+        .fold(
+            SpeedSet {
+                base: 0xff,
+                ext: 0xff,
+            },
+            |x, y| x.intersect(y),
+        )
+        .best()
+}
+
+/// The active rate of a link: an end that reports both width and speed, else whatever the
+/// two ends report between them.
+fn active_rate(a: Option<&Port>, b: Option<&Port>) -> Option<Rate> {
+    let width = a
+        .and_then(|p| p.width_active)
+        .or(b.and_then(|p| p.width_active))?;
+    let speed = a
+        .and_then(|p| p.speed_active)
+        .or(b.and_then(|p| p.speed_active))?;
+    Some(Rate { width, speed })
+}
+
+/// Most common rate; ties go to the faster one (a fabric half at 1x is not "normal" at 1x).
+fn most_common(rates: &[Rate]) -> Option<Rate> {
+    let mut counts: HashMap<Rate, usize> = HashMap::new();
+    for r in rates {
+        *counts.entry(*r).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by(|(ra, ca), (rb, cb)| {
+            ca.cmp(cb)
+                .then(ra.data_gbps().total_cmp(&rb.data_gbps()))
+                .then(ra.cmp(rb))
+        })
+        .map(|(r, _)| r)
+}
+
+fn condition(port: &Port) -> Option<PortCondition> {
+    if port.is_active() {
+        return None;
+    }
+    Some(match port.phys_state {
+        phys_state::LINK_UP => PortCondition::UpNotActive,
+        phys_state::POLLING => PortCondition::Polling,
+        phys_state::DISABLED => PortCondition::Disabled,
+        // Unknown physical state: go by the logical one.
+        phys_state::UNKNOWN if port.state == port_state::DOWN => PortCondition::Down,
+        phys_state::UNKNOWN if port.state == port_state::UNKNOWN => return None,
+        phys_state::UNKNOWN => PortCondition::UpNotActive,
+        phys_state::SLEEP => PortCondition::Down,
+        _ => PortCondition::Other,
+    })
+}
+
+/// Assess every link and port of `fabric`.
+pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions) -> HealthReport {
+    struct Pending {
+        class: LinkClass,
+        a: End,
+        b: End,
+        active: Option<Rate>,
+        could_be: Option<Rate>,
+        reasons: Vec<String>,
+    }
+    let mut pending = Vec::new();
+    for link in fabric.links() {
+        let (pa, pb) = (link.a_port(), link.b_port());
+        let class = LinkClass::of(link.a_node.kind, link.b_node.kind);
+        let active = active_rate(pa, pb);
+        let mut reasons = Vec::new();
+        let mut could_be = None;
+        if let (Some(pa), Some(pb)) = (pa, pb) {
+            let w = could_be_width(pa, pb);
+            let s = could_be_speed(pa, pb);
+            if let (Some(width), Some(speed)) = (w, s) {
+                could_be = Some(Rate { width, speed });
+            }
+            // Ends that disagree on what is active: report it (a half-trained link).
+            if let (Some(x), Some(y)) = (pa.width_active, pb.width_active) {
+                if x != y {
+                    reasons.push(format!("the ends report different widths ({x} and {y})"));
+                }
+            }
+            if let (Some(x), Some(y)) = (pa.speed_active, pb.speed_active) {
+                if x != y {
+                    reasons.push(format!("the ends report different speeds ({x} and {y})"));
+                }
+            }
+            if let (Some(best), Some(act)) = (w, active.map(|r| r.width)) {
+                if act < best {
+                    reasons.push(format!(
+                        "width {act} below {best}, which both ends support and enable"
+                    ));
+                }
+            }
+            if let (Some(best), Some(act)) = (s, active.map(|r| r.speed)) {
+                if act < best {
+                    reasons.push(format!(
+                        "speed {act} below {best}, which both ends support and enable"
+                    ));
+                }
+            }
+        }
+        pending.push(Pending {
+            class,
+            a: link.a,
+            b: link.b,
+            active,
+            could_be,
+            reasons,
+        });
+    }
+
+    let norms = match options.expect {
+        Some(r) => Norms {
+            given: true,
+            switch_switch: Some(r),
+            ca_switch: Some(r),
+            other: Some(r),
+        },
+        None => {
+            let of = |class: LinkClass| {
+                let rates: Vec<Rate> = pending
+                    .iter()
+                    .filter(|p| p.class == class)
+                    .filter_map(|p| p.active)
+                    .collect();
+                most_common(&rates)
+            };
+            Norms {
+                given: false,
+                switch_switch: of(LinkClass::SwitchSwitch),
+                ca_switch: of(LinkClass::CaSwitch),
+                other: of(LinkClass::Other),
+            }
+        }
+    };
+
+    let mut links = Vec::with_capacity(pending.len());
+    for mut p in pending {
+        let expected = norms.get(p.class);
+        if let (Some(act), Some(norm)) = (p.active, expected) {
+            if act.is_below(norm) {
+                let what = if norms.given {
+                    "expected rate"
+                } else {
+                    "fabric norm"
+                };
+                p.reasons.push(format!("{act} below {what} {norm}"));
+            }
+        }
+        links.push(LinkAssessment {
+            class: p.class,
+            a: LinkEnd::new(fabric.node(p.a.node), p.a.port, names),
+            b: LinkEnd::new(fabric.node(p.b.node), p.b.port, names),
+            active: p.active,
+            could_be: p.could_be,
+            expected,
+            degraded: !p.reasons.is_empty(),
+            reasons: p.reasons,
+        });
+    }
+
+    let mut up_not_active = Vec::new();
+    let mut down = Vec::new();
+    for (id, node) in fabric.nodes() {
+        for port in &node.ports {
+            // Switch port 0 is the management port: it has no link and no physical state.
+            if node.is_switch() && port.number == 0 {
+                continue;
+            }
+            let Some(cond) = condition(port) else {
+                continue;
+            };
+            let remote = fabric
+                .peer(End {
+                    node: id,
+                    port: port.number,
+                })
+                .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
+            let issue = PortIssue {
+                at: PortRef::new(node, port.number, names),
+                condition: cond,
+                state: port_state::name(port.state).to_string(),
+                phys_state: phys_state::name(port.phys_state).to_string(),
+                remote,
+            };
+            if cond == PortCondition::UpNotActive {
+                up_not_active.push(issue);
+            } else {
+                down.push(issue);
+            }
+        }
+    }
+    HealthReport {
+        norms,
+        links,
+        up_not_active,
+        down,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NodeKind, Port};
+
+    fn port(n: u8, w: Width, s: Speed, wen: u8) -> Port {
+        Port {
+            number: n,
+            lid: 0,
+            state: port_state::ACTIVE,
+            phys_state: phys_state::LINK_UP,
+            width_active: Some(w),
+            // Everything supported, as ibsim reports it.
+            width_supported: WidthSet(0x1f),
+            width_enabled: WidthSet(wen),
+            speed_active: Some(s),
+            speed_supported: SpeedSet { base: 7, ext: 7 },
+            speed_enabled: SpeedSet { base: 7, ext: 4 },
+            ..Port::new(n)
+        }
+    }
+
+    fn node(guid: u64, kind: NodeKind, ports: Vec<Port>) -> Node {
+        Node {
+            guid,
+            kind,
+            description: format!("n{guid:x}"),
+            num_ports: ports.iter().map(|p| p.number).max().unwrap_or(0),
+            ports,
+            ..Default::default()
+        }
+    }
+
+    /// sw1 with hosts h1 (4xHDR), h2 (1xHDR, enabled narrowed on both ends as ibsim does),
+    /// h3 (4xHDR but only 1x enabled on the switch side: the spec rule's case is the reverse)
+    fn fabric() -> Fabric {
+        let mut f = Fabric::new();
+        let mut sw_ports = vec![Port {
+            lid: 1,
+            ..Port::new(0)
+        }];
+        sw_ports.push(port(1, Width::X4, Speed::Hdr, 2));
+        sw_ports.push(port(2, Width::X1, Speed::Hdr, 1));
+        sw_ports.push(port(3, Width::X4, Speed::Hdr, 2));
+        // Port 4: LinkUp but Init; port 5: Polling (unused).
+        let mut p4 = port(4, Width::X4, Speed::Hdr, 2);
+        p4.state = port_state::INIT;
+        sw_ports.push(p4);
+        sw_ports.push(Port {
+            state: port_state::DOWN,
+            phys_state: phys_state::POLLING,
+            ..Port::new(5)
+        });
+        let sw = f.add_node(node(0x10, NodeKind::Switch, sw_ports)).unwrap();
+        // h3's end enables 4x and 1x while active at 1x: the spec rule fires.
+        let mut h3p = port(1, Width::X1, Speed::Hdr, 3);
+        h3p.width_enabled = WidthSet(3);
+        let hosts = [
+            (0x21, port(1, Width::X4, Speed::Hdr, 2)),
+            (0x22, port(1, Width::X1, Speed::Hdr, 1)),
+            (0x23, h3p),
+            (0x24, port(1, Width::X4, Speed::Hdr, 2)),
+        ];
+        for (i, (guid, p)) in hosts.into_iter().enumerate() {
+            let h = f.add_node(node(guid, NodeKind::Ca, vec![p])).unwrap();
+            f.connect(
+                End {
+                    node: sw,
+                    port: i as u8 + 1,
+                },
+                End { node: h, port: 1 },
+            )
+            .unwrap();
+        }
+        // Make sw port 3 enable 1x and 4x too so its spec rule can see the 1x on h3's side.
+        let swn = f.node_mut(sw);
+        let p3 = swn.port_mut(3).unwrap();
+        p3.width_active = Some(Width::X1);
+        p3.width_enabled = WidthSet(3);
+        f
+    }
+
+    #[test]
+    fn rates_parse_and_compare() {
+        let r = Rate::parse("4xHDR").unwrap();
+        assert_eq!(r.to_string(), "4xHDR");
+        assert_eq!(Rate::parse("1XEDR").unwrap().to_string(), "1xEDR");
+        assert!(Rate::parse("4xZDR").is_none());
+        assert!(Rate::parse("HDR").is_none());
+        assert!(Rate::parse("1xHDR").unwrap().is_below(r));
+        assert!(Rate::parse("4xEDR").unwrap().is_below(r));
+        assert!(!Rate::parse("4xHDR").unwrap().is_below(r));
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, "\"4xHDR\"");
+        assert_eq!(serde_json::from_str::<Rate>(&json).unwrap(), r);
+    }
+
+    #[test]
+    fn spec_rule_and_norm_rule() {
+        let f = fabric();
+        let report = assess(&f, None, &HealthOptions::default());
+        assert_eq!(report.norms.ca_switch, Rate::parse("4xHDR"));
+        let degraded: Vec<(u64, Vec<String>)> = report
+            .degraded()
+            .map(|l| (l.b.at.node_guid, l.reasons.clone()))
+            .collect();
+        assert_eq!(degraded.len(), 2, "{degraded:?}");
+        // h2: narrowed on both ends' enabled sets: only the norm sees it.
+        assert_eq!(degraded[0].0, 0x22);
+        assert_eq!(degraded[0].1, vec!["1xHDR below fabric norm 4xHDR"]);
+        // h3: both rules.
+        assert_eq!(degraded[1].0, 0x23);
+        assert_eq!(
+            degraded[1].1,
+            vec![
+                "width 1X below 4X, which both ends support and enable",
+                "1xHDR below fabric norm 4xHDR"
+            ]
+        );
+        let h3 = report.links.iter().find(|l| l.b.at.node_guid == 0x23);
+        assert_eq!(h3.unwrap().could_be, Rate::parse("4xHDR"));
+        // Ports: 4 is up but Init, 5 is polling.
+        assert_eq!(report.up_not_active.len(), 1);
+        assert_eq!(report.up_not_active[0].at.port, 4);
+        assert_eq!(
+            report.up_not_active[0].remote.as_ref().map(|r| r.node_guid),
+            Some(0x24)
+        );
+        assert_eq!(report.down.len(), 1);
+        assert_eq!(report.down[0].condition, PortCondition::Polling);
+        assert_eq!(report.down[0].remote, None);
+    }
+
+    #[test]
+    fn expected_rate_overrides_the_norm() {
+        let f = fabric();
+        let opts = HealthOptions {
+            expect: Rate::parse("4xNDR"),
+        };
+        let report = assess(&f, None, &opts);
+        assert_eq!(report.degraded().count(), 4);
+        assert!(report.links[0]
+            .reasons
+            .contains(&"4xHDR below expected rate 4xNDR".to_string()));
+        let opts = HealthOptions {
+            expect: Rate::parse("1xHDR"),
+        };
+        // Only the spec rule remains.
+        let report = assess(&f, None, &opts);
+        assert_eq!(report.degraded().count(), 1);
+    }
+
+    #[test]
+    fn ties_prefer_the_faster_rate() {
+        let a = Rate::parse("1xHDR").unwrap();
+        let b = Rate::parse("4xHDR").unwrap();
+        assert_eq!(most_common(&[a, b]), Some(b));
+        assert_eq!(most_common(&[a, a, b]), Some(a));
+        assert_eq!(most_common(&[]), None);
+    }
+
+    #[test]
+    fn topology_file_links_use_only_active_rates() {
+        let text = "Switch 8 \"sw1\"\n[1] \"h1\"[1] # \"h1\" lid 2 4xHDR\n\
+[2] \"h2\"[1] # \"h2\" lid 3 1xHDR\n[3] \"h3\"[1] # \"h3\" lid 4 4xHDR\n\n\
+Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1] \"sw1\"[3]\n";
+        let f = crate::ibnd::parse(text).unwrap();
+        let report = assess(&f, None, &HealthOptions::default());
+        let bad: Vec<&LinkAssessment> = report.degraded().collect();
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].active, Rate::parse("1xHDR"));
+    }
+}
