@@ -88,7 +88,23 @@ struct Sweep {
     asked_port: HashSet<End>,
     failures: Vec<(Query, MadError)>,
     options: DiscoverOptions,
+    /// Port 0 CapabilityMask of each switch whose port 0 PortInfo has arrived. A switch's
+    /// external ports leave CapabilityMask reserved, so extended speeds are decoded with
+    /// port 0's IsExtendedSpeedsSupported (as libibnetdisc does).
+    port0_caps: HashMap<NodeId, u32>,
+    /// External-port PortInfos that arrived before their port 0's: decoded again then.
+    speeds_pending: HashMap<NodeId, Vec<(u8, PortInfo)>>,
 }
+
+/// The speed facts of a PortInfo; `info.capability_mask` decides on extended speeds.
+fn set_speeds(port: &mut Port, info: &PortInfo) {
+    port.speed_active = info.speed_active();
+    port.speed_supported = info.speeds_supported();
+    port.speed_enabled = info.speeds_enabled();
+}
+
+/// Rounds of retries after the sweep for queries that failed in it.
+const RETRY_ROUNDS: usize = 3;
 
 fn route_of(path: &DrPath) -> SmpRoute {
     SmpRoute::Directed(path.clone())
@@ -112,6 +128,75 @@ impl Sweep {
                 attr::LINEAR_FORWARDING_TABLE,
                 *block,
             ),
+        };
+        Some(Request::smp_get(&route_of(&path), attribute, modifier))
+    }
+
+    /// The `k`-th directed route to a switch through one of its known neighbour switches
+    /// (None: no such neighbour, or not a switch).
+    fn alternate_path(&self, node: NodeId, k: usize) -> Option<DrPath> {
+        let n = self.fabric.node(node);
+        if !n.is_switch() {
+            return None;
+        }
+        let options: Vec<DrPath> = n
+            .ports
+            .iter()
+            .filter_map(|p| {
+                let peer = self.fabric.peer(End {
+                    node,
+                    port: p.number,
+                })?;
+                if !self.fabric.node(peer.node).is_switch() {
+                    return None;
+                }
+                self.paths.get(&peer.node)?.child(peer.port).ok()
+            })
+            .collect();
+        if options.is_empty() {
+            return None;
+        }
+        options.get(k % options.len()).cloned()
+    }
+
+    /// `q` by an alternate route (see [`Sweep::alternate_path`]), if there is one.
+    fn alternate_request(&self, q: &Query, k: usize) -> Option<Request> {
+        let (path, attribute, modifier) = match q {
+            Query::Probe {
+                from: Some(end), ..
+            } => (
+                self.alternate_path(end.node, k)?.child(end.port).ok()?,
+                attr::NODE_INFO,
+                0,
+            ),
+            Query::Probe { from: None, .. } => return None,
+            Query::Description { node } => {
+                (self.alternate_path(*node, k)?, attr::NODE_DESCRIPTION, 0)
+            }
+            Query::SwitchInfo { node } => (self.alternate_path(*node, k)?, attr::SWITCH_INFO, 0),
+            Query::Lft { node, block } => (
+                self.alternate_path(*node, k)?,
+                attr::LINEAR_FORWARDING_TABLE,
+                *block,
+            ),
+            Query::PortInfo { node, port } if self.fabric.node(*node).is_switch() => (
+                self.alternate_path(*node, k)?,
+                attr::PORT_INFO,
+                u32::from(*port),
+            ),
+            Query::PortInfo { node, port } => {
+                // A CA port's PortInfo must enter through that port: vary the route to the
+                // switch in front of it.
+                let peer = self.fabric.peer(End {
+                    node: *node,
+                    port: *port,
+                })?;
+                (
+                    self.alternate_path(peer.node, k)?.child(peer.port).ok()?,
+                    attr::PORT_INFO,
+                    u32::from(*port),
+                )
+            }
         };
         Some(Request::smp_get(&route_of(&path), attribute, modifier))
     }
@@ -319,8 +404,12 @@ impl Sweep {
         } else {
             None
         };
-        let n = self.fabric.node_mut(node);
-        let mut port = n.port(number).cloned().unwrap_or_else(|| Port::new(number));
+        let mut port = self
+            .fabric
+            .node(node)
+            .port(number)
+            .cloned()
+            .unwrap_or_else(|| Port::new(number));
         port.lid = info.lid;
         port.lmc = info.lmc;
         port.state = info.port_state;
@@ -328,9 +417,26 @@ impl Sweep {
         port.width_active = info.width_active();
         port.width_supported = info.widths_supported();
         port.width_enabled = info.widths_enabled();
-        port.speed_active = info.speed_active();
-        port.speed_supported = info.speeds_supported();
-        port.speed_enabled = info.speeds_enabled();
+        if is_switch && number != 0 {
+            match self.port0_caps.get(&node) {
+                Some(&cap) => set_speeds(
+                    &mut port,
+                    &PortInfo {
+                        capability_mask: cap,
+                        ..info.clone()
+                    },
+                ),
+                None => {
+                    set_speeds(&mut port, info);
+                    self.speeds_pending
+                        .entry(node)
+                        .or_default()
+                        .push((number, info.clone()));
+                }
+            }
+        } else {
+            set_speeds(&mut port, info);
+        }
         port.mtu_active = info.neighbor_mtu;
         port.mtu_cap = info.mtu_cap;
         port.capability_mask = info.capability_mask;
@@ -341,8 +447,16 @@ impl Sweep {
                 port.lid = p0.lid;
             }
         }
+        let n = self.fabric.node_mut(node);
         n.set_port(port);
         if is_switch && number == 0 {
+            self.port0_caps.insert(node, info.capability_mask);
+            for (p, mut early) in self.speeds_pending.remove(&node).unwrap_or_default() {
+                early.capability_mask = info.capability_mask;
+                if let Some(port) = n.port_mut(p) {
+                    set_speeds(port, &early);
+                }
+            }
             // Port 0's LID is the switch's: index it now, and copy it to the other ports.
             let (guid, lid) = (n.port(0).map(|p| p.guid).unwrap_or(0), info.lid);
             for p in n.ports.iter_mut().filter(|p| p.number != 0) {
@@ -442,6 +556,8 @@ pub fn discover<E: SmpExecutor>(
         asked_port: HashSet::new(),
         failures: Vec::new(),
         options,
+        port0_caps: HashMap::new(),
+        speeds_pending: HashMap::new(),
     };
     let root = Query::Probe {
         path: DrPath::local(),
@@ -451,16 +567,25 @@ pub fn discover<E: SmpExecutor>(
     sweep.push(root, &mut initial);
     run_round(exec, &mut sweep, initial, &mut progress);
 
-    // Final round: everything that failed gets one more full set of retries, so a lossy
-    // port does not cost a node.
-    let retry: Vec<Query> = std::mem::take(&mut sweep.failures)
-        .into_iter()
-        .map(|(q, _)| q)
-        .collect();
-    if !retry.is_empty() {
+    // Retry rounds: everything that failed gets more full sets of retries, each round by
+    // another directed route where there is one (through a different neighbour switch), so
+    // a lossy port or switch on the discovery path does not cost a node. Unroutable
+    // requests fail at once under ibsim; on hardware a dead link costs one timeout series
+    // per round.
+    for round in 0..RETRY_ROUNDS {
+        let retry: Vec<Query> = std::mem::take(&mut sweep.failures)
+            .into_iter()
+            .map(|(q, _)| q)
+            .collect();
+        if retry.is_empty() {
+            break;
+        }
         let mut batch = Vec::new();
         for q in retry {
-            sweep.push(q, &mut batch);
+            match sweep.alternate_request(&q, round) {
+                Some(r) => batch.push((q, r)),
+                None => sweep.push(q, &mut batch),
+            }
         }
         run_round(exec, &mut sweep, batch, &mut progress);
     }

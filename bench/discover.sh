@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Discovery benchmark: ibscope discover vs ibnetdiscover on generated 3-level fat trees
+# under ibsim (OpenSM up). Prints wall time (median of REPS), the ratio, MADs and peak RSS.
+#
+#   bench/discover.sh                 # 2048 and 8192 hosts, 5 repetitions
+#   SIZES="2048 8192 16384" REPS=3 bench/discover.sh
+#
+# Needs: ibsim-utils, libumad2sim0, opensm, infiniband-diags, /usr/bin/time (package `time`).
+# Both tools run with 64 SMPs outstanding (the notes' limit under the shim). MADs: ibscope
+# prints its count on stderr; ibnetdiscover's is counted by ibsim itself (one
+# `process_packet` line per request at `Verbose 1`, measured in one extra, untimed run).
+set -euo pipefail
+
+SIZES=${SIZES:-"2048 8192"}
+REPS=${REPS:-5}
+RADIX=${RADIX:-36}
+OUTSTANDING=${OUTSTANDING:-64}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
+ibscope="$root/target/release/ibscope"
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/ibscope-bench.XXXXXX)
+export IBSCOPE_SIM_DIR="$work/sims"
+# Clients keep their fake sysfs in the current directory.
+cd "$work"
+name=""
+cleanup() {
+    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# run LABEL CMD...: REPS timed runs; sets WALL (median s), RSS (max KiB), ERR (last stderr)
+run() {
+    local label=$1; shift
+    local walls=() rss=0 i
+    for ((i = 0; i < REPS; i++)); do
+        /usr/bin/time -f '%e %M' -o "$work/time.$label" "$@" >/dev/null 2>"$work/err.$label"
+        read -r wall kib <"$work/time.$label"
+        walls+=("$wall")
+        ((kib > rss)) && rss=$kib
+    done
+    WALL=$(printf '%s\n' "${walls[@]}" | median)
+    RSS=$rss
+}
+
+mads_seen_by_ibsim() {
+    grep -c 'process_packet:' "$IBSCOPE_SIM_DIR/$name/ibsim.err" || true
+}
+
+printf '%-7s %-6s %-6s | %-13s %-9s %-9s | %-13s %-9s %-9s | %s\n' \
+    hosts sw nodes "ibnetdisc s" MADs "RSS MiB" "ibscope s" MADs "RSS MiB" speedup
+for hosts in $SIZES; do
+    topo="$work/ft3-$hosts.topo"
+    "$ibscope" sim gen fat-tree --levels 3 --radix "$RADIX" --hosts "$hosts" -o "$topo" >/dev/null
+    name="bench-$hosts-$$"
+    eval "$("$ibscope" sim up "$topo" --name "$name" 2>"$work/up.err")"
+    sw=$(grep -c '^Switch' "$topo")
+    nodes=$((sw + hosts))
+
+    run ibnd ibnetdiscover -o "$OUTSTANDING"
+    ibnd_wall=$WALL ibnd_rss=$RSS
+    run ours "$ibscope" discover --max-outstanding "$OUTSTANDING" -o /dev/null
+    ours_wall=$WALL ours_rss=$RSS
+    ours_mads=$(sed -n 's/.* with \([0-9]*\) MADs.*/\1/p' "$work/err.ours" | tail -1)
+
+    "$ibscope" sim fault --name "$name" raw "Verbose 1" >/dev/null
+    before=$(mads_seen_by_ibsim)
+    ibnetdiscover -o "$OUTSTANDING" >/dev/null 2>&1
+    ibnd_mads=$(($(mads_seen_by_ibsim) - before))
+    "$ibscope" sim fault --name "$name" raw "Verbose 0" >/dev/null
+
+    "$ibscope" sim down --name "$name" >/dev/null 2>&1
+    name=""
+    printf '%-7s %-6s %-6s | %-13s %-9s %-9s | %-13s %-9s %-9s | %sx\n' \
+        "$hosts" "$sw" "$nodes" "$ibnd_wall" "$ibnd_mads" $((ibnd_rss / 1024)) \
+        "$ours_wall" "$ours_mads" $((ours_rss / 1024)) \
+        "$(awk -v a="$ibnd_wall" -v b="$ours_wall" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+done

@@ -1,0 +1,365 @@
+//! `ibscope discover` against `ibnetdiscover` on the simulated fabric: same nodes, port
+//! GUIDs, links, LIDs and active link rates; the ibnetdiscover export loads back into ibsim;
+//! lossy ports, cut links and duplicate LIDs are reported; fewer MADs than ibnetdiscover.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ibscope_topo::gen::{fat_tree, FatTreeSpec};
+use ibscope_topo::ibnd;
+use ibscope_topo::model::{Fabric, FabricFile};
+
+/// ibscope's discovery as JSON, loaded back; also the process output (exit code, stderr).
+fn ours(sim: &Sim) -> (Fabric, std::process::Output) {
+    let out = ibscope(sim, &["discover", "--format", "json"]);
+    let file: FabricFile = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "discover JSON: {e}\nstderr:\n{}\nstdout:\n{}",
+            stderr(&out),
+            stdout(&out)
+        )
+    });
+    let fabric = Fabric::from_file(file).expect("a consistent snapshot");
+    (fabric, out)
+}
+
+fn ours_clean(sim: &Sim) -> Fabric {
+    let (f, out) = ours(sim);
+    assert_success(&out);
+    assert!(f.report.complete, "{:?}", f.report);
+    f
+}
+
+fn theirs(sim: &Sim) -> Fabric {
+    let text = assert_success(&reference(sim, "ibnetdiscover", &[]));
+    ibnd::parse(&text).unwrap_or_else(|e| panic!("parsing ibnetdiscover output: {e}\n{text}"))
+}
+
+/// Graph equality plus what `compare` leaves out: LIDs (a switch's on port 0, a CA's per
+/// port) and the active width and speed of every port ibnetdiscover prints a link for.
+fn assert_same(label: &str, a: &Fabric, reference: &Fabric) {
+    let mut diffs = ibnd::compare(a, reference);
+    for (_, theirs) in reference.nodes() {
+        let Some(id) = a.node_by_guid(theirs.guid) else {
+            continue;
+        };
+        let mine = a.node(id);
+        if mine.lid() != theirs.lid() {
+            diffs.push(format!(
+                "{:#x} {:?}: LID {:?} vs {:?}",
+                theirs.guid,
+                theirs.description,
+                mine.lid(),
+                theirs.lid()
+            ));
+        }
+        for q in &theirs.ports {
+            let Some(p) = mine.port(q.number) else {
+                if q.lid != 0 || q.width_active.is_some() {
+                    diffs.push(format!("{:#x} port {}: missing", theirs.guid, q.number));
+                }
+                continue;
+            };
+            if !theirs.is_switch() && q.lid != 0 && p.lid != q.lid {
+                diffs.push(format!(
+                    "{:#x} port {}: LID {} vs {}",
+                    theirs.guid, q.number, p.lid, q.lid
+                ));
+            }
+            if q.width_active.is_some()
+                && (p.width_active, p.speed_active) != (q.width_active, q.speed_active)
+            {
+                diffs.push(format!(
+                    "{:#x} port {}: {:?} {:?} vs {:?} {:?}",
+                    theirs.guid,
+                    q.number,
+                    p.width_active,
+                    p.speed_active,
+                    q.width_active,
+                    q.speed_active
+                ));
+            }
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{label}: {} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+    assert_eq!(a.node_count(), reference.node_count(), "{label}");
+    assert_eq!(a.link_count(), reference.link_count(), "{label}");
+}
+
+/// Every link joins two known nodes, a port is in at most one link, every port a link
+/// uses exists on its node.
+fn assert_consistent(label: &str, f: &Fabric) {
+    let mut used = std::collections::HashSet::new();
+    for l in f.links() {
+        for (node, end) in [(l.a_node, l.a), (l.b_node, l.b)] {
+            assert!(
+                used.insert((node.guid, end.port)),
+                "{label}: port {} of {:#x} in two links",
+                end.port,
+                node.guid
+            );
+            assert!(
+                end.port <= node.num_ports,
+                "{label}: link at port {} of a {}-port node",
+                end.port,
+                node.num_ports
+            );
+        }
+    }
+}
+
+fn check_against_ibnetdiscover(topology: &str) {
+    let sim = sim(topology);
+    let mine = ours_clean(&sim);
+    let reference = theirs(&sim);
+    assert_same(topology, &mine, &reference);
+}
+
+#[test]
+fn matches_ibnetdiscover_on_net() {
+    check_against_ibnetdiscover("net");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_net_1() {
+    check_against_ibnetdiscover("net.1");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_net_2sw2path() {
+    check_against_ibnetdiscover("net.2sw2path");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_net_2sw2path4hca() {
+    check_against_ibnetdiscover("net.2sw2path4hca");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_net_2sw2path4hca2port() {
+    check_against_ibnetdiscover("net.2sw2path4hca2port");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_fat_tree_2l_64() {
+    check_against_ibnetdiscover("fat-tree-2l-64.topo");
+}
+
+#[test]
+fn matches_ibnetdiscover_on_demo() {
+    check_against_ibnetdiscover("demo.topo");
+}
+
+/// A generated fat tree, written to a file that lives as long as the returned directory.
+fn generated(levels: u8, radix: u8, hosts: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = temp_dir();
+    let path = dir.path().join(format!("ft-{levels}l-{hosts}.topo"));
+    let text = fat_tree(&FatTreeSpec::new(levels, radix, hosts)).expect("generating a fat tree");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn matches_ibnetdiscover_on_2_level_fat_tree_512_hosts() {
+    let (_dir, topo) = generated(2, 36, 512);
+    let sim = sim(path_str(&topo));
+    let mine = ours_clean(&sim);
+    assert_eq!(mine.nodes().filter(|(_, n)| !n.is_switch()).count(), 512);
+    assert_same("2-level 512", &mine, &theirs(&sim));
+}
+
+/// 2,048 hosts, 3 levels: about 4 s for OpenSM, well under a second per discovery.
+#[test]
+fn matches_ibnetdiscover_on_3_level_fat_tree_2048_hosts() {
+    let started = Instant::now();
+    let (_dir, topo) = generated(3, 36, 2048);
+    let sim = sim(path_str(&topo));
+    let mine = ours_clean(&sim);
+    assert_eq!(mine.nodes().filter(|(_, n)| !n.is_switch()).count(), 2048);
+    assert_same("3-level 2048", &mine, &theirs(&sim));
+    eprintln!("3-level 2048-host check took {:?}", started.elapsed());
+}
+
+/// ibscope's ibnetdiscover-format export, loaded into a fresh ibsim, discovers to the same
+/// graph (GUIDs, ports, links, rates).
+#[test]
+fn ibnetdiscover_export_round_trips_through_ibsim() {
+    for topology in ["net.2sw2path4hca2port", "fat-tree-2l-64.topo"] {
+        let first_sim = sim(topology);
+        let first = ours_clean(&first_sim);
+        let dir = temp_dir();
+        let export = dir.path().join("export.topo");
+        assert_success(&ibscope(
+            &first_sim,
+            &[
+                "discover",
+                "--format",
+                "ibnetdiscover",
+                "-o",
+                path_str(&export),
+            ],
+        ));
+        drop(first_sim);
+        let second_sim = sim(path_str(&export));
+        let second = ours_clean(&second_sim);
+        let diffs = ibnd::compare(&second, &first);
+        assert!(diffs.is_empty(), "{topology}:\n{}", diffs.join("\n"));
+        assert_same(topology, &second, &theirs(&second_sim));
+        // Reloaded offline the export is the same graph too.
+        let text = std::fs::read_to_string(&export).unwrap();
+        let offline = ibnd::parse(&text).unwrap();
+        assert!(ibnd::compare(&offline, &first).is_empty());
+    }
+}
+
+/// Every external port of one switch drops 20 % of the MADs through it: retries still get
+/// every answer.
+#[test]
+fn lossy_switch_still_gives_the_complete_fabric() {
+    let sim = sim("fat-tree-2l-64.topo");
+    let clean = ours_clean(&sim);
+    // A spine: every leaf's route to some hosts crosses it.
+    for port in 1..=36 {
+        sim.set_error_rate("S0001", port, 20, None).unwrap();
+    }
+    let (lossy, out) = ours(&sim);
+    assert_success(&out);
+    assert!(lossy.report.complete, "{:?}", lossy.report);
+    assert!(
+        lossy.report.mads_sent > clean.report.mads_sent,
+        "drops must have cost retries: {} vs {} MADs",
+        lossy.report.mads_sent,
+        clean.report.mads_sent
+    );
+    assert!(ibnd::compare(&lossy, &clean).is_empty());
+    assert_same("lossy", &lossy, &clean);
+}
+
+/// A link cut before the sweep (SM not told): the node behind it is simply absent, no error.
+#[test]
+fn link_cut_before_the_sweep_leaves_the_node_out() {
+    let sim = sim("net");
+    sim.unlink("Switch1", 1).unwrap();
+    let (f, out) = ours(&sim);
+    assert_success(&out);
+    assert_consistent("unlinked", &f);
+    assert!(f.nodes().all(|(_, n)| n.description != "Hca1"));
+    assert_eq!(f.node_count(), 3);
+    assert_same("unlinked", &f, &theirs(&sim));
+}
+
+/// PortInfo says LinkUp but nothing answers beyond (NodeInfo dropped on the link): the
+/// failure is an error and an inconsistency, the half-known link is left out, exit code 1.
+#[test]
+fn link_up_without_an_answer_is_an_inconsistency() {
+    let sim = sim("net");
+    sim.set_error_rate("Hca1", 1, 100, Some(0x11)).unwrap();
+    let (f, out) = ours(&sim);
+    assert_exit(&out, 1);
+    assert_consistent("silent port", &f);
+    assert!(!f.report.complete);
+    assert!(!f.report.errors.is_empty());
+    assert_eq!(f.report.inconsistencies.len(), 1, "{:?}", f.report);
+    assert!(
+        f.report.inconsistencies[0].contains("port 1 of \"Switch1\""),
+        "{:?}",
+        f.report.inconsistencies
+    );
+    assert!(stderr(&out).contains("reported LinkUp but nothing answered"));
+    assert_eq!(f.node_count(), 3);
+}
+
+/// Best effort: a spine link cut while a 512-host sweep runs. Whenever the cut lands, the
+/// result is consistent and either complete or says what failed.
+#[test]
+fn link_cut_during_the_sweep_gives_a_consistent_result() {
+    let (_dir, topo) = generated(2, 36, 512);
+    let sim = sim(path_str(&topo));
+    let full = ours_clean(&sim);
+    let (f, out) = std::thread::scope(|s| {
+        let sweep = s.spawn(|| ours(&sim));
+        std::thread::sleep(Duration::from_millis(30));
+        // The first spine's link to the last leaf, and that leaf's first host.
+        sim.unlink("S0001", 29).unwrap();
+        sim.unlink("L0029", 1).unwrap();
+        sweep.join().unwrap()
+    });
+    assert_consistent("cut mid-sweep", &f);
+    let code = out.status.code();
+    assert!(code == Some(0) || code == Some(1), "{}", stderr(&out));
+    if code == Some(1) {
+        assert!(!f.report.errors.is_empty() || !f.report.inconsistencies.is_empty());
+    }
+    // Everything found is in the fabric; at most the cut-off host is missing.
+    assert!(ibnd::link_set(&f).is_subset(&ibnd::link_set(&full)));
+    assert!(
+        f.node_count() + 1 >= full.node_count(),
+        "{}",
+        f.node_count()
+    );
+}
+
+/// Two ports with one LID (ibsim's `Baselid`): reported, exit code 1.
+#[test]
+fn duplicate_lids_are_reported() {
+    let sim = sim("net");
+    let before = ours_clean(&sim);
+    let hca1 = before.nodes_by_description("Hca1")[0];
+    let lid = before.node(hca1).lid().unwrap();
+    sim.console(&format!("Baselid \"Hca2\"[2] {lid}")).unwrap();
+    let (f, out) = ours(&sim);
+    assert_exit(&out, 1);
+    assert_eq!(f.report.duplicate_lids, vec![lid], "{:?}", f.report);
+    assert!(stderr(&out).contains(&format!("LID {lid} is claimed by more than one port")));
+}
+
+/// MADs ibsim handled: it logs one `process_packet` line per request at verbosity 1.
+fn mads_handled(sim: &Sim, run: impl FnOnce()) -> usize {
+    let log = sim.state_dir().join("ibsim.err");
+    let count = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("process_packet:")
+            .count()
+    };
+    let before = count();
+    run();
+    count() - before
+}
+
+/// On 512 hosts ibscope needs fewer MADs than ibnetdiscover, counted by ibsim itself.
+#[test]
+fn fewer_mads_than_ibnetdiscover() {
+    let (_dir, topo) = generated(2, 36, 512);
+    let sim = sim(path_str(&topo));
+    sim.console("Verbose 1").unwrap();
+    let mut reported = 0;
+    let ours_count = mads_handled(&sim, || {
+        let f = ours_clean(&sim);
+        reported = f.report.mads_sent;
+    });
+    let theirs_count = mads_handled(&sim, || {
+        theirs(&sim);
+    });
+    sim.console("Verbose 0").unwrap();
+    eprintln!(
+        "MADs on 512 hosts: ibscope {ours_count} (reports {reported}), ibnetdiscover {theirs_count}"
+    );
+    assert_eq!(ours_count as u64, reported, "ibscope's own count is exact");
+    assert!(
+        ours_count < theirs_count,
+        "ibscope {ours_count} vs ibnetdiscover {theirs_count}"
+    );
+}
