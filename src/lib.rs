@@ -7,3 +7,4 @@ pub mod fabric;
 pub mod output;
 pub mod resolve;
 pub mod sim;
+pub mod tui;

@@ -48,8 +48,12 @@ enum Command {
     Route(cmd::route::Args),
     /// Ask the Subnet Administrator for records: nodes by LID, path records.
     Sa(cmd::sa::Args),
+    /// Prometheus exporter: counters, link state and health over HTTP (/metrics, /healthz).
+    Serve(cmd::serve::Args),
     /// Run, drive and generate simulated fabrics (ibsim + OpenSM).
     Sim(cmd::sim::Args),
+    /// Interactive terminal UI: overview, nodes, links, counters, routing, events.
+    Tui(cmd::tui::Args),
     /// The master subnet manager: LID, GUID, priority, state, activity (the sminfo equivalent).
     Sm(cmd::sm::Args),
 }
@@ -67,7 +71,9 @@ fn main() -> ExitCode {
         Command::Query(a) => cmd::query::run(&cli.global, a),
         Command::Route(a) => cmd::route::run(&cli.global, a),
         Command::Sa(a) => cmd::sa::run(&cli.global, a),
+        Command::Serve(a) => cmd::serve::run(&cli.global, a),
         Command::Sim(a) => cmd::sim::run(&cli.global, a),
+        Command::Tui(a) => cmd::tui::run(&cli.global, a),
         Command::Sm(a) => cmd::sm::run(&cli.global, a),
     };
     match result {

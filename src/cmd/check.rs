@@ -122,9 +122,56 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             crate::fabric::discover_live(e, DiscoverOptions::default())
         }
     };
+    let eval = evaluate(
+        &fabric,
+        names.as_ref(),
+        &HealthOptions { expect: a.expect },
+        &thresholds,
+        engine.as_mut(),
+    );
+    let counters_checked = eval.sample.is_some();
+    let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len());
+    let findings = eval.findings;
+
+    let out = Report {
+        healthy: findings.is_empty(),
+        nodes: fabric.node_count(),
+        links: fabric.link_count(),
+        ports_sampled,
+        counters_checked,
+        sm_checked: counters_checked,
+        findings,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_text(&out);
+    }
+    Ok(ExitCode::from(if out.healthy {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+/// What `check` found, and the counter sample it read (live only).
+pub struct Evaluation {
+    pub findings: Vec<Finding>,
+    pub sample: Option<counters::Sample>,
+}
+
+/// Every health finding of a fabric; with an engine also the counters and the SM.
+/// Shared by `check`, the TUI's live source and the exporter.
+pub fn evaluate(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    engine: Option<&mut ibscope_mad::engine::Engine>,
+) -> Evaluation {
     let mut findings = Vec::new();
 
-    let report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
+    let report = health::assess(fabric, names, health_options);
     for l in report.degraded() {
         let f = Finding::new(
             "degraded-link",
@@ -158,11 +205,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             format!("LID {lid} is claimed by more than one port"),
         );
         if let Some(end) = fabric.port_by_lid(*lid) {
-            f.at = Some(PortRef::new(
-                fabric.node(end.node),
-                end.port,
-                names.as_ref(),
-            ));
+            f.at = Some(PortRef::new(fabric.node(end.node), end.port, names));
         }
         findings.push(f);
     }
@@ -175,12 +218,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         findings.push(Finding::new("discovery-error", e.clone()));
     }
 
-    let mut ports_sampled = 0;
-    let counters_checked = engine.is_some();
-    if let Some(engine) = engine.as_mut() {
-        let targets = counters::targets(&fabric, None, None);
-        let sample = counters::sweep(engine, &fabric, &targets, names.as_ref());
-        ports_sampled = sample.ports.len();
+    let mut sample_out = None;
+    if let Some(engine) = engine {
+        let targets = counters::targets(fabric, None, None);
+        let sample = counters::sweep(engine, fabric, &targets, names);
         for p in &sample.ports {
             if p.counters.is_none() {
                 findings.push(
@@ -217,27 +258,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         if let Some(f) = check_sm(engine) {
             findings.push(f);
         }
+        sample_out = Some(sample);
     }
-
-    let out = Report {
-        healthy: findings.is_empty(),
-        nodes: fabric.node_count(),
-        links: fabric.link_count(),
-        ports_sampled,
-        counters_checked,
-        sm_checked: counters_checked,
+    Evaluation {
         findings,
-    };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        print_text(&out);
+        sample: sample_out,
     }
-    Ok(ExitCode::from(if out.healthy {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
 }
 
 /// The master SM: the local port's SMLID must answer SMInfo in state Master.

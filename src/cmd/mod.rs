@@ -10,5 +10,7 @@ pub mod links;
 pub mod query;
 pub mod route;
 pub mod sa;
+pub mod serve;
 pub mod sim;
 pub mod sm;
+pub mod tui;

@@ -1,0 +1,132 @@
+//! `ibscope tui`: the interactive terminal UI over the live fabric or a saved topology.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+
+use crate::cli::{exit, Global};
+use crate::tui;
+
+/// Interactive terminal UI: overview, nodes, links, counters, routing, events.
+///
+/// Keys: 1-6 or Tab switch views, / filters, s sorts, Enter opens details, r sweeps now,
+/// ? shows the help of the current view, q quits. Sweeps run in the background; the header
+/// shows how old the data is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Seconds between the end of one sweep and the start of the next.
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    pub interval: f64,
+}
+
+pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
+    if !(a.interval.is_finite() && a.interval >= 0.1) {
+        bail!("--interval must be at least 0.1 seconds");
+    }
+    let names = crate::fabric::names(g)?;
+    let source: Box<dyn tui::Source> = match &g.topology {
+        Some(path) => Box::new(tui::FileSource::new(path)),
+        None => Box::new(LiveSource::open(g)?),
+    };
+    tui::run(
+        source,
+        tui::Options {
+            interval: Duration::from_secs_f64(a.interval),
+            names,
+        },
+    )?;
+    Ok(ExitCode::from(exit::OK))
+}
+
+/// The live fabric: rediscovery (with LFTs) and a counter sweep each time, and the
+/// findings `ibscope check` would report.
+struct LiveSource {
+    engine: ibscope_mad::engine::Engine,
+    names: Option<ibscope_topo::namemap::NameMap>,
+    thresholds: ibscope_topo::counters::Thresholds,
+}
+
+impl LiveSource {
+    fn open(g: &Global) -> anyhow::Result<LiveSource> {
+        Ok(LiveSource {
+            engine: crate::fabric::open_engine(g)?,
+            names: crate::fabric::names(g)?,
+            thresholds: ibscope_topo::counters::Thresholds::default(),
+        })
+    }
+}
+
+impl tui::Source for LiveSource {
+    fn snapshot(&mut self) -> anyhow::Result<tui::Snapshot> {
+        use ibscope_topo::discover::{discover, DiscoverOptions};
+        let started = std::time::Instant::now();
+        let taken_at = std::time::SystemTime::now();
+        let fabric = discover(&mut self.engine, DiscoverOptions { read_lft: true }, |_| {});
+        if fabric.node_count() == 0 {
+            bail!("discovery found no node: is the local port up?");
+        }
+        let eval = crate::cmd::check::evaluate(
+            &fabric,
+            self.names.as_ref(),
+            &ibscope_topo::health::HealthOptions::default(),
+            &self.thresholds,
+            Some(&mut self.engine),
+        );
+        let findings = eval
+            .findings
+            .iter()
+            .map(|f| tui::Finding {
+                severity: match f.kind {
+                    "degraded-link" | "port-not-active" | "counter-saturated" => {
+                        tui::Severity::Warning
+                    }
+                    _ => tui::Severity::Error,
+                },
+                node_guid: f.at.as_ref().map_or(0, |p| p.node_guid),
+                port: f.at.as_ref().map(|p| p.port),
+                remote: f.remote.as_ref().map(|p| (p.node_guid, p.port)),
+                text: format!("{}: {}", f.kind, f.message),
+            })
+            .collect();
+        let counters = eval
+            .sample
+            .map(|sample| {
+                sample
+                    .ports
+                    .iter()
+                    .filter(|p| p.counters.is_some())
+                    .map(|p| tui::PortCounterSample {
+                        node_guid: p.at.node_guid,
+                        port: p.at.port,
+                        counters: p
+                            .effective()
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                        xmit_data_bytes: p.value("PortXmitData"),
+                        rcv_data_bytes: p.value("PortRcvData"),
+                        taken_at,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let local = self.engine.local();
+        let sm = (local.sm_lid != 0).then(|| format!("LID {}", local.sm_lid));
+        let routes = tui::snapshot::check_routes(&fabric);
+        Ok(tui::Snapshot {
+            fabric: std::sync::Arc::new(fabric),
+            counters,
+            findings,
+            routes,
+            sm,
+            taken_at,
+            duration: started.elapsed(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        let l = self.engine.local();
+        format!("{}/{}", l.ca_name, l.port_num)
+    }
+}

@@ -1,0 +1,602 @@
+//! Facts derived from a snapshot once, when it arrives, so that drawing a frame only
+//! formats the rows it shows: link quality, the layered summary of the fabric, and the
+//! sorted row lists of the tables.
+
+use std::collections::{HashMap, VecDeque};
+
+use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use ibscope_topo::escape;
+use ibscope_topo::model::{phys_state, port_state};
+use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::{dot, End, Fabric, Node, NodeId, NodeKind, Port};
+
+/// A node's name, safe for a terminal.
+pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
+    escape::for_terminal(display_name(node, names))
+}
+
+/// "name[port]" from the NodeDescription, safe for a terminal (for finding texts).
+pub fn port_key(node: &Node, port: u8) -> String {
+    format!("{}[{port}]", escape::for_terminal(&node.description))
+}
+
+/// What a link runs at, what it could run at, and whether that is a problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkQuality {
+    pub width: Option<Width>,
+    pub speed: Option<Speed>,
+    /// Best of the known (supported ∩ enabled) sets of both ends; `None` if unknown.
+    pub capable_width: Option<Width>,
+    pub capable_speed: Option<Speed>,
+    pub degraded: bool,
+    /// An end reports a known PortState other than Active, or a known physical state other
+    /// than LinkUp.
+    pub down: bool,
+    pub state_a: u8,
+    pub state_b: u8,
+    pub phys_a: u8,
+    pub phys_b: u8,
+}
+
+impl LinkQuality {
+    pub fn active_text(&self) -> String {
+        rate_text(self.width, self.speed)
+    }
+    pub fn capable_text(&self) -> String {
+        rate_text(self.capable_width, self.capable_speed)
+    }
+    pub fn state_text(&self) -> String {
+        let s = |code: u8| {
+            if code == port_state::UNKNOWN {
+                "?"
+            } else {
+                port_state::name(code)
+            }
+        };
+        if self.state_a == self.state_b {
+            s(self.state_a).to_string()
+        } else {
+            format!("{}/{}", s(self.state_a), s(self.state_b))
+        }
+    }
+    pub fn is_problem(&self) -> bool {
+        self.degraded || self.down
+    }
+}
+
+/// "4xHDR", with "?" for unknown parts.
+pub fn rate_text(width: Option<Width>, speed: Option<Speed>) -> String {
+    match (width, speed) {
+        (None, None) => "?".into(),
+        (w, s) => format!(
+            "{}x{}",
+            w.map(|w| w.lanes().to_string())
+                .unwrap_or_else(|| "?".into()),
+            s.map(|s| s.name()).unwrap_or("?")
+        ),
+    }
+}
+
+fn best_width(ends: [&Port; 2]) -> Option<Width> {
+    let mut set = WidthSet(0xff);
+    for p in ends {
+        let known: Vec<WidthSet> = [p.width_supported, p.width_enabled]
+            .into_iter()
+            .filter(|s| s.0 != 0)
+            .collect();
+        // Each end must tell us something, else the peer's sets say nothing of the link.
+        if known.is_empty() {
+            return None;
+        }
+        for s in known {
+            set = set.intersect(s);
+        }
+    }
+    set.best()
+}
+
+fn best_speed(ends: [&Port; 2]) -> Option<Speed> {
+    let mut set = SpeedSet {
+        base: 0xff,
+        ext: 0xff,
+    };
+    for p in ends {
+        let known: Vec<SpeedSet> = [p.speed_supported, p.speed_enabled]
+            .into_iter()
+            .filter(|s| s.base != 0 || s.ext != 0)
+            .collect();
+        if known.is_empty() {
+            return None;
+        }
+        for s in known {
+            set = set.intersect(s);
+        }
+    }
+    set.best()
+}
+
+/// Judge a link. Degraded is `dot::is_degraded` (all four sets known), or, when only some
+/// sets are known (a topology file's `width=`/`speed=` lines give enabled sets but no
+/// supported ones), the active rate below what the known sets of both ends allow.
+pub fn link_quality(a: Option<&Port>, b: Option<&Port>) -> LinkQuality {
+    let (Some(pa), Some(pb)) = (a, b) else {
+        return LinkQuality::default();
+    };
+    let width = pa.width_active.or(pb.width_active);
+    let speed = pa.speed_active.or(pb.speed_active);
+    let capable_width = best_width([pa, pb]);
+    let capable_speed = best_speed([pa, pb]);
+    let below = |active: Option<Width>, cap: Option<Width>| matches!((active, cap), (Some(x), Some(c)) if x < c);
+    let below_speed = |active: Option<Speed>, cap: Option<Speed>| matches!((active, cap), (Some(x), Some(c)) if x < c);
+    let degraded =
+        dot::is_degraded(a, b) || below(width, capable_width) || below_speed(speed, capable_speed);
+    let bad_state = |s: u8| s != port_state::UNKNOWN && s != port_state::ACTIVE;
+    let bad_phys = |s: u8| s != phys_state::UNKNOWN && s != phys_state::LINK_UP;
+    LinkQuality {
+        width,
+        speed,
+        capable_width,
+        capable_speed,
+        degraded,
+        down: bad_state(pa.state)
+            || bad_state(pb.state)
+            || bad_phys(pa.phys_state)
+            || bad_phys(pb.phys_state),
+        state_a: pa.state,
+        state_b: pb.state,
+        phys_a: pa.phys_state,
+        phys_b: pb.phys_state,
+    }
+}
+
+/// One switch in the fabric picture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchChip {
+    pub id: NodeId,
+    pub name: String,
+    /// The name without the prefix/suffix every switch of its layer shares (see
+    /// [`Layer::common`]); the full name when nothing is shared.
+    pub short: String,
+    /// Links towards higher layers / lower layers (CAs included) / the same layer.
+    pub up: usize,
+    pub down: usize,
+    pub lateral: usize,
+    /// Degraded or down links touching this switch.
+    pub problems: usize,
+}
+
+/// One layer of switches; layer 1 holds the switches next to CAs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Layer {
+    pub layer: u32,
+    pub switches: Vec<SwitchChip>,
+    /// Links from this layer down to the layer below (CAs for layer 1).
+    pub links_down: usize,
+    pub problems_down: usize,
+    /// Links between switches of this layer.
+    pub links_lateral: usize,
+    pub problems_lateral: usize,
+    /// (prefix, suffix) stripped from the names of this layer's switches for the chips.
+    pub common: Option<(String, String)>,
+}
+
+/// Counts and the layered picture of the fabric.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FabricSummary {
+    pub switches: usize,
+    pub cas: usize,
+    pub routers: usize,
+    pub links: usize,
+    pub degraded: usize,
+    pub down: usize,
+    /// Lowest layer first.
+    pub layers: Vec<Layer>,
+    /// Switches no CA reaches (a switch-only fabric, or an island).
+    pub unlayered: Vec<SwitchChip>,
+    pub ca_names_first_last: Option<(String, String)>,
+}
+
+/// BFS distance from the nearest CA or router (0) for every node it reaches.
+pub fn layers_from_cas(fabric: &Fabric) -> HashMap<NodeId, u32> {
+    let mut dist = HashMap::with_capacity(fabric.node_count());
+    let mut queue = VecDeque::new();
+    for (id, n) in fabric.nodes() {
+        if n.kind != NodeKind::Switch {
+            dist.insert(id, 0);
+            queue.push_back(id);
+        }
+    }
+    let graph = fabric.graph();
+    while let Some(id) = queue.pop_front() {
+        let d = dist[&id];
+        for next in graph.neighbors(id) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = dist.entry(next) {
+                slot.insert(d + 1);
+                queue.push_back(next);
+            }
+        }
+    }
+    dist
+}
+
+pub fn summarize(fabric: &Fabric, names: Option<&NameMap>) -> FabricSummary {
+    let layer_of = layers_from_cas(fabric);
+    let mut s = FabricSummary::default();
+    let mut chips: HashMap<NodeId, SwitchChip> = HashMap::new();
+    let mut first_last: Option<(String, String)> = None;
+    for (id, n) in fabric.nodes() {
+        match n.kind {
+            NodeKind::Switch => {
+                s.switches += 1;
+                chips.insert(
+                    id,
+                    SwitchChip {
+                        id,
+                        name: node_name(n, names),
+                        short: String::new(),
+                        up: 0,
+                        down: 0,
+                        lateral: 0,
+                        problems: 0,
+                    },
+                );
+            }
+            NodeKind::Ca => s.cas += 1,
+            NodeKind::Router => s.routers += 1,
+        }
+        if n.kind != NodeKind::Switch {
+            let name = node_name(n, names);
+            first_last = Some(match first_last {
+                None => (name.clone(), name),
+                Some((f, l)) => (f.min(name.clone()), l.max(name)),
+            });
+        }
+    }
+    s.ca_names_first_last = first_last;
+    let mut layers: HashMap<u32, Layer> = HashMap::new();
+    for link in fabric.links() {
+        s.links += 1;
+        let q = link_quality(link.a_port(), link.b_port());
+        let problem = q.is_problem();
+        s.degraded += usize::from(q.degraded);
+        s.down += usize::from(q.down);
+        let la = layer_of.get(&link.a.node).copied();
+        let lb = layer_of.get(&link.b.node).copied();
+        for (me, mine, theirs) in [(link.a.node, la, lb), (link.b.node, lb, la)] {
+            if let Some(chip) = chips.get_mut(&me) {
+                match (mine, theirs) {
+                    (Some(x), Some(y)) if y > x => chip.up += 1,
+                    (Some(x), Some(y)) if y < x => chip.down += 1,
+                    _ => chip.lateral += 1,
+                }
+                chip.problems += usize::from(problem);
+            }
+        }
+        if let (Some(x), Some(y)) = (la, lb) {
+            let top = x.max(y);
+            let entry = layers.entry(top).or_insert_with(|| Layer {
+                layer: top,
+                ..Default::default()
+            });
+            if x == y {
+                entry.links_lateral += 1;
+                entry.problems_lateral += usize::from(problem);
+            } else {
+                entry.links_down += 1;
+                entry.problems_down += usize::from(problem);
+            }
+        }
+    }
+    let mut chips: Vec<SwitchChip> = chips.into_values().collect();
+    chips.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+    for chip in chips {
+        match layer_of.get(&chip.id) {
+            Some(&l) => layers
+                .entry(l)
+                .or_insert_with(|| Layer {
+                    layer: l,
+                    ..Default::default()
+                })
+                .switches
+                .push(chip),
+            None => s.unlayered.push(chip),
+        }
+    }
+    let mut layers: Vec<Layer> = layers.into_values().filter(|l| l.layer > 0).collect();
+    layers.sort_by_key(|l| l.layer);
+    for layer in &mut layers {
+        shorten_names(layer);
+    }
+    for chip in &mut s.unlayered {
+        chip.short = chip.name.clone();
+    }
+    s.layers = layers;
+    s
+}
+
+fn is_separator(c: char) -> bool {
+    matches!(c, ';' | ':' | ' ' | '/' | ',' | '|')
+}
+
+/// Long switch names in one layer often differ only in the middle
+/// ("MF0;spine-0001:MQM8790/U1", "MF0;spine-0002:MQM8790/U1"): strip the shared prefix
+/// and suffix at separators (keeping dashes and underscores, which join a name), so the
+/// chips show "spine-0001". Names of 14 characters or fewer are left alone.
+fn shorten_names(layer: &mut Layer) {
+    let long = layer.switches.iter().any(|c| c.name.chars().count() > 14);
+    if layer.switches.len() < 2 || !long {
+        for c in &mut layer.switches {
+            c.short = c.name.clone();
+        }
+        return;
+    }
+    let first = layer.switches[0].name.clone();
+    let mut prefix = first.len();
+    let mut suffix = first.len();
+    for c in &layer.switches[1..] {
+        let common_pre = first
+            .char_indices()
+            .zip(c.name.chars())
+            .find(|((_, a), b)| a != b)
+            .map(|((i, _), _)| i)
+            .unwrap_or_else(|| first.len().min(c.name.len()));
+        prefix = prefix.min(common_pre);
+        let common_suf = first
+            .chars()
+            .rev()
+            .zip(c.name.chars().rev())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum::<usize>();
+        suffix = suffix.min(common_suf);
+    }
+    // Cut the prefix after its last separator and the suffix at its first one.
+    let pre = first[..prefix]
+        .rfind(is_separator)
+        .map(|i| i + first[i..].chars().next().map_or(1, char::len_utf8))
+        .unwrap_or(0);
+    let tail = &first[first.len() - suffix..];
+    let suf = tail.find(is_separator).map(|i| tail.len() - i).unwrap_or(0);
+    let ok = layer.switches.iter().all(|c| {
+        c.name.len() > pre + suf
+            && c.name.is_char_boundary(pre)
+            && c.name.is_char_boundary(c.name.len() - suf)
+    });
+    if !ok || (pre == 0 && suf == 0) {
+        for c in &mut layer.switches {
+            c.short = c.name.clone();
+        }
+        return;
+    }
+    for c in &mut layer.switches {
+        c.short = c.name[pre..c.name.len() - suf].to_string();
+    }
+    layer.common = Some((
+        first[..pre].to_string(),
+        first[first.len() - suf..].to_string(),
+    ));
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeSort {
+    #[default]
+    Name,
+    Kind,
+    Lid,
+    Guid,
+    Ports,
+}
+
+impl NodeSort {
+    pub fn next(self) -> NodeSort {
+        match self {
+            NodeSort::Name => NodeSort::Kind,
+            NodeSort::Kind => NodeSort::Lid,
+            NodeSort::Lid => NodeSort::Guid,
+            NodeSort::Guid => NodeSort::Ports,
+            NodeSort::Ports => NodeSort::Name,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeSort::Name => "name",
+            NodeSort::Kind => "kind",
+            NodeSort::Lid => "lid",
+            NodeSort::Guid => "guid",
+            NodeSort::Ports => "ports",
+        }
+    }
+}
+
+/// A row of the node table, with its sort and filter keys precomputed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRow {
+    pub id: NodeId,
+    pub name: String,
+    /// Lowercase name + GUID + LID, for the filter.
+    pub search: String,
+    pub kind: NodeKind,
+    pub guid: u64,
+    pub lid: Option<u16>,
+    pub ports: u8,
+    pub linked: usize,
+}
+
+pub fn node_rows(fabric: &Fabric, names: Option<&NameMap>) -> Vec<NodeRow> {
+    fabric
+        .nodes()
+        .map(|(id, n)| {
+            let name = node_name(n, names);
+            let lid = n.lid();
+            let search = format!(
+                "{} {:#018x} {:016x} {}",
+                name.to_lowercase(),
+                n.guid,
+                n.guid,
+                lid.map(|l| l.to_string()).unwrap_or_default()
+            );
+            let linked = n
+                .ports
+                .iter()
+                .filter(|p| {
+                    fabric
+                        .peer(End {
+                            node: id,
+                            port: p.number,
+                        })
+                        .is_some()
+                })
+                .count();
+            NodeRow {
+                id,
+                name,
+                search,
+                kind: n.kind,
+                guid: n.guid,
+                lid,
+                ports: n.num_ports,
+                linked,
+            }
+        })
+        .collect()
+}
+
+/// Indexes into `rows` that match `filter` (case-insensitive substring of name, GUID, LID),
+/// in `sort` order.
+pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: NodeSort) -> Vec<usize> {
+    let needle = filter.trim().to_lowercase();
+    let mut out: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| needle.is_empty() || r.search.contains(&needle))
+        .map(|(i, _)| i)
+        .collect();
+    out.sort_by(|&x, &y| {
+        let (a, b) = (&rows[x], &rows[y]);
+        let by_name = a.name.cmp(&b.name).then(a.guid.cmp(&b.guid));
+        match sort {
+            NodeSort::Name => by_name,
+            NodeSort::Kind => b.kind.cmp(&a.kind).then(by_name),
+            NodeSort::Lid => a
+                .lid
+                .unwrap_or(u16::MAX)
+                .cmp(&b.lid.unwrap_or(u16::MAX))
+                .then(by_name),
+            NodeSort::Guid => a.guid.cmp(&b.guid),
+            NodeSort::Ports => b.ports.cmp(&a.ports).then(by_name),
+        }
+    });
+    out
+}
+
+/// A row of the link table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkRow {
+    pub a: End,
+    pub b: End,
+    pub quality: LinkQuality,
+}
+
+/// Every link, problems first (degraded and down), then by the names of the ends. The end
+/// listed first is the switch-side / lower-GUID one so rows read consistently.
+pub fn link_rows(fabric: &Fabric, names: Option<&NameMap>) -> Vec<LinkRow> {
+    let mut rows: Vec<(String, LinkRow)> = fabric
+        .links()
+        .map(|l| {
+            let (mut a, mut b) = (l.a, l.b);
+            let (na, nb) = (l.a_node, l.b_node);
+            let swap = match (na.is_switch(), nb.is_switch()) {
+                (false, true) => true,
+                (true, false) => false,
+                _ => na.guid > nb.guid,
+            };
+            if swap {
+                std::mem::swap(&mut a, &mut b);
+            }
+            let q = link_quality(
+                fabric.node(a.node).port(a.port),
+                fabric.node(b.node).port(b.port),
+            );
+            let key = format!(
+                "{}\u{0}{:03}",
+                display_name(fabric.node(a.node), names),
+                a.port
+            );
+            (key, LinkRow { a, b, quality: q })
+        })
+        .collect();
+    rows.sort_by(|(ka, a), (kb, b)| {
+        b.quality
+            .down
+            .cmp(&a.quality.down)
+            .then(b.quality.degraded.cmp(&a.quality.degraded))
+            .then(ka.cmp(kb))
+    });
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chip(name: &str) -> SwitchChip {
+        SwitchChip {
+            id: NodeId::new(0),
+            name: name.into(),
+            short: String::new(),
+            up: 0,
+            down: 0,
+            lateral: 0,
+            problems: 0,
+        }
+    }
+
+    fn shortened(names: &[&str]) -> (Vec<String>, Option<(String, String)>) {
+        let mut layer = Layer {
+            switches: names.iter().map(|n| chip(n)).collect(),
+            ..Default::default()
+        };
+        shorten_names(&mut layer);
+        (
+            layer.switches.into_iter().map(|c| c.short).collect(),
+            layer.common,
+        )
+    }
+
+    #[test]
+    fn shared_affixes_are_stripped_at_separators() {
+        let (short, common) =
+            shortened(&["MF0;spine-0001:MQM8790/U1", "MF0;spine-0012:MQM8790/U1"]);
+        assert_eq!(short, ["spine-0001", "spine-0012"]);
+        assert_eq!(common, Some(("MF0;".into(), ":MQM8790/U1".into())));
+        // Short names stay whole.
+        let (short, common) = shortened(&["leaf-1", "leaf-2"]);
+        assert_eq!(short, ["leaf-1", "leaf-2"]);
+        assert_eq!(common, None);
+        // Nothing shared at a separator: unchanged.
+        let (short, _) = shortened(&["switch-number-one-a", "switch-number-one-b"]);
+        assert_eq!(short, ["switch-number-one-a", "switch-number-one-b"]);
+        // Multi-byte text does not split a character.
+        let (short, _) = shortened(&["ä;ünïcode-long-name-1 x", "ä;ünïcode-long-name-2 x"]);
+        assert_eq!(short, ["ünïcode-long-name-1", "ünïcode-long-name-2"]);
+    }
+
+    #[test]
+    fn quality_uses_enabled_sets_when_supported_unknown() {
+        let mut a = Port::new(1);
+        a.width_enabled = WidthSet(3); // 1x, 4x
+        a.width_active = Some(Width::X1);
+        let mut b = a.clone();
+        let q = link_quality(Some(&a), Some(&b));
+        assert!(q.degraded);
+        assert_eq!(q.capable_width, Some(Width::X4));
+        // One end knows nothing: no judgement.
+        b.width_enabled = WidthSet(0);
+        assert!(!link_quality(Some(&a), Some(&b)).degraded);
+        // A known non-Active state is down; unknown (0) is not.
+        b.state = port_state::DOWN;
+        assert!(link_quality(Some(&a), Some(&b)).down);
+        b.state = port_state::UNKNOWN;
+        assert!(!link_quality(Some(&a), Some(&b)).down);
+    }
+}

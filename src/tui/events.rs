@@ -1,0 +1,218 @@
+//! The event log: what changed between two consecutive snapshots.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::SystemTime;
+
+use ibscope_topo::model::port_state;
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::Fabric;
+
+use super::derive::{link_quality, node_name};
+use super::snapshot::{Snapshot, ERROR_COUNTERS};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    LinkUp,
+    LinkDown,
+    PortState,
+    Degraded,
+    Recovered,
+    CounterJump,
+    SmChange,
+    NodeAdded,
+    NodeRemoved,
+    SweepFailed,
+    Info,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::LinkUp => "link up",
+            EventKind::LinkDown => "link down",
+            EventKind::PortState => "port state",
+            EventKind::Degraded => "degraded",
+            EventKind::Recovered => "recovered",
+            EventKind::CounterJump => "errors",
+            EventKind::SmChange => "SM",
+            EventKind::NodeAdded => "node added",
+            EventKind::NodeRemoved => "node gone",
+            EventKind::SweepFailed => "sweep failed",
+            EventKind::Info => "info",
+        }
+    }
+    /// Whether this is bad news (drawn in red).
+    pub fn is_bad(self) -> bool {
+        matches!(
+            self,
+            EventKind::LinkDown
+                | EventKind::Degraded
+                | EventKind::CounterJump
+                | EventKind::NodeRemoved
+                | EventKind::SweepFailed
+        )
+    }
+}
+
+/// One log entry. `text` is already safe for a terminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub at: SystemTime,
+    pub kind: EventKind,
+    pub text: String,
+}
+
+/// (node GUID, port) of both ends, smaller first, so a link has one key whatever the
+/// graph's edge direction.
+type LinkKey = ((u64, u8), (u64, u8));
+
+fn link_keys(fabric: &Fabric) -> BTreeMap<LinkKey, bool> {
+    fabric
+        .links()
+        .map(|l| {
+            let a = (l.a_node.guid, l.a.port);
+            let b = (l.b_node.guid, l.b.port);
+            let degraded = link_quality(l.a_port(), l.b_port()).degraded;
+            ((a.min(b), a.max(b)), degraded)
+        })
+        .collect()
+}
+
+fn end_text(fabric: &Fabric, names: Option<&NameMap>, (guid, port): (u64, u8)) -> String {
+    match fabric.node_by_guid(guid) {
+        Some(id) => format!("{}[{port}]", node_name(fabric.node(id), names)),
+        None => format!("{guid:#018x}[{port}]"),
+    }
+}
+
+fn link_text(fabric: &Fabric, names: Option<&NameMap>, key: &LinkKey) -> String {
+    format!(
+        "{} <-> {}",
+        end_text(fabric, names, key.0),
+        end_text(fabric, names, key.1)
+    )
+}
+
+/// Events from `old` to `new`, stamped with `new.taken_at`.
+pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Event> {
+    let at = new.taken_at;
+    let mut out = Vec::new();
+    let mut push = |kind, text| out.push(Event { at, kind, text });
+    let (fo, fnew) = (&*old.fabric, &*new.fabric);
+
+    let old_nodes: BTreeSet<u64> = fo.nodes().map(|(_, n)| n.guid).collect();
+    let new_nodes: BTreeSet<u64> = fnew.nodes().map(|(_, n)| n.guid).collect();
+    for g in new_nodes.difference(&old_nodes) {
+        if let Some(id) = fnew.node_by_guid(*g) {
+            push(
+                EventKind::NodeAdded,
+                format!("{} ({g:#018x})", node_name(fnew.node(id), names)),
+            );
+        }
+    }
+    for g in old_nodes.difference(&new_nodes) {
+        if let Some(id) = fo.node_by_guid(*g) {
+            push(
+                EventKind::NodeRemoved,
+                format!("{} ({g:#018x})", node_name(fo.node(id), names)),
+            );
+        }
+    }
+
+    let old_links = link_keys(fo);
+    let new_links = link_keys(fnew);
+    for (key, degraded) in &new_links {
+        match old_links.get(key) {
+            None => push(EventKind::LinkUp, link_text(fnew, names, key)),
+            Some(was) if *degraded && !was => {
+                push(EventKind::Degraded, link_text(fnew, names, key))
+            }
+            Some(was) if !degraded && *was => {
+                push(EventKind::Recovered, link_text(fnew, names, key))
+            }
+            Some(_) => {}
+        }
+    }
+    for key in old_links.keys() {
+        if !new_links.contains_key(key) {
+            push(EventKind::LinkDown, link_text(fo, names, key));
+        }
+    }
+    // A link that shows up already degraded is news too.
+    for (key, degraded) in &new_links {
+        if *degraded && !old_links.contains_key(key) {
+            push(EventKind::Degraded, link_text(fnew, names, key));
+        }
+    }
+
+    // Port state changes on ports present in both (unknown states, as in files, are skipped).
+    for (_, n) in fnew.nodes() {
+        let Some(oid) = fo.node_by_guid(n.guid) else {
+            continue;
+        };
+        let on = fo.node(oid);
+        for p in &n.ports {
+            let Some(op) = on.port(p.number) else {
+                continue;
+            };
+            if op.state != p.state
+                && op.state != port_state::UNKNOWN
+                && p.state != port_state::UNKNOWN
+            {
+                push(
+                    EventKind::PortState,
+                    format!(
+                        "{}[{}] {} -> {}",
+                        node_name(n, names),
+                        p.number,
+                        port_state::name(op.state),
+                        port_state::name(p.state)
+                    ),
+                );
+            }
+        }
+    }
+
+    // Error counters that went up.
+    let old_counters: HashMap<(u64, u8), &super::snapshot::PortCounterSample> = old
+        .counters
+        .iter()
+        .map(|c| ((c.node_guid, c.port), c))
+        .collect();
+    for c in &new.counters {
+        let Some(prev) = old_counters.get(&(c.node_guid, c.port)) else {
+            continue;
+        };
+        let mut rises = Vec::new();
+        for name in ERROR_COUNTERS {
+            if let (Some(&now), Some(&before)) = (c.counters.get(*name), prev.counters.get(*name)) {
+                if now > before {
+                    rises.push(format!("{name} +{}", now - before));
+                }
+            }
+        }
+        if !rises.is_empty() {
+            push(
+                EventKind::CounterJump,
+                format!(
+                    "{}: {}",
+                    end_text(fnew, names, (c.node_guid, c.port)),
+                    rises.join(", ")
+                ),
+            );
+        }
+    }
+
+    if old.sm != new.sm {
+        let show = |s: &Option<String>| {
+            s.as_deref()
+                .map(ibscope_topo::escape::for_terminal)
+                .unwrap_or_else(|| "none".into())
+        };
+        push(
+            EventKind::SmChange,
+            format!("master SM {} -> {}", show(&old.sm), show(&new.sm)),
+        );
+    }
+    out
+}

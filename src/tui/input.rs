@@ -1,0 +1,271 @@
+//! Keys to actions, and actions applied to the state. Pure: tests drive it with
+//! synthetic key events.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::state::{AppState, RouteField, View};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    GoTo(View),
+    NextView,
+    PrevView,
+    ToggleHelp,
+    CloseHelp,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    /// Enter outside text input: open a detail pane.
+    Open,
+    /// Esc outside text input: close the detail pane.
+    Back,
+    CycleSort,
+    /// `/` in Nodes, `/` or `e` in Routing.
+    StartInput,
+    InputChar(char),
+    InputBackspace,
+    /// Enter while typing.
+    InputSubmit,
+    /// Esc while typing.
+    InputCancel,
+    /// Tab while typing in Routing: the other field.
+    InputSwitchField,
+    /// Swap routing source and destination.
+    SwapRoute,
+    SweepNow,
+}
+
+/// True while keys are text for an input field rather than commands.
+pub fn typing(state: &AppState) -> bool {
+    match state.view {
+        View::Nodes => state.nodes.editing,
+        View::Routing => state.routing.editing.is_some(),
+        _ => false,
+    }
+}
+
+/// The action a key means in the current state, if any.
+pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('q')) {
+        return Some(Action::Quit);
+    }
+    if state.help {
+        // Any key closes the help; q still quits.
+        return Some(match key.code {
+            KeyCode::Char('q') => Action::Quit,
+            _ => Action::CloseHelp,
+        });
+    }
+    if typing(state) {
+        return match key.code {
+            KeyCode::Char(c) if !ctrl => Some(Action::InputChar(c)),
+            KeyCode::Backspace => Some(Action::InputBackspace),
+            KeyCode::Enter => Some(Action::InputSubmit),
+            KeyCode::Esc => Some(Action::InputCancel),
+            KeyCode::Tab | KeyCode::BackTab if state.view == View::Routing => {
+                Some(Action::InputSwitchField)
+            }
+            KeyCode::Up => Some(Action::Up),
+            KeyCode::Down => Some(Action::Down),
+            _ => None,
+        };
+    }
+    Some(match key.code {
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Char(c @ '1'..='6') => goto_index(c),
+        KeyCode::Tab => Action::NextView,
+        KeyCode::BackTab => Action::PrevView,
+        KeyCode::Char('?') | KeyCode::F(1) => Action::ToggleHelp,
+        KeyCode::Up | KeyCode::Char('k') => Action::Up,
+        KeyCode::Down | KeyCode::Char('j') => Action::Down,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown | KeyCode::Char(' ') => Action::PageDown,
+        KeyCode::Home | KeyCode::Char('g') => Action::Top,
+        KeyCode::End | KeyCode::Char('G') => Action::Bottom,
+        KeyCode::Enter => Action::Open,
+        KeyCode::Esc => Action::Back,
+        KeyCode::Char('r') => Action::SweepNow,
+        KeyCode::Char('s') if matches!(state.view, View::Nodes | View::Counters) => {
+            Action::CycleSort
+        }
+        KeyCode::Char('/') if matches!(state.view, View::Nodes | View::Routing) => {
+            Action::StartInput
+        }
+        KeyCode::Char('e') if state.view == View::Routing => Action::StartInput,
+        KeyCode::Char('x') if state.view == View::Routing => Action::SwapRoute,
+        _ => return None,
+    })
+}
+
+fn goto_index(c: char) -> Action {
+    let i = (c as usize).saturating_sub('1' as usize);
+    Action::GoTo(View::ALL[i.min(View::ALL.len() - 1)])
+}
+
+/// Apply an action. Returns nothing: effects on the outside world (quit, sweep now) are
+/// flags on the state that the event loop reads.
+pub fn apply(state: &mut AppState, action: Action) {
+    match action {
+        Action::Quit => state.quit = true,
+        Action::GoTo(v) => state.view = v,
+        Action::NextView => state.view = state.view.next(),
+        Action::PrevView => state.view = state.view.prev(),
+        Action::ToggleHelp => state.help = !state.help,
+        Action::CloseHelp => state.help = false,
+        Action::SweepNow => state.sweep_requested = true,
+        Action::Up => move_cursor(state, |c, _len, _page| c.up(1)),
+        Action::Down => move_cursor(state, |c, len, _| c.down(1, len)),
+        Action::PageUp => move_cursor(state, |c, _, page| c.up(page)),
+        Action::PageDown => move_cursor(state, |c, len, page| c.down(page, len)),
+        Action::Top => move_cursor(state, |c, _, _| c.selected = 0),
+        Action::Bottom => move_cursor(state, |c, len, _| c.selected = len.saturating_sub(1)),
+        Action::Open => match state.view {
+            View::Nodes => {
+                if let Some(guid) = state.selected_node_row().map(|r| r.guid) {
+                    state.nodes.detail = Some(guid);
+                    state.nodes.detail_ports.selected = 0;
+                }
+            }
+            View::Routing => state.run_trace(),
+            _ => {}
+        },
+        Action::Back => {
+            if state.view == View::Nodes {
+                state.nodes.detail = None;
+            }
+        }
+        Action::CycleSort => match state.view {
+            View::Nodes => {
+                state.nodes.sort = state.nodes.sort.next();
+                state.refresh_nodes();
+            }
+            View::Counters => {
+                state.counters.sort = state.counters.sort.next();
+                state.refresh_counters();
+            }
+            _ => {}
+        },
+        Action::StartInput => match state.view {
+            View::Nodes => {
+                state.nodes.editing = true;
+                state.nodes.detail = None;
+            }
+            View::Routing => state.routing.editing = Some(RouteField::From),
+            _ => {}
+        },
+        Action::InputChar(c) => {
+            if let Some(text) = input_text(state) {
+                // Fields are short; keep them so (and printable).
+                if text.chars().count() < 64 && !c.is_control() {
+                    text.push(c);
+                }
+            }
+            after_edit(state);
+        }
+        Action::InputBackspace => {
+            if let Some(text) = input_text(state) {
+                text.pop();
+            }
+            after_edit(state);
+        }
+        Action::InputSubmit => match state.view {
+            View::Nodes => state.nodes.editing = false,
+            View::Routing => {
+                match state.routing.editing {
+                    Some(RouteField::From) if state.routing.to.is_empty() => {
+                        state.routing.editing = Some(RouteField::To);
+                        return;
+                    }
+                    _ => state.routing.editing = None,
+                }
+                state.run_trace();
+            }
+            _ => {}
+        },
+        Action::InputCancel => match state.view {
+            View::Nodes => {
+                state.nodes.editing = false;
+                state.nodes.filter.clear();
+                state.refresh_nodes();
+            }
+            View::Routing => state.routing.editing = None,
+            _ => {}
+        },
+        Action::InputSwitchField => {
+            state.routing.editing = match state.routing.editing {
+                Some(RouteField::From) => Some(RouteField::To),
+                _ => Some(RouteField::From),
+            }
+        }
+        Action::SwapRoute => {
+            let r = &mut state.routing;
+            std::mem::swap(&mut r.from, &mut r.to);
+            if r.result.is_some() {
+                state.run_trace();
+            }
+        }
+    }
+}
+
+fn input_text(state: &mut AppState) -> Option<&mut String> {
+    match state.view {
+        View::Nodes if state.nodes.editing => Some(&mut state.nodes.filter),
+        View::Routing => match state.routing.editing {
+            Some(RouteField::From) => Some(&mut state.routing.from),
+            Some(RouteField::To) => Some(&mut state.routing.to),
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+/// The node filter applies as you type.
+fn after_edit(state: &mut AppState) {
+    if state.view == View::Nodes {
+        state.nodes.list.selected = 0;
+        state.refresh_nodes();
+    }
+}
+
+/// Move the cursor of the list the current view scrolls.
+fn move_cursor(state: &mut AppState, f: impl FnOnce(&mut super::state::ListCursor, usize, usize)) {
+    let (cursor, len) = match state.view {
+        View::Overview => (&mut state.overview_findings, {
+            state
+                .snapshot
+                .as_ref()
+                .map(|s| s.findings.len())
+                .unwrap_or(0)
+        }),
+        View::Nodes => match state.nodes.detail {
+            Some(guid) => {
+                let len = state
+                    .fabric()
+                    .and_then(|f| f.node_by_guid(guid).map(|id| f.node(id).ports.len()))
+                    .unwrap_or(0);
+                (&mut state.nodes.detail_ports, len)
+            }
+            None => (&mut state.nodes.list, state.nodes.visible.len()),
+        },
+        View::Links => (&mut state.links, state.derived.link_rows.len()),
+        View::Counters => (&mut state.counters.list, state.counters.rows.len()),
+        View::Routing => {
+            let len = match &state.routing.result {
+                Some(Ok(r)) => r.hops.len(),
+                _ => 0,
+            };
+            (&mut state.routing.hops, len)
+        }
+        View::Events => (&mut state.event_list, state.events.len()),
+    };
+    let page = cursor.page();
+    f(cursor, len, page);
+}

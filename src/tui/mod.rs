@@ -1,0 +1,132 @@
+//! `ibscope tui`: the interactive terminal UI.
+//!
+//! - [`state`]: everything shown, as plain data (unit-testable);
+//! - [`input`]: keys to [`input::Action`]s, actions applied to the state;
+//! - [`render`]: `draw(frame, &state)`, one function per view;
+//! - [`sweeper`]: a thread that turns a [`Source`] into [`Snapshot`]s on a channel;
+//! - [`derive`] / [`events`]: what is computed once per snapshot, and what changed.
+//!
+//! The terminal is restored on exit, on error and on panic.
+
+pub mod derive;
+pub mod events;
+pub mod input;
+pub mod render;
+pub mod snapshot;
+pub mod state;
+pub mod sweeper;
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event as TermEvent};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use crossterm::{cursor, execute};
+use ibscope_topo::namemap::NameMap;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+pub use snapshot::{FileSource, Finding, PortCounterSample, Severity, Snapshot, Source};
+pub use state::{AppState, View};
+pub use sweeper::{SweepMsg, Sweeper};
+
+/// Options of one UI session.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Time between the end of one sweep and the start of the next.
+    pub interval: Duration,
+    pub names: Option<NameMap>,
+}
+
+/// Apply one sweeper message to the state.
+pub fn handle_message(state: &mut AppState, msg: SweepMsg, now: Instant) {
+    match msg {
+        SweepMsg::Started => state.sweep_started(),
+        SweepMsg::Done(prepared) => state.apply_prepared(*prepared, now),
+        SweepMsg::Failed { error, at } => state.sweep_failed(error, at),
+    }
+}
+
+fn restore_terminal() {
+    let _ = disable_raw_mode();
+    let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+}
+
+/// Restores the terminal when dropped: on return and on `?` errors alike.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Leave the alternate screen and raw mode before the panic message prints, so it is
+/// readable and the shell is usable.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        previous(info);
+    }));
+}
+
+/// Run the UI until the user quits. Sweeps run on a background thread from `source`.
+pub fn run(source: Box<dyn Source>, options: Options) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() {
+        anyhow::bail!("ibscope tui needs a terminal on stdout");
+    }
+    let describe = source.describe();
+    let sweeper = Sweeper::spawn(source, options.interval, options.names.clone())?;
+    let mut state = AppState::new(options.names, options.interval, Instant::now());
+    state.status.source = describe;
+
+    install_panic_hook();
+    enable_raw_mode()?;
+    let _guard = TerminalGuard;
+    execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+
+    let result = event_loop(&mut terminal, &mut state, &sweeper);
+    sweeper.detach();
+    result
+}
+
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+    state: &mut AppState,
+    sweeper: &Sweeper,
+) -> anyhow::Result<()> {
+    // Redraw at least this often so "updated 3s ago" keeps counting.
+    const TICK: Duration = Duration::from_millis(250);
+    loop {
+        while let Ok(msg) = sweeper.messages.try_recv() {
+            handle_message(state, msg, Instant::now());
+        }
+        state.now = Instant::now();
+        terminal.draw(|f| render::draw(f, state))?;
+        if event::poll(TICK)? {
+            // Drain what is queued so a held key does not lag behind.
+            loop {
+                if let TermEvent::Key(key) = event::read()? {
+                    if let Some(action) = input::map_key(state, key) {
+                        input::apply(state, action);
+                    }
+                }
+                if state.quit || !event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+        }
+        if state.quit {
+            return Ok(());
+        }
+        if std::mem::take(&mut state.sweep_requested) {
+            sweeper.sweep_now();
+        }
+    }
+}

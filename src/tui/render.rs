@@ -1,0 +1,1285 @@
+//! Drawing: `draw(frame, &state)`, one function per view. Only the rows that fit are
+//! formatted; everything sorted or counted was done when the snapshot arrived.
+//! Every fabric string is escaped (`derive::node_name`, `escape::for_terminal`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::model::{phys_state, port_state};
+use ibscope_topo::{End, Fabric, NodeKind};
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, Wrap};
+use ratatui::Frame;
+
+use super::derive::{node_name, rate_text, FabricSummary, Layer, SwitchChip};
+use super::events::EventKind;
+use super::snapshot::{finding_subject, Severity, ERROR_COUNTERS};
+use super::state::{AppState, RouteField, View};
+
+const RED: Style = Style::new().fg(Color::Red);
+const BAD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+const DIM: Style = Style::new().fg(Color::DarkGray);
+const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
+const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+const OK: Style = Style::new().fg(Color::Green);
+const WARN: Style = Style::new().fg(Color::Yellow);
+
+/// Draw the whole screen.
+pub fn draw(frame: &mut Frame, state: &AppState) {
+    let area = frame.area();
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(frame, header, state);
+    match state.view {
+        View::Overview => draw_overview(frame, body, state),
+        View::Nodes => draw_nodes(frame, body, state),
+        View::Links => draw_links(frame, body, state),
+        View::Counters => draw_counters(frame, body, state),
+        View::Routing => draw_routing(frame, body, state),
+        View::Events => draw_events(frame, body, state),
+    }
+    draw_footer(frame, footer, state);
+    if state.help {
+        draw_help(frame, body, state);
+    }
+}
+
+/// "3s", "4m05s", "2h03m".
+pub fn format_age(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// "HH:MM:SS" in UTC (no time zone database needed, and tests are reproducible).
+pub fn format_time(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, (day % 3600) / 60, day % 60)
+}
+
+/// "1.2 GB/s" style (decimal units, as link rates are quoted).
+pub fn format_rate(bytes_per_s: f64) -> String {
+    const UNITS: [&str; 5] = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+    let mut v = bytes_per_s.max(0.0);
+    let mut u = 0;
+    while v >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 || v >= 100.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The status text and its style: "sweeping…", "updated 3s ago", failures.
+pub fn status_text(state: &AppState) -> (String, Style) {
+    let age = state
+        .status
+        .last_update
+        .map(|t| format_age(state.now.saturating_duration_since(t)));
+    let stale = state
+        .status
+        .last_update
+        .map(|t| {
+            state.now.saturating_duration_since(t) > state.interval * 3 + Duration::from_secs(5)
+        })
+        .unwrap_or(false);
+    match (&state.status.last_error, state.status.sweeping, age) {
+        (_, true, None) => ("sweeping… (first sweep)".into(), WARN),
+        (_, true, Some(a)) => (format!("sweeping… updated {a} ago"), WARN),
+        (Some(_), false, Some(a)) => (format!("sweep failed, data {a} old"), BAD),
+        (Some(_), false, None) => ("sweep failed".into(), BAD),
+        (None, false, Some(a)) => (format!("updated {a} ago"), if stale { WARN } else { OK }),
+        (None, false, None) => ("waiting for first sweep".into(), WARN),
+    }
+}
+
+fn draw_header(frame: &mut Frame, area: Rect, state: &AppState) {
+    let (status, status_style) = status_text(state);
+    let status_w = (status.chars().count() as u16 + 1).min(area.width);
+    let full: u16 = View::ALL.iter().map(|v| v.title().len() as u16 + 4).sum();
+    let compact = full + status_w > area.width;
+    let mut spans = Vec::new();
+    for (i, v) in View::ALL.iter().enumerate() {
+        let text = if compact {
+            format!("{}{}", i + 1, v.title())
+        } else {
+            format!(" {} {} ", i + 1, v.title())
+        };
+        let style = if *v == state.view {
+            SELECTED.add_modifier(Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(text, style));
+        if compact {
+            spans.push(Span::raw(" "));
+        }
+    }
+    let [tabs, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(status_w)]).areas(area);
+    frame.render_widget(Paragraph::new(Line::from(spans)), tabs);
+    frame.render_widget(
+        Paragraph::new(Span::styled(status, status_style)).alignment(Alignment::Right),
+        right,
+    );
+}
+
+fn footer_keys(state: &AppState) -> &'static str {
+    if state.help {
+        return "any key: close help  q: quit";
+    }
+    match state.view {
+        View::Nodes if state.nodes.editing => "type to filter  Enter: keep  Esc: clear",
+        View::Routing if state.routing.editing.is_some() => {
+            "type name/LID/GUID[port]  Tab: other field  Enter: trace  Esc: stop"
+        }
+        View::Overview => "q quit ?help 1-6/Tab view ↑↓ findings r sweep now",
+        View::Nodes if state.nodes.detail.is_some() => {
+            "q quit ?help ↑↓ ports Esc close 1-6/Tab view"
+        }
+        View::Nodes => "q quit ?help ↑↓ move /filter s sort Enter detail 1-6/Tab",
+        View::Links => "q quit ?help ↑↓ PgUp/PgDn move 1-6/Tab view r sweep",
+        View::Counters => "q quit ?help ↑↓ move s sort 1-6/Tab view r sweep",
+        View::Routing => "q quit ?help / edit Enter trace x swap ↑↓ hop 1-6/Tab",
+        View::Events => "q quit ?help ↑↓ PgUp/PgDn scroll 1-6/Tab view",
+    }
+}
+
+fn draw_footer(frame: &mut Frame, area: Rect, state: &AppState) {
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            footer_keys(state),
+            DIM.add_modifier(Modifier::REVERSED),
+        )),
+        area,
+    );
+}
+
+fn help_lines(view: View) -> Vec<&'static str> {
+    let mut lines = vec![
+        "q, Ctrl-C     quit",
+        "1-6, Tab      switch view (Shift-Tab back)",
+        "?             this help",
+        "↑↓ j k        move;  PgUp PgDn Home End",
+        "r             sweep now",
+        "",
+    ];
+    lines.extend_from_slice(match view {
+        View::Overview => &[
+            "Overview: counts, fabric picture by layer",
+            "(layer = hops from the nearest CA), findings.",
+            "Red: degraded or down links.",
+        ][..],
+        View::Nodes => &[
+            "/             filter by name, GUID or LID",
+            "s             cycle sort: name kind lid guid ports",
+            "Enter         node detail and port table",
+            "Esc           close detail / clear filter",
+        ][..],
+        View::Links => &[
+            "Every link, problems first.",
+            "Active vs capable = best rate both ends allow.",
+            "Red: degraded (below capable) or not Active.",
+        ][..],
+        View::Counters => &[
+            "s             sort: error rate, errors, traffic, name",
+            "▲ bold red    error counters rose since the UI opened",
+            "Sparkline: rx+tx data rate, one bar per sweep.",
+        ][..],
+        View::Routing => &[
+            "/ or e        edit From (Tab: To); Enter traces",
+            "Inputs: name, LID, 0xGUID, optional [port]",
+            "↑↓            pick a hop: its switch's LFT shows",
+            "x             swap From and To",
+        ][..],
+        View::Events => &[
+            "Changes between sweeps, newest first:",
+            "links up/down, degraded, error counter jumps,",
+            "port states, SM changes. Times are UTC.",
+        ][..],
+    });
+    lines
+}
+
+fn draw_help(frame: &mut Frame, body: Rect, state: &AppState) {
+    let lines = help_lines(state.view);
+    let w = 60.min(body.width);
+    let h = (lines.len() as u16 + 2).min(body.height);
+    let area = Rect {
+        x: body.x + (body.width - w) / 2,
+        y: body.y + (body.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    frame.render_widget(Clear, area);
+    let text: Vec<Line> = lines.into_iter().map(Line::raw).collect();
+    frame.render_widget(
+        Paragraph::new(text).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" Help: {} ", state.view.title())),
+        ),
+        area,
+    );
+}
+
+fn no_data(frame: &mut Frame, area: Rect, state: &AppState) {
+    let (text, style) = status_text(state);
+    let mut lines = vec![Line::styled(text, style)];
+    if let Some(e) = &state.status.last_error {
+        lines.push(Line::styled(e.clone(), RED));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+// ----- Overview -----
+
+fn chip_text(chip: &SwitchChip, top: bool) -> String {
+    let name: String = if chip.short.chars().count() > 14 {
+        let mut n: String = chip.short.chars().take(13).collect();
+        n.push('…');
+        n
+    } else {
+        chip.short.clone()
+    };
+    if top || chip.up == 0 {
+        format!("[{name} ↓{}]", chip.down)
+    } else {
+        format!("[{name} ↑{} ↓{}]", chip.up, chip.down)
+    }
+}
+
+/// Lines of the layered fabric picture for `width` columns, top layer first. A layer whose
+/// switches do not fit in `max_rows` rows is drawn as one summary line.
+pub fn picture_lines(summary: &FabricSummary, width: u16, max_rows: usize) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    let mut lines: Vec<Line> = Vec::new();
+    let top_layer = summary.layers.last().map(|l| l.layer).unwrap_or(0);
+    for layer in summary.layers.iter().rev() {
+        let (layer_text, aggregated) =
+            layer_lines(layer, layer.layer == top_layer, width, max_rows);
+        lines.extend(layer_text);
+        if aggregated {
+            // The summary line already counts the links down.
+            continue;
+        }
+        let style = if layer.problems_down > 0 { RED } else { DIM };
+        let mut text = format!("   │ {} links", layer.links_down);
+        if layer.problems_down > 0 {
+            text.push_str(&format!(", {} degraded/down", layer.problems_down));
+        }
+        lines.push(Line::styled(text, style));
+    }
+    let hosts = summary.cas + summary.routers;
+    let mut ca = format!(" CA  {hosts} hosts");
+    if let Some((first, last)) = &summary.ca_names_first_last {
+        if hosts > 1 {
+            ca.push_str(&format!(" ({first} … {last})"));
+        } else {
+            ca.push_str(&format!(" ({first})"));
+        }
+    }
+    lines.push(Line::raw(ca));
+    if !summary.unlayered.is_empty() {
+        lines.push(Line::styled(
+            format!(" {} switches no CA reaches", summary.unlayered.len()),
+            WARN,
+        ));
+    }
+    lines
+}
+
+/// The lines of one layer, and whether it was summarised rather than drawn.
+fn layer_lines(
+    layer: &Layer,
+    top: bool,
+    width: usize,
+    max_rows: usize,
+) -> (Vec<Line<'static>>, bool) {
+    let label = format!(" L{:<2} ", layer.layer);
+    let avail = width.saturating_sub(label.len());
+    // Cheap bound first: chips are at least 6 columns wide.
+    let fits_bound = layer.switches.len() * 6 <= avail * max_rows;
+    let mut rows: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    let mut fits = fits_bound;
+    if fits_bound {
+        for chip in &layer.switches {
+            let text = chip_text(chip, top);
+            let w = text.chars().count() + 1;
+            if used + w > avail {
+                if rows.len() == max_rows {
+                    fits = false;
+                    break;
+                }
+                rows.push(Vec::new());
+                used = 0;
+            }
+            used += w;
+            let style = if chip.problems > 0 {
+                BAD
+            } else {
+                Style::new().fg(Color::Cyan)
+            };
+            if let Some(row) = rows.last_mut() {
+                row.push(Span::styled(text, style));
+                row.push(Span::raw(" "));
+            }
+        }
+    }
+    if !fits || layer.switches.is_empty() {
+        let problems = layer.problems_down + layer.problems_lateral;
+        let mut text = format!(
+            "{label}layer {}: {} switches, {} links down",
+            layer.layer,
+            layer.switches.len(),
+            layer.links_down,
+        );
+        if layer.links_lateral > 0 {
+            text.push_str(&format!(", {} within", layer.links_lateral));
+        }
+        text.push_str(&format!(", {problems} degraded/down"));
+        let style = if problems > 0 { RED } else { Style::new() };
+        return (vec![Line::styled(text, style)], true);
+    }
+    let mut out = Vec::new();
+    for (i, row) in rows.into_iter().enumerate() {
+        let lead = if i == 0 {
+            label.clone()
+        } else {
+            " ".repeat(label.len())
+        };
+        let mut spans = vec![Span::styled(lead, HEAD)];
+        spans.extend(row);
+        out.push(Line::from(spans));
+    }
+    if let Some((pre, suf)) = &layer.common {
+        out.push(Line::styled(format!("     names: \"{pre}…{suf}\""), DIM));
+    }
+    if layer.links_lateral > 0 {
+        out.push(Line::styled(
+            format!("     ↔ {} links within layer", layer.links_lateral),
+            if layer.problems_lateral > 0 { RED } else { DIM },
+        ));
+    }
+    (out, false)
+}
+
+fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let s = &state.derived.summary;
+    let sm = snap
+        .sm
+        .as_deref()
+        .map(for_terminal)
+        .unwrap_or_else(|| "unknown".into());
+    let problems = s.degraded + s.down;
+    let counts = vec![
+        Line::from(vec![
+            Span::styled(format!("{} switches", s.switches), HEAD),
+            Span::raw(format!(", {} CAs", s.cas)),
+            Span::raw(if s.routers > 0 {
+                format!(", {} routers", s.routers)
+            } else {
+                String::new()
+            }),
+            Span::raw(format!(", {} links  ", s.links)),
+            Span::styled(
+                format!("{} degraded, {} down", s.degraded, s.down),
+                if problems > 0 { BAD } else { OK },
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw(format!("SM: {sm}  ")),
+            Span::styled(
+                format!(
+                    "{}, swept at {} UTC in {} ms",
+                    for_terminal(&state.status.source),
+                    format_time(snap.taken_at),
+                    snap.duration.as_millis()
+                ),
+                DIM,
+            ),
+        ]),
+    ];
+    let findings_min = 4u16;
+    let inner_w = area.width.saturating_sub(2);
+    let max_pic = area.height.saturating_sub(2 + findings_min + 2);
+    // Rows of chips a layer may take: what the picture's height leaves after one label
+    // and one connector line per layer and the CA line.
+    let layers = s.layers.len().max(1);
+    let spare = usize::from(max_pic).saturating_sub(2 * layers + 2);
+    let max_rows = (spare / layers).clamp(1, 6);
+    let pic = picture_lines(s, inner_w, max_rows);
+    let pic_h = (pic.len() as u16).min(max_pic);
+    let [counts_area, pic_area, findings_area] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(pic_h + 2),
+        Constraint::Min(findings_min),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(counts), counts_area);
+    frame.render_widget(
+        Paragraph::new(pic).block(Block::default().borders(Borders::ALL).title(" Fabric ")),
+        pic_area,
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" Findings ({}) ", snap.findings.len()));
+    let inner = block.inner(findings_area);
+    frame.render_widget(block, findings_area);
+    if snap.findings.is_empty() {
+        frame.render_widget(Paragraph::new(Span::styled("no findings", OK)), inner);
+        return;
+    }
+    let window = state
+        .overview_findings
+        .window(snap.findings.len(), usize::from(inner.height));
+    let names = state.names.as_ref();
+    let lines: Vec<Line> = window
+        .clone()
+        .map(|i| {
+            let f = &snap.findings[i];
+            let style = match f.severity {
+                Severity::Error => BAD,
+                Severity::Warning => RED,
+                Severity::Info => Style::new(),
+            };
+            let mut line = Line::from(vec![
+                Span::styled(format!("{:<5} ", f.severity.as_str()), style),
+                Span::raw(format!(
+                    "{} ",
+                    for_terminal(&finding_subject(&snap.fabric, names, f))
+                )),
+                Span::styled(for_terminal(&f.text), style),
+            ]);
+            if i == state.overview_findings.selected {
+                line = line.patch_style(Modifier::REVERSED);
+            }
+            line
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+// ----- Nodes -----
+
+fn kind_short(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Switch => "switch",
+        NodeKind::Ca => "CA",
+        NodeKind::Router => "router",
+    }
+}
+
+fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let detail = state.nodes.detail.and_then(|g| snap.fabric.node_by_guid(g));
+    let (list_area, detail_area) = match detail {
+        None => (Some(area), None),
+        Some(_) if area.width >= 140 => {
+            let [l, r] =
+                Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
+                    .areas(area);
+            (Some(l), Some(r))
+        }
+        Some(_) => (None, Some(area)),
+    };
+    if let Some(area) = list_area {
+        draw_node_list(frame, area, state);
+    }
+    if let (Some(area), Some(id)) = (detail_area, detail) {
+        draw_node_detail(frame, area, state, &snap.fabric, id);
+    }
+}
+
+fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
+    let v = &state.nodes;
+    let [filter_area, table_area] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    let cursor = if v.editing { "_" } else { "" };
+    let filter = Line::from(vec![
+        Span::styled("Filter: ", HEAD),
+        Span::styled(
+            format!("{}{cursor}", for_terminal(&v.filter)),
+            if v.editing { SELECTED } else { Style::new() },
+        ),
+        Span::styled(
+            format!(
+                "  sort: {}  ({} of {})",
+                v.sort.as_str(),
+                v.visible.len(),
+                state.derived.node_rows.len()
+            ),
+            DIM,
+        ),
+    ]);
+    frame.render_widget(Paragraph::new(filter), filter_area);
+    let height = usize::from(table_area.height.saturating_sub(1));
+    let window = v.list.window(v.visible.len(), height);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let r = &state.derived.node_rows[v.visible[i]];
+            let row = Row::new(vec![
+                r.name.clone(),
+                kind_short(r.kind).to_string(),
+                format!("{:#018x}", r.guid),
+                r.lid.map(|l| l.to_string()).unwrap_or_else(|| "-".into()),
+                format!("{}/{}", r.linked, r.ports),
+            ]);
+            if i == v.list.selected {
+                row.style(SELECTED)
+            } else {
+                row
+            }
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Min(12),
+            Constraint::Length(6),
+            Constraint::Length(18),
+            Constraint::Length(5),
+            Constraint::Length(7),
+        ],
+    )
+    .header(Row::new(vec!["Name", "Kind", "GUID", "LID", "Linked"]).style(HEAD));
+    frame.render_widget(table, table_area);
+}
+
+fn state_short(code: u8) -> &'static str {
+    match code {
+        port_state::DOWN => "Down",
+        port_state::INIT => "Init",
+        port_state::ARMED => "Armed",
+        port_state::ACTIVE => "Active",
+        _ => "?",
+    }
+}
+
+fn phys_short(code: u8) -> &'static str {
+    match code {
+        phys_state::SLEEP => "Sleep",
+        phys_state::POLLING => "Polling",
+        phys_state::DISABLED => "Disabled",
+        phys_state::TRAINING => "Training",
+        phys_state::LINK_UP => "LinkUp",
+        phys_state::ERROR_RECOVERY => "ErrRecov",
+        phys_state::PHY_TEST => "PhyTest",
+        _ => "?",
+    }
+}
+
+fn draw_node_detail(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    fabric: &Fabric,
+    id: ibscope_topo::NodeId,
+) {
+    let names = state.names.as_ref();
+    let node = fabric.node(id);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", node_name(node, names)));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let mut facts = vec![
+        Line::raw(format!(
+            "{}  GUID {:#018x}  sysimg {:#018x}",
+            kind_short(node.kind),
+            node.guid,
+            node.system_image_guid
+        )),
+        Line::raw(format!(
+            "vendor {:#08x} device {:#06x} rev {:#x}  ports {}  LID {}",
+            node.vendor_id,
+            node.device_id,
+            node.revision,
+            node.num_ports,
+            node.lid()
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "-".into())
+        )),
+        Line::raw(format!(
+            "description \"{}\"  DR path {}",
+            for_terminal(&node.description),
+            node.dr_path
+                .as_deref()
+                .map(for_terminal)
+                .unwrap_or_else(|| "-".into())
+        )),
+    ];
+    if let Some(sw) = &node.switch {
+        facts.push(Line::raw(format!(
+            "LFT cap {} top {} ({} entries read)  enhanced port 0: {}",
+            sw.linear_fdb_cap,
+            sw.linear_fdb_top,
+            sw.lft.len(),
+            if sw.enhanced_port0 { "yes" } else { "no" }
+        )));
+    }
+    for e in &node.errors {
+        facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
+    }
+    let facts_h = (facts.len() as u16).min(inner.height / 2);
+    let [facts_area, ports_area] =
+        Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(facts), facts_area);
+
+    let height = usize::from(ports_area.height.saturating_sub(1));
+    let cursor = &state.nodes.detail_ports;
+    let window = cursor.window(node.ports.len(), height);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let p = &node.ports[i];
+            let end = End {
+                node: id,
+                port: p.number,
+            };
+            let peer = fabric.peer(end);
+            let peer_text = match peer {
+                Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
+                None => "-".into(),
+            };
+            let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
+            let q = super::derive::link_quality(Some(p), peer_port);
+            let supported = rate_text(p.width_supported.best(), p.speed_supported.best());
+            let enabled = rate_text(p.width_enabled.best(), p.speed_enabled.best());
+            let row = Row::new(vec![
+                p.number.to_string(),
+                state_short(p.state).to_string(),
+                phys_short(p.phys_state).to_string(),
+                rate_text(p.width_active, p.speed_active),
+                supported,
+                enabled,
+                if p.lid == 0 {
+                    "-".into()
+                } else {
+                    p.lid.to_string()
+                },
+                peer_text,
+            ]);
+            let row = if peer.is_some() && q.is_problem() {
+                row.style(RED)
+            } else {
+                row
+            };
+            if i == cursor.selected {
+                row.style(if q.is_problem() {
+                    RED.add_modifier(Modifier::REVERSED)
+                } else {
+                    SELECTED
+                })
+            } else {
+                row
+            }
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Min(8),
+        ],
+    )
+    .header(
+        Row::new(vec![
+            "Port", "State", "Phys", "Active", "Supp", "Enab", "LID", "Peer",
+        ])
+        .style(HEAD),
+    );
+    frame.render_widget(table, ports_area);
+}
+
+// ----- Links -----
+
+fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let fabric = &snap.fabric;
+    let names = state.names.as_ref();
+    let rows_all = &state.derived.link_rows;
+    let s = &state.derived.summary;
+    let block = Block::default().borders(Borders::TOP).title(Span::styled(
+        format!(
+            " Links: {}, {} degraded, {} down ",
+            rows_all.len(),
+            s.degraded,
+            s.down
+        ),
+        if s.degraded + s.down > 0 { BAD } else { HEAD },
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let height = usize::from(inner.height.saturating_sub(1));
+    let window = state.links.window(rows_all.len(), height);
+    let end_text = |e: End| format!("{}[{}]", node_name(fabric.node(e.node), names), e.port);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let r = &rows_all[i];
+            let q = &r.quality;
+            let flag = if q.down {
+                "DOWN"
+            } else if q.degraded {
+                "DEGR"
+            } else {
+                ""
+            };
+            let row = Row::new(vec![
+                end_text(r.a),
+                end_text(r.b),
+                q.active_text(),
+                q.capable_text(),
+                q.state_text(),
+                flag.to_string(),
+            ]);
+            let style = if q.is_problem() { RED } else { Style::new() };
+            let style = if i == state.links.selected {
+                style.add_modifier(Modifier::REVERSED)
+            } else {
+                style
+            };
+            row.style(style)
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Fill(1),
+            Constraint::Fill(1),
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Length(4),
+        ],
+    )
+    .header(Row::new(vec!["End A", "End B", "Active", "Capable", "State", ""]).style(HEAD));
+    frame.render_widget(table, inner);
+}
+
+// ----- Counters -----
+
+fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let v = &state.counters;
+    if v.rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::styled("No counter data in this snapshot.", WARN),
+                Line::raw("An offline topology file has no counters; the live source reads"),
+                Line::raw("PortCounters / PortCountersExtended on every sweep."),
+            ])
+            .block(Block::default().borders(Borders::TOP).title(" Counters ")),
+            area,
+        );
+        return;
+    }
+    let fabric = &snap.fabric;
+    let names = state.names.as_ref();
+    let jumped = v.rows.iter().filter(|k| state.history[*k].jumped).count();
+    let detail_h = if area.height >= 16 { 7 } else { 0 };
+    let [table_area, detail_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(detail_h)]).areas(area);
+    let block = Block::default().borders(Borders::TOP).title(Span::styled(
+        format!(
+            " Counters: {} ports, {} with new errors, sort: {} ",
+            v.rows.len(),
+            jumped,
+            v.sort.as_str()
+        ),
+        if jumped > 0 { BAD } else { HEAD },
+    ));
+    let inner = block.inner(table_area);
+    frame.render_widget(block, table_area);
+    let spark_w: u16 = if inner.width >= 120 { 32 } else { 16 };
+    let [text_area, spark_area] =
+        Layout::horizontal([Constraint::Min(10), Constraint::Length(spark_w)]).areas(inner);
+    let height = usize::from(text_area.height.saturating_sub(1));
+    let window = v.list.window(v.rows.len(), height);
+    let mut rows = Vec::new();
+    for (line, i) in window.clone().enumerate() {
+        let key = v.rows[i];
+        let h = &state.history[&key];
+        let name = match fabric.node_by_guid(key.0) {
+            Some(id) => format!("{}[{}]", node_name(fabric.node(id), names), key.1),
+            None => format!("{:#018x}[{}]", key.0, key.1),
+        };
+        let mut style = if h.jumped { BAD } else { Style::new() };
+        if i == v.list.selected {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        rows.push(
+            Row::new(vec![
+                if h.jumped {
+                    "▲".to_string()
+                } else {
+                    " ".to_string()
+                },
+                name,
+                h.error_total.to_string(),
+                format!("{:.1}", h.error_rate),
+                format_rate(h.rx_bytes_per_s),
+                format_rate(h.tx_bytes_per_s),
+            ])
+            .style(style),
+        );
+        let data: Vec<u64> = h
+            .rate_history
+            .iter()
+            .rev()
+            .take(usize::from(spark_w))
+            .rev()
+            .copied()
+            .collect();
+        let r = Rect {
+            x: spark_area.x,
+            y: spark_area.y + 1 + line as u16,
+            width: spark_area.width,
+            height: 1,
+        };
+        if r.y < spark_area.y + spark_area.height {
+            frame.render_widget(
+                Sparkline::default().data(&data).style(if h.jumped {
+                    RED
+                } else {
+                    Style::new().fg(Color::Cyan)
+                }),
+                r,
+            );
+        }
+    }
+    frame.render_widget(
+        Paragraph::new(Span::styled(" rx+tx history", HEAD)),
+        Rect {
+            height: 1,
+            ..spark_area
+        },
+    );
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Min(10),
+            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(9),
+            Constraint::Length(9),
+        ],
+    )
+    .header(Row::new(vec!["", "Port", "Errors", "Err/s", "Rx", "Tx"]).style(HEAD));
+    frame.render_widget(table, text_area);
+
+    if detail_h == 0 {
+        return;
+    }
+    let Some(h) = v.rows.get(v.list.selected).map(|k| &state.history[k]) else {
+        return;
+    };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(" Selected port ");
+    let inner = block.inner(detail_area);
+    frame.render_widget(block, detail_area);
+    let [text, spark] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
+    let mut spans = Vec::new();
+    for (k, val) in &h.last.counters {
+        let is_err = ERROR_COUNTERS.contains(&k.as_str());
+        let style = if is_err && *val > 0 {
+            RED
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(format!("{}={val}  ", for_terminal(k)), style));
+    }
+    frame.render_widget(
+        Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }),
+        text,
+    );
+    let data: Vec<u64> = h
+        .rate_history
+        .iter()
+        .rev()
+        .take(usize::from(spark.width))
+        .rev()
+        .copied()
+        .collect();
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data)
+            .style(Style::new().fg(Color::Cyan)),
+        spark,
+    );
+}
+
+// ----- Routing -----
+
+fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let fabric = &snap.fabric;
+    let names = state.names.as_ref();
+    let r = &state.routing;
+    let field = |label: &str, text: &str, which: RouteField| -> Vec<Span<'static>> {
+        let editing = r.editing == Some(which);
+        vec![
+            Span::styled(format!("{label}: "), HEAD),
+            Span::styled(
+                format!("{}{}", for_terminal(text), if editing { "_" } else { "" }),
+                if editing {
+                    SELECTED
+                } else {
+                    Style::new().add_modifier(Modifier::UNDERLINED)
+                },
+            ),
+            Span::raw("  "),
+        ]
+    };
+    let mut input = field("From", &r.from, RouteField::From);
+    input.extend(field("To", &r.to, RouteField::To));
+    let summary: Line = match &r.result {
+        None => Line::styled("type / to enter a source and a destination", DIM),
+        Some(Err(e)) => Line::styled(for_terminal(e), BAD),
+        Some(Ok(res)) => {
+            let src = format!(
+                "{}[{}]",
+                node_name(fabric.node(res.src.node), names),
+                res.src.port
+            );
+            let dst = fabric
+                .port_by_lid(res.dst_lid)
+                .map(|e| format!("{}[{}]", node_name(fabric.node(e.node), names), e.port))
+                .unwrap_or_else(|| "?".into());
+            match &res.error {
+                None => Line::styled(
+                    format!(
+                        "{src} -> LID {} {dst}: {} links",
+                        res.dst_lid,
+                        res.hops.len().saturating_sub(1)
+                    ),
+                    OK,
+                ),
+                Some(e) => Line::styled(format!("{src} -> LID {}: {}", res.dst_lid, e), BAD),
+            }
+        }
+    };
+    let [input_area, summary_area, rest] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(Line::from(input)), input_area);
+    frame.render_widget(Paragraph::new(summary), summary_area);
+    let [hops_area, bottom] =
+        Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(rest);
+    let [lft_area, balance_area] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
+
+    // Hops.
+    let block = Block::default().borders(Borders::TOP).title(" Path ");
+    let inner = block.inner(hops_area);
+    frame.render_widget(block, hops_area);
+    let hops: &[ibscope_topo::routing::Hop] = match &r.result {
+        Some(Ok(res)) => &res.hops,
+        _ => &[],
+    };
+    let height = usize::from(inner.height.saturating_sub(1));
+    let window = r.hops.window(hops.len(), height);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let h = &hops[i];
+            let port = |p: Option<u8>| p.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+            let row = Row::new(vec![
+                i.to_string(),
+                node_name(fabric.node(h.node.id), names),
+                kind_short(h.node.kind).to_string(),
+                port(h.in_port),
+                port(h.out_port),
+            ]);
+            if i == r.hops.selected {
+                row.style(SELECTED)
+            } else {
+                row
+            }
+        })
+        .collect();
+    frame.render_widget(
+        Table::new(
+            rows,
+            [
+                Constraint::Length(3),
+                Constraint::Min(10),
+                Constraint::Length(6),
+                Constraint::Length(4),
+                Constraint::Length(4),
+            ],
+        )
+        .header(Row::new(vec!["#", "Node", "Kind", "In", "Out"]).style(HEAD)),
+        inner,
+    );
+
+    // LFT of the selected hop's switch, around the destination LID.
+    let selected_switch = hops
+        .get(r.hops.selected)
+        .map(|h| h.node.id)
+        .filter(|id| fabric.node(*id).is_switch());
+    let dst_lid = match &r.result {
+        Some(Ok(res)) => Some(res.dst_lid),
+        _ => None,
+    };
+    draw_lft(frame, lft_area, state, fabric, selected_switch, dst_lid);
+    draw_balance(frame, balance_area, state);
+}
+
+fn draw_lft(
+    frame: &mut Frame,
+    area: Rect,
+    state: &AppState,
+    fabric: &Fabric,
+    switch: Option<ibscope_topo::NodeId>,
+    dst_lid: Option<u16>,
+) {
+    let names = state.names.as_ref();
+    let Some(id) = switch else {
+        let block = Block::default().borders(Borders::TOP).title(" LFT ");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        frame.render_widget(
+            Paragraph::new(Span::styled("select a switch hop to see its LFT", DIM)),
+            inner,
+        );
+        return;
+    };
+    let node = fabric.node(id);
+    let facts = node.switch.as_ref();
+    let lft_len = facts.map(|f| f.lft.len()).unwrap_or(0);
+    let block = Block::default().borders(Borders::TOP).title(format!(
+        " LFT of {} ({} LIDs) ",
+        node_name(node, names),
+        lft_len
+    ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(facts) = facts.filter(|f| !f.lft.is_empty()) else {
+        frame.render_widget(Paragraph::new(Span::styled("LFT not read", WARN)), inner);
+        return;
+    };
+    let [head, inner] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    frame.render_widget(
+        Paragraph::new(Span::styled("  LID out next hop        destination", HEAD)),
+        head,
+    );
+    // A window of LIDs centred on the destination: O(rows), not O(table).
+    let height = usize::from(inner.height);
+    // LinearFDBTop 0 means unknown: the table's length bounds it (as in routing).
+    let last = facts.lft.len() - 1;
+    let top = match usize::from(facts.linear_fdb_top) {
+        0 => last,
+        t => t.min(last),
+    };
+    let centre = usize::from(dst_lid.unwrap_or(1));
+    let start = centre
+        .saturating_sub(height / 2)
+        .max(1)
+        .min(top.saturating_sub(height.saturating_sub(1)).max(1));
+    let lines: Vec<Line> = (start..=top)
+        .take(height)
+        .map(|lid| {
+            let lid16 = lid as u16;
+            let (port_text, peer) = match facts.route(lid16) {
+                Some(p) => (
+                    format!("{p:>3}"),
+                    if p == 0 {
+                        "(self)".to_string()
+                    } else {
+                        fabric
+                            .peer(End { node: id, port: p })
+                            .map(|e| node_name(fabric.node(e.node), names))
+                            .unwrap_or_else(|| "unlinked".into())
+                    },
+                ),
+                None => ("  -".to_string(), String::new()),
+            };
+            let dest = fabric
+                .port_by_lid(lid16)
+                .map(|e| node_name(fabric.node(e.node), names))
+                .unwrap_or_default();
+            let peer: String = peer.chars().take(15).collect();
+            let text = format!("{lid:>5} {port_text} {peer:<15} {dest}");
+            if Some(lid16) == dst_lid {
+                Line::styled(text, SELECTED)
+            } else {
+                Line::raw(text)
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(" Route balance ");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let Some(report) = state.snapshot.as_ref().and_then(|s| s.routes.as_deref()) else {
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::styled("no route analysis:", DIM),
+                Line::styled("the LFTs are not in this snapshot", DIM),
+            ]),
+            inner,
+        );
+        return;
+    };
+    let mut lines = Vec::new();
+    let broken = report.pairs_broken + report.pairs_looping;
+    lines.push(Line::styled(
+        format!(
+            "{} pairs, {} broken, max {} hops",
+            report.pairs, broken, report.max_hops
+        ),
+        if broken > 0 { BAD } else { OK },
+    ));
+    let height = usize::from(inner.height);
+    for l in &report.balance.by_layer {
+        if lines.len() >= height / 2 {
+            break;
+        }
+        let imb = l.imbalance.unwrap_or(f64::INFINITY);
+        let style = if imb > 1.5 {
+            RED
+        } else if imb > 1.2 {
+            WARN
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(
+            format!(
+                "L{} {:?}: {} ports {}..{} routes{}",
+                l.layer.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+                l.direction,
+                l.ports,
+                l.routes_min,
+                l.routes_max,
+                l.imbalance.map(|x| format!(" x{x:.2}")).unwrap_or_default()
+            ),
+            style,
+        ));
+    }
+    let max = report
+        .balance
+        .hottest
+        .first()
+        .map(|p| p.routes)
+        .unwrap_or(0)
+        .max(1);
+    let remaining = height.saturating_sub(lines.len());
+    for p in report.balance.hottest.iter().take(remaining) {
+        let heat = p.routes as f64 / max as f64;
+        let style = if heat > 0.9 {
+            RED
+        } else if heat > 0.6 {
+            WARN
+        } else {
+            Style::new()
+        };
+        let bar_len = (heat * 8.0).round() as usize;
+        lines.push(Line::styled(
+            format!(
+                "{:<8} {:>6} {}[{}]->{}",
+                "█".repeat(bar_len),
+                p.routes,
+                for_terminal(&p.from.node.name),
+                p.from.port,
+                for_terminal(&p.to.node.name)
+            ),
+            style,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+// ----- Events -----
+
+fn draw_events(frame: &mut Frame, area: Rect, state: &AppState) {
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(format!(" Events ({}), newest first ", state.events.len()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if state.events.is_empty() {
+        return no_data(frame, inner, state);
+    }
+    let height = usize::from(inner.height.saturating_sub(1));
+    let window = state.event_list.window(state.events.len(), height);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let e = &state.events[i];
+            let style = if e.kind.is_bad() {
+                RED
+            } else if e.kind == EventKind::Info {
+                DIM
+            } else {
+                Style::new()
+            };
+            let style = if i == state.event_list.selected {
+                style.add_modifier(Modifier::REVERSED)
+            } else {
+                style
+            };
+            Row::new(vec![
+                format_time(e.at),
+                e.kind.as_str().to_string(),
+                for_terminal(&e.text),
+            ])
+            .style(style)
+        })
+        .collect();
+    frame.render_widget(
+        Table::new(
+            rows,
+            [
+                Constraint::Length(8),
+                Constraint::Length(12),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(vec!["UTC", "Event", "Detail"]).style(HEAD)),
+        inner,
+    );
+}

@@ -1,0 +1,746 @@
+//! Everything the UI shows, as plain data: no terminal, no threads, no clock reads. The
+//! event loop feeds it snapshots and actions and sets `now`; the renderer only reads it.
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::time::{Duration, Instant, SystemTime};
+
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::routing::{self, Hop};
+use ibscope_topo::{End, Fabric, NodeId, NodeKind};
+
+use super::derive::{self, FabricSummary, LinkRow, NodeRow, NodeSort};
+use super::events::{self, Event, EventKind};
+use super::snapshot::{PortCounterSample, Snapshot};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    Overview,
+    Nodes,
+    Links,
+    Counters,
+    Routing,
+    Events,
+}
+
+impl View {
+    pub const ALL: [View; 6] = [
+        View::Overview,
+        View::Nodes,
+        View::Links,
+        View::Counters,
+        View::Routing,
+        View::Events,
+    ];
+    pub fn index(self) -> usize {
+        View::ALL.iter().position(|v| *v == self).unwrap_or(0)
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Overview => "Overview",
+            View::Nodes => "Nodes",
+            View::Links => "Links",
+            View::Counters => "Counters",
+            View::Routing => "Routing",
+            View::Events => "Events",
+        }
+    }
+    pub fn next(self) -> View {
+        View::ALL[(self.index() + 1) % View::ALL.len()]
+    }
+    pub fn prev(self) -> View {
+        View::ALL[(self.index() + View::ALL.len() - 1) % View::ALL.len()]
+    }
+}
+
+/// A selection in a scrolling list. The offset is kept by the renderer (it knows the
+/// height), hence the `Cell`s: drawing takes `&AppState`.
+#[derive(Debug, Default)]
+pub struct ListCursor {
+    pub selected: usize,
+    offset: Cell<usize>,
+    page: Cell<usize>,
+}
+
+impl ListCursor {
+    pub fn up(&mut self, n: usize) {
+        self.selected = self.selected.saturating_sub(n);
+    }
+    pub fn down(&mut self, n: usize, len: usize) {
+        self.selected = (self.selected + n).min(len.saturating_sub(1));
+    }
+    pub fn clamp(&mut self, len: usize) {
+        self.selected = self.selected.min(len.saturating_sub(1));
+    }
+    /// Rows a page key moves (the last drawn height, at least 1).
+    pub fn page(&self) -> usize {
+        self.page.get().max(1)
+    }
+    /// The rows to draw in `height` lines, scrolled so the selection stays visible.
+    pub fn window(&self, len: usize, height: usize) -> Range<usize> {
+        self.page.set(height.saturating_sub(1).max(1));
+        if height == 0 || len == 0 {
+            return 0..0;
+        }
+        let sel = self.selected.min(len - 1);
+        let mut off = self.offset.get().min(len.saturating_sub(height));
+        if sel < off {
+            off = sel;
+        } else if sel >= off + height {
+            off = sel + 1 - height;
+        }
+        self.offset.set(off);
+        off..(off + height).min(len)
+    }
+}
+
+/// Sweeper status, for the "updated 3s ago" / "sweeping…" line.
+#[derive(Debug, Default)]
+pub struct Status {
+    pub sweeping: bool,
+    pub last_update: Option<Instant>,
+    pub last_error: Option<String>,
+    pub sweeps: u64,
+    /// Where snapshots come from ("file net.topo").
+    pub source: String,
+}
+
+/// Rates and history of one port's counters since the UI opened.
+#[derive(Debug, Clone)]
+pub struct PortHistory {
+    pub node_guid: u64,
+    pub port: u8,
+    pub last: PortCounterSample,
+    /// Error total when first seen: a port is "jumped" once it rises above it.
+    pub baseline_errors: u64,
+    pub error_total: u64,
+    /// Per second, over the last interval.
+    pub error_rate: f64,
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    /// rx + tx bytes/s per sample, oldest first.
+    pub rate_history: VecDeque<u64>,
+    pub error_history: VecDeque<u64>,
+    pub jumped: bool,
+}
+
+pub const HISTORY_LEN: usize = 120;
+pub const EVENT_LOG_LEN: usize = 2000;
+
+impl PortHistory {
+    fn new(sample: PortCounterSample) -> PortHistory {
+        let errors = sample.error_total();
+        PortHistory {
+            node_guid: sample.node_guid,
+            port: sample.port,
+            last: sample,
+            baseline_errors: errors,
+            error_total: errors,
+            error_rate: 0.0,
+            rx_bytes_per_s: 0.0,
+            tx_bytes_per_s: 0.0,
+            rate_history: VecDeque::new(),
+            error_history: VecDeque::new(),
+            jumped: false,
+        }
+    }
+
+    fn update(&mut self, sample: PortCounterSample) {
+        let dt = sample
+            .taken_at
+            .duration_since(self.last.taken_at)
+            .unwrap_or(Duration::ZERO)
+            .as_secs_f64();
+        // A counter below its last value was reset (or wrapped): count from zero again.
+        let delta = |now: u64, before: u64| if now >= before { now - before } else { now };
+        let errors = sample.error_total();
+        let d_err = delta(errors, self.error_total);
+        let d_rx = delta(
+            sample.rcv_data_bytes.unwrap_or(0),
+            self.last.rcv_data_bytes.unwrap_or(0),
+        );
+        let d_tx = delta(
+            sample.xmit_data_bytes.unwrap_or(0),
+            self.last.xmit_data_bytes.unwrap_or(0),
+        );
+        if dt > 0.0 {
+            self.error_rate = d_err as f64 / dt;
+            self.rx_bytes_per_s = d_rx as f64 / dt;
+            self.tx_bytes_per_s = d_tx as f64 / dt;
+        }
+        if errors < self.error_total {
+            self.baseline_errors = 0;
+        }
+        self.error_total = errors;
+        self.jumped |= errors > self.baseline_errors;
+        push_capped(
+            &mut self.rate_history,
+            (self.rx_bytes_per_s + self.tx_bytes_per_s) as u64,
+        );
+        push_capped(&mut self.error_history, d_err);
+        self.last = sample;
+    }
+}
+
+fn push_capped<T>(q: &mut VecDeque<T>, v: T) {
+    if q.len() == HISTORY_LEN {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CounterSort {
+    #[default]
+    ErrorRate,
+    Errors,
+    Traffic,
+    Name,
+}
+
+impl CounterSort {
+    pub fn next(self) -> CounterSort {
+        match self {
+            CounterSort::ErrorRate => CounterSort::Errors,
+            CounterSort::Errors => CounterSort::Traffic,
+            CounterSort::Traffic => CounterSort::Name,
+            CounterSort::Name => CounterSort::ErrorRate,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CounterSort::ErrorRate => "error rate",
+            CounterSort::Errors => "errors",
+            CounterSort::Traffic => "traffic",
+            CounterSort::Name => "name",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct NodesView {
+    pub filter: String,
+    pub editing: bool,
+    pub sort: NodeSort,
+    /// Indexes into `Derived::node_rows`, filtered and sorted.
+    pub visible: Vec<usize>,
+    pub list: ListCursor,
+    /// GUID of the node whose detail pane is open (a GUID survives a new snapshot).
+    pub detail: Option<u64>,
+    pub detail_ports: ListCursor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteField {
+    From,
+    To,
+}
+
+/// A traced route, resolved against the snapshot it was traced in.
+#[derive(Debug, Clone)]
+pub struct RouteResult {
+    pub src: End,
+    pub dst_lid: u16,
+    pub hops: Vec<Hop>,
+    /// Why the walk stopped early, already displayable.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct RoutingView {
+    pub from: String,
+    pub to: String,
+    pub editing: Option<RouteField>,
+    /// The last trace, or why the inputs could not be resolved.
+    pub result: Option<Result<RouteResult, String>>,
+    /// Selected hop: its switch's LFT is shown.
+    pub hops: ListCursor,
+}
+
+#[derive(Debug, Default)]
+pub struct CountersView {
+    pub sort: CounterSort,
+    /// Keys into `AppState::history`, sorted.
+    pub rows: Vec<(u64, u8)>,
+    pub list: ListCursor,
+}
+
+/// What is computed once per snapshot.
+#[derive(Debug, Default)]
+pub struct Derived {
+    pub summary: FabricSummary,
+    pub node_rows: Vec<NodeRow>,
+    pub link_rows: Vec<LinkRow>,
+}
+
+/// A snapshot with everything derived from it, built off the UI thread.
+#[derive(Debug)]
+pub struct Prepared {
+    pub snapshot: Snapshot,
+    pub derived: Derived,
+    /// What changed since the previous snapshot (or a "first snapshot" note).
+    pub events: Vec<Event>,
+}
+
+/// Derive rows, the layered summary and the events of `snap` (relative to `previous`).
+/// O(nodes + links) with sorting; runs on the sweeper thread.
+pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameMap>) -> Prepared {
+    let events = match previous {
+        Some(old) => events::diff(old, &snap, names),
+        None => vec![Event {
+            at: snap.taken_at,
+            kind: EventKind::Info,
+            text: format!(
+                "first snapshot: {} nodes, {} links",
+                snap.fabric.node_count(),
+                snap.fabric.link_count()
+            ),
+        }],
+    };
+    let derived = Derived {
+        summary: derive::summarize(&snap.fabric, names),
+        node_rows: derive::node_rows(&snap.fabric, names),
+        link_rows: derive::link_rows(&snap.fabric, names),
+    };
+    Prepared {
+        snapshot: snap,
+        derived,
+        events,
+    }
+}
+
+pub struct AppState {
+    pub view: View,
+    pub help: bool,
+    pub quit: bool,
+    /// Set by an action asking for an immediate sweep; the event loop takes it.
+    pub sweep_requested: bool,
+    pub now: Instant,
+    pub interval: Duration,
+    pub status: Status,
+    pub snapshot: Option<Snapshot>,
+    pub names: Option<NameMap>,
+    pub derived: Derived,
+    pub history: HashMap<(u64, u8), PortHistory>,
+    pub events: VecDeque<Event>,
+    pub nodes: NodesView,
+    pub links: ListCursor,
+    pub counters: CountersView,
+    pub routing: RoutingView,
+    pub event_list: ListCursor,
+    pub overview_findings: ListCursor,
+}
+
+impl AppState {
+    pub fn new(names: Option<NameMap>, interval: Duration, now: Instant) -> AppState {
+        AppState {
+            view: View::Overview,
+            help: false,
+            quit: false,
+            sweep_requested: false,
+            now,
+            interval,
+            status: Status::default(),
+            snapshot: None,
+            names,
+            derived: Derived::default(),
+            history: HashMap::new(),
+            events: VecDeque::new(),
+            nodes: NodesView::default(),
+            links: ListCursor::default(),
+            counters: CountersView::default(),
+            routing: RoutingView::default(),
+            event_list: ListCursor::default(),
+            overview_findings: ListCursor::default(),
+        }
+    }
+
+    pub fn fabric(&self) -> Option<&Fabric> {
+        self.snapshot.as_ref().map(|s| &*s.fabric)
+    }
+
+    /// The sweeper started a sweep.
+    pub fn sweep_started(&mut self) {
+        self.status.sweeping = true;
+    }
+
+    /// A sweep failed: keep showing the last snapshot, log the failure.
+    pub fn sweep_failed(&mut self, error: String, at: SystemTime) {
+        self.status.sweeping = false;
+        let text = ibscope_topo::escape::for_terminal(&error);
+        self.log(Event {
+            at,
+            kind: EventKind::SweepFailed,
+            text: text.clone(),
+        });
+        self.status.last_error = Some(text);
+    }
+
+    fn log(&mut self, e: Event) {
+        if self.events.len() == EVENT_LOG_LEN {
+            self.events.pop_back();
+        }
+        // Newest first.
+        self.events.push_front(e);
+    }
+
+    /// A new snapshot arrived (at `now`): derive rows and events here. The event loop
+    /// uses [`AppState::apply_prepared`] with the work done on the sweeper thread instead.
+    pub fn apply_snapshot(&mut self, snap: Snapshot, now: Instant) {
+        let prepared = prepare(self.snapshot.as_ref(), snap, self.names.as_ref());
+        self.apply_prepared(prepared, now);
+    }
+
+    /// Take a prepared snapshot: log its events, update counter histories, keep
+    /// selections in range. Cost: O(counters + nodes log nodes), no per-link work.
+    pub fn apply_prepared(&mut self, prepared: Prepared, now: Instant) {
+        let Prepared {
+            snapshot: snap,
+            derived,
+            events: new_events,
+        } = prepared;
+        for e in new_events {
+            self.log(e);
+        }
+        for c in &snap.counters {
+            match self.history.get_mut(&(c.node_guid, c.port)) {
+                Some(h) => h.update(c.clone()),
+                None => {
+                    self.history
+                        .insert((c.node_guid, c.port), PortHistory::new(c.clone()));
+                }
+            }
+        }
+        self.derived = derived;
+        self.snapshot = Some(snap);
+        self.status.sweeping = false;
+        self.status.last_error = None;
+        self.status.last_update = Some(now);
+        self.status.sweeps += 1;
+        self.refresh_nodes();
+        self.refresh_counters();
+        self.links.clamp(self.derived.link_rows.len());
+        self.event_list.clamp(self.events.len());
+        if self.routing.result.is_some() {
+            self.run_trace();
+        }
+    }
+
+    /// Re-filter and re-sort the node list (after a filter/sort change or a new snapshot).
+    pub fn refresh_nodes(&mut self) {
+        self.nodes.visible =
+            derive::filter_sort_nodes(&self.derived.node_rows, &self.nodes.filter, self.nodes.sort);
+        self.nodes.list.clamp(self.nodes.visible.len());
+    }
+
+    pub fn refresh_counters(&mut self) {
+        let mut rows: Vec<(u64, u8)> = self.history.keys().copied().collect();
+        let fabric = self.snapshot.as_ref().map(|s| s.fabric.clone());
+        let name_of = |k: &(u64, u8)| -> String {
+            fabric
+                .as_ref()
+                .and_then(|f| f.node_by_guid(k.0).map(|id| f.node(id).description.clone()))
+                .unwrap_or_default()
+        };
+        let h = &self.history;
+        match self.counters.sort {
+            CounterSort::ErrorRate => rows.sort_by(|a, b| {
+                h[b].error_rate
+                    .total_cmp(&h[a].error_rate)
+                    .then(h[b].error_total.cmp(&h[a].error_total))
+                    .then(a.cmp(b))
+            }),
+            CounterSort::Errors => {
+                rows.sort_by(|a, b| h[b].error_total.cmp(&h[a].error_total).then(a.cmp(b)))
+            }
+            CounterSort::Traffic => rows.sort_by(|a, b| {
+                let t = |k: &(u64, u8)| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
+                t(b).total_cmp(&t(a)).then(a.cmp(b))
+            }),
+            CounterSort::Name => {
+                let mut keyed: Vec<(String, (u64, u8))> =
+                    rows.iter().map(|k| (name_of(k), *k)).collect();
+                keyed.sort();
+                rows = keyed.into_iter().map(|(_, k)| k).collect();
+            }
+        }
+        self.counters.rows = rows;
+        self.counters.list.clamp(self.counters.rows.len());
+    }
+
+    /// The node the nodes-view cursor is on.
+    pub fn selected_node_row(&self) -> Option<&NodeRow> {
+        self.nodes
+            .visible
+            .get(self.nodes.list.selected)
+            .and_then(|&i| self.derived.node_rows.get(i))
+    }
+
+    /// Resolve the routing inputs and trace the route in the current snapshot.
+    pub fn run_trace(&mut self) {
+        let Some(fabric) = self.snapshot.as_ref().map(|s| s.fabric.clone()) else {
+            self.routing.result = Some(Err("no snapshot yet".into()));
+            return;
+        };
+        let names = self.names.as_ref();
+        let result = (|| {
+            let src =
+                resolve(&fabric, names, &self.routing.from).map_err(|e| format!("from: {e}"))?;
+            let src_end = source_end(&fabric, src)?;
+            let dst = resolve(&fabric, names, &self.routing.to).map_err(|e| format!("to: {e}"))?;
+            let dst_lid = destination_lid(&fabric, dst)?;
+            let partial = routing::trace_partial(&fabric, src_end, dst_lid);
+            Ok(RouteResult {
+                src: src_end,
+                dst_lid,
+                hops: partial.hops,
+                error: partial.error.map(|e| e.to_string()),
+            })
+        })();
+        if let Ok(r) = &result {
+            self.routing.hops.clamp(r.hops.len());
+        }
+        self.routing.result = Some(result);
+    }
+}
+
+/// What a routing input names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Node(NodeId),
+    Port(End),
+    Lid(u16),
+}
+
+fn parse_number(text: &str) -> Option<u64> {
+    let t = text.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// A routing input: a LID (decimal or 0x hex below 0xc000), a node or port GUID (0x…
+/// above that), a name (node-name-map name or NodeDescription; exact, else a unique
+/// case-insensitive substring), optionally followed by `[port]`.
+pub fn resolve(fabric: &Fabric, names: Option<&NameMap>, text: &str) -> Result<Target, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty".into());
+    }
+    let (base, port) = match text.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
+        Some((b, p)) => match p.trim().parse::<u8>() {
+            Ok(n) => (b.trim(), Some(n)),
+            Err(_) => (text, None),
+        },
+        None => (text, None),
+    };
+    let with_port = |node: NodeId| -> Result<Target, String> {
+        match port {
+            None => Ok(Target::Node(node)),
+            Some(p) if fabric.node(node).port(p).is_some() => {
+                Ok(Target::Port(End { node, port: p }))
+            }
+            Some(p) => Err(format!("no port {p} on that node")),
+        }
+    };
+    if let Some(n) = parse_number(base) {
+        if n > 0 && n < 0xc000 && port.is_none() {
+            return match fabric.port_by_lid(n as u16) {
+                Some(_) => Ok(Target::Lid(n as u16)),
+                None => Err(format!("no port has LID {n}")),
+            };
+        }
+        if let Some(id) = fabric.node_by_guid(n) {
+            return with_port(id);
+        }
+        if let Some(end) = fabric.port_by_guid(n) {
+            return match port {
+                None => Ok(Target::Port(end)),
+                Some(_) => with_port(end.node),
+            };
+        }
+    }
+    let display = |id: NodeId| ibscope_topo::namemap::display_name(fabric.node(id), names);
+    let exact: Vec<NodeId> = fabric
+        .nodes()
+        .filter(|(id, n)| display(*id) == base || n.description == base)
+        .map(|(id, _)| id)
+        .collect();
+    let candidates = if exact.is_empty() {
+        let needle = base.to_lowercase();
+        fabric
+            .nodes()
+            .filter(|(id, _)| display(*id).to_lowercase().contains(&needle))
+            .map(|(id, _)| id)
+            .take(2)
+            .collect()
+    } else {
+        exact
+    };
+    match candidates.as_slice() {
+        [one] => with_port(*one),
+        [] => Err(format!(
+            "nothing matches \"{}\"",
+            ibscope_topo::escape::for_terminal(base)
+        )),
+        _ => Err(format!(
+            "\"{}\" matches several nodes",
+            ibscope_topo::escape::for_terminal(base)
+        )),
+    }
+}
+
+/// Where a trace starts: a CA's first linked port, a switch's port 0.
+fn source_end(fabric: &Fabric, t: Target) -> Result<End, String> {
+    let node = match t {
+        Target::Port(e) => return Ok(e),
+        Target::Lid(l) => {
+            return fabric
+                .port_by_lid(l)
+                .ok_or_else(|| format!("no port has LID {l}"))
+        }
+        Target::Node(n) => n,
+    };
+    let n = fabric.node(node);
+    if n.kind == NodeKind::Switch {
+        return Ok(End { node, port: 0 });
+    }
+    n.ports
+        .iter()
+        .map(|p| End {
+            node,
+            port: p.number,
+        })
+        .find(|e| fabric.peer(*e).is_some())
+        .ok_or_else(|| "that node has no linked port".to_string())
+}
+
+fn destination_lid(fabric: &Fabric, t: Target) -> Result<u16, String> {
+    match t {
+        Target::Lid(l) => Ok(l),
+        Target::Port(e) => {
+            let n = fabric.node(e.node);
+            let lid = if n.is_switch() {
+                n.lid()
+            } else {
+                n.port(e.port).map(|p| p.lid).filter(|&l| l != 0)
+            };
+            lid.ok_or_else(|| "that port has no LID".into())
+        }
+        Target::Node(id) => fabric
+            .node(id)
+            .lid()
+            .ok_or_else(|| "that node has no LID".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn cursor_window_keeps_selection_visible() {
+        let mut c = ListCursor::default();
+        assert_eq!(c.window(100, 10), 0..10);
+        c.down(15, 100);
+        assert_eq!(c.window(100, 10), 6..16);
+        c.up(3);
+        assert_eq!(
+            c.window(100, 10),
+            6..16,
+            "no scroll while inside the window"
+        );
+        c.up(10);
+        assert_eq!(c.window(100, 10), 2..12);
+        c.down(1000, 100);
+        assert_eq!(c.selected, 99);
+        assert_eq!(c.window(100, 10), 90..100);
+        // The list shrank under the cursor.
+        c.clamp(5);
+        assert_eq!(c.window(5, 10), 0..5);
+        assert_eq!(c.window(0, 10), 0..0);
+        assert_eq!(c.page(), 9);
+    }
+
+    fn sample(at: u64, errors: u64, bytes: u64) -> PortCounterSample {
+        let mut counters = BTreeMap::new();
+        counters.insert("SymbolErrorCounter".to_string(), errors);
+        counters.insert("PortXmitWait".to_string(), 1_000_000);
+        PortCounterSample {
+            node_guid: 1,
+            port: 1,
+            counters,
+            xmit_data_bytes: Some(bytes),
+            rcv_data_bytes: Some(bytes),
+            taken_at: std::time::UNIX_EPOCH + Duration::from_secs(at),
+        }
+    }
+
+    #[test]
+    fn history_rates_jumps_and_resets() {
+        let mut h = PortHistory::new(sample(0, 5, 0));
+        assert!(!h.jumped, "errors before the UI opened do not count");
+        h.update(sample(10, 5, 1000));
+        assert_eq!(h.rx_bytes_per_s, 100.0);
+        assert_eq!(h.error_rate, 0.0);
+        assert!(!h.jumped, "PortXmitWait is not an error counter");
+        h.update(sample(20, 25, 2000));
+        assert_eq!(h.error_rate, 2.0);
+        assert!(h.jumped);
+        // Counters cleared by someone: the new value is the delta, not a negative one.
+        h.update(sample(30, 3, 500));
+        assert_eq!(h.error_rate, 0.3);
+        assert_eq!(h.rx_bytes_per_s, 50.0);
+        assert_eq!(h.rate_history.len(), 3);
+        assert_eq!(h.rate_history.back(), Some(&100));
+    }
+
+    #[test]
+    fn resolve_names_lids_guids_and_ports() {
+        let f = ibscope_topo::ibnd::parse(
+            "Switch 4 \"S\" # \"sw\" base port 0 lid 1 lmc 0\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\n\
+             Hca 1 \"H1\" # \"node-a\"\n[1] \"S\"[1] # lid 2 lmc 0 \"sw\" lid 1 4xHDR\n\n\
+             Hca 1 \"H2\" # \"node-b\"\n[1] \"S\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xHDR\n",
+        )
+        .unwrap();
+        let sw = f.nodes_by_description("sw")[0];
+        let a = f.nodes_by_description("node-a")[0];
+        assert_eq!(resolve(&f, None, "sw"), Ok(Target::Node(sw)));
+        assert_eq!(
+            resolve(&f, None, "NODE-A"),
+            Ok(Target::Node(a)),
+            "unique substring"
+        );
+        assert!(resolve(&f, None, "node").unwrap_err().contains("several"));
+        assert_eq!(resolve(&f, None, "2"), Ok(Target::Lid(2)));
+        assert_eq!(resolve(&f, None, "0x3"), Ok(Target::Lid(3)));
+        assert!(resolve(&f, None, "9").is_err());
+        let guid = format!("{:#x}", f.node(sw).guid);
+        assert_eq!(resolve(&f, None, &guid), Ok(Target::Node(sw)));
+        assert_eq!(
+            resolve(&f, None, "sw[2]"),
+            Ok(Target::Port(End { node: sw, port: 2 }))
+        );
+        assert!(resolve(&f, None, "sw[7]").is_err());
+        assert!(resolve(&f, None, "").is_err());
+        let mut names = NameMap::new();
+        names.insert(f.node(a).guid, "alpha");
+        assert_eq!(resolve(&f, Some(&names), "alpha"), Ok(Target::Node(a)));
+        assert_eq!(
+            source_end(&f, Target::Node(sw)),
+            Ok(End { node: sw, port: 0 })
+        );
+        assert_eq!(
+            source_end(&f, Target::Node(a)),
+            Ok(End { node: a, port: 1 })
+        );
+        assert_eq!(destination_lid(&f, Target::Node(sw)), Ok(1));
+        assert_eq!(
+            destination_lid(&f, Target::Port(End { node: a, port: 1 })),
+            Ok(2)
+        );
+    }
+}

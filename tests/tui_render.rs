@@ -1,0 +1,727 @@
+//! The TUI rendered into ratatui's TestBackend: every view at 80x24 and 160x48 on a small
+//! fabric with a degraded link and a hostile NodeDescription, key handling, the sweeper,
+//! and a timing report on a 2,048-host fat tree.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ibscope::tui::events::EventKind;
+use ibscope::tui::state::prepare;
+use ibscope::tui::{input, render, AppState, PortCounterSample, Snapshot, Source, View};
+use ibscope_topo::gen::{self, FatTreeSpec};
+use ibscope_topo::{ibnd, routing, Fabric};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use ratatui::Terminal;
+
+/// 2 spines, 2 leaves, 4 hosts, every port enabled for 4xHDR; leaf-1[4] <-> spine-2[1]
+/// trained at 1xHDR (degraded).
+const FIXTURE: &str = r#"
+width=3
+speed=7
+extspeed=7
+
+Switch 8 "S1" # "spine-1" base port 0 lid 1 lmc 0
+[1] "L1"[3] # "leaf-1" lid 3 4xHDR
+[2] "L2"[3] # "leaf-2" lid 4 4xHDR
+
+Switch 8 "S2" # "spine-2" base port 0 lid 2 lmc 0
+[1] "L1"[4] # "leaf-1" lid 3 1xHDR
+[2] "L2"[4] # "leaf-2" lid 4 4xHDR
+
+Switch 8 "L1" # "leaf-1" base port 0 lid 3 lmc 0
+[1] "H1"[1] # "host-1" lid 5 4xHDR
+[2] "H2"[1] # "host-2" lid 6 4xHDR
+[3] "S1"[1] # "spine-1" lid 1 4xHDR
+[4] "S2"[1] # "spine-2" lid 2 1xHDR
+
+Switch 8 "L2" # "leaf-2" base port 0 lid 4 lmc 0
+[1] "H3"[1] # "host-3" lid 7 4xHDR
+[2] "H4"[1] # "host-4" lid 8 4xHDR
+[3] "S1"[2] # "spine-1" lid 1 4xHDR
+[4] "S2"[2] # "spine-2" lid 2 4xHDR
+
+Hca 1 "H1" # "host-1"
+[1] "L1"[1] # lid 5 lmc 0 "leaf-1" lid 3 4xHDR
+
+Hca 1 "H2" # "host-2"
+[1] "L1"[2] # lid 6 lmc 0 "leaf-1" lid 3 4xHDR
+
+Hca 1 "H3" # "host-3"
+[1] "L2"[1] # lid 7 lmc 0 "leaf-2" lid 4 4xHDR
+
+Hca 1 "H4" # "host-4"
+[1] "L2"[2] # lid 8 lmc 0 "leaf-2" lid 4 4xHDR
+"#;
+
+const HOSTILE: &str = "\x1b[2Jevil\"";
+
+fn t0() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
+/// The fixture with host-4 renamed to the hostile string and min-hop LFTs filled in.
+fn fixture_fabric(text: &str) -> Fabric {
+    let mut f = ibnd::parse(text).expect("fixture parses");
+    let id = f.nodes_by_description("host-4")[0];
+    f.node_mut(id).description = HOSTILE.to_string();
+    f.reindex();
+    routing::compute_minhop_lfts(&mut f);
+    f
+}
+
+fn guid_of(f: &Fabric, desc: &str) -> u64 {
+    f.node(f.nodes_by_description(desc)[0]).guid
+}
+
+fn sample(guid: u64, port: u8, at: SystemTime, symbol: u64, bytes: u64) -> PortCounterSample {
+    let mut counters = BTreeMap::new();
+    counters.insert("SymbolErrorCounter".to_string(), symbol);
+    counters.insert("LinkDownedCounter".to_string(), 0);
+    counters.insert("PortXmitWait".to_string(), 7);
+    PortCounterSample {
+        node_guid: guid,
+        port,
+        counters,
+        xmit_data_bytes: Some(bytes),
+        rcv_data_bytes: Some(bytes / 2),
+        taken_at: at,
+    }
+}
+
+fn snapshot(fabric: Fabric, at: SystemTime, sm: Option<&str>, errors: u64, bytes: u64) -> Snapshot {
+    let l1 = guid_of(&fabric, "leaf-1");
+    let s2 = guid_of(&fabric, "spine-2");
+    let h1 = guid_of(&fabric, "host-1");
+    let mut snap = Snapshot::from_fabric(fabric, at);
+    snap.counters = vec![
+        sample(l1, 4, at, errors, bytes),
+        sample(s2, 1, at, errors, bytes),
+        sample(h1, 1, at, 0, bytes * 3),
+    ];
+    snap.routes = ibscope::tui::snapshot::check_routes(&snap.fabric);
+    snap.sm = sm.map(str::to_string);
+    snap.duration = Duration::from_millis(12);
+    snap
+}
+
+/// Two sweeps five seconds apart: the second has host-2 unplugged, 40 more symbol errors
+/// on the degraded link, and an SM. The clock reads 3 s after the second.
+fn fixture_state() -> AppState {
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    state.status.source = "file fixture.topo".into();
+    let first = snapshot(fixture_fabric(FIXTURE), t0(), None, 10, 1_000_000);
+    state.apply_snapshot(first, start);
+    let unplugged: String = FIXTURE
+        .lines()
+        .filter(|l| !l.starts_with("[2] \"H2\"") && !l.starts_with("[1] \"L1\"[2]"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let second = snapshot(
+        fixture_fabric(&unplugged),
+        t0() + Duration::from_secs(5),
+        Some("LID 1 spine-1 priority 15"),
+        50,
+        6_000_000_000,
+    );
+    state.apply_snapshot(second, start + Duration::from_secs(5));
+    state.now = start + Duration::from_secs(8);
+    state
+}
+
+fn render_buffer(state: &AppState, w: u16, h: u16) -> Buffer {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| render::draw(f, state)).unwrap();
+    terminal.backend().buffer().clone()
+}
+
+fn buffer_text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut line = String::new();
+        for x in 0..area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Foreground colours of the cells of the first line that contains `needle`.
+fn line_colors(buf: &Buffer, needle: &str) -> Option<Vec<Color>> {
+    let text = buffer_text(buf);
+    let y = text.lines().position(|l| l.contains(needle))? as u16;
+    Some((0..buf.area.width).map(|x| buf[(x, y)].fg).collect())
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn press(state: &mut AppState, code: KeyCode) {
+    if let Some(a) = input::map_key(state, key(code)) {
+        input::apply(state, a);
+    }
+}
+
+fn type_text(state: &mut AppState, text: &str) {
+    for c in text.chars() {
+        press(state, KeyCode::Char(c));
+    }
+}
+
+/// Every screen the snapshots cover: (name, how to get there).
+/// Keys that lead from the start screen to one of the screens under test.
+type GoTo = Box<dyn Fn(&mut AppState)>;
+
+fn screens() -> Vec<(&'static str, GoTo)> {
+    vec![
+        ("overview", Box::new(|_s: &mut AppState| {})),
+        (
+            "nodes",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('2'))),
+        ),
+        (
+            "node_detail",
+            Box::new(|s: &mut AppState| {
+                press(s, KeyCode::Char('2'));
+                press(s, KeyCode::Char('/'));
+                type_text(s, "leaf-1");
+                press(s, KeyCode::Enter);
+                press(s, KeyCode::Enter);
+            }),
+        ),
+        (
+            "links",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('3'))),
+        ),
+        (
+            "counters",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('4'))),
+        ),
+        (
+            "routing",
+            Box::new(|s: &mut AppState| {
+                press(s, KeyCode::Char('5'));
+                press(s, KeyCode::Char('/'));
+                type_text(s, "host-1");
+                press(s, KeyCode::Tab);
+                type_text(s, "8");
+                press(s, KeyCode::Enter);
+                press(s, KeyCode::Down);
+            }),
+        ),
+        (
+            "events",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('6'))),
+        ),
+        (
+            "help_nodes",
+            Box::new(|s: &mut AppState| {
+                press(s, KeyCode::Char('2'));
+                press(s, KeyCode::Char('?'));
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn every_view_renders_at_both_sizes() {
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        for (name, go) in screens() {
+            let mut state = fixture_state();
+            go(&mut state);
+            let buf = render_buffer(&state, w, h);
+            let text = buffer_text(&buf);
+            assert!(
+                !text.contains('\x1b')
+                    && buf.content().iter().all(|c| !c.symbol().contains('\x1b')),
+                "{name} {w}x{h}: raw ESC reached the screen"
+            );
+            // The footer with keys is on every screen, the status on the top line.
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(
+                lines[usize::from(h) - 1].contains("quit"),
+                "{name} {w}x{h}: footer\n{text}"
+            );
+            assert!(
+                lines[0].contains("updated 3s ago"),
+                "{name} {w}x{h}: status\n{text}"
+            );
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), text);
+        }
+    }
+}
+
+#[test]
+fn overview_counts_picture_and_findings() {
+    let state = fixture_state();
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(text.contains("4 switches, 4 CAs, 7 links"), "{text}");
+    assert!(text.contains("1 degraded, 0 down"), "{text}");
+    assert!(text.contains("SM: LID 1 spine-1 priority 15"), "{text}");
+    // Spines on top, leaves below, hosts last.
+    let spine = text.find("[spine-1").expect("spine chip");
+    let leaf = text.find("[leaf-1").expect("leaf chip");
+    let hosts = text.find(" CA  4 hosts").expect("host line");
+    assert!(spine < leaf && leaf < hosts, "{text}");
+    // The degraded link is a finding, and the switches on it are red.
+    let finding = text
+        .lines()
+        .find(|l| l.contains("degraded link to"))
+        .expect("degraded finding");
+    assert!(finding.contains("1xHDR (capable of 4xHDR)"), "{text}");
+    assert!(
+        (finding.contains("spine-2[1]") && finding.contains("leaf-1[4]")),
+        "{text}"
+    );
+    // Both switches on the degraded link are drawn red, the others not.
+    let column = |line: &str, needle: &str| line[..line.find(needle).unwrap()].chars().count();
+    let spine_line = text.lines().find(|l| l.contains("[spine-1")).unwrap();
+    let colors = line_colors(&buf, "[spine-1").unwrap();
+    assert_eq!(colors[column(spine_line, "[spine-2")], Color::Red, "{text}");
+    assert_ne!(colors[column(spine_line, "[spine-1")], Color::Red, "{text}");
+    let leaf_line = text.lines().find(|l| l.contains("[leaf-1")).unwrap();
+    let colors = line_colors(&buf, "[leaf-1").unwrap();
+    assert_eq!(colors[column(leaf_line, "[leaf-1")], Color::Red, "{text}");
+    assert_ne!(colors[column(leaf_line, "[leaf-2")], Color::Red, "{text}");
+}
+
+#[test]
+fn hostile_description_is_escaped() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('2'));
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "evil");
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(text.contains("\\x1b[2Jevil\""), "{text}");
+    assert!(text.contains("(1 of 8)"), "{text}");
+}
+
+#[test]
+fn degraded_link_is_first_and_red() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('3'));
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    let rows: Vec<&str> = text.lines().skip(3).collect();
+    assert!(
+        rows[0].contains("spine-2[1]") && rows[0].contains("leaf-1[4]"),
+        "{text}"
+    );
+    assert!(rows[0].contains("1xHDR") && rows[0].contains("4xHDR") && rows[0].contains("DEGR"));
+    let colors = line_colors(&buf, "DEGR").unwrap();
+    assert!(
+        colors.iter().take(70).all(|c| *c == Color::Red),
+        "{colors:?}"
+    );
+    let healthy = line_colors(&buf, "spine-1[1]").unwrap();
+    assert!(healthy.iter().all(|c| *c != Color::Red));
+}
+
+#[test]
+fn counters_show_rates_and_jumps() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('4'));
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    // Sorted by error rate: the two ends of the degraded link first, marked and red.
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains('▲')).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(text.contains("2 with new errors"), "{text}");
+    // 40 errors in 5 s = 8.0/s; 6e9 - 1e6 bytes in 5 s ≈ 1.2 GB/s sent.
+    assert!(
+        rows[0].contains("50") && rows[0].contains("8.0") && rows[0].contains("1.2 GB/s"),
+        "{text}"
+    );
+    let colors = line_colors(&buf, "▲").unwrap();
+    assert_eq!(colors[0], Color::Red);
+    let h1 = text.lines().find(|l| l.contains("host-1[1]")).unwrap();
+    assert!(!h1.contains('▲'));
+}
+
+#[test]
+fn routing_traces_hop_by_hop_with_lft() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('5'));
+    press(&mut state, KeyCode::Char('e'));
+    type_text(&mut state, "host-1");
+    press(&mut state, KeyCode::Tab);
+    type_text(&mut state, "8");
+    press(&mut state, KeyCode::Enter);
+    let r = state.routing.result.as_ref().unwrap().as_ref().unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.hops.len(), 5, "host-1, leaf-1, spine, leaf-2, host-4");
+    press(&mut state, KeyCode::Down);
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(
+        text.contains("host-1[1] -> LID 8 \\x1b[2Jevil\"[1]: 4 links"),
+        "{text}"
+    );
+    assert!(text.contains("LFT of leaf-1"), "{text}");
+    assert!(
+        text.contains("route balance") || text.contains("Route balance"),
+        "{text}"
+    );
+    // A bad input is reported, not a panic.
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "nosuch");
+    press(&mut state, KeyCode::Enter);
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        text.contains("from: nothing matches \"host-1nosuch\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn events_record_link_down_errors_and_sm() {
+    let state = fixture_state();
+    let kinds: Vec<EventKind> = state.events.iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&EventKind::LinkDown), "{kinds:?}");
+    assert!(kinds.contains(&EventKind::CounterJump));
+    assert!(kinds.contains(&EventKind::SmChange));
+    let down = state
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::LinkDown)
+        .unwrap();
+    assert!(
+        down.text.contains("host-2[1]") && down.text.contains("leaf-1[2]"),
+        "{}",
+        down.text
+    );
+    assert_eq!(down.at, t0() + Duration::from_secs(5));
+    let jump = state
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::CounterJump)
+        .unwrap();
+    assert!(
+        jump.text.contains("SymbolErrorCounter +40"),
+        "{}",
+        jump.text
+    );
+    let text = buffer_text(&render_buffer(
+        &{
+            let mut s = fixture_state();
+            press(&mut s, KeyCode::Char('6'));
+            s
+        },
+        80,
+        24,
+    ));
+    assert!(
+        text.contains("22:13:25 link down    host-2[1] <-> leaf-1[2]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn keys_move_between_views_and_quit() {
+    let mut state = fixture_state();
+    assert_eq!(state.view, View::Overview);
+    press(&mut state, KeyCode::Char('2'));
+    assert_eq!(state.view, View::Nodes);
+    press(&mut state, KeyCode::Tab);
+    assert_eq!(state.view, View::Links);
+    press(&mut state, KeyCode::BackTab);
+    press(&mut state, KeyCode::BackTab);
+    assert_eq!(state.view, View::Overview);
+    press(&mut state, KeyCode::BackTab);
+    assert_eq!(state.view, View::Events);
+    press(&mut state, KeyCode::Char('?'));
+    assert!(state.help);
+    press(&mut state, KeyCode::Char('x'));
+    assert!(!state.help && !state.quit, "any key closes help");
+    press(&mut state, KeyCode::Char('r'));
+    assert!(state.sweep_requested);
+    press(&mut state, KeyCode::Char('q'));
+    assert!(state.quit);
+    let mut state = fixture_state();
+    let ctrl_c = input::map_key(
+        &state,
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+    );
+    input::apply(&mut state, ctrl_c.unwrap());
+    assert!(state.quit);
+}
+
+#[test]
+fn filter_narrows_the_node_list() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('2'));
+    assert_eq!(state.nodes.visible.len(), 8);
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "leaf");
+    assert_eq!(state.nodes.visible.len(), 2);
+    // While typing, q is text, not quit.
+    type_text(&mut state, "q");
+    assert!(!state.quit);
+    assert_eq!(state.nodes.visible.len(), 0);
+    press(&mut state, KeyCode::Backspace);
+    press(&mut state, KeyCode::Enter);
+    assert_eq!(state.nodes.filter, "leaf");
+    assert_eq!(state.nodes.visible.len(), 2);
+    // By LID too.
+    press(&mut state, KeyCode::Char('/'));
+    press(&mut state, KeyCode::Esc);
+    assert_eq!(state.nodes.visible.len(), 8);
+    // Sort by LID: spine-1 (LID 1) first.
+    press(&mut state, KeyCode::Char('s'));
+    press(&mut state, KeyCode::Char('s'));
+    assert_eq!(state.selected_node_row().unwrap().name, "spine-1");
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Enter);
+    assert_eq!(
+        state.nodes.detail,
+        Some(state.selected_node_row().unwrap().guid)
+    );
+    press(&mut state, KeyCode::Esc);
+    assert_eq!(state.nodes.detail, None);
+}
+
+struct CountingSource {
+    n: u64,
+}
+
+impl Source for CountingSource {
+    fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+        self.n += 1;
+        if self.n == 2 {
+            anyhow::bail!("fabric unreachable");
+        }
+        Ok(Snapshot::from_fabric(
+            ibnd::parse(FIXTURE)?,
+            t0() + Duration::from_secs(self.n),
+        ))
+    }
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+}
+
+#[test]
+fn sweeper_delivers_snapshots_and_failures() {
+    use ibscope::tui::{handle_message, SweepMsg, Sweeper};
+    let sweeper = Sweeper::spawn(
+        Box::new(CountingSource { n: 0 }),
+        Duration::from_secs(60),
+        None,
+    )
+    .unwrap();
+    let mut state = AppState::new(None, Duration::from_secs(60), Instant::now());
+    let recv = |s: &Sweeper| s.messages.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(recv(&sweeper), SweepMsg::Started));
+    handle_message(&mut state, SweepMsg::Started, Instant::now());
+    assert!(render::status_text(&state).0.starts_with("sweeping…"));
+    let done = recv(&sweeper);
+    assert!(matches!(done, SweepMsg::Done(_)));
+    handle_message(&mut state, done, Instant::now());
+    assert_eq!(state.fabric().unwrap().node_count(), 8);
+    // The interval is a minute: only sweep_now gets the next one.
+    sweeper.sweep_now();
+    assert!(matches!(recv(&sweeper), SweepMsg::Started));
+    let failed = recv(&sweeper);
+    assert!(matches!(&failed, SweepMsg::Failed { error, .. } if error.contains("unreachable")));
+    handle_message(&mut state, failed, Instant::now());
+    assert!(render::status_text(&state).0.starts_with("sweep failed"));
+    assert_eq!(
+        state.fabric().unwrap().node_count(),
+        8,
+        "last snapshot kept"
+    );
+    sweeper.stop();
+}
+
+#[test]
+fn file_source_reads_topology() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixture.topo");
+    std::fs::write(&path, FIXTURE).unwrap();
+    let mut source = ibscope::tui::FileSource::new(&path);
+    assert_eq!(source.describe(), "file fixture.topo");
+    let snap = source.snapshot().unwrap();
+    assert_eq!(snap.fabric.node_count(), 8);
+    assert!(snap.counters.is_empty());
+    assert!(snap.routes.is_none(), "no LFTs in an ibnetdiscover file");
+    assert_eq!(snap.findings.len(), 1, "{:?}", snap.findings);
+    assert!(snap.findings[0].text.contains("degraded"));
+    std::fs::write(&path, "Switch 8 \"broken\n").unwrap();
+    assert!(source.snapshot().is_err());
+}
+
+/// LIDs in node order: a switch's on port 0 (its external ports repeat it), one per CA port.
+fn assign_lids(f: &mut Fabric) {
+    let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
+    let mut next = 1u16;
+    for id in ids {
+        let node = f.node_mut(id);
+        if node.is_switch() {
+            for p in &mut node.ports {
+                p.lid = next;
+            }
+            next += 1;
+        } else {
+            for p in &mut node.ports {
+                p.lid = next;
+                next += 1;
+            }
+        }
+    }
+    f.reindex();
+}
+
+/// Not a pass/fail test of speed: prints how long each step takes on a 2,048-host
+/// 3-level fat tree (run with --nocapture). Frames must only format visible rows.
+#[test]
+fn responsiveness_2048_hosts() {
+    let text = gen::fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
+    let t = Instant::now();
+    let mut fabric = ibnd::parse(&text).unwrap();
+    assign_lids(&mut fabric);
+    routing::compute_minhop_lfts(&mut fabric);
+    let build = t.elapsed();
+    let guids: Vec<u64> = fabric.nodes().map(|(_, n)| n.guid).collect();
+    let mk = |fabric: &Fabric, at: SystemTime, errors: u64| {
+        let mut s = Snapshot::from_fabric(fabric.clone(), at);
+        s.counters = guids
+            .iter()
+            .take(500)
+            .map(|&g| sample(g, 1, at, errors, errors * 1000))
+            .collect();
+        s
+    };
+    let now = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), now);
+    let t = Instant::now();
+    state.apply_snapshot(mk(&fabric, t0(), 0), now);
+    let first = t.elapsed();
+    let t = Instant::now();
+    let prepared = prepare(
+        state.snapshot.as_ref(),
+        mk(&fabric, t0() + Duration::from_secs(5), 3),
+        None,
+    );
+    let prep = t.elapsed();
+    let t = Instant::now();
+    state.apply_prepared(prepared, now);
+    let apply = t.elapsed();
+    println!(
+        "fat tree: {} nodes, {} links; build+LFTs {:?}; first snapshot {:?}; \
+         second: prepare (sweeper thread) {:?}, apply (UI thread) {:?}",
+        fabric.node_count(),
+        fabric.link_count(),
+        build,
+        first,
+        prep,
+        apply
+    );
+    state.routing.from = "gpu-node-0001".into();
+    state.routing.to = "gpu-node-2048".into();
+    let t = Instant::now();
+    state.run_trace();
+    println!("trace {:?}", t.elapsed());
+    assert!(matches!(&state.routing.result, Some(Ok(r)) if r.error.is_none()));
+    let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    for view in View::ALL {
+        state.view = view;
+        terminal.draw(|f| render::draw(f, &state)).unwrap();
+        let t = Instant::now();
+        const FRAMES: u32 = 5;
+        for _ in 0..FRAMES {
+            terminal.draw(|f| render::draw(f, &state)).unwrap();
+        }
+        println!(
+            "{:<9} {:>8.2} ms/frame",
+            view.title(),
+            t.elapsed().as_secs_f64() * 1000.0 / f64::from(FRAMES)
+        );
+    }
+    let t = Instant::now();
+    let report = ibscope::tui::snapshot::check_routes(&Arc::new(fabric));
+    println!("route check (sweeper thread) {:?}", t.elapsed());
+    assert!(report.is_some());
+}
+
+#[test]
+fn node_detail_marks_the_degraded_port() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('2'));
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "leaf-1");
+    press(&mut state, KeyCode::Enter);
+    press(&mut state, KeyCode::Enter);
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    let row = text
+        .lines()
+        .find(|l| l.contains("spine-2[1]"))
+        .expect("port 4 row");
+    assert!(
+        row.contains("1xHDR") && row.contains("4xHDR"),
+        "active vs enabled: {text}"
+    );
+    let colors = line_colors(&buf, "spine-2[1]").unwrap();
+    assert_eq!(colors[2], Color::Red, "{text}");
+    let colors = line_colors(&buf, "spine-1[1]").unwrap();
+    assert_ne!(colors[2], Color::Red, "{text}");
+}
+
+/// A fabric too big to draw switch by switch: layers are summarised on one line each.
+#[test]
+fn big_fabric_overview_aggregates_layers() {
+    let mut spec = FatTreeSpec::new(2, 36, 512);
+    spec.options.degraded.push(gen::Degraded {
+        node: "L0003".into(),
+        port: 20,
+        rate: "1xHDR".into(),
+    });
+    let fabric = ibnd::parse(&gen::fat_tree(&spec).unwrap()).unwrap();
+    let now = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), now);
+    state.status.source = "file ft2-512.topo".into();
+    state.apply_snapshot(Snapshot::from_fabric(fabric, t0()), now);
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        let buf = render_buffer(&state, w, h);
+        let text = buffer_text(&buf);
+        assert!(
+            text.contains("47 switches, 512 CAs, 1034 links  1 degraded"),
+            "{text}"
+        );
+        if w == 80 {
+            // 18 spines, 29 leaves: too many chips for 80 columns, so one line per layer.
+            let l2 = text
+                .lines()
+                .find(|l| l.contains("layer 2: 18 switches"))
+                .expect(&text);
+            assert!(l2.contains("522 links down, 1 degraded/down"), "{text}");
+            assert!(
+                text.contains("layer 1: 29 switches, 512 links down, 0 degraded/down"),
+                "{text}"
+            );
+            let colors = line_colors(&buf, "layer 2:").unwrap();
+            assert_eq!(colors[6], Color::Red);
+        } else {
+            // Room for every chip; the shared "MF0;" / ":MQM8790/U1" is shown once.
+            assert!(text.contains("[spine-0018 ↓29]"), "{text}");
+            assert!(text.contains("[leaf-0029 ↑18 ↓8]"), "{text}");
+            assert!(text.contains("names: \"MF0;…:MQM8790/U1\""), "{text}");
+            let line = text.lines().find(|l| l.contains("[leaf-0003")).unwrap();
+            let x = line[..line.find("[leaf-0003").unwrap()].chars().count();
+            assert_eq!(
+                line_colors(&buf, "[leaf-0003").unwrap()[x],
+                Color::Red,
+                "{text}"
+            );
+        }
+        insta::assert_snapshot!(format!("big_overview_{w}x{h}"), text);
+    }
+}
