@@ -1,0 +1,136 @@
+//! `ibscope tui` driven in tmux against the simulated fabric: every view by key, known names
+//! on screen, an injected error counter on the right port, an Unlink showing up in Events,
+//! and a clean quit.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A private tmux server, killed on drop (also when the test panics).
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "ui", "-p"])
+    }
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", "ui", keys]);
+    }
+    /// Wait until the screen contains all of `needles`.
+    fn wait_for(&self, needles: &[&str], within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let s = self.screen();
+            if needles.iter().all(|n| s.contains(n)) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("screen never showed {needles:?}:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn tui_shows_every_view_counters_and_unlink_events() {
+    let sim = sim("demo.topo");
+    sim.set_counter("L0002", 3, "SymbolErrorCounter", 1234)
+        .expect("inject counter");
+    let tmux = Tmux {
+        socket: unique_name("ibscope-tui"),
+    };
+    let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    let marker = sim.client_dir().join("tui-exit");
+    let script = format!(
+        "cd {dir} && env {env} {bin} tui --interval 1; echo $? > {marker}; sleep 60",
+        dir = sim.client_dir().display(),
+        bin = ibscope_bin().display(),
+        marker = marker.display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ui",
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    let long = Duration::from_secs(20);
+    // Overview: summary, layers and the planted findings.
+    tmux.wait_for(
+        &[
+            "6 switches, 16 CAs",
+            "leaf-0001",
+            "SymbolErrorCounter = 1234",
+        ],
+        long,
+    );
+    tmux.keys("2");
+    tmux.wait_for(&["gpu-node-0001 mlx5_0"], long);
+    tmux.keys("3");
+    tmux.wait_for(&["1xHDR"], long);
+    tmux.keys("4");
+    let counters = tmux.wait_for(&["leaf-0002:MQM8790/U1[3]"], long);
+    let row = counters
+        .lines()
+        .find(|l| l.contains("leaf-0002:MQM8790/U1[3]"))
+        .unwrap();
+    assert!(
+        row.contains("1234"),
+        "error count on the injected port: {row}"
+    );
+    tmux.keys("5");
+    tmux.wait_for(&["Routing"], long);
+    tmux.keys("6");
+    tmux.wait_for(&["first snapshot"], long);
+    sim.unlink("L0003", 7).expect("unlink");
+    tmux.wait_for(&["link down", "leaf-0003:MQM8790/U1[7]"], long);
+    tmux.keys("?");
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys("Escape");
+    tmux.keys("q");
+    let deadline = Instant::now() + long;
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "tui did not quit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
+    // The terminal is restored: the shell's screen is back, no alternate-screen leftovers.
+    let after = tmux.screen();
+    assert!(
+        !after.contains("1 Overview"),
+        "UI still drawn after quit:\n{after}"
+    );
+}
