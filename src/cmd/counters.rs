@@ -400,7 +400,10 @@ fn snake(name: &str) -> String {
 /// `ibscope_port_xmit_data_bytes_total`.
 pub fn metric_name(counter: &str) -> String {
     let base = snake(counter);
-    let base = base.strip_prefix("port_").unwrap_or(&base).to_string();
+    let base = base.strip_prefix("port_").unwrap_or(&base);
+    // promtool rejects counter names containing "counter": SymbolErrorCounter becomes
+    // ibscope_port_symbol_error_total.
+    let base = base.strip_suffix("_counter").unwrap_or(base).to_string();
     if counters::is_data_counter(counter) {
         format!("ibscope_port_{base}_bytes_total")
     } else {
@@ -541,7 +544,7 @@ mod tests {
     fn metric_names() {
         assert_eq!(
             metric_name("SymbolErrorCounter"),
-            "ibscope_port_symbol_error_counter_total"
+            "ibscope_port_symbol_error_total"
         );
         assert_eq!(
             metric_name("VL15Dropped"),
