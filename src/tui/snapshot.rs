@@ -27,22 +27,9 @@ pub struct PortCounterSample {
     pub taken_at: SystemTime,
 }
 
-/// Counters whose increase means something went wrong on the link (IBA 16.1.3.5).
-/// PortXmitWait is congestion, not an error, and is left out on purpose.
-pub const ERROR_COUNTERS: &[&str] = &[
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-];
+/// Counters whose increase means something went wrong on the link (IBA 16.1.3.5): the
+/// same list `check` and thresholds use. PortXmitWait is congestion, not an error.
+pub use ibscope_topo::counters::ERROR_COUNTERS;
 
 impl PortCounterSample {
     /// Sum of the error counters present in this sample.
