@@ -1,0 +1,455 @@
+//! Fault injection: MAD loss at a switch, ibsim killed in the middle of a sweep, the SM
+//! killed, and malformed input files. ibscope must finish within its timeouts, answer what
+//! it can, say exactly what failed, and never panic.
+//!
+//! (A link going down is covered by tests/route.rs: the black hole `route check` finds.)
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+/// No Rust panic message in a run's stderr.
+#[track_caller]
+fn assert_no_panic(out: &Output) {
+    let err = stderr(out);
+    assert!(
+        !err.contains("panicked"),
+        "ibscope panicked:\n{err}\n--- stdout ---\n{}",
+        stdout(out)
+    );
+}
+
+fn kill9(pid: u32) {
+    // SAFETY: kill(2) on a PID this test's simulator started; no memory is involved.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    assert_eq!(rc, 0, "kill -9 {pid}: {}", std::io::Error::last_os_error());
+}
+
+#[track_caller]
+fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "process {pid} survived kill -9");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// (node GUID, port) of every port in a `counters --format json` sample.
+fn counter_ports(sample: &Value) -> BTreeSet<(String, u64)> {
+    sample["ports"]
+        .as_array()
+        .expect("ports array")
+        .iter()
+        .map(|p| {
+            (
+                p["node_guid"].to_string(),
+                p["port"].as_u64().expect("port number"),
+            )
+        })
+        .collect()
+}
+
+fn node_guids(snapshot: &Value) -> BTreeSet<String> {
+    snapshot["nodes"]
+        .as_array()
+        .expect("nodes array")
+        .iter()
+        .map(|n| n["guid"].to_string())
+        .collect()
+}
+
+/// 20 % of the MADs through every port of one leaf are dropped: discovery still finds the
+/// whole fabric (retries), and the counter sweep answers every port or names each one it
+/// could not read — in bounded time.
+#[test]
+fn mad_loss_at_a_switch_is_survived() {
+    let sim = sim("fat-tree-2l-64.topo");
+    let baseline_topo: Value = serde_json::from_str(&assert_success(&ibscope(
+        &sim,
+        &["discover", "--format", "json"],
+    )))
+    .unwrap();
+    let baseline_counters: Value = serde_json::from_str(&assert_success(&ibscope(
+        &sim,
+        &["counters", "--format", "json"],
+    )))
+    .unwrap();
+
+    for port in 1..=36 {
+        sim.set_error_rate("L0002", port, 20, None).unwrap();
+    }
+
+    // 200 ms x 4 attempts per MAD at most; a lossy switch must not stretch a sweep of this
+    // small fabric past a few seconds.
+    let bound = Duration::from_secs(30);
+    let t = Instant::now();
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args(["discover", "--format", "json"]);
+    let out = run_with_timeout(cmd, bound);
+    assert_no_panic(&out);
+    let lossy_topo: Value = serde_json::from_str(&assert_success(&out)).unwrap();
+    assert_eq!(
+        node_guids(&lossy_topo),
+        node_guids(&baseline_topo),
+        "discovery through a lossy switch missed nodes"
+    );
+    assert_eq!(
+        lossy_topo["links"].as_array().unwrap().len(),
+        baseline_topo["links"].as_array().unwrap().len(),
+        "discovery through a lossy switch missed links"
+    );
+
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args(["counters", "--format", "json"]);
+    let out = run_with_timeout(cmd, bound);
+    assert_no_panic(&out);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "counters under loss: {:?}\n{}",
+        out.status,
+        stderr(&out)
+    );
+    let lossy: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        counter_ports(&lossy),
+        counter_ports(&baseline_counters),
+        "the counter sweep under loss must list every port"
+    );
+    let warnings = stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .count();
+    let mut failed = 0;
+    for p in lossy["ports"].as_array().unwrap() {
+        let errors = p["errors"].as_array().map_or(0, |e| e.len());
+        if p["counters"].is_null() {
+            assert!(
+                errors > 0,
+                "a port without counters and without an error: {p}"
+            );
+        }
+        failed += errors;
+    }
+    eprintln!(
+        "counters under 20% loss: {failed} failed queries, {:?} so far",
+        t.elapsed()
+    );
+    // Exactly the failed ports are reported, on stderr and in the exit code.
+    assert_eq!(warnings, failed, "stderr:\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(if failed > 0 { 1 } else { 0 }));
+    assert!(t.elapsed() < bound * 2);
+}
+
+/// ibsim dies (kill -9) while `ibscope discover` sweeps a 512-host fat tree.
+///
+/// Synchronisation: ibsim is killed once ibscope has written about 500 MADs' worth of bytes
+/// (/proc/PID/io); with one MAD in flight the sweep of this fabric (about 3,900 MADs) takes
+/// a few hundred ms, so the kill lands in its first part. (Killing on the shim's `attached`
+/// line is too early: the shim's own setup then fails and it exits 255 itself.)
+#[test]
+fn ibsim_killed_mid_sweep() {
+    use std::io::BufRead;
+    let dir = temp_dir();
+    let topo = dir.path().join("ft512.topo");
+    let spec = ibscope_topo::gen::FatTreeSpec {
+        levels: 2,
+        radix: 36,
+        hosts: 512,
+        host_ports: 1,
+        options: Default::default(),
+    };
+    std::fs::write(&topo, ibscope_topo::gen::fat_tree(&spec).unwrap()).unwrap();
+    let sim = sim_with(SimOptions::new(&topo));
+    let ibsim = sim.ibsim_pid();
+
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args([
+        "--max-outstanding",
+        "1",
+        "--timeout-ms",
+        "200",
+        "--retries",
+        "1",
+        "discover",
+        "--format",
+        "json",
+    ])
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawning ibscope");
+    let mut out_pipe = child.stdout.take().unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out_pipe, &mut v);
+        v
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err_pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err_pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+
+    // Wait until ibscope has written about 500 MADs to the shim's socket (256-byte MADs
+    // plus the shim's framing; the shim's setup writes a few hundred bytes), which is after
+    // the shim's setup and well before the ~3,900-MAD sweep ends.
+    let mut err_lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let io_path = format!("/proc/{}/io", child.id());
+    loop {
+        while let Ok(line) = rx.try_recv() {
+            err_lines.push(line);
+        }
+        let written = std::fs::read_to_string(&io_path)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("wchar: ").map(|v| v.trim().parse::<u64>()))
+            })
+            .and_then(Result::ok)
+            .unwrap_or(0);
+        if written > 500 * 256 {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "ibscope ended ({status:?}, {written} bytes written) before ibsim could be \
+                 killed mid-sweep; stderr:\n{}",
+                err_lines.join("\n")
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "ibscope never started its sweep; stderr:\n{}",
+                err_lines.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    kill9(ibsim);
+    let killed_at = Instant::now();
+    wait_gone(ibsim);
+
+    // Every wait in ibscope is bounded (200 ms x 2 attempts per MAD); 30 s is far past them.
+    let bound = Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if killed_at.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "ibscope hung for {bound:?} after ibsim died; stderr so far:\n{}",
+                err_lines.join("\n")
+            );
+        }
+        while let Ok(line) = rx.try_recv() {
+            err_lines.push(line);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let ended_after = killed_at.elapsed();
+    // The pipe closes when the process is gone: collect the rest of stderr.
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+        err_lines.push(line);
+    }
+    let out = Output {
+        status,
+        stdout: out_thread.join().unwrap(),
+        stderr: err_lines.join("\n").into_bytes(),
+    };
+    eprintln!(
+        "discover after ibsim died: {:?}, {:?} after the kill; stderr:\n{}",
+        out.status,
+        ended_after,
+        stderr(&out)
+    );
+    assert_no_panic(&out);
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(1 | 2)),
+        "discover with ibsim gone: expected exit 1 or 2, got {:?}\nstderr:\n{}",
+        out.status,
+        stderr(&out)
+    );
+    // Not the whole fabric: the kill really landed mid-sweep.
+    if let Ok(snapshot) = serde_json::from_slice::<Value>(&out.stdout) {
+        let nodes = snapshot["nodes"].as_array().map_or(0, |n| n.len());
+        assert!(
+            nodes < 559,
+            "all 559 nodes found: ibsim died after the sweep"
+        );
+    }
+    let err = stderr(&out).to_lowercase();
+    assert!(
+        err.contains("no reply") || err.contains("unreachable") || err.contains("error"),
+        "no clear message on stderr:\n{err}"
+    );
+}
+
+/// OpenSM dies: `ibscope sm` cannot reach it (exit 2, says so) and `ibscope check` reports
+/// the missing master SM (exit 1).
+#[test]
+fn sm_stopped_is_reported() {
+    let sim = sim("net.2sw2path4hca");
+    let sm = sim.opensm_pid().expect("OpenSM runs");
+    kill9(sm);
+    wait_gone(sm);
+
+    let out = ibscope(&sim, &["--timeout-ms", "100", "--retries", "1", "sm"]);
+    assert_no_panic(&out);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    eprintln!("`ibscope sm` with OpenSM dead: {err}");
+    assert!(err.contains("SM"), "`sm` does not name the SM:\n{err}");
+
+    let out = ibscope(&sim, &["--timeout-ms", "100", "--retries", "1", "check"]);
+    assert_no_panic(&out);
+    let text = assert_exit(&out, 1);
+    assert!(
+        text.contains("no-master-sm") && text.contains("SM"),
+        "`check` does not report the missing SM:\n{text}"
+    );
+}
+
+/// Run ibscope offline with `args`, expecting exit 2, no panic, and every `needles` in stderr.
+#[track_caller]
+fn assert_input_error(args: &[&str], needles: &[&str]) -> String {
+    let out = ibscope_plain(args, &[]);
+    assert_no_panic(&out);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+    err
+}
+
+/// The message names `file` and `line`, as `file:line` or `file: line N`.
+#[track_caller]
+fn assert_file_line(err: &str, file: &str, line: usize) {
+    assert!(
+        err.contains(&format!("{file}:{line}")) || err.contains(&format!("{file}: line {line}")),
+        "stderr does not name {file} line {line}:\n{err}"
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const GOOD_TOPO: &str = "Switch 4 \"S1\"\n[1] \"H1\"[1]\n\nHca 1 \"H1\"\n[1] \"S1\"[1]\n";
+
+#[test]
+fn bad_topology_file_names_file_and_line() {
+    let dir = temp_dir();
+    let bad = write(
+        dir.path(),
+        "bad.topo",
+        "Switch 4 \"S1\"\n[1] \"H1\"[1]\n[x] nonsense\n\nHca 1 \"H1\"\n[1] \"S1\"[1]\n",
+    );
+    let err = assert_input_error(&["--topology", &bad, "discover"], &["bad.topo"]);
+    assert_file_line(&err, "bad.topo", 3);
+
+    // Binary garbage and an empty file: refused, not a crash.
+    let garbage = dir.path().join("garbage.topo");
+    std::fs::write(&garbage, [0xffu8, 0xfe, 0, 1, 2, 0x1b, b'[', b'2', b'J']).unwrap();
+    let out = ibscope_plain(&["--topology", garbage.to_str().unwrap(), "links"], &[]);
+    assert_no_panic(&out);
+    assert_exit(&out, 2);
+    assert!(
+        !out.stderr.contains(&0x1b),
+        "raw ESC echoed to the terminal"
+    );
+    let empty = write(dir.path(), "empty.topo", "");
+    let out = ibscope_plain(&["--topology", &empty, "check"], &[]);
+    assert_no_panic(&out);
+    assert!(matches!(out.status.code(), Some(0..=2)));
+    let missing = dir.path().join("missing.topo");
+    assert_input_error(
+        &["--topology", missing.to_str().unwrap(), "links"],
+        &["missing.topo"],
+    );
+}
+
+#[test]
+fn bad_node_name_map_names_file_and_line() {
+    let dir = temp_dir();
+    let topo = write(dir.path(), "good.topo", GOOD_TOPO);
+    let map = write(
+        dir.path(),
+        "names.map",
+        "# comment\n0x1 \"ok\"\nnot-a-guid \"x\"\n",
+    );
+    let err = assert_input_error(
+        &["--topology", &topo, "--node-name-map", &map, "links"],
+        &["names.map"],
+    );
+    assert_file_line(&err, "names.map", 3);
+}
+
+#[test]
+fn bad_threshold_file_names_file_and_line() {
+    let dir = temp_dir();
+    let topo = write(dir.path(), "good.topo", GOOD_TOPO);
+    let thr = write(
+        dir.path(),
+        "limits.conf",
+        "SymbolErrorCounter=10\nNoSuchCounter=3\n",
+    );
+    let err = assert_input_error(
+        &["--topology", &topo, "check", "--thresholds", &thr],
+        &["limits.conf"],
+    );
+    assert_file_line(&err, "limits.conf", 2);
+    let thr = write(dir.path(), "limits2.conf", "SymbolErrorCounter=ten\n");
+    let err = assert_input_error(
+        &["--topology", &topo, "check", "--thresholds", &thr],
+        &["limits2.conf"],
+    );
+    assert_file_line(&err, "limits2.conf", 1);
+}
+
+#[test]
+fn json_snapshot_with_wrong_schema_is_refused_clearly() {
+    let dir = temp_dir();
+    let cases = [
+        ("not-json.json", "{ this is not json"),
+        ("wrong-shape.json", r#"{"hello": "world"}"#),
+        (
+            "wrong-types.json",
+            r#"{"schema_version": "one", "nodes": {}, "links": 3}"#,
+        ),
+        (
+            "future.json",
+            r#"{"schema_version": 999, "nodes": [], "links": []}"#,
+        ),
+        (
+            "dangling.json",
+            r#"{"schema_version": 1, "nodes": [], "links": [{"a_guid": 1, "a_port": 1, "b_guid": 2, "b_port": 1}]}"#,
+        ),
+    ];
+    for (name, text) in cases {
+        let path = write(dir.path(), name, text);
+        let err = assert_input_error(&["--topology", &path, "links"], &[name]);
+        assert!(
+            err.lines().count() <= 5,
+            "{name}: a clear message, not a dump:\n{err}"
+        );
+    }
+}
