@@ -69,11 +69,22 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             report.duration_ms
         );
     }
-    for e in &report.errors {
+    // A dead transport fails every remaining query: list a screenful, count the rest
+    // (all of them are in the JSON report).
+    const SHOWN: usize = 20;
+    let problems: Vec<&String> = report
+        .errors
+        .iter()
+        .chain(&report.inconsistencies)
+        .collect();
+    for e in problems.iter().take(SHOWN) {
         eprintln!("warning: {}", ibscope_topo::escape::for_terminal(e));
     }
-    for e in &report.inconsistencies {
-        eprintln!("warning: {}", ibscope_topo::escape::for_terminal(e));
+    if problems.len() > SHOWN {
+        eprintln!(
+            "warning: ... and {} more (see `--format json`, field report)",
+            problems.len() - SHOWN
+        );
     }
     for guid in &report.duplicate_guids {
         eprintln!("warning: duplicate node GUID {guid:#018x}");

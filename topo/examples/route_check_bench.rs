@@ -1,6 +1,8 @@
 //! Times `routing::check` (and `load`) on an in-memory 3-level fat tree with min-hop LFTs.
 //!
-//! `cargo run --release -p ibscope-topo --example route_check_bench -- [hosts] [radix]`
+//! `cargo run --release -p ibscope-topo --example route_check_bench -- [hosts] [radix] [out.json]`
+//! With `out.json` the routed fabric is also saved as a snapshot, for timing
+//! `ibscope --topology out.json route check` end to end (bench/route_check.sh).
 //! (defaults: 8,100 hosts, radix 36: 1,224 switches in pods of leaves and aggregation
 //! switches under a core layer).
 
@@ -16,6 +18,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let hosts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(8100);
     let radix: u8 = args.next().and_then(|a| a.parse().ok()).unwrap_or(36);
+    let snapshot: Option<String> = args.next();
 
     let t = Instant::now();
     let text = fat_tree(&FatTreeSpec::new(3, radix, hosts)).expect("generate");
@@ -59,6 +62,11 @@ fn main() {
     let t = Instant::now();
     compute_minhop_lfts(&mut fabric);
     println!("minhop LFTs: {:.2?}", t.elapsed());
+    if let Some(path) = &snapshot {
+        let text = serde_json::to_string(&fabric.to_file()).expect("serialize");
+        std::fs::write(path, text).expect("write snapshot");
+        println!("snapshot written to {path}");
+    }
 
     let t = Instant::now();
     let report = check(&fabric, &CheckOptions::default());
