@@ -94,23 +94,31 @@ fn tui_shows_every_view_counters_and_unlink_events() {
         long,
     );
     tmux.keys("2");
-    tmux.wait_for(&["gpu-node-0001 mlx5_0"], long);
+    tmux.wait_for(&["Linked", "gpu-node-0001 mlx5_0"], long);
     tmux.keys("3");
-    tmux.wait_for(&["1xHDR"], long);
+    tmux.wait_for(&[" Links: ", "1xHDR"], long);
     tmux.keys("4");
-    let counters = tmux.wait_for(&["leaf-0002:MQM8790/U1[3]"], long);
-    let row = counters
-        .lines()
-        .find(|l| l.contains("leaf-0002:MQM8790/U1[3]"))
-        .unwrap();
-    assert!(
-        row.contains("1234"),
-        "error count on the injected port: {row}"
-    );
+    // Wait for the Counters view itself (the Links view shows the same port names).
+    let deadline = Instant::now() + long;
+    loop {
+        let screen = tmux.screen();
+        let row = screen
+            .lines()
+            .find(|l| l.contains("leaf-0002:MQM8790/U1[3]"))
+            .map(str::to_string);
+        if screen.contains("Counters:") && row.as_deref().is_some_and(|r| r.contains("1234")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Counters view never showed 1234 errors on leaf-0002[3]:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     tmux.keys("5");
-    tmux.wait_for(&["Routing"], long);
+    tmux.wait_for(&[" Path "], long);
     tmux.keys("6");
-    tmux.wait_for(&["first snapshot"], long);
+    tmux.wait_for(&["Events (", "first snapshot"], long);
     sim.unlink("L0003", 7).expect("unlink");
     tmux.wait_for(&["link down", "leaf-0003:MQM8790/U1[7]"], long);
     tmux.keys("?");
