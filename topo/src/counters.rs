@@ -264,6 +264,22 @@ fn select_payload(port: u8, counter_select: u16) -> [u8; 4] {
     [0, port, cs[0], cs[1]]
 }
 
+/// A PortCounters-family request to one port: PortSelect and CounterSelect in the payload.
+fn port_request(
+    t: &CounterTarget,
+    method_code: u8,
+    attribute: u16,
+    counter_select: u16,
+) -> Request {
+    Request::perf(
+        t.lid,
+        method_code,
+        attribute,
+        0,
+        &select_payload(t.port, counter_select),
+    )
+}
+
 fn class_port_info_request(lid: u16) -> Request {
     Request::perf(lid, method::GET, attr::CLASS_PORT_INFO, 0, &[])
 }
@@ -342,13 +358,7 @@ pub fn sweep<E: SmpExecutor>(
             let t = targets[i];
             batch.push((
                 Query::Counters(i),
-                Request::perf(
-                    t.lid,
-                    method::GET,
-                    attr::PORT_COUNTERS,
-                    0,
-                    &select_payload(t.port, 0),
-                ),
+                port_request(&t, method::GET, attr::PORT_COUNTERS, 0),
             ));
         }
     }
@@ -377,13 +387,7 @@ pub fn sweep<E: SmpExecutor>(
                         let t = targets[i];
                         out.push((
                             Query::Extended(i),
-                            Request::perf(
-                                t.lid,
-                                method::GET,
-                                attr::PORT_COUNTERS_EXTENDED,
-                                0,
-                                &select_payload(t.port, 0),
-                            ),
+                            port_request(&t, method::GET, attr::PORT_COUNTERS_EXTENDED, 0),
                         ));
                     }
                 }
@@ -501,13 +505,7 @@ pub fn reset<E: SmpExecutor>(
                     let t = targets[i];
                     out.push((
                         Query::Extended(i),
-                        Request::perf(
-                            t.lid,
-                            method::SET,
-                            attr::PORT_COUNTERS_EXTENDED,
-                            0,
-                            &select_payload(t.port, 0xffff),
-                        ),
+                        port_request(&t, method::SET, attr::PORT_COUNTERS_EXTENDED, 0xffff),
                     ));
                 }
             }
