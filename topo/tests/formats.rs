@@ -165,7 +165,7 @@ impl Sim {
 }
 
 fn shared_fabric(name: &str) -> Option<String> {
-    let p = PathBuf::from("/work/shared/fabrics").join(name);
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fabrics")).join(name);
     std::fs::read_to_string(p).ok()
 }
 
@@ -173,9 +173,10 @@ fn shared_fabric(name: &str) -> Option<String> {
 /// same fabric; and ibscope's rendering of it loads in ibsim and discovers the same again.
 #[test]
 fn ibsim_example_round_trip() {
-    if !tools_present() {
-        return;
-    }
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
     let text = shared_fabric("net").unwrap_or_else(|| {
         "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n[2] \"Hca2\"[2]\n[3] \"Switch2\"[3]\n[4] \"Switch2\"[4]\n\n\
 Switch 8 \"Switch2\"\n[3] \"Switch1\"[3]\n[4] \"Switch1\"[4]\n\n\
@@ -211,9 +212,10 @@ Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\nHca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n"
 /// rates, and hostile descriptions arrive sanitized without disturbing ibsim's parser.
 #[test]
 fn written_rates_and_descriptions_survive_ibsim() {
-    if !tools_present() {
-        return;
-    }
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
     let base = "Switch 8 \"sw\"\n[1] \"h1\"[1]\n[2] \"h2\"[1]\n\nHca 1 \"h1\"\n[1] \"sw\"[1]\n\n\
 Hca 1 \"h2\"\n[1] \"sw\"[2]\n";
     let mut fabric = ibnd::parse(base).unwrap();
@@ -255,9 +257,10 @@ fn generated_fabric_discovers_as_written(name: &str, text: &str) -> ibscope_topo
 /// every node and link, and the degraded links keep their rates through the SM's sweep.
 #[test]
 fn fat_tree_512_hosts_in_ibsim() {
-    if !tools_present() {
-        return;
-    }
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
     use ibscope_mad::attr::link::{Speed, Width};
     use ibscope_topo::gen::{fat_tree, Degraded, FatTreeSpec};
     let mut spec = FatTreeSpec::new(2, 36, 512);
@@ -292,9 +295,10 @@ fn fat_tree_512_hosts_in_ibsim() {
 
 #[test]
 fn ring_and_mesh_in_ibsim() {
-    if !tools_present() {
-        return;
-    }
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
     use ibscope_topo::gen::{mesh, ring};
     let seen = generated_fabric_discovers_as_written("ring", &ring(6, 2).unwrap());
     assert_eq!(seen.node_count(), 6 + 12);
@@ -307,9 +311,10 @@ fn ring_and_mesh_in_ibsim() {
 #[test]
 #[ignore]
 fn fat_tree_2048_hosts_three_levels_in_ibsim() {
-    if !tools_present() {
-        return;
-    }
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
     use ibscope_topo::gen::{fat_tree, FatTreeSpec};
     let text = fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
     let seen = generated_fabric_discovers_as_written("ft2048", &text);
