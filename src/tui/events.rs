@@ -184,7 +184,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
             continue;
         };
         let mut rises = Vec::new();
-        for name in &ERROR_COUNTERS {
+        for name in ERROR_COUNTERS {
             if let (Some(&now), Some(&before)) = (c.counters.get(*name), prev.counters.get(*name)) {
                 if now > before {
                     rises.push(format!("{name} +{}", now - before));

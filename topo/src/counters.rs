@@ -28,21 +28,9 @@ use crate::health::PortRef;
 use crate::model::{End, Fabric, NodeId};
 use crate::namemap::NameMap;
 
-/// The counters thresholds and `check` look at: PortCounters error counters (IBA 16.1.3.5).
-pub const ERROR_COUNTERS: [&str; 12] = [
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-];
+/// The counters thresholds and `check` look at: PortCounters error counters (IBA 16.1.3.5),
+/// the first twelve of [`PORT_COUNTER_NAMES`] (the data, packet and wait counters follow).
+pub const ERROR_COUNTERS: &[&str] = PORT_COUNTER_NAMES.split_at(12).0;
 
 /// Counters whose extended 64-bit form replaces the 32-bit one when available.
 const HAS_EXTENDED: [&str; 4] = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
@@ -670,6 +658,16 @@ impl Thresholds {
 mod tests {
     use super::*;
     use crate::model::NodeKind;
+
+    #[test]
+    fn error_counters_are_the_twelve_error_counters() {
+        assert_eq!(ERROR_COUNTERS.len(), 12);
+        assert_eq!(ERROR_COUNTERS[0], "SymbolErrorCounter");
+        assert_eq!(ERROR_COUNTERS[11], "VL15Dropped");
+        assert!(!ERROR_COUNTERS
+            .iter()
+            .any(|c| c.contains("Data") || c.contains("Pkts")));
+    }
 
     fn port_ref(guid: u64, port: u8) -> PortRef {
         PortRef {
