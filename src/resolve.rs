@@ -10,14 +10,32 @@ use crate::output::{parse_guid, parse_lid};
 /// The port a target names. A node (GUID or name) resolves to a switch's port 0 or a CA's
 /// first port that is linked (else its first port).
 pub fn resolve_port(fabric: &Fabric, names: Option<&NameMap>, text: &str) -> Result<End> {
+    let (node, port) = resolve_named(fabric, names, text)?;
+    Ok(match port {
+        Some(port) => End { node, port },
+        None => default_port(fabric, node),
+    })
+}
+
+/// The node a target names, and the port when the target names one: a CA port's GUID or
+/// LID. Switch ports are never named this way (a switch's LID is the whole switch's).
+pub fn resolve_named(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    text: &str,
+) -> Result<(NodeId, Option<u8>)> {
+    let port_of = |end: End| {
+        let ca_port = !fabric.node(end.node).is_switch();
+        (end.node, ca_port.then_some(end.port))
+    };
     let t = text.trim();
     if t.starts_with("0x") || t.starts_with("0X") {
         if let Some(guid) = parse_guid(t) {
             if let Some(id) = fabric.node_by_guid(guid) {
-                return Ok(default_port(fabric, id));
+                return Ok((id, None));
             }
             if let Some(end) = fabric.port_by_guid(guid) {
-                return Ok(end);
+                return Ok(port_of(end));
             }
             // A 0x number that is no GUID may still be a hex LID.
             if guid > 0xbfff {
@@ -29,10 +47,10 @@ pub fn resolve_port(fabric: &Fabric, names: Option<&NameMap>, text: &str) -> Res
         let lid = parse_lid(t)?;
         return fabric
             .port_by_lid(lid)
+            .map(port_of)
             .ok_or_else(|| anyhow::anyhow!("no port has LID {lid}"));
     }
-    let id = resolve_node_by_name(fabric, names, t)?;
-    Ok(default_port(fabric, id))
+    Ok((resolve_node_by_name(fabric, names, t)?, None))
 }
 
 /// A node by GUID or name (or the node owning a LID).

@@ -10,8 +10,6 @@ use clap::ValueEnum;
 use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_prometheus_label, for_terminal};
-use ibscope_topo::namemap::NameMap;
-use ibscope_topo::{Fabric, NodeId};
 
 use crate::cli::{exit, Global};
 
@@ -77,65 +75,6 @@ pub struct Args {
     pub all: bool,
 }
 
-/// Which node (and port) a NODE argument names.
-pub fn resolve(
-    fabric: &Fabric,
-    names: Option<&NameMap>,
-    text: &str,
-) -> Result<(NodeId, Option<u8>)> {
-    let t = text.trim();
-    if let Some(guid) = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
-    {
-        if let Some(id) = fabric.node_by_guid(guid) {
-            return Ok((id, None));
-        }
-        if let Some(end) = fabric.port_by_guid(guid) {
-            let node = fabric.node(end.node);
-            return Ok((end.node, (!node.is_switch()).then_some(end.port)));
-        }
-    }
-    if let Ok(lid) = crate::output::parse_lid(t) {
-        if let Some(end) = fabric.port_by_lid(lid) {
-            let node = fabric.node(end.node);
-            return Ok((end.node, (!node.is_switch()).then_some(end.port)));
-        }
-    }
-    let mut hits: Vec<NodeId> = fabric.nodes_by_description(t).to_vec();
-    if let Some(map) = names {
-        for (guid, name) in map.iter() {
-            if name == t {
-                if let Some(id) = fabric.node_by_guid(guid) {
-                    if !hits.contains(&id) {
-                        hits.push(id);
-                    }
-                }
-            }
-        }
-    }
-    match hits.as_slice() {
-        [one] => Ok((*one, None)),
-        [] => bail!(
-            "no node {:?} in the fabric (give a LID, a 0x GUID or a node name)",
-            for_terminal(t)
-        ),
-        many => {
-            let guids: Vec<String> = many
-                .iter()
-                .map(|id| format!("{:#018x}", fabric.node(*id).guid))
-                .collect();
-            bail!(
-                "{:?} names {} nodes ({}): give a GUID",
-                for_terminal(t),
-                many.len(),
-                guids.join(", ")
-            )
-        }
-    }
-}
-
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if g.topology.is_some() {
         bail!("counters are read from the live fabric: --topology cannot be used here");
@@ -150,7 +89,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default());
     let (only, mut port) = match &a.node {
         Some(text) => {
-            let (id, p) = resolve(&fabric, names.as_ref(), text)?;
+            let (id, p) = crate::resolve::resolve_named(&fabric, names.as_ref(), text)?;
             (Some(id), p)
         }
         None => (None, None),
