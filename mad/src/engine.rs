@@ -8,8 +8,17 @@
 //!
 //! The bookkeeping (pending table, TIDs, deadlines, retries) is the pure [`Ledger`], driven
 //! with explicit time so it is tested without a fabric.
+//!
+//! A send or receive error that means the transport itself is gone (device removed, the
+//! simulator killed) breaks the engine: everything pending fails at once with
+//! [`MadError::TransportLost`], and so does every later request, without a send.
+//!
+//! A [`CancelToken`] given with [`Engine::set_cancel`] stops a batch from another thread
+//! (a signal handler's poller, say) within one MAD timeout: see [`Engine::run`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -18,8 +27,8 @@ use crate::error::DecodeError;
 use crate::header::{class, method, MadHeader, MadStatus, MAD_SIZE};
 use crate::smp::{self, MadView, SmpRoute, GMP_DATA_LEN, GMP_DATA_OFFSET, SA_DATA_LEN};
 use crate::smp::{SA_DATA_OFFSET, SMP_DATA_LEN, SMP_DATA_OFFSET};
-use crate::umad::{class_version, UmadPort};
-pub use crate::umad::{Dest, LocalPort, PortState, TransportError, GSI_QKEY};
+use crate::umad::{class_version, errno_description, is_transport_gone, UmadPort};
+pub use crate::umad::{Dest, LocalPort, MadPort, PortState, Received, TransportError, GSI_QKEY};
 
 /// More than about 330 MADs in flight deadlock libumad2sim (its socket buffers fill while it
 /// holds a lock) and stall ibsim for every client; 64 already gives most of the throughput
@@ -143,6 +152,22 @@ impl Response {
     }
 }
 
+/// The libibumad call that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UmadCall {
+    Send,
+    Recv,
+}
+
+impl std::fmt::Display for UmadCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UmadCall::Send => "umad send",
+            UmadCall::Recv => "umad receive",
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MadError {
     #[error(
@@ -154,8 +179,74 @@ pub enum MadError {
     Status(MadStatus),
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// The transport itself is gone (device removed, simulator dead): every request of
+    /// the engine fails with this from then on, without being sent.
+    #[error(
+        "lost the connection to the fabric ({call} failed: {}): is the simulator or the \
+         ib_umad device still there?",
+        errno_description(*errno)
+    )]
+    TransportLost { call: UmadCall, errno: i32 },
     #[error("malformed reply: {0}")]
     Decode(#[from] DecodeError),
+    /// The engine's [`CancelToken`] was set: the request was not sent, or was in flight and
+    /// its deadline passed without a reply; no retry is made after a cancel.
+    #[error("cancelled before a reply came (the engine is being stopped)")]
+    Cancelled,
+}
+
+impl MadError {
+    /// A transport failure as the engine reports it: [`MadError::TransportLost`] when the
+    /// errno says the transport is gone (see [`crate::umad::is_transport_gone`]), else
+    /// [`MadError::Transport`].
+    pub fn from_transport(error: TransportError) -> MadError {
+        match error {
+            TransportError::Send { errno } if is_transport_gone(errno) => MadError::TransportLost {
+                call: UmadCall::Send,
+                errno,
+            },
+            TransportError::Recv { errno } if is_transport_gone(errno) => MadError::TransportLost {
+                call: UmadCall::Recv,
+                errno,
+            },
+            other => MadError::Transport(other),
+        }
+    }
+
+    pub fn is_transport_lost(&self) -> bool {
+        matches!(self, MadError::TransportLost { .. })
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, MadError::Cancelled)
+    }
+}
+
+/// A flag shared between an [`Engine`] and whoever may want to stop it (clones share it).
+/// Setting it is one atomic store, so any thread may do it; the engine reads it once per
+/// turn of its loop, a single atomic load.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Stop every engine holding this token: see [`Engine::run`] for what happens to the
+    /// requests of the running batch.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Clear the flag: the engines holding the token run requests again.
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// Counters since the engine was opened.
@@ -191,9 +282,73 @@ struct Entry<T> {
     request: Request,
     /// Sends so far.
     attempts: u32,
-    /// Every TID this request went out under: the first valid reply to any of them wins.
-    tids: Vec<u32>,
+    /// The TID of the latest send (0 before the first).
+    last_tid: u32,
+    /// Earlier TIDs of a resent request: a late reply to any of them still wins. Empty (no
+    /// allocation) unless the request was resent.
+    older_tids: Vec<u32>,
     in_flight: bool,
+}
+
+/// Entries by id. Ids are handed out in order and requests finish roughly in order, so a
+/// deque indexed by `id - first` does what a hash map did, without hashing or probing a
+/// table that holds the whole discovery frontier.
+struct Slab<E> {
+    first: u64,
+    slots: VecDeque<Option<E>>,
+    live: usize,
+}
+
+impl<E> Slab<E> {
+    fn new() -> Self {
+        Slab {
+            first: 0,
+            slots: VecDeque::new(),
+            live: 0,
+        }
+    }
+    /// Store `entry` under the next id (`first + slots.len()`), which the caller hands out.
+    fn push(&mut self, id: u64, entry: E) {
+        if self.slots.is_empty() {
+            self.first = id;
+        }
+        debug_assert_eq!(id, self.first + self.slots.len() as u64);
+        self.slots.push_back(Some(entry));
+        self.live += 1;
+    }
+    fn index(&self, id: u64) -> Option<usize> {
+        usize::try_from(id.checked_sub(self.first)?).ok()
+    }
+    fn get(&self, id: u64) -> Option<&E> {
+        self.slots.get(self.index(id)?)?.as_ref()
+    }
+    fn get_mut(&mut self, id: u64) -> Option<&mut E> {
+        let i = self.index(id)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+    fn contains(&self, id: u64) -> bool {
+        self.get(id).is_some()
+    }
+    fn remove(&mut self, id: u64) -> Option<E> {
+        let i = self.index(id)?;
+        let entry = self.slots.get_mut(i)?.take()?;
+        self.live -= 1;
+        while let Some(None) = self.slots.front() {
+            self.slots.pop_front();
+            self.first += 1;
+        }
+        Some(entry)
+    }
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+    fn ids(&self) -> Vec<u64> {
+        (self.first..)
+            .zip(self.slots.iter())
+            .filter(|(_, e)| e.is_some())
+            .map(|(id, _)| id)
+            .collect()
+    }
 }
 
 /// The pending table of one batch: TIDs, deadlines and retries, with time passed in.
@@ -203,15 +358,17 @@ pub struct Ledger<T> {
     retries: u32,
     next_tid: u32,
     next_id: u64,
-    entries: HashMap<u64, Entry<T>>,
+    entries: Slab<Entry<T>>,
     /// Waiting to be sent; retries go in front.
     ready: VecDeque<u64>,
     /// (deadline, entry, attempt) in send order, hence in deadline order since the timeout
     /// is fixed per batch. Finished or resent entries are skipped lazily.
     timers: VecDeque<(Instant, u64, u32)>,
-    by_tid: HashMap<u32, u64>,
+    by_tid: foldhash::HashMap<u32, u64>,
     in_flight: usize,
     stats: EngineStats,
+    /// Set by [`Ledger::cancel`]: nothing more is sent or resent.
+    cancelled: bool,
 }
 
 impl<T> Ledger<T> {
@@ -222,25 +379,27 @@ impl<T> Ledger<T> {
             retries,
             next_tid: first_tid,
             next_id: 0,
-            entries: HashMap::new(),
+            entries: Slab::new(),
             ready: VecDeque::new(),
             timers: VecDeque::new(),
-            by_tid: HashMap::new(),
+            by_tid: foldhash::HashMap::default(),
             in_flight: 0,
             stats: EngineStats::default(),
+            cancelled: false,
         }
     }
 
     pub fn push(&mut self, token: T, request: Request) {
         let id = self.next_id;
         self.next_id += 1;
-        self.entries.insert(
+        self.entries.push(
             id,
             Entry {
                 token,
                 request,
                 attempts: 0,
-                tids: Vec::new(),
+                last_tid: 0,
+                older_tids: Vec::new(),
                 in_flight: false,
             },
         );
@@ -278,21 +437,25 @@ impl<T> Ledger<T> {
         }
     }
 
-    /// The next request to send, if the window has room: its fresh TID and the request.
+    /// The next request to send, if the window has room (and the batch was not
+    /// cancelled): its fresh TID and the request.
     pub fn next_send(&mut self, now: Instant) -> Option<(u32, &Request)> {
-        if self.in_flight >= self.window {
+        if self.cancelled || self.in_flight >= self.window {
             return None;
         }
         let id = loop {
             let id = self.ready.pop_front()?;
-            if self.entries.contains_key(&id) {
+            if self.entries.contains(id) {
                 break id;
             }
         };
         let tid = self.alloc_tid();
-        let entry = self.entries.get_mut(&id)?;
+        let entry = self.entries.get_mut(id)?;
         entry.attempts += 1;
-        entry.tids.push(tid);
+        if entry.last_tid != 0 {
+            entry.older_tids.push(entry.last_tid);
+        }
+        entry.last_tid = tid;
         entry.in_flight = true;
         self.in_flight += 1;
         self.by_tid.insert(tid, id);
@@ -302,8 +465,9 @@ impl<T> Ledger<T> {
     }
 
     fn finish(&mut self, id: u64) -> Option<Entry<T>> {
-        let entry = self.entries.remove(&id)?;
-        for tid in &entry.tids {
+        let entry = self.entries.remove(id)?;
+        self.by_tid.remove(&entry.last_tid);
+        for tid in &entry.older_tids {
             self.by_tid.remove(tid);
         }
         if entry.in_flight {
@@ -312,18 +476,23 @@ impl<T> Ledger<T> {
         Some(entry)
     }
 
-    /// The current attempt failed: queue another, or give up with `error(attempts)`.
+    /// The current attempt failed: queue another, or give up with `error(attempts)`. After
+    /// a cancel the retry is not made: the request fails with [`MadError::Cancelled`]
+    /// (with `error` when its retries were used up anyway).
     fn retry_or_fail(
         &mut self,
         id: u64,
         error: impl FnOnce(u32) -> MadError,
     ) -> Option<(T, MadError)> {
-        let entry = self.entries.get_mut(&id)?;
+        let entry = self.entries.get_mut(id)?;
         if entry.in_flight {
             entry.in_flight = false;
             self.in_flight -= 1;
         }
         if entry.attempts <= self.retries {
+            if self.cancelled {
+                return self.finish(id).map(|e| (e.token, MadError::Cancelled));
+            }
             self.stats.retries += 1;
             self.ready.push_front(id);
             return None;
@@ -337,10 +506,9 @@ impl<T> Ledger<T> {
     }
 
     /// The send of `tid` failed locally: the request ends with that error.
-    pub fn send_failed(&mut self, tid: u32, error: TransportError) -> Option<(T, MadError)> {
+    pub fn send_failed(&mut self, tid: u32, error: MadError) -> Option<(T, MadError)> {
         let id = *self.by_tid.get(&tid)?;
-        self.finish(id)
-            .map(|e| (e.token, MadError::Transport(error)))
+        self.finish(id).map(|e| (e.token, error))
     }
 
     /// Account for a received MAD: `umad_status` from the umad header, `mad` the 256 bytes.
@@ -355,11 +523,11 @@ impl<T> Ledger<T> {
             self.stats.unmatched += 1;
             return Outcome::Unmatched;
         };
-        let Some(entry) = self.entries.get(&id) else {
+        let Some(entry) = self.entries.get(id) else {
             self.stats.unmatched += 1;
             return Outcome::Unmatched;
         };
-        let latest = entry.in_flight && entry.tids.last() == Some(&tid);
+        let latest = entry.in_flight && entry.last_tid == tid;
         if umad_status != 0 {
             if umad_status == UMAD_STATUS_TIMEOUT {
                 self.stats.unroutable += 1;
@@ -407,7 +575,7 @@ impl<T> Ledger<T> {
 
     fn timer_is_live(&self, id: u64, attempt: u32) -> bool {
         self.entries
-            .get(&id)
+            .get(id)
             .is_some_and(|e| e.in_flight && e.attempts == attempt)
     }
 
@@ -445,13 +613,38 @@ impl<T> Ledger<T> {
         }
     }
 
-    /// End every request, queued or in flight, with `error`.
-    pub fn fail_all(&mut self, error: &TransportError) -> Vec<(T, MadError)> {
-        let ids: Vec<u64> = self.entries.keys().copied().collect();
+    /// Stop the batch: from now on nothing is sent or resent. Every request not in flight
+    /// (never sent, or waiting for a resend) ends here with [`MadError::Cancelled`], in
+    /// push order. Requests in flight stay: a reply still completes them, and at their
+    /// deadline they fail with `Cancelled` instead of being resent. Requests pushed later
+    /// wait for the next call (call it again after pushing follow-ups).
+    pub fn cancel(&mut self) -> Vec<(T, MadError)> {
+        self.cancelled = true;
+        self.ready.clear();
+        let mut out = Vec::new();
+        for id in self.entries.ids() {
+            if self.entries.get(id).is_some_and(|e| !e.in_flight) {
+                if let Some(e) = self.finish(id) {
+                    out.push((e.token, MadError::Cancelled));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// End every request, queued or in flight, with `error`, in the order they were
+    /// pushed.
+    pub fn fail_all(&mut self, error: &MadError) -> Vec<(T, MadError)> {
+        // In push order: ids() walks the slab front to back.
+        let ids = self.entries.ids();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(e) = self.finish(id) {
-                out.push((e.token, MadError::Transport(error.clone())));
+                out.push((e.token, error.clone()));
             }
         }
         self.ready.clear();
@@ -460,22 +653,30 @@ impl<T> Ledger<T> {
     }
 }
 
-/// The request engine over one local port.
+/// The request engine over one local port ([`UmadPort`]; tests drive it over a fake
+/// [`MadPort`]).
 #[derive(Debug)]
-pub struct Engine {
-    port: UmadPort,
+pub struct Engine<P: MadPort = UmadPort> {
+    port: P,
     config: EngineConfig,
     /// Agent per management class, registered on first use.
     agents: Vec<(u8, u32)>,
     next_tid: u32,
     stats: EngineStats,
+    /// M_Key put into every SMP sent (0: none; only fabrics whose SM sets M_Keys need one).
+    m_key: u64,
+    /// Set once a send or receive says the transport is gone: from then on every request
+    /// fails with this error at once, without being sent.
+    lost: Option<MadError>,
+    /// Set from outside to stop the running batch and refuse later ones.
+    cancel: Option<CancelToken>,
 }
 
 fn ceil_ms(d: Duration) -> u32 {
     u32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
-impl Engine {
+impl Engine<UmadPort> {
     /// Open a local port (see [`UmadPort::open`] for the defaults).
     pub fn open(
         ca: Option<&str>,
@@ -490,15 +691,25 @@ impl Engine {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0)
             ^ (std::process::id() << 12);
+        Ok(Engine::with_port(port, config, seed | 1))
+    }
+}
+
+impl<P: MadPort> Engine<P> {
+    /// An engine over an already opened port, TIDs starting at `first_tid`.
+    pub fn with_port(port: P, config: EngineConfig, first_tid: u32) -> Engine<P> {
         let mut engine = Engine {
             port,
             config,
             agents: Vec::new(),
-            next_tid: seed | 1,
+            next_tid: first_tid,
             stats: EngineStats::default(),
+            m_key: 0,
+            lost: None,
+            cancel: None,
         };
         engine.set_config(config);
-        Ok(engine)
+        engine
     }
 
     pub fn local(&self) -> &LocalPort {
@@ -530,6 +741,32 @@ impl Engine {
         };
     }
 
+    /// The M_Key every SMP is sent with (IBA 14.2.4): a request built with M_Key 0 gets
+    /// this one; a request that carries its own non-zero M_Key keeps it.
+    pub fn set_m_key(&mut self, m_key: u64) {
+        self.m_key = m_key;
+    }
+
+    pub fn m_key(&self) -> u64 {
+        self.m_key
+    }
+
+    /// Stop requests through `token` (None: no token, the default). See [`Engine::run`]
+    /// for what a cancel does.
+    pub fn set_cancel(&mut self, token: Option<CancelToken>) {
+        self.cancel = token;
+    }
+
+    /// Whether the engine's token is set now.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+
+    /// The [`MadError::TransportLost`] that broke this engine, if one did.
+    pub fn transport_lost(&self) -> Option<&MadError> {
+        self.lost.as_ref()
+    }
+
     pub fn stats(&self) -> EngineStats {
         self.stats
     }
@@ -548,6 +785,10 @@ impl Engine {
         let mut mad = request.mad;
         mad[8..12].fill(0);
         mad[12..16].copy_from_slice(&tid.to_be_bytes());
+        let is_smp = matches!(request.mgmt_class(), class::SMI_LID | class::SMI_DIRECT);
+        if is_smp && mad[24..32] == [0; 8] {
+            mad[24..32].copy_from_slice(&self.m_key.to_be_bytes());
+        }
         let timeout_ms = ceil_ms(self.config.timeout);
         // Kernel retries 0: the engine resends itself, with a fresh TID.
         self.port.send(agent, &mad, &request.dest, timeout_ms, 0)?;
@@ -555,9 +796,37 @@ impl Engine {
         Ok(())
     }
 
+    /// Note a transport failure: a lost transport breaks the engine for good.
+    fn classify(&mut self, error: TransportError) -> MadError {
+        let error = MadError::from_transport(error);
+        if error.is_transport_lost() && self.lost.is_none() {
+            tracing::debug!(%error, "transport lost; failing every request from now on");
+            self.lost = Some(error.clone());
+        }
+        error
+    }
+
     /// Run a batch. `on_done` sees each request as it completes (in any order) and may push
     /// follow-ups into the `Vec` it is handed; they join the same window. Returns when
     /// nothing is pending.
+    ///
+    /// Once the transport is lost (see [`Engine::transport_lost`]) every request still
+    /// queued or in flight, and every later one, fails at once with
+    /// [`MadError::TransportLost`] and nothing more is sent.
+    ///
+    /// The cancel token (see [`Engine::set_cancel`]) is read once per turn of the loop, so
+    /// a cancel is seen at the latest when the current wait for a reply ends (the nearest
+    /// deadline). From then on nothing is sent and nothing resent; queued requests, and
+    /// follow-ups pushed from `on_done`, fail at once with [`MadError::Cancelled`]; a
+    /// request in flight keeps its slot until its reply (which completes it as usual) or
+    /// its deadline (then `Cancelled`, unless its retries were used up: `Timeout`).
+    /// Waiting for those keeps the replies already on their way (on a live fabric nearly
+    /// all, within microseconds) and costs at most one timeout for a target that does not
+    /// answer. Every request in flight was sent before the cancel (or within the
+    /// microseconds between the check and a send), so a cancelled batch ends about one
+    /// timeout after the cancel at the latest. While the token stays set, later batches and
+    /// [`Engine::call`]s fail at once with `Cancelled` without a send; after
+    /// [`CancelToken::reset`] the engine works again (from the next batch on).
     pub fn run<T>(
         &mut self,
         requests: impl IntoIterator<Item = (T, Request)>,
@@ -575,16 +844,27 @@ impl Engine {
         let mut follow_ups = Vec::new();
         let mut done: Vec<(T, Result<Response, MadError>)> = Vec::new();
         let mut failed = Vec::new();
-        // Once receiving fails the port is unusable: fail whatever is left with that error.
-        let mut broken: Option<TransportError> = None;
+        // A receive error that does not mean the transport is gone still leaves this
+        // batch unable to read replies: fail whatever is left of it with that error.
+        let mut broken: Option<MadError> = None;
         while !ledger.is_idle() {
-            if let Some(error) = &broken {
+            if let Some(error) = self.lost.as_ref().or(broken.as_ref()) {
                 done.extend(ledger.fail_all(error).into_iter().map(|(t, e)| (t, Err(e))));
+            }
+            // Once cancelled, the batch stays so (a reset of the token counts from the next
+            // batch): follow-ups pushed since the last turn fail here.
+            if ledger.is_cancelled() || self.is_cancelled() {
+                done.extend(ledger.cancel().into_iter().map(|(t, e)| (t, Err(e))));
             }
             while let Some((tid, request)) = ledger.next_send(Instant::now()) {
                 if let Err(e) = self.transmit(tid, request) {
-                    if let Some((t, e)) = ledger.send_failed(tid, e) {
+                    let error = self.classify(e);
+                    if let Some((t, e)) = ledger.send_failed(tid, error) {
                         done.push((t, Err(e)));
+                    }
+                    if let Some(lost) = &self.lost {
+                        done.extend(ledger.fail_all(lost).into_iter().map(|(t, e)| (t, Err(e))));
+                        break;
                     }
                 }
             }
@@ -609,14 +889,17 @@ impl Engine {
                         }
                         Ok(None) => break,
                         Err(e) => {
-                            tracing::error!(error = %e, "umad receive failed; failing pending MADs");
-                            broken = Some(e);
+                            let error = self.classify(e);
+                            tracing::error!(%error, "umad receive failed; failing pending MADs");
+                            broken = Some(error);
                             break;
                         }
                     }
                 }
-                ledger.expire(Instant::now(), &mut failed);
-                done.extend(failed.drain(..).map(|(t, e)| (t, Err(e))));
+                if self.lost.is_none() && broken.is_none() {
+                    ledger.expire(Instant::now(), &mut failed);
+                    done.extend(failed.drain(..).map(|(t, e)| (t, Err(e))));
+                }
             }
             for (token, result) in done.drain(..) {
                 on_done(token, result, &mut follow_ups);
@@ -661,11 +944,14 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
+impl<P: MadPort> Drop for Engine<P> {
     fn drop(&mut self) {
         // A reply arriving after its agent is unregistered kills the shim's receiver thread:
         // give late replies (to requests that already timed out) a short while to arrive.
-        self.drain((self.config.timeout * 2).min(Duration::from_secs(1)));
+        // With the transport gone no reply will come: do not wait for one.
+        if self.lost.is_none() {
+            self.drain((self.config.timeout * 2).min(Duration::from_secs(1)));
+        }
         for (_, agent) in std::mem::take(&mut self.agents) {
             self.port.unregister(agent);
         }
@@ -679,6 +965,27 @@ mod tests {
     use crate::smp::DrPath;
 
     const T: Duration = Duration::from_millis(100);
+
+    #[test]
+    fn slab_keeps_ids_across_holes_and_advances_past_them() {
+        let mut slab = Slab::new();
+        for id in 10..14 {
+            slab.push(id, id * 100);
+        }
+        assert_eq!(slab.remove(11), Some(1100));
+        assert_eq!(slab.remove(11), None);
+        assert_eq!(slab.get(12), Some(&1200));
+        assert_eq!(slab.remove(10), Some(1000));
+        // 10 and 11 are gone: the front moved past both.
+        assert_eq!(slab.first, 12);
+        assert_eq!(slab.ids(), vec![12, 13]);
+        assert!(slab.get(9).is_none() && slab.get(99).is_none());
+        slab.remove(13);
+        slab.remove(12);
+        assert!(slab.is_empty());
+        slab.push(14, 1);
+        assert_eq!(slab.get(14), Some(&1));
+    }
 
     fn dr(path: &[u8]) -> Request {
         let route = SmpRoute::Directed(DrPath::new(path.to_vec()).unwrap());
@@ -925,17 +1232,167 @@ mod tests {
         l.push(2, dr(&[]));
         let (a, _) = send(&mut l, t0).unwrap();
         let (t, e) = l
-            .send_failed(a, TransportError::Send { errno: 22 })
+            .send_failed(
+                a,
+                MadError::from_transport(TransportError::Send { errno: 22 }),
+            )
             .unwrap();
         assert_eq!(t, 1);
         assert!(matches!(
             e,
             MadError::Transport(TransportError::Send { errno: 22 })
         ));
-        let rest = l.fail_all(&TransportError::Recv { errno: 5 });
+        let lost = MadError::from_transport(TransportError::Recv { errno: 5 });
+        let rest = l.fail_all(&lost);
         assert_eq!(rest.len(), 1);
         assert!(l.is_idle());
         assert_eq!(l.in_flight(), 0);
+    }
+
+    #[test]
+    fn fail_all_ends_queued_and_in_flight_in_push_order() {
+        let t0 = Instant::now();
+        let mut l = Ledger::new(1, 2, T, 3);
+        for i in 0..5 {
+            l.push(i, dr(&[]));
+        }
+        send(&mut l, t0).unwrap();
+        send(&mut l, t0).unwrap();
+        let lost = MadError::TransportLost {
+            call: UmadCall::Send,
+            errno: 5,
+        };
+        let out = l.fail_all(&lost);
+        let tokens: Vec<u32> = out.iter().map(|(t, _)| *t).collect();
+        assert_eq!(tokens, vec![0, 1, 2, 3, 4]);
+        assert!(out.iter().all(|(_, e)| *e == lost));
+        assert!(l.is_idle());
+        assert_eq!(l.in_flight(), 0);
+        assert_eq!(l.next_deadline(), None);
+        assert!(send(&mut l, t0).is_none());
+    }
+
+    #[test]
+    fn cancel_fails_queued_keeps_in_flight_and_sends_nothing_more() {
+        let t0 = Instant::now();
+        let mut l = Ledger::new(1, 2, T, 3);
+        for i in 0..5 {
+            l.push(i, dr(&[1]));
+        }
+        let (a, ra) = send(&mut l, t0).unwrap();
+        send(&mut l, t0).unwrap();
+        let cancelled = l.cancel();
+        // The three never sent end at once, in push order; the two in flight stay.
+        let tokens: Vec<u32> = cancelled.iter().map(|(t, _)| *t).collect();
+        assert_eq!(tokens, vec![2, 3, 4]);
+        assert!(cancelled.iter().all(|(_, e)| *e == MadError::Cancelled));
+        assert!(l.is_cancelled());
+        assert_eq!(l.in_flight(), 2);
+        assert!(send(&mut l, t0).is_none(), "nothing is sent after a cancel");
+        // A reply for a request in flight still completes it.
+        let (token, result) = done(l.on_reply(0, &reply(&ra, a, 0)));
+        assert_eq!(token, 0);
+        assert_eq!(result.unwrap().smp_data()[0], 0x42);
+        assert!(send(&mut l, t0).is_none(), "a freed slot is not refilled");
+        // The other one's deadline ends it with Cancelled, not with a resend.
+        assert_eq!(l.next_deadline(), Some(t0 + T));
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        assert_eq!(failed, vec![(1, MadError::Cancelled)]);
+        assert!(send(&mut l, t0 + T).is_none());
+        assert_eq!(l.stats().retries, 0);
+        assert_eq!(l.stats().timeouts, 0);
+        assert!(l.is_idle());
+        // A follow-up pushed after the cancel is not sent; the next cancel() ends it.
+        l.push(9, dr(&[2]));
+        assert!(send(&mut l, t0 + T).is_none());
+        assert_eq!(l.cancel(), vec![(9, MadError::Cancelled)]);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn cancel_ends_a_request_waiting_for_its_resend() {
+        let t0 = Instant::now();
+        let mut l = Ledger::new(1, 4, T, 3);
+        l.push(1, dr(&[1]));
+        let (first, r) = send(&mut l, t0).unwrap();
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        assert!(failed.is_empty(), "queued for a resend");
+        assert_eq!(l.cancel(), vec![(1, MadError::Cancelled)]);
+        // It is over: a late reply to its first attempt matches nothing.
+        assert!(matches!(
+            l.on_reply(0, &reply(&r, first, 0)),
+            Outcome::Unmatched
+        ));
+        assert!(l.is_idle());
+        assert!(send(&mut l, t0 + T).is_none());
+    }
+
+    #[test]
+    fn after_a_cancel_unroutable_and_busy_are_not_retried() {
+        let t0 = Instant::now();
+        let mut l = Ledger::new(1, 4, T, 1);
+        l.push(1, dr(&[1, 5]));
+        l.push(2, dr(&[1]));
+        let (a, ra) = send(&mut l, t0).unwrap();
+        let (b, rb) = send(&mut l, t0).unwrap();
+        assert!(l.cancel().is_empty(), "both are in flight");
+        let (token, result) = done(l.on_reply(110, &returned(&ra, a)));
+        assert_eq!((token, result.unwrap_err()), (1, MadError::Cancelled));
+        let (token, result) = done(l.on_reply(0, &reply(&rb, b, 0x0001)));
+        assert_eq!((token, result.unwrap_err()), (2, MadError::Cancelled));
+        assert_eq!(l.stats().retries, 0);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn after_a_cancel_a_last_attempt_still_times_out() {
+        // No retry was left to refuse: the request ends as it would have anyway.
+        let t0 = Instant::now();
+        let mut l = Ledger::new(1, 4, T, 0);
+        l.push(1, dr(&[1]));
+        send(&mut l, t0).unwrap();
+        assert!(l.cancel().is_empty());
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        assert_eq!(failed, vec![(1, MadError::Timeout { attempts: 1 })]);
+        assert_eq!(l.stats().timeouts, 1);
+    }
+
+    #[test]
+    fn cancel_tokens_share_one_flag() {
+        let token = CancelToken::new();
+        let other = token.clone();
+        assert!(!token.is_cancelled());
+        other.cancel();
+        assert!(token.is_cancelled());
+        token.reset();
+        assert!(!other.is_cancelled());
+        assert!(MadError::Cancelled.is_cancelled());
+        assert!(!MadError::Cancelled.is_transport_lost());
+    }
+
+    #[test]
+    fn transport_errors_are_classified() {
+        let lost = MadError::from_transport(TransportError::Send { errno: 5 });
+        assert_eq!(
+            lost,
+            MadError::TransportLost {
+                call: UmadCall::Send,
+                errno: 5
+            }
+        );
+        assert_eq!(
+            lost.to_string(),
+            "lost the connection to the fabric (umad send failed: Input/output error): is \
+             the simulator or the ib_umad device still there?"
+        );
+        assert!(MadError::from_transport(TransportError::Recv { errno: 19 }).is_transport_lost());
+        let one_mad = MadError::from_transport(TransportError::Send { errno: 22 });
+        assert!(!one_mad.is_transport_lost());
+        assert!(matches!(one_mad, MadError::Transport(_)));
+        assert!(!MadError::Timeout { attempts: 4 }.is_transport_lost());
     }
 
     #[test]
@@ -962,5 +1419,444 @@ mod tests {
         assert_eq!(ceil_ms(Duration::ZERO), 0);
         assert_eq!(ceil_ms(Duration::from_micros(1)), 1);
         assert_eq!(ceil_ms(Duration::from_millis(200)), 200);
+    }
+
+    /// A scripted local port: what each send does is decided by its number (1-based).
+    struct FakePort {
+        info: LocalPort,
+        /// Sends attempted so far (successful or not).
+        sends: usize,
+        /// Sends after which the "fabric" stops answering (the reply is never queued).
+        answer_until: usize,
+        /// From this send on, every send fails with `send_errno`.
+        fail_from: usize,
+        /// Only this send fails (with `send_errno`).
+        fail_once: usize,
+        send_errno: i32,
+        /// Once no reply is queued, recv fails with this errno (0: it times out).
+        recv_errno: i32,
+        queue: VecDeque<Received>,
+        sent: Vec<[u8; MAD_SIZE]>,
+        /// When each accepted send was made, and when each MAD was read back.
+        sent_at: Vec<Instant>,
+        received_at: Vec<Instant>,
+        /// Zero: replies are there at once. Else the reply to send n arrives n x this
+        /// after it was sent (held until then).
+        delay_step: Duration,
+        held: VecDeque<(Instant, Received)>,
+    }
+
+    impl FakePort {
+        fn new() -> Self {
+            FakePort {
+                info: LocalPort {
+                    ca_name: "fake0".into(),
+                    ca_type: "fake".into(),
+                    node_guid: 1,
+                    port_num: 1,
+                    lid: 1,
+                    sm_lid: 1,
+                    lmc: 0,
+                    state: PortState::Active,
+                    phys_state: 5,
+                    port_guid: 1,
+                    link_layer: "IB".into(),
+                },
+                sends: 0,
+                answer_until: usize::MAX,
+                fail_from: usize::MAX,
+                fail_once: 0,
+                send_errno: 0,
+                recv_errno: 0,
+                queue: VecDeque::new(),
+                sent: Vec::new(),
+                sent_at: Vec::new(),
+                received_at: Vec::new(),
+                delay_step: Duration::ZERO,
+                held: VecDeque::new(),
+            }
+        }
+    }
+
+    impl MadPort for FakePort {
+        fn info(&self) -> &LocalPort {
+            &self.info
+        }
+        fn register(&mut self, mgmt_class: u8, _version: u8) -> Result<u32, TransportError> {
+            Ok(u32::from(mgmt_class))
+        }
+        fn unregister(&mut self, _agent: u32) {}
+        fn send(
+            &mut self,
+            agent: u32,
+            mad: &[u8; MAD_SIZE],
+            _dest: &Dest,
+            _timeout_ms: u32,
+            _retries: u32,
+        ) -> Result<(), TransportError> {
+            self.sends += 1;
+            if self.sends >= self.fail_from || self.sends == self.fail_once {
+                return Err(TransportError::Send {
+                    errno: self.send_errno,
+                });
+            }
+            self.sent.push(*mad);
+            self.sent_at.push(Instant::now());
+            if self.sends <= self.answer_until {
+                let mut reply = *mad;
+                reply[3] |= 0x80;
+                let received = Received {
+                    agent,
+                    status: 0,
+                    len: MAD_SIZE,
+                    mad: reply,
+                };
+                if self.delay_step.is_zero() {
+                    self.queue.push_back(received);
+                } else {
+                    let at = Instant::now() + self.delay_step * self.sends as u32;
+                    // Later sends are answered later: the held list stays in time order.
+                    self.held.push_back((at, received));
+                }
+            }
+            Ok(())
+        }
+        fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+            if let Some(r) = self.queue.pop_front() {
+                self.received_at.push(Instant::now());
+                return Ok(Some(r));
+            }
+            if let Some(&(at, _)) = self.held.front() {
+                let now = Instant::now();
+                let limit = now + Duration::from_millis(u64::from(timeout_ms));
+                if at <= limit {
+                    std::thread::sleep(at.saturating_duration_since(now));
+                    self.received_at.push(Instant::now());
+                    return Ok(self.held.pop_front().map(|(_, r)| r));
+                }
+            }
+            if self.recv_errno != 0 {
+                return Err(TransportError::Recv {
+                    errno: self.recv_errno,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(u64::from(timeout_ms)));
+            Ok(None)
+        }
+    }
+
+    const FAKE_TIMEOUT: Duration = Duration::from_millis(40);
+
+    fn fake_engine(port: FakePort, window: usize, retries: u32) -> Engine<FakePort> {
+        let config = EngineConfig {
+            max_outstanding: window,
+            timeout: FAKE_TIMEOUT,
+            retries,
+        };
+        Engine::with_port(port, config, 1)
+    }
+
+    /// Run `n` NodeInfo requests; (ok count, errors in completion order, follow-ups seen).
+    fn run_batch(engine: &mut Engine<FakePort>, n: usize) -> (usize, Vec<MadError>) {
+        let mut ok = 0;
+        let mut errors = Vec::new();
+        engine.run((0..n).map(|i| (i, dr(&[1]))), |_, r, _| match r {
+            Ok(_) => ok += 1,
+            Err(e) => errors.push(e),
+        });
+        (ok, errors)
+    }
+
+    #[test]
+    fn send_eio_fails_everything_at_once_and_later_runs_send_nothing() {
+        let mut port = FakePort::new();
+        port.fail_from = 11;
+        port.send_errno = libc::EIO;
+        let mut engine = fake_engine(port, 4, 3);
+        let t = Instant::now();
+        let (ok, errors) = run_batch(&mut engine, 200);
+        // Sends 1-8 were answered and read; 9 and 10 were in flight beside the failed
+        // 11th: they end with the loss too.
+        assert_eq!(ok, 8);
+        assert_eq!(errors.len(), 192);
+        let lost = MadError::TransportLost {
+            call: UmadCall::Send,
+            errno: libc::EIO,
+        };
+        assert!(errors.iter().all(|e| *e == lost), "{:?}", errors[0]);
+        // One failed send, not one per request.
+        assert_eq!(engine.port.sends, 11);
+        assert_eq!(engine.transport_lost(), Some(&lost));
+        assert!(t.elapsed() < FAKE_TIMEOUT, "took {:?}", t.elapsed());
+
+        // Later batches and calls fail at once, without a send.
+        let t = Instant::now();
+        let (ok, errors) = run_batch(&mut engine, 50);
+        assert_eq!((ok, errors.len()), (0, 50));
+        assert_eq!(
+            engine.call(Request::smp_get(&SmpRoute::Lid(3), 0x11, 0)),
+            Err(lost.clone())
+        );
+        assert_eq!(engine.port.sends, 11);
+        assert!(t.elapsed() < FAKE_TIMEOUT, "took {:?}", t.elapsed());
+    }
+
+    #[test]
+    fn follow_ups_pushed_after_the_loss_fail_too() {
+        let mut port = FakePort::new();
+        port.fail_from = 3;
+        port.send_errno = libc::ECONNREFUSED;
+        let mut engine = fake_engine(port, 1, 1);
+        let mut results = Vec::new();
+        engine.run([(0u32, dr(&[]))], |token, r, more| {
+            results.push((token, r.is_ok()));
+            // Every completion asks for one more, as discovery does, up to 10.
+            if token < 10 {
+                more.push((token + 1, dr(&[1])));
+            }
+        });
+        let tokens: Vec<u32> = results.iter().map(|r| r.0).collect();
+        assert_eq!(tokens, (0..=10).collect::<Vec<_>>());
+        assert_eq!(
+            results.iter().filter(|r| r.1).count(),
+            2,
+            "sends 1 and 2 answered"
+        );
+        assert_eq!(engine.port.sends, 3);
+    }
+
+    #[test]
+    fn requests_in_flight_at_the_loss_end_by_the_first_deadline() {
+        // 3 answered, 4 more accepted but never answered (in flight when ibsim died), then
+        // every send fails: the first resend ends the whole batch.
+        let mut port = FakePort::new();
+        port.answer_until = 3;
+        port.fail_from = 8;
+        port.send_errno = libc::EIO;
+        let retries = 3;
+        let mut engine = fake_engine(port, 4, retries);
+        let t = Instant::now();
+        let (ok, errors) = run_batch(&mut engine, 100);
+        let took = t.elapsed();
+        assert_eq!(ok, 3);
+        assert_eq!(errors.len(), 97);
+        assert!(errors.iter().all(MadError::is_transport_lost));
+        assert_eq!(
+            engine.stats().timeouts,
+            0,
+            "no request waited out its retries"
+        );
+        // Well under one request's own budget of (retries + 1) x timeout.
+        assert!(
+            took < FAKE_TIMEOUT * (retries + 1),
+            "took {took:?}, budget per MAD {:?}",
+            FAKE_TIMEOUT * (retries + 1)
+        );
+    }
+
+    #[test]
+    fn receive_enodev_breaks_the_engine() {
+        let mut port = FakePort::new();
+        port.answer_until = 0;
+        port.recv_errno = libc::ENODEV;
+        let mut engine = fake_engine(port, 4, 3);
+        let (ok, errors) = run_batch(&mut engine, 20);
+        assert_eq!(ok, 0);
+        let lost = MadError::TransportLost {
+            call: UmadCall::Recv,
+            errno: libc::ENODEV,
+        };
+        assert!(errors.iter().all(|e| *e == lost));
+        assert_eq!(engine.port.sends, 4, "only the first window went out");
+        assert_eq!(engine.transport_lost(), Some(&lost));
+    }
+
+    #[test]
+    fn other_errors_stay_per_request_or_per_batch() {
+        // EINVAL on one send: that request fails, the rest go on, the engine stays usable.
+        let mut port = FakePort::new();
+        port.fail_once = 2;
+        port.send_errno = libc::EINVAL;
+        let mut engine = fake_engine(port, 1, 0);
+        let mut results = Vec::new();
+        engine.run((0..4).map(|i| (i, dr(&[1]))), |t, r, _| {
+            results.push((t, r))
+        });
+        results.sort_by_key(|r| r.0);
+        assert!(results[0].1.is_ok() && results[2].1.is_ok() && results[3].1.is_ok());
+        assert!(matches!(
+            results[1].1,
+            Err(MadError::Transport(TransportError::Send { errno })) if errno == libc::EINVAL
+        ));
+        assert!(engine.transport_lost().is_none());
+
+        // A receive error that is not a loss fails the batch, not the engine.
+        let mut port = FakePort::new();
+        port.answer_until = 0;
+        port.recv_errno = libc::EINVAL;
+        let mut engine = fake_engine(port, 2, 0);
+        let (_, errors) = run_batch(&mut engine, 3);
+        assert!(errors
+            .iter()
+            .all(|e| matches!(e, MadError::Transport(TransportError::Recv { errno }) if *errno == libc::EINVAL)));
+        assert!(engine.transport_lost().is_none());
+        engine.port.recv_errno = 0;
+        engine.port.answer_until = usize::MAX;
+        let before = engine.port.sends;
+        let (ok, _) = run_batch(&mut engine, 3);
+        assert_eq!(ok, 3);
+        assert_eq!(engine.port.sends, before + 3);
+    }
+
+    #[test]
+    fn m_key_goes_into_smps_only() {
+        let mut engine = fake_engine(FakePort::new(), 4, 0);
+        engine.set_m_key(0x1234_5678_9abc_def0);
+        let mut own = Request::smp_get(&SmpRoute::Lid(2), 0x15, 1);
+        own.mad[24..32].copy_from_slice(&7u64.to_be_bytes());
+        let requests = vec![
+            (0, dr(&[1])),
+            (1, Request::smp_set(&SmpRoute::Lid(2), 0x15, 1, &[0; 64])),
+            (2, own),
+            (3, Request::perf(2, method::GET, 0x12, 0, &[])),
+        ];
+        engine.run(requests, |_, r, _| assert!(r.is_ok()));
+        let sent = &engine.port.sent;
+        assert_eq!(sent.len(), 4);
+        let key = |m: &[u8; MAD_SIZE]| u64::from_be_bytes(m[24..32].try_into().unwrap());
+        let by_class = |c: u8, method_code: u8| {
+            sent.iter()
+                .filter(move |m| m[1] == c && m[3] == method_code)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            key(by_class(class::SMI_DIRECT, method::GET)[0]),
+            0x1234_5678_9abc_def0
+        );
+        assert_eq!(
+            key(by_class(class::SMI_LID, method::SET)[0]),
+            0x1234_5678_9abc_def0
+        );
+        assert_eq!(
+            key(by_class(class::SMI_LID, method::GET)[0]),
+            7,
+            "its own key kept"
+        );
+        // PerfMgt bytes 24..32 are the class's own header: untouched.
+        assert_eq!(key(by_class(class::PERF, method::GET)[0]), 0);
+    }
+
+    #[test]
+    fn cancel_mid_batch_keeps_replies_in_flight_and_fails_the_rest() {
+        // Replies to sends 1-4 arrive 5, 10, 15, 20 ms after them: the cancel, made on
+        // the first completion, finds three still in flight.
+        let mut port = FakePort::new();
+        port.delay_step = Duration::from_millis(5);
+        let mut engine = fake_engine(port, 4, 3);
+        let token = CancelToken::new();
+        engine.set_cancel(Some(token.clone()));
+        let (mut ok, mut cancelled, mut other) = (0, Vec::new(), Vec::new());
+        let mut cancelled_at = None;
+        let t = Instant::now();
+        engine.run((0..100u32).map(|i| (i, dr(&[1]))), |i, r, more| {
+            match r {
+                Ok(_) => ok += 1,
+                Err(MadError::Cancelled) => cancelled.push(i),
+                Err(e) => other.push(e),
+            }
+            if cancelled_at.is_none() {
+                token.cancel();
+                cancelled_at = Some(Instant::now());
+            }
+            // Every completion asks for a follow-up, as discovery does.
+            if i < 1000 {
+                more.push((1000 + i, dr(&[1, 2])));
+            }
+        });
+        let took = t.elapsed();
+        let cancelled_at = cancelled_at.unwrap();
+        assert!(other.is_empty(), "{other:?}");
+        // The whole first window was answered, the three in flight at the cancel too.
+        assert_eq!(ok, 4);
+        let late = engine.port.received_at.iter();
+        assert!(
+            late.filter(|&&r| r > cancelled_at).count() >= 1,
+            "no reply was read after the cancel: the test proved nothing"
+        );
+        // The 96 never sent and the 100 follow-ups (of the 4 answered and of the 96).
+        cancelled.sort_unstable();
+        let expected: Vec<u32> = (4..100).chain(1000..1100).collect();
+        assert_eq!(cancelled, expected);
+        assert_eq!(engine.port.sends, 4, "nothing sent after the cancel");
+        assert!(engine.port.sent_at.iter().all(|&s| s < cancelled_at));
+        assert_eq!(engine.stats().retries, 0);
+        assert_eq!(engine.stats().timeouts, 0);
+        assert!(took < FAKE_TIMEOUT, "took {took:?}");
+        assert!(engine.transport_lost().is_none());
+    }
+
+    #[test]
+    fn cancel_from_another_thread_ends_within_one_timeout() {
+        // Nothing answers: without the cancel every request would wait out 6 attempts of
+        // 100 ms, 25 windows of 4 one after the other (15 s).
+        let timeout = Duration::from_millis(100);
+        let mut port = FakePort::new();
+        port.answer_until = 0;
+        let config = EngineConfig {
+            max_outstanding: 4,
+            timeout,
+            retries: 5,
+        };
+        let mut engine = Engine::with_port(port, config, 1);
+        let token = CancelToken::new();
+        engine.set_cancel(Some(token.clone()));
+        let canceller = std::thread::spawn(move || {
+            // Half-way through the second attempts.
+            std::thread::sleep(timeout * 3 / 2);
+            token.cancel();
+            Instant::now()
+        });
+        let (ok, errors) = run_batch(&mut engine, 100);
+        let ended = Instant::now();
+        let cancelled_at = canceller.join().unwrap();
+        assert_eq!(ok, 0);
+        assert_eq!(errors.len(), 100);
+        assert!(errors.iter().all(MadError::is_cancelled), "{:?}", errors[0]);
+        let after = ended.saturating_duration_since(cancelled_at);
+        assert!(after < timeout * 3 / 2, "ended {after:?} after the cancel");
+        // First attempts and resends of the first window only, all before the cancel.
+        let sent = &engine.port.sent_at;
+        assert!((4..=12).contains(&sent.len()), "{} sends", sent.len());
+        assert!(sent.iter().all(|&s| s < cancelled_at));
+        assert_eq!(engine.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn a_cancelled_engine_sends_nothing_until_the_token_is_reset() {
+        let mut engine = fake_engine(FakePort::new(), 4, 3);
+        let token = CancelToken::new();
+        token.cancel();
+        engine.set_cancel(Some(token.clone()));
+        assert!(engine.is_cancelled());
+        let t = Instant::now();
+        let (ok, errors) = run_batch(&mut engine, 10);
+        assert_eq!(ok, 0);
+        assert_eq!(errors, vec![MadError::Cancelled; 10]);
+        assert_eq!(
+            engine.call(Request::smp_get(&SmpRoute::Lid(3), 0x11, 0)),
+            Err(MadError::Cancelled)
+        );
+        assert_eq!(engine.port.sends, 0);
+        assert!(t.elapsed() < FAKE_TIMEOUT);
+
+        token.reset();
+        let (ok, errors) = run_batch(&mut engine, 3);
+        assert_eq!((ok, errors.len()), (3, 0));
+        engine.set_cancel(None);
+        token.cancel();
+        assert!(!engine.is_cancelled(), "no longer the engine's token");
+        assert!(engine
+            .call(Request::smp_get(&SmpRoute::Lid(3), 0x11, 0))
+            .is_ok());
     }
 }

@@ -19,19 +19,15 @@ pub const MAX_DR_HOPS: usize = 63;
 
 /// A directed route: the egress port at each hop from the local port. The empty path means
 /// the local node itself.
-#[derive(
-    Debug,
-    Clone,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub struct DrPath(Vec<u8>);
+///
+/// Kept inline (no heap): discovery builds and clones one per MAD, and at 100k MADs the
+/// allocations showed in profiles.
+#[derive(Clone)]
+pub struct DrPath {
+    len: u8,
+    /// Only `..len` is meaningful; the rest stays zero.
+    hops: [u8; MAX_DR_HOPS],
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
@@ -43,28 +39,42 @@ pub enum PathError {
 
 impl DrPath {
     pub fn local() -> Self {
-        DrPath(Vec::new())
+        DrPath {
+            len: 0,
+            hops: [0; MAX_DR_HOPS],
+        }
     }
     pub fn new(hops: Vec<u8>) -> Result<Self, PathError> {
+        Self::from_hops(&hops)
+    }
+    pub fn from_hops(hops: &[u8]) -> Result<Self, PathError> {
         if hops.len() > MAX_DR_HOPS {
             return Err(PathError::TooLong(hops.len()));
         }
-        Ok(DrPath(hops))
+        let mut path = DrPath::local();
+        path.hops[..hops.len()].copy_from_slice(hops);
+        path.len = hops.len() as u8;
+        Ok(path)
     }
     pub fn hops(&self) -> &[u8] {
-        &self.0
+        &self.hops[..usize::from(self.len)]
     }
     pub fn len(&self) -> usize {
-        self.0.len()
+        usize::from(self.len)
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len == 0
     }
     /// This path extended by one egress port.
     pub fn child(&self, port: u8) -> Result<Self, PathError> {
-        let mut hops = self.0.clone();
-        hops.push(port);
-        DrPath::new(hops)
+        let len = self.len();
+        if len >= MAX_DR_HOPS {
+            return Err(PathError::TooLong(len + 1));
+        }
+        let mut path = self.clone();
+        path.hops[len] = port;
+        path.len += 1;
+        Ok(path)
     }
     /// Parse the infiniband-diags notation: `0,1,3` (a leading 0 for the local port, as
     /// smpquery -D writes it; `0` alone is the local node).
@@ -87,10 +97,63 @@ impl DrPath {
 impl std::fmt::Display for DrPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "0")?;
-        for h in &self.0 {
+        for h in self.hops() {
             write!(f, ",{h}")?;
         }
         Ok(())
+    }
+}
+
+impl Default for DrPath {
+    fn default() -> Self {
+        DrPath::local()
+    }
+}
+
+impl std::fmt::Debug for DrPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DrPath").field(&self.hops()).finish()
+    }
+}
+
+impl PartialEq for DrPath {
+    fn eq(&self, other: &Self) -> bool {
+        self.hops() == other.hops()
+    }
+}
+
+impl Eq for DrPath {}
+
+impl std::hash::Hash for DrPath {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.hops().hash(state);
+    }
+}
+
+impl PartialOrd for DrPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for DrPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.hops().cmp(other.hops())
+    }
+}
+
+/// Serialized as the list of hops, as before the inline representation.
+impl serde::Serialize for DrPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.hops())
+    }
+}
+
+/// Paths come from files: an over-long one is an error, not a truncated route.
+impl<'de> serde::Deserialize<'de> for DrPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let hops = Vec::<u8>::deserialize(deserializer)?;
+        DrPath::from_hops(&hops).map_err(serde::de::Error::custom)
     }
 }
 
@@ -237,6 +300,26 @@ impl<'a> MadView<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::DrPath;
+
+    #[test]
+    fn dr_path_serializes_as_its_hops_and_rejects_long_ones() {
+        let path = DrPath::from_hops(&[1, 2, 36]).unwrap();
+        assert_eq!(serde_json::to_string(&path).unwrap(), "[1,2,36]");
+        let back: DrPath = serde_json::from_str("[1,2,36]").unwrap();
+        assert_eq!(back, path);
+        let long = format!("[{}]", vec!["1"; 64].join(","));
+        assert!(serde_json::from_str::<DrPath>(&long).is_err());
+        let mut p = DrPath::local();
+        for _ in 0..63 {
+            p = p.child(1).unwrap();
+        }
+        assert!(p.child(1).is_err());
+        assert_eq!(p.len(), 63);
+        assert!(DrPath::from_hops(&[1, 2]).unwrap() < DrPath::from_hops(&[1, 3]).unwrap());
+        assert!(DrPath::from_hops(&[1]).unwrap() < DrPath::from_hops(&[1, 0]).unwrap());
+    }
+
     use super::*;
     use crate::header::{attr, method};
 

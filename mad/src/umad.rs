@@ -151,6 +151,34 @@ pub fn errno_text(errno: i32) -> String {
     std::io::Error::from_raw_os_error(errno).to_string()
 }
 
+/// strerror text without std's " (os error N)" suffix, for messages meant for people.
+pub fn errno_description(errno: i32) -> String {
+    let text = errno_text(errno);
+    match text.rfind(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Whether an errno from `umad_send`/`umad_recv` means the transport itself is gone, not
+/// one MAD: the kernel answers EIO (or ENODEV/ENXIO) once the device was removed, and the
+/// simulator shim's socket to a dead ibsim fails (measured: `umad_send` returns -EIO once
+/// ibsim is killed; the socket errors proper are listed for other shim builds).
+pub fn is_transport_gone(errno: i32) -> bool {
+    [
+        libc::EIO,
+        libc::ENODEV,
+        libc::ENXIO,
+        libc::EBADF,
+        libc::EPIPE,
+        libc::ECONNREFUSED,
+        libc::ECONNRESET,
+        libc::ENOTCONN,
+        libc::ESHUTDOWN,
+    ]
+    .contains(&errno)
+}
+
 fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -562,6 +590,51 @@ impl UmadPort {
     }
 }
 
+/// What the request engine needs from a local port: [`UmadPort`], or a scripted fake in
+/// tests (no fabric needed).
+pub trait MadPort {
+    fn info(&self) -> &LocalPort;
+    /// Register an agent for a management class; returns the agent id.
+    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError>;
+    fn unregister(&mut self, agent: u32);
+    /// Hand one MAD to the transport.
+    fn send(
+        &mut self,
+        agent: u32,
+        mad: &[u8; MAD_SIZE],
+        dest: &Dest,
+        timeout_ms: u32,
+        retries: u32,
+    ) -> Result<(), TransportError>;
+    /// Wait up to `timeout_ms` (0: just poll) for one MAD; `Ok(None)` on timeout.
+    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
+}
+
+impl MadPort for UmadPort {
+    fn info(&self) -> &LocalPort {
+        UmadPort::info(self)
+    }
+    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
+        UmadPort::register(self, mgmt_class, version)
+    }
+    fn unregister(&mut self, agent: u32) {
+        UmadPort::unregister(self, agent)
+    }
+    fn send(
+        &mut self,
+        agent: u32,
+        mad: &[u8; MAD_SIZE],
+        dest: &Dest,
+        timeout_ms: u32,
+        retries: u32,
+    ) -> Result<(), TransportError> {
+        UmadPort::send(self, agent, mad, dest, timeout_ms, retries)
+    }
+    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+        UmadPort::recv(self, timeout_ms)
+    }
+}
+
 impl Drop for UmadPort {
     fn drop(&mut self) {
         // Closing the fd unregisters any agent left; the engine unregisters after draining.
@@ -683,6 +756,19 @@ mod tests {
         assert_eq!(full[100], 0x55);
         // A truncated buffer yields zeros rather than a panic.
         assert_eq!(decode_umad(&buf[..6], 256), (0, [0u8; MAD_SIZE]));
+    }
+
+    #[test]
+    fn transport_gone_errnos() {
+        assert!(is_transport_gone(libc::EIO));
+        assert!(is_transport_gone(libc::ECONNREFUSED));
+        assert!(is_transport_gone(libc::ENODEV));
+        // One bad MAD or a busy queue is not the transport going away.
+        assert!(!is_transport_gone(libc::EINVAL));
+        assert!(!is_transport_gone(libc::ENOMEM));
+        assert!(!is_transport_gone(libc::ETIMEDOUT));
+        assert!(!is_transport_gone(0));
+        assert_eq!(errno_description(libc::EIO), "Input/output error");
     }
 
     fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {

@@ -11,6 +11,10 @@
 //! and in [`DiscoveryReport`].
 
 use std::collections::{HashMap, HashSet};
+
+// Per-MAD bookkeeping keyed by node and port: a fast hasher (foldhash, seeded per process).
+type FastMap<K, V> = foldhash::HashMap<K, V>;
+type FastSet<K> = foldhash::HashSet<K>;
 use std::time::Instant;
 
 use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
@@ -81,19 +85,19 @@ enum Query {
 struct Sweep {
     fabric: Fabric,
     /// Directed route of each node.
-    paths: HashMap<NodeId, DrPath>,
+    paths: FastMap<NodeId, DrPath>,
     /// Link ends whose peer is known: never probe them.
-    known_peer: HashSet<End>,
+    known_peer: FastSet<End>,
     /// Port PortInfos already requested, so a CA reached twice is asked once per port.
-    asked_port: HashSet<End>,
+    asked_port: FastSet<End>,
     failures: Vec<(Query, MadError)>,
     options: DiscoverOptions,
     /// Port 0 CapabilityMask of each switch whose port 0 PortInfo has arrived. A switch's
     /// external ports leave CapabilityMask reserved, so extended speeds are decoded with
     /// port 0's IsExtendedSpeedsSupported (as libibnetdisc does).
-    port0_caps: HashMap<NodeId, u32>,
+    port0_caps: FastMap<NodeId, u32>,
     /// External-port PortInfos that arrived before their port 0's: decoded again then.
-    speeds_pending: HashMap<NodeId, Vec<(u8, PortInfo)>>,
+    speeds_pending: FastMap<NodeId, Vec<(u8, PortInfo)>>,
 }
 
 /// The speed facts of a PortInfo; `info.capability_mask` decides on extended speeds.
@@ -551,13 +555,13 @@ pub fn discover<E: SmpExecutor>(
     let sent_before = exec.mads_sent();
     let mut sweep = Sweep {
         fabric: Fabric::new(),
-        paths: HashMap::new(),
-        known_peer: HashSet::new(),
-        asked_port: HashSet::new(),
+        paths: FastMap::default(),
+        known_peer: FastSet::default(),
+        asked_port: FastSet::default(),
         failures: Vec::new(),
         options,
-        port0_caps: HashMap::new(),
-        speeds_pending: HashMap::new(),
+        port0_caps: FastMap::default(),
+        speeds_pending: FastMap::default(),
     };
     let root = Query::Probe {
         path: DrPath::local(),

@@ -4,8 +4,6 @@
 //! The model serializes to and from JSON losslessly (see [`FabricFile`]); `schema_version`
 //! lets later versions read older snapshots.
 
-use std::collections::HashMap;
-
 use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
 use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
@@ -269,11 +267,11 @@ pub struct DiscoveryReport {
 #[derive(Debug, Clone, Default)]
 pub struct Fabric {
     graph: UnGraph<Node, Link>,
-    by_guid: HashMap<u64, NodeId>,
-    by_port_guid: HashMap<u64, End>,
-    by_lid: HashMap<u16, End>,
-    by_name: HashMap<String, Vec<NodeId>>,
-    port_edge: HashMap<End, EdgeIndex>,
+    by_guid: foldhash::HashMap<u64, NodeId>,
+    by_port_guid: foldhash::HashMap<u64, End>,
+    by_lid: foldhash::HashMap<u16, End>,
+    by_name: foldhash::HashMap<String, Vec<NodeId>>,
+    port_edge: foldhash::HashMap<End, EdgeIndex>,
     /// The port discovery started from.
     pub local: Option<(u64, u8)>,
     pub report: DiscoveryReport,
