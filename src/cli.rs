@@ -38,6 +38,14 @@ pub struct Global {
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub max_outstanding: u32,
 
+    /// M_Key to put into every SMP (0x-hex or decimal). Needed only on fabrics
+    /// whose SM sets M_Keys (OpenSM: m_key, m_key_protection_level): a protected port
+    /// silently drops a SubnSet (and with protect bits 2 or 3 a SubnGet) carrying the
+    /// wrong key.
+    #[arg(long = "m-key", global = true, default_value = "0", value_name = "KEY",
+          value_parser = parse_m_key)]
+    pub m_key: u64,
+
     /// Work on a saved topology instead of the live fabric: an ibnetdiscover-format file or
     /// an ibscope JSON snapshot (`ibscope discover --format json`).
     #[arg(long, global = true, value_name = "FILE")]
@@ -52,8 +60,34 @@ pub struct Global {
     pub verbose: u8,
 }
 
+/// An M_Key: 0x-hex or decimal, 64 bits.
+pub fn parse_m_key(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not an M_Key (a 64-bit number, decimal or 0x-hex)"))
+}
+
 impl Global {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn m_keys() {
+        assert_eq!(parse_m_key("0"), Ok(0));
+        assert_eq!(parse_m_key("0x1234567890abcdef"), Ok(0x1234_5678_90ab_cdef));
+        assert_eq!(parse_m_key("0XFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+        assert_eq!(parse_m_key("18446744073709551615"), Ok(u64::MAX));
+        assert!(parse_m_key("0x10000000000000000").is_err());
+        assert!(parse_m_key("-1").is_err());
+        assert!(parse_m_key("key").is_err());
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use ibscope_mad::engine::{Engine, EngineConfig};
+use ibscope_mad::engine::{Engine, EngineConfig, MadError};
 use ibscope_topo::discover::{self, DiscoverOptions};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
@@ -19,10 +19,30 @@ pub fn engine_config(g: &Global) -> EngineConfig {
     }
 }
 
-/// Open the CA port named by -C/-P (defaults: first CA, first active port).
+/// Open the CA port named by -C/-P (defaults: first CA, first active port), SMPs carrying
+/// the --m-key.
 pub fn open_engine(g: &Global) -> Result<Engine> {
-    let engine = Engine::open(g.ca.as_deref(), g.port, engine_config(g))?;
+    let mut engine = Engine::open(g.ca.as_deref(), g.port, engine_config(g))?;
+    engine.set_m_key(g.m_key);
     Ok(engine)
+}
+
+/// Fail with the engine's "lost the connection to the fabric" error once its transport is
+/// gone: a command then ends with that one message (exit 2) instead of one failure per
+/// query.
+pub fn ensure_connected(engine: &Engine) -> Result<()> {
+    match engine.transport_lost() {
+        Some(e) => Err(anyhow::Error::new(e.clone())),
+        None => Ok(()),
+    }
+}
+
+/// Whether an error (anywhere in its chain) is the loss of the transport.
+pub fn is_transport_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<MadError>()
+            .is_some_and(MadError::is_transport_lost)
+    })
 }
 
 /// The node-name map given with --node-name-map, if any.
@@ -52,11 +72,12 @@ pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
         return load_file(path);
     }
     let mut engine = open_engine(g)?;
-    Ok(discover_live(&mut engine, options))
+    discover_live(&mut engine, options)
 }
 
-/// Discover with a progress bar on stderr when it is a terminal.
-pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Fabric {
+/// Discover with a progress bar on stderr when it is a terminal. Fails (see
+/// [`ensure_connected`]) when the transport was lost during the sweep.
+pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fabric> {
     use std::io::IsTerminal;
     let bar = if std::io::stderr().is_terminal() {
         let b = indicatif::ProgressBar::new_spinner();
@@ -77,5 +98,6 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Fabric {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    fabric
+    ensure_connected(engine)?;
+    Ok(fabric)
 }

@@ -10,7 +10,7 @@ use ibscope::cmd;
 ///
 /// Every command reads the fabric through the local HCA's management port (libibumad),
 /// or a saved topology with --topology. Nothing changes the fabric unless the command's
-/// name says so (`counters --reset`).
+/// name says so (`counters --reset`, `port disable|enable`).
 ///
 /// Exit codes: 0 ok/healthy/equal, 1 findings or differences, 2 could not run.
 #[derive(Debug, Parser)]
@@ -41,6 +41,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Every link with both ends' width/speed/state and what it could be (iblinkinfo).
     Links(cmd::links::Args),
+    /// Disable or enable one port's link (writes: a PortInfo Set, like ibportstate).
+    Port(cmd::port::Args),
     /// Query one attribute of one node or port (the smpquery equivalent).
     Query(cmd::query::Args),
     /// Routing analysis: dump and trace LFT routes, check for black holes, loops and credit
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Discover(a) => cmd::discover::run(&cli.global, a),
         Command::Diff(a) => cmd::diff::run(&cli.global, a),
         Command::Links(a) => cmd::links::run(&cli.global, a),
+        Command::Port(a) => cmd::port::run(&cli.global, a),
         Command::Query(a) => cmd::query::run(&cli.global, a),
         Command::Route(a) => cmd::route::run(&cli.global, a),
         Command::Sa(a) => cmd::sa::run(&cli.global, a),

@@ -13,7 +13,16 @@ use serde_json::Value;
 /// Write a 2-level radix-8 fat tree with 8 hosts; returns the file and a map from ibsim
 /// node id ("L0001") to NodeDescription (what ibscope names nodes by).
 fn generate(dir: &std::path::Path, degraded: Vec<Degraded>) -> (PathBuf, HashMap<String, String>) {
-    let mut spec = FatTreeSpec::new(2, 8, 8);
+    generate_hosts(dir, 8, degraded)
+}
+
+/// A 2-level radix-8 fat tree with `hosts` hosts (16: leaves L0001-L0004, spines S0001-S0002).
+fn generate_hosts(
+    dir: &std::path::Path,
+    hosts: usize,
+    degraded: Vec<Degraded>,
+) -> (PathBuf, HashMap<String, String>) {
+    let mut spec = FatTreeSpec::new(2, 8, hosts);
     spec.options.degraded = degraded;
     let text = gen::fat_tree(&spec).unwrap();
     let mut names = HashMap::new();
@@ -68,7 +77,251 @@ fn clean_fabric_is_healthy() {
     assert_eq!(doc["ports_sampled"], 32);
     let text = assert_success(&ibscope(&sim, &["check"]));
     assert!(text.starts_with("healthy:"), "{text}");
+    assert!(
+        text.contains("32 ports' counters (3 switches screened by AllPortSelect)"),
+        "{text}"
+    );
     assert_exit(&ibscope(&sim, &["links", "--degraded"]), 0);
+
+    // Screening: every switch cleared by its all-ports sum. Counter MADs at most one
+    // ClassPortInfo per node, one sum per switch, PortCounters + PortCountersExtended per
+    // CA port (more only through retries, which a clean idle fabric does not need).
+    let (nodes, switches, ca_ports, ports) = (11, 3, 8, 32);
+    assert_eq!(doc["screening"], true);
+    assert_eq!(doc["switches_screened"], switches);
+    assert_eq!(doc["ports_screened"], 24);
+    assert!(
+        doc.get("ports").is_none(),
+        "no per-port values when screening"
+    );
+    let screened = doc["counter_mads"].as_u64().unwrap();
+    assert!(screened <= nodes + switches + 2 * ca_ports, "{doc:#}");
+    let plain = check_json(&sim, &["--no-screen"], 0);
+    assert_eq!(plain["screening"], false);
+    assert_eq!(
+        (
+            plain["ports_sampled"].clone(),
+            plain["ports_screened"].clone()
+        ),
+        (32.into(), 0.into())
+    );
+    let per_port = plain["counter_mads"].as_u64().unwrap();
+    assert!(per_port >= nodes + 2 * ports, "{plain:#}");
+    assert!(
+        screened * 2 < per_port,
+        "screened {screened} vs per-port {per_port}"
+    );
+    // --no-screen lists every port's counters.
+    assert_eq!(plain["ports"].as_array().unwrap().len(), 32);
+    assert!(plain["ports"][0]["counters"]["SymbolErrorCounter"].is_u64());
+    // The reference agrees: no errors anywhere.
+    let reference_out = assert_success(&reference(&sim, "ibqueryerrors", &[]));
+    assert!(
+        reference_out.contains("32 ports checked, 0 ports have errors beyond threshold"),
+        "{reference_out}"
+    );
+}
+
+/// ibqueryerrors' per-port error lines as (node description, port, counter): the lines
+/// `   GUID 0x... port N: [Counter == V] ...` under `Errors for [0xGUID] "description"`
+/// (its `port ALL` lines, the switch sums, are left out).
+fn ibqueryerrors_errors(text: &str) -> BTreeSet<(String, String, u64, String)> {
+    let mut out = BTreeSet::new();
+    let mut node = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Errors for ") {
+            node = rest.split('"').nth(1).unwrap_or("").to_string();
+            continue;
+        }
+        let Some((head, counters)) = line.trim_start().split_once(": [") else {
+            continue;
+        };
+        let Some(port) = head.rsplit(' ').next().and_then(|p| p.parse::<u64>().ok()) else {
+            continue;
+        };
+        for item in format!("[{counters}").split('[').skip(1) {
+            if let Some((counter, _)) = item.split_once(" == ") {
+                out.insert((
+                    "counter-above-threshold".to_string(),
+                    node.clone(),
+                    port,
+                    counter.to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Every finding, whole (kind, ends, message, counter, value, threshold), in order.
+fn findings(doc: &Value) -> Vec<Value> {
+    doc["findings"].as_array().unwrap().clone()
+}
+
+#[test]
+fn screening_flags_exactly_the_injected_ports_as_per_port_reads_do() {
+    let dir = temp_dir();
+    let (path, names) = generate_hosts(dir.path(), 16, Vec::new());
+    let sim = sim_with(SimOptions::new(&path));
+    let name = |id: &str| names[id].clone();
+    let injected: &[(&str, u8, &str, u64)] = &[
+        ("L0001", 1, "SymbolErrorCounter", 17),
+        ("L0003", 6, "LinkErrorRecoveryCounter", 3),
+        ("S0002", 2, "PortRcvRemotePhysicalErrors", 9),
+        ("S0002", 7, "VL15Dropped", 65535),
+        ("H00003", 1, "PortRcvErrors", 65535),
+        ("H00010", 1, "ExcessiveBufferOverrunErrors", 2),
+    ];
+    for (node, port, counter, value) in injected {
+        sim.set_counter(node, *port, counter, *value).unwrap();
+    }
+    // Data counters are no errors, saturated 32-bit ones neither (PortCountersExtended):
+    // L0002's sum saturates its data counters and still clears it.
+    sim.set_counter("L0002", 5, "PortXmitData", u64::from(u32::MAX))
+        .unwrap();
+    sim.set_counter("L0002", 6, "PortRcvPkts", u64::from(u32::MAX))
+        .unwrap();
+    sim.set_counter("L0002", 5, "PortCountersExtended.PortXmitData", 1 << 40)
+        .unwrap();
+
+    let screened = check_json(&sim, &[], 1);
+    let plain = check_json(&sim, &["--no-screen"], 1);
+    assert_eq!(
+        findings(&screened),
+        findings(&plain),
+        "{screened:#}\n{plain:#}"
+    );
+
+    let s = |x: &str| x.to_string();
+    let mut want = BTreeSet::new();
+    for (node, port, counter, _) in injected {
+        want.insert((
+            s("counter-above-threshold"),
+            name(node),
+            u64::from(*port),
+            s(counter),
+        ));
+    }
+    for (node, port, counter) in [("S0002", 7, "VL15Dropped"), ("H00003", 1, "PortRcvErrors")] {
+        want.insert((s("counter-saturated"), name(node), port, s(counter)));
+    }
+    assert_eq!(finding_set(&screened), want, "{screened:#}");
+    // ibqueryerrors names the same ports and counters above threshold.
+    let reference_out = stdout(&reference(&sim, "ibqueryerrors", &[]));
+    let above: BTreeSet<_> = want
+        .iter()
+        .filter(|f| f.0 == "counter-above-threshold")
+        .cloned()
+        .collect();
+    assert_eq!(
+        ibqueryerrors_errors(&reference_out),
+        above,
+        "{reference_out}"
+    );
+
+    // L0002, L0004 and S0001 were cleared by their sums; the other three were read port by
+    // port. Every port is counted either way: 6 switches x 8 + 16 hosts.
+    assert_eq!(screened["switches_screened"], 3, "{screened:#}");
+    assert_eq!(screened["ports_screened"], 24);
+    assert_eq!(screened["ports_sampled"], 64);
+    assert_eq!(plain["ports_sampled"], 64);
+    assert!(screened["counter_mads"].as_u64() < plain["counter_mads"].as_u64());
+}
+
+#[test]
+fn screening_below_threshold_saturated_and_a_sum_that_stopped_early() {
+    let dir = temp_dir();
+    let (path, names) = generate(dir.path(), Vec::new());
+    let sim = sim_with(SimOptions::new(&path));
+    let name = |id: &str| names[id].clone();
+    let conf = dir.path().join("thresholds.conf");
+    std::fs::write(
+        &conf,
+        "SymbolErrorCounter=20\nLinkDownedCounter=255\nPortXmitDiscards=500\n",
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    // Below its threshold: no finding, and L0001 stays screened.
+    sim.set_counter("L0001", 2, "SymbolErrorCounter", 17)
+        .unwrap();
+    // At its maximum: not above the threshold (255), but saturated, so a finding.
+    sim.set_counter("S0001", 3, "LinkDownedCounter", 255)
+        .unwrap();
+    // Above its threshold. ibsim 0.10 stops the all-ports PortXmitDiscards sum at 255, so
+    // the sum looks below 500: screening must not trust a sum at such a limit.
+    // (ibqueryerrors trusts it and misses this port.)
+    sim.set_counter("L0002", 4, "PortXmitDiscards", 1000)
+        .unwrap();
+
+    let screened = check_json(&sim, &["--thresholds", conf], 1);
+    let plain = check_json(&sim, &["--thresholds", conf, "--no-screen"], 1);
+    assert_eq!(
+        findings(&screened),
+        findings(&plain),
+        "{screened:#}\n{plain:#}"
+    );
+    let s = |x: &str| x.to_string();
+    let want = BTreeSet::from([
+        (
+            s("counter-saturated"),
+            name("S0001"),
+            3,
+            s("LinkDownedCounter"),
+        ),
+        (
+            s("counter-above-threshold"),
+            name("L0002"),
+            4,
+            s("PortXmitDiscards"),
+        ),
+    ]);
+    assert_eq!(finding_set(&screened), want, "{screened:#}");
+    let discards = findings(&screened)
+        .into_iter()
+        .find(|f| f["counter"] == "PortXmitDiscards")
+        .unwrap();
+    assert_eq!(
+        (discards["value"].clone(), discards["threshold"].clone()),
+        (1000.into(), 500.into())
+    );
+    assert_eq!(screened["switches_screened"], 1, "{screened:#}");
+    assert_eq!(screened["ports_screened"], 8);
+    let text = assert_exit(&ibscope(&sim, &["check", "--thresholds", conf]), 1);
+    assert!(
+        text.contains("(1 switches screened by AllPortSelect)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn screening_falls_back_to_port_reads_when_the_sum_is_lost() {
+    let dir = temp_dir();
+    let (path, names) = generate(dir.path(), Vec::new());
+    let sim = sim_with(SimOptions::new(&path));
+    // Every PortCounters MAD to L0001 (attribute 0x12, at its port 0) is dropped: the sum
+    // and the per-port reads alike. Screening must then report every port unreadable.
+    sim.set_error_rate("L0001", 0, 100, Some(0x12)).unwrap();
+    let fast = ["--timeout-ms", "50", "--retries", "1"];
+    let mut args = fast.to_vec();
+    let screened = check_json(&sim, &args, 1);
+    args.push("--no-screen");
+    let plain = check_json(&sim, &args, 1);
+    assert_eq!(
+        findings(&screened),
+        findings(&plain),
+        "{screened:#}\n{plain:#}"
+    );
+    let unreadable: BTreeSet<(String, u64)> = finding_set(&screened)
+        .into_iter()
+        .filter(|f| f.0 == "counters-unreadable")
+        .map(|f| (f.1, f.2))
+        .collect();
+    let want: BTreeSet<(String, u64)> = (1..=8).map(|p| (names["L0001"].clone(), p)).collect();
+    assert_eq!(unreadable, want, "{screened:#}");
+    assert_eq!(finding_set(&screened).len(), 8, "{screened:#}");
+    // The other two switches were still screened.
+    assert_eq!(screened["switches_screened"], 2);
+    assert_eq!(screened["ports_sampled"], 32);
 }
 
 #[test]

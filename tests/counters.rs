@@ -306,6 +306,12 @@ fn interval_reports_rates_and_resets() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(docs.len(), 2, "{out}");
+    // Each interval line says how long its own sweep took and what it sent (benchmarks
+    // read this, not the gap between lines).
+    for doc in &docs {
+        assert!(doc["duration_ms"].is_u64(), "{doc}");
+        assert!(doc["mads_sent"].as_u64().unwrap() > 0, "{doc}");
+    }
     let sym = |doc: &Value| {
         doc["ports"][0]["counters"]
             .as_array()

@@ -1,6 +1,6 @@
 //! `ibscope tui` driven in tmux against the simulated fabric: every view by key, known names
-//! on screen, an injected error counter on the right port, an Unlink showing up in Events,
-//! and a clean quit.
+//! on screen, the degraded-link count `ibscope check` reports, an injected error counter on
+//! the right port, an Unlink showing up in Events, and a clean quit.
 
 mod common;
 
@@ -54,6 +54,20 @@ impl Drop for Tmux {
     }
 }
 
+/// N of "… links  N degraded, M down" on the overview.
+fn header_degraded_count(screen: &str) -> usize {
+    let line = screen
+        .lines()
+        .find(|l| l.contains(" links  ") && l.contains(" degraded, "))
+        .unwrap_or_else(|| panic!("no count line:\n{screen}"));
+    let before = &line[..line.find(" degraded, ").unwrap()];
+    before
+        .split_whitespace()
+        .last()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no degraded count in {line:?}"))
+}
+
 #[test]
 fn tui_shows_every_view_counters_and_unlink_events() {
     let sim = sim("demo.topo");
@@ -85,7 +99,7 @@ fn tui_shows_every_view_counters_and_unlink_events() {
     ]);
     let long = Duration::from_secs(20);
     // Overview: summary, layers and the planted findings.
-    tmux.wait_for(
+    let overview = tmux.wait_for(
         &[
             "6 switches, 16 CAs",
             "leaf-0001",
@@ -93,10 +107,38 @@ fn tui_shows_every_view_counters_and_unlink_events() {
         ],
         long,
     );
+    // The header counts the degraded links `ibscope check` reports on the same fabric: the
+    // planted uplink, which ibsim narrows on both ends so only the fabric norm sees it.
+    let shown = header_degraded_count(&overview);
+    let check = ibscope(&sim, &["check", "--json"]);
+    let text = assert_exit(&check, 1);
+    let report: serde_json::Value =
+        serde_json::from_str(&text[text.find('{').expect("JSON report")..]).expect("JSON");
+    let degraded_findings = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["kind"] == "degraded-link")
+        .count();
+    assert_eq!(
+        shown, degraded_findings,
+        "TUI header vs check --json:\n{overview}\n{text}"
+    );
+    assert_eq!(shown, 1, "the planted uplink:\n{overview}");
     tmux.keys("2");
     tmux.wait_for(&["Linked", "gpu-node-0001 mlx5_0"], long);
     tmux.keys("3");
-    tmux.wait_for(&[" Links: ", "1xHDR"], long);
+    // The degraded uplink sorts first, so it is selected and its reason shows.
+    tmux.wait_for(
+        &[
+            " Links: ",
+            "1 degraded",
+            "1xHDR",
+            "DEGR",
+            "degraded: 1xHDR below fabric norm 4xHDR",
+        ],
+        long,
+    );
     tmux.keys("4");
     // Wait for the Counters view itself (the Links view shows the same port names).
     let deadline = Instant::now() + long;

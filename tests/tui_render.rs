@@ -176,6 +176,15 @@ fn type_text(state: &mut AppState, text: &str) {
     }
 }
 
+/// Nodes view, filter on `name`, open the detail of the one match.
+fn open_node_detail(state: &mut AppState, name: &str) {
+    press(state, KeyCode::Char('2'));
+    press(state, KeyCode::Char('/'));
+    type_text(state, name);
+    press(state, KeyCode::Enter);
+    press(state, KeyCode::Enter);
+}
+
 /// Every screen the snapshots cover: (name, how to get there).
 /// Keys that lead from the start screen to one of the screens under test.
 type GoTo = Box<dyn Fn(&mut AppState)>;
@@ -189,13 +198,7 @@ fn screens() -> Vec<(&'static str, GoTo)> {
         ),
         (
             "node_detail",
-            Box::new(|s: &mut AppState| {
-                press(s, KeyCode::Char('2'));
-                press(s, KeyCode::Char('/'));
-                type_text(s, "leaf-1");
-                press(s, KeyCode::Enter);
-                press(s, KeyCode::Enter);
-            }),
+            Box::new(|s: &mut AppState| open_node_detail(s, "leaf-1")),
         ),
         (
             "links",
@@ -272,12 +275,12 @@ fn overview_counts_picture_and_findings() {
     let leaf = text.find("[leaf-1").expect("leaf chip");
     let hosts = text.find(" CA  4 hosts").expect("host line");
     assert!(spine < leaf && leaf < hosts, "{text}");
-    // The degraded link is a finding, and the switches on it are red.
+    // The degraded link is a finding with health's reason, and the switches on it are red.
     let finding = text
         .lines()
         .find(|l| l.contains("degraded link to"))
         .expect("degraded finding");
-    assert!(finding.contains("1xHDR (capable of 4xHDR)"), "{text}");
+    assert!(finding.contains("1xHDR below fabric norm 4xHDR"), "{text}");
     assert!(
         (finding.contains("spine-2[1]") && finding.contains("leaf-1[4]")),
         "{text}"
@@ -654,11 +657,7 @@ fn responsiveness_2048_hosts() {
 #[test]
 fn node_detail_marks_the_degraded_port() {
     let mut state = fixture_state();
-    press(&mut state, KeyCode::Char('2'));
-    press(&mut state, KeyCode::Char('/'));
-    type_text(&mut state, "leaf-1");
-    press(&mut state, KeyCode::Enter);
-    press(&mut state, KeyCode::Enter);
+    open_node_detail(&mut state, "leaf-1");
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
     let row = text
@@ -675,6 +674,21 @@ fn node_detail_marks_the_degraded_port() {
     assert_ne!(colors[2], Color::Red, "{text}");
 }
 
+/// Links of a generated file come up at the best rate their ports enable, as in ibsim: a
+/// file names the active rate of the degraded links only, and the fabric norm (like
+/// `ibscope check --topology`) counts only links whose active rate is known.
+fn come_up(f: &mut Fabric) {
+    let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
+    for id in ids {
+        for p in &mut f.node_mut(id).ports {
+            if p.number != 0 && p.width_active.is_none() {
+                p.width_active = p.width_enabled.best();
+                p.speed_active = p.speed_enabled.best();
+            }
+        }
+    }
+}
+
 /// A fabric too big to draw switch by switch: layers are summarised on one line each.
 #[test]
 fn big_fabric_overview_aggregates_layers() {
@@ -684,7 +698,8 @@ fn big_fabric_overview_aggregates_layers() {
         port: 20,
         rate: "1xHDR".into(),
     });
-    let fabric = ibnd::parse(&gen::fat_tree(&spec).unwrap()).unwrap();
+    let mut fabric = ibnd::parse(&gen::fat_tree(&spec).unwrap()).unwrap();
+    come_up(&mut fabric);
     let now = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), now);
     state.status.source = "file ft2-512.topo".into();
@@ -724,4 +739,131 @@ fn big_fabric_overview_aggregates_layers() {
         }
         insta::assert_snapshot!(format!("big_overview_{w}x{h}"), text);
     }
+}
+
+/// The fixture with its degraded link narrowed the way ibsim and OpenSM leave one: both
+/// ends of spine-2[1] <-> leaf-1[4] enable only 1x (`w=1`) and run at 1x, so the link is
+/// not below what both ends support and enable; only the fabric norm (`ibscope check`'s
+/// second rule) calls it degraded. With `narrowed` false, the same link at 4xHDR.
+fn norm_only_fixture(narrowed: bool) -> String {
+    let ends = ["[1] \"L1\"[4] #", "[4] \"S2\"[1] #"];
+    let mut text = FIXTURE.to_string();
+    for end in ends {
+        assert!(text.contains(end), "{end}");
+        let with = end.replace(" #", " w=1 #");
+        text = text.replace(end, if narrowed { &with } else { end });
+    }
+    if !narrowed {
+        text = text.replace("1xHDR", "4xHDR");
+    }
+    text
+}
+
+/// `text` parsed, with what a live port also reports: every width and speed up to HDR
+/// supported, Active and LinkUp.
+fn live_like(text: &str) -> Fabric {
+    use ibscope_mad::attr::link::{SpeedSet, WidthSet};
+    use ibscope_topo::model::{phys_state, port_state};
+    let mut f = ibnd::parse(text).expect("parses");
+    let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
+    for id in ids {
+        for p in &mut f.node_mut(id).ports {
+            p.width_supported = WidthSet(0x1f);
+            p.speed_supported = SpeedSet { base: 7, ext: 7 };
+            p.state = port_state::ACTIVE;
+            p.phys_state = phys_state::LINK_UP;
+        }
+    }
+    f
+}
+
+#[test]
+fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
+    use ibscope_topo::health::{self, HealthOptions};
+    let healthy = live_like(&norm_only_fixture(false));
+    let narrowed = live_like(&norm_only_fixture(true));
+    // What `ibscope check` sees: one degraded link, by the norm rule alone.
+    let report = health::assess(&narrowed, None, &HealthOptions::default());
+    let degraded: Vec<_> = report.degraded().collect();
+    assert_eq!(degraded.len(), 1);
+    assert_eq!(degraded[0].reasons, ["1xHDR below fabric norm 4xHDR"]);
+    assert_eq!(
+        degraded[0].could_be, degraded[0].active,
+        "enabled == active"
+    );
+
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    state.apply_snapshot(Snapshot::from_fabric(healthy, t0()), start);
+    state.apply_snapshot(
+        Snapshot::from_fabric(narrowed, t0() + Duration::from_secs(5)),
+        start + Duration::from_secs(5),
+    );
+    state.now = start + Duration::from_secs(5);
+    assert_eq!(state.derived.summary.degraded, report.degraded().count());
+
+    // Overview: the count in the header line, both switches of the link red.
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(
+        text.contains("4 switches, 4 CAs, 8 links  1 degraded, 0 down"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1xHDR below fabric norm 4xHDR"),
+        "finding: {text}"
+    );
+    for (needle, red) in [("[spine-1", false), ("[spine-2", true), ("[leaf-1", true)] {
+        let line = text.lines().find(|l| l.contains(needle)).expect(needle);
+        let x = line[..line.find(needle).unwrap()].chars().count();
+        let color = line_colors(&buf, needle).unwrap()[x];
+        assert_eq!(color == Color::Red, red, "{needle}: {text}");
+    }
+
+    // Links: counted in the title, first, flagged, red, held to the norm, reason below.
+    press(&mut state, KeyCode::Char('3'));
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(text.contains(" Links: 8, 1 degraded, 0 down "), "{text}");
+    let row = text.lines().nth(3).unwrap();
+    assert!(
+        row.contains("spine-2[1]") && row.contains("leaf-1[4]") && row.contains("DEGR"),
+        "{text}"
+    );
+    assert!(
+        row.contains("1xHDR  4xHDR"),
+        "active, then expected: {text}"
+    );
+    let colors = line_colors(&buf, "DEGR").unwrap();
+    assert!(colors.iter().take(70).all(|c| *c == Color::Red), "{text}");
+    assert_eq!(text.matches("DEGR").count(), 1, "{text}");
+    assert!(
+        text.contains("spine-2[1] <-> leaf-1[4]  degraded: 1xHDR below fabric norm 4xHDR"),
+        "{text}"
+    );
+
+    // Node detail: the port is red and says why.
+    open_node_detail(&mut state, "leaf-1");
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(
+        text.contains("port 4 degraded: 1xHDR below fabric norm 4xHDR"),
+        "{text}"
+    );
+    let colors = line_colors(&buf, "spine-2[1]").unwrap();
+    assert_eq!(colors[2], Color::Red, "{text}");
+    let colors = line_colors(&buf, "spine-1[1]").unwrap();
+    assert_ne!(colors[2], Color::Red, "{text}");
+
+    // Events: the change from the healthy sweep is logged with the reason.
+    let event = state
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Degraded)
+        .expect("degraded event");
+    assert_eq!(
+        event.text,
+        "spine-2[1] <-> leaf-1[4]: 1xHDR below fabric norm 4xHDR"
+    );
+    assert!(!state.events.iter().any(|e| e.kind == EventKind::Recovered));
 }

@@ -30,6 +30,15 @@ use crate::cli::{exit, Global};
 ///   SymbolErrorCounter=10
 ///   LinkErrorRecoveryCounter=5
 ///
+/// Counters are screened as ibqueryerrors does: a switch whose PMA has AllPortSelect is
+/// read as one all-ports sum (PortCounters with PortSelect 0xFF) and its ports one by one
+/// only when the sum leaves room for a finding: a counter above its threshold, or one
+/// saturated (32-bit data counters only without PortCountersExtended). A sum that cannot
+/// be read means per-port reads. CA ports are always read one by one. --no-screen reads
+/// every port one by one, as `ibscope counters` does: use it to see every port's values
+/// in --json ("ports", absent otherwise), or to catch a port whose own counters do not
+/// answer on a switch whose sum is clean.
+///
 /// With --topology FILE only the links and ports are checked (no counters, no SM).
 ///
 /// Exit code: 0 healthy, 1 findings, 2 could not run.
@@ -50,6 +59,10 @@ pub struct Args {
     /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
     #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
     pub expect: Option<Rate>,
+    /// Read every port's counters one by one instead of screening switches by their
+    /// all-ports sum; --json then lists every port's counters ("ports").
+    #[arg(long)]
+    pub no_screen: bool,
 }
 
 /// One finding.
@@ -97,11 +110,22 @@ struct Report {
     healthy: bool,
     nodes: usize,
     links: usize,
-    /// Ports whose counters were read (0 with --topology).
+    /// Ports whose counters were checked, one by one or through their switch's
+    /// all-ports sum (0 with --topology).
     ports_sampled: usize,
     counters_checked: bool,
     sm_checked: bool,
+    /// Switches were screened by their all-ports sum (false with --no-screen).
+    screening: bool,
+    /// Switches whose all-ports sum cleared their ports, and those ports (in ports_sampled).
+    switches_screened: usize,
+    ports_screened: usize,
+    /// MADs the counter phase sent: ClassPortInfo, sums, per-port reads, retries.
+    counter_mads: u64,
     findings: Vec<Finding>,
+    /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ports: Option<Vec<counters::PortSample>>,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -119,28 +143,49 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Some(path) => crate::fabric::load_file(path)?,
         None => {
             let e = engine.insert(crate::fabric::open_engine(g)?);
-            crate::fabric::discover_live(e, DiscoverOptions::default())
+            crate::fabric::discover_live(e, DiscoverOptions::default())?
         }
     };
-    let eval = evaluate(
+    let reads = if a.no_screen {
+        CounterReads::PerPort
+    } else {
+        CounterReads::Screened
+    };
+    let eval = evaluate_with(
         &fabric,
         names.as_ref(),
         &HealthOptions { expect: a.expect },
         &thresholds,
         engine.as_mut(),
+        reads,
     );
+    if let Some(e) = &engine {
+        // Lost mid-sweep: one message, not a finding per unreadable port.
+        crate::fabric::ensure_connected(e)?;
+    }
     let counters_checked = eval.sample.is_some();
-    let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len());
-    let findings = eval.findings;
+    let ports_screened: usize = eval.screened.iter().map(|s| s.ports.len()).sum();
+    let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
+    for d in &eval.drilled {
+        tracing::debug!(switch = %d.at, reason = %d.reason, "all-ports sum: ports read one by one");
+    }
 
     let out = Report {
-        healthy: findings.is_empty(),
+        healthy: eval.findings.is_empty(),
         nodes: fabric.node_count(),
         links: fabric.link_count(),
         ports_sampled,
         counters_checked,
         sm_checked: counters_checked,
-        findings,
+        screening: counters_checked && reads == CounterReads::Screened,
+        switches_screened: eval.screened.len(),
+        ports_screened,
+        counter_mads: eval.sample.as_ref().map_or(0, |s| s.mads_sent),
+        findings: eval.findings,
+        ports: match (reads, eval.sample) {
+            (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
+            _ => None,
+        },
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -157,17 +202,54 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 /// What `check` found, and the counter sample it read (live only).
 pub struct Evaluation {
     pub findings: Vec<Finding>,
+    /// The ports read one by one: every port with [`CounterReads::PerPort`]; `mads_sent`
+    /// covers the whole counter phase.
     pub sample: Option<counters::Sample>,
+    /// Switches cleared by their all-ports sum ([`CounterReads::Screened`] only): their
+    /// ports are not in `sample`.
+    pub screened: Vec<counters::ScreenedSwitch>,
+    /// Switches with AllPortSelect whose ports were read one by one, and why.
+    pub drilled: Vec<counters::DrilledSwitch>,
 }
 
-/// Every health finding of a fabric; with an engine also the counters and the SM.
-/// Shared by `check`, the TUI's live source and the exporter.
+/// How [`evaluate_with`] reads the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterReads {
+    /// Every port one by one: the sample has every port's values.
+    PerPort,
+    /// Switches with AllPortSelect through their all-ports sum first, as ibqueryerrors
+    /// does (see [`counters::sweep_screened`]): the same findings, fewer MADs.
+    Screened,
+}
+
+/// Every health finding of a fabric; with an engine also the counters (every port read
+/// one by one) and the SM. Shared by `check --no-screen`, the TUI's live source and the
+/// exporter.
 pub fn evaluate(
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,
     health_options: &HealthOptions,
     thresholds: &Thresholds,
     engine: Option<&mut ibscope_mad::engine::Engine>,
+) -> Evaluation {
+    evaluate_with(
+        fabric,
+        names,
+        health_options,
+        thresholds,
+        engine,
+        CounterReads::PerPort,
+    )
+}
+
+/// [`evaluate`], with the counters read as `reads` says.
+pub fn evaluate_with(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    engine: Option<&mut ibscope_mad::engine::Engine>,
+    reads: CounterReads,
 ) -> Evaluation {
     let mut findings = Vec::new();
 
@@ -219,9 +301,19 @@ pub fn evaluate(
     }
 
     let mut sample_out = None;
+    let mut screened = Vec::new();
+    let mut drilled = Vec::new();
     if let Some(engine) = engine {
         let targets = counters::targets(fabric, None, None);
-        let sample = counters::sweep(engine, fabric, &targets, names);
+        let sample = match reads {
+            CounterReads::PerPort => counters::sweep(engine, fabric, &targets, names),
+            CounterReads::Screened => {
+                let s = counters::sweep_screened(engine, fabric, &targets, names, thresholds);
+                screened = s.screened;
+                drilled = s.drilled;
+                s.sample
+            }
+        };
         for p in &sample.ports {
             if p.counters.is_none() {
                 findings.push(
@@ -263,6 +355,8 @@ pub fn evaluate(
     Evaluation {
         findings,
         sample: sample_out,
+        screened,
+        drilled,
     }
 }
 
@@ -314,7 +408,12 @@ fn print_text(r: &Report) {
         line.push_str(&format!(": {}", for_terminal(&f.message)));
         println!("{line}");
     }
-    let scope = if r.counters_checked {
+    let scope = if r.counters_checked && r.screening {
+        format!(
+            "{} ports' counters ({} switches screened by AllPortSelect), SM",
+            r.ports_sampled, r.switches_screened
+        )
+    } else if r.counters_checked {
         format!("{} ports' counters, SM", r.ports_sampled)
     } else {
         "links and ports only (--topology)".to_string()

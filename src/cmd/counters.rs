@@ -86,7 +86,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
-    let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default());
+    let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
     let (only, mut port) = match &a.node {
         Some(text) => {
             let (id, p) = crate::resolve::resolve_named(&fabric, names.as_ref(), text)?;
@@ -109,6 +109,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             bail!("no port with a LID to reset there");
         }
         let results = counters::reset(&mut engine, &fabric, &targets, names.as_ref());
+        crate::fabric::ensure_connected(&engine)?;
         let mut failed = 0;
         for r in &results {
             if r.errors.is_empty() {
@@ -140,6 +141,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut any_errors = false;
     let mut sample = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
     let mut sampled_at = Instant::now();
+    crate::fabric::ensure_connected(&engine)?;
     report_errors(&sample, &mut any_errors);
     match a.interval {
         None => print_sample(&mut out, a.format, &sample)?,
@@ -152,6 +154,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
                 let cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
                 let now = Instant::now();
+                crate::fabric::ensure_connected(&engine)?;
                 report_errors(&cur, &mut any_errors);
                 let deltas = counters::diff(&sample, &cur, now - sampled_at);
                 print_deltas(&mut out, a.format, &cur, &deltas, header)?;
@@ -406,6 +409,8 @@ fn print_deltas(
         Format::Json => {
             let doc = serde_json::json!({
                 "time_ms": sample.time_ms,
+                "duration_ms": sample.duration_ms,
+                "mads_sent": sample.mads_sent,
                 "data_unit": "bytes",
                 "ports": deltas,
             });

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod discover;
 pub mod gen;
 pub mod links;
+pub mod port;
 pub mod query;
 pub mod route;
 pub mod sa;

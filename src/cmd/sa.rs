@@ -70,7 +70,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         SaCommand::Nodes { lid: None } => {
             let fabric =
-                crate::fabric::discover_live(&mut engine, DiscoverOptions { read_lft: false });
+                crate::fabric::discover_live(&mut engine, DiscoverOptions { read_lft: false })?;
             let mut lids: Vec<u16> = fabric
                 .nodes()
                 .flat_map(|(_, n)| {
@@ -84,6 +84,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             lids.sort_unstable();
             lids.dedup();
             let (records, failures) = node_records(&mut engine, sm_lid, &lids);
+            crate::fabric::ensure_connected(&engine)?;
             if a.json {
                 let v = json!({
                     "records": records.iter().map(node_json).collect::<Vec<_>>(),

@@ -63,6 +63,7 @@ impl tui::Source for LiveSource {
         let started = std::time::Instant::now();
         let taken_at = std::time::SystemTime::now();
         let fabric = discover(&mut self.engine, DiscoverOptions { read_lft: true }, |_| {});
+        crate::fabric::ensure_connected(&self.engine)?;
         if fabric.node_count() == 0 {
             bail!("discovery found no node: is the local port up?");
         }
@@ -73,6 +74,7 @@ impl tui::Source for LiveSource {
             &self.thresholds,
             Some(&mut self.engine),
         );
+        crate::fabric::ensure_connected(&self.engine)?;
         let findings = eval
             .findings
             .iter()
@@ -114,8 +116,10 @@ impl tui::Source for LiveSource {
         let local = self.engine.local();
         let sm = (local.sm_lid != 0).then(|| format!("LID {}", local.sm_lid));
         let routes = tui::snapshot::check_routes(&fabric);
+        let health = tui::snapshot::assess_links(&fabric, &Default::default());
         Ok(tui::Snapshot {
             fabric: std::sync::Arc::new(fabric),
+            health,
             counters,
             findings,
             routes,

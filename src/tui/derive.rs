@@ -1,14 +1,15 @@
 //! Facts derived from a snapshot once, when it arrives, so that drawing a frame only
-//! formats the rows it shows: link quality, the layered summary of the fabric, and the
-//! sorted row lists of the tables.
+//! formats the rows it shows: the health verdict on every link, the layered summary of
+//! the fabric, and the sorted row lists of the tables.
 
 use std::collections::{HashMap, VecDeque};
 
-use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::link::{Speed, Width};
 use ibscope_topo::escape;
+use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
 use ibscope_topo::model::{phys_state, port_state};
 use ibscope_topo::namemap::{display_name, NameMap};
-use ibscope_topo::{dot, End, Fabric, Node, NodeId, NodeKind, Port};
+use ibscope_topo::{End, Fabric, Node, NodeId, NodeKind, Port};
 
 /// A node's name, safe for a terminal.
 pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
@@ -20,15 +21,86 @@ pub fn port_key(node: &Node, port: u8) -> String {
     format!("{}[{port}]", escape::for_terminal(&node.description))
 }
 
-/// What a link runs at, what it could run at, and whether that is a problem.
+/// (node GUID, port) of both ends of a link, smaller first, so a link has one key whatever
+/// the graph's edge direction, and the same key in the next snapshot.
+pub type LinkKey = ((u64, u8), (u64, u8));
+
+pub fn link_key(a: (u64, u8), b: (u64, u8)) -> LinkKey {
+    (a.min(b), a.max(b))
+}
+
+/// What `health::assess` says of one link.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LinkVerdict {
+    /// The rate the link is held to: `--expect`, else its class's most common rate.
+    pub expected: Option<Rate>,
+    /// Why it is degraded, one line per rule that fired; empty when it is not.
+    pub reasons: Vec<String>,
+}
+
+impl LinkVerdict {
+    pub fn degraded(&self) -> bool {
+        !self.reasons.is_empty()
+    }
+}
+
+/// The health verdict on every link of one snapshot: `ibscope check`'s and `ibscope links`'
+/// (both rules: below what both ends support and enable, below the fabric norm).
+/// `assess` is O(links), so it runs once when the snapshot is made; every count, colour,
+/// marker and event of the UI reads this.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkHealth {
+    links: HashMap<LinkKey, LinkVerdict>,
+    degraded: usize,
+}
+
+impl LinkHealth {
+    pub fn assess(fabric: &Fabric, options: &HealthOptions) -> LinkHealth {
+        // Names only label the report's ends, which are not kept.
+        LinkHealth::from_report(&health::assess(fabric, None, options))
+    }
+
+    pub fn from_report(report: &HealthReport) -> LinkHealth {
+        let links: HashMap<LinkKey, LinkVerdict> = report
+            .links
+            .iter()
+            .map(|l| {
+                let key = link_key(
+                    (l.a.at.node_guid, l.a.at.port),
+                    (l.b.at.node_guid, l.b.at.port),
+                );
+                let verdict = LinkVerdict {
+                    expected: l.expected,
+                    reasons: l.reasons.clone(),
+                };
+                (key, verdict)
+            })
+            .collect();
+        let degraded = links.values().filter(|v| v.degraded()).count();
+        LinkHealth { links, degraded }
+    }
+
+    /// The verdict on the link between two (node GUID, port) ends, in either order.
+    pub fn verdict(&self, a: (u64, u8), b: (u64, u8)) -> Option<&LinkVerdict> {
+        self.links.get(&link_key(a, b))
+    }
+
+    pub fn is_degraded(&self, a: (u64, u8), b: (u64, u8)) -> bool {
+        self.verdict(a, b).is_some_and(LinkVerdict::degraded)
+    }
+
+    /// Degraded links in the snapshot: the count `check` reports as degraded-link findings.
+    pub fn degraded_count(&self) -> usize {
+        self.degraded
+    }
+}
+
+/// What a link runs at and whether it is up, as its two ends report it. Whether it is
+/// degraded is [`LinkHealth`]'s call, not this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LinkQuality {
+pub struct LinkFacts {
     pub width: Option<Width>,
     pub speed: Option<Speed>,
-    /// Best of the known (supported ∩ enabled) sets of both ends; `None` if unknown.
-    pub capable_width: Option<Width>,
-    pub capable_speed: Option<Speed>,
-    pub degraded: bool,
     /// An end reports a known PortState other than Active, or a known physical state other
     /// than LinkUp.
     pub down: bool,
@@ -38,12 +110,9 @@ pub struct LinkQuality {
     pub phys_b: u8,
 }
 
-impl LinkQuality {
+impl LinkFacts {
     pub fn active_text(&self) -> String {
         rate_text(self.width, self.speed)
-    }
-    pub fn capable_text(&self) -> String {
-        rate_text(self.capable_width, self.capable_speed)
     }
     pub fn state_text(&self) -> String {
         let s = |code: u8| {
@@ -58,9 +127,6 @@ impl LinkQuality {
         } else {
             format!("{}/{}", s(self.state_a), s(self.state_b))
         }
-    }
-    pub fn is_problem(&self) -> bool {
-        self.degraded || self.down
     }
 }
 
@@ -77,67 +143,16 @@ pub fn rate_text(width: Option<Width>, speed: Option<Speed>) -> String {
     }
 }
 
-fn best_width(ends: [&Port; 2]) -> Option<Width> {
-    let mut set = WidthSet(0xff);
-    for p in ends {
-        let known: Vec<WidthSet> = [p.width_supported, p.width_enabled]
-            .into_iter()
-            .filter(|s| s.0 != 0)
-            .collect();
-        // Each end must tell us something, else the peer's sets say nothing of the link.
-        if known.is_empty() {
-            return None;
-        }
-        for s in known {
-            set = set.intersect(s);
-        }
-    }
-    set.best()
-}
-
-fn best_speed(ends: [&Port; 2]) -> Option<Speed> {
-    let mut set = SpeedSet {
-        base: 0xff,
-        ext: 0xff,
-    };
-    for p in ends {
-        let known: Vec<SpeedSet> = [p.speed_supported, p.speed_enabled]
-            .into_iter()
-            .filter(|s| s.base != 0 || s.ext != 0)
-            .collect();
-        if known.is_empty() {
-            return None;
-        }
-        for s in known {
-            set = set.intersect(s);
-        }
-    }
-    set.best()
-}
-
-/// Judge a link. Degraded is `dot::is_degraded` (all four sets known), or, when only some
-/// sets are known (a topology file's `width=`/`speed=` lines give enabled sets but no
-/// supported ones), the active rate below what the known sets of both ends allow.
-pub fn link_quality(a: Option<&Port>, b: Option<&Port>) -> LinkQuality {
+/// The active rate and states of a link's two ends.
+pub fn link_facts(a: Option<&Port>, b: Option<&Port>) -> LinkFacts {
     let (Some(pa), Some(pb)) = (a, b) else {
-        return LinkQuality::default();
+        return LinkFacts::default();
     };
-    let width = pa.width_active.or(pb.width_active);
-    let speed = pa.speed_active.or(pb.speed_active);
-    let capable_width = best_width([pa, pb]);
-    let capable_speed = best_speed([pa, pb]);
-    let below = |active: Option<Width>, cap: Option<Width>| matches!((active, cap), (Some(x), Some(c)) if x < c);
-    let below_speed = |active: Option<Speed>, cap: Option<Speed>| matches!((active, cap), (Some(x), Some(c)) if x < c);
-    let degraded =
-        dot::is_degraded(a, b) || below(width, capable_width) || below_speed(speed, capable_speed);
     let bad_state = |s: u8| s != port_state::UNKNOWN && s != port_state::ACTIVE;
     let bad_phys = |s: u8| s != phys_state::UNKNOWN && s != phys_state::LINK_UP;
-    LinkQuality {
-        width,
-        speed,
-        capable_width,
-        capable_speed,
-        degraded,
+    LinkFacts {
+        width: pa.width_active.or(pb.width_active),
+        speed: pa.speed_active.or(pb.speed_active),
         down: bad_state(pa.state)
             || bad_state(pb.state)
             || bad_phys(pa.phys_state)
@@ -219,7 +234,7 @@ pub fn layers_from_cas(fabric: &Fabric) -> HashMap<NodeId, u32> {
     dist
 }
 
-pub fn summarize(fabric: &Fabric, names: Option<&NameMap>) -> FabricSummary {
+pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) -> FabricSummary {
     let layer_of = layers_from_cas(fabric);
     let mut s = FabricSummary::default();
     let mut chips: HashMap<NodeId, SwitchChip> = HashMap::new();
@@ -256,10 +271,14 @@ pub fn summarize(fabric: &Fabric, names: Option<&NameMap>) -> FabricSummary {
     let mut layers: HashMap<u32, Layer> = HashMap::new();
     for link in fabric.links() {
         s.links += 1;
-        let q = link_quality(link.a_port(), link.b_port());
-        let problem = q.is_problem();
-        s.degraded += usize::from(q.degraded);
-        s.down += usize::from(q.down);
+        let down = link_facts(link.a_port(), link.b_port()).down;
+        let degraded = health.is_degraded(
+            (link.a_node.guid, link.a.port),
+            (link.b_node.guid, link.b.port),
+        );
+        let problem = degraded || down;
+        s.degraded += usize::from(degraded);
+        s.down += usize::from(down);
         let la = layer_of.get(&link.a.node).copied();
         let lb = layer_of.get(&link.b.node).copied();
         for (me, mine, theirs) in [(link.a.node, la, lb), (link.b.node, lb, la)] {
@@ -494,12 +513,19 @@ pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: NodeSort) -> Vec<
 pub struct LinkRow {
     pub a: End,
     pub b: End,
-    pub quality: LinkQuality,
+    pub facts: LinkFacts,
+    pub verdict: LinkVerdict,
 }
 
-/// Every link, problems first (degraded and down), then by the names of the ends. The end
-/// listed first is the switch-side / lower-GUID one so rows read consistently.
-pub fn link_rows(fabric: &Fabric, names: Option<&NameMap>) -> Vec<LinkRow> {
+impl LinkRow {
+    pub fn is_problem(&self) -> bool {
+        self.facts.down || self.verdict.degraded()
+    }
+}
+
+/// Every link, problems first (down, then degraded), then by the names of the ends. The
+/// end listed first is the switch-side / lower-GUID one so rows read consistently.
+pub fn link_rows(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) -> Vec<LinkRow> {
     let mut rows: Vec<(String, LinkRow)> = fabric
         .links()
         .map(|l| {
@@ -513,23 +539,29 @@ pub fn link_rows(fabric: &Fabric, names: Option<&NameMap>) -> Vec<LinkRow> {
             if swap {
                 std::mem::swap(&mut a, &mut b);
             }
-            let q = link_quality(
-                fabric.node(a.node).port(a.port),
-                fabric.node(b.node).port(b.port),
-            );
-            let key = format!(
-                "{}\u{0}{:03}",
-                display_name(fabric.node(a.node), names),
-                a.port
-            );
-            (key, LinkRow { a, b, quality: q })
+            let (node_a, node_b) = (fabric.node(a.node), fabric.node(b.node));
+            let facts = link_facts(node_a.port(a.port), node_b.port(b.port));
+            let verdict = health
+                .verdict((node_a.guid, a.port), (node_b.guid, b.port))
+                .cloned()
+                .unwrap_or_default();
+            let key = format!("{}\u{0}{:03}", display_name(node_a, names), a.port);
+            (
+                key,
+                LinkRow {
+                    a,
+                    b,
+                    facts,
+                    verdict,
+                },
+            )
         })
         .collect();
     rows.sort_by(|(ka, a), (kb, b)| {
-        b.quality
+        b.facts
             .down
-            .cmp(&a.quality.down)
-            .then(b.quality.degraded.cmp(&a.quality.degraded))
+            .cmp(&a.facts.down)
+            .then(b.verdict.degraded().cmp(&a.verdict.degraded()))
             .then(ka.cmp(kb))
     });
     rows.into_iter().map(|(_, r)| r).collect()
@@ -582,21 +614,102 @@ mod tests {
     }
 
     #[test]
-    fn quality_uses_enabled_sets_when_supported_unknown() {
+    fn facts_report_down_only_for_known_bad_states() {
         let mut a = Port::new(1);
-        a.width_enabled = WidthSet(3); // 1x, 4x
-        a.width_active = Some(Width::X1);
+        a.width_active = Some(Width::X4);
         let mut b = a.clone();
-        let q = link_quality(Some(&a), Some(&b));
-        assert!(q.degraded);
-        assert_eq!(q.capable_width, Some(Width::X4));
-        // One end knows nothing: no judgement.
-        b.width_enabled = WidthSet(0);
-        assert!(!link_quality(Some(&a), Some(&b)).degraded);
+        let f = link_facts(Some(&a), Some(&b));
+        assert_eq!(f.active_text(), "4x?");
+        assert!(!f.down);
         // A known non-Active state is down; unknown (0) is not.
         b.state = port_state::DOWN;
-        assert!(link_quality(Some(&a), Some(&b)).down);
+        assert!(link_facts(Some(&a), Some(&b)).down);
         b.state = port_state::UNKNOWN;
-        assert!(!link_quality(Some(&a), Some(&b)).down);
+        assert!(!link_facts(Some(&a), Some(&b)).down);
+        // No far end: no facts.
+        assert_eq!(link_facts(Some(&a), None), LinkFacts::default());
+    }
+
+    /// A switch with three hosts at 4xHDR and one narrowed to 1xHDR the way ibsim does it:
+    /// both ends enable only 1x, so active equals the best both ends enable and only the
+    /// fabric-norm rule sees it.
+    fn norm_only_fabric() -> Fabric {
+        use ibscope_mad::attr::link::{SpeedSet, WidthSet};
+        let port = |number: u8, width: Width, enabled: u8| Port {
+            state: port_state::ACTIVE,
+            phys_state: phys_state::LINK_UP,
+            width_active: Some(width),
+            width_supported: WidthSet(0x1f),
+            width_enabled: WidthSet(enabled),
+            speed_active: Some(Speed::Hdr),
+            speed_supported: SpeedSet { base: 7, ext: 7 },
+            speed_enabled: SpeedSet { base: 7, ext: 7 },
+            ..Port::new(number)
+        };
+        let node = |guid: u64, kind: NodeKind, name: &str, ports: Vec<Port>| Node {
+            guid,
+            kind,
+            description: name.into(),
+            num_ports: ports.iter().map(|p| p.number).max().unwrap_or(0),
+            ports,
+            ..Default::default()
+        };
+        let mut f = Fabric::new();
+        let mut sw_ports = vec![Port::new(0)];
+        for n in 1..=4u8 {
+            let narrowed = n == 4;
+            sw_ports.push(if narrowed {
+                port(n, Width::X1, 1)
+            } else {
+                port(n, Width::X4, 3)
+            });
+        }
+        let sw = f
+            .add_node(node(0x10, NodeKind::Switch, "sw", sw_ports))
+            .unwrap();
+        for n in 1..=4u8 {
+            let p = if n == 4 {
+                port(1, Width::X1, 1)
+            } else {
+                port(1, Width::X4, 3)
+            };
+            let h = f
+                .add_node(node(
+                    0x20 + u64::from(n),
+                    NodeKind::Ca,
+                    &format!("h{n}"),
+                    vec![p],
+                ))
+                .unwrap();
+            f.connect(End { node: sw, port: n }, End { node: h, port: 1 })
+                .unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn fabric_norm_degraded_link_is_counted_marked_and_explained() {
+        let f = norm_only_fabric();
+        let health = LinkHealth::assess(&f, &HealthOptions::default());
+        assert_eq!(health.degraded_count(), 1);
+        assert!(health.is_degraded((0x24, 1), (0x10, 4)), "either order");
+        assert!(health.is_degraded((0x10, 4), (0x24, 1)));
+        assert!(!health.is_degraded((0x10, 1), (0x21, 1)));
+        let s = summarize(&f, &health, None);
+        assert_eq!((s.links, s.degraded, s.down), (4, 1, 0));
+        assert_eq!(s.layers[0].switches[0].problems, 1);
+        assert_eq!(s.layers[0].problems_down, 1);
+        let rows = link_rows(&f, &health, None);
+        assert_eq!(rows[0].b.port, 1);
+        assert_eq!(f.node(rows[0].b.node).guid, 0x24, "degraded first");
+        assert!(rows[0].is_problem());
+        assert_eq!(rows[0].verdict.reasons, ["1xHDR below fabric norm 4xHDR"]);
+        assert_eq!(rows[0].verdict.expected, Rate::parse("4xHDR"));
+        assert!(rows[1..].iter().all(|r| !r.is_problem()));
+        // --expect moves the bar: every link below 4xNDR.
+        let opts = HealthOptions {
+            expect: Rate::parse("4xNDR"),
+        };
+        assert_eq!(LinkHealth::assess(&f, &opts).degraded_count(), 4);
     }
 }

@@ -7,7 +7,7 @@ use ibscope_topo::model::port_state;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
 
-use super::derive::{link_quality, node_name};
+use super::derive::{link_key, node_name, LinkHealth, LinkKey};
 use super::snapshot::{Snapshot, ERROR_COUNTERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,20 +62,30 @@ pub struct Event {
     pub text: String,
 }
 
-/// (node GUID, port) of both ends, smaller first, so a link has one key whatever the
-/// graph's edge direction.
-type LinkKey = ((u64, u8), (u64, u8));
-
-fn link_keys(fabric: &Fabric) -> BTreeMap<LinkKey, bool> {
+/// Every link of a snapshot, with whether its health verdict calls it degraded.
+fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
     fabric
         .links()
         .map(|l| {
             let a = (l.a_node.guid, l.a.port);
             let b = (l.b_node.guid, l.b.port);
-            let degraded = link_quality(l.a_port(), l.b_port()).degraded;
-            ((a.min(b), a.max(b)), degraded)
+            (link_key(a, b), health.is_degraded(a, b))
         })
         .collect()
+}
+
+/// "a[1] <-> b[2]: why", for a link that became (or showed up) degraded.
+fn degraded_text(
+    fabric: &Fabric,
+    health: &LinkHealth,
+    names: Option<&NameMap>,
+    key: &LinkKey,
+) -> String {
+    let why = health
+        .verdict(key.0, key.1)
+        .map(|v| v.reasons.join("; "))
+        .unwrap_or_default();
+    format!("{}: {why}", link_text(fabric, names, key))
 }
 
 fn end_text(fabric: &Fabric, names: Option<&NameMap>, (guid, port): (u64, u8)) -> String {
@@ -119,14 +129,13 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
         }
     }
 
-    let old_links = link_keys(fo);
-    let new_links = link_keys(fnew);
+    let old_links = link_keys(fo, &old.health);
+    let new_links = link_keys(fnew, &new.health);
+    let why_degraded = |key| degraded_text(fnew, &new.health, names, key);
     for (key, degraded) in &new_links {
         match old_links.get(key) {
             None => push(EventKind::LinkUp, link_text(fnew, names, key)),
-            Some(was) if *degraded && !was => {
-                push(EventKind::Degraded, link_text(fnew, names, key))
-            }
+            Some(was) if *degraded && !was => push(EventKind::Degraded, why_degraded(key)),
             Some(was) if !degraded && *was => {
                 push(EventKind::Recovered, link_text(fnew, names, key))
             }
@@ -141,7 +150,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
     // A link that shows up already degraded is news too.
     for (key, degraded) in &new_links {
         if *degraded && !old_links.contains_key(key) {
-            push(EventKind::Degraded, link_text(fnew, names, key));
+            push(EventKind::Degraded, why_degraded(key));
         }
     }
 

@@ -46,6 +46,7 @@ pub fn handle_message(state: &mut AppState, msg: SweepMsg, now: Instant) {
         SweepMsg::Started => state.sweep_started(),
         SweepMsg::Done(prepared) => state.apply_prepared(*prepared, now),
         SweepMsg::Failed { error, at } => state.sweep_failed(error, at),
+        SweepMsg::Lost { error } => state.sweep_failed(error, std::time::SystemTime::now()),
     }
 }
 
@@ -105,6 +106,10 @@ fn event_loop(
     const TICK: Duration = Duration::from_millis(250);
     loop {
         while let Ok(msg) = sweeper.messages.try_recv() {
+            if let SweepMsg::Lost { error } = msg {
+                // Nothing more can be read: leave the UI with the one message (exit 2).
+                return Err(anyhow::anyhow!(error));
+            }
             handle_message(state, msg, Instant::now());
         }
         state.now = Instant::now();

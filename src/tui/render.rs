@@ -13,7 +13,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
-use super::derive::{node_name, rate_text, FabricSummary, Layer, SwitchChip};
+use super::derive::{
+    link_facts, node_name, rate_text, FabricSummary, Layer, LinkHealth, SwitchChip,
+};
 use super::events::EventKind;
 use super::snapshot::{finding_subject, Severity, ERROR_COUNTERS};
 use super::state::{AppState, RouteField, View};
@@ -196,8 +198,9 @@ fn help_lines(view: View) -> Vec<&'static str> {
         ][..],
         View::Links => &[
             "Every link, problems first.",
-            "Active vs capable = best rate both ends allow.",
-            "Red: degraded (below capable) or not Active.",
+            "Expect: the rate it is held to (its class's norm).",
+            "Red: degraded (as ibscope check) or not Active;",
+            "the selected link's reasons show below.",
         ][..],
         View::Counters => &[
             "s             sort: error rate, errors, traffic, name",
@@ -511,7 +514,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
         draw_node_list(frame, area, state);
     }
     if let (Some(area), Some(id)) = (detail_area, detail) {
-        draw_node_detail(frame, area, state, &snap.fabric, id);
+        draw_node_detail(frame, area, state, &snap.fabric, &snap.health, id);
     }
 }
 
@@ -598,6 +601,7 @@ fn draw_node_detail(
     area: Rect,
     state: &AppState,
     fabric: &Fabric,
+    health: &LinkHealth,
     id: ibscope_topo::NodeId,
 ) {
     let names = state.names.as_ref();
@@ -645,6 +649,27 @@ fn draw_node_detail(
     for e in &node.errors {
         facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
     }
+    // Why a port's link is degraded (the table only colours it).
+    let peer_of = |port: u8| {
+        fabric
+            .peer(End { node: id, port })
+            .map(|e| (fabric.node(e.node).guid, e.port))
+    };
+    for p in &node.ports {
+        let verdict = peer_of(p.number)
+            .and_then(|peer| health.verdict((node.guid, p.number), peer))
+            .filter(|v| v.degraded());
+        if let Some(v) = verdict {
+            facts.push(Line::styled(
+                format!(
+                    "port {} degraded: {}",
+                    p.number,
+                    for_terminal(&v.reasons.join("; "))
+                ),
+                RED,
+            ));
+        }
+    }
     let facts_h = (facts.len() as u16).min(inner.height / 2);
     let [facts_area, ports_area] =
         Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
@@ -666,7 +691,10 @@ fn draw_node_detail(
                 None => "-".into(),
             };
             let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
-            let q = super::derive::link_quality(Some(p), peer_port);
+            let problem = link_facts(Some(p), peer_port).down
+                || peer.is_some_and(|e| {
+                    health.is_degraded((node.guid, p.number), (fabric.node(e.node).guid, e.port))
+                });
             let supported = rate_text(p.width_supported.best(), p.speed_supported.best());
             let enabled = rate_text(p.width_enabled.best(), p.speed_enabled.best());
             let row = Row::new(vec![
@@ -683,13 +711,9 @@ fn draw_node_detail(
                 },
                 peer_text,
             ]);
-            let row = if peer.is_some() && q.is_problem() {
-                row.style(RED)
-            } else {
-                row
-            };
+            let row = if problem { row.style(RED) } else { row };
             if i == cursor.selected {
-                row.style(if q.is_problem() {
+                row.style(if problem {
                     RED.add_modifier(Modifier::REVERSED)
                 } else {
                     SELECTED
@@ -742,16 +766,21 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
     ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let height = usize::from(inner.height.saturating_sub(1));
+    // The selected link's verdict below the table, when there is room for it.
+    let detail_h = if inner.height >= 8 { 3 } else { 0 };
+    let [table_area, detail_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(detail_h)]).areas(inner);
+    let height = usize::from(table_area.height.saturating_sub(1));
     let window = state.links.window(rows_all.len(), height);
     let end_text = |e: End| format!("{}[{}]", node_name(fabric.node(e.node), names), e.port);
+    let rate =
+        |r: Option<ibscope_topo::health::Rate>| r.map_or_else(|| "?".into(), |r| r.to_string());
     let rows: Vec<Row> = window
         .map(|i| {
             let r = &rows_all[i];
-            let q = &r.quality;
-            let flag = if q.down {
+            let flag = if r.facts.down {
                 "DOWN"
-            } else if q.degraded {
+            } else if r.verdict.degraded() {
                 "DEGR"
             } else {
                 ""
@@ -759,12 +788,12 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
             let row = Row::new(vec![
                 end_text(r.a),
                 end_text(r.b),
-                q.active_text(),
-                q.capable_text(),
-                q.state_text(),
+                r.facts.active_text(),
+                rate(r.verdict.expected),
+                r.facts.state_text(),
                 flag.to_string(),
             ]);
-            let style = if q.is_problem() { RED } else { Style::new() };
+            let style = if r.is_problem() { RED } else { Style::new() };
             let style = if i == state.links.selected {
                 style.add_modifier(Modifier::REVERSED)
             } else {
@@ -784,8 +813,37 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
             Constraint::Length(4),
         ],
     )
-    .header(Row::new(vec!["End A", "End B", "Active", "Capable", "State", ""]).style(HEAD));
-    frame.render_widget(table, inner);
+    .header(Row::new(vec!["End A", "End B", "Active", "Expect", "State", ""]).style(HEAD));
+    frame.render_widget(table, table_area);
+
+    let Some(r) = rows_all.get(state.links.selected).filter(|_| detail_h > 0) else {
+        return;
+    };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(" Selected link ");
+    let inner = block.inner(detail_area);
+    frame.render_widget(block, detail_area);
+    let (verdict, style) = if r.verdict.degraded() {
+        let why = for_terminal(&r.verdict.reasons.join("; "));
+        (format!("degraded: {why}"), RED)
+    } else {
+        ("not degraded".to_string(), DIM)
+    };
+    let mut spans = vec![
+        Span::raw(format!("{} <-> {}  ", end_text(r.a), end_text(r.b))),
+        Span::styled(verdict, style),
+    ];
+    if r.facts.down {
+        spans.push(Span::styled(
+            format!("; not Active ({})", r.facts.state_text()),
+            RED,
+        ));
+    }
+    frame.render_widget(
+        Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }),
+        inner,
+    );
 }
 
 // ----- Counters -----

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use ibscope_topo::health::HealthOptions;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::routing::{self, RouteReport};
 use ibscope_topo::Fabric;
 
-use super::derive::{link_quality, port_key};
+use super::derive::{link_facts, port_key, LinkHealth};
 
 /// One reading of one port's performance counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +75,9 @@ pub struct Finding {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub fabric: Arc<Fabric>,
+    /// `health::assess`'s verdict on every link of `fabric` (see [`assess_links`]): what
+    /// the UI counts, colours and logs as degraded.
+    pub health: Arc<LinkHealth>,
     pub counters: Vec<PortCounterSample>,
     pub findings: Vec<Finding>,
     /// Route analysis, when the switches' LFTs are known.
@@ -86,11 +90,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// A snapshot of a fabric with findings computed from it and nothing else.
+    /// A snapshot of a fabric with findings computed from it and nothing else, links judged
+    /// with the default health options (as `ibscope check` without `--expect`).
     pub fn from_fabric(fabric: Fabric, taken_at: SystemTime) -> Snapshot {
-        let findings = fabric_findings(&fabric);
+        let health = assess_links(&fabric, &HealthOptions::default());
+        let findings = fabric_findings(&fabric, &health);
         Snapshot {
             fabric: Arc::new(fabric),
+            health,
             counters: Vec::new(),
             findings,
             routes: None,
@@ -156,25 +163,33 @@ pub fn check_routes(fabric: &Fabric) -> Option<Arc<RouteReport>> {
     Some(Arc::new(routing::check(fabric, &opts)))
 }
 
-/// Findings that need only the fabric: degraded and down links, query errors, duplicate
-/// LIDs/GUIDs. The health module will supersede this for live sources.
-pub fn fabric_findings(fabric: &Fabric) -> Vec<Finding> {
+/// Judge every link of `fabric` as `ibscope check` does: once per snapshot, by the source
+/// that makes it (`health::assess` is O(links)).
+pub fn assess_links(fabric: &Fabric, options: &HealthOptions) -> Arc<LinkHealth> {
+    Arc::new(LinkHealth::assess(fabric, options))
+}
+
+/// Findings that need only the fabric and its link verdicts: degraded and down links,
+/// query errors, duplicate LIDs/GUIDs. Live sources use `check`'s findings instead.
+pub fn fabric_findings(fabric: &Fabric, health: &LinkHealth) -> Vec<Finding> {
     let mut out = Vec::new();
     for link in fabric.links() {
-        let (a, b) = (link.a_port(), link.b_port());
-        let q = link_quality(a, b);
-        let remote = Some((link.b_node.guid, link.b.port));
-        if q.degraded {
+        let q = link_facts(link.a_port(), link.b_port());
+        let (a, b) = (
+            (link.a_node.guid, link.a.port),
+            (link.b_node.guid, link.b.port),
+        );
+        let remote = Some(b);
+        if let Some(v) = health.verdict(a, b).filter(|v| v.degraded()) {
             out.push(Finding {
                 severity: Severity::Warning,
                 node_guid: link.a_node.guid,
                 port: Some(link.a.port),
                 remote,
                 text: format!(
-                    "degraded link to {}: {} (capable of {})",
+                    "degraded link to {}: {}",
                     port_key(link.b_node, link.b.port),
-                    q.active_text(),
-                    q.capable_text()
+                    v.reasons.join("; ")
                 ),
             });
         }

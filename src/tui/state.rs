@@ -284,7 +284,8 @@ pub struct Prepared {
 }
 
 /// Derive rows, the layered summary and the events of `snap` (relative to `previous`).
-/// O(nodes + links) with sorting; runs on the sweeper thread.
+/// O(nodes + links) with sorting; runs on the sweeper thread. Degraded links are those of
+/// `snap.health`, judged once when the snapshot was made.
 pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameMap>) -> Prepared {
     let events = match previous {
         Some(old) => events::diff(old, &snap, names),
@@ -299,9 +300,9 @@ pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameM
         }],
     };
     let derived = Derived {
-        summary: derive::summarize(&snap.fabric, names),
+        summary: derive::summarize(&snap.fabric, &snap.health, names),
         node_rows: derive::node_rows(&snap.fabric, names),
-        link_rows: derive::link_rows(&snap.fabric, names),
+        link_rows: derive::link_rows(&snap.fabric, &snap.health, names),
     };
     Prepared {
         snapshot: snap,

@@ -20,6 +20,11 @@ pub enum SweepMsg {
         error: String,
         at: SystemTime,
     },
+    /// The connection to the fabric is gone (see `crate::fabric::is_transport_lost`): no
+    /// later sweep can work, the sweeper has ended and the UI should end with this error.
+    Lost {
+        error: String,
+    },
 }
 
 /// What the UI tells the sweeper.
@@ -58,6 +63,12 @@ impl Sweeper {
                             let prepared = prepare(previous.as_ref(), s, names.as_ref());
                             previous = Some(prepared.snapshot.clone());
                             SweepMsg::Done(Box::new(prepared))
+                        }
+                        Err(e) if crate::fabric::is_transport_lost(&e) => {
+                            let _ = msg_tx.send(SweepMsg::Lost {
+                                error: format!("{e:#}"),
+                            });
+                            return;
                         }
                         Err(e) => SweepMsg::Failed {
                             error: format!("{e:#}"),
@@ -103,5 +114,57 @@ impl Sweeper {
     pub fn detach(mut self) {
         let _ = self.control.send(Control::Stop);
         self.handle.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibscope_mad::engine::{MadError, UmadCall};
+
+    /// Fails every sweep with a lost transport, counting the attempts.
+    struct Gone(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Source for Gone {
+        fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let lost = MadError::TransportLost {
+                call: UmadCall::Send,
+                errno: libc::EIO,
+            };
+            Err(anyhow::Error::new(lost).context("counter sweep"))
+        }
+        fn describe(&self) -> String {
+            "gone".into()
+        }
+    }
+
+    #[test]
+    fn a_lost_transport_ends_the_sweeper_with_one_message() {
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let sweeper = Sweeper::spawn(
+            Box::new(Gone(calls.clone())),
+            Duration::from_millis(1),
+            None,
+        )
+        .unwrap();
+        let recv = || sweeper.messages.recv_timeout(Duration::from_secs(10));
+        assert!(matches!(recv(), Ok(SweepMsg::Started)));
+        match recv() {
+            Ok(SweepMsg::Lost { error }) => {
+                assert!(
+                    error.starts_with("counter sweep: lost the connection"),
+                    "{error}"
+                )
+            }
+            other => panic!("expected Lost, got {other:?}"),
+        }
+        // The thread has ended: no further sweep, the channel is closed.
+        assert!(matches!(
+            sweeper.messages.recv_timeout(Duration::from_secs(10)),
+            Err(mpsc::RecvTimeoutError::Disconnected)
+        ));
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        sweeper.stop();
     }
 }

@@ -12,6 +12,11 @@
 //!
 //! Units: PortXmitData and PortRcvData count 4-octet words on the wire; everything here is
 //! in **bytes** (multiplied by 4). Saturation is judged on the wire value.
+//!
+//! Screening ([`sweep_screened`], what ibqueryerrors does): a switch whose PMA has
+//! AllPortSelect is first asked for PortCounters with PortSelect 0xFF, the saturating sum
+//! over its ports; its ports are read one by one only when [`screen`] says the sum leaves
+//! room for a finding. CA ports are always read one by one.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -74,6 +79,15 @@ pub fn is_data_counter(name: &str) -> bool {
     name == "PortXmitData" || name == "PortRcvData"
 }
 
+/// A decoded counter in the units used here: data counters in bytes.
+fn in_bytes(v: &CounterValue) -> u64 {
+    if v.data_words {
+        v.value.saturating_mul(4)
+    } else {
+        v.value
+    }
+}
+
 /// Named counter values in a fixed order; serializes as a JSON object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterSet(pub Vec<(String, u64)>);
@@ -90,14 +104,7 @@ impl CounterSet {
         CounterSet(
             values
                 .iter()
-                .map(|v| {
-                    let value = if v.data_words {
-                        v.value.saturating_mul(4)
-                    } else {
-                        v.value
-                    };
-                    (v.name.to_string(), value)
-                })
+                .map(|v| (v.name.to_string(), in_bytes(v)))
                 .collect(),
         )
     }
@@ -280,6 +287,10 @@ enum Query {
     ClassPortInfo(usize),
     Counters(usize),
     Extended(usize),
+    /// PortCounters with PortSelect 0xFF, of group `usize` (a switch).
+    AllPorts(usize),
+    /// PortCountersExtended with PortSelect 0xFF, of group `usize`.
+    AllPortsExtended(usize),
 }
 
 /// Targets grouped by node: the LID ClassPortInfo goes to, and the target indexes.
@@ -305,13 +316,235 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Read the counters of `targets`.
+/// PortSelect asking a switch PMA for the sum over all its ports (IBA 16.1.3.5), accepted
+/// when its ClassPortInfo CapabilityMask has AllPortSelect.
+pub const ALL_PORTS: u8 = 0xff;
+
+/// The widths of the PortCounters error fields: a PMA's sum may stop at any of them.
+const PORT_COUNTER_WIDTHS: [u32; 4] = [4, 8, 16, 32];
+
+/// A counter of an all-ports sum that may have stopped counting: at its own maximum, or at
+/// the maximum of a narrower PortCounters field (ibsim 0.10 stops the PortXmitDiscards sum
+/// at 255, the 8-bit PortXmitConstraintErrors limit). Such a sum bounds nothing.
+fn sum_may_have_stopped(c: &CounterValue) -> bool {
+    c.bits < 64
+        && PORT_COUNTER_WIDTHS
+            .iter()
+            .any(|&w| w <= c.bits && c.value == (1u64 << w) - 1)
+}
+
+/// A port with PortCountersExtended answers this counter from it ([`PortSample::value`]).
+fn has_extended_form(name: &str) -> bool {
+    HAS_EXTENDED.contains(&name) || EXTENDED_ONLY.contains(&name)
+}
+
+/// What a switch's all-ports sum says about its ports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Screen {
+    /// No port can have a counter finding: the ports need no per-port read.
+    Clean,
+    /// Some port may: read them one by one. The reason.
+    DrillDown(String),
+}
+
+/// Whether a switch's ports need per-port reads, from its all-ports PortCounters
+/// (`counters`, as decoded from the wire), its all-ports PortCountersExtended when read,
+/// its PMA CapabilityMask and the thresholds.
+///
+/// The findings a per-port read can give are a counter above its threshold
+/// ([`Thresholds::exceeded`]: strictly above) and a saturated counter with no 64-bit
+/// replacement ([`PortSample::is_saturated`]). Counters are non-negative and the sum
+/// saturates, so a sum at or below a threshold bounds every port, and a sum that has not
+/// stopped counting means no port has. The 32-bit data and packet counters saturate in any
+/// busy switch's sum: they matter only without PortCountersExtended (where a saturated one
+/// is a finding per port). A threshold on a counter that ports answer from
+/// PortCountersExtended needs the extended sum (`None`: drill down).
+pub fn screen(
+    counters: &[CounterValue],
+    extended: Option<&[CounterValue]>,
+    capability_mask: u16,
+    thresholds: &Thresholds,
+) -> Screen {
+    let has_extended = extended_supported(capability_mask);
+    for c in counters {
+        if has_extended && HAS_EXTENDED.contains(&c.name) {
+            continue;
+        }
+        if sum_may_have_stopped(c) {
+            return Screen::DrillDown(format!(
+                "{} = {} in the all-ports sum: it may have stopped counting",
+                c.name, c.value
+            ));
+        }
+    }
+    for (name, limit) in &thresholds.limits {
+        let name = name.as_str();
+        let from_extended = has_extended && has_extended_form(name);
+        let source = match (from_extended, extended) {
+            (false, _) => counters,
+            (true, Some(e)) => e,
+            (true, None) => {
+                return Screen::DrillDown(format!(
+                    "{name} has a threshold and the all-ports PortCountersExtended is missing"
+                ))
+            }
+        };
+        // Not in the source: ports have no value for it either (never a finding).
+        let Some(c) = source.iter().find(|c| c.name == name) else {
+            continue;
+        };
+        let value = in_bytes(c);
+        if value > *limit {
+            return Screen::DrillDown(format!(
+                "{name} = {value} in the all-ports sum, above its threshold {limit}"
+            ));
+        }
+    }
+    Screen::Clean
+}
+
+/// A switch whose all-ports sum cleared its ports: they were not read one by one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenedSwitch {
+    /// The switch, at port 0 (its PMA).
+    #[serde(flatten)]
+    pub at: PortRef,
+    /// The target ports the sum stood for.
+    pub ports: Vec<u8>,
+    pub capability_mask: u16,
+    /// PortCounters summed over every port (PortSelect 0xFF), data in bytes.
+    pub counters: CounterSet,
+    /// PortCountersExtended summed likewise, when a threshold needed it.
+    pub extended: Option<CounterSet>,
+}
+
+/// A switch whose ports were read one by one although its PMA has AllPortSelect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrilledSwitch {
+    #[serde(flatten)]
+    pub at: PortRef,
+    /// Why: what the sum showed, or why it could not be read.
+    pub reason: String,
+}
+
+/// A sweep with all-ports screening.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenedSweep {
+    /// The ports read one by one, in target order. `mads_sent` and `duration_ms` cover the
+    /// whole sweep, the sums included.
+    pub sample: Sample,
+    /// Switches cleared by their sum (their ports are not in `sample`).
+    pub screened: Vec<ScreenedSwitch>,
+    /// Switches with AllPortSelect whose ports were read anyway.
+    pub drilled: Vec<DrilledSwitch>,
+}
+
+impl ScreenedSweep {
+    /// Ports cleared by their switch's sum.
+    pub fn ports_screened(&self) -> usize {
+        self.screened.iter().map(|s| s.ports.len()).sum()
+    }
+    /// Every port covered: read one by one or cleared by a sum.
+    pub fn ports_covered(&self) -> usize {
+        self.sample.ports.len() + self.ports_screened()
+    }
+}
+
+/// Read the counters of `targets`, every port one by one.
 pub fn sweep<E: SmpExecutor>(
     exec: &mut E,
     fabric: &Fabric,
     targets: &[CounterTarget],
     names: Option<&NameMap>,
 ) -> Sample {
+    run_sweep(exec, fabric, targets, names, None).sample
+}
+
+/// Read the counters of `targets` as ibqueryerrors does: a switch whose PMA has
+/// AllPortSelect is read as one all-ports sum first, and port by port only when [`screen`]
+/// says `thresholds` could find something there (or the sum cannot be read). Every other
+/// port is read as [`sweep`] reads it, so it gives the same findings. All in one batch:
+/// the sum follows the switch's ClassPortInfo, the per-port reads follow the sum.
+///
+/// A screened switch's ports are not read one by one: a port whose own counters would not
+/// answer goes unnoticed there.
+pub fn sweep_screened<E: SmpExecutor>(
+    exec: &mut E,
+    fabric: &Fabric,
+    targets: &[CounterTarget],
+    names: Option<&NameMap>,
+    thresholds: &Thresholds,
+) -> ScreenedSweep {
+    run_sweep(exec, fabric, targets, names, Some(thresholds))
+}
+
+/// A switch's all-ports reads as they come in.
+struct AllPortsState {
+    mask: u16,
+    counters: Option<Result<Vec<CounterValue>, String>>,
+    /// `None` while pending or when not asked for.
+    extended: Option<Result<Vec<CounterValue>, String>>,
+    want_extended: bool,
+}
+
+/// A switch cleared by its sums: CapabilityMask, PortCounters sum, PortCountersExtended sum.
+type ClearedSums = (u16, Vec<CounterValue>, Option<Vec<CounterValue>>);
+
+/// An all-ports reply, checked: it must be the sum (PortSelect 0xFF).
+fn decode_all_ports(
+    result: Result<Response, MadError>,
+    extended: bool,
+) -> Result<Vec<CounterValue>, String> {
+    let r = result.map_err(|e| e.to_string())?;
+    let (port_select, values) = if extended {
+        let c = PortCountersExtended::decode(r.gmp_data())
+            .map_err(|e| format!("malformed reply: {e}"))?;
+        (c.port_select, c.counters())
+    } else {
+        let c = PortCounters::decode(r.gmp_data()).map_err(|e| format!("malformed reply: {e}"))?;
+        (c.port_select, c.counters())
+    };
+    if port_select != ALL_PORTS {
+        return Err(format!(
+            "reply is for port {port_select} (asked {ALL_PORTS})"
+        ));
+    }
+    Ok(values)
+}
+
+/// Queue the per-port reads of `members`.
+fn push_port_reads(
+    out: &mut Vec<(Query, Request)>,
+    targets: &[CounterTarget],
+    members: &[usize],
+    counters: bool,
+    extended: bool,
+) {
+    for &i in members {
+        let t = targets[i];
+        if counters {
+            out.push((
+                Query::Counters(i),
+                port_request(&t, method::GET, attr::PORT_COUNTERS, 0),
+            ));
+        }
+        if extended {
+            out.push((
+                Query::Extended(i),
+                port_request(&t, method::GET, attr::PORT_COUNTERS_EXTENDED, 0),
+            ));
+        }
+    }
+}
+
+/// The sweep; `screen_with`: screen switches against these thresholds.
+fn run_sweep<E: SmpExecutor>(
+    exec: &mut E,
+    fabric: &Fabric,
+    targets: &[CounterTarget],
+    names: Option<&NameMap>,
+    screen_with: Option<&Thresholds>,
+) -> ScreenedSweep {
     let started = Instant::now();
     let time_ms = now_ms();
     let sent_before = exec.mads_sent();
@@ -339,15 +572,26 @@ pub fn sweep<E: SmpExecutor>(
         })
         .collect();
     let groups = group(targets);
+    // Screened groups: switches. Their PortCounters wait for ClassPortInfo.
+    let screened_group: Vec<bool> = groups
+        .iter()
+        .map(|(_, members)| {
+            screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
+        })
+        .collect();
+    // Extended counters a threshold looks at: then the extended sum is needed too.
+    let thresholds_need_extended =
+        screen_with.is_some_and(|t| t.limits.iter().any(|(n, _)| has_extended_form(n)));
+    let mut all_ports: Vec<Option<AllPortsState>> = groups.iter().map(|_| None).collect();
+    // Per group, once its sum cleared it: the mask and the sums.
+    let mut cleared: Vec<Option<ClearedSums>> = groups.iter().map(|_| None).collect();
+    let mut drilled: Vec<(usize, String)> = Vec::new();
+
     let mut batch = Vec::new();
     for (g, (lid, members)) in groups.iter().enumerate() {
         batch.push((Query::ClassPortInfo(g), class_port_info_request(*lid)));
-        for &i in members {
-            let t = targets[i];
-            batch.push((
-                Query::Counters(i),
-                port_request(&t, method::GET, attr::PORT_COUNTERS, 0),
-            ));
+        if !screened_group[g] {
+            push_port_reads(&mut batch, targets, members, true, false);
         }
     }
     let mut on_done =
@@ -366,18 +610,93 @@ pub fn sweep<E: SmpExecutor>(
                                 "ClassPortInfo: {e} (PortCountersExtended not read)"
                             ));
                         }
+                        if screened_group[g] {
+                            // As unscreened: PortCounters of every port, no extended.
+                            push_port_reads(out, targets, members, true, false);
+                        }
                         return;
                     }
                 };
                 for &i in members {
                     ports[i].capability_mask = Some(mask);
-                    if extended_supported(mask) {
-                        let t = targets[i];
-                        out.push((
-                            Query::Extended(i),
-                            port_request(&t, method::GET, attr::PORT_COUNTERS_EXTENDED, 0),
-                        ));
+                }
+                let extended = extended_supported(mask);
+                if screened_group[g] && mask & pma_capability::ALL_PORT_SELECT != 0 {
+                    let sum_target = CounterTarget {
+                        port: ALL_PORTS,
+                        ..targets[members[0]]
+                    };
+                    let want_extended = extended && thresholds_need_extended;
+                    out.push((
+                        Query::AllPorts(g),
+                        port_request(&sum_target, method::GET, attr::PORT_COUNTERS, 0),
+                    ));
+                    if want_extended {
+                        let request =
+                            port_request(&sum_target, method::GET, attr::PORT_COUNTERS_EXTENDED, 0);
+                        out.push((Query::AllPortsExtended(g), request));
                     }
+                    all_ports[g] = Some(AllPortsState {
+                        mask,
+                        counters: None,
+                        extended: None,
+                        want_extended,
+                    });
+                } else {
+                    // PortCounters already queued unless this group was held for screening.
+                    push_port_reads(out, targets, members, screened_group[g], extended);
+                }
+            }
+            Query::AllPorts(g) | Query::AllPortsExtended(g) => {
+                let Some(state) = all_ports[g].as_mut() else {
+                    return;
+                };
+                if matches!(q, Query::AllPorts(_)) {
+                    state.counters = Some(decode_all_ports(result, false));
+                } else {
+                    state.extended = Some(decode_all_ports(result, true));
+                }
+                let complete =
+                    state.counters.is_some() && (!state.want_extended || state.extended.is_some());
+                if !complete {
+                    return;
+                }
+                let (Some(state), Some(thresholds)) = (all_ports[g].take(), screen_with) else {
+                    return;
+                };
+                let sum = match state.counters {
+                    Some(Ok(sum)) => Ok(sum),
+                    Some(Err(e)) => Err(format!("PortCounters (PortSelect {ALL_PORTS}): {e}")),
+                    None => Err("no all-ports PortCounters".to_string()),
+                };
+                let extended = match state.extended {
+                    None => Ok(None),
+                    Some(Ok(e)) => Ok(Some(e)),
+                    Some(Err(e)) => Err(format!(
+                        "PortCountersExtended (PortSelect {ALL_PORTS}): {e}"
+                    )),
+                };
+                let drill = match (sum, extended) {
+                    (Ok(sum), Ok(extended)) => {
+                        match screen(&sum, extended.as_deref(), state.mask, thresholds) {
+                            Screen::Clean => {
+                                cleared[g] = Some((state.mask, sum, extended));
+                                None
+                            }
+                            Screen::DrillDown(reason) => Some(reason),
+                        }
+                    }
+                    (Err(e), _) | (_, Err(e)) => Some(e),
+                };
+                if let Some(reason) = drill {
+                    drilled.push((g, reason));
+                    push_port_reads(
+                        out,
+                        targets,
+                        &groups[g].1,
+                        true,
+                        extended_supported(state.mask),
+                    );
                 }
             }
             Query::Counters(i) => {
@@ -424,12 +743,55 @@ pub fn sweep<E: SmpExecutor>(
             }
         };
     exec.execute(batch, &mut on_done);
-    Sample {
-        time_ms,
-        duration_ms: started.elapsed().as_millis() as u64,
-        mads_sent: exec.mads_sent() - sent_before,
-        data_unit: "bytes".to_string(),
-        ports,
+    let switch_at = |g: usize| {
+        let t = targets[groups[g].1[0]];
+        PortRef {
+            lid: t.lid,
+            ..PortRef::new(fabric.node(t.node), 0, names)
+        }
+    };
+    let mut screened = Vec::new();
+    let mut skip = vec![false; targets.len()];
+    for (g, c) in cleared.into_iter().enumerate() {
+        let Some((mask, sum, extended)) = c else {
+            continue;
+        };
+        let members = &groups[g].1;
+        for &i in members {
+            skip[i] = true;
+        }
+        screened.push(ScreenedSwitch {
+            at: switch_at(g),
+            ports: members.iter().map(|&i| targets[i].port).collect(),
+            capability_mask: mask,
+            counters: CounterSet::from_values(&sum),
+            extended: extended.map(|e| CounterSet::from_values(&e)),
+        });
+    }
+    drilled.sort_by_key(|(g, _)| *g);
+    let drilled = drilled
+        .into_iter()
+        .map(|(g, reason)| DrilledSwitch {
+            at: switch_at(g),
+            reason,
+        })
+        .collect();
+    let ports = ports
+        .into_iter()
+        .zip(skip)
+        .filter(|(_, skip)| !skip)
+        .map(|(p, _)| p)
+        .collect();
+    ScreenedSweep {
+        sample: Sample {
+            time_ms,
+            duration_ms: started.elapsed().as_millis() as u64,
+            mads_sent: exec.mads_sent() - sent_before,
+            data_unit: "bytes".to_string(),
+            ports,
+        },
+        screened,
+        drilled,
     }
 }
 
@@ -509,6 +871,8 @@ pub fn reset<E: SmpExecutor>(
                 .errors
                 .push(format!("PortCountersExtended Set: {e}")),
         },
+        // Never sent by reset.
+        Query::AllPorts(_) | Query::AllPortsExtended(_) => {}
     });
     results
 }
@@ -813,5 +1177,755 @@ mod tests {
     #[test]
     fn payload_puts_port_select_in_byte_1() {
         assert_eq!(select_payload(7, 0xffff), [0, 7, 0xff, 0xff]);
+    }
+
+    // ---- screening: the decision ----
+
+    /// ibsim's switch PMA: AllPortSelect, PortCountersExtended, PortXmitWait.
+    const SWITCH_MASK: u16 = 0x1300;
+    /// AllPortSelect without PortCountersExtended.
+    const NO_EXTENDED_MASK: u16 = 0x1100;
+
+    fn pc(f: impl FnOnce(&mut PortCounters)) -> PortCounters {
+        let mut c = PortCounters::default();
+        f(&mut c);
+        c
+    }
+
+    fn is_clean(s: &Screen) -> bool {
+        matches!(s, Screen::Clean)
+    }
+
+    fn reason(s: Screen) -> String {
+        match s {
+            Screen::Clean => panic!("expected a drill-down"),
+            Screen::DrillDown(r) => r,
+        }
+    }
+
+    #[test]
+    fn screen_clean_sum_needs_no_per_port_read() {
+        let sum = pc(|c| {
+            c.port_xmit_data = 123_456;
+            c.port_rcv_pkts = 1_000;
+        });
+        let t = Thresholds::default();
+        assert!(is_clean(&screen(&sum.counters(), None, SWITCH_MASK, &t)));
+        assert!(is_clean(&screen(
+            &sum.counters(),
+            None,
+            NO_EXTENDED_MASK,
+            &t
+        )));
+    }
+
+    #[test]
+    fn screen_drills_down_on_any_error_with_default_thresholds() {
+        let t = Thresholds::default();
+        for name in ERROR_COUNTERS {
+            let mut sum = PortCounters::default();
+            match *name {
+                "SymbolErrorCounter" => sum.symbol_error_counter = 1,
+                "LinkErrorRecoveryCounter" => sum.link_error_recovery_counter = 1,
+                "LinkDownedCounter" => sum.link_downed_counter = 1,
+                "PortRcvErrors" => sum.port_rcv_errors = 1,
+                "PortRcvRemotePhysicalErrors" => sum.port_rcv_remote_physical_errors = 1,
+                "PortRcvSwitchRelayErrors" => sum.port_rcv_switch_relay_errors = 1,
+                "PortXmitDiscards" => sum.port_xmit_discards = 1,
+                "PortXmitConstraintErrors" => sum.port_xmit_constraint_errors = 1,
+                "PortRcvConstraintErrors" => sum.port_rcv_constraint_errors = 1,
+                "LocalLinkIntegrityErrors" => sum.local_link_integrity_errors = 1,
+                "ExcessiveBufferOverrunErrors" => sum.excessive_buffer_overrun_errors = 1,
+                "VL15Dropped" => sum.vl15_dropped = 1,
+                other => panic!("unexpected error counter {other}"),
+            }
+            let r = reason(screen(&sum.counters(), None, SWITCH_MASK, &t));
+            assert!(r.starts_with(&format!("{name} = 1 ")), "{r}");
+            assert!(r.contains("above its threshold 0"), "{r}");
+        }
+    }
+
+    #[test]
+    fn screen_sum_at_the_threshold_is_clean_above_it_is_not() {
+        let t = Thresholds::parse("SymbolErrorCounter=20\nPortXmitWait=100\n", "t").unwrap();
+        let at = pc(|c| c.symbol_error_counter = 20);
+        assert!(is_clean(&screen(&at.counters(), None, SWITCH_MASK, &t)));
+        let above = pc(|c| c.symbol_error_counter = 21);
+        let r = reason(screen(&above.counters(), None, SWITCH_MASK, &t));
+        assert_eq!(
+            r,
+            "SymbolErrorCounter = 21 in the all-ports sum, above its threshold 20"
+        );
+        // PortXmitWait only counts when a threshold is set, as per port.
+        let wait = pc(|c| c.port_xmit_wait = 101);
+        assert!(!is_clean(&screen(&wait.counters(), None, SWITCH_MASK, &t)));
+        let wait_default = screen(&wait.counters(), None, SWITCH_MASK, &Thresholds::default());
+        assert!(is_clean(&wait_default));
+    }
+
+    #[test]
+    fn screen_saturated_error_counter_drills_down_whatever_the_threshold() {
+        // Thresholds at the maximum: no port can be above, but a saturated port is a finding.
+        let t = Thresholds::parse(
+            "SymbolErrorCounter=65535\nLocalLinkIntegrityErrors=15\nPortXmitWait=4294967295\n",
+            "t",
+        )
+        .unwrap();
+        let sym = pc(|c| c.symbol_error_counter = u16::MAX);
+        let r = reason(screen(&sym.counters(), None, SWITCH_MASK, &t));
+        assert!(
+            r.starts_with("SymbolErrorCounter = 65535 in the all-ports sum: it may have stopped"),
+            "{r}"
+        );
+        let lli = pc(|c| c.local_link_integrity_errors = 15);
+        assert!(!is_clean(&screen(&lli.counters(), None, SWITCH_MASK, &t)));
+        // PortXmitWait has no 64-bit replacement: saturated is a finding, extended or not.
+        let wait = pc(|c| c.port_xmit_wait = u32::MAX);
+        assert!(!is_clean(&screen(&wait.counters(), None, SWITCH_MASK, &t)));
+        let wait_below = pc(|c| c.port_xmit_wait = u32::MAX - 1);
+        assert!(is_clean(&screen(
+            &wait_below.counters(),
+            None,
+            SWITCH_MASK,
+            &t
+        )));
+    }
+
+    #[test]
+    fn screen_sum_stopped_at_a_narrower_limit_bounds_nothing() {
+        // ibsim 0.10 stops the PortXmitDiscards sum (16-bit field) at 255.
+        let t = Thresholds::parse("PortXmitDiscards=1000\n", "t").unwrap();
+        for (v, clean) in [
+            (254, true),
+            (255, false),
+            (256, true),
+            (4095, true),
+            (65535, false),
+        ] {
+            let sum = pc(|c| c.port_xmit_discards = v);
+            assert_eq!(
+                is_clean(&screen(&sum.counters(), None, SWITCH_MASK, &t)),
+                clean && u64::from(v) <= 1000,
+                "PortXmitDiscards sum {v}"
+            );
+        }
+        let t = Thresholds::parse("SymbolErrorCounter=100\n", "t").unwrap();
+        let fifteen = pc(|c| c.symbol_error_counter = 15);
+        assert!(!is_clean(&screen(
+            &fifteen.counters(),
+            None,
+            SWITCH_MASK,
+            &t
+        )));
+    }
+
+    #[test]
+    fn screen_saturated_data_counters_matter_only_without_extended() {
+        let t = Thresholds::default();
+        let busy = pc(|c| {
+            c.port_xmit_data = u32::MAX;
+            c.port_rcv_data = u32::MAX;
+            c.port_xmit_pkts = u32::MAX;
+            c.port_rcv_pkts = u32::MAX;
+        });
+        assert!(is_clean(&screen(&busy.counters(), None, SWITCH_MASK, &t)));
+        // IsExtendedWidthSupportedNoIETF is PortCountersExtended too.
+        assert!(is_clean(&screen(&busy.counters(), None, 0x0500, &t)));
+        let r = reason(screen(&busy.counters(), None, NO_EXTENDED_MASK, &t));
+        assert!(r.starts_with("PortXmitData = 4294967295 "), "{r}");
+        for field in 0..4 {
+            let one = pc(|c| match field {
+                0 => c.port_xmit_data = u32::MAX,
+                1 => c.port_rcv_data = u32::MAX,
+                2 => c.port_xmit_pkts = u32::MAX,
+                _ => c.port_rcv_pkts = u32::MAX,
+            });
+            assert!(!is_clean(&screen(
+                &one.counters(),
+                None,
+                NO_EXTENDED_MASK,
+                &t
+            )));
+            assert!(is_clean(&screen(&one.counters(), None, SWITCH_MASK, &t)));
+        }
+        // Without extended, a data sum at a narrower limit is read port by port too.
+        let narrow = pc(|c| c.port_rcv_pkts = 65535);
+        assert!(!is_clean(&screen(
+            &narrow.counters(),
+            None,
+            NO_EXTENDED_MASK,
+            &t
+        )));
+        assert!(is_clean(&screen(&narrow.counters(), None, SWITCH_MASK, &t)));
+    }
+
+    #[test]
+    fn screen_thresholds_on_extended_counters_need_the_extended_sum() {
+        let t = Thresholds::parse("PortXmitData=4000\nPortUnicastRcvPkts=10\n", "t").unwrap();
+        let sum = pc(|c| c.port_xmit_data = 10);
+        let r = reason(screen(&sum.counters(), None, SWITCH_MASK, &t));
+        assert!(r.contains("PortCountersExtended is missing"), "{r}");
+        let ext = |data: u64, unicast: u64| {
+            PortCountersExtended {
+                port_select: ALL_PORTS,
+                port_xmit_data: data,
+                port_unicast_rcv_pkts: unicast,
+                ..Default::default()
+            }
+            .counters()
+        };
+        // 1000 words = 4000 bytes: at the threshold.
+        assert!(is_clean(&screen(
+            &sum.counters(),
+            Some(&ext(1000, 10)),
+            SWITCH_MASK,
+            &t
+        )));
+        let r = reason(screen(
+            &sum.counters(),
+            Some(&ext(1001, 10)),
+            SWITCH_MASK,
+            &t,
+        ));
+        assert_eq!(
+            r,
+            "PortXmitData = 4004 in the all-ports sum, above its threshold 4000"
+        );
+        assert!(!is_clean(&screen(
+            &sum.counters(),
+            Some(&ext(0, 11)),
+            SWITCH_MASK,
+            &t
+        )));
+        // Without PortCountersExtended ports answer PortXmitData from PortCounters (bytes)
+        // and have no PortUnicastRcvPkts at all.
+        assert!(is_clean(&screen(
+            &sum.counters(),
+            None,
+            NO_EXTENDED_MASK,
+            &t
+        )));
+        let big = pc(|c| c.port_xmit_data = 1001);
+        assert!(!is_clean(&screen(
+            &big.counters(),
+            None,
+            NO_EXTENDED_MASK,
+            &t
+        )));
+    }
+
+    /// Tiny deterministic generator (xorshift64*), so the property test needs no crate.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        /// Mostly 0, sometimes small, sometimes at or near `max`.
+        fn counter(&mut self, max: u64) -> u64 {
+            match self.next() % 10 {
+                0..=5 => 0,
+                6 | 7 => self.next() % 4,
+                8 => max - self.next() % 2,
+                _ => self.next() % (max + 1),
+            }
+        }
+    }
+
+    /// A port's counters as a PMA with saturating fields would hold them. Two ports in
+    /// three count no errors (data and packets only).
+    fn random_port(rng: &mut Rng) -> (PortCounters, PortCountersExtended) {
+        let quiet = rng.next() % 3 != 0;
+        let mut c = PortCounters {
+            port_select: 1,
+            symbol_error_counter: rng.counter(0xffff) as u16,
+            link_error_recovery_counter: rng.counter(0xff) as u8,
+            link_downed_counter: rng.counter(0xff) as u8,
+            port_rcv_errors: rng.counter(0xffff) as u16,
+            port_rcv_remote_physical_errors: rng.counter(0xffff) as u16,
+            port_rcv_switch_relay_errors: rng.counter(0xffff) as u16,
+            port_xmit_discards: rng.counter(0xffff) as u16,
+            port_xmit_constraint_errors: rng.counter(0xff) as u8,
+            port_rcv_constraint_errors: rng.counter(0xff) as u8,
+            local_link_integrity_errors: rng.counter(0xf) as u8,
+            excessive_buffer_overrun_errors: rng.counter(0xf) as u8,
+            vl15_dropped: rng.counter(0xffff) as u16,
+            port_xmit_data: rng.counter(0xffff_ffff) as u32,
+            port_rcv_data: rng.counter(0xffff_ffff) as u32,
+            port_xmit_pkts: rng.counter(0xffff_ffff) as u32,
+            port_rcv_pkts: rng.counter(0xffff_ffff) as u32,
+            port_xmit_wait: rng.counter(0xffff_ffff) as u32,
+            ..Default::default()
+        };
+        if quiet {
+            c = PortCounters {
+                port_select: 1,
+                port_xmit_data: c.port_xmit_data,
+                port_rcv_data: c.port_rcv_data,
+                port_xmit_pkts: c.port_xmit_pkts,
+                port_rcv_pkts: c.port_rcv_pkts,
+                ..Default::default()
+            };
+        }
+        let e = PortCountersExtended {
+            port_select: 1,
+            port_xmit_data: rng.counter(1 << 40),
+            port_rcv_data: rng.counter(1 << 40),
+            port_xmit_pkts: rng.counter(1 << 40),
+            port_rcv_pkts: rng.counter(1 << 40),
+            port_unicast_xmit_pkts: rng.counter(1 << 40),
+            port_unicast_rcv_pkts: rng.counter(1 << 40),
+            port_multicast_xmit_pkts: rng.counter(1 << 40),
+            port_multicast_rcv_pkts: rng.counter(1 << 40),
+            ..Default::default()
+        };
+        (c, e)
+    }
+
+    /// The sum a PMA answers for PortSelect 0xFF: every field saturating at its width;
+    /// `ibsim_discards`: PortXmitDiscards stops at 255 as in ibsim 0.10.
+    fn saturating_sum(
+        ports: &[(PortCounters, PortCountersExtended)],
+        ibsim_discards: bool,
+    ) -> (PortCounters, PortCountersExtended) {
+        let add = |a: u64, b: u64, max: u64| (a + b).min(max);
+        let mut s = PortCounters {
+            port_select: ALL_PORTS,
+            ..Default::default()
+        };
+        let mut e = PortCountersExtended {
+            port_select: ALL_PORTS,
+            ..Default::default()
+        };
+        for (c, x) in ports {
+            macro_rules! sum {
+                ($($f:ident: $t:ty = $max:expr),* $(,)?) => {
+                    $( s.$f = add(s.$f.into(), c.$f.into(), $max) as $t; )*
+                };
+            }
+            sum!(
+                symbol_error_counter: u16 = 0xffff,
+                link_error_recovery_counter: u8 = 0xff,
+                link_downed_counter: u8 = 0xff,
+                port_rcv_errors: u16 = 0xffff,
+                port_rcv_remote_physical_errors: u16 = 0xffff,
+                port_rcv_switch_relay_errors: u16 = 0xffff,
+                port_xmit_discards: u16 = if ibsim_discards { 0xff } else { 0xffff },
+                port_xmit_constraint_errors: u8 = 0xff,
+                port_rcv_constraint_errors: u8 = 0xff,
+                local_link_integrity_errors: u8 = 0xf,
+                excessive_buffer_overrun_errors: u8 = 0xf,
+                vl15_dropped: u16 = 0xffff,
+                port_xmit_data: u32 = 0xffff_ffff,
+                port_rcv_data: u32 = 0xffff_ffff,
+                port_xmit_pkts: u32 = 0xffff_ffff,
+                port_rcv_pkts: u32 = 0xffff_ffff,
+                port_xmit_wait: u32 = 0xffff_ffff,
+            );
+            macro_rules! sum64 {
+                ($($f:ident),*) => { $( e.$f = e.$f.saturating_add(x.$f); )* };
+            }
+            sum64!(
+                port_xmit_data,
+                port_rcv_data,
+                port_xmit_pkts,
+                port_rcv_pkts,
+                port_unicast_xmit_pkts,
+                port_unicast_rcv_pkts,
+                port_multicast_xmit_pkts,
+                port_multicast_rcv_pkts
+            );
+        }
+        (s, e)
+    }
+
+    /// A port as the sweep records it.
+    fn as_sample(c: &PortCounters, e: &PortCountersExtended, mask: u16) -> PortSample {
+        let values = c.counters();
+        PortSample {
+            at: port_ref(1, c.port_select),
+            remote: None,
+            capability_mask: Some(mask),
+            counters: Some(CounterSet::from_values(&values)),
+            extended: extended_supported(mask).then(|| CounterSet::from_values(&e.counters())),
+            saturated: values
+                .iter()
+                .filter(|v| v.saturated())
+                .map(|v| v.name.to_string())
+                .collect(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// What `check` reports for a port: thresholds exceeded, counters saturated for good.
+    fn port_has_finding(p: &PortSample, t: &Thresholds) -> bool {
+        !t.exceeded(p).is_empty() || p.saturated.iter().any(|n| p.is_saturated(n))
+    }
+
+    #[test]
+    fn screen_clean_implies_no_port_finding() {
+        let threshold_sets = [
+            Thresholds::default(),
+            Thresholds::parse(
+                "SymbolErrorCounter=3\nPortXmitDiscards=300\nLinkDownedCounter=255\n\
+                 PortXmitWait=1000\nVL15Dropped=65535\n",
+                "t",
+            )
+            .unwrap(),
+            Thresholds::parse(
+                "SymbolErrorCounter=65535\nPortRcvErrors=65535\nPortXmitDiscards=65535\n\
+                 LinkErrorRecoveryCounter=255\nLinkDownedCounter=255\nLocalLinkIntegrityErrors=15\n\
+                 ExcessiveBufferOverrunErrors=15\nPortRcvRemotePhysicalErrors=65535\n\
+                 PortRcvSwitchRelayErrors=65535\nPortXmitConstraintErrors=255\n\
+                 PortRcvConstraintErrors=255\nVL15Dropped=65535\n\
+                 PortXmitData=1000000000\nPortMulticastRcvPkts=5\n",
+                "t",
+            )
+            .unwrap(),
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut clean, mut drilled, mut caught) = (0, 0, 0);
+        for round in 0..3000 {
+            let n = 1 + (rng.next() % 6) as usize;
+            let ports: Vec<_> = (0..n).map(|_| random_port(&mut rng)).collect();
+            let t = &threshold_sets[round % threshold_sets.len()];
+            for mask in [SWITCH_MASK, NO_EXTENDED_MASK] {
+                for quirk in [false, true] {
+                    let (s, e) = saturating_sum(&ports, quirk);
+                    let decision = screen(&s.counters(), Some(&e.counters()), mask, t);
+                    let findings = ports
+                        .iter()
+                        .filter(|(c, x)| port_has_finding(&as_sample(c, x, mask), t))
+                        .count();
+                    if is_clean(&decision) {
+                        clean += 1;
+                        assert_eq!(
+                            findings, 0,
+                            "screened out with a port finding: {ports:?} {t:?} mask {mask:#x}"
+                        );
+                    } else {
+                        drilled += 1;
+                        if findings > 0 {
+                            caught += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // The property is exercised both ways.
+        assert!(
+            clean > 500 && drilled > 1000 && caught > 1000,
+            "{clean} {drilled} {caught}"
+        );
+    }
+
+    // ---- screening: the sweep, against a fake PMA ----
+
+    /// One switch (LID 1, 4 ports) with two CAs (LIDs 2 and 3) on ports 1 and 2.
+    const SMALL_FABRIC: &str = "
+switchguid=0x10(10)
+Switch\t4 \"S-0000000000000010\"\t\t# \"sw\" base port 0 lid 1 lmc 0
+[1]\t\"H-0000000000000020\"[1](21) \t\t# \"ca1\" lid 2 4xSDR
+[2]\t\"H-0000000000000030\"[1](31) \t\t# \"ca2\" lid 3 4xSDR
+
+caguid=0x20
+Ca\t1 \"H-0000000000000020\"\t\t# \"ca1\"
+[1](21) \t\"S-0000000000000010\"[1]\t\t# lid 2 lmc 0 \"sw\" lid 1 4xSDR
+
+caguid=0x30
+Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
+[1](31) \t\"S-0000000000000010\"[2]\t\t# lid 3 lmc 0 \"sw\" lid 1 4xSDR
+";
+
+    /// A PMA per LID, answering at once, one request after another.
+    #[derive(Default)]
+    struct FakePma {
+        /// (LID, port) -> counters.
+        ports: HashMap<(u16, u8), (PortCounters, PortCountersExtended)>,
+        masks: HashMap<u16, u16>,
+        /// LIDs whose ClassPortInfo does not answer.
+        no_class_port_info: Vec<u16>,
+        /// How PortSelect 0xFF is answered.
+        all_ports: AllPortsBehaviour,
+        executes: usize,
+        sent: u64,
+        /// (LID, attribute, PortSelect) of every request, in order.
+        log: Vec<(u16, u16, u8)>,
+    }
+
+    #[derive(Default, Clone, Copy, PartialEq)]
+    enum AllPortsBehaviour {
+        #[default]
+        Sum,
+        Timeout,
+        /// A PMA that ignores PortSelect 0xFF and answers for port 1.
+        WrongPort,
+    }
+
+    impl FakePma {
+        fn new(mask_switch: u16) -> FakePma {
+            let mut f = FakePma::default();
+            f.masks.insert(1, mask_switch);
+            f.masks.insert(2, 0x1200);
+            f.masks.insert(3, 0x1200);
+            for p in 1..=4 {
+                f.ports.insert((1, p), Default::default());
+            }
+            f.ports.insert((2, 1), Default::default());
+            f.ports.insert((3, 1), Default::default());
+            f
+        }
+
+        fn answer(&self, r: &Request) -> Result<Response, MadError> {
+            let ibscope_mad::umad::Dest::Gsi { lid, .. } = r.dest else {
+                panic!("not a GSI request")
+            };
+            let attribute = u16::from_be_bytes([r.mad[16], r.mad[17]]);
+            let select = r.mad[65];
+            let mut mad = r.mad;
+            let data: Vec<u8> = match attribute {
+                attr::CLASS_PORT_INFO => {
+                    if self.no_class_port_info.contains(&lid) {
+                        return Err(MadError::Timeout { attempts: 4 });
+                    }
+                    ClassPortInfo {
+                        capability_mask: self.masks[&lid],
+                        ..Default::default()
+                    }
+                    .to_bytes()
+                    .to_vec()
+                }
+                attr::PORT_COUNTERS | attr::PORT_COUNTERS_EXTENDED => {
+                    let extended = attribute == attr::PORT_COUNTERS_EXTENDED;
+                    let (c, e) = if select == ALL_PORTS {
+                        match self.all_ports {
+                            AllPortsBehaviour::Timeout => {
+                                return Err(MadError::Timeout { attempts: 4 })
+                            }
+                            AllPortsBehaviour::WrongPort => {
+                                let (mut c, mut e) = self.ports[&(lid, 1)].clone();
+                                c.port_select = 1;
+                                e.port_select = 1;
+                                (c, e)
+                            }
+                            AllPortsBehaviour::Sum => {
+                                let mine: Vec<_> = self
+                                    .ports
+                                    .iter()
+                                    .filter(|((l, _), _)| *l == lid)
+                                    .map(|(_, v)| v.clone())
+                                    .collect();
+                                saturating_sum(&mine, false)
+                            }
+                        }
+                    } else {
+                        let (mut c, mut e) = self.ports[&(lid, select)].clone();
+                        c.port_select = select;
+                        e.port_select = select;
+                        (c, e)
+                    };
+                    if extended {
+                        e.to_bytes().to_vec()
+                    } else {
+                        c.to_bytes().to_vec()
+                    }
+                }
+                other => panic!("unexpected attribute {other:#x}"),
+            };
+            mad[0x03] |= 0x80; // response bit (not looked at by the sweep)
+            mad[64..64 + data.len()].copy_from_slice(&data);
+            Ok(Response { mad: Box::new(mad) })
+        }
+    }
+
+    impl SmpExecutor for FakePma {
+        fn execute<T>(
+            &mut self,
+            requests: Vec<(T, Request)>,
+            on_done: &mut crate::discover::OnDone<'_, T>,
+        ) {
+            self.executes += 1;
+            let mut queue: std::collections::VecDeque<(T, Request)> = requests.into();
+            let mut follow_ups = Vec::new();
+            while let Some((token, request)) = queue.pop_front() {
+                self.sent += 1;
+                let ibscope_mad::umad::Dest::Gsi { lid, .. } = request.dest else {
+                    panic!("not a GSI request")
+                };
+                self.log.push((
+                    lid,
+                    u16::from_be_bytes([request.mad[16], request.mad[17]]),
+                    request.mad[65],
+                ));
+                let result = self.answer(&request);
+                on_done(token, result, &mut follow_ups);
+                queue.extend(follow_ups.drain(..));
+            }
+        }
+        fn mads_sent(&self) -> u64 {
+            self.sent
+        }
+    }
+
+    fn small_fabric() -> (Fabric, Vec<CounterTarget>) {
+        let f = crate::ibnd::parse(SMALL_FABRIC).unwrap();
+        let t = targets(&f, None, None);
+        assert_eq!(t.len(), 6, "{t:?}");
+        (f, t)
+    }
+
+    /// Both sweeps on fresh copies of the same PMA: (screened, per-port, screened's PMA).
+    fn both(
+        pma: impl Fn() -> FakePma,
+        thresholds: &Thresholds,
+    ) -> (ScreenedSweep, Sample, FakePma) {
+        let (f, t) = small_fabric();
+        let mut screened_pma = pma();
+        let screened = sweep_screened(&mut screened_pma, &f, &t, None, thresholds);
+        let mut plain_pma = pma();
+        let plain = sweep(&mut plain_pma, &f, &t, None);
+        assert_eq!(screened_pma.executes, 1, "one batch");
+        assert_eq!(plain_pma.executes, 1, "one batch");
+        assert_eq!(plain.mads_sent, plain_pma.sent);
+        assert_eq!(screened.sample.mads_sent, screened_pma.sent);
+        (screened, plain, screened_pma)
+    }
+
+    /// Ports of `sample` on the switch (LID 1).
+    fn switch_ports(ports: &[PortSample]) -> Vec<u8> {
+        ports
+            .iter()
+            .filter(|p| p.at.lid == 1)
+            .map(|p| p.at.port)
+            .collect()
+    }
+
+    #[test]
+    fn sweep_screened_clean_switch_is_one_sum() {
+        let (s, plain, pma) = both(|| FakePma::new(SWITCH_MASK), &Thresholds::default());
+        // 3 ClassPortInfo + 1 sum + 2 CA ports x (PortCounters + extended).
+        assert_eq!(s.sample.mads_sent, 8);
+        // 3 ClassPortInfo + 6 ports x 2.
+        assert_eq!(plain.mads_sent, 15);
+        assert_eq!(s.screened.len(), 1);
+        assert_eq!(s.screened[0].ports, vec![1, 2, 3, 4]);
+        assert_eq!(s.screened[0].at.lid, 1);
+        assert_eq!(s.ports_screened(), 4);
+        assert_eq!(s.ports_covered(), 6);
+        assert!(s.drilled.is_empty());
+        assert!(switch_ports(&s.sample.ports).is_empty());
+        // The CA ports are read exactly as sweep reads them.
+        let cas: Vec<_> = plain
+            .ports
+            .iter()
+            .filter(|p| p.at.lid != 1)
+            .cloned()
+            .collect();
+        assert_eq!(s.sample.ports, cas);
+        // The sum follows the switch's ClassPortInfo, with PortSelect 0xFF.
+        let sums: Vec<_> = pma.log.iter().filter(|l| l.2 == ALL_PORTS).collect();
+        assert_eq!(sums, vec![&(1, attr::PORT_COUNTERS, ALL_PORTS)]);
+        assert!(!pma
+            .log
+            .iter()
+            .any(|l| l.0 == 1 && l.2 != ALL_PORTS && l.1 != attr::CLASS_PORT_INFO));
+    }
+
+    #[test]
+    fn sweep_screened_drills_into_a_switch_with_errors_and_matches_sweep() {
+        let pma = || {
+            let mut p = FakePma::new(SWITCH_MASK);
+            p.ports.get_mut(&(1, 3)).unwrap().0.symbol_error_counter = 5;
+            p.ports.get_mut(&(2, 1)).unwrap().0.port_rcv_errors = 65535;
+            p
+        };
+        let (s, plain, _) = both(pma, &Thresholds::default());
+        assert!(s.screened.is_empty());
+        assert_eq!(s.drilled.len(), 1);
+        assert_eq!(
+            s.drilled[0].reason,
+            "SymbolErrorCounter = 5 in the all-ports sum, above its threshold 0"
+        );
+        assert_eq!(s.sample.ports, plain.ports);
+        assert_eq!(s.sample.mads_sent, plain.mads_sent + 1);
+    }
+
+    #[test]
+    fn sweep_screened_falls_back_when_the_sum_fails() {
+        for behaviour in [AllPortsBehaviour::Timeout, AllPortsBehaviour::WrongPort] {
+            let pma = || {
+                let mut p = FakePma::new(SWITCH_MASK);
+                p.all_ports = behaviour;
+                p.ports.get_mut(&(1, 4)).unwrap().0.link_downed_counter = 1;
+                p
+            };
+            let (s, plain, _) = both(pma, &Thresholds::default());
+            assert!(s.screened.is_empty());
+            assert_eq!(s.drilled.len(), 1);
+            let r = &s.drilled[0].reason;
+            assert!(r.starts_with("PortCounters (PortSelect 255): "), "{r}");
+            if behaviour == AllPortsBehaviour::WrongPort {
+                assert!(r.ends_with("reply is for port 1 (asked 255)"), "{r}");
+            }
+            assert_eq!(s.sample.ports, plain.ports);
+            assert_eq!(switch_ports(&s.sample.ports), vec![1, 2, 3, 4]);
+        }
+    }
+
+    #[test]
+    fn sweep_screened_without_all_port_select_reads_ports() {
+        let (s, plain, pma) = both(|| FakePma::new(0x1200), &Thresholds::default());
+        assert!(s.screened.is_empty() && s.drilled.is_empty());
+        assert_eq!(s.sample.ports, plain.ports);
+        assert_eq!(s.sample.mads_sent, plain.mads_sent);
+        assert!(!pma.log.iter().any(|l| l.2 == ALL_PORTS));
+    }
+
+    #[test]
+    fn sweep_screened_switch_without_class_port_info_reads_ports() {
+        let pma = || {
+            let mut p = FakePma::new(SWITCH_MASK);
+            p.no_class_port_info.push(1);
+            p
+        };
+        let (s, plain, _) = both(pma, &Thresholds::default());
+        assert!(s.screened.is_empty());
+        assert_eq!(s.sample.ports, plain.ports);
+        let p = s.sample.ports.iter().find(|p| p.at.lid == 1).unwrap();
+        assert!(p.counters.is_some() && p.extended.is_none());
+        assert!(p.errors[0].starts_with("ClassPortInfo: "), "{:?}", p.errors);
+    }
+
+    #[test]
+    fn sweep_screened_reads_the_extended_sum_for_extended_thresholds() {
+        let t = Thresholds::parse("PortXmitData=4000\n", "t").unwrap();
+        let pma = |words: u64| {
+            move || {
+                let mut p = FakePma::new(SWITCH_MASK);
+                p.ports.get_mut(&(1, 2)).unwrap().1.port_xmit_data = words;
+                p
+            }
+        };
+        let (s, _, log) = both(pma(1000), &t);
+        assert_eq!(s.screened.len(), 1);
+        assert_eq!(
+            s.screened[0].extended.as_ref().unwrap().get("PortXmitData"),
+            Some(4000)
+        );
+        assert!(log
+            .log
+            .contains(&(1, attr::PORT_COUNTERS_EXTENDED, ALL_PORTS)));
+        assert_eq!(s.sample.mads_sent, 9);
+        let (s, plain, _) = both(pma(1001), &t);
+        assert!(s.screened.is_empty());
+        assert_eq!(s.sample.ports, plain.ports);
+        let port2 = s
+            .sample
+            .ports
+            .iter()
+            .find(|p| (p.at.lid, p.at.port) == (1, 2));
+        assert_eq!(t.exceeded(port2.unwrap()).len(), 1);
     }
 }
