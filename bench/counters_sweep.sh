@@ -26,7 +26,7 @@
 #     computing and printing a line takes less than the interval: hence a second run with
 #     --interval 3. The median of the 3 measurable sweeps is shown.
 #
-# ibscope runs with OUTSTANDING MADs in flight (64, the notes' limit under the shim);
+# ibscope runs with OUTSTANDING MADs in flight (128, its cap under the shim);
 # ibqueryerrors with its defaults (it has no outstanding-MADs option). The fabric is clean:
 # nothing is injected. Needs: ibsim-utils, libumad2sim0, opensm, infiniband-diags.
 set -euo pipefail
@@ -34,9 +34,10 @@ set -euo pipefail
 HOSTS=${HOSTS:-2048}
 REPS=${REPS:-3}
 RADIX=${RADIX:-36}
-OUTSTANDING=${OUTSTANDING:-64}
+OUTSTANDING=${OUTSTANDING:-128}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/bench/lib.sh"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
 ibscope="$root/target/release/ibscope"
 
@@ -80,6 +81,7 @@ topo="$work/ft3-$HOSTS.topo"
 "$ibscope" sim gen fat-tree --levels 3 --radix "$RADIX" --hosts "$HOSTS" -o "$topo" >/dev/null
 name="bench-counters-$$"
 eval "$("$ibscope" sim up "$topo" --name "$name" 2>"$work/up.err")"
+settle "$IBSCOPE_SIM_DIR/$name"
 switches=$(grep -c '^Switch' "$topo")
 
 timed ibqueryerrors ibqueryerrors
