@@ -502,3 +502,38 @@ fn no_sm_means_no_master_and_ports_not_active() {
     assert_eq!(remote["remote"]["node"], "Switch2");
     assert_eq!(remote["remote"]["port"], 2);
 }
+
+#[test]
+fn offline_file_without_rates_says_so_and_expect_judges_it() {
+    // The demo topology gives a rate only for its planted 1xHDR uplink: the fabric norm
+    // cannot judge the other 31 links, so "healthy" comes with a note, and --expect finds
+    // the degraded link.
+    let topo = repo_root().join("examples/fabrics/demo.topo");
+    let topo = topo.to_str().unwrap();
+    let text = assert_success(&ibscope_plain(&["--topology", topo, "check"], &[]));
+    assert!(
+        text.contains("note: 31 of 32 links carry no active width/speed"),
+        "{text}"
+    );
+    let doc: Value = serde_json::from_str(&assert_success(&ibscope_plain(
+        &["--topology", topo, "check", "--json"],
+        &[],
+    )))
+    .unwrap();
+    assert_eq!(doc["links_without_rate"], 31);
+    let out = assert_exit(
+        &ibscope_plain(
+            &["--topology", topo, "check", "--json", "--expect", "4xHDR"],
+            &[],
+        ),
+        1,
+    );
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{out}");
+    assert_eq!(findings[0]["kind"], "degraded-link");
+    assert!(
+        findings[0]["message"].as_str().unwrap().contains("1xHDR"),
+        "{out}"
+    );
+}

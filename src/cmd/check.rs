@@ -122,6 +122,9 @@ struct Report {
     ports_screened: usize,
     /// MADs the counter phase sent: ClassPortInfo, sums, per-port reads, retries.
     counter_mads: u64,
+    /// Links whose active rate is unknown (topology files often give none): the fabric-norm
+    /// rule cannot judge them, only --expect can.
+    links_without_rate: usize,
     findings: Vec<Finding>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,6 +166,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         // Lost mid-sweep: one message, not a finding per unreadable port.
         crate::fabric::ensure_connected(e)?;
     }
+    let links_without_rate = health::assess(&fabric, None, &HealthOptions::default())
+        .links
+        .iter()
+        .filter(|l| l.active.is_none())
+        .count();
     let counters_checked = eval.sample.is_some();
     let ports_screened: usize = eval.screened.iter().map(|s| s.ports.len()).sum();
     let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
@@ -181,6 +189,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         switches_screened: eval.screened.len(),
         ports_screened,
         counter_mads: eval.sample.as_ref().map_or(0, |s| s.mads_sent),
+        links_without_rate,
         findings: eval.findings,
         ports: match (reads, eval.sample) {
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
@@ -191,6 +200,15 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_text(&out);
+        if out.links_without_rate > 0 && a.expect.is_none() {
+            // "healthy" must not read as "no degraded link" when most rates are unknown.
+            println!(
+                "note: {} of {} links carry no active width/speed, so they could not be \
+                 compared with the fabric norm; give the rate they should run at with \
+                 --expect (e.g. --expect 4xHDR)",
+                out.links_without_rate, out.links
+            );
+        }
     }
     Ok(ExitCode::from(if out.healthy {
         exit::OK
