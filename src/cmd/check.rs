@@ -166,7 +166,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         // Lost mid-sweep: one message, not a finding per unreadable port.
         crate::fabric::ensure_connected(e)?;
     }
-    let links_without_rate = health::assess(&fabric, None, &HealthOptions::default())
+    let links_without_rate = eval
+        .health
         .links
         .iter()
         .filter(|l| l.active.is_none())
@@ -228,6 +229,9 @@ pub struct Evaluation {
     pub screened: Vec<counters::ScreenedSwitch>,
     /// Switches with AllPortSelect whose ports were read one by one, and why.
     pub drilled: Vec<counters::DrilledSwitch>,
+    /// The link and port assessment the findings came from (callers reuse it rather than
+    /// assessing the fabric again).
+    pub health: health::HealthReport,
 }
 
 /// How [`evaluate_with`] reads the counters.
@@ -375,6 +379,7 @@ pub fn evaluate_with(
         sample: sample_out,
         screened,
         drilled,
+        health: report,
     }
 }
 

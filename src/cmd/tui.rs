@@ -116,7 +116,8 @@ impl tui::Source for LiveSource {
         let local = self.engine.local();
         let sm = (local.sm_lid != 0).then(|| format!("LID {}", local.sm_lid));
         let routes = tui::snapshot::check_routes(&fabric);
-        let health = tui::snapshot::assess_links(&fabric, &Default::default());
+        // The same assessment check's findings came from (HealthOptions::default() above).
+        let health = std::sync::Arc::new(tui::derive::LinkHealth::from_report(&eval.health));
         Ok(tui::Snapshot {
             fabric: std::sync::Arc::new(fabric),
             health,
