@@ -490,10 +490,13 @@ struct AllPortsState {
 /// A switch cleared by its sums: CapabilityMask, PortCounters sum, PortCountersExtended sum.
 type ClearedSums = (u16, Vec<CounterValue>, Option<Vec<CounterValue>>);
 
-/// An all-ports reply, checked: it must be the sum (PortSelect 0xFF).
-fn decode_all_ports(
+/// A PortCounters (`extended` false) or PortCountersExtended reply, checked: it must answer
+/// for PortSelect `want` (a PMA that ignores PortSelect would otherwise give another port's
+/// values). The error does not name the attribute; callers add that.
+fn decode_counter_reply(
     result: Result<Response, MadError>,
     extended: bool,
+    want: u8,
 ) -> Result<Vec<CounterValue>, String> {
     let r = result.map_err(|e| e.to_string())?;
     let (port_select, values) = if extended {
@@ -504,10 +507,8 @@ fn decode_all_ports(
         let c = PortCounters::decode(r.gmp_data()).map_err(|e| format!("malformed reply: {e}"))?;
         (c.port_select, c.counters())
     };
-    if port_select != ALL_PORTS {
-        return Err(format!(
-            "reply is for port {port_select} (asked {ALL_PORTS})"
-        ));
+    if port_select != want {
+        return Err(format!("reply is for port {port_select} (asked {want})"));
     }
     Ok(values)
 }
@@ -652,9 +653,9 @@ fn run_sweep<E: SmpExecutor>(
                     return;
                 };
                 if matches!(q, Query::AllPorts(_)) {
-                    state.counters = Some(decode_all_ports(result, false));
+                    state.counters = Some(decode_counter_reply(result, false, ALL_PORTS));
                 } else {
-                    state.extended = Some(decode_all_ports(result, true));
+                    state.extended = Some(decode_counter_reply(result, true, ALL_PORTS));
                 }
                 let complete =
                     state.counters.is_some() && (!state.want_extended || state.extended.is_some());
@@ -699,48 +700,21 @@ fn run_sweep<E: SmpExecutor>(
                     );
                 }
             }
-            Query::Counters(i) => {
-                let want = targets[i].port;
-                match result {
-                    Ok(r) => match PortCounters::decode(r.gmp_data()) {
-                        Ok(c) if c.port_select == want => {
-                            let values = c.counters();
-                            ports[i].saturated = values
-                                .iter()
-                                .filter(|v| v.saturated())
-                                .map(|v| v.name.to_string())
-                                .collect();
-                            ports[i].counters = Some(CounterSet::from_values(&values));
-                        }
-                        Ok(c) => ports[i].errors.push(format!(
-                            "PortCounters: reply is for port {} (asked {want})",
-                            c.port_select
-                        )),
-                        Err(e) => ports[i]
-                            .errors
-                            .push(format!("PortCounters: malformed reply: {e}")),
-                    },
-                    Err(e) => ports[i].errors.push(format!("PortCounters: {e}")),
+            Query::Counters(i) => match decode_counter_reply(result, false, targets[i].port) {
+                Ok(values) => {
+                    ports[i].saturated = values
+                        .iter()
+                        .filter(|v| v.saturated())
+                        .map(|v| v.name.to_string())
+                        .collect();
+                    ports[i].counters = Some(CounterSet::from_values(&values));
                 }
-            }
-            Query::Extended(i) => {
-                let want = targets[i].port;
-                match result {
-                    Ok(r) => match PortCountersExtended::decode(r.gmp_data()) {
-                        Ok(c) if c.port_select == want => {
-                            ports[i].extended = Some(CounterSet::from_values(&c.counters()));
-                        }
-                        Ok(c) => ports[i].errors.push(format!(
-                            "PortCountersExtended: reply is for port {} (asked {want})",
-                            c.port_select
-                        )),
-                        Err(e) => ports[i]
-                            .errors
-                            .push(format!("PortCountersExtended: malformed reply: {e}")),
-                    },
-                    Err(e) => ports[i].errors.push(format!("PortCountersExtended: {e}")),
-                }
-            }
+                Err(e) => ports[i].errors.push(format!("PortCounters: {e}")),
+            },
+            Query::Extended(i) => match decode_counter_reply(result, true, targets[i].port) {
+                Ok(values) => ports[i].extended = Some(CounterSet::from_values(&values)),
+                Err(e) => ports[i].errors.push(format!("PortCountersExtended: {e}")),
+            },
         };
     exec.execute(batch, &mut on_done);
     let switch_at = |g: usize| {
@@ -1649,6 +1623,8 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         no_class_port_info: Vec<u16>,
         /// How PortSelect 0xFF is answered.
         all_ports: AllPortsBehaviour,
+        /// (LID, port) whose per-port reads are answered with PortSelect 7.
+        wrong_port: Vec<(u16, u8)>,
         executes: usize,
         sent: u64,
         /// (LID, attribute, PortSelect) of every request, in order.
@@ -1722,8 +1698,13 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                         }
                     } else {
                         let (mut c, mut e) = self.ports[&(lid, select)].clone();
-                        c.port_select = select;
-                        e.port_select = select;
+                        let answered = if self.wrong_port.contains(&(lid, select)) {
+                            7
+                        } else {
+                            select
+                        };
+                        c.port_select = answered;
+                        e.port_select = answered;
                         (c, e)
                     };
                     if extended {
@@ -1850,6 +1831,30 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         );
         assert_eq!(s.sample.ports, plain.ports);
         assert_eq!(s.sample.mads_sent, plain.mads_sent + 1);
+    }
+
+    #[test]
+    fn sweep_rejects_a_reply_for_another_port() {
+        // A PMA answering LID 2 port 1 with PortSelect 7: neither set of values is taken
+        // for port 1, and both errors say why; the other ports are unaffected.
+        let (f, t) = small_fabric();
+        let mut pma = FakePma::new(SWITCH_MASK);
+        pma.wrong_port.push((2, 1));
+        let s = sweep(&mut pma, &f, &t, None);
+        let bad = s.ports.iter().find(|p| p.at.lid == 2).unwrap();
+        assert_eq!(bad.counters, None);
+        assert_eq!(bad.extended, None);
+        assert_eq!(
+            bad.errors,
+            vec![
+                "PortCounters: reply is for port 7 (asked 1)".to_string(),
+                "PortCountersExtended: reply is for port 7 (asked 1)".to_string(),
+            ]
+        );
+        for p in s.ports.iter().filter(|p| p.at.lid != 2) {
+            assert!(p.errors.is_empty(), "{p:?}");
+            assert!(p.counters.is_some() && p.extended.is_some(), "{p:?}");
+        }
     }
 
     #[test]
