@@ -143,14 +143,11 @@ impl Sweep {
         if !n.is_switch() {
             return None;
         }
-        let options: Vec<DrPath> = n
-            .ports
-            .iter()
-            .filter_map(|p| {
-                let peer = self.fabric.peer(End {
-                    node,
-                    port: p.number,
-                })?;
+        // By the links, not the port records: a switch cut off right after its NodeInfo has
+        // no PortInfo yet, but other switches' probes have found it over their links.
+        let options: Vec<DrPath> = (1..=n.num_ports)
+            .filter_map(|port| {
+                let peer = self.fabric.peer(End { node, port })?;
                 if !self.fabric.node(peer.node).is_switch() {
                     return None;
                 }
