@@ -18,7 +18,7 @@ use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::escape::for_prometheus_label;
-use ibscope_topo::health::{self, HealthOptions};
+use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::model::{phys_state, port_state};
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::{End, Fabric, Node, NodeKind};
@@ -729,6 +729,8 @@ struct Sweeper {
 struct Discovered {
     fabric: Fabric,
     targets: Vec<CounterTarget>,
+    /// The links' health (degraded or not): it changes only with the fabric.
+    health: HealthReport,
     duration: Duration,
 }
 
@@ -858,9 +860,11 @@ impl Sweeper {
             targets = targets.len(),
             "discovered"
         );
+        let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
         Discovered {
             fabric,
             targets,
+            health,
             duration: t.elapsed(),
         }
     }
@@ -901,6 +905,7 @@ impl Sweeper {
     fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64) -> String {
         render(
             &d.fabric,
+            &d.health,
             self.names.as_ref(),
             sample,
             &RenderStats {
@@ -1051,8 +1056,10 @@ fn port_labels(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
 ///
 /// Samples are written straight into the page (no per-family list of label copies): at
 /// 16k ports and 40 series each this is most of a sweep's CPU time.
+/// `health` is `health::assess` of `fabric` (computed once per discovery, not per sweep).
 pub fn render(
     fabric: &Fabric,
+    health: &HealthReport,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &RenderStats<'_>,
@@ -1202,14 +1209,13 @@ pub fn render(
     );
 
     // Degraded flag of both ends of every link (healthy ones as 0).
-    let report = health::assess(fabric, names, &HealthOptions::default());
     family_head(
         &mut out,
         "ibscope_port_degraded",
         "gauge",
         "1 if the port's link runs below what both ends could do or below the fabric norm.",
     );
-    for link in &report.links {
+    for link in &health.links {
         let value = u8::from(link.degraded);
         for end in [&link.a, &link.b] {
             if let Some(&i) = by_port.get(&(end.at.node_guid, end.at.port)) {
