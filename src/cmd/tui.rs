@@ -130,6 +130,10 @@ impl tui::Source for LiveSource {
         })
     }
 
+    fn set_cancel(&mut self, token: ibscope_mad::engine::CancelToken) {
+        self.engine.set_cancel(Some(token));
+    }
+
     fn describe(&self) -> String {
         let l = self.engine.local();
         format!("{}/{}", l.ca_name, l.port_num)

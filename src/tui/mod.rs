@@ -93,7 +93,9 @@ pub fn run(source: Box<dyn Source>, options: Options) -> anyhow::Result<()> {
     terminal.clear()?;
 
     let result = event_loop(&mut terminal, &mut state, &sweeper);
-    sweeper.detach();
+    // A live sweep in progress is cancelled (its MADs fail within one timeout) so the
+    // engine closes cleanly; a fabric that holds it longer is left behind at exit.
+    sweeper.quit(Duration::from_secs(2));
     result
 }
 

@@ -114,6 +114,9 @@ pub trait Source: Send {
     fn snapshot(&mut self) -> anyhow::Result<Snapshot>;
     /// Shown in the header, e.g. "file net.topo" or "mlx5_0/1".
     fn describe(&self) -> String;
+    /// A token that, once cancelled, should make a running `snapshot` give up soon (a live
+    /// source hands it to its MAD engine). Sources that never wait need not keep it.
+    fn set_cancel(&mut self, _token: ibscope_mad::engine::CancelToken) {}
 }
 
 /// A saved topology (`--topology FILE`): re-read on every sweep so edits show up, no

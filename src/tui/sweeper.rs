@@ -4,6 +4,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
+use ibscope_mad::engine::CancelToken;
 use ibscope_topo::namemap::NameMap;
 
 use super::snapshot::{Snapshot, Source};
@@ -38,6 +39,8 @@ pub struct Sweeper {
     pub messages: Receiver<SweepMsg>,
     control: Sender<Control>,
     handle: Option<JoinHandle<()>>,
+    /// Handed to the source: cancels a sweep in progress on quit.
+    cancel: CancelToken,
 }
 
 impl Sweeper {
@@ -50,6 +53,9 @@ impl Sweeper {
     ) -> std::io::Result<Sweeper> {
         let (msg_tx, messages) = mpsc::channel();
         let (control, ctl_rx) = mpsc::channel::<Control>();
+        let cancel = CancelToken::new();
+        source.set_cancel(cancel.clone());
+        let cancelled = cancel.clone();
         let handle = std::thread::Builder::new()
             .name("ibscope-sweeper".into())
             .spawn(move || {
@@ -58,7 +64,12 @@ impl Sweeper {
                     if msg_tx.send(SweepMsg::Started).is_err() {
                         return;
                     }
-                    let msg = match source.snapshot() {
+                    let result = source.snapshot();
+                    if cancelled.is_cancelled() {
+                        // What a cancelled sweep saw is partial: not worth showing.
+                        return;
+                    }
+                    let msg = match result {
                         Ok(s) => {
                             let prepared = prepare(previous.as_ref(), s, names.as_ref());
                             previous = Some(prepared.snapshot.clone());
@@ -94,6 +105,7 @@ impl Sweeper {
             messages,
             control,
             handle: Some(handle),
+            cancel,
         })
     }
 
@@ -109,11 +121,24 @@ impl Sweeper {
         }
     }
 
-    /// Ask the thread to stop without waiting: a live sweep may take a while, and the
-    /// process is exiting anyway.
-    pub fn detach(mut self) {
+    /// Stop for good: cancel a sweep in progress, then wait up to `grace` for the thread
+    /// (its source, and so its MAD engine, is then closed). Returns whether it ended in
+    /// time; if not it is left to the process exit.
+    pub fn quit(mut self, grace: Duration) -> bool {
+        self.cancel.cancel();
         let _ = self.control.send(Control::Stop);
-        self.handle.take();
+        let Some(handle) = self.handle.take() else {
+            return true;
+        };
+        let deadline = std::time::Instant::now() + grace;
+        while !handle.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = handle.join();
+        true
     }
 }
 
@@ -166,5 +191,66 @@ mod tests {
         ));
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
         sweeper.stop();
+    }
+
+    /// Blocks in `snapshot` until its token is cancelled, like an engine waiting on a
+    /// frozen fabric; records what happened.
+    struct Stuck {
+        token: Option<CancelToken>,
+        saw_cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Source for Stuck {
+        fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+            let token = self
+                .token
+                .clone()
+                .expect("the sweeper hands out a token first");
+            let give_up = std::time::Instant::now() + Duration::from_secs(30);
+            while !token.is_cancelled() && std::time::Instant::now() < give_up {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.saw_cancel
+                .store(token.is_cancelled(), std::sync::atomic::Ordering::SeqCst);
+            anyhow::bail!("cancelled")
+        }
+        fn describe(&self) -> String {
+            "stuck".into()
+        }
+        fn set_cancel(&mut self, token: CancelToken) {
+            self.token = Some(token);
+        }
+    }
+
+    impl Drop for Stuck {
+        fn drop(&mut self) {
+            self.dropped
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn quit_cancels_a_sweep_in_progress_and_closes_the_source() {
+        let saw_cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sweeper = Sweeper::spawn(
+            Box::new(Stuck {
+                token: None,
+                saw_cancel: saw_cancel.clone(),
+                dropped: dropped.clone(),
+            }),
+            Duration::from_secs(60),
+            None,
+        )
+        .unwrap();
+        // The sweep has started (and is stuck in snapshot).
+        assert!(matches!(
+            sweeper.messages.recv_timeout(Duration::from_secs(10)),
+            Ok(SweepMsg::Started)
+        ));
+        assert!(sweeper.quit(Duration::from_secs(10)), "thread did not end");
+        assert!(saw_cancel.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
     }
 }
