@@ -45,18 +45,37 @@ pub struct Args {
     pub lft: bool,
 }
 
+/// Stream the export to `out`, buffered: the text of a large fabric is never held whole.
+fn export(
+    format: Format,
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    out: impl Write,
+) -> Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
+    match format {
+        Format::Ibnetdiscover => ibscope_topo::ibnd::write_to(&mut out, fabric, names)?,
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &fabric.to_file())?;
+            out.write_all(b"\n")?;
+        }
+        Format::Dot => out.write_all(ibscope_topo::dot::write(fabric, names).as_bytes())?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let fabric = crate::fabric::load(g, DiscoverOptions { read_lft: a.lft })?;
-    let text = match a.format {
-        Format::Ibnetdiscover => ibscope_topo::ibnd::write(&fabric, names.as_ref()),
-        Format::Json => serde_json::to_string_pretty(&fabric.to_file())? + "\n",
-        Format::Dot => ibscope_topo::dot::write(&fabric, names.as_ref()),
-    };
     match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            export(a.format, &fabric, names.as_ref(), file)
+                .with_context(|| format!("cannot write {}", path.display()))?
+        }
+        None => export(a.format, &fabric, names.as_ref(), std::io::stdout().lock())?,
     }
     let report = &fabric.report;
     if g.topology.is_none() {
