@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Discovery benchmark: ibscope discover vs ibnetdiscover on generated 3-level fat trees
-# under ibsim (OpenSM up). Prints wall time (median of REPS), the ratio, MADs and peak RSS.
+# under ibsim (OpenSM up). Prints wall time (median of REPS runs each, the two tools taking
+# turns), the ratio, MADs and peak RSS.
 #
 #   bench/discover.sh                 # 2048 and 8192 hosts, 5 repetitions
 #   SIZES="2048 8192 16384" REPS=3 bench/discover.sh
@@ -40,18 +41,14 @@ trap cleanup EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# run LABEL CMD...: REPS timed runs; sets WALL (median s), RSS (max KiB), ERR (last stderr)
-run() {
+# once LABEL CMD...: one timed run; appends its wall time to WALLS_<LABEL>, keeps the
+# largest RSS in RSS_<LABEL> (KiB) and its stderr in $work/err.LABEL
+once() {
     local label=$1; shift
-    local walls=() rss=0 i
-    for ((i = 0; i < REPS; i++)); do
-        /usr/bin/time -f '%e %M' -o "$work/time.$label" "$@" >/dev/null 2>"$work/err.$label"
-        read -r wall kib <"$work/time.$label"
-        walls+=("$wall")
-        ((kib > rss)) && rss=$kib
-    done
-    WALL=$(printf '%s\n' "${walls[@]}" | median)
-    RSS=$rss
+    /usr/bin/time -f '%e %M' -o "$work/time.$label" "$@" >/dev/null 2>"$work/err.$label"
+    read -r wall kib <"$work/time.$label"
+    eval "WALLS_$label+=(\"$wall\")"
+    eval "((kib > RSS_$label)) && RSS_$label=$kib" || true
 }
 
 mads_seen_by_ibsim() {
@@ -71,10 +68,14 @@ for hosts in $SIZES; do
     nodes=$((sw + hosts))
     settle "$IBSCOPE_SIM_DIR/$name"
 
-    run ibnd ibnetdiscover -o "$OUTSTANDING"
-    ibnd_wall=$WALL ibnd_rss=$RSS
-    run ours "$ibscope" discover --max-outstanding "$IBSCOPE_OUTSTANDING" -o /dev/null
-    ours_wall=$WALL ours_rss=$RSS
+    # The two tools take turns, so that a slow stretch of the machine hits both alike.
+    WALLS_ibnd=() WALLS_ours=() RSS_ibnd=0 RSS_ours=0
+    for ((i = 0; i < REPS; i++)); do
+        once ibnd ibnetdiscover -o "$OUTSTANDING"
+        once ours "$ibscope" discover --max-outstanding "$IBSCOPE_OUTSTANDING" -o /dev/null
+    done
+    ibnd_wall=$(printf '%s\n' "${WALLS_ibnd[@]}" | median) ibnd_rss=$RSS_ibnd
+    ours_wall=$(printf '%s\n' "${WALLS_ours[@]}" | median) ours_rss=$RSS_ours
     ours_mads=$(sed -n 's/.* with \([0-9]*\) MADs.*/\1/p' "$work/err.ours" | tail -1)
 
     "$ibscope" sim fault --name "$name" raw "Verbose 1" >/dev/null
