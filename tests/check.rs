@@ -115,11 +115,22 @@ fn clean_fabric_is_healthy() {
     assert_eq!(plain["ports"].as_array().unwrap().len(), 32);
     assert!(plain["ports"][0]["counters"]["SymbolErrorCounter"].is_u64());
     // The reference agrees: no errors anywhere.
-    let reference_out = assert_success(&reference(&sim, "ibqueryerrors", &[]));
+    let reference_out = assert_success(&ibqueryerrors(&sim));
     assert!(
         reference_out.contains("32 ports checked, 0 ports have errors beyond threshold"),
         "{reference_out}"
     );
+}
+
+/// The reference ibqueryerrors, always with `--skip-sl`. Without it ibqueryerrors first reads
+/// a PathRecord table from the SA and stores each record's SL at `lid2sl_table[DLID]`, a table
+/// of 49,152 entries, without checking the DLID. Under the shim that answer is not whole (it
+/// spans several MADs, RMPP; `saquery -p` here prints 3 records, one with DLID 0), and about
+/// 1 run in 1,600 a record holds a DLID of 0xC000 or more: the write past the table segfaults
+/// (cores showed DLIDs 0xd156 and 0xe000) and the stdout it had buffered for the pipe is lost.
+/// The SL only sets the service level of its PMA queries; what it reports does not depend on it.
+fn ibqueryerrors(sim: &Sim) -> std::process::Output {
+    reference(sim, "ibqueryerrors", &["--skip-sl"])
 }
 
 /// ibqueryerrors' per-port error lines as (node description, port, counter): the lines
@@ -207,7 +218,8 @@ fn screening_flags_exactly_the_injected_ports_as_per_port_reads_do() {
     }
     assert_eq!(finding_set(&screened), want, "{screened:#}");
     // ibqueryerrors names the same ports and counters above threshold.
-    let reference_out = stdout(&reference(&sim, "ibqueryerrors", &[]));
+    let reference_run = ibqueryerrors(&sim);
+    let reference_out = stdout(&reference_run);
     let above: BTreeSet<_> = want
         .iter()
         .filter(|f| f.0 == "counter-above-threshold")
@@ -216,7 +228,9 @@ fn screening_flags_exactly_the_injected_ports_as_per_port_reads_do() {
     assert_eq!(
         ibqueryerrors_errors(&reference_out),
         above,
-        "{reference_out}"
+        "ibqueryerrors {:?}\n{reference_out}\n{}",
+        reference_run.status,
+        stderr(&reference_run)
     );
 
     // L0002, L0004 and S0001 were cleared by their sums; the other three were read port by
