@@ -27,7 +27,9 @@
 #     --interval 3. The median of the 3 measurable sweeps is shown.
 #
 # ibscope runs with OUTSTANDING MADs in flight (128, its cap under the shim);
-# ibqueryerrors with its defaults (it has no outstanding-MADs option). The fabric is clean:
+# ibqueryerrors with its defaults (it has no outstanding-MADs option) plus --skip-sl: its SL
+# lookup reads a PathRecord table that arrives incomplete under the shim and now and then
+# segfaults on a bogus DLID (see tests/check.rs); it costs one SA query. The fabric is clean:
 # nothing is injected. Needs: ibsim-utils, libumad2sim0, opensm, infiniband-diags.
 set -euo pipefail
 
@@ -84,7 +86,7 @@ eval "$("$ibscope" sim up "$topo" --name "$name" 2>"$work/up.err")"
 settle "$IBSCOPE_SIM_DIR/$name"
 switches=$(grep -c '^Switch' "$topo")
 
-timed ibqueryerrors ibqueryerrors
+timed ibqueryerrors ibqueryerrors --skip-sl
 ibqe=$WALL
 ibqe_summary=$(grep -E 'ports checked' "$work/out.ibqueryerrors" | sed 's/^## *//')
 
