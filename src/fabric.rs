@@ -58,7 +58,7 @@ pub fn load_file(path: &Path) -> Result<Fabric> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read topology file {}", path.display()))?;
     if text.trim_start().starts_with('{') {
-        let file: ibscope_topo::FabricFile = serde_json::from_str(&text)
+        let file = ibscope_topo::FabricFile::from_json(&text)
             .with_context(|| format!("{}: not a valid ibscope JSON snapshot", path.display()))?;
         Ok(Fabric::from_file(file).with_context(|| format!("{}", path.display()))?)
     } else {

@@ -442,7 +442,7 @@ fn flags_exactly_the_degraded_links_and_injected_ports() {
     }
     // Every finding names a GUID.
     for f in doc["findings"].as_array().unwrap() {
-        assert!(f["at"]["node_guid"].as_u64().is_some(), "{f}");
+        assert!(json_guid(&f["at"]["node_guid"]).is_some(), "{f}");
     }
 
     // A threshold file above 17 drops the SymbolErrorCounter finding.

@@ -214,7 +214,7 @@ fn node_selection_by_name_lid_and_guid() {
     let all = by_port(&counters_json(&sim, &[]));
     let sw2 = &all[&("Switch2".to_string(), 3)];
     let lid = sw2["lid"].as_u64().unwrap().to_string();
-    let guid = format!("{:#x}", sw2["node_guid"].as_u64().unwrap());
+    let guid = format!("{:#x}", json_guid(&sw2["node_guid"]).unwrap());
     for sel in [&["Switch2", "3"][..], &[&lid, "3"][..], &[&guid, "3"][..]] {
         let one = by_port(&counters_json(&sim, sel));
         assert_eq!(

@@ -45,7 +45,7 @@ fn ca_ports(snap: &Value) -> Vec<CaPort> {
         }
         for p in n["ports"].as_array().unwrap() {
             let lid = p["lid"].as_u64().unwrap_or(0) as u16;
-            if lid != 0 && p["state"].as_u64() == Some(4) {
+            if lid != 0 && p["state"] == "Active" {
                 out.push(CaPort { lid });
             }
         }
@@ -132,7 +132,7 @@ fn compare_trace(ours: &Value, theirs: &Tracert, what: &str) {
         .unwrap_or_else(|| panic!("{what}: {ours}"));
     assert!(ours.get("error").is_none(), "{what}: ibscope says {ours}");
     assert_eq!(
-        hops[0]["node"]["guid"].as_u64(),
+        json_guid(&hops[0]["node"]["guid"]),
         Some(theirs.src_guid),
         "{what}: source"
     );
@@ -165,7 +165,7 @@ fn compare_trace(ours: &Value, theirs: &Tracert, what: &str) {
         );
         if kind == "switch" {
             assert_eq!(
-                next["node"]["guid"].as_u64(),
+                json_guid(&next["node"]["guid"]),
                 Some(*guid),
                 "{what}: hop {k} switch"
             );
@@ -173,7 +173,7 @@ fn compare_trace(ours: &Value, theirs: &Tracert, what: &str) {
     }
     let last = hops.last().unwrap();
     assert_eq!(
-        last["node"]["guid"].as_u64(),
+        json_guid(&last["node"]["guid"]),
         Some(theirs.dst_guid),
         "{what}: destination"
     );

@@ -355,7 +355,7 @@ fn hostile_description_live() {
         .iter()
         .find(|n| n["description"] == SIM_DESC)
         .expect("ibsim serves the hostile NodeDescription");
-    let guid = format!("{:#018x}", h1["guid"].as_u64().unwrap());
+    let guid = format!("{:#018x}", json_guid(&h1["guid"]).unwrap());
     let run = |args: &[&str]| ibscope(&sim, args);
     check_all_formats(&run, SIM_DESC, true, &guid);
 

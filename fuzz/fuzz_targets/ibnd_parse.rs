@@ -2,7 +2,7 @@
 //! back out (ibnetdiscover text and DOT) without panicking.
 #![no_main]
 
-use ibscope_topo::{dot, ibnd};
+use ibscope_topo::{dot, health, ibnd};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,6 +11,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(fabric) = ibnd::parse(text) {
         let _ = ibnd::write(&fabric, None);
-        let _ = dot::write(&fabric, None);
+        let report = health::assess(&fabric, None, &Default::default());
+        let _ = dot::write(&fabric, None, &report);
     }
 });

@@ -7,6 +7,7 @@ pub mod smp_attrs;
 #[cfg(test)]
 pub(crate) mod golden;
 
+pub use link::{Rate, Speed, SpeedSet, Width, WidthSet};
 pub use perf_attrs::{
     counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterValue, PortCounters,
     PortCountersExtended,

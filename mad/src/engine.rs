@@ -28,7 +28,7 @@ use crate::header::{class, method, MadHeader, MadStatus, MAD_SIZE};
 use crate::smp::{self, MadView, SmpRoute, GMP_DATA_LEN, GMP_DATA_OFFSET, SA_DATA_LEN};
 use crate::smp::{SA_DATA_OFFSET, SMP_DATA_LEN, SMP_DATA_OFFSET};
 use crate::umad::{class_version, errno_description, is_transport_gone, UmadPort};
-pub use crate::umad::{Dest, LocalPort, MadPort, PortState, Received, TransportError, GSI_QKEY};
+pub use crate::umad::{Dest, LocalPort, MadPort, Received, TransportError, GSI_QKEY};
 
 /// More than about 330 MADs in flight deadlock libumad2sim (its socket buffers fill while it
 /// holds a lock) and stall ibsim for every client. 64 gives most of the throughput (1 in
@@ -1459,8 +1459,8 @@ mod tests {
                     lid: 1,
                     sm_lid: 1,
                     lmc: 0,
-                    state: PortState::Active,
-                    phys_state: 5,
+                    state: crate::attr::PortState::Active,
+                    phys_state: crate::attr::PhysState::LinkUp,
                     port_guid: 1,
                     link_layer: "IB".into(),
                 },

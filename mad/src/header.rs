@@ -112,9 +112,24 @@ impl MadHeader {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MadStatus(pub u16);
 
+crate::coded_enum! {
+    /// The code in bits 2..4 of the MAD status (IBA 13.4.7, table 127).
+    pub enum MadStatusCode: u8 {
+        Ok = 0, "ok", "ok";
+        BadVersion = 1, "bad base/class version", "bad-version";
+        MethodUnsupported = 2, "method not supported", "bad-method";
+        MethodAttributeUnsupported = 3, "method/attribute combination not supported", "bad-attribute";
+        InvalidValue = 7, "invalid attribute or attribute modifier value", "bad-value";
+    }
+}
+
 impl MadStatus {
     pub fn from_bits(raw: u16) -> Self {
         MadStatus(raw & 0x7fff)
+    }
+    /// The common status code (bits 2..4).
+    pub fn code(self) -> MadStatusCode {
+        MadStatusCode::from_code(((self.0 >> 2) & 0x7) as u8)
     }
     pub fn is_ok(self) -> bool {
         self.0 & 0x1f == 0 && self.0 >> 8 == 0
@@ -128,13 +143,10 @@ impl MadStatus {
         if self.0 & 0x2 != 0 {
             parts.push("redirect required".to_string());
         }
-        match (self.0 >> 2) & 0x7 {
-            0 => {}
-            1 => parts.push("bad base/class version".into()),
-            2 => parts.push("method not supported".into()),
-            3 => parts.push("method/attribute combination not supported".into()),
-            7 => parts.push("invalid attribute or attribute modifier value".into()),
-            c => parts.push(format!("reserved code {c}")),
+        match self.code() {
+            MadStatusCode::Ok => {}
+            MadStatusCode::Unknown(c) => parts.push(format!("reserved code {c}")),
+            code => parts.push(code.name().into()),
         }
         let class_bits = (self.0 >> 8) & 0x7f;
         if class_bits != 0 {

@@ -7,6 +7,7 @@
 extern crate self as ibscope_mad;
 
 pub mod attr;
+pub mod codes;
 pub mod engine;
 pub mod error;
 pub mod header;

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
+use crate::attr::{PhysState, PortState};
 use crate::header::{class, MAD_SIZE};
 use crate::smp::SmpRoute;
 
@@ -183,54 +184,21 @@ fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-/// Logical port state (IBA 14.2.5.6 PortInfo:PortState).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum PortState {
-    Down,
-    Initialize,
-    Armed,
-    Active,
-    Other(u8),
-}
-
-impl PortState {
-    pub fn from_code(code: u32) -> Self {
-        match code {
-            1 => PortState::Down,
-            2 => PortState::Initialize,
-            3 => PortState::Armed,
-            4 => PortState::Active,
-            c => PortState::Other(u8::try_from(c).unwrap_or(u8::MAX)),
-        }
-    }
-}
-
-impl std::fmt::Display for PortState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PortState::Down => write!(f, "Down"),
-            PortState::Initialize => write!(f, "Initialize"),
-            PortState::Armed => write!(f, "Armed"),
-            PortState::Active => write!(f, "Active"),
-            PortState::Other(c) => write!(f, "state {c}"),
-        }
-    }
-}
-
 /// Facts about the local port an engine talks through.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LocalPort {
     pub ca_name: String,
     /// "simulator" under libumad2sim; the HCA model otherwise.
     pub ca_type: String,
+    #[serde(with = "crate::codes::guid")]
     pub node_guid: u64,
     pub port_num: u8,
     pub lid: u16,
     pub sm_lid: u16,
     pub lmc: u8,
     pub state: PortState,
-    /// PortPhysicalState code (5 = LinkUp, 3 = Disabled, 2 = Polling).
-    pub phys_state: u8,
+    pub phys_state: PhysState,
+    #[serde(with = "crate::codes::guid")]
     pub port_guid: u64,
     /// "IB" or "Ethernet" (RoCE ports cannot carry SMPs).
     pub link_layer: String,
@@ -345,8 +313,8 @@ pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
             lid: u16::try_from(p.base_lid).unwrap_or(0),
             sm_lid: u16::try_from(p.sm_lid).unwrap_or(0),
             lmc: u8::try_from(p.lmc).unwrap_or(0),
-            state: PortState::from_code(p.state),
-            phys_state: u8::try_from(p.phys_state).unwrap_or(0),
+            state: PortState::from_code(u8::try_from(p.state).unwrap_or(u8::MAX)),
+            phys_state: PhysState::from_code(u8::try_from(p.phys_state).unwrap_or(u8::MAX)),
             port_guid: u64::from_be(p.port_guid),
             link_layer: c_text(&p.link_layer),
         });
@@ -781,7 +749,7 @@ mod tests {
             sm_lid: 0,
             lmc: 0,
             state,
-            phys_state: 5,
+            phys_state: PhysState::LinkUp,
             port_guid: 0,
             link_layer: ll.into(),
         }
@@ -792,7 +760,7 @@ mod tests {
         let cas = vec![
             (
                 "mlx5_0".to_string(),
-                vec![port("mlx5_0", 1, PortState::Initialize, "IB")],
+                vec![port("mlx5_0", 1, PortState::Init, "IB")],
             ),
             (
                 "mlx5_1".to_string(),

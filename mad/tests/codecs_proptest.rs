@@ -2,6 +2,7 @@
 //! than the layout is an error, and decode(encode(decode(b))) == decode(b) (encode keeps every
 //! named field; reserved bits are the only thing it may drop).
 
+use ibscope_mad::attr::link::SpeedField;
 use ibscope_mad::attr::{
     mtu_bytes, ClassPortInfo, LinearForwardingTableBlock, NodeDescription, NodeInfo, PortCounters,
     PortCountersExtended, PortInfo, SmInfo, SwitchInfo,
@@ -91,9 +92,14 @@ proptest! {
             prop_assert_eq!(w.bit(), p.link_width_active);
         }
         if let Some(s) = p.speed_active() {
-            let (ext, bit) = s.bit();
-            let field = if ext { p.link_speed_ext_active } else { p.link_speed_active };
-            prop_assert_eq!(bit, field);
+            let facts = s.facts();
+            let field = match facts.field {
+                SpeedField::LinkSpeed => p.link_speed_active,
+                SpeedField::LinkSpeedExt => p.link_speed_ext_active,
+                SpeedField::LinkSpeedExt2 => p.link_speed_ext_active2,
+                SpeedField::MellanoxExtended => unreachable!("PortInfo carries no FDR10"),
+            };
+            prop_assert_eq!(facts.bit, field);
         }
     }
 

@@ -4,14 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ibscope_mad::attr::SmInfo;
-use ibscope_mad::engine::Request;
-use ibscope_mad::header::attr;
-use ibscope_mad::smp::SmpRoute;
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
-use ibscope_topo::health::{self, HealthOptions, PortRef, Rate};
+use ibscope_topo::findings::{self, CounterReads, Evaluation};
+use ibscope_topo::health::{HealthOptions, Rate};
 use serde::Serialize;
 
 use crate::cli::{exit, Global};
@@ -65,46 +61,6 @@ pub struct Args {
     pub no_screen: bool,
 }
 
-/// One finding.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// degraded-link, port-not-active, counter-above-threshold, counter-saturated,
-    /// counters-unreadable, duplicate-guid, duplicate-lid, discovery-error, no-master-sm.
-    pub kind: &'static str,
-    /// The port concerned (absent for fabric-wide findings).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub at: Option<PortRef>,
-    /// The far end of its link.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remote: Option<PortRef>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counter: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<u64>,
-}
-
-impl Finding {
-    fn new(kind: &'static str, message: String) -> Finding {
-        Finding {
-            kind,
-            at: None,
-            remote: None,
-            message,
-            counter: None,
-            value: None,
-            threshold: None,
-        }
-    }
-    fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
-        self.at = Some(at);
-        self.remote = remote;
-        self
-    }
-}
-
 #[derive(Debug, Serialize)]
 struct Report {
     healthy: bool,
@@ -125,7 +81,7 @@ struct Report {
     /// Links whose active rate is unknown (topology files often give none): the fabric-norm
     /// rule cannot judge them, only --expect can.
     links_without_rate: usize,
-    findings: Vec<Finding>,
+    findings: Vec<findings::Finding>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     ports: Option<Vec<counters::PortSample>>,
@@ -154,7 +110,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         CounterReads::Screened
     };
-    let eval = evaluate_with(
+    let eval = evaluate(
         &fabric,
         names.as_ref(),
         &HealthOptions { expect: a.expect },
@@ -218,34 +174,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }))
 }
 
-/// What `check` found, and the counter sample it read (live only).
-pub struct Evaluation {
-    pub findings: Vec<Finding>,
-    /// The ports read one by one: every port with [`CounterReads::PerPort`]; `mads_sent`
-    /// covers the whole counter phase.
-    pub sample: Option<counters::Sample>,
-    /// Switches cleared by their all-ports sum ([`CounterReads::Screened`] only): their
-    /// ports are not in `sample`.
-    pub screened: Vec<counters::ScreenedSwitch>,
-    /// Switches with AllPortSelect whose ports were read one by one, and why.
-    pub drilled: Vec<counters::DrilledSwitch>,
-    /// The link and port assessment the findings came from (callers reuse it rather than
-    /// assessing the fabric again).
-    pub health: health::HealthReport,
-}
-
-/// How [`evaluate_with`] reads the counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CounterReads {
-    /// Every port one by one: the sample has every port's values.
-    PerPort,
-    /// Switches with AllPortSelect through their all-ports sum first, as ibqueryerrors
-    /// does (see [`counters::sweep_screened`]): the same findings, fewer MADs.
-    Screened,
-}
-
-/// Every health finding of a fabric; with an engine also the counters (every port read
-/// one by one) and the SM. Shared by `check --no-screen`, the TUI's live source and the
+/// `findings::evaluate` through an engine when there is one: the counters read as `reads`
+/// says and the SM the local port names. Shared by `check`, the TUI's live source and the
 /// exporter.
 pub fn evaluate(
     fabric: &ibscope_topo::Fabric,
@@ -253,183 +183,22 @@ pub fn evaluate(
     health_options: &HealthOptions,
     thresholds: &Thresholds,
     engine: Option<&mut ibscope_mad::engine::Engine>,
-) -> Evaluation {
-    evaluate_with(
-        fabric,
-        names,
-        health_options,
-        thresholds,
-        engine,
-        CounterReads::PerPort,
-    )
-}
-
-/// [`evaluate`], with the counters read as `reads` says.
-pub fn evaluate_with(
-    fabric: &ibscope_topo::Fabric,
-    names: Option<&ibscope_topo::namemap::NameMap>,
-    health_options: &HealthOptions,
-    thresholds: &Thresholds,
-    engine: Option<&mut ibscope_mad::engine::Engine>,
     reads: CounterReads,
 ) -> Evaluation {
-    let mut findings = Vec::new();
-
-    let report = health::assess(fabric, names, health_options);
-    for l in report.degraded() {
-        let f = Finding::new(
-            "degraded-link",
-            format!(
-                "link runs at {}: {}",
-                l.active.map_or("?".into(), |r| r.to_string()),
-                l.reasons.join("; ")
-            ),
-        )
-        .at(l.a.at.clone(), Some(l.b.at.clone()));
-        findings.push(f);
-    }
-    for p in &report.up_not_active {
-        findings.push(
-            Finding::new(
-                "port-not-active",
-                format!("physically {} but {}", p.phys_state, p.state),
-            )
-            .at(p.at.clone(), p.remote.clone()),
-        );
-    }
-    for guid in &fabric.report.duplicate_guids {
-        findings.push(Finding::new(
-            "duplicate-guid",
-            format!("node GUID {guid:#018x} is used by more than one node"),
-        ));
-    }
-    for lid in &fabric.report.duplicate_lids {
-        let mut f = Finding::new(
-            "duplicate-lid",
-            format!("LID {lid} is claimed by more than one port"),
-        );
-        if let Some(end) = fabric.port_by_lid(*lid) {
-            f.at = Some(PortRef::new(fabric.node(end.node), end.port, names));
+    let live = engine.map(|e| {
+        let sm_lid = e.local().sm_lid;
+        findings::Live {
+            exec: e,
+            reads,
+            sm_lid,
         }
-        findings.push(f);
-    }
-    for e in fabric
-        .report
-        .errors
-        .iter()
-        .chain(&fabric.report.inconsistencies)
-    {
-        findings.push(Finding::new("discovery-error", e.clone()));
-    }
-
-    let mut sample_out = None;
-    let mut screened = Vec::new();
-    let mut drilled = Vec::new();
-    if let Some(engine) = engine {
-        let targets = counters::targets(fabric, None, None);
-        let sample = match reads {
-            CounterReads::PerPort => counters::sweep(engine, fabric, &targets, names),
-            CounterReads::Screened => {
-                let s = counters::sweep_screened(engine, fabric, &targets, names, thresholds);
-                screened = s.screened;
-                drilled = s.drilled;
-                s.sample
-            }
-        };
-        for p in &sample.ports {
-            if p.counters.is_none() {
-                findings.push(
-                    Finding::new("counters-unreadable", p.errors.join("; "))
-                        .at(p.at.clone(), p.remote.clone()),
-                );
-                continue;
-            }
-            for (name, value, limit) in thresholds.exceeded(p) {
-                let mut f = Finding::new(
-                    "counter-above-threshold",
-                    format!("{name} = {value} (threshold {limit})"),
-                )
-                .at(p.at.clone(), p.remote.clone());
-                f.counter = Some(name);
-                f.value = Some(value);
-                f.threshold = Some(limit);
-                findings.push(f);
-            }
-            for name in &p.saturated {
-                if !p.is_saturated(name) {
-                    continue;
-                }
-                let mut f = Finding::new(
-                    "counter-saturated",
-                    format!("{name} is at its maximum and no longer counts"),
-                )
-                .at(p.at.clone(), p.remote.clone());
-                f.counter = Some(name.clone());
-                f.value = p.value(name);
-                findings.push(f);
-            }
-        }
-        if let Some(f) = check_sm(engine) {
-            findings.push(f);
-        }
-        sample_out = Some(sample);
-    }
-    Evaluation {
-        findings,
-        sample: sample_out,
-        screened,
-        drilled,
-        health: report,
-    }
-}
-
-/// The master SM: the local port's SMLID must answer SMInfo in state Master.
-fn check_sm(engine: &mut ibscope_mad::engine::Engine) -> Option<Finding> {
-    let sm_lid = engine.local().sm_lid;
-    if sm_lid == 0 {
-        return Some(Finding::new(
-            "no-master-sm",
-            "the local port knows no SM (its SMLID is 0)".into(),
-        ));
-    }
-    let request = Request::smp_get(&SmpRoute::Lid(sm_lid), attr::SM_INFO, 0);
-    match engine.call(request) {
-        Err(e) => Some(Finding::new(
-            "no-master-sm",
-            format!("the SM at LID {sm_lid} does not answer SMInfo: {e}"),
-        )),
-        Ok(r) => match SmInfo::decode(r.smp_data()) {
-            Err(e) => Some(Finding::new(
-                "no-master-sm",
-                format!("the SM at LID {sm_lid} sent a malformed SMInfo: {e}"),
-            )),
-            Ok(info) if info.sm_state == 3 => None,
-            Ok(info) => Some(Finding::new(
-                "no-master-sm",
-                format!(
-                    "the SM at LID {sm_lid} (GUID {:#018x}) is {}, not Master",
-                    info.guid,
-                    info.state_name()
-                ),
-            )),
-        },
-    }
+    });
+    findings::evaluate(fabric, names, health_options, thresholds, live)
 }
 
 fn print_text(r: &Report) {
     for f in &r.findings {
-        let mut line = format!("[{}]", f.kind);
-        if let Some(at) = &f.at {
-            line.push_str(&format!(" {at}"));
-            if at.lid != 0 {
-                line.push_str(&format!(" (lid {})", at.lid));
-            }
-        }
-        if let Some(remote) = &f.remote {
-            line.push_str(&format!(" <-> {remote}"));
-        }
-        line.push_str(&format!(": {}", for_terminal(&f.message)));
-        println!("{line}");
+        println!("{}", f.text_line());
     }
     let scope = if r.counters_checked && r.screening {
         format!(

@@ -59,7 +59,10 @@ fn export(
             serde_json::to_writer_pretty(&mut out, &fabric.to_file())?;
             out.write_all(b"\n")?;
         }
-        Format::Dot => out.write_all(ibscope_topo::dot::write(fabric, names).as_bytes())?,
+        Format::Dot => {
+            let health = ibscope_topo::health::assess(fabric, names, &Default::default());
+            out.write_all(ibscope_topo::dot::write(fabric, names, &health).as_bytes())?
+        }
     }
     out.flush()?;
     Ok(())

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
@@ -41,7 +43,13 @@ pub struct Args {
 
 pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
     Rate::parse(text).ok_or_else(|| {
-        format!("{text:?} is not WIDTHxSPEED, e.g. 4xHDR (widths 1 2 4 8 12; SDR..NDR)")
+        let widths: Vec<String> = Width::KNOWN.iter().map(|w| w.lanes().to_string()).collect();
+        let speeds: Vec<&str> = Speed::ALL.iter().map(|s| s.name()).collect();
+        format!(
+            "{text:?} is not WIDTHxSPEED, e.g. 4xHDR (widths {}; speeds {})",
+            widths.join(" "),
+            speeds.join(" ")
+        )
     })
 }
 
@@ -73,10 +81,10 @@ fn rate_text(r: Option<Rate>) -> String {
 
 fn end_text(e: &LinkEnd) -> String {
     format!(
-        "{} {:?} ({:#018x}) lid {} port {}",
+        "{} {:?} ({}) lid {} port {}",
         e.at.kind.as_str(),
         for_terminal(&e.at.node),
-        e.at.node_guid,
+        guid::text(e.at.node_guid),
         e.at.lid,
         e.at.port
     )
@@ -85,12 +93,9 @@ fn end_text(e: &LinkEnd) -> String {
 /// One line per link: `A <=> B  4xHDR Active/LinkUp  (could be 4xHDR)  [DEGRADED: ...]`.
 pub fn link_line(l: &LinkAssessment) -> String {
     let state = if l.a.state == l.b.state && l.a.phys_state == l.b.phys_state {
-        format!("{}/{}", l.a.state, l.a.phys_state)
+        l.a.state_text()
     } else {
-        format!(
-            "{}/{} : {}/{}",
-            l.a.state, l.a.phys_state, l.b.state, l.b.phys_state
-        )
+        format!("{} : {}", l.a.state_text(), l.b.state_text())
     };
     let mut line = format!(
         "{}  <=>  {}  {} {}",
@@ -133,8 +138,11 @@ fn print_text(report: &HealthReport) {
             .as_ref()
             .map_or_else(|| "no link".to_string(), |r| format!("to {r}"));
         println!(
-            "{} {}/{} ({:?}), {}",
-            p.at, p.state, p.phys_state, p.condition, remote
+            "{} {} ({}), {}",
+            p.at,
+            p.state_text(),
+            p.condition.as_str(),
+            remote
         );
     }
 }

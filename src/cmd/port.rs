@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use ibscope_mad::attr::PortInfo;
+use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_mad::engine::{Engine, MadError, Request};
 use ibscope_mad::header::attr;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::PortRef;
-use ibscope_topo::model::phys_state;
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::{End, Fabric, NodeId};
 
@@ -264,10 +264,10 @@ pub fn plan(
 /// moves (a simulator re-derives the active rate from them).
 pub fn set_payload(read: &PortInfo, action: Action) -> [u8; 64] {
     let info = PortInfo {
-        port_state: 0,
+        port_state: PortState::NoChange.code(),
         port_phys_state: match action {
-            Action::Disable => phys_state::DISABLED,
-            Action::Enable => phys_state::POLLING,
+            Action::Disable => PhysState::Disabled.code(),
+            Action::Enable => PhysState::Polling.code(),
         },
         link_width_enabled: 0,
         link_speed_enabled: 0,
@@ -382,16 +382,16 @@ fn apply(
             return Ok(fail(&msg));
         }
     };
-    let was = before.port_phys_state;
+    let was = before.phys_state();
     match action {
-        Action::Disable if was == phys_state::DISABLED => {
+        Action::Disable if was == PhysState::Disabled => {
             println!("{at} is already disabled: nothing to do");
             return Ok(exit::OK);
         }
-        Action::Enable if was != phys_state::DISABLED => {
+        Action::Enable if was != PhysState::Disabled => {
             println!(
                 "{at} is not disabled (PortPhysicalState {}): nothing to do",
-                phys_state::name(was)
+                was.name()
             );
             return Ok(exit::OK);
         }
@@ -421,15 +421,15 @@ fn apply(
             )));
         }
     };
-    let now = after.port_phys_state;
+    let now = after.phys_state();
     let took = match action {
-        Action::Disable => now == phys_state::DISABLED,
-        Action::Enable => now != phys_state::DISABLED,
+        Action::Disable => now == PhysState::Disabled,
+        Action::Enable => now != PhysState::Disabled,
     };
     if !took {
         return Ok(fail(&format!(
             "SubnSet PortInfo to {at} was answered, but PortPhysicalState is still {}",
-            phys_state::name(now)
+            now.name()
         )));
     }
     let peer = fabric
@@ -450,10 +450,10 @@ fn apply(
     };
     println!(
         "{verb} {at}{peer}: PortPhysicalState {} -> {}",
-        phys_state::name(was),
-        phys_state::name(now)
+        was.name(),
+        now.name()
     );
-    if action == Action::Enable && now != phys_state::LINK_UP {
+    if action == Action::Enable && now != PhysState::LinkUp {
         println!("the link comes up once the port at its other end is enabled and trains");
     }
     Ok(exit::OK)

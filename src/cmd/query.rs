@@ -138,8 +138,8 @@ fn decoded_port_info(p: &PortInfo) -> Value {
     let width = |w: Option<ibscope_mad::attr::link::Width>| w.map(|w| w.to_string());
     let speed = |s: Option<ibscope_mad::attr::link::Speed>| s.map(|s| s.to_string());
     json!({
-        "state": ibscope_topo::model::port_state::name(p.port_state),
-        "phys_state": ibscope_topo::model::phys_state::name(p.port_phys_state),
+        "state": p.state(),
+        "phys_state": p.phys_state(),
         "width_active": width(p.width_active()),
         "widths_supported": p.widths_supported().iter().map(|w| w.to_string()).collect::<Vec<_>>(),
         "widths_enabled": p.widths_enabled().iter().map(|w| w.to_string()).collect::<Vec<_>>(),

@@ -14,12 +14,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
+use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::escape::for_prometheus_label;
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
-use ibscope_topo::model::{phys_state, port_state};
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::{End, Fabric, Node, NodeKind};
 
@@ -952,7 +952,7 @@ fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
     let mut changed = false;
     exec.execute(batch, &mut |known, result, _| {
         if let Ok(Ok(info)) = result.map(|r| PortInfo::decode(r.smp_data())) {
-            if info.port_state != known {
+            if Some(info.state()) != known {
                 changed = true;
             }
         }
@@ -1001,6 +1001,16 @@ pub struct RenderStats<'a> {
 pub use super::counters::metric_name;
 
 /// HELP and TYPE of a family; its samples follow at once.
+/// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
+/// 0 not read)", from the value's table.
+fn code_help<'a>(what: &str, codes: impl Iterator<Item = (u8, &'a str)>) -> String {
+    let known: Vec<String> = codes
+        .filter(|(c, _)| *c != 0)
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect();
+    format!("{what} ({}; 0 not read).", known.join(", "))
+}
+
 fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -1165,26 +1175,32 @@ pub fn render(
     link_family(
         &mut out,
         "ibscope_port_state",
-        "PortState (1 Down, 2 Initialize, 3 Armed, 4 Active; 0 unknown).",
-        &|p| Some(p.state.to_string()),
+        &code_help(
+            "PortState",
+            PortState::KNOWN.iter().map(|s| (s.code(), s.name())),
+        ),
+        &|p| Some(p.state.map_or(0, PortState::code).to_string()),
     );
     link_family(
         &mut out,
         "ibscope_port_phys_state",
-        "PortPhysicalState (2 Polling, 3 Disabled, 5 LinkUp, ...; 0 unknown).",
-        &|p| Some(p.phys_state.to_string()),
+        &code_help(
+            "PortPhysicalState",
+            PhysState::KNOWN.iter().map(|s| (s.code(), s.name())),
+        ),
+        &|p| Some(p.phys_state.map_or(0, PhysState::code).to_string()),
     );
     link_family(
         &mut out,
         "ibscope_port_active",
         "1 if the port is Active, else 0.",
-        &|p| Some(u8::from(p.state == port_state::ACTIVE).to_string()),
+        &|p| Some(u8::from(p.is_active()).to_string()),
     );
     link_family(
         &mut out,
         "ibscope_port_link_up",
         "1 if the port is physically LinkUp, else 0.",
-        &|p| Some(u8::from(p.phys_state == phys_state::LINK_UP).to_string()),
+        &|p| Some(u8::from(p.is_phys_up()).to_string()),
     );
     link_family(
         &mut out,

@@ -73,24 +73,10 @@ impl tui::Source for LiveSource {
             &ibscope_topo::health::HealthOptions::default(),
             &self.thresholds,
             Some(&mut self.engine),
+            ibscope_topo::findings::CounterReads::PerPort,
         );
         crate::fabric::ensure_connected(&self.engine)?;
-        let findings = eval
-            .findings
-            .iter()
-            .map(|f| tui::Finding {
-                severity: match f.kind {
-                    "degraded-link" | "port-not-active" | "counter-saturated" => {
-                        tui::Severity::Warning
-                    }
-                    _ => tui::Severity::Error,
-                },
-                node_guid: f.at.as_ref().map_or(0, |p| p.node_guid),
-                port: f.at.as_ref().map(|p| p.port),
-                remote: f.remote.as_ref().map(|p| (p.node_guid, p.port)),
-                text: format!("{}: {}", f.kind, f.message),
-            })
-            .collect();
+        let findings = eval.findings;
         let counters = eval
             .sample
             .map(|sample| {

@@ -5,9 +5,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_topo::escape;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
-use ibscope_topo::model::{phys_state, port_state};
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::{End, Fabric, Node, NodeId, NodeKind, Port};
 
@@ -104,24 +104,18 @@ pub struct LinkFacts {
     /// An end reports a known PortState other than Active, or a known physical state other
     /// than LinkUp.
     pub down: bool,
-    pub state_a: u8,
-    pub state_b: u8,
-    pub phys_a: u8,
-    pub phys_b: u8,
+    pub state_a: Option<PortState>,
+    pub state_b: Option<PortState>,
+    pub phys_a: Option<PhysState>,
+    pub phys_b: Option<PhysState>,
 }
 
 impl LinkFacts {
     pub fn active_text(&self) -> String {
-        rate_text(self.width, self.speed)
+        Rate::text(self.width, self.speed)
     }
     pub fn state_text(&self) -> String {
-        let s = |code: u8| {
-            if code == port_state::UNKNOWN {
-                "?"
-            } else {
-                port_state::name(code)
-            }
-        };
+        let s = |state: Option<PortState>| state.map_or("?", PortState::name);
         if self.state_a == self.state_b {
             s(self.state_a).to_string()
         } else {
@@ -130,33 +124,15 @@ impl LinkFacts {
     }
 }
 
-/// "4xHDR", with "?" for unknown parts.
-pub fn rate_text(width: Option<Width>, speed: Option<Speed>) -> String {
-    match (width, speed) {
-        (None, None) => "?".into(),
-        (w, s) => format!(
-            "{}x{}",
-            w.map(|w| w.lanes().to_string())
-                .unwrap_or_else(|| "?".into()),
-            s.map(|s| s.name()).unwrap_or("?")
-        ),
-    }
-}
-
 /// The active rate and states of a link's two ends.
 pub fn link_facts(a: Option<&Port>, b: Option<&Port>) -> LinkFacts {
     let (Some(pa), Some(pb)) = (a, b) else {
         return LinkFacts::default();
     };
-    let bad_state = |s: u8| s != port_state::UNKNOWN && s != port_state::ACTIVE;
-    let bad_phys = |s: u8| s != phys_state::UNKNOWN && s != phys_state::LINK_UP;
     LinkFacts {
         width: pa.width_active.or(pb.width_active),
         speed: pa.speed_active.or(pb.speed_active),
-        down: bad_state(pa.state)
-            || bad_state(pb.state)
-            || bad_phys(pa.phys_state)
-            || bad_phys(pb.phys_state),
+        down: pa.is_known_down() || pb.is_known_down(),
         state_a: pa.state,
         state_b: pb.state,
         phys_a: pa.phys_state,
@@ -201,6 +177,8 @@ pub struct FabricSummary {
     pub switches: usize,
     pub cas: usize,
     pub routers: usize,
+    /// SHARP aggregation nodes (not counted in `cas`).
+    pub aggregation_nodes: usize,
     pub links: usize,
     pub degraded: usize,
     pub down: usize,
@@ -258,6 +236,7 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
             }
             NodeKind::Ca => s.cas += 1,
             NodeKind::Router => s.routers += 1,
+            NodeKind::AggregationNode => s.aggregation_nodes += 1,
         }
         if n.kind != NodeKind::Switch {
             let name = node_name(n, names);
@@ -622,9 +601,9 @@ mod tests {
         assert_eq!(f.active_text(), "4x?");
         assert!(!f.down);
         // A known non-Active state is down; unknown (0) is not.
-        b.state = port_state::DOWN;
+        b.state = Some(PortState::Down);
         assert!(link_facts(Some(&a), Some(&b)).down);
-        b.state = port_state::UNKNOWN;
+        b.state = None;
         assert!(!link_facts(Some(&a), Some(&b)).down);
         // No far end: no facts.
         assert_eq!(link_facts(Some(&a), None), LinkFacts::default());
@@ -636,14 +615,14 @@ mod tests {
     fn norm_only_fabric() -> Fabric {
         use ibscope_mad::attr::link::{SpeedSet, WidthSet};
         let port = |number: u8, width: Width, enabled: u8| Port {
-            state: port_state::ACTIVE,
-            phys_state: phys_state::LINK_UP,
+            state: Some(PortState::Active),
+            phys_state: Some(PhysState::LinkUp),
             width_active: Some(width),
             width_supported: WidthSet(0x1f),
             width_enabled: WidthSet(enabled),
             speed_active: Some(Speed::Hdr),
-            speed_supported: SpeedSet { base: 7, ext: 7 },
-            speed_enabled: SpeedSet { base: 7, ext: 7 },
+            speed_supported: SpeedSet::from_masks(7, 0, 7, 0),
+            speed_enabled: SpeedSet::from_masks(7, 0, 7, 0),
             ..Port::new(number)
         };
         let node = |guid: u64, kind: NodeKind, name: &str, ports: Vec<Port>| Node {

@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::SystemTime;
 
-use ibscope_topo::model::port_state;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
 
@@ -164,20 +163,13 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
             let Some(op) = on.port(p.number) else {
                 continue;
             };
-            if op.state != p.state
-                && op.state != port_state::UNKNOWN
-                && p.state != port_state::UNKNOWN
-            {
-                push(
-                    EventKind::PortState,
-                    format!(
-                        "{}[{}] {} -> {}",
-                        node_name(n, names),
-                        p.number,
-                        port_state::name(op.state),
-                        port_state::name(p.state)
-                    ),
-                );
+            if let (Some(old), Some(new)) = (op.state, p.state) {
+                if old != new {
+                    push(
+                        EventKind::PortState,
+                        format!("{}[{}] {old} -> {new}", node_name(n, names), p.number),
+                    );
+                }
             }
         }
     }

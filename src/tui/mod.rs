@@ -28,7 +28,7 @@ use ibscope_topo::namemap::NameMap;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub use snapshot::{FileSource, Finding, PortCounterSample, Severity, Snapshot, Source};
+pub use snapshot::{FileSource, Finding, PortCounterSample, Snapshot, Source};
 pub use state::{AppState, View};
 pub use sweeper::{SweepMsg, Sweeper};
 

@@ -4,20 +4,19 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use ibscope_mad::attr::{PhysState, PortState, Rate};
 use ibscope_topo::escape::for_terminal;
-use ibscope_topo::model::{phys_state, port_state};
-use ibscope_topo::{End, Fabric, NodeKind};
+use ibscope_topo::findings::Severity;
+use ibscope_topo::{End, Fabric};
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
-use super::derive::{
-    link_facts, node_name, rate_text, FabricSummary, Layer, LinkHealth, SwitchChip,
-};
+use super::derive::{link_facts, node_name, FabricSummary, Layer, LinkHealth, SwitchChip};
 use super::events::EventKind;
-use super::snapshot::{finding_subject, Severity, ERROR_COUNTERS};
+use super::snapshot::{finding_subject, ERROR_COUNTERS};
 use super::state::{AppState, RouteField, View};
 
 const RED: Style = Style::new().fg(Color::Red);
@@ -458,7 +457,6 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
     let window = state
         .overview_findings
         .window(snap.findings.len(), usize::from(inner.height));
-    let names = state.names.as_ref();
     let lines: Vec<Line> = window
         .clone()
         .map(|i| {
@@ -468,13 +466,15 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
                 Severity::Warning => RED,
                 Severity::Info => Style::new(),
             };
+            let subject = finding_subject(f);
             let mut line = Line::from(vec![
-                Span::styled(format!("{:<5} ", f.severity.as_str()), style),
-                Span::raw(format!(
-                    "{} ",
-                    for_terminal(&finding_subject(&snap.fabric, names, f))
-                )),
-                Span::styled(for_terminal(&f.text), style),
+                Span::styled(format!("{:<5} ", f.severity.short()), style),
+                Span::raw(if subject.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", for_terminal(&subject))
+                }),
+                Span::styled(for_terminal(&f.message), style),
             ]);
             if i == state.overview_findings.selected {
                 line = line.patch_style(Modifier::REVERSED);
@@ -486,14 +486,6 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
 }
 
 // ----- Nodes -----
-
-fn kind_short(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Switch => "switch",
-        NodeKind::Ca => "CA",
-        NodeKind::Router => "router",
-    }
-}
 
 fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
     let Some(snap) = &state.snapshot else {
@@ -547,7 +539,7 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
             let r = &state.derived.node_rows[v.visible[i]];
             let row = Row::new(vec![
                 r.name.clone(),
-                kind_short(r.kind).to_string(),
+                r.kind.short().to_string(),
                 format!("{:#018x}", r.guid),
                 r.lid.map(|l| l.to_string()).unwrap_or_else(|| "-".into()),
                 format!("{}/{}", r.linked, r.ports),
@@ -573,29 +565,6 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
     frame.render_widget(table, table_area);
 }
 
-fn state_short(code: u8) -> &'static str {
-    match code {
-        port_state::DOWN => "Down",
-        port_state::INIT => "Init",
-        port_state::ARMED => "Armed",
-        port_state::ACTIVE => "Active",
-        _ => "?",
-    }
-}
-
-fn phys_short(code: u8) -> &'static str {
-    match code {
-        phys_state::SLEEP => "Sleep",
-        phys_state::POLLING => "Polling",
-        phys_state::DISABLED => "Disabled",
-        phys_state::TRAINING => "Training",
-        phys_state::LINK_UP => "LinkUp",
-        phys_state::ERROR_RECOVERY => "ErrRecov",
-        phys_state::PHY_TEST => "PhyTest",
-        _ => "?",
-    }
-}
-
 fn draw_node_detail(
     frame: &mut Frame,
     area: Rect,
@@ -614,7 +583,7 @@ fn draw_node_detail(
     let mut facts = vec![
         Line::raw(format!(
             "{}  GUID {:#018x}  sysimg {:#018x}",
-            kind_short(node.kind),
+            node.kind.short(),
             node.guid,
             node.system_image_guid
         )),
@@ -695,13 +664,13 @@ fn draw_node_detail(
                 || peer.is_some_and(|e| {
                     health.is_degraded((node.guid, p.number), (fabric.node(e.node).guid, e.port))
                 });
-            let supported = rate_text(p.width_supported.best(), p.speed_supported.best());
-            let enabled = rate_text(p.width_enabled.best(), p.speed_enabled.best());
+            let supported = Rate::text(p.width_supported.best(), p.speed_supported.best());
+            let enabled = Rate::text(p.width_enabled.best(), p.speed_enabled.best());
             let row = Row::new(vec![
                 p.number.to_string(),
-                state_short(p.state).to_string(),
-                phys_short(p.phys_state).to_string(),
-                rate_text(p.width_active, p.speed_active),
+                p.state.map_or("?", PortState::short).to_string(),
+                p.phys_state.map_or("?", PhysState::short).to_string(),
+                Rate::text(p.width_active, p.speed_active),
                 supported,
                 enabled,
                 if p.lid == 0 {
@@ -1084,7 +1053,7 @@ fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
             let row = Row::new(vec![
                 i.to_string(),
                 node_name(fabric.node(h.node.id), names),
-                kind_short(h.node.kind).to_string(),
+                h.node.kind.short().to_string(),
                 port(h.in_port),
                 port(h.out_port),
             ]);

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope_topo::health::HealthOptions;
-use ibscope_topo::namemap::NameMap;
+use ibscope_topo::findings;
+pub use ibscope_topo::findings::Finding;
+use ibscope_topo::health::{HealthOptions, PortRef};
 use ibscope_topo::routing::{self, RouteReport};
 use ibscope_topo::Fabric;
 
-use super::derive::{link_facts, port_key, LinkHealth};
+use super::derive::LinkHealth;
 
 /// One reading of one port's performance counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,35 +43,6 @@ impl PortCounterSample {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warn",
-            Severity::Error => "error",
-        }
-    }
-}
-
-/// Something a health check noticed about a node or port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub severity: Severity,
-    pub node_guid: u64,
-    pub port: Option<u8>,
-    /// The far end (node GUID, port) when the finding is about a link.
-    pub remote: Option<(u64, u8)>,
-    /// Plain text; may quote fabric strings, so it is escaped before display.
-    pub text: String,
-}
-
 /// One sweep's worth of fabric state.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -91,10 +63,11 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// A snapshot of a fabric with findings computed from it and nothing else, links judged
-    /// with the default health options (as `ibscope check` without `--expect`).
+    /// with the default health options (as `ibscope check --topology` without `--expect`).
     pub fn from_fabric(fabric: Fabric, taken_at: SystemTime) -> Snapshot {
-        let health = assess_links(&fabric, &HealthOptions::default());
-        let findings = fabric_findings(&fabric, &health);
+        let eval = findings::evaluate_offline(&fabric, None, &HealthOptions::default());
+        let health = Arc::new(LinkHealth::from_report(&eval.health));
+        let findings = eval.findings;
         Snapshot {
             fabric: Arc::new(fabric),
             health,
@@ -166,106 +139,13 @@ pub fn check_routes(fabric: &Fabric) -> Option<Arc<RouteReport>> {
     Some(Arc::new(routing::check(fabric, &opts)))
 }
 
-/// Judge every link of `fabric` as `ibscope check` does: once per snapshot, by the source
-/// that makes it (`health::assess` is O(links)).
-pub fn assess_links(fabric: &Fabric, options: &HealthOptions) -> Arc<LinkHealth> {
-    Arc::new(LinkHealth::assess(fabric, options))
-}
-
-/// Findings that need only the fabric and its link verdicts: degraded and down links,
-/// query errors, duplicate LIDs/GUIDs. Live sources use `check`'s findings instead.
-pub fn fabric_findings(fabric: &Fabric, health: &LinkHealth) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for link in fabric.links() {
-        let q = link_facts(link.a_port(), link.b_port());
-        let (a, b) = (
-            (link.a_node.guid, link.a.port),
-            (link.b_node.guid, link.b.port),
-        );
-        let remote = Some(b);
-        if let Some(v) = health.verdict(a, b).filter(|v| v.degraded()) {
-            out.push(Finding {
-                severity: Severity::Warning,
-                node_guid: link.a_node.guid,
-                port: Some(link.a.port),
-                remote,
-                text: format!(
-                    "degraded link to {}: {}",
-                    port_key(link.b_node, link.b.port),
-                    v.reasons.join("; ")
-                ),
-            });
-        }
-        if q.down {
-            out.push(Finding {
-                severity: Severity::Error,
-                node_guid: link.a_node.guid,
-                port: Some(link.a.port),
-                remote,
-                text: format!(
-                    "link to {} not active ({})",
-                    port_key(link.b_node, link.b.port),
-                    q.state_text()
-                ),
-            });
-        }
-    }
-    for (_, node) in fabric.nodes() {
-        for e in &node.errors {
-            out.push(Finding {
-                severity: Severity::Warning,
-                node_guid: node.guid,
-                port: None,
-                remote: None,
-                text: format!("query failed: {e}"),
-            });
-        }
-        for p in &node.ports {
-            for e in &p.errors {
-                out.push(Finding {
-                    severity: Severity::Warning,
-                    node_guid: node.guid,
-                    port: Some(p.number),
-                    remote: None,
-                    text: format!("port query failed: {e}"),
-                });
-            }
-        }
-    }
-    for lid in &fabric.report.duplicate_lids {
-        out.push(Finding {
-            severity: Severity::Error,
-            node_guid: 0,
-            port: None,
-            remote: None,
-            text: format!("LID {lid} is claimed by more than one port"),
-        });
-    }
-    for guid in &fabric.report.duplicate_guids {
-        out.push(Finding {
-            severity: Severity::Error,
-            node_guid: *guid,
-            port: None,
-            remote: None,
-            text: format!("GUID {guid:#018x} is claimed by more than one node"),
-        });
-    }
-    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
-    out
-}
-
-/// A name for a finding's node: the map's name, else its description, else the GUID.
-pub fn finding_subject(fabric: &Fabric, names: Option<&NameMap>, f: &Finding) -> String {
-    match fabric.node_by_guid(f.node_guid) {
-        Some(id) => {
-            let node = fabric.node(id);
-            let name = ibscope_topo::namemap::display_name(node, names);
-            match f.port {
-                Some(p) => format!("{name}[{p}]"),
-                None => name.to_string(),
-            }
-        }
-        None if f.node_guid == 0 => String::new(),
-        None => format!("{:#018x}", f.node_guid),
+/// "name[port]" of a finding's port (empty for fabric-wide findings), with " <-> peer[port]"
+/// when it is about a link. Untrusted: escape before display.
+pub fn finding_subject(f: &Finding) -> String {
+    let subject = |p: &PortRef| format!("{}[{}]", p.node, p.port);
+    match (&f.at, &f.remote) {
+        (Some(at), Some(remote)) => format!("{} <-> {}", subject(at), subject(remote)),
+        (Some(at), None) => subject(at),
+        _ => String::new(),
     }
 }

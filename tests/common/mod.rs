@@ -252,3 +252,11 @@ pub fn unique_name(prefix: &str) -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// A GUID as ibscope's JSON writes it (`"0x" + 16 hex digits`); `None` for anything else,
+/// a bare number included (JSON numbers above 2^53 lose digits in common tools).
+pub fn json_guid(v: &serde_json::Value) -> Option<u64> {
+    let text = v.as_str()?;
+    let hex = text.strip_prefix("0x")?;
+    (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok())?
+}

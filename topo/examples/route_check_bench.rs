@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::attr::PortState;
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
-use ibscope_topo::model::port_state;
 use ibscope_topo::routing::{check, compute_minhop_lfts, load, CheckOptions, Pattern};
 use ibscope_topo::{ibnd, End};
 
@@ -34,7 +34,7 @@ fn main() {
             }
             let is_switch = node.is_switch();
             for p in node.ports.iter_mut() {
-                p.state = port_state::ACTIVE;
+                p.state = Some(PortState::Active);
                 p.width_active = Some(Width::X4);
                 p.speed_active = Some(Speed::Hdr);
                 if is_switch || p.number != 0 {

@@ -9,10 +9,11 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::escape;
-use crate::model::{phys_state, port_state, Fabric, Node, NodeKind, Port};
+use crate::model::{Fabric, Node, NodeKind, Port};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeSummary {
+    #[serde(with = "ibscope_mad::codes::guid")]
     pub guid: u64,
     pub kind: NodeKind,
     pub description: String,
@@ -20,6 +21,7 @@ pub struct NodeSummary {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct EndRef {
+    #[serde(with = "ibscope_mad::codes::guid")]
     pub guid: u64,
     pub port: u8,
     pub description: String,
@@ -34,6 +36,7 @@ pub struct LinkEnds {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PortChange {
+    #[serde(with = "ibscope_mad::codes::guid")]
     pub guid: u64,
     pub port: u8,
     pub description: String,
@@ -45,6 +48,7 @@ pub struct PortChange {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DescriptionChange {
+    #[serde(with = "ibscope_mad::codes::guid")]
     pub guid: u64,
     pub old: String,
     pub new: String,
@@ -128,19 +132,15 @@ fn compare_port(old: &Port, new: &Port, node: &Node, out: &mut Vec<PortChange>) 
             push("speed_active", o.to_string(), n.to_string());
         }
     }
-    if old.state != 0 && new.state != 0 && old.state != new.state {
-        push(
-            "state",
-            port_state::name(old.state).to_string(),
-            port_state::name(new.state).to_string(),
-        );
+    if let (Some(o), Some(n)) = (old.state, new.state) {
+        if o != n {
+            push("state", o.to_string(), n.to_string());
+        }
     }
-    if old.phys_state != 0 && new.phys_state != 0 && old.phys_state != new.phys_state {
-        push(
-            "phys_state",
-            phys_state::name(old.phys_state).to_string(),
-            phys_state::name(new.phys_state).to_string(),
-        );
+    if let (Some(o), Some(n)) = (old.phys_state, new.phys_state) {
+        if o != n {
+            push("phys_state", o.to_string(), n.to_string());
+        }
     }
 }
 
@@ -288,10 +288,10 @@ caguid=0x100010\nHca 1 \"h3\"\n[1] \"sw2\"[5]\n";
         let mut old = old;
         for f in [&mut old, &mut new] {
             let id = f.node_by_guid(0x100000).unwrap();
-            f.node_mut(id).port_mut(1).unwrap().state = port_state::ACTIVE;
+            f.node_mut(id).port_mut(1).unwrap().state = Some(ibscope_mad::attr::PortState::Active);
         }
         let id = new.node_by_guid(0x100000).unwrap();
-        new.node_mut(id).port_mut(1).unwrap().state = port_state::INIT;
+        new.node_mut(id).port_mut(1).unwrap().state = Some(ibscope_mad::attr::PortState::Init);
 
         let d = diff(&old, &new);
         assert_eq!(d.nodes_removed.len(), 1);
@@ -314,7 +314,7 @@ caguid=0x100010\nHca 1 \"h3\"\n[1] \"sw2\"[5]\n";
             .collect();
         assert_eq!(
             widths,
-            vec![(0x200000, 3, "4X", "1X"), (0x200001, 3, "4X", "1X")]
+            vec![(0x200000, 3, "4x", "1x"), (0x200001, 3, "4x", "1x")]
         );
         let states: Vec<_> = d
             .port_changes
@@ -334,7 +334,7 @@ caguid=0x100010\nHca 1 \"h3\"\n[1] \"sw2\"[5]\n";
             text.contains("- node 0x0000000000100002 ca \"h2\""),
             "{text}"
         );
-        assert!(text.contains("~ port 0x0000000000200000[3] \"sw1\" width_active: 4X -> 1X"));
+        assert!(text.contains("~ port 0x0000000000200000[3] \"sw1\" width_active: 4x -> 1x"));
         let json = serde_json::to_value(&d).unwrap();
         assert_eq!(json["links_added"][0]["b"]["port"], 5);
     }

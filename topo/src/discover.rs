@@ -17,7 +17,7 @@ type FastMap<K, V> = foldhash::HashMap<K, V>;
 type FastSet<K> = foldhash::HashSet<K>;
 use std::time::Instant;
 
-use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use ibscope_mad::attr::{NodeDescription, NodeInfo, PhysState, PortInfo, PortState, SwitchInfo};
 use ibscope_mad::engine::{MadError, Request, Response};
 use ibscope_mad::header::attr;
 use ibscope_mad::smp::{DrPath, SmpRoute};
@@ -41,6 +41,19 @@ impl SmpExecutor for ibscope_mad::engine::Engine {
     }
     fn mads_sent(&self) -> u64 {
         self.stats().sent
+    }
+}
+
+/// The transport of code that runs without one (an offline evaluation): it cannot be
+/// made, so nothing is ever sent through it.
+pub enum NoTransport {}
+
+impl SmpExecutor for NoTransport {
+    fn execute<T>(&mut self, _: Vec<(T, Request)>, _: &mut OnDone<'_, T>) {
+        match *self {}
+    }
+    fn mads_sent(&self) -> u64 {
+        match *self {}
     }
 }
 
@@ -228,7 +241,14 @@ impl Sweep {
                 Err(e) => self.record_decode(&Query::Probe { path, from }, &e.to_string()),
             },
             Query::Description { node } => match NodeDescription::decode(data) {
-                Ok(d) => self.fabric.node_mut(node).description = d.text(),
+                Ok(d) => {
+                    let n = self.fabric.node_mut(node);
+                    n.description = d.text();
+                    // The description tells a SHARP aggregation node from a host's CA.
+                    if let Some(kind) = NodeKind::classify(n.kind.node_type(), &n.description) {
+                        n.kind = kind;
+                    }
+                }
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
             Query::PortInfo { node, port } => match PortInfo::decode(data) {
@@ -264,13 +284,13 @@ impl Sweep {
         info: NodeInfo,
         out: &mut Vec<(Query, Request)>,
     ) {
-        let kind = NodeKind::from_node_type(info.node_type).unwrap_or(NodeKind::Ca);
+        let kind = NodeKind::classify(info.kind(), "").unwrap_or(NodeKind::Ca);
         let entered = info.local_port_num;
         let existing = self.fabric.node_by_guid(info.node_guid);
         let id = match existing {
             Some(id) => {
                 let n = self.fabric.node(id);
-                if n.kind != kind || n.num_ports != info.num_ports {
+                if n.kind.node_type() != kind.node_type() || n.num_ports != info.num_ports {
                     self.duplicate_guid(info.node_guid, &path);
                     return;
                 }
@@ -413,8 +433,8 @@ impl Sweep {
             .unwrap_or_else(|| Port::new(number));
         port.lid = info.lid;
         port.lmc = info.lmc;
-        port.state = info.port_state;
-        port.phys_state = info.port_phys_state;
+        port.state = Some(info.state());
+        port.phys_state = Some(info.phys_state());
         port.width_active = info.width_active();
         port.width_supported = info.widths_supported();
         port.width_enabled = info.widths_enabled();
@@ -467,8 +487,11 @@ impl Sweep {
         }
         if is_switch && number != 0 {
             let end = End { node, port: number };
-            let linked = info.port_phys_state == crate::model::phys_state::LINK_UP
-                || info.port_state >= crate::model::port_state::INIT;
+            let linked = info.phys_state() == PhysState::LinkUp
+                || matches!(
+                    info.state(),
+                    PortState::Init | PortState::Armed | PortState::Active | PortState::ActiveDefer
+                );
             if linked && !self.known_peer.contains(&end) {
                 if let Some(path) = self.paths.get(&node).and_then(|p| p.child(number).ok()) {
                     out.push((
@@ -484,7 +507,7 @@ impl Sweep {
         if !is_switch && self.fabric.local.map(|l| l.0) == Some(self.fabric.node(node).guid) {
             // The local CA: leave through its own port.
             let end = End { node, port: number };
-            let linked = info.port_phys_state == crate::model::phys_state::LINK_UP;
+            let linked = info.phys_state() == PhysState::LinkUp;
             if linked
                 && !self.known_peer.contains(&end)
                 && self.paths.get(&node).is_some_and(|p| p.is_empty())
@@ -511,7 +534,7 @@ impl Sweep {
         sw.enhanced_port0 = info.enhanced_port0;
         if read_lft && info.linear_fdb_top > 0 {
             let top = usize::from(info.linear_fdb_top.min(0xbfff));
-            sw.lft = vec![255; top + 1];
+            sw.lft = vec![crate::model::NO_ROUTE; top + 1];
             for block in 0..=(top / 64) as u32 {
                 self.push(Query::Lft { node, block }, out);
             }

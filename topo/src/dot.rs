@@ -1,59 +1,24 @@
-//! Graphviz DOT rendering: switches as boxes, CAs as ellipses, routers as diamonds; edges
-//! labelled with the active rate ("4xHDR") and port numbers at each end; degraded links red.
+//! Graphviz DOT rendering: switches as boxes, CAs as ellipses, routers as diamonds,
+//! aggregation nodes as hexagons; edges labelled with the active rate ("4xHDR") and port
+//! numbers at each end; the links `check` calls degraded red.
 
 use std::fmt::Write;
 
-use crate::escape;
-use crate::model::{Fabric, Node, NodeKind, Port};
-use crate::namemap::{display_name, NameMap};
+use ibscope_mad::attr::link::Rate;
 
-/// True when a link runs below what both ends support and enable: active width below the
-/// widest width in (supported ∩ enabled) of both ports, or likewise for speed. Only judged
-/// when all four sets of that kind are known (non-zero) and the active value is known.
-pub fn is_degraded(a: Option<&Port>, b: Option<&Port>) -> bool {
-    let (Some(a), Some(b)) = (a, b) else {
-        return false;
-    };
-    let width_low = (|| {
-        let sets = [
-            a.width_supported,
-            a.width_enabled,
-            b.width_supported,
-            b.width_enabled,
-        ];
-        if sets.iter().any(|s| s.0 == 0) {
-            return None;
-        }
-        let best = sets.into_iter().reduce(|x, y| x.intersect(y))?.best()?;
-        let active = a.width_active.or(b.width_active)?;
-        Some(active < best)
-    })()
-    .unwrap_or(false);
-    let speed_low = (|| {
-        let sets = [
-            a.speed_supported,
-            a.speed_enabled,
-            b.speed_supported,
-            b.speed_enabled,
-        ];
-        if sets.iter().any(|s| s.base == 0 && s.ext == 0) {
-            return None;
-        }
-        let best = sets.into_iter().reduce(|x, y| x.intersect(y))?.best()?;
-        let active = a.speed_active.or(b.speed_active)?;
-        Some(active < best)
-    })()
-    .unwrap_or(false);
-    width_low || speed_low
-}
+use crate::escape;
+use crate::health::HealthReport;
+use crate::model::{Fabric, Node, NodeKind};
+use crate::namemap::{display_name, NameMap};
 
 fn dot_id(node: &Node) -> String {
     format!("n{:016x}", node.guid)
 }
 
 /// Render the fabric as an undirected DOT graph. Names (node-name-map, else
-/// NodeDescription) are escaped for DOT labels.
-pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
+/// NodeDescription) are escaped for DOT labels; `health` is [`crate::health::assess`]'s
+/// report on the same fabric, whose degraded links are drawn red.
+pub fn write(fabric: &Fabric, names: Option<&NameMap>, health: &HealthReport) -> String {
     let mut out = String::new();
     out.push_str("graph fabric {\n");
     out.push_str("  graph [overlap=false, splines=true];\n");
@@ -64,6 +29,7 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
             NodeKind::Switch => "box",
             NodeKind::Ca => "ellipse",
             NodeKind::Router => "diamond",
+            NodeKind::AggregationNode => "hexagon",
         };
         let lid = node.lid().map(|l| format!(" lid {l}")).unwrap_or_default();
         // "\n" in a DOT label is a line break; the name itself cannot produce one.
@@ -75,7 +41,8 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
             node.guid
         );
     }
-    for link in fabric.links() {
+    // The report lists every link in graph order, as `links()` yields them.
+    for (link, verdict) in fabric.links().zip(&health.links) {
         let (pa, pb) = (link.a_port(), link.b_port());
         let width = pa
             .and_then(|p| p.width_active)
@@ -87,13 +54,10 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
             format!("taillabel=\"{}\"", link.a.port),
             format!("headlabel=\"{}\"", link.b.port),
         ];
-        match (width, speed) {
-            (Some(w), Some(s)) => attrs.push(format!("label=\"{}x{}\"", w.lanes(), s.name())),
-            (Some(w), None) => attrs.push(format!("label=\"{}x\"", w.lanes())),
-            (None, Some(s)) => attrs.push(format!("label=\"{}\"", s.name())),
-            (None, None) => {}
+        if width.is_some() || speed.is_some() {
+            attrs.push(format!("label=\"{}\"", Rate::text(width, speed)));
         }
-        if is_degraded(pa, pb) {
+        if verdict.degraded {
             attrs.push("color=red".into());
             attrs.push("fontcolor=red".into());
             attrs.push("penwidth=3".into());
@@ -113,8 +77,14 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::health::{assess, HealthOptions};
     use crate::ibnd;
+    use crate::model::Port;
     use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+
+    fn render(f: &Fabric) -> String {
+        write(f, None, &assess(f, None, &HealthOptions::default()))
+    }
 
     const FABRIC: &str = "Switch 8 \"sw1\"\n[1] \"h1\"[1] # \"h1\" lid 2 4xHDR\n\
 [2] \"h2\"[1] # \"h2\" lid 3 1xHDR\n\n\
@@ -124,8 +94,8 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
     fn full_sets(p: &mut Port) {
         p.width_supported = WidthSet(Width::X1.bit() | Width::X4.bit());
         p.width_enabled = WidthSet(Width::X1.bit() | Width::X4.bit());
-        p.speed_supported = SpeedSet { base: 7, ext: 7 };
-        p.speed_enabled = SpeedSet { base: 7, ext: 7 };
+        p.speed_supported = SpeedSet::from_masks(7, 0, 7, 0);
+        p.speed_enabled = SpeedSet::from_masks(7, 0, 7, 0);
     }
 
     fn fabric_with_sets() -> Fabric {
@@ -145,7 +115,7 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
     #[test]
     fn structure_and_degraded_links() {
         let f = fabric_with_sets();
-        let dot = write(&f, None);
+        let dot = render(&f);
         assert!(dot.starts_with("graph fabric {\n"));
         assert!(dot.ends_with("}\n"));
         assert!(dot.contains("n0000000000200000 [shape=box, label=\"sw1\\n0x0000000000200000\"];"));
@@ -164,28 +134,34 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
         );
     }
 
+    /// DOT draws red exactly what `check` calls degraded: the spec rule and the fabric
+    /// norm alike, and nothing where neither fires.
     #[test]
-    fn unknown_sets_are_not_degraded() {
+    fn red_is_checks_verdict() {
+        // Only active rates (a topology file): the fabric-norm rule alone finds the 1x link.
         let f = ibnd::parse(FABRIC).unwrap();
-        assert!(!write(&f, None).contains("red"));
-        let mut a = Port::new(1);
-        full_sets(&mut a);
-        a.width_active = Some(Width::X4);
-        a.speed_active = Some(Speed::Edr);
-        let b = a.clone();
-        assert!(is_degraded(Some(&a), Some(&b)), "EDR below HDR");
-        a.speed_active = Some(Speed::Hdr);
-        assert!(!is_degraded(Some(&a), Some(&b)));
-        let mut c = b.clone();
-        c.speed_enabled = SpeedSet { base: 7, ext: 3 };
-        a.speed_active = Some(Speed::Edr);
-        assert!(
-            !is_degraded(Some(&a), Some(&c)),
-            "peer enables only up to EDR"
-        );
-        c.width_supported = WidthSet(0);
-        a.width_active = Some(Width::X1);
-        assert!(!is_degraded(Some(&a), Some(&c)), "width sets unknown");
+        let dot = render(&f);
+        let red: Vec<&str> = dot.lines().filter(|l| l.contains("red")).collect();
+        assert_eq!(red.len(), 1, "{dot}");
+        assert!(red[0].contains("1xHDR"));
+        // Every link at 4xEDR while both ends could do HDR: the spec rule on each.
+        let mut f = fabric_with_sets();
+        let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
+        for id in ids {
+            for p in f.node_mut(id).ports.iter_mut() {
+                p.width_active = Some(Width::X4);
+                p.speed_active = Some(Speed::Edr);
+            }
+        }
+        assert_eq!(render(&f).lines().filter(|l| l.contains("red")).count(), 2);
+        let mut healthy = ibnd::parse(FABRIC).unwrap();
+        let ids: Vec<_> = healthy.nodes().map(|(id, _)| id).collect();
+        for id in ids {
+            for p in healthy.node_mut(id).ports.iter_mut() {
+                p.width_active = Some(Width::X4);
+            }
+        }
+        assert!(!render(&healthy).contains("red"));
     }
 
     #[test]
@@ -201,7 +177,7 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
             return;
         };
         use std::io::Write as _;
-        let text = write(&fabric_with_sets(), None);
+        let text = render(&fabric_with_sets());
         child
             .stdin
             .take()

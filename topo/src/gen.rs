@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::attr::link::{Speed, SpeedField, SpeedSet, Width};
 
 use crate::ibnd::parse_width_speed;
 
@@ -117,22 +117,17 @@ impl Layout {
 /// ibsim's enabled masks for a "4xHDR" comment: (width, speed, extended speed).
 fn enabled_masks(width: Width, speed: Speed) -> (u8, u8, u8) {
     let w = match width {
-        Width::X1 => 1,
-        Width::X2 => 16,
         Width::X4 => 3,
-        Width::X8 => 4,
         Width::X12 => 11,
+        other => other.bit(),
     };
-    let (s, e) = match speed {
-        Speed::Sdr => (1, 0),
-        Speed::Ddr => (3, 0),
-        Speed::Qdr => (7, 0),
-        Speed::Fdr => (7, 1),
-        Speed::Edr => (7, 3),
-        Speed::Hdr => (7, 7),
-        Speed::Ndr => (7, 15),
-    };
-    (w, s, e)
+    // Every speed up to this one, in the fields ibsim reads (it has no FDR10 or XDR).
+    let upto: SpeedSet = Speed::ALL.into_iter().filter(|s| *s <= speed).collect();
+    (
+        w,
+        upto.mask(SpeedField::LinkSpeed),
+        upto.mask(SpeedField::LinkSpeedExt),
+    )
 }
 
 fn parse_rate(rate: &str) -> Result<(Width, Speed), GenError> {
@@ -487,7 +482,7 @@ mod tests {
         // Rate lines: enabled 1x|4x and up to HDR on every port.
         let p = f.node(last_leaf[0]).port(19).unwrap();
         assert_eq!(p.width_enabled, WidthSet(3));
-        assert_eq!(p.speed_enabled, SpeedSet { base: 7, ext: 7 });
+        assert_eq!(p.speed_enabled, SpeedSet::from_masks(7, 0, 7, 0));
     }
 
     #[test]

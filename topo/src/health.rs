@@ -13,58 +13,14 @@
 
 use std::collections::HashMap;
 
+pub use ibscope_mad::attr::link::Rate;
 use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::{PhysState, PortState};
+use ibscope_mad::codes::guid;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{phys_state, port_state, End, Fabric, Node, NodeKind, Port};
+use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
-
-/// A link rate: lanes times lane speed, written `4xHDR`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Rate {
-    pub width: Width,
-    pub speed: Speed,
-}
-
-impl Rate {
-    /// Parse `4xHDR` (case-insensitive, `4XHDR` too).
-    pub fn parse(text: &str) -> Option<Rate> {
-        let t = text.trim();
-        let i = t.find(['x', 'X'])?;
-        Some(Rate {
-            width: Width::parse(&t[..i])?,
-            speed: Speed::parse(&t[i + 1..])?,
-        })
-    }
-    /// Data rate in Gb/s (after line encoding).
-    pub fn data_gbps(self) -> f64 {
-        f64::from(self.width.lanes()) * self.speed.lane_data_gbps()
-    }
-    /// Lower than `norm` in width or in speed.
-    pub fn is_below(self, norm: Rate) -> bool {
-        self.width < norm.width || self.speed < norm.speed
-    }
-}
-
-impl std::fmt::Display for Rate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.width.lanes(), self.speed.name())
-    }
-}
-
-impl Serialize for Rate {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
-        let text = String::deserialize(d)?;
-        Rate::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a rate like 4xHDR")))
-    }
-}
 
 /// Which links are compared with each other for the fabric norm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -99,6 +55,7 @@ impl LinkClass {
 pub struct PortRef {
     /// Node-name-map name, else NodeDescription (untrusted text: escape before display).
     pub node: String,
+    #[serde(with = "guid")]
     pub node_guid: u64,
     pub kind: NodeKind,
     pub port: u8,
@@ -122,15 +79,21 @@ impl PortRef {
             lid,
         }
     }
+    pub fn key(&self) -> PortKey {
+        PortKey {
+            guid: self.node_guid,
+            port: self.port,
+        }
+    }
 }
 
 impl std::fmt::Display for PortRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:?} ({:#018x}) port {}",
+            "{:?} ({}) port {}",
             crate::escape::for_terminal(&self.node),
-            self.node_guid,
+            guid::text(self.node_guid),
             self.port
         )
     }
@@ -141,14 +104,14 @@ impl std::fmt::Display for PortRef {
 pub struct LinkEnd {
     #[serde(flatten)]
     pub at: PortRef,
-    pub state: String,
-    pub phys_state: String,
+    pub state: Option<PortState>,
+    pub phys_state: Option<PhysState>,
     pub width_active: Option<Width>,
     pub speed_active: Option<Speed>,
-    pub width_supported: Vec<Width>,
-    pub width_enabled: Vec<Width>,
-    pub speed_supported: Vec<Speed>,
-    pub speed_enabled: Vec<Speed>,
+    pub width_supported: WidthSet,
+    pub width_enabled: WidthSet,
+    pub speed_supported: SpeedSet,
+    pub speed_enabled: SpeedSet,
 }
 
 impl LinkEnd {
@@ -156,15 +119,26 @@ impl LinkEnd {
         let p = node.port(port);
         LinkEnd {
             at: PortRef::new(node, port, names),
-            state: port_state::name(p.map_or(0, |p| p.state)).to_string(),
-            phys_state: phys_state::name(p.map_or(0, |p| p.phys_state)).to_string(),
+            state: p.and_then(|p| p.state),
+            phys_state: p.and_then(|p| p.phys_state),
             width_active: p.and_then(|p| p.width_active),
             speed_active: p.and_then(|p| p.speed_active),
-            width_supported: p.map_or(Vec::new(), |p| p.width_supported.iter().collect()),
-            width_enabled: p.map_or(Vec::new(), |p| p.width_enabled.iter().collect()),
-            speed_supported: p.map_or(Vec::new(), |p| p.speed_supported.iter().collect()),
-            speed_enabled: p.map_or(Vec::new(), |p| p.speed_enabled.iter().collect()),
+            width_supported: p.map_or_else(WidthSet::default, |p| p.width_supported),
+            width_enabled: p.map_or_else(WidthSet::default, |p| p.width_enabled),
+            speed_supported: p.map_or_else(SpeedSet::default, |p| p.speed_supported),
+            speed_enabled: p.map_or_else(SpeedSet::default, |p| p.speed_enabled),
         }
+    }
+}
+
+/// "Active/LinkUp": a port's logical and physical state, "Unknown" where not read.
+pub fn state_text(state: Option<PortState>, phys: Option<PhysState>) -> String {
+    format!("{}/{}", PortState::name_of(state), PhysState::name_of(phys))
+}
+
+impl LinkEnd {
+    pub fn state_text(&self) -> String {
+        state_text(self.state, self.phys_state)
     }
 }
 
@@ -200,15 +174,34 @@ pub enum PortCondition {
     Other,
 }
 
+impl PortCondition {
+    /// The name JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PortCondition::UpNotActive => "up-not-active",
+            PortCondition::Down => "down",
+            PortCondition::Polling => "polling",
+            PortCondition::Disabled => "disabled",
+            PortCondition::Other => "other",
+        }
+    }
+}
+
 /// A port not Active, with its far end when the model knows one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortIssue {
     #[serde(flatten)]
     pub at: PortRef,
     pub condition: PortCondition,
-    pub state: String,
-    pub phys_state: String,
+    pub state: Option<PortState>,
+    pub phys_state: Option<PhysState>,
     pub remote: Option<PortRef>,
+}
+
+impl PortIssue {
+    pub fn state_text(&self) -> String {
+        state_text(self.state, self.phys_state)
+    }
 }
 
 /// Norm rates per link class, as used for the fabric-norm rule.
@@ -263,7 +256,7 @@ fn could_be_width(a: &Port, b: &Port) -> Option<Width> {
         b.width_supported,
         b.width_enabled,
     ];
-    if sets.iter().any(|s| s.0 == 0) {
+    if sets.iter().any(|s| s.is_empty()) {
         return None;
     }
     sets.into_iter()
@@ -278,17 +271,13 @@ fn could_be_speed(a: &Port, b: &Port) -> Option<Speed> {
         b.speed_supported,
         b.speed_enabled,
     ];
-    if sets.iter().any(|s| s.base == 0 && s.ext == 0) {
+    if sets.iter().any(|s| s.is_empty()) {
         return None;
     }
     sets.into_iter()
-        .fold(
-            SpeedSet {
-                base: 0xff,
-                ext: 0xff,
-            },
-            |x, y| x.intersect(y),
-        )
+        .fold(Speed::ALL.into_iter().collect(), |x: SpeedSet, y| {
+            x.intersect(y)
+        })
         .best()
 }
 
@@ -325,15 +314,15 @@ fn condition(port: &Port) -> Option<PortCondition> {
         return None;
     }
     Some(match port.phys_state {
-        phys_state::LINK_UP => PortCondition::UpNotActive,
-        phys_state::POLLING => PortCondition::Polling,
-        phys_state::DISABLED => PortCondition::Disabled,
+        Some(PhysState::LinkUp) => PortCondition::UpNotActive,
+        Some(PhysState::Polling) => PortCondition::Polling,
+        Some(PhysState::Disabled) => PortCondition::Disabled,
         // Unknown physical state: go by the logical one.
-        phys_state::UNKNOWN if port.state == port_state::DOWN => PortCondition::Down,
-        phys_state::UNKNOWN if port.state == port_state::UNKNOWN => return None,
-        phys_state::UNKNOWN => PortCondition::UpNotActive,
-        phys_state::SLEEP => PortCondition::Down,
-        _ => PortCondition::Other,
+        None if port.state == Some(PortState::Down) => PortCondition::Down,
+        None if port.state.is_none() => return None,
+        None => PortCondition::UpNotActive,
+        Some(PhysState::Sleep) => PortCondition::Down,
+        Some(_) => PortCondition::Other,
     })
 }
 
@@ -466,8 +455,8 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
             let issue = PortIssue {
                 at: PortRef::new(node, port.number, names),
                 condition: cond,
-                state: port_state::name(port.state).to_string(),
-                phys_state: phys_state::name(port.phys_state).to_string(),
+                state: port.state,
+                phys_state: port.phys_state,
                 remote,
             };
             if cond == PortCondition::UpNotActive {
@@ -494,15 +483,15 @@ mod tests {
         Port {
             number: n,
             lid: 0,
-            state: port_state::ACTIVE,
-            phys_state: phys_state::LINK_UP,
+            state: Some(PortState::Active),
+            phys_state: Some(PhysState::LinkUp),
             width_active: Some(w),
             // Everything supported, as ibsim reports it.
             width_supported: WidthSet(0x1f),
             width_enabled: WidthSet(wen),
             speed_active: Some(s),
-            speed_supported: SpeedSet { base: 7, ext: 7 },
-            speed_enabled: SpeedSet { base: 7, ext: 4 },
+            speed_supported: SpeedSet::from_masks(7, 0, 7, 0),
+            speed_enabled: SpeedSet::from_masks(7, 0, 4, 0),
             ..Port::new(n)
         }
     }
@@ -531,11 +520,11 @@ mod tests {
         sw_ports.push(port(3, Width::X4, Speed::Hdr, 2));
         // Port 4: LinkUp but Init; port 5: Polling (unused).
         let mut p4 = port(4, Width::X4, Speed::Hdr, 2);
-        p4.state = port_state::INIT;
+        p4.state = Some(PortState::Init);
         sw_ports.push(p4);
         sw_ports.push(Port {
-            state: port_state::DOWN,
-            phys_state: phys_state::POLLING,
+            state: Some(PortState::Down),
+            phys_state: Some(PhysState::Polling),
             ..Port::new(5)
         });
         let sw = f.add_node(node(0x10, NodeKind::Switch, sw_ports)).unwrap();
@@ -568,21 +557,6 @@ mod tests {
     }
 
     #[test]
-    fn rates_parse_and_compare() {
-        let r = Rate::parse("4xHDR").unwrap();
-        assert_eq!(r.to_string(), "4xHDR");
-        assert_eq!(Rate::parse("1XEDR").unwrap().to_string(), "1xEDR");
-        assert!(Rate::parse("4xZDR").is_none());
-        assert!(Rate::parse("HDR").is_none());
-        assert!(Rate::parse("1xHDR").unwrap().is_below(r));
-        assert!(Rate::parse("4xEDR").unwrap().is_below(r));
-        assert!(!Rate::parse("4xHDR").unwrap().is_below(r));
-        let json = serde_json::to_string(&r).unwrap();
-        assert_eq!(json, "\"4xHDR\"");
-        assert_eq!(serde_json::from_str::<Rate>(&json).unwrap(), r);
-    }
-
-    #[test]
     fn spec_rule_and_norm_rule() {
         let f = fabric();
         let report = assess(&f, None, &HealthOptions::default());
@@ -600,7 +574,7 @@ mod tests {
         assert_eq!(
             degraded[1].1,
             vec![
-                "width 1X below 4X, which both ends support and enable",
+                "width 1x below 4x, which both ends support and enable",
                 "1xHDR below fabric norm 4xHDR"
             ]
         );

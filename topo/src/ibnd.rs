@@ -33,7 +33,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::link::{Rate, Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::NodeType;
 
 use crate::escape;
 use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
@@ -73,10 +74,10 @@ impl ParseError {
 }
 
 fn kind_index(kind: NodeKind) -> usize {
-    match kind {
-        NodeKind::Ca => 0,
-        NodeKind::Switch => 1,
-        NodeKind::Router => 2,
+    match kind.node_type() {
+        NodeType::Switch => 1,
+        NodeType::Router => 2,
+        _ => 0,
     }
 }
 
@@ -190,11 +191,6 @@ pub fn parse_width_speed(token: &str) -> (Option<Width>, Option<Speed>) {
         Some(i) => (Width::parse(&token[..i]), Speed::parse(&token[i + 1..])),
         None => (None, None),
     }
-}
-
-/// "4xHDR" as ibnetdiscover prints it.
-pub fn format_width_speed(width: Width, speed: Speed) -> String {
-    format!("{}x{}", width.lanes(), speed.name())
 }
 
 /// In the part of a port comment after its last quoted string, find `lid N <w>x<SPEED>`.
@@ -330,6 +326,7 @@ fn parse_header(
     } else {
         description
     };
+    let kind = NodeKind::classify(kind.node_type(), &description).unwrap_or(kind);
     let k = kind_index(kind);
     let guid = state.next_guid[k];
     let num_ports = count as u8;
@@ -513,10 +510,12 @@ fn model_port(raw: &RawPort, node: &Node) -> Port {
         p.width_enabled = WidthSet(w);
     }
     if raw.speed_enabled.is_some() || raw.speed_ext_enabled.is_some() {
-        p.speed_enabled = SpeedSet {
-            base: raw.speed_enabled.unwrap_or(0),
-            ext: raw.speed_ext_enabled.unwrap_or(0),
-        };
+        p.speed_enabled = SpeedSet::from_masks(
+            raw.speed_enabled.unwrap_or(0),
+            0,
+            raw.speed_ext_enabled.unwrap_or(0),
+            0,
+        );
     }
     p
 }
@@ -820,10 +819,10 @@ fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
 
 /// The node id ibnetdiscover prints: "S-<guid>", "H-<guid>" or "R-<guid>".
 pub fn node_id(node: &Node) -> String {
-    let prefix = match node.kind {
-        NodeKind::Switch => 'S',
-        NodeKind::Ca => 'H',
-        NodeKind::Router => 'R',
+    let prefix = match node.kind.node_type() {
+        NodeType::Switch => 'S',
+        NodeType::Router => 'R',
+        _ => 'H',
     };
     format!("{prefix}-{:016x}", node.guid)
 }
@@ -835,7 +834,7 @@ fn link_text(own: Option<&Port>, peer: Option<&Port>) -> Option<String> {
     let speed = own
         .and_then(|p| p.speed_active)
         .or_else(|| peer.and_then(|p| p.speed_active))?;
-    Some(format_width_speed(width, speed))
+    Some(Rate::new(width, speed).to_string())
 }
 
 /// A port's LID as ibnetdiscover prints it for the far end: a switch's port 0 LID.
@@ -908,8 +907,8 @@ fn write_chunks<E>(
             *slot = (node_id(node), quoted_name(node, names));
         }
     }
-    for kind in [NodeKind::Switch, NodeKind::Ca, NodeKind::Router] {
-        for (id, node) in fabric.nodes().filter(|(_, n)| n.kind == kind) {
+    for kind in [NodeType::Switch, NodeType::Ca, NodeType::Router] {
+        for (id, node) in fabric.nodes().filter(|(_, n)| n.kind.node_type() == kind) {
             write_node(&mut out, fabric, id, node, &labels);
             sink(&out)?;
             out.clear();
@@ -956,11 +955,11 @@ fn write_node(
                 p0.map(|p| p.lmc).unwrap_or(0)
             );
         }
-        NodeKind::Ca | NodeKind::Router => {
-            let (guid_key, header) = if node.kind == NodeKind::Ca {
-                ("caguid", "Ca")
-            } else {
+        NodeKind::Ca | NodeKind::AggregationNode | NodeKind::Router => {
+            let (guid_key, header) = if node.kind == NodeKind::Router {
                 ("rtguid", "Rt")
+            } else {
+                ("caguid", "Ca")
             };
             let _ = writeln!(out, "{guid_key}=0x{:x}", node.guid);
             let _ = writeln!(
@@ -1300,7 +1299,7 @@ switchguid+5\nSwitch 2 \"c\"\n";
         assert_eq!(a.port(0).unwrap().lmc, 1);
         let p1 = a.port(1).unwrap();
         assert_eq!(p1.width_enabled, WidthSet(3));
-        assert_eq!(p1.speed_enabled, SpeedSet { base: 7, ext: 4 });
+        assert_eq!(p1.speed_enabled, SpeedSet::from_masks(7, 0, 4, 0));
         assert_eq!(
             (p1.width_active, p1.speed_active),
             (Some(Width::X1), Some(Speed::Hdr))
@@ -1359,9 +1358,12 @@ switchguid+5\nSwitch 2 \"c\"\n";
             parse_width_speed("12xQDR"),
             (Some(Width::X12), Some(Speed::Qdr))
         );
-        assert_eq!(parse_width_speed("4xFDR10"), (Some(Width::X4), None));
+        assert_eq!(
+            parse_width_speed("4xFDR10"),
+            (Some(Width::X4), Some(Speed::Fdr10))
+        );
         assert_eq!(parse_width_speed("undefined"), (None, None));
-        assert_eq!(format_width_speed(Width::X2, Speed::Ndr), "2xNDR");
+        assert_eq!(Rate::new(Width::X2, Speed::Ndr).to_string(), "2xNDR");
     }
 
     fn fragment() -> impl Strategy<Value = String> {

@@ -3,12 +3,13 @@
 
 pub mod model;
 
-pub use model::{End, Fabric, FabricFile, Node, NodeId, NodeKind, Port};
+pub use model::{End, Fabric, FabricFile, LinkKey, Node, NodeId, NodeKind, Port, PortKey};
 pub mod counters;
 pub mod diff;
 pub mod discover;
 pub mod dot;
 pub mod escape;
+pub mod findings;
 pub mod gen;
 pub mod health;
 pub mod ibnd;

@@ -4,92 +4,87 @@
 //! The model serializes to and from JSON losslessly (see [`FabricFile`]); `schema_version`
 //! lets later versions read older snapshots.
 
-use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::link::{Rate, Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::{LinearForwardingTableBlock, NodeType, PhysState, PortState};
+use ibscope_mad::codes::guid;
 use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
-/// Bumped whenever the JSON snapshot changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever the JSON snapshot changes incompatibly. Version 2: GUIDs are
+/// `"0x…"` strings, states, widths and speeds are names, width and speed sets are lists of
+/// names. Version 1 snapshots (numbers and masks) are still read.
+pub const SCHEMA_VERSION: u32 = 2;
 
 pub type NodeId = NodeIndex<u32>;
 
+/// What a node is in the fabric: its NodeInfo NodeType, and for channel adapters whether
+/// it is a SHARP aggregation node (a switch's in-network reduction engine, which shows up
+/// as a one-port CA behind an extra switch port and is no host).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum NodeKind {
     #[default]
     Ca,
     Switch,
     Router,
+    AggregationNode,
 }
 
+/// The NodeDescription NVIDIA (Mellanox) switches give their SHARP aggregation node.
+pub const AGGREGATION_NODE_DESCRIPTION: &str = "Aggregation Node";
+
 impl NodeKind {
-    /// NodeInfo NodeType (IBA 14.2.5.3).
-    pub fn from_node_type(code: u8) -> Option<NodeKind> {
-        match code {
-            1 => Some(NodeKind::Ca),
-            2 => Some(NodeKind::Switch),
-            3 => Some(NodeKind::Router),
-            _ => None,
+    /// The kind of a node with NodeType `node_type` and NodeDescription `description`;
+    /// `None` for a NodeType the specification does not name.
+    pub fn classify(node_type: NodeType, description: &str) -> Option<NodeKind> {
+        match node_type {
+            NodeType::Ca if description.contains(AGGREGATION_NODE_DESCRIPTION) => {
+                Some(NodeKind::AggregationNode)
+            }
+            NodeType::Ca => Some(NodeKind::Ca),
+            NodeType::Switch => Some(NodeKind::Switch),
+            NodeType::Router => Some(NodeKind::Router),
+            NodeType::Unknown(_) => None,
         }
     }
-    pub fn node_type(self) -> u8 {
+    /// NodeInfo NodeType of this kind.
+    pub fn node_type(self) -> NodeType {
         match self {
-            NodeKind::Ca => 1,
-            NodeKind::Switch => 2,
-            NodeKind::Router => 3,
+            NodeKind::Ca | NodeKind::AggregationNode => NodeType::Ca,
+            NodeKind::Switch => NodeType::Switch,
+            NodeKind::Router => NodeType::Router,
         }
     }
+    /// The name JSON, CSV and labels use: "ca", "switch", "router", "aggregation-node".
     pub fn as_str(self) -> &'static str {
         match self {
             NodeKind::Ca => "ca",
             NodeKind::Switch => "switch",
             NodeKind::Router => "router",
+            NodeKind::AggregationNode => "aggregation-node",
         }
+    }
+    /// For narrow columns.
+    pub fn short(self) -> &'static str {
+        match self {
+            NodeKind::Ca => "CA",
+            NodeKind::Switch => "switch",
+            NodeKind::Router => "router",
+            NodeKind::AggregationNode => "aggr",
+        }
+    }
+    /// A channel adapter of a host: not a switch, router or aggregation node.
+    pub fn is_host_ca(self) -> bool {
+        self == NodeKind::Ca
     }
 }
 
-/// PortInfo PortState (IBA 14.2.5.6); codes kept raw so unknown values survive a round trip.
-pub mod port_state {
-    pub const UNKNOWN: u8 = 0;
-    pub const DOWN: u8 = 1;
-    pub const INIT: u8 = 2;
-    pub const ARMED: u8 = 3;
-    pub const ACTIVE: u8 = 4;
-    pub fn name(code: u8) -> &'static str {
-        match code {
-            DOWN => "Down",
-            INIT => "Initialize",
-            ARMED => "Armed",
-            ACTIVE => "Active",
-            _ => "Unknown",
-        }
-    }
-}
-
-/// PortInfo PortPhysicalState (IBA 14.2.5.6).
-pub mod phys_state {
-    pub const UNKNOWN: u8 = 0;
-    pub const SLEEP: u8 = 1;
-    pub const POLLING: u8 = 2;
-    pub const DISABLED: u8 = 3;
-    pub const TRAINING: u8 = 4;
-    pub const LINK_UP: u8 = 5;
-    pub const ERROR_RECOVERY: u8 = 6;
-    pub const PHY_TEST: u8 = 7;
-    pub fn name(code: u8) -> &'static str {
-        match code {
-            SLEEP => "Sleep",
-            POLLING => "Polling",
-            DISABLED => "Disabled",
-            TRAINING => "PortConfigurationTraining",
-            LINK_UP => "LinkUp",
-            ERROR_RECOVERY => "LinkErrorRecovery",
-            PHY_TEST => "PhyTest",
-            _ => "Unknown",
-        }
+impl std::fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -99,13 +94,15 @@ pub mod phys_state {
 pub struct Port {
     pub number: u8,
     /// Port GUID. Switch external ports have none of their own: they carry port 0's.
+    #[serde(with = "guid")]
     pub guid: u64,
     pub lid: u16,
     pub lmc: u8,
-    /// Raw PortState; see [`port_state`].
-    pub state: u8,
-    /// Raw PortPhysicalState; see [`phys_state`].
-    pub phys_state: u8,
+    /// `None` where it was not read (topology files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<PortState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phys_state: Option<PhysState>,
     pub width_active: Option<Width>,
     pub width_supported: WidthSet,
     pub width_enabled: WidthSet,
@@ -129,11 +126,21 @@ impl Port {
         }
     }
     pub fn is_active(&self) -> bool {
-        self.state == port_state::ACTIVE
+        self.state == Some(PortState::Active)
     }
     /// Physically up (LinkUp) whatever the logical state.
     pub fn is_phys_up(&self) -> bool {
-        self.phys_state == phys_state::LINK_UP
+        self.phys_state == Some(PhysState::LinkUp)
+    }
+    /// A state was read and it is not Active, or a physical state was read and it is
+    /// not LinkUp.
+    pub fn is_known_down(&self) -> bool {
+        self.state.is_some_and(|s| s != PortState::Active)
+            || self.phys_state.is_some_and(|s| s != PhysState::LinkUp)
+    }
+    /// The active rate, when both width and speed are known.
+    pub fn rate_active(&self) -> Option<Rate> {
+        Some(Rate::new(self.width_active?, self.speed_active?))
     }
 }
 
@@ -143,24 +150,34 @@ pub struct SwitchFacts {
     pub linear_fdb_cap: u16,
     pub linear_fdb_top: u16,
     pub enhanced_port0: bool,
-    /// LFT: index = destination LID, value = egress port (255 = no route). Empty if not read.
+    /// LFT: index = destination LID, value = egress port ([`NO_ROUTE`] = none). Empty if
+    /// not read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lft: Vec<u8>,
 }
+
+/// An LFT entry that routes nowhere.
+pub const NO_ROUTE: u8 = LinearForwardingTableBlock::UNSET;
 
 impl SwitchFacts {
     /// Egress port for a destination LID, `None` when unset or out of the table.
     pub fn route(&self, lid: u16) -> Option<u8> {
         match self.lft.get(usize::from(lid)) {
-            Some(&p) if p != 255 => Some(p),
+            Some(&p) if p != NO_ROUTE => Some(p),
             _ => None,
         }
+    }
+    /// Whether the switch's forwarding table was read.
+    pub fn has_lft(&self) -> bool {
+        !self.lft.is_empty()
     }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
+    #[serde(with = "guid")]
     pub guid: u64,
+    #[serde(with = "guid")]
     pub system_image_guid: u64,
     pub kind: NodeKind,
     pub vendor_id: u32,
@@ -204,6 +221,13 @@ impl Node {
     pub fn is_switch(&self) -> bool {
         self.kind == NodeKind::Switch
     }
+    /// The node's stable reference for port `port`.
+    pub fn port_key(&self, port: u8) -> PortKey {
+        PortKey {
+            guid: self.guid,
+            port,
+        }
+    }
     /// The node's own LID: port 0's for a switch, else the lowest-numbered port with one.
     pub fn lid(&self) -> Option<u16> {
         if self.is_switch() {
@@ -220,11 +244,38 @@ pub struct Link {
     pub target_port: u8,
 }
 
-/// One end of a link: a node and a port number.
+/// One end of a link inside one [`Fabric`]: a graph node and a port number. Valid only
+/// for the fabric it came from; across snapshots use [`PortKey`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct End {
     pub node: NodeId,
     pub port: u8,
+}
+
+/// A port by node GUID and port number: the stable reference that survives rediscovery,
+/// files and snapshots (the TUI's history, diffs, events, findings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PortKey {
+    #[serde(with = "guid")]
+    pub guid: u64,
+    pub port: u8,
+}
+
+impl std::fmt::Display for PortKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", guid::text(self.guid), self.port)
+    }
+}
+
+/// A link by its two ends, smaller first: one key whatever the graph's edge direction,
+/// and the same key in the next snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct LinkKey(pub PortKey, pub PortKey);
+
+impl LinkKey {
+    pub fn new(a: PortKey, b: PortKey) -> LinkKey {
+        LinkKey(a.min(b), a.max(b))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -249,7 +300,7 @@ pub struct DiscoveryReport {
     #[serde(default)]
     pub errors: Vec<String>,
     /// GUIDs reached with conflicting facts (two different nodes claiming one GUID).
-    #[serde(default)]
+    #[serde(default, with = "guid::list")]
     pub duplicate_guids: Vec<u64>,
     /// LIDs claimed by more than one port.
     #[serde(default)]
@@ -292,6 +343,13 @@ impl<'a> LinkRef<'a> {
     }
     pub fn b_port(&self) -> Option<&'a Port> {
         self.b_node.port(self.b.port)
+    }
+    /// The link's stable key.
+    pub fn key(&self) -> LinkKey {
+        LinkKey::new(
+            self.a_node.port_key(self.a.port),
+            self.b_node.port_key(self.b.port),
+        )
     }
 }
 
@@ -511,14 +569,17 @@ impl Fabric {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalPortRef {
+    #[serde(with = "guid")]
     pub guid: u64,
     pub port: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkRecord {
+    #[serde(with = "guid")]
     pub a_guid: u64,
     pub a_port: u8,
+    #[serde(with = "guid")]
     pub b_guid: u64,
     pub b_port: u8,
 }
@@ -533,6 +594,43 @@ pub struct FabricFile {
     pub links: Vec<LinkRecord>,
     #[serde(default)]
     pub report: DiscoveryReport,
+}
+
+impl FabricFile {
+    /// Read a JSON snapshot of this or an earlier schema version.
+    pub fn from_json(text: &str) -> Result<FabricFile, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        if value.get("schema_version").and_then(|v| v.as_u64()) == Some(1) {
+            upgrade_v1(&mut value);
+        }
+        serde_json::from_value(value)
+    }
+}
+
+/// Schema version 1 wrote states as codes (0 = not read), widths as `"X4"`: rewrite them
+/// in version 2's terms (numbers for GUIDs and masks for sets are still accepted as such).
+fn upgrade_v1(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    let ports = value
+        .get_mut("nodes")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.get_mut("ports").and_then(Value::as_array_mut))
+        .flatten()
+        .filter_map(Value::as_object_mut);
+    for port in ports {
+        for key in ["state", "phys_state"] {
+            if port.get(key).and_then(Value::as_u64) == Some(0) {
+                port.remove(key);
+            }
+        }
+        if let Some(Value::String(w)) = port.get_mut("width_active") {
+            if let Some(lanes) = w.strip_prefix('X') {
+                *w = format!("{lanes}x");
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -551,7 +649,7 @@ mod tests {
                     number: n,
                     guid: guid + u64::from(n),
                     lid,
-                    state: port_state::ACTIVE,
+                    state: Some(PortState::Active),
                     ..Default::default()
                 })
                 .collect(),
@@ -606,6 +704,41 @@ mod tests {
             back.peer(End { node: b, port: 4 }),
             Some(End { node: a, port: 3 })
         );
+    }
+
+    #[test]
+    fn version_1_snapshots_are_read() {
+        let v1 = r#"{"schema_version":1,"nodes":[{"guid":16185219092569541592,
+            "system_image_guid":0,"kind":"ca","vendor_id":0,"device_id":0,"revision":0,
+            "description":"h","num_ports":1,"ports":[{"number":1,"guid":2,"lid":3,"lmc":0,
+            "state":4,"phys_state":0,"width_active":"X4","width_supported":3,
+            "width_enabled":3,"speed_active":"Hdr","speed_supported":{"base":7,"ext":4},
+            "speed_enabled":{"base":7,"ext":4},"mtu_active":5,"mtu_cap":5,
+            "capability_mask":0}]}],"links":[]}"#;
+        let f = Fabric::from_file(FabricFile::from_json(v1).unwrap()).unwrap();
+        let node = f.node(f.node_by_guid(0xe09d7303007a4bd8).unwrap());
+        let p = node.port(1).unwrap();
+        assert_eq!(p.state, Some(PortState::Active));
+        assert_eq!(p.phys_state, None);
+        assert_eq!(p.rate_active(), Rate::parse("4xHDR"));
+        assert_eq!(p.speed_supported.best(), Some(Speed::Hdr));
+        let v2 = serde_json::to_value(f.to_file()).unwrap();
+        assert_eq!(v2["nodes"][0]["guid"], "0xe09d7303007a4bd8");
+        assert_eq!(v2["nodes"][0]["ports"][0]["state"], "Active");
+        assert_eq!(v2["nodes"][0]["ports"][0]["width_supported"][1], "4x");
+    }
+
+    #[test]
+    fn aggregation_nodes_are_their_own_kind() {
+        let kind = |t, d| NodeKind::classify(t, d);
+        assert_eq!(
+            kind(NodeType::Ca, "Mellanox Technologies Aggregation Node"),
+            Some(NodeKind::AggregationNode)
+        );
+        assert_eq!(kind(NodeType::Ca, "gpu-0001 mlx5_0"), Some(NodeKind::Ca));
+        assert_eq!(kind(NodeType::Unknown(9), "x"), None);
+        assert_eq!(NodeKind::AggregationNode.node_type(), NodeType::Ca);
+        assert!(!NodeKind::AggregationNode.is_host_ca());
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub const MAX_HOPS: usize = 64;
 pub struct NodeRef {
     #[serde(skip)]
     pub id: NodeId,
+    #[serde(with = "ibscope_mad::codes::guid")]
     pub guid: u64,
     pub kind: NodeKind,
     /// Raw NodeDescription: untrusted text.
@@ -440,11 +441,7 @@ pub fn format_ibroute_like(fabric: &Fabric, switch: NodeId) -> String {
         match &e.dest {
             Some(d) => {
                 let n = fabric.node(d.node.id);
-                let kind = match n.kind {
-                    NodeKind::Ca => "Channel Adapter",
-                    NodeKind::Switch => "Switch",
-                    NodeKind::Router => "Router",
-                };
+                let kind = n.kind.node_type().name();
                 let port_guid = n.port(d.port).map(|p| p.guid).unwrap_or(0);
                 let _ = writeln!(
                     s,

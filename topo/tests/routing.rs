@@ -2,7 +2,8 @@
 //! hand in the comments.
 
 use ibscope_mad::attr::link::{Speed, Width};
-use ibscope_topo::model::{port_state, Node, NodeKind, Port, SwitchFacts};
+use ibscope_mad::attr::PortState;
+use ibscope_topo::model::{Node, NodeKind, Port, SwitchFacts};
 use ibscope_topo::routing::{
     self, check, compute_minhop_lfts, compute_minhop_lfts_with, dump, load, trace, BreakKind,
     CheckOptions, Direction, MinhopOptions, Pattern, TraceError,
@@ -21,7 +22,7 @@ fn port(number: u8, guid: u64, lid: u16) -> Port {
         number,
         guid,
         lid,
-        state: port_state::ACTIVE,
+        state: Some(PortState::Active),
         width_active: Some(Width::X4),
         speed_active: Some(Speed::Hdr),
         ..Default::default()
@@ -213,7 +214,7 @@ fn trace_errors_name_the_break() {
     }
     // Egress port down.
     let mut t = small();
-    t.f.node_mut(t.s).port_mut(2).unwrap().state = port_state::DOWN;
+    t.f.node_mut(t.s).port_mut(2).unwrap().state = Some(PortState::Down);
     let partial = routing::trace_partial(&t.f, end(t.h[0], 1), lid(&t.f, t.h[2]));
     assert_eq!(
         partial.hops.len(),
@@ -255,7 +256,7 @@ fn trace_errors_name_the_break() {
     }
     // Source down.
     let mut t = small();
-    t.f.node_mut(t.h[0]).port_mut(1).unwrap().state = port_state::DOWN;
+    t.f.node_mut(t.h[0]).port_mut(1).unwrap().state = Some(PortState::Down);
     assert!(matches!(
         trace(&t.f, end(t.h[0], 1), h3),
         Err(TraceError::SourceDown { .. })
@@ -780,7 +781,7 @@ fn generated_fat_tree(radix: u8, hosts: usize) -> Fabric {
                 continue;
             }
             for p in node.ports.iter_mut() {
-                p.state = port_state::ACTIVE;
+                p.state = Some(PortState::Active);
                 p.width_active = Some(Width::X4);
                 p.speed_active = Some(Speed::Hdr);
                 if switches || p.number != 0 {

@@ -5,31 +5,12 @@ use crate::attr::link::{Speed, SpeedSet, Width, WidthSet};
 use crate::error::DecodeError;
 use crate::wire_struct;
 
-/// NodeInfo NodeType.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum NodeType {
-    Ca,
-    Switch,
-    Router,
-    Unknown(u8),
-}
-
-impl NodeType {
-    pub fn from_code(code: u8) -> Self {
-        match code {
-            1 => NodeType::Ca,
-            2 => NodeType::Switch,
-            3 => NodeType::Router,
-            other => NodeType::Unknown(other),
-        }
-    }
-    pub fn code(self) -> u8 {
-        match self {
-            NodeType::Ca => 1,
-            NodeType::Switch => 2,
-            NodeType::Router => 3,
-            NodeType::Unknown(c) => c,
-        }
+crate::coded_enum! {
+    /// NodeInfo NodeType (IBA 14.2.5.3).
+    pub enum NodeType: u8 {
+        Ca = 1, "Channel Adapter", "CA";
+        Switch = 2, "Switch", "SW";
+        Router = 3, "Router", "RT";
     }
 }
 
@@ -41,8 +22,11 @@ wire_struct! {
         /// Raw NodeType code; see [`NodeInfo::kind`].
         pub node_type: u8 = 16, 8;
         pub num_ports: u8 = 24, 8;
+        #[serde(with = "crate::codes::guid")]
         pub system_image_guid: u64 = 32, 64;
+        #[serde(with = "crate::codes::guid")]
         pub node_guid: u64 = 96, 64;
+        #[serde(with = "crate::codes::guid")]
         pub port_guid: u64 = 160, 64;
         pub partition_cap: u16 = 224, 16;
         pub device_id: u16 = 240, 16;
@@ -56,6 +40,10 @@ wire_struct! {
 impl NodeInfo {
     pub fn kind(&self) -> NodeType {
         NodeType::from_code(self.node_type)
+    }
+    /// The node type's name, as smpquery prints it.
+    pub fn node_type_name(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -208,6 +196,10 @@ wire_struct! {
         pub local_phy_errors: u8 = 424, 4;
         pub overrun_errors: u8 = 428, 4;
         pub max_credit_hint: u16 = 432, 16;
+        /// 1 = XDR; valid only with CapabilityMask2 IsExtendedSpeeds2Supported.
+        pub link_speed_ext_active2: u8 = 449, 2;
+        pub link_speed_ext_supported2: u8 = 451, 2;
+        pub link_speed_ext_enabled2: u8 = 453, 3;
         pub link_round_trip_latency: u32 = 456, 24;
         /// See [`capability2`].
         pub capability_mask2: u16 = 480, 16;
@@ -259,107 +251,36 @@ pub mod capability2 {
     pub const IS_SWITCH_PORT_STATE_TABLE_SUPPORTED: u16 = 1 << 3;
     pub const IS_LINK_WIDTH_2X_SUPPORTED: u16 = 1 << 4;
     pub const IS_LINK_SPEED_HDR_SUPPORTED: u16 = 1 << 5;
+    pub const IS_LINK_SPEED_NDR_SUPPORTED: u16 = 1 << 10;
+    /// LinkSpeedExtActive2/Supported2/Enabled2 mean something.
+    pub const IS_EXTENDED_SPEEDS_2_SUPPORTED: u16 = 1 << 11;
+    pub const IS_LINK_SPEED_XDR_SUPPORTED: u16 = 1 << 12;
 }
 
-/// PortState (IBA 14.2.5.6). NoChange (0) is what a Set writes to leave it alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum PortState {
-    NoChange,
-    Down,
-    Init,
-    Armed,
-    Active,
-    Unknown(u8),
-}
-
-impl PortState {
-    pub fn from_code(code: u8) -> Self {
-        match code {
-            0 => PortState::NoChange,
-            1 => PortState::Down,
-            2 => PortState::Init,
-            3 => PortState::Armed,
-            4 => PortState::Active,
-            o => PortState::Unknown(o),
-        }
-    }
-    pub fn code(self) -> u8 {
-        match self {
-            PortState::NoChange => 0,
-            PortState::Down => 1,
-            PortState::Init => 2,
-            PortState::Armed => 3,
-            PortState::Active => 4,
-            PortState::Unknown(c) => c,
-        }
-    }
-    /// The name smpquery prints for the state.
-    pub fn name(self) -> &'static str {
-        match self {
-            PortState::NoChange => "NoChange",
-            PortState::Down => "Down",
-            PortState::Init => "Initialize",
-            PortState::Armed => "Armed",
-            PortState::Active => "Active",
-            PortState::Unknown(_) => "Unknown",
-        }
+crate::coded_enum! {
+    /// PortState (IBA 14.2.5.6). NoChange (0) is what a Set writes to leave it alone; a Get
+    /// never answers it.
+    pub enum PortState: u8 {
+        NoChange = 0, "NoChange", "-";
+        Down = 1, "Down", "Down";
+        Init = 2, "Initialize", "Init";
+        Armed = 3, "Armed", "Armed";
+        Active = 4, "Active", "Active";
+        ActiveDefer = 5, "ActiveDefer", "Defer";
     }
 }
 
-/// PortPhysicalState (IBA 14.2.5.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum PhysState {
-    NoChange,
-    Sleep,
-    Polling,
-    Disabled,
-    PortConfigurationTraining,
-    LinkUp,
-    LinkErrorRecovery,
-    PhyTest,
-    Unknown(u8),
-}
-
-impl PhysState {
-    pub fn from_code(code: u8) -> Self {
-        match code {
-            0 => PhysState::NoChange,
-            1 => PhysState::Sleep,
-            2 => PhysState::Polling,
-            3 => PhysState::Disabled,
-            4 => PhysState::PortConfigurationTraining,
-            5 => PhysState::LinkUp,
-            6 => PhysState::LinkErrorRecovery,
-            7 => PhysState::PhyTest,
-            o => PhysState::Unknown(o),
-        }
-    }
-    pub fn code(self) -> u8 {
-        match self {
-            PhysState::NoChange => 0,
-            PhysState::Sleep => 1,
-            PhysState::Polling => 2,
-            PhysState::Disabled => 3,
-            PhysState::PortConfigurationTraining => 4,
-            PhysState::LinkUp => 5,
-            PhysState::LinkErrorRecovery => 6,
-            PhysState::PhyTest => 7,
-            PhysState::Unknown(c) => c,
-        }
-    }
-    /// The name smpquery prints for the state.
-    pub fn name(self) -> &'static str {
-        match self {
-            PhysState::NoChange => "NoChange",
-            PhysState::Sleep => "Sleep",
-            PhysState::Polling => "Polling",
-            PhysState::Disabled => "Disabled",
-            PhysState::PortConfigurationTraining => "PortConfigurationTraining",
-            PhysState::LinkUp => "LinkUp",
-            PhysState::LinkErrorRecovery => "LinkErrorRecovery",
-            PhysState::PhyTest => "PhyTest",
-            PhysState::Unknown(_) => "Unknown",
-        }
+crate::coded_enum! {
+    /// PortPhysicalState (IBA 14.2.5.6). NoChange (0) as for [`PortState`].
+    pub enum PhysState: u8 {
+        NoChange = 0, "NoChange", "-";
+        Sleep = 1, "Sleep", "Sleep";
+        Polling = 2, "Polling", "Polling";
+        Disabled = 3, "Disabled", "Disabled";
+        PortConfigurationTraining = 4, "PortConfigurationTraining", "Training";
+        LinkUp = 5, "LinkUp", "LinkUp";
+        LinkErrorRecovery = 6, "LinkErrorRecovery", "ErrRecov";
+        PhyTest = 7, "PhyTest", "PhyTest";
     }
 }
 
@@ -367,6 +288,14 @@ impl PortInfo {
     /// Whether the LinkSpeedExt* fields mean anything on this port.
     pub fn has_extended_speeds(&self) -> bool {
         self.capability_mask & capability::IS_EXTENDED_SPEEDS_SUPPORTED != 0
+    }
+    /// Whether the LinkSpeedExt*2 fields mean anything: CapabilityMask2 is valid
+    /// (IsCapabilityMask2Supported) and says IsExtendedSpeeds2Supported; as libibnetdisc,
+    /// only on a port with extended speeds.
+    pub fn has_extended_speeds2(&self) -> bool {
+        self.has_extended_speeds()
+            && self.capability_mask & capability::IS_CAPABILITY_MASK2_SUPPORTED != 0
+            && self.capability_mask2 & capability2::IS_EXTENDED_SPEEDS_2_SUPPORTED != 0
     }
     pub fn width_active(&self) -> Option<Width> {
         Width::from_active(self.link_width_active)
@@ -382,41 +311,49 @@ impl PortInfo {
             WidthSet(self.link_width_enabled)
         }
     }
-    /// Active lane speed: LinkSpeedExtActive when the port has extended speeds and uses one,
-    /// else LinkSpeedActive. `None` for 0 or a code no speed has.
+    /// The (LinkSpeedExt, LinkSpeedExt2) values of a field pair, each 0 where the port's
+    /// capability bits say it means nothing.
+    fn ext_fields(&self, ext: u8, ext2: u8) -> (u8, u8) {
+        (
+            if self.has_extended_speeds() { ext } else { 0 },
+            if self.has_extended_speeds2() { ext2 } else { 0 },
+        )
+    }
+    /// Active lane speed: LinkSpeedExtActive2 when set, then LinkSpeedExtActive, then
+    /// LinkSpeedActive (each only where its capability bit is set). `None` for 0 or a code
+    /// no speed has. FDR10 is not visible here (Mellanox's vendor attribute carries it).
     pub fn speed_active(&self) -> Option<Speed> {
-        let ext = if self.has_extended_speeds() {
-            self.link_speed_ext_active
-        } else {
-            0
-        };
-        Speed::from_active(self.link_speed_active, ext)
+        let (ext, ext2) = self.ext_fields(self.link_speed_ext_active, self.link_speed_ext_active2);
+        Speed::from_active(self.link_speed_active, ext, ext2)
     }
     pub fn speeds_supported(&self) -> SpeedSet {
-        SpeedSet {
-            base: self.link_speed_supported,
-            ext: if self.has_extended_speeds() {
-                self.link_speed_ext_supported
-            } else {
-                0
-            },
-        }
+        let (ext, ext2) = self.ext_fields(
+            self.link_speed_ext_supported,
+            self.link_speed_ext_supported2,
+        );
+        SpeedSet::from_masks(self.link_speed_supported, 0, ext, ext2)
     }
-    /// 15 in LinkSpeedEnabled and 31 in LinkSpeedExtEnabled mean "set to supported";
-    /// 30 in LinkSpeedExtEnabled means extended speeds are disabled.
+    /// 15 in LinkSpeedEnabled and 31 in LinkSpeedExtEnabled (7 in LinkSpeedExtEnabled2)
+    /// mean "set to supported"; 30 in LinkSpeedExtEnabled means extended speeds are
+    /// disabled.
     pub fn speeds_enabled(&self) -> SpeedSet {
         let base = if self.link_speed_enabled == 15 {
             self.link_speed_supported
         } else {
             self.link_speed_enabled
         };
-        let ext = match self.link_speed_ext_enabled {
-            _ if !self.has_extended_speeds() => 0,
+        let (ext, ext2) =
+            self.ext_fields(self.link_speed_ext_enabled, self.link_speed_ext_enabled2);
+        let ext = match ext {
             31 => self.link_speed_ext_supported,
             30 => 0,
             mask => mask,
         };
-        SpeedSet { base, ext }
+        let ext2 = match ext2 {
+            7 => self.link_speed_ext_supported2,
+            mask => mask,
+        };
+        SpeedSet::from_masks(base, 0, ext, ext2)
     }
     pub fn state(&self) -> PortState {
         PortState::from_code(self.port_state)
@@ -548,40 +485,20 @@ impl LinearForwardingTableBlock {
     }
 }
 
-/// SMInfo SMState (IBA 14.2.5.13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum SmState {
-    NotActive,
-    Discovering,
-    Standby,
-    Master,
-    Unknown(u8),
-}
-
-impl SmState {
-    pub fn from_code(code: u8) -> Self {
-        match code {
-            0 => SmState::NotActive,
-            1 => SmState::Discovering,
-            2 => SmState::Standby,
-            3 => SmState::Master,
-            o => SmState::Unknown(o),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            SmState::NotActive => "NotActive",
-            SmState::Discovering => "Discovering",
-            SmState::Standby => "Standby",
-            SmState::Master => "Master",
-            SmState::Unknown(_) => "Unknown",
-        }
+crate::coded_enum! {
+    /// SMInfo SMState (IBA 14.2.5.13).
+    pub enum SmState: u8 {
+        NotActive = 0, "NotActive", "NotActive";
+        Discovering = 1, "Discovering", "Discovering";
+        Standby = 2, "Standby", "Standby";
+        Master = 3, "Master", "Master";
     }
 }
 
 wire_struct! {
     /// SMInfo (IBA 14.2.5.13).
     pub struct SmInfo (24) {
+        #[serde(with = "crate::codes::guid")]
         pub guid: u64 = 0, 64;
         pub sm_key: u64 = 64, 64;
         /// Incremented by the master SM as it works: a stuck value means a stuck SM.
@@ -598,6 +515,9 @@ impl SmInfo {
     }
     pub fn state_name(&self) -> &'static str {
         self.state().name()
+    }
+    pub fn is_master(&self) -> bool {
+        self.state() == SmState::Master
     }
 }
 
@@ -634,20 +554,55 @@ mod tests {
             link_width_enabled: 0xff,
             ..Default::default()
         };
-        assert_eq!(p.speeds_enabled(), SpeedSet { base: 7, ext: 3 });
+        assert_eq!(p.speeds_enabled(), SpeedSet::from_masks(7, 0, 3, 0));
         assert_eq!(p.widths_enabled(), WidthSet(0x1f));
         p.link_speed_ext_enabled = 30;
         assert_eq!(p.speeds_enabled().best(), Some(Speed::Qdr));
         p.link_speed_ext_enabled = 2;
         assert_eq!(p.speeds_enabled().best(), Some(Speed::Edr));
         p.capability_mask = 0;
-        assert_eq!(p.speeds_enabled().ext, 0);
-        assert_eq!(p.speeds_supported().ext, 0);
+        assert_eq!(p.speeds_enabled().best(), Some(Speed::Qdr));
+        assert_eq!(p.speeds_supported().best(), Some(Speed::Qdr));
+    }
+
+    /// XDR as IBA 1.7 and rdma-core's field table put it: LinkSpeedExtActive2 at bits
+    /// 449-450, Supported2 451-452, Enabled2 453-455, valid with CapabilityMask2 bit 11.
+    /// Bytes written by hand from those offsets.
+    #[test]
+    fn xdr_from_the_second_extended_field() {
+        let mut b = [0u8; 64];
+        b[20..24].copy_from_slice(&0x0000_c000u32.to_be_bytes()); // ext speeds + cap mask 2
+        b[32] = (4 << 4) | 4; // LinkSpeedSupported QDR, PortState Active
+        b[35] = 0x44; // LinkSpeedActive QDR, LinkSpeedEnabled QDR
+        b[56] = 0b0010_1011; // Active2 1, Supported2 1, Enabled2 3
+        b[60..62].copy_from_slice(&(1u16 << 11).to_be_bytes()); // IsExtendedSpeeds2Supported
+        b[62] = 0x88; // LinkSpeedExtActive NDR, LinkSpeedExtSupported NDR
+        b[63] = 8; // LinkSpeedExtEnabled NDR
+        let p = PortInfo::decode(&b).unwrap();
+        assert_eq!(
+            (
+                p.link_speed_ext_active2,
+                p.link_speed_ext_supported2,
+                p.link_speed_ext_enabled2
+            ),
+            (1, 1, 3)
+        );
+        assert!(p.has_extended_speeds2());
+        assert_eq!(p.state(), PortState::Active);
+        assert_eq!(p.speed_active(), Some(Speed::Xdr));
+        assert_eq!(p.speeds_supported().best(), Some(Speed::Xdr));
+        assert_eq!(p.speeds_enabled().best(), Some(Speed::Xdr));
+        assert_eq!(p.to_bytes(), b);
+        // Without the CapabilityMask2 bit the second field means nothing: NDR.
+        let mut q = p.clone();
+        q.capability_mask2 = 0;
+        assert_eq!(q.speed_active(), Some(Speed::Ndr));
+        assert_eq!(q.speeds_supported().best(), Some(Speed::Ndr));
     }
 
     #[test]
     fn states_and_codes() {
-        for code in 0..16u8 {
+        for code in 0..=255u8 {
             assert_eq!(PortState::from_code(code).code(), code);
             assert_eq!(PhysState::from_code(code).code(), code);
             assert_eq!(NodeType::from_code(code).code(), code);
@@ -659,6 +614,9 @@ mod tests {
             PhysState::PortConfigurationTraining
         );
         assert_eq!(SmState::from_code(2), SmState::Standby);
+        assert_eq!(PortState::Init.name(), "Initialize");
+        assert_eq!(PortState::parse("init"), Some(PortState::Init));
+        assert_eq!(NodeType::Ca.name(), "Channel Adapter");
         assert_eq!(mtu_bytes(1), Some(256));
         assert_eq!(mtu_bytes(5), Some(4096));
         assert_eq!(mtu_bytes(0), None);

@@ -3,7 +3,9 @@
 //! A *channel* is one port of one node, numbered `base[node] + port`; the directed link
 //! leaving that port is the same channel. `peer[ch]` is the channel at the far end.
 
-use crate::model::{port_state, End, Fabric, NodeId, SwitchFacts};
+use ibscope_mad::attr::PortState;
+
+use crate::model::{End, Fabric, NodeId, SwitchFacts};
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -58,7 +60,7 @@ pub(crate) struct Index<'a> {
 
 fn state_blocks(fabric: &Fabric, end: End) -> bool {
     match fabric.node(end.node).port(end.port) {
-        Some(p) => p.state != port_state::UNKNOWN && p.state != port_state::ACTIVE,
+        Some(p) => p.state.is_some_and(|s| s != PortState::Active),
         None => false,
     }
 }

@@ -1,0 +1,577 @@
+//! The findings policy: every kind of thing a health check reports, how grave it is, how
+//! it is worded, and the evaluation that produces the list from a fabric, its link health,
+//! its counters and its subnet manager. `check`, the TUI and the exporter all show this
+//! one list; adding a kind of finding is a line in [`FINDING_KINDS`] and the rule that
+//! emits it here.
+
+use ibscope_mad::attr::{SmInfo, SmState};
+use ibscope_mad::engine::Request;
+use ibscope_mad::header::attr;
+use ibscope_mad::smp::SmpRoute;
+use serde::{Deserialize, Serialize};
+
+use crate::counters::{self, Thresholds};
+use crate::discover::SmpExecutor;
+use crate::health::{self, HealthOptions, HealthReport, PortRef};
+use crate::model::Fabric;
+use crate::namemap::NameMap;
+
+/// How grave a finding is. Ordered: `Error` is the worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+    /// For narrow columns.
+    pub fn short(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warn",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// Every kind of finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FindingKind {
+    DegradedLink,
+    PortNotActive,
+    CounterAboveThreshold,
+    CounterSaturated,
+    CountersUnreadable,
+    DuplicateGuid,
+    DuplicateLid,
+    DiscoveryError,
+    NoMasterSm,
+}
+
+/// What is known of one kind of finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindFacts {
+    pub kind: FindingKind,
+    /// The name in JSON, labels and `[brackets]` of text output.
+    pub name: &'static str,
+    pub severity: Severity,
+    /// One line for `--help`, the TUI's help and the exporter's HELP text.
+    pub meaning: &'static str,
+}
+
+/// The table of finding kinds, in [`FindingKind`] order.
+pub const FINDING_KINDS: [KindFacts; 9] = {
+    use FindingKind::*;
+    use Severity::*;
+    const fn k(
+        kind: FindingKind,
+        name: &'static str,
+        severity: Severity,
+        meaning: &'static str,
+    ) -> KindFacts {
+        KindFacts {
+            kind,
+            name,
+            severity,
+            meaning,
+        }
+    }
+    [
+        k(
+            DegradedLink,
+            "degraded-link",
+            Warning,
+            "a link runs below what both ends support and enable, or below the fabric's norm",
+        ),
+        k(
+            PortNotActive,
+            "port-not-active",
+            Warning,
+            "a port is physically up but the SM has not made it Active",
+        ),
+        k(
+            CounterAboveThreshold,
+            "counter-above-threshold",
+            Error,
+            "an error counter is above its threshold",
+        ),
+        k(
+            CounterSaturated,
+            "counter-saturated",
+            Warning,
+            "a counter is at its maximum and no longer counts",
+        ),
+        k(
+            CountersUnreadable,
+            "counters-unreadable",
+            Error,
+            "a port's performance counters could not be read",
+        ),
+        k(
+            DuplicateGuid,
+            "duplicate-guid",
+            Error,
+            "one GUID is used by more than one node",
+        ),
+        k(
+            DuplicateLid,
+            "duplicate-lid",
+            Error,
+            "one LID is claimed by more than one port",
+        ),
+        k(
+            DiscoveryError,
+            "discovery-error",
+            Error,
+            "a node or port did not answer discovery, or changed while it ran",
+        ),
+        k(
+            NoMasterSm,
+            "no-master-sm",
+            Error,
+            "no subnet manager answers as master",
+        ),
+    ]
+};
+
+impl FindingKind {
+    pub fn facts(self) -> &'static KindFacts {
+        &FINDING_KINDS[self as usize]
+    }
+    pub fn name(self) -> &'static str {
+        self.facts().name
+    }
+    pub fn severity(self) -> Severity {
+        self.facts().severity
+    }
+    pub fn parse(text: &str) -> Option<FindingKind> {
+        FINDING_KINDS
+            .iter()
+            .find(|f| f.name == text)
+            .map(|f| f.kind)
+    }
+}
+
+impl std::fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for FindingKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FindingKind, D::Error> {
+        let text = String::deserialize(d)?;
+        FindingKind::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a finding kind")))
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub kind: FindingKind,
+    pub severity: Severity,
+    /// The port concerned (absent for fabric-wide findings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<PortRef>,
+    /// The far end of its link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<PortRef>,
+    /// Plain text; may quote fabric strings: escape before display.
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<u64>,
+}
+
+impl Finding {
+    pub fn new(kind: FindingKind, message: String) -> Finding {
+        Finding {
+            kind,
+            severity: kind.severity(),
+            at: None,
+            remote: None,
+            message,
+            counter: None,
+            value: None,
+            threshold: None,
+        }
+    }
+    pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
+        self.at = Some(at);
+        self.remote = remote;
+        self
+    }
+    /// `[kind] "node" (0x…) port N (lid L) <-> "peer" (0x…) port M: message`, escaped for
+    /// a terminal: the line `check` prints.
+    pub fn text_line(&self) -> String {
+        let mut line = format!("[{}]", self.kind);
+        if let Some(at) = &self.at {
+            line.push_str(&format!(" {at}"));
+            if at.lid != 0 {
+                line.push_str(&format!(" (lid {})", at.lid));
+            }
+        }
+        if let Some(remote) = &self.remote {
+            line.push_str(&format!(" <-> {remote}"));
+        }
+        line.push_str(&format!(": {}", crate::escape::for_terminal(&self.message)));
+        line
+    }
+}
+
+/// The findings that need only the fabric and the link assessment made of it: degraded
+/// links, ports up but not Active, duplicate GUIDs and LIDs, discovery errors.
+pub fn fabric_findings(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    report: &HealthReport,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for l in report.degraded() {
+        // Each reason names the rates it compares.
+        findings.push(
+            Finding::new(FindingKind::DegradedLink, l.reasons.join("; "))
+                .at(l.a.at.clone(), Some(l.b.at.clone())),
+        );
+    }
+    for p in &report.up_not_active {
+        let name = |s: Option<String>| s.unwrap_or_else(|| "unknown".into());
+        findings.push(
+            Finding::new(
+                FindingKind::PortNotActive,
+                format!(
+                    "physically {} but {}",
+                    name(p.phys_state.map(|s| s.to_string())),
+                    name(p.state.map(|s| s.to_string()))
+                ),
+            )
+            .at(p.at.clone(), p.remote.clone()),
+        );
+    }
+    for guid in &fabric.report.duplicate_guids {
+        findings.push(Finding::new(
+            FindingKind::DuplicateGuid,
+            format!(
+                "node GUID {} is used by more than one node",
+                ibscope_mad::codes::guid::text(*guid)
+            ),
+        ));
+    }
+    for lid in &fabric.report.duplicate_lids {
+        let mut f = Finding::new(
+            FindingKind::DuplicateLid,
+            format!("LID {lid} is claimed by more than one port"),
+        );
+        if let Some(end) = fabric.port_by_lid(*lid) {
+            f.at = Some(PortRef::new(fabric.node(end.node), end.port, names));
+        }
+        findings.push(f);
+    }
+    for e in fabric
+        .report
+        .errors
+        .iter()
+        .chain(&fabric.report.inconsistencies)
+    {
+        findings.push(Finding::new(FindingKind::DiscoveryError, e.clone()));
+    }
+    findings
+}
+
+/// The findings of one counter sample: unreadable ports, counters above their threshold,
+/// saturated counters with no 64-bit replacement.
+pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for p in &sample.ports {
+        if p.counters.is_none() {
+            findings.push(
+                Finding::new(FindingKind::CountersUnreadable, p.errors.join("; "))
+                    .at(p.at.clone(), p.remote.clone()),
+            );
+            continue;
+        }
+        for (name, value, limit) in thresholds.exceeded(p) {
+            let mut f = Finding::new(
+                FindingKind::CounterAboveThreshold,
+                format!("{name} = {value} (threshold {limit})"),
+            )
+            .at(p.at.clone(), p.remote.clone());
+            f.counter = Some(name);
+            f.value = Some(value);
+            f.threshold = Some(limit);
+            findings.push(f);
+        }
+        for name in &p.saturated {
+            if !p.is_saturated(name) {
+                continue;
+            }
+            let mut f = Finding::new(
+                FindingKind::CounterSaturated,
+                format!("{name} is at its maximum and no longer counts"),
+            )
+            .at(p.at.clone(), p.remote.clone());
+            f.counter = Some(name.clone());
+            f.value = p.value(name);
+            findings.push(f);
+        }
+    }
+    findings
+}
+
+/// What asking the SM the local port names for its SMInfo gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmStatus {
+    /// The local port knows no SM (SMLID 0).
+    NoSmLid,
+    NoAnswer {
+        lid: u16,
+        error: String,
+    },
+    Malformed {
+        lid: u16,
+        error: String,
+    },
+    Answered {
+        lid: u16,
+        info: SmInfo,
+    },
+}
+
+/// Read SMInfo from the SM at `sm_lid` (the local port's SMLID).
+pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
+    if sm_lid == 0 {
+        return SmStatus::NoSmLid;
+    }
+    let request = Request::smp_get(&SmpRoute::Lid(sm_lid), attr::SM_INFO, 0);
+    let mut outcome = None;
+    exec.execute(vec![((), request)], &mut |(), r, _| outcome = Some(r));
+    match outcome {
+        None => SmStatus::NoAnswer {
+            lid: sm_lid,
+            error: "no reply".into(),
+        },
+        Some(Err(e)) => SmStatus::NoAnswer {
+            lid: sm_lid,
+            error: e.to_string(),
+        },
+        Some(Ok(r)) => match SmInfo::decode(r.smp_data()) {
+            Err(e) => SmStatus::Malformed {
+                lid: sm_lid,
+                error: e.to_string(),
+            },
+            Ok(info) => SmStatus::Answered { lid: sm_lid, info },
+        },
+    }
+}
+
+/// The finding an SM status calls for, if any: the SM must answer in state Master.
+pub fn sm_finding(status: &SmStatus) -> Option<Finding> {
+    let message = match status {
+        SmStatus::NoSmLid => "the local port knows no SM (its SMLID is 0)".to_string(),
+        SmStatus::NoAnswer { lid, error } => {
+            format!("the SM at LID {lid} does not answer SMInfo: {error}")
+        }
+        SmStatus::Malformed { lid, error } => {
+            format!("the SM at LID {lid} sent a malformed SMInfo: {error}")
+        }
+        SmStatus::Answered { info, .. } if info.state() == SmState::Master => return None,
+        SmStatus::Answered { lid, info } => format!(
+            "the SM at LID {lid} (GUID {}) is {}, not Master",
+            ibscope_mad::codes::guid::text(info.guid),
+            info.state()
+        ),
+    };
+    Some(Finding::new(FindingKind::NoMasterSm, message))
+}
+
+/// How [`evaluate`] reads the counters of a live fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterReads {
+    /// Every port one by one: the sample has every port's values.
+    PerPort,
+    /// Switches with AllPortSelect through their all-ports sum first, as ibqueryerrors
+    /// does (see [`counters::sweep_screened`]): the same findings, fewer MADs.
+    Screened,
+}
+
+/// The live part of an evaluation: a transport, how to read counters, and the SM's LID.
+pub struct Live<'a, E> {
+    pub exec: &'a mut E,
+    pub reads: CounterReads,
+    /// The local port's SMLID.
+    pub sm_lid: u16,
+}
+
+/// What an evaluation found, and what it read on the way.
+pub struct Evaluation {
+    pub findings: Vec<Finding>,
+    /// The ports read one by one: every port with [`CounterReads::PerPort`]; `mads_sent`
+    /// covers the whole counter phase. `None` without a live fabric.
+    pub sample: Option<counters::Sample>,
+    /// Switches cleared by their all-ports sum ([`CounterReads::Screened`] only): their
+    /// ports are not in `sample`.
+    pub screened: Vec<counters::ScreenedSwitch>,
+    /// Switches with AllPortSelect whose ports were read one by one, and why.
+    pub drilled: Vec<counters::DrilledSwitch>,
+    /// The SM's answer (live only).
+    pub sm: Option<SmStatus>,
+    /// The link and port assessment the findings came from (callers reuse it rather than
+    /// assessing the fabric again).
+    pub health: HealthReport,
+}
+
+/// Every finding of a fabric; with a live transport also its counters and its SM.
+pub fn evaluate<E: SmpExecutor>(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    live: Option<Live<'_, E>>,
+) -> Evaluation {
+    let report = health::assess(fabric, names, health_options);
+    let mut findings = fabric_findings(fabric, names, &report);
+    let mut eval = Evaluation {
+        findings: Vec::new(),
+        sample: None,
+        screened: Vec::new(),
+        drilled: Vec::new(),
+        sm: None,
+        health: report,
+    };
+    if let Some(live) = live {
+        let targets = counters::targets(fabric, None, None);
+        let sample = match live.reads {
+            CounterReads::PerPort => counters::sweep(live.exec, fabric, &targets, names),
+            CounterReads::Screened => {
+                let s = counters::sweep_screened(live.exec, fabric, &targets, names, thresholds);
+                eval.screened = s.screened;
+                eval.drilled = s.drilled;
+                s.sample
+            }
+        };
+        findings.extend(counter_findings(&sample, thresholds));
+        let sm = read_sm(live.exec, live.sm_lid);
+        findings.extend(sm_finding(&sm));
+        eval.sm = Some(sm);
+        eval.sample = Some(sample);
+    }
+    eval.findings = findings;
+    eval
+}
+
+/// [`evaluate`] of a fabric without a transport (a file, or a snapshot's fabric alone).
+pub fn evaluate_offline(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    health_options: &HealthOptions,
+) -> Evaluation {
+    evaluate::<crate::discover::NoTransport>(
+        fabric,
+        names,
+        health_options,
+        &Thresholds::default(),
+        None,
+    )
+}
+
+/// Findings counted by kind, in table order, kinds with none included (for the exporter
+/// and summaries).
+pub fn count_by_kind(findings: &[Finding]) -> Vec<(FindingKind, usize)> {
+    FINDING_KINDS
+        .iter()
+        .map(|k| (k.kind, findings.iter().filter(|f| f.kind == k.kind).count()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_in_kind_order_and_names_are_unique() {
+        for (i, k) in FINDING_KINDS.iter().enumerate() {
+            assert_eq!(k.kind as usize, i, "{}", k.name);
+            assert_eq!(FindingKind::parse(k.name), Some(k.kind));
+            assert_eq!(FINDING_KINDS.iter().filter(|o| o.name == k.name).count(), 1);
+        }
+    }
+
+    #[test]
+    fn severity_comes_from_the_table() {
+        let f = Finding::new(FindingKind::DuplicateLid, "x".into());
+        assert_eq!(f.severity, Severity::Error);
+        let json = serde_json::to_value(&f).unwrap();
+        assert_eq!(json["kind"], "duplicate-lid");
+        assert_eq!(json["severity"], "error");
+        let back: Finding = serde_json::from_value(json).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn sm_states() {
+        let master = SmInfo {
+            sm_state: SmState::Master.code(),
+            ..Default::default()
+        };
+        assert_eq!(
+            sm_finding(&SmStatus::Answered {
+                lid: 1,
+                info: master
+            }),
+            None
+        );
+        let standby = SmInfo {
+            guid: 0x2c9,
+            sm_state: SmState::Standby.code(),
+            ..Default::default()
+        };
+        let f = sm_finding(&SmStatus::Answered {
+            lid: 1,
+            info: standby,
+        })
+        .unwrap();
+        assert_eq!(f.kind, FindingKind::NoMasterSm);
+        assert_eq!(
+            f.message,
+            "the SM at LID 1 (GUID 0x00000000000002c9) is Standby, not Master"
+        );
+        assert!(sm_finding(&SmStatus::NoSmLid).is_some());
+    }
+
+    #[test]
+    fn offline_findings_of_a_topology_file() {
+        let text = "Switch 8 \"sw1\"\n[1] \"h1\"[1] # \"h1\" lid 2 4xHDR\n\
+[2] \"h2\"[1] # \"h2\" lid 3 1xHDR\n[3] \"h3\"[1] # \"h3\" lid 4 4xHDR\n\n\
+Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1] \"sw1\"[3]\n";
+        let f = crate::ibnd::parse(text).unwrap();
+        let eval = evaluate_offline(&f, None, &HealthOptions::default());
+        assert_eq!(eval.findings.len(), 1);
+        let finding = &eval.findings[0];
+        assert_eq!(finding.kind, FindingKind::DegradedLink);
+        assert_eq!(finding.message, "1xHDR below fabric norm 4xHDR");
+        assert!(finding.text_line().starts_with("[degraded-link] \"sw1\""));
+        assert_eq!(
+            count_by_kind(&eval.findings)[0],
+            (FindingKind::DegradedLink, 1)
+        );
+    }
+}
