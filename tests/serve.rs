@@ -292,6 +292,29 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
     assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
 
+    // The findings by kind are `check`'s (the SM check aside, which the page leaves out).
+    let check: serde_json::Value =
+        serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
+    let findings = check["findings"].as_array().unwrap();
+    for kind in [
+        "counter-above-threshold",
+        "degraded-link",
+        "port-not-active",
+    ] {
+        let theirs = findings.iter().filter(|f| f["kind"] == kind).count();
+        let ours = sample_value(&metrics, "ibscope_findings", &[("kind", kind)]);
+        assert_eq!(ours, Some(theirs as f64), "{kind}");
+    }
+    assert_eq!(
+        sample_value(
+            &metrics,
+            "ibscope_findings",
+            &[("kind", "counter-above-threshold"), ("severity", "error")]
+        ),
+        Some(2.0),
+        "the two injected counters"
+    );
+
     // A real Prometheus scrapes the exporter; its query API returns the same value.
     let prom_port = free_port();
     let yml = scratch.path().join("prometheus.yml");
@@ -669,7 +692,8 @@ const DATA_FAMILIES: [&str; 9] = [
 ];
 
 /// Families on every page whatever the options.
-const OTHER_FAMILIES: [&str; 22] = [
+const OTHER_FAMILIES: [&str; 23] = [
+    "ibscope_findings",
     "ibscope_port_saturated_counters",
     "ibscope_port_state",
     "ibscope_port_phys_state",

@@ -19,6 +19,7 @@ use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::escape::for_prometheus_label;
+use ibscope_topo::findings;
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::{End, Fabric, Node, NodeKind};
@@ -1000,7 +1001,6 @@ pub struct RenderStats<'a> {
 /// Counter metric names are the same as `ibscope counters --format prom` writes.
 pub use super::counters::metric_name;
 
-/// HELP and TYPE of a family; its samples follow at once.
 /// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
 /// 0 not read)", from the value's table.
 fn code_help<'a>(what: &str, codes: impl Iterator<Item = (u8, &'a str)>) -> String {
@@ -1011,6 +1011,7 @@ fn code_help<'a>(what: &str, codes: impl Iterator<Item = (u8, &'a str)>) -> Stri
     format!("{what} ({}; 0 not read).", known.join(", "))
 }
 
+/// HELP and TYPE of a family; its samples follow at once.
 fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -1158,6 +1159,24 @@ pub fn render(
                 .count();
             sample_line(&mut out, "ibscope_port_saturated_counters", labels, n);
         }
+    }
+
+    // The findings `ibscope check` reports (all but the SM's), counted by kind: the same
+    // policy and thresholds (every error counter at 0) as `check` without --thresholds.
+    let mut found = findings::fabric_findings(fabric, names, health);
+    found.extend(findings::counter_findings(
+        sample,
+        &counters::Thresholds::default(),
+    ));
+    family_head(
+        &mut out,
+        "ibscope_findings",
+        "gauge",
+        "Findings of `ibscope check` on the last sweep, by kind and severity (the SM check excluded).",
+    );
+    for (kind, n) in findings::count_by_kind(&found) {
+        let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
+        sample_line(&mut out, "ibscope_findings", &labels, n);
     }
 
     // Link facts from the last discovery.
