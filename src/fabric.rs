@@ -58,9 +58,7 @@ pub fn load_file(path: &Path) -> Result<Fabric> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read topology file {}", path.display()))?;
     if text.trim_start().starts_with('{') {
-        let file = ibscope_topo::FabricFile::from_json(&text)
-            .with_context(|| format!("{}: not a valid ibscope JSON snapshot", path.display()))?;
-        Ok(Fabric::from_file(file).with_context(|| format!("{}", path.display()))?)
+        ibscope_topo::export::json::read(&text).with_context(|| format!("{}", path.display()))
     } else {
         ibscope_topo::ibnd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }

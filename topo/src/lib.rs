@@ -7,11 +7,13 @@ pub use model::{End, Fabric, FabricFile, LinkKey, Node, NodeId, NodeKind, Port, 
 pub mod counters;
 pub mod diff;
 pub mod discover;
-pub mod dot;
 pub mod escape;
+pub mod export;
 pub mod findings;
 pub mod gen;
 pub mod health;
 pub mod ibnd;
 pub mod namemap;
 pub mod routing;
+#[cfg(test)]
+mod test_fixtures;

@@ -516,6 +516,11 @@ impl Fabric {
         })
     }
 
+    /// The key of every link: the fabric's links as a set, comparable across snapshots.
+    pub fn link_keys(&self) -> std::collections::BTreeSet<LinkKey> {
+        self.links().map(|l| l.key()).collect()
+    }
+
     /// Serializable form.
     pub fn to_file(&self) -> FabricFile {
         FabricFile {
