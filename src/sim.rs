@@ -19,7 +19,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -213,33 +213,6 @@ fn validate_name(name: &str) -> Result<()> {
         bail!("simulator name {name:?}: use 1-32 of A-Z a-z 0-9 - _ . (not starting with .)");
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// SIGINT: `sim up` must be able to abort a long wait and clean up.
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Install a SIGINT handler that only sets a flag; the waits in this module poll it and fail
-/// with "interrupted", so the caller's cleanup (Drop) runs.
-pub fn install_sigint_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-    }
-}
-
-/// True once SIGINT arrived (after [`install_sigint_handler`]).
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,8 +544,11 @@ fn count_in_file(path: &Path, needle: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// `sim up` must be able to abort a long wait and clean up: once SIGINT is caught (see
+/// [`crate::signals`]), the waits here fail with "interrupted", so the caller's cleanup
+/// (Drop) runs.
 fn check_interrupted() -> Result<()> {
-    if interrupted() {
+    if crate::signals::received().is_some() {
         bail!("interrupted");
     }
     Ok(())

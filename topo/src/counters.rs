@@ -74,6 +74,15 @@ pub const EXTENDED_ONLY: [&str; 4] = [
     "PortMulticastRcvPkts",
 ];
 
+/// Every counter name, PortCounters order then the extended-only ones.
+pub fn all_counter_names() -> Vec<&'static str> {
+    PORT_COUNTER_NAMES
+        .iter()
+        .chain(EXTENDED_ONLY.iter())
+        .copied()
+        .collect()
+}
+
 /// Counters in bytes (converted from 4-octet words).
 pub fn is_data_counter(name: &str) -> bool {
     name == "PortXmitData" || name == "PortRcvData"

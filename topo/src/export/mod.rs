@@ -6,3 +6,4 @@
 pub mod dot;
 pub mod ibnd;
 pub mod json;
+pub mod prometheus;
