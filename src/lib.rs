@@ -5,7 +5,6 @@ pub mod cli;
 pub mod cmd;
 pub mod fabric;
 pub mod output;
-pub mod resolve;
 pub mod signals;
 pub mod sim;
 pub mod tui;

@@ -371,7 +371,10 @@ fn hostile_description_live() {
         }
     }
     assert!(replaced > 0, "no port named by the hostile description");
-    check_prom(&ibscope_topo::export::prometheus::counters_page(&sample), FULL_DESC);
+    check_prom(
+        &ibscope_topo::export::prometheus::counters_page(&sample),
+        FULL_DESC,
+    );
 }
 
 fn offline_fabric() -> Fabric {

@@ -11,6 +11,7 @@ use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_terminal};
 use ibscope_topo::export::prometheus;
+use ibscope_topo::resolve::{resolve, NameMatch};
 
 use crate::cli::{exit, Global};
 
@@ -90,8 +91,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
     let (only, mut port) = match &a.node {
         Some(text) => {
-            let (id, p) = crate::resolve::resolve_named(&fabric, names.as_ref(), text)?;
-            (Some(id), p)
+            let target = resolve(&fabric, names.as_ref(), text, NameMatch::Exact)?;
+            (Some(target.node()), target.named_port(&fabric))
         }
         None => (None, None),
     };

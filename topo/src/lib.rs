@@ -14,6 +14,7 @@ pub mod gen;
 pub mod health;
 pub mod ibnd;
 pub mod namemap;
+pub mod resolve;
 pub mod routing;
 #[cfg(test)]
 mod test_fixtures;
