@@ -83,8 +83,7 @@ fn sample(guid: u64, port: u8, at: SystemTime, symbol: u64, bytes: u64) -> PortC
     counters.insert("LinkDownedCounter".to_string(), 0);
     counters.insert("PortXmitWait".to_string(), 7);
     PortCounterSample {
-        node_guid: guid,
-        port,
+        at: ibscope_topo::PortKey { guid, port },
         counters,
         xmit_data_bytes: Some(bytes),
         rcv_data_bytes: Some(bytes / 2),

@@ -97,7 +97,7 @@ pub struct Plan {
 
 /// The local port's end in the fabric, if discovery recorded one.
 fn local_end(fabric: &Fabric) -> Option<End> {
-    let (guid, port) = fabric.local?;
+    let ibscope_topo::PortKey { guid, port } = fabric.local?;
     Some(End {
         node: fabric.node_by_guid(guid)?,
         port,

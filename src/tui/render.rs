@@ -14,7 +14,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
-use super::derive::{link_facts, node_name, FabricSummary, Layer, LinkHealth, SwitchChip};
+use super::derive::{
+    link_facts, node_name, port_name, FabricSummary, Layer, LinkHealth, SwitchChip,
+};
 use super::events::EventKind;
 use super::snapshot::{finding_subject, ERROR_COUNTERS};
 use super::state::{AppState, RouteField, View};
@@ -619,14 +621,13 @@ fn draw_node_detail(
         facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
     }
     // Why a port's link is degraded (the table only colours it).
-    let peer_of = |port: u8| {
-        fabric
-            .peer(End { node: id, port })
-            .map(|e| (fabric.node(e.node).guid, e.port))
-    };
     for p in &node.ports {
-        let verdict = peer_of(p.number)
-            .and_then(|peer| health.verdict((node.guid, p.number), peer))
+        let verdict = fabric
+            .link_at(End {
+                node: id,
+                port: p.number,
+            })
+            .and_then(|link| health.verdict(link))
             .filter(|v| v.degraded());
         if let Some(v) = verdict {
             facts.push(Line::styled(
@@ -661,9 +662,9 @@ fn draw_node_detail(
             };
             let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
             let problem = link_facts(Some(p), peer_port).down
-                || peer.is_some_and(|e| {
-                    health.is_degraded((node.guid, p.number), (fabric.node(e.node).guid, e.port))
-                });
+                || fabric
+                    .link_at(end)
+                    .is_some_and(|link| health.is_degraded(link));
             let supported = Rate::text(p.width_supported.best(), p.speed_supported.best());
             let enabled = Rate::text(p.width_enabled.best(), p.speed_enabled.best());
             let row = Row::new(vec![
@@ -860,10 +861,7 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     for (line, i) in window.clone().enumerate() {
         let key = v.rows[i];
         let h = &state.history[&key];
-        let name = match fabric.node_by_guid(key.0) {
-            Some(id) => format!("{}[{}]", node_name(fabric.node(id), names), key.1),
-            None => format!("{:#018x}[{}]", key.0, key.1),
-        };
+        let name = port_name(fabric, names, key);
         let mut style = if h.jumped { BAD } else { Style::new() };
         if i == v.list.selected {
             style = style.add_modifier(Modifier::REVERSED);

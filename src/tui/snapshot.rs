@@ -12,15 +12,14 @@ use ibscope_topo::findings;
 pub use ibscope_topo::findings::Finding;
 use ibscope_topo::health::{HealthOptions, PortRef};
 use ibscope_topo::routing::{self, RouteReport};
-use ibscope_topo::Fabric;
+use ibscope_topo::{Fabric, PortKey};
 
 use super::derive::LinkHealth;
 
 /// One reading of one port's performance counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortCounterSample {
-    pub node_guid: u64,
-    pub port: u8,
+    pub at: PortKey,
     /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter".
     pub counters: BTreeMap<String, u64>,
     /// Data octets sent / received (PortXmitData / PortRcvData × 4), when read.

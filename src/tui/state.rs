@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::resolve::{lid_of, resolve, NameMatch, Target};
 use ibscope_topo::routing::{self, Hop};
-use ibscope_topo::{End, Fabric};
+use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, LinkRow, NodeRow, NodeSort};
 use super::events::{self, Event, EventKind};
@@ -110,8 +110,6 @@ pub struct Status {
 /// Rates and history of one port's counters since the UI opened.
 #[derive(Debug, Clone)]
 pub struct PortHistory {
-    pub node_guid: u64,
-    pub port: u8,
     pub last: PortCounterSample,
     /// Error total when first seen: a port is "jumped" once it rises above it.
     pub baseline_errors: u64,
@@ -133,8 +131,6 @@ impl PortHistory {
     fn new(sample: PortCounterSample) -> PortHistory {
         let errors = sample.error_total();
         PortHistory {
-            node_guid: sample.node_guid,
-            port: sample.port,
             last: sample,
             baseline_errors: errors,
             error_total: errors,
@@ -263,7 +259,7 @@ pub struct RoutingView {
 pub struct CountersView {
     pub sort: CounterSort,
     /// Keys into `AppState::history`, sorted.
-    pub rows: Vec<(u64, u8)>,
+    pub rows: Vec<PortKey>,
     pub list: ListCursor,
 }
 
@@ -324,7 +320,7 @@ pub struct AppState {
     pub snapshot: Option<Snapshot>,
     pub names: Option<NameMap>,
     pub derived: Derived,
-    pub history: HashMap<(u64, u8), PortHistory>,
+    pub history: HashMap<PortKey, PortHistory>,
     pub events: VecDeque<Event>,
     pub nodes: NodesView,
     pub links: ListCursor,
@@ -406,11 +402,10 @@ impl AppState {
             self.log(e);
         }
         for c in &snap.counters {
-            match self.history.get_mut(&(c.node_guid, c.port)) {
+            match self.history.get_mut(&c.at) {
                 Some(h) => h.update(c.clone()),
                 None => {
-                    self.history
-                        .insert((c.node_guid, c.port), PortHistory::new(c.clone()));
+                    self.history.insert(c.at, PortHistory::new(c.clone()));
                 }
             }
         }
@@ -437,12 +432,15 @@ impl AppState {
     }
 
     pub fn refresh_counters(&mut self) {
-        let mut rows: Vec<(u64, u8)> = self.history.keys().copied().collect();
+        let mut rows: Vec<PortKey> = self.history.keys().copied().collect();
         let fabric = self.snapshot.as_ref().map(|s| s.fabric.clone());
-        let name_of = |k: &(u64, u8)| -> String {
+        let name_of = |k: &PortKey| -> String {
             fabric
                 .as_ref()
-                .and_then(|f| f.node_by_guid(k.0).map(|id| f.node(id).description.clone()))
+                .and_then(|f| {
+                    f.node_by_guid(k.guid)
+                        .map(|id| f.node(id).description.clone())
+                })
                 .unwrap_or_default()
         };
         let h = &self.history;
@@ -457,11 +455,11 @@ impl AppState {
                 rows.sort_by(|a, b| h[b].error_total.cmp(&h[a].error_total).then(a.cmp(b)))
             }
             CounterSort::Traffic => rows.sort_by(|a, b| {
-                let t = |k: &(u64, u8)| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
+                let t = |k: &PortKey| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
                 t(b).total_cmp(&t(a)).then(a.cmp(b))
             }),
             CounterSort::Name => {
-                let mut keyed: Vec<(String, (u64, u8))> =
+                let mut keyed: Vec<(String, PortKey)> =
                     rows.iter().map(|k| (name_of(k), *k)).collect();
                 keyed.sort();
                 rows = keyed.into_iter().map(|(_, k)| k).collect();
@@ -553,8 +551,7 @@ mod tests {
         counters.insert("SymbolErrorCounter".to_string(), errors);
         counters.insert("PortXmitWait".to_string(), 1_000_000);
         PortCounterSample {
-            node_guid: 1,
-            port: 1,
+            at: PortKey { guid: 1, port: 1 },
             counters,
             xmit_data_bytes: Some(bytes),
             rcv_data_bytes: Some(bytes),

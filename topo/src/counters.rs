@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::discover::SmpExecutor;
 use crate::health::PortRef;
-use crate::model::{End, Fabric, NodeId};
+use crate::model::{End, Fabric, NodeId, PortKey};
 use crate::namemap::NameMap;
 
 /// The counters thresholds and `check` look at: PortCounters error counters (IBA 16.1.3.5),
@@ -890,14 +890,11 @@ pub struct PortDelta {
 /// a port missing from either sample is left out.
 pub fn diff(prev: &Sample, cur: &Sample, dt: Duration) -> Vec<PortDelta> {
     let secs = dt.as_secs_f64();
-    let before: HashMap<(u64, u8), &PortSample> = prev
-        .ports
-        .iter()
-        .map(|p| ((p.at.node_guid, p.at.port), p))
-        .collect();
+    let before: HashMap<PortKey, &PortSample> =
+        prev.ports.iter().map(|p| (p.at.key(), p)).collect();
     let mut out = Vec::new();
     for c in &cur.ports {
-        let Some(p) = before.get(&(c.at.node_guid, c.at.port)) else {
+        let Some(p) = before.get(&c.at.key()) else {
             continue;
         };
         let mut counters = Vec::new();

@@ -658,7 +658,7 @@ pub fn parse(text: &str) -> Result<Fabric, ParseError> {
     let mut fabric = assemble(nodes)?;
     if let Some(port_guid) = initiated_from {
         if let Some(end) = fabric.port_by_guid(port_guid) {
-            fabric.local = Some((fabric.node(end.node).guid, end.port));
+            fabric.local = Some(fabric.node(end.node).port_key(end.port));
         }
     }
     Ok(fabric)
@@ -840,7 +840,7 @@ mod tests {
             f.port_by_lid(4).map(|e| f.node(e.node).guid),
             Some(0x100003)
         );
-        assert_eq!(f.local, Some((0x200000, 0)));
+        assert_eq!(f.local.map(|l| (l.guid, l.port)), Some((0x200000, 0)));
         assert_eq!(hca2.system_image_guid, 0x100003);
     }
 
