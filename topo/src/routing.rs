@@ -35,7 +35,7 @@ mod minhop;
 use serde::{Deserialize, Serialize};
 
 use crate::escape;
-use crate::model::{End, Fabric, NodeId, NodeKind};
+use crate::model::{End, Fabric, NodeId, NodeKind, NO_ROUTE};
 
 pub use check::{
     check, BreakKind, BreakSummary, CdgStats, CheckOptions, CreditLoop, Direction, ForwardingLoop,
@@ -158,7 +158,7 @@ impl Path {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "error", rename_all = "snake_case")]
 pub enum TraceError {
-    /// The LFT has no entry for the LID (unset, 255, or above LinearFDBTop).
+    /// The LFT has no entry for the LID ([`NO_ROUTE`], or above LinearFDBTop).
     #[error("no route to LID {lid} at switch {switch}")]
     NoRoute { switch: NodeRef, lid: u16 },
     /// The egress port is not linked, not active, or beyond the switch's ports.
@@ -380,7 +380,7 @@ pub struct LftEntry {
     pub peer: Option<PortRef>,
 }
 
-/// The valid entries (port != 255, LID <= LinearFDBTop) of a switch's LFT, in LID order,
+/// The valid entries (port != [`NO_ROUTE`], LID <= LinearFDBTop) of a switch's LFT, in LID order,
 /// like `ibroute`. Empty when `switch` is not a switch or its LFT was not read.
 pub fn dump(fabric: &Fabric, switch: NodeId) -> Vec<LftEntry> {
     let node = fabric.node(switch);
@@ -390,7 +390,7 @@ pub fn dump(fabric: &Fabric, switch: NodeId) -> Vec<LftEntry> {
     let top = index::effective_top(facts);
     let mut out = Vec::new();
     for (lid, &port) in facts.lft.iter().enumerate().take(top + 1) {
-        if port == 255 {
+        if port == NO_ROUTE {
             continue;
         }
         let lid = lid as u16;

@@ -5,7 +5,7 @@
 
 use ibscope_mad::attr::PortState;
 
-use crate::model::{End, Fabric, NodeId, SwitchFacts};
+use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -170,7 +170,7 @@ impl<'a> Index<'a> {
     pub fn lft_entry(&self, node: usize, lid: u16) -> Option<u8> {
         let t = self.lft[node]?;
         match t.get(usize::from(lid)) {
-            Some(&p) if p != 255 => Some(p),
+            Some(&p) if p != NO_ROUTE => Some(p),
             _ => None,
         }
     }
@@ -183,7 +183,7 @@ impl<'a> Index<'a> {
             return Step::LftNotRead;
         };
         let port = match table.get(usize::from(lid)) {
-            Some(&p) if p != 255 => p,
+            Some(&p) if p != NO_ROUTE => p,
             _ => return Step::NoRoute,
         };
         let ch = self.base[node] + u32::from(port);

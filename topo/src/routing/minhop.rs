@@ -5,7 +5,7 @@
 //! that so far carries the fewest CA destination LIDs, lowest port number on a tie (OpenSM's
 //! minhop balances the same way, though its exact counts differ). With `balance: false` the
 //! lowest-numbered shortest-path port always wins. Switch LIDs are routed the same way but do
-//! not count towards the balance (they carry no data traffic). Unreachable LIDs get 255.
+//! not count towards the balance (they carry no data traffic). Unreachable LIDs get [`NO_ROUTE`].
 //!
 //! Use it for what-if planning ("what would the SM do without this link?") and for tests;
 //! it does not replace reading the real tables.
@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use super::index::{Index, NONE};
-use crate::model::{End, Fabric, NodeId, SwitchFacts};
+use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinhopOptions {
@@ -91,7 +91,7 @@ fn compute(fabric: &Fabric, idx: &Index, opts: &MinhopOptions) -> (Vec<(NodeId, 
     dests.sort_unstable();
     dests.dedup_by_key(|d| d.0);
     let top = dests.last().map(|d| d.0).unwrap_or(0);
-    let mut tables: Vec<Vec<u8>> = vec![vec![255u8; usize::from(top) + 1]; sw.len()];
+    let mut tables: Vec<Vec<u8>> = vec![vec![NO_ROUTE; usize::from(top) + 1]; sw.len()];
 
     // Switch-to-switch neighbours over usable links: (port, neighbour switch index).
     let neighbours: Vec<Vec<(u8, u32)>> = sw
