@@ -13,7 +13,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, Step, NONE};
-use super::{trace, ChannelRef, NodeRef, Path, PortRef};
+use super::refs::{ChannelRef, NodeRef, Path, PortRef};
+use super::trace::trace;
 use crate::model::{End, Fabric, NodeId};
 
 /// What [`check`] looks at and how much it reports.

@@ -23,7 +23,8 @@ use ibscope_mad::attr::link::Speed;
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
-use super::{trace_with_index, ChannelRef, PortRef, TraceError};
+use super::refs::{ChannelRef, PortRef};
+use super::trace::{trace_with_index, TraceError};
 use crate::model::{End, Fabric};
 
 /// Which flows a pattern makes from an ordered host list.
