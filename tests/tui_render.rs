@@ -1,6 +1,6 @@
 //! The TUI rendered into ratatui's TestBackend: every view at 80x24 and 160x48 on a small
-//! fabric with a degraded link and a hostile NodeDescription, key handling, the sweeper,
-//! and a timing report on a 2,048-host fat tree.
+//! fabric with a degraded link and a hostile NodeDescription, key handling, the event loop
+//! driven by a script, the sweeper, and a timing report on a 2,048-host fat tree.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -508,6 +508,93 @@ impl Source for CountingSource {
     fn describe(&self) -> String {
         "counting".into()
     }
+}
+
+/// Keys and sweeper messages fed to the real event loop: `None` in `keys` is a moment
+/// with no key (the loop draws a frame), running out of keys is an error.
+struct Script {
+    messages: std::collections::VecDeque<ibscope::tui::SweepMsg>,
+    keys: std::collections::VecDeque<Option<KeyCode>>,
+    sweeps_asked: usize,
+}
+
+impl Script {
+    fn new(messages: Vec<ibscope::tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
+        Script {
+            messages: messages.into(),
+            keys: keys.iter().copied().collect(),
+            sweeps_asked: 0,
+        }
+    }
+}
+
+impl ibscope::tui::Events for Script {
+    fn sweep_message(&mut self) -> Option<ibscope::tui::SweepMsg> {
+        self.messages.pop_front()
+    }
+    fn terminal_event(
+        &mut self,
+        _timeout: Duration,
+    ) -> std::io::Result<Option<crossterm::event::Event>> {
+        match self.keys.pop_front() {
+            Some(k) => Ok(k.map(|code| crossterm::event::Event::Key(key(code)))),
+            None => Err(std::io::Error::other("the script ran out of keys")),
+        }
+    }
+    fn sweep_now(&mut self) {
+        self.sweeps_asked += 1;
+    }
+}
+
+/// The real event loop on a TestBackend: a snapshot arrives, keys switch to the node list,
+/// filter it, ask for a sweep and quit; the last frame is the filtered list.
+#[test]
+fn event_loop_runs_scripted_keys() {
+    use ibscope::tui::SweepMsg;
+    let snap = snapshot(fixture_fabric(FIXTURE), t0(), None, 10, 1_000_000);
+    let messages = vec![
+        SweepMsg::Started,
+        SweepMsg::Done(Box::new(prepare(None, snap, None))),
+    ];
+    let mut keys = vec![None, Some(KeyCode::Char('2')), Some(KeyCode::Char('/'))];
+    keys.extend("leaf".chars().map(|c| Some(KeyCode::Char(c))));
+    keys.extend([
+        Some(KeyCode::Enter),
+        None,
+        Some(KeyCode::Char('r')),
+        None,
+        Some(KeyCode::Char('q')),
+    ]);
+    let mut script = Script::new(messages, &keys);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    ibscope::tui::event_loop(&mut terminal, &mut state, &mut script).unwrap();
+    assert!(state.quit && script.keys.is_empty());
+    assert_eq!(state.view, View::Nodes);
+    assert_eq!(state.nodes.filter, "leaf");
+    assert_eq!(script.sweeps_asked, 1, "r asks the sweeper once");
+    let text = buffer_text(terminal.backend().buffer());
+    assert!(text.contains("leaf-1") && text.contains("leaf-2"), "{text}");
+    assert!(!text.contains("spine-1"), "{text}");
+    let footer = text.lines().last().unwrap();
+    assert!(
+        footer.contains("q quit") && footer.contains("↑↓ nodes"),
+        "{footer}"
+    );
+
+    // A lost fabric ends the loop with its error; a script without q ends in an error too.
+    let lost = vec![SweepMsg::Lost {
+        error: "lost the connection to the fabric".into(),
+    }];
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(lost, &[]));
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "lost the connection to the fabric"
+    );
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(vec![], &[]));
+    assert!(e.unwrap_err().to_string().contains("ran out of keys"));
 }
 
 #[test]

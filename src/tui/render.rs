@@ -18,6 +18,7 @@ use super::derive::{
     link_facts, node_name, port_name, FabricSummary, Layer, LinkHealth, SwitchChip,
 };
 use super::events::EventKind;
+use super::keymap;
 use super::snapshot::{finding_subject, ERROR_COUNTERS};
 use super::state::{AppState, RouteField, View};
 
@@ -145,81 +146,54 @@ fn draw_header(frame: &mut Frame, area: Rect, state: &AppState) {
     );
 }
 
-fn footer_keys(state: &AppState) -> &'static str {
-    if state.help {
-        return "any key: close help  q: quit";
-    }
-    match state.view {
-        View::Nodes if state.nodes.editing => "type to filter  Enter: keep  Esc: clear",
-        View::Routing if state.routing.editing.is_some() => {
-            "type name/LID/GUID[port]  Tab: other field  Enter: trace  Esc: stop"
-        }
-        View::Overview => "q quit ?help 1-6/Tab view ↑↓ findings r sweep now",
-        View::Nodes if state.nodes.detail.is_some() => {
-            "q quit ?help ↑↓ ports Esc close 1-6/Tab view"
-        }
-        View::Nodes => "q quit ?help ↑↓ move /filter s sort Enter detail 1-6/Tab",
-        View::Links => "q quit ?help ↑↓ PgUp/PgDn move 1-6/Tab view r sweep",
-        View::Counters => "q quit ?help ↑↓ move s sort 1-6/Tab view r sweep",
-        View::Routing => "q quit ?help / edit Enter trace x swap ↑↓ hop 1-6/Tab",
-        View::Events => "q quit ?help ↑↓ PgUp/PgDn scroll 1-6/Tab view",
-    }
-}
-
 fn draw_footer(frame: &mut Frame, area: Rect, state: &AppState) {
     frame.render_widget(
         Paragraph::new(Span::styled(
-            footer_keys(state),
+            keymap::footer(state, usize::from(area.width)),
             DIM.add_modifier(Modifier::REVERSED),
         )),
         area,
     );
 }
 
-fn help_lines(view: View) -> Vec<&'static str> {
-    let mut lines = vec![
-        "q, Ctrl-C     quit",
-        "1-6, Tab      switch view (Shift-Tab back)",
-        "?             this help",
-        "↑↓ j k        move;  PgUp PgDn Home End",
-        "r             sweep now",
-        "",
-    ];
-    lines.extend_from_slice(match view {
+/// What a view shows, for its help screen (its keys come from the key map).
+fn view_about(view: View) -> &'static [&'static str] {
+    match view {
         View::Overview => &[
             "Overview: counts, fabric picture by layer",
             "(layer = hops from the nearest CA), findings.",
             "Red: degraded or down links.",
-        ][..],
-        View::Nodes => &[
-            "/             filter by name, GUID or LID",
-            "s             cycle sort: name kind lid guid ports",
-            "Enter         node detail and port table",
-            "Esc           close detail / clear filter",
-        ][..],
+        ],
+        View::Nodes => &[],
         View::Links => &[
             "Every link, problems first.",
             "Expect: the rate it is held to (its class's norm).",
             "Red: degraded (as ibscope check) or not Active;",
             "the selected link's reasons show below.",
-        ][..],
+        ],
         View::Counters => &[
-            "s             sort: error rate, errors, traffic, name",
             "▲ bold red    error counters rose since the UI opened",
             "Sparkline: rx+tx data rate, one bar per sweep.",
-        ][..],
+        ],
         View::Routing => &[
-            "/ or e        edit From (Tab: To); Enter traces",
             "Inputs: name, LID, 0xGUID, optional [port]",
-            "↑↓            pick a hop: its switch's LFT shows",
-            "x             swap From and To",
-        ][..],
+            "↑↓ picks a hop: its switch's LFT shows",
+        ],
         View::Events => &[
             "Changes between sweeps, newest first:",
             "links up/down, degraded, error counter jumps,",
             "port states, SM changes. Times are UTC.",
-        ][..],
-    });
+        ],
+    }
+}
+
+fn help_lines(view: View) -> Vec<String> {
+    let mut lines = keymap::help_lines(view);
+    let about = view_about(view);
+    if !about.is_empty() && lines.last().is_some_and(|l| !l.is_empty()) {
+        lines.push(String::new());
+    }
+    lines.extend(about.iter().map(|l| l.to_string()));
     lines
 }
 
