@@ -347,29 +347,10 @@ fn interval_reports_rates_and_resets() {
         "{prom}"
     );
     // The exposition is valid for promtool, the Prometheus project's own checker.
-    let (ok, report) = promtool_check(&prom);
-    assert!(ok, "promtool check metrics failed: {report}");
-}
-
-/// `promtool check metrics` on `text`: (passed, its output).
-fn promtool_check(text: &str) -> (bool, String) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("promtool exits");
-    let report =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), report)
+    let checked = promtool_check(&prom);
+    assert!(
+        checked.passed(),
+        "promtool check metrics failed: {}",
+        checked.report
+    );
 }

@@ -632,25 +632,11 @@ fn family_names(page: &str) -> Vec<String> {
 
 #[track_caller]
 fn assert_promtool_ok(page: &str, what: &str) {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
+    let checked = promtool_check(page);
     assert!(
-        checked.status.success(),
-        "promtool check metrics ({what}): {}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
+        checked.passed(),
+        "promtool check metrics ({what}): {}",
+        checked.report
     );
     assert_grouped(page);
 }

@@ -12,9 +12,8 @@ use ibscope_topo::{ibnd, routing, Fabric};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What ibsim can carry: its topology parser ends a description at the next `"`, so no
@@ -218,30 +217,12 @@ fn check_prom(text: &str, desc: &str) {
             .filter(|v| v.contains("evil"))
             .collect::<Vec<_>>()
     );
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let PromtoolReport { code, report } = promtool_check(text);
     // promtool exits 1 on a parse error and 3 on style lints alone. Parsing is what the
     // hostile label can break; the naming lints (e.g. "_counter_total") are reported by
     // the lint-only check below but are not about escaping.
     assert!(
-        !report.contains("parsing error") && out.status.code() != Some(1),
+        !report.contains("parsing error") && code != Some(1),
         "promtool cannot parse the exposition:\n{report}"
     );
     let lints: Vec<&str> = report
