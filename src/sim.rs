@@ -544,6 +544,13 @@ fn count_in_file(path: &Path, needle: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether a process we started still runs (a poisoned lock still holds a usable `Proc`).
+fn alive(p: &Mutex<Proc>) -> bool {
+    p.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_ours_and_alive()
+}
+
 /// `sim up` must be able to abort a long wait and clean up: once SIGINT is caught (see
 /// [`crate::signals`]), the waits here fail with "interrupted", so the caller's cleanup
 /// (Drop) runs.
@@ -793,12 +800,7 @@ impl Sim {
         let deadline = Instant::now() + timeout;
         loop {
             check_interrupted()?;
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited during startup; its stderr:\n{}\nstdout:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20),
@@ -833,23 +835,14 @@ impl Sim {
             if count_in_file(&log, "SUBNET UP") > seen_before {
                 return Ok(());
             }
-            if !osm
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(osm) {
                 bail!(
                     "opensm exited before SUBNET UP; opensm.log:\n{}\nopensm output:\n{}",
                     tail(&log, 30),
                     tail(&self.state_dir.join(OPENSM_OUT), 10)
                 );
             }
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited; stderr:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20)
@@ -969,12 +962,7 @@ impl Sim {
                 };
                 return Ok(strip_prompts(body));
             }
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited while handling {line:?}; stderr:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20)
@@ -1059,17 +1047,7 @@ impl Sim {
 
     /// True while ibsim (and OpenSM, if started) run.
     pub fn is_running(&self) -> bool {
-        let ibsim = self
-            .ibsim
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_ours_and_alive();
-        let osm = self.opensm.as_ref().map_or(true, |p| {
-            p.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-        });
-        ibsim && osm
+        alive(&self.ibsim) && self.opensm.as_ref().map_or(true, alive)
     }
 
     /// Stop OpenSM, then ibsim (SIGTERM, SIGKILL after a grace period), reap them, and remove

@@ -243,33 +243,26 @@ fn trace_and_dump_fabric(topology: &str, max_pairs: usize) {
     }
 }
 
-#[test]
-fn trace_and_dump_net() {
-    trace_and_dump_fabric("net", usize::MAX);
+/// One test per fabric: `name: topology, pairs at most`.
+macro_rules! trace_and_dump_tests {
+    ($($name:ident: $topology:expr, $max_pairs:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                trace_and_dump_fabric($topology, $max_pairs);
+            }
+        )*
+    };
 }
-#[test]
-fn trace_and_dump_net_1() {
-    trace_and_dump_fabric("net.1", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path() {
-    trace_and_dump_fabric("net.2sw2path", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path4hca() {
-    trace_and_dump_fabric("net.2sw2path4hca", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path4hca2port() {
-    trace_and_dump_fabric("net.2sw2path4hca2port", usize::MAX);
-}
-#[test]
-fn trace_and_dump_demo() {
-    trace_and_dump_fabric("demo.topo", usize::MAX);
-}
-#[test]
-fn trace_and_dump_fat_tree_64() {
-    trace_and_dump_fabric("fat-tree-2l-64.topo", 60);
+
+trace_and_dump_tests! {
+    trace_and_dump_net: "net", usize::MAX;
+    trace_and_dump_net_1: "net.1", usize::MAX;
+    trace_and_dump_2sw2path: "net.2sw2path", usize::MAX;
+    trace_and_dump_2sw2path4hca: "net.2sw2path4hca", usize::MAX;
+    trace_and_dump_2sw2path4hca2port: "net.2sw2path4hca2port", usize::MAX;
+    trace_and_dump_demo: "demo.topo", usize::MAX;
+    trace_and_dump_fat_tree_64: "fat-tree-2l-64.topo", 60;
 }
 
 fn gen(dir: &Path, name: &str, args: &[&str]) -> String {

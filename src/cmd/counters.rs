@@ -281,9 +281,8 @@ fn csv_header() -> String {
         .collect();
     cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
     cols.extend(
-        counters::PORT_COUNTER_NAMES[12..16]
+        counters::extended_counter_names()
             .iter()
-            .chain(counters::EXTENDED_ONLY.iter())
             .map(|s| format!("PortCountersExtended.{s}")),
     );
     cols.push("saturated".into());
@@ -308,10 +307,7 @@ fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
         for n in counters::PORT_COUNTER_NAMES {
             row.push(get(&p.counters, n));
         }
-        for n in counters::PORT_COUNTER_NAMES[12..16]
-            .iter()
-            .chain(counters::EXTENDED_ONLY.iter())
-        {
+        for n in counters::extended_counter_names() {
             row.push(get(&p.extended, n));
         }
         row.push(for_csv(&p.saturated.join(" ")));

@@ -128,10 +128,8 @@ pub enum CounterFamilies {
 impl CounterFamilies {
     /// The counter names on the page, in page order.
     pub fn names(self) -> Vec<&'static str> {
-        counters::PORT_COUNTER_NAMES
-            .iter()
-            .chain(counters::EXTENDED_ONLY.iter())
-            .copied()
+        counters::all_counter_names()
+            .into_iter()
             .filter(|n| {
                 let error = counters::ERROR_COUNTERS.contains(n);
                 match self {

@@ -38,8 +38,8 @@ pub mod thresholds;
 
 pub use delta::{diff, CounterDelta, PortDelta};
 pub use names::{
-    all_counter_names, is_data_counter, known_counter, ERROR_COUNTERS, EXTENDED_ONLY,
-    PORT_COUNTER_NAMES,
+    all_counter_names, extended_counter_names, is_data_counter, known_counter, ERROR_COUNTERS,
+    EXTENDED_ONLY, PORT_COUNTER_NAMES,
 };
 pub use pma::ALL_PORTS;
 pub use reset::{reset, ResetResult};

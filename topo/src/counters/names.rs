@@ -52,6 +52,16 @@ pub fn all_counter_names() -> Vec<&'static str> {
         .collect()
 }
 
+/// PortCountersExtended's counters in specification order: the 64-bit forms of the data
+/// and packet counters, then the extended-only ones.
+pub fn extended_counter_names() -> Vec<&'static str> {
+    HAS_EXTENDED
+        .iter()
+        .chain(EXTENDED_ONLY.iter())
+        .copied()
+        .collect()
+}
+
 /// Counters in bytes (converted from 4-octet words).
 pub fn is_data_counter(name: &str) -> bool {
     name == "PortXmitData" || name == "PortRcvData"

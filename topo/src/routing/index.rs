@@ -19,6 +19,20 @@ pub(crate) fn effective_top(facts: &SwitchFacts) -> usize {
     }
 }
 
+/// The switches numbered 0.. in node order: (number -> node, node index -> number, or
+/// [`NONE`] for a node that is no switch).
+pub(crate) fn number_switches(fabric: &Fabric) -> (Vec<NodeId>, Vec<u32>) {
+    let mut sw: Vec<NodeId> = Vec::new();
+    let mut sw_of = vec![NONE; fabric.node_count()];
+    for (id, node) in fabric.nodes() {
+        if node.is_switch() {
+            sw_of[id.index()] = sw.len() as u32;
+            sw.push(id);
+        }
+    }
+    (sw, sw_of)
+}
+
 /// What one switch does with a packet for one destination LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step {

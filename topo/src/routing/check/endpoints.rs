@@ -2,7 +2,7 @@
 //! switch each hangs off, the destination LIDs with the port owning each.
 
 use crate::model::{End, Fabric, NodeId};
-use crate::routing::index::{Index, NONE};
+use crate::routing::index::{number_switches, Index, NONE};
 
 use super::report::CheckOptions;
 
@@ -30,15 +30,7 @@ pub(super) struct Endpoints {
 
 impl Endpoints {
     pub fn new(fabric: &Fabric, idx: &Index, opts: &CheckOptions) -> Endpoints {
-        let n = fabric.node_count();
-        let mut sw: Vec<NodeId> = Vec::new();
-        let mut sw_of = vec![NONE; n];
-        for (id, node) in fabric.nodes() {
-            if node.is_switch() {
-                sw_of[id.index()] = sw.len() as u32;
-                sw.push(id);
-            }
-        }
+        let (sw, sw_of) = number_switches(fabric);
         let mut ends = Endpoints {
             attach_count: vec![0; sw.len()],
             attached: vec![Vec::new(); sw.len()],
