@@ -265,16 +265,6 @@ trace_and_dump_tests! {
     trace_and_dump_fat_tree_64: "fat-tree-2l-64.topo", 60;
 }
 
-fn gen(dir: &Path, name: &str, args: &[&str]) -> String {
-    let path = dir.join(name);
-    let p = path.to_str().unwrap().to_string();
-    let mut full = vec!["sim", "gen"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", &p]);
-    assert_success(&ibscope_plain(&full, &[]));
-    p
-}
-
 fn check_json(sim: &Sim, code: i32) -> Value {
     serde_json::from_str(&assert_exit(
         &ibscope(sim, &["route", "check", "--json"]),
@@ -288,7 +278,7 @@ fn check_json(sim: &Sim, code: i32) -> Value {
 #[test]
 fn fat_tree_32_trace_dump_check() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],
@@ -317,7 +307,7 @@ fn fat_tree_32_trace_dump_check() {
 #[test]
 fn black_hole_after_unlink_without_resweep() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],
@@ -378,7 +368,7 @@ fn black_hole_after_unlink_without_resweep() {
 #[test]
 fn ring_minhop_credit_loops() {
     let dir = temp_dir();
-    let ring4 = gen(
+    let ring4 = sim_gen(
         dir.path(),
         "ring4.topo",
         &["ring", "--switches", "4", "--hosts-per-switch", "1"],
@@ -389,7 +379,7 @@ fn ring_minhop_credit_loops() {
         assert_eq!(r["credit_loops_found"], 0);
         assert_eq!(r["cdg"]["dependencies"], 4, "{:#}", r["cdg"]);
     }
-    let ring5 = gen(
+    let ring5 = sim_gen(
         dir.path(),
         "ring5.topo",
         &["ring", "--switches", "5", "--hosts-per-switch", "1"],
@@ -431,7 +421,7 @@ fn channel_key(c: &Value) -> (String, u64, String, u64) {
 #[test]
 fn load_ring_small_fat_tree_by_hand() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft4.topo",
         &["fat-tree", "--levels", "2", "--radix", "4", "--hosts", "4"],
@@ -541,7 +531,7 @@ fn load_ring_small_fat_tree_by_hand() {
 #[test]
 fn load_ring_hot_uplink() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],

@@ -555,23 +555,9 @@ fn serve_stops_cleanly_in_the_middle_of_a_sweep() {
     // 512 hosts: a sweep (about 7,000 MADs) and the port-state check take long enough, and
     // with --interval 0.05 the exporter is nearly always between MADs when the signal comes.
     let dir = temp_dir();
-    let topo = dir.path().join("ft-512.topo");
-    let gen = ibscope_plain(
-        &[
-            "sim",
-            "gen",
-            "fat-tree",
-            "--levels",
-            "2",
-            "--hosts",
-            "512",
-            "-o",
-            topo.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_success(&gen);
-    let sim = sim(topo.to_str().unwrap());
+    let fat_tree = ["fat-tree", "--levels", "2", "--hosts", "512"];
+    let topo = sim_gen(dir.path(), "ft-512.topo", &fat_tree);
+    let sim = sim(&topo);
     let args = ["--interval", "0.05", "--max-outstanding", "64"];
     assert_clean_stop(&sim, &args, libc::SIGTERM, "SIGTERM", |_| ());
 }

@@ -651,26 +651,6 @@ fn file_source_reads_topology() {
 }
 
 /// LIDs in node order: a switch's on port 0 (its external ports repeat it), one per CA port.
-fn assign_lids(f: &mut Fabric) {
-    let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
-    let mut next = 1u16;
-    for id in ids {
-        let node = f.node_mut(id);
-        if node.is_switch() {
-            for p in &mut node.ports {
-                p.lid = next;
-            }
-            next += 1;
-        } else {
-            for p in &mut node.ports {
-                p.lid = next;
-                next += 1;
-            }
-        }
-    }
-    f.reindex();
-}
-
 /// Not a pass/fail test of speed: prints how long each step takes on a 2,048-host
 /// 3-level fat tree (run with --nocapture). Frames must only format visible rows.
 #[test]
@@ -678,7 +658,13 @@ fn responsiveness_2048_hosts() {
     let text = gen::fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
     let t = Instant::now();
     let mut fabric = ibnd::parse(&text).unwrap();
-    assign_lids(&mut fabric);
+    gen::bring_up(
+        &mut fabric,
+        ibscope_mad::attr::link::Rate::new(
+            ibscope_mad::attr::link::Width::X4,
+            ibscope_mad::attr::link::Speed::Hdr,
+        ),
+    );
     routing::compute_minhop_lfts(&mut fabric);
     let build = t.elapsed();
     let guids: Vec<u64> = fabric.nodes().map(|(_, n)| n.guid).collect();

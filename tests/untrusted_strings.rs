@@ -65,6 +65,18 @@ fn assert_clean_run(what: &str, out: &Output) {
     assert_no_controls(&format!("{what} (stderr)"), &out.stderr);
 }
 
+/// A clean run (see [`assert_clean_run`]) that exited 0 (ok) or 1 (findings).
+#[track_caller]
+fn assert_ran(what: &str, out: &Output) {
+    assert_clean_run(what, out);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{what}: {:?}\n{}",
+        out.status,
+        stderr(out)
+    );
+}
+
 /// Every JSON string value, recursively.
 fn strings(v: &Value, out: &mut Vec<String>) {
     match v {
@@ -266,13 +278,7 @@ fn check_all_formats(run: &dyn Fn(&[&str]) -> Output, desc: &str, live: bool, ds
     for args in human {
         let out = run(args);
         let what = format!("ibscope {}", args.join(" "));
-        assert_clean_run(&what, &out);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "{what}: {:?}\n{}",
-            out.status,
-            stderr(&out)
-        );
+        assert_ran(&what, &out);
         assert_no_controls(&what, &out.stdout);
     }
     // The ibnetdiscover text names the hostile node (made visible, not dropped).
@@ -300,13 +306,7 @@ fn check_all_formats(run: &dyn Fn(&[&str]) -> Output, desc: &str, live: bool, ds
         for format in ["table", "json", "csv", "prom"] {
             let out = run(&["counters", "--format", format]);
             let what = format!("counters --format {format}");
-            assert_clean_run(&what, &out);
-            assert!(
-                matches!(out.status.code(), Some(0 | 1)),
-                "{what}: {:?}\n{}",
-                out.status,
-                stderr(&out)
-            );
+            assert_ran(&what, &out);
             let text = stdout(&out);
             match format {
                 "table" => assert_no_controls(&what, &out.stdout),

@@ -298,3 +298,15 @@ pub fn promtool_check(text: &str) -> PromtoolReport {
             + &String::from_utf8_lossy(&out.stderr),
     }
 }
+
+/// `ibscope sim gen ARGS -o DIR/NAME` (e.g. `["fat-tree", "--levels", "2", "--hosts",
+/// "512"]`): the path of the topology written.
+pub fn sim_gen(dir: &Path, name: &str, args: &[&str]) -> String {
+    let path = dir.join(name);
+    let p = path.to_str().expect("a UTF-8 path").to_string();
+    let mut full = vec!["sim", "gen"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["-o", &p]);
+    assert_success(&ibscope_plain(&full, &[]));
+    p
+}

@@ -16,9 +16,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use ibscope_mad::attr::link::{Speed, SpeedField, SpeedSet, Width};
+use ibscope_mad::attr::link::{Rate, Speed, SpeedField, SpeedSet, Width};
+use ibscope_mad::attr::PortState;
 
 use crate::ibnd::parse_width_speed;
+use crate::model::{Fabric, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GenError {
@@ -443,6 +445,38 @@ pub fn mesh_with(
     }
     layout.summary = format!("{x}x{y} mesh, {hosts_per_switch} hosts per switch");
     render(&layout, options)
+}
+
+/// Bring a fabric read from a generated topology up as a subnet manager would, for
+/// modelling and benchmarks (a topology file has no LIDs or states): LIDs numbered
+/// switches first (a switch's on every port, as its external ports repeat port 0's), then
+/// every CA port in node order; every port Active at `rate`.
+pub fn bring_up(fabric: &mut Fabric, rate: Rate) {
+    let ids: Vec<NodeId> = fabric.nodes().map(|(id, _)| id).collect();
+    let mut next = 1u16;
+    for switches in [true, false] {
+        for &id in &ids {
+            let node = fabric.node_mut(id);
+            if node.is_switch() != switches {
+                continue;
+            }
+            for p in node.ports.iter_mut() {
+                p.state = Some(PortState::Active);
+                p.width_active = Some(rate.width);
+                p.speed_active = Some(rate.speed);
+                if switches || p.number != 0 {
+                    p.lid = next;
+                }
+                if !switches {
+                    next += 1;
+                }
+            }
+            if switches {
+                next += 1;
+            }
+        }
+    }
+    fabric.reindex();
 }
 
 #[cfg(test)]

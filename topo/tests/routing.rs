@@ -1,7 +1,7 @@
 //! Routing analysis on hand-built fabrics whose routes, counts and rates are worked out by
 //! hand in the comments.
 
-use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::attr::link::{Rate, Speed, Width};
 use ibscope_mad::attr::PortState;
 use ibscope_topo::model::{Node, NodeKind, Port, SwitchFacts, NO_ROUTE};
 use ibscope_topo::routing::{
@@ -772,31 +772,7 @@ fn generated_fat_tree(radix: u8, hosts: usize) -> Fabric {
     use ibscope_topo::gen::{fat_tree, FatTreeSpec};
     let text = fat_tree(&FatTreeSpec::new(3, radix, hosts)).unwrap();
     let mut f = ibscope_topo::ibnd::parse(&text).unwrap();
-    let ids: Vec<NodeId> = f.nodes().map(|(id, _)| id).collect();
-    let mut next = 1u16;
-    for switches in [true, false] {
-        for &id in &ids {
-            let node = f.node_mut(id);
-            if node.is_switch() != switches {
-                continue;
-            }
-            for p in node.ports.iter_mut() {
-                p.state = Some(PortState::Active);
-                p.width_active = Some(Width::X4);
-                p.speed_active = Some(Speed::Hdr);
-                if switches || p.number != 0 {
-                    p.lid = next;
-                }
-                if !switches {
-                    next += 1;
-                }
-            }
-            if switches {
-                next += 1;
-            }
-        }
-    }
-    f.reindex();
+    ibscope_topo::gen::bring_up(&mut f, Rate::new(Width::X4, Speed::Hdr));
     compute_minhop_lfts(&mut f);
     f
 }
