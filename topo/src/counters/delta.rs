@@ -77,7 +77,7 @@ pub fn diff(prev: &Sample, cur: &Sample, dt: Duration) -> Vec<PortDelta> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::test_support::{port_sample as sample, wrap};
+    use crate::counters::sample::test_support::{port_sample as sample, wrap};
 
     #[test]
     fn diff_gives_rates_and_marks_resets_and_saturation() {

@@ -32,8 +32,6 @@ pub mod sample;
 pub mod screen;
 pub mod sweep;
 pub mod targets;
-#[cfg(test)]
-mod test_support;
 pub mod thresholds;
 
 pub use delta::{diff, CounterDelta, PortDelta};

@@ -91,8 +91,10 @@ mod tests {
     use super::*;
     use crate::counters::names::ERROR_COUNTERS;
     use crate::counters::pma::ALL_PORTS;
+    use crate::counters::sample::test_support::{
+        port_ref, saturating_sum, NO_EXTENDED_MASK, SWITCH_MASK,
+    };
     use crate::counters::sample::{CounterSet, PortSample};
-    use crate::counters::test_support::{port_ref, saturating_sum, NO_EXTENDED_MASK, SWITCH_MASK};
     use ibscope_mad::attr::{PortCounters, PortCountersExtended};
 
     fn pc(f: impl FnOnce(&mut PortCounters)) -> PortCounters {

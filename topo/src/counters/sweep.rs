@@ -440,8 +440,8 @@ impl<'a> Run<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::sample::test_support::{saturating_sum, SWITCH_MASK};
     use crate::counters::targets::targets;
-    use crate::counters::test_support::{saturating_sum, SWITCH_MASK};
     use ibscope_mad::attr::{PortCounters, PortCountersExtended};
     use std::collections::HashMap;
 

@@ -80,7 +80,7 @@ impl Thresholds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::test_support::port_sample as sample;
+    use crate::counters::sample::test_support::port_sample as sample;
 
     #[test]
     fn thresholds_file() {

@@ -5,6 +5,7 @@
 
 use ibscope_mad::attr::PortState;
 
+use super::refs::MAX_HOPS;
 use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 pub(crate) const NONE: u32 = u32::MAX;
@@ -248,7 +249,7 @@ impl<'a> Index<'a> {
                 return false;
             }
         }
-        for _ in 0..=crate::routing::MAX_HOPS {
+        for _ in 0..=MAX_HOPS {
             match self.step(at, lid, owner) {
                 Step::DeliverSelf => return true,
                 Step::DeliverCa { port, .. } => {

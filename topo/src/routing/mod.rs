@@ -44,5 +44,5 @@ pub use load::{
     load, load_with, FlowResult, LinkLoad, LoadError, LoadOptions, LoadReport, Pattern,
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
-pub use refs::{ChannelRef, Hop, NodeRef, Path, PortRef};
-pub use trace::{trace, trace_partial, PartialTrace, TraceError, MAX_HOPS};
+pub use refs::{ChannelRef, Hop, NodeRef, Path, PortRef, MAX_HOPS};
+pub use trace::{trace, trace_partial, PartialTrace, TraceError};

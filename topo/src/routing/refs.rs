@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 use crate::escape;
 use crate::model::{End, Fabric, NodeId, NodeKind};
 
+/// Routes longer than this are reported as [`TraceError::TooManyHops`](super::TraceError::TooManyHops) (the directed-route
+/// limit of IBA 14.2.2 bounds any sane subnet's diameter).
+pub const MAX_HOPS: usize = 64;
+
 /// A node, identified for people (GUID, description) and for code (`id`, not serialized).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeRef {

@@ -4,12 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, Step};
-use super::refs::{Hop, NodeRef, Path, PortRef};
+use super::refs::{Hop, NodeRef, Path, PortRef, MAX_HOPS};
 use crate::model::{End, Fabric, NodeId};
-
-/// Routes longer than this are reported as [`TraceError::TooManyHops`] (the directed-route
-/// limit of IBA 14.2.2 bounds any sane subnet's diameter).
-pub const MAX_HOPS: usize = 64;
 
 /// Where and why a route breaks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
