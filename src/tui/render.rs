@@ -20,7 +20,7 @@ use super::derive::{
 use super::events::EventKind;
 use super::keymap;
 use super::snapshot::{finding_subject, ERROR_COUNTERS};
-use super::state::{AppState, RouteField, View};
+use super::state::{AppState, PortHistory, RouteField, View};
 
 const RED: Style = Style::new().fg(Color::Red);
 const BAD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
@@ -556,6 +556,21 @@ fn draw_node_detail(
         .title(format!(" {} ", node_name(node, names)));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    let facts = node_facts(fabric, health, id);
+    let facts_h = (facts.len() as u16).min(inner.height / 2);
+    let [facts_area, ports_area] =
+        Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(facts), facts_area);
+    draw_port_table(frame, ports_area, state, fabric, health, id);
+}
+
+/// A node's facts, its query errors, and why each of its degraded links is degraded.
+fn node_facts(
+    fabric: &Fabric,
+    health: &LinkHealth,
+    id: ibscope_topo::NodeId,
+) -> Vec<Line<'static>> {
+    let node = fabric.node(id);
     let mut facts = vec![
         Line::raw(format!(
             "{}  GUID {:#018x}  sysimg {:#018x}",
@@ -614,11 +629,20 @@ fn draw_node_detail(
             ));
         }
     }
-    let facts_h = (facts.len() as u16).min(inner.height / 2);
-    let [facts_area, ports_area] =
-        Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
-    frame.render_widget(Paragraph::new(facts), facts_area);
+    facts
+}
 
+/// The node's ports, one row each, red where the link is down or degraded.
+fn draw_port_table(
+    frame: &mut Frame,
+    ports_area: Rect,
+    state: &AppState,
+    fabric: &Fabric,
+    health: &LinkHealth,
+    id: ibscope_topo::NodeId,
+) {
+    let names = state.names.as_ref();
+    let node = fabric.node(id);
     let height = usize::from(ports_area.height.saturating_sub(1));
     let cursor = &state.nodes.detail_ports;
     let window = cursor.window(node.ports.len(), height);
@@ -809,8 +833,6 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
         );
         return;
     }
-    let fabric = &snap.fabric;
-    let names = state.names.as_ref();
     let jumped = v.rows.iter().filter(|k| state.history[*k].jumped).count();
     let detail_h = if area.height >= 16 { 7 } else { 0 };
     let [table_area, detail_area] =
@@ -826,6 +848,25 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     ));
     let inner = block.inner(table_area);
     frame.render_widget(block, table_area);
+    draw_counter_rows(frame, inner, state, &snap.fabric);
+    if detail_h == 0 {
+        return;
+    }
+    if let Some(h) = v.rows.get(v.list.selected).map(|k| &state.history[k]) {
+        draw_selected_port(frame, detail_area, h);
+    }
+}
+
+/// The last `n` rx+tx rates of a port, oldest first.
+fn recent_rates(h: &PortHistory, n: u16) -> Vec<u64> {
+    let skip = h.rate_history.len().saturating_sub(usize::from(n));
+    h.rate_history.iter().skip(skip).copied().collect()
+}
+
+/// One row per port (errors, rates) with its rate history as a sparkline beside it.
+fn draw_counter_rows(frame: &mut Frame, inner: Rect, state: &AppState, fabric: &Fabric) {
+    let v = &state.counters;
+    let names = state.names.as_ref();
     let spark_w: u16 = if inner.width >= 120 { 32 } else { 16 };
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(10), Constraint::Length(spark_w)]).areas(inner);
@@ -835,19 +876,14 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     for (line, i) in window.clone().enumerate() {
         let key = v.rows[i];
         let h = &state.history[&key];
-        let name = port_name(fabric, names, key);
         let mut style = if h.jumped { BAD } else { Style::new() };
         if i == v.list.selected {
             style = style.add_modifier(Modifier::REVERSED);
         }
         rows.push(
             Row::new(vec![
-                if h.jumped {
-                    "▲".to_string()
-                } else {
-                    " ".to_string()
-                },
-                name,
+                if h.jumped { "▲" } else { " " }.to_string(),
+                port_name(fabric, names, key),
                 h.error_total.to_string(),
                 format!("{:.1}", h.error_rate),
                 format_rate(h.rx_bytes_per_s),
@@ -855,14 +891,6 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
             ])
             .style(style),
         );
-        let data: Vec<u64> = h
-            .rate_history
-            .iter()
-            .rev()
-            .take(usize::from(spark_w))
-            .rev()
-            .copied()
-            .collect();
         let r = Rect {
             x: spark_area.x,
             y: spark_area.y + 1 + line as u16,
@@ -870,14 +898,13 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
             height: 1,
         };
         if r.y < spark_area.y + spark_area.height {
-            frame.render_widget(
-                Sparkline::default().data(&data).style(if h.jumped {
-                    RED
-                } else {
-                    Style::new().fg(Color::Cyan)
-                }),
-                r,
-            );
+            let colour = if h.jumped {
+                RED
+            } else {
+                Style::new().fg(Color::Cyan)
+            };
+            let data = recent_rates(h, spark_w);
+            frame.render_widget(Sparkline::default().data(&data).style(colour), r);
         }
     }
     frame.render_widget(
@@ -900,18 +927,15 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     )
     .header(Row::new(vec!["", "Port", "Errors", "Err/s", "Rx", "Tx"]).style(HEAD));
     frame.render_widget(table, text_area);
+}
 
-    if detail_h == 0 {
-        return;
-    }
-    let Some(h) = v.rows.get(v.list.selected).map(|k| &state.history[k]) else {
-        return;
-    };
+/// The selected port's last counters (errors that counted in red) and its rate history.
+fn draw_selected_port(frame: &mut Frame, area: Rect, h: &PortHistory) {
     let block = Block::default()
         .borders(Borders::TOP)
         .title(" Selected port ");
-    let inner = block.inner(detail_area);
-    frame.render_widget(block, detail_area);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let [text, spark] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
     let mut spans = Vec::new();
     for (k, val) in &h.last.counters {
@@ -927,14 +951,7 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
         Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }),
         text,
     );
-    let data: Vec<u64> = h
-        .rate_history
-        .iter()
-        .rev()
-        .take(usize::from(spark.width))
-        .rev()
-        .copied()
-        .collect();
+    let data = recent_rates(h, spark.width);
     frame.render_widget(
         Sparkline::default()
             .data(&data)
