@@ -190,84 +190,29 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         .unwrap();
     sim.set_counter("Hca1", 1, "PortXmitDiscards", 42).unwrap();
     let scratch = temp_dir();
-
-    let port = free_port();
     let log = scratch.path().join("serve.log");
-    let mut cmd = sim.command(ibscope_bin());
-    cmd.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--interval",
-        "1",
-    ])
-    .stdout(std::fs::File::create(&log).unwrap())
-    .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let (mut serve, port) = start_serve(&sim, &log, &["--interval", "1"]);
     let serve_pid = serve.pid();
-
-    wait_for(Duration::from_secs(15), "/healthz to say ok", || {
-        serve.assert_running(&log);
-        match http(port, "GET", "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
-            _ => None,
-        }
-    });
+    wait_healthy(&mut serve, port, &log);
     let (code, metrics) = get(port, "/metrics");
     assert_eq!(code, 200, "{metrics}");
     // The gzip page says the same, apart from the per-scrape age and a newer sweep.
     let (encoded, unzipped) = get_gzip(port);
     assert!(encoded, "Content-Encoding: gzip expected");
-    let families = |t: &str| -> Vec<String> {
+    let type_lines = |t: &str| -> Vec<String> {
         t.lines()
             .filter(|l| l.starts_with("# TYPE"))
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(families(&unzipped), families(&metrics));
+    assert_eq!(type_lines(&unzipped), type_lines(&metrics));
     assert!(unzipped.contains("ibscope_sweep_age_seconds "));
     assert_eq!(get(port, "/nothing").0, 404);
     assert_eq!(http(port, "POST", "/metrics").unwrap().0, 405);
 
     // promtool reads the exposition on stdin; lint problems fail it too.
     assert_promtool_ok(&metrics, "default page");
-
-    // The injected counters equal what perfquery reads at the same port.
-    let lid_of = |name: &str| {
-        let line = metrics
-            .lines()
-            .find(|l| {
-                l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
-            })
-            .unwrap_or_else(|| panic!("no node_info for {name}"));
-        let lid = line.split("lid=\"").nth(1).unwrap();
-        lid[..lid.find('"').unwrap()].to_string()
-    };
-    let checks = [
-        (
-            "Switch1",
-            "1",
-            "SymbolErrorCounter",
-            "ibscope_port_symbol_error_total",
-            17,
-        ),
-        (
-            "Hca1",
-            "1",
-            "PortXmitDiscards",
-            "ibscope_port_xmit_discards_total",
-            42,
-        ),
-    ];
-    for (node, p, field, metric, injected) in checks {
-        let lid = lid_of(node);
-        let pq = assert_success(&reference(&sim, "perfquery", &[&lid, p]));
-        let theirs = perfquery_field(&pq, field);
-        assert_eq!(theirs, injected, "perfquery {node}[{p}] {field}");
-        let ours = sample_value(&metrics, metric, &[("node_name", node), ("port", p)])
-            .unwrap_or_else(|| panic!("no {metric} for {node}[{p}]"));
-        assert_eq!(ours, theirs as f64, "{metric} of {node}[{p}]");
-    }
+    assert_injected_counters_are_perfqueries(&sim, &metrics);
     // Healthy ports are there too, with their link facts and remote end.
     assert_eq!(
         sample_value(
@@ -292,9 +237,58 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
     assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
 
-    // The findings by kind are `check`'s (the SM check aside, which the page leaves out).
+    assert_findings_are_checks(&sim, &metrics);
+    let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
+    link_down_is_seen(&sim, port);
+    drop(serve);
+    assert_all_gone(&[serve_pid, prom_pid]);
+}
+
+/// The LID `ibscope_node_info` gives the node named `name`.
+fn node_lid(page: &str, name: &str) -> String {
+    let line = page
+        .lines()
+        .find(|l| {
+            l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
+        })
+        .unwrap_or_else(|| panic!("no node_info for {name}"));
+    let lid = line.split("lid=\"").nth(1).unwrap();
+    lid[..lid.find('"').unwrap()].to_string()
+}
+
+/// The counters the test injected equal what perfquery reads at the same port.
+fn assert_injected_counters_are_perfqueries(sim: &Sim, metrics: &str) {
+    let checks = [
+        (
+            "Switch1",
+            "1",
+            "SymbolErrorCounter",
+            "ibscope_port_symbol_error_total",
+            17,
+        ),
+        (
+            "Hca1",
+            "1",
+            "PortXmitDiscards",
+            "ibscope_port_xmit_discards_total",
+            42,
+        ),
+    ];
+    for (node, p, field, metric, injected) in checks {
+        let lid = node_lid(metrics, node);
+        let pq = assert_success(&reference(sim, "perfquery", &[&lid, p]));
+        let theirs = perfquery_field(&pq, field);
+        assert_eq!(theirs, injected, "perfquery {node}[{p}] {field}");
+        let ours = sample_value(metrics, metric, &[("node_name", node), ("port", p)])
+            .unwrap_or_else(|| panic!("no {metric} for {node}[{p}]"));
+        assert_eq!(ours, theirs as f64, "{metric} of {node}[{p}]");
+    }
+}
+
+/// The findings by kind are `check`'s (the SM check aside, which the page leaves out).
+fn assert_findings_are_checks(sim: &Sim, metrics: &str) {
     let check: serde_json::Value =
-        serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
+        serde_json::from_str(&assert_exit(&ibscope(sim, &["check", "--json"]), 1)).unwrap();
     let findings = check["findings"].as_array().unwrap();
     for kind in [
         "counter-above-threshold",
@@ -302,22 +296,25 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         "port-not-active",
     ] {
         let theirs = findings.iter().filter(|f| f["kind"] == kind).count();
-        let ours = sample_value(&metrics, "ibscope_findings", &[("kind", kind)]);
+        let ours = sample_value(metrics, "ibscope_findings", &[("kind", kind)]);
         assert_eq!(ours, Some(theirs as f64), "{kind}");
     }
     assert_eq!(
         sample_value(
-            &metrics,
+            metrics,
             "ibscope_findings",
             &[("kind", "counter-above-threshold"), ("severity", "error")]
         ),
         Some(2.0),
         "the two injected counters"
     );
+}
 
-    // A real Prometheus scrapes the exporter; its query API returns the same value.
+/// A real Prometheus scrapes the exporter on `port`; its query API returns the value
+/// perfquery reads. Returns Prometheus' PID (it is stopped when this returns).
+fn prometheus_scrapes_it(sim: &Sim, port: u16, scratch: &Path) -> u32 {
     let prom_port = free_port();
-    let yml = scratch.path().join("prometheus.yml");
+    let yml = scratch.join("prometheus.yml");
     std::fs::write(
         &yml,
         format!(
@@ -327,15 +324,15 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         ),
     )
     .unwrap();
-    let prom_log = scratch.path().join("prometheus.log");
+    let prom_log = scratch.join("prometheus.log");
     let mut cmd = Command::new("prometheus");
     cmd.arg(format!("--config.file={}", yml.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
-            scratch.path().join("tsdb").display()
+            scratch.join("tsdb").display()
         ))
         .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .current_dir(scratch.path())
+        .current_dir(scratch)
         .stdout(std::fs::File::create(&prom_log).unwrap())
         .stderr(std::fs::File::create(&prom_log).unwrap());
     let mut prom = KillOnDrop::spawn(cmd, "prometheus");
@@ -359,8 +356,8 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
             first["value"][1].as_str()?.parse().ok()
         },
     );
-    let lid = lid_of("Switch1");
-    let pq = assert_success(&reference(&sim, "perfquery", &[&lid, "1"]));
+    let lid = node_lid(&get(port, "/metrics").1, "Switch1");
+    let pq = assert_success(&reference(sim, "perfquery", &[&lid, "1"]));
     assert_eq!(value, perfquery_field(&pq, "SymbolErrorCounter") as f64);
 
     // The target is up in Prometheus' own view.
@@ -371,10 +368,12 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert!(up.contains("\"job\":\"ibscope\""), "{up}");
     assert!(up.contains(",\"1\"]"), "target not up: {up}");
 
-    drop(prom);
+    prom_pid
+}
 
-    // A link goes down: a sweep sees its LinkDownedCounter move, the exporter rediscovers,
-    // and the port's state follows without waiting for the periodic rediscovery.
+/// A link goes down: a sweep sees its LinkDownedCounter move, the exporter rediscovers,
+/// and the port's state follows without waiting for the periodic rediscovery.
+fn link_down_is_seen(sim: &Sim, port: u16) {
     let before = sample_value(&get(port, "/metrics").1, "ibscope_discoveries_total", &[]);
     sim.unlink("Switch1", 3).unwrap();
     let state = wait_for(Duration::from_secs(8), "the port state to change", || {
@@ -389,9 +388,6 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert_eq!(state.0, 1.0, "Switch1[3] should be Down");
     let after = sample_value(&state.1, "ibscope_discoveries_total", &[]);
     assert!(after > before, "discoveries {before:?} -> {after:?}");
-
-    drop(serve);
-    assert_all_gone(&[serve_pid, prom_pid]);
 }
 
 /// Start `ibscope serve ARGS` on `sim` with stderr in `log`; returns it and its port.
@@ -740,31 +736,56 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         assert_promtool_ok(&page, name);
         pages.insert(*name, page);
     }
-    let symbol = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_symbol_error_total",
-            &[("node_name", "Switch1"), ("port", "1")],
-        )
-    };
-    let discards = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_xmit_discards_total",
-            &[("node_name", "Hca1"), ("port", "1")],
-        )
-    };
-    let multicast = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_multicast_xmit_pkts_total",
-            &[("node_name", "Switch1"), ("port", "2")],
-        )
-    };
-    let ports_read = |page: &str| sample_value(page, "ibscope_sweep_ports", &[]).unwrap();
+    assert_default_page(&sim, &pages["all"]);
+    assert_counter_options_trim_families(&pages);
+    assert_active_only(&pages["all"], &pages["active-only"]);
+    assert_switches_only(&pages["all"], &pages["switches-only"]);
+    let series = |page: &str| page.lines().filter(|l| !l.starts_with('#')).count();
+    for (name, page) in &pages {
+        eprintln!("{name}: {} series", series(page));
+        if *name != "all" {
+            assert!(series(page) < series(&pages["all"]), "{name} trims nothing");
+        }
+    }
 
-    // Default: every family; the injected values as perfquery reads them.
-    let all = &pages["all"];
+    let pids: Vec<u32> = running.iter().map(|(_, s, _, _)| s.pid()).collect();
+    drop(running);
+    assert_all_gone(&pids);
+}
+
+/// The injected Switch1[1] SymbolErrorCounter on a page.
+fn symbol(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_symbol_error_total",
+        &[("node_name", "Switch1"), ("port", "1")],
+    )
+}
+
+/// The injected Hca1[1] PortXmitDiscards on a page.
+fn discards(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_xmit_discards_total",
+        &[("node_name", "Hca1"), ("port", "1")],
+    )
+}
+
+/// The injected Switch1[2] PortMulticastXmitPkts on a page.
+fn multicast(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_multicast_xmit_pkts_total",
+        &[("node_name", "Switch1"), ("port", "2")],
+    )
+}
+
+fn ports_read(page: &str) -> f64 {
+    sample_value(page, "ibscope_sweep_ports", &[]).unwrap()
+}
+
+/// Default: every family; the injected values as perfquery reads them.
+fn assert_default_page(sim: &Sim, all: &str) {
     assert_eq!(
         family_names(all),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -772,20 +793,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     assert_eq!(symbol(all), Some(17.0));
     assert_eq!(discards(all), Some(42.0));
     assert_eq!(multicast(all), Some(55.0));
-    let lid = |page: &str, name: &str| {
-        let line = page
-            .lines()
-            .find(|l| {
-                l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
-            })
-            .unwrap();
-        let lid = line.split("lid=\"").nth(1).unwrap();
-        lid[..lid.find('"').unwrap()].to_string()
-    };
     let pq = assert_success(&reference(
-        &sim,
+        sim,
         "perfquery",
-        &["-x", &lid(all, "Switch1"), "2"],
+        &["-x", &node_lid(all, "Switch1"), "2"],
     ));
     assert_eq!(perfquery_field(&pq, "PortMulticastXmitPkts"), 55);
     // An unconnected port (Switch1 has links on 1-4 only) is on the default page, Down.
@@ -797,7 +808,11 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         ),
         Some(1.0)
     );
+}
 
+/// --counters errors and data: their families only, the same ports read.
+fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
+    let all = &pages["all"];
     // --counters errors: the 12 error families and none of the data ones.
     let errors = &pages["errors"];
     assert_eq!(family_names(errors), expected_families(&[&ERROR_FAMILIES]));
@@ -813,9 +828,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     // The counter options trim the page, not what is read.
     assert_eq!(ports_read(errors), ports_read(all));
     assert_eq!(ports_read(data), ports_read(all));
+}
 
-    // --active-only: every family, but only the ports the default page calls Active.
-    let active = &pages["active-only"];
+/// --active-only: every family, but only the ports the default page calls Active.
+fn assert_active_only(all: &str, active: &str) {
     assert_eq!(
         family_names(active),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -856,9 +872,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     );
     assert!(port_series(all, "Switch1", "5") > 0);
     assert!(port_series(active, "Switch1", "1") > 20);
+}
 
-    // --switches-only: no CA port series; the CA nodes are still described.
-    let switches = &pages["switches-only"];
+/// --switches-only: no CA port series; the CA nodes are still described.
+fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(
         family_names(switches),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -871,16 +888,4 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         switches.contains("ibscope_node_info{node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
-
-    let series = |page: &str| page.lines().filter(|l| !l.starts_with('#')).count();
-    for (name, page) in &pages {
-        eprintln!("{name}: {} series", series(page));
-        if *name != "all" {
-            assert!(series(page) < series(all), "{name} trims nothing");
-        }
-    }
-
-    let pids: Vec<u32> = running.iter().map(|(_, s, _, _)| s.pid()).collect();
-    drop(running);
-    assert_all_gone(&pids);
 }
