@@ -16,7 +16,7 @@ pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
     escape::for_terminal(display_name(node, names))
 }
 
-/// "name[port]" of a port, safe for a terminal; the GUID when the node is not in `fabric`.
+/// "name\[port\]" of a port, safe for a terminal; the GUID when the node is not in `fabric`.
 pub fn port_name(fabric: &Fabric, names: Option<&NameMap>, key: PortKey) -> String {
     match fabric.node_by_guid(key.guid) {
         Some(id) => format!("{}[{}]", node_name(fabric.node(id), names), key.port),

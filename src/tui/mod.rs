@@ -5,7 +5,7 @@
 //! - [`input`]: keys to [`keymap::Action`]s, actions applied to the state;
 //! - [`render`]: `draw(frame, &state)`, one function per view;
 //! - [`sweeper`]: a thread that turns a [`Source`] into [`Snapshot`]s on a channel;
-//! - [`derive`] / [`events`]: what is computed once per snapshot, and what changed.
+//! - [`derive`](mod@derive) / [`events`](mod@events): what is computed once per snapshot, and what changed.
 //!
 //! The terminal is restored on exit, on error and on panic.
 

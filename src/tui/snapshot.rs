@@ -46,7 +46,7 @@ impl PortCounterSample {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub fabric: Arc<Fabric>,
-    /// `health::assess`'s verdict on every link of `fabric` (see [`assess_links`]): what
+    /// `health::assess`'s verdict on every link of `fabric` (see [`LinkHealth::from_report`]): what
     /// the UI counts, colours and logs as degraded.
     pub health: Arc<LinkHealth>,
     pub counters: Vec<PortCounterSample>,
@@ -138,7 +138,7 @@ pub fn check_routes(fabric: &Fabric) -> Option<Arc<RouteReport>> {
     Some(Arc::new(routing::check(fabric, &opts)))
 }
 
-/// "name[port]" of a finding's port (empty for fabric-wide findings), with " <-> peer[port]"
+/// "name\[port\]" of a finding's port (empty for fabric-wide findings), with " <-> peer\[port\]"
 /// when it is about a link. Untrusted: escape before display.
 pub fn finding_subject(f: &Finding) -> String {
     let subject = |p: &PortRef| format!("{}[{}]", p.node, p.port);

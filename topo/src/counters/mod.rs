@@ -15,14 +15,13 @@
 //!
 //! Screening ([`sweep_screened`], what ibqueryerrors does): a switch whose PMA has
 //! AllPortSelect is first asked for PortCounters with PortSelect 0xFF, the saturating sum
-//! over its ports; its ports are read one by one only when [`screen`] says the sum leaves
+//! over its ports; its ports are read one by one only when [`screen()`] says the sum leaves
 //! room for a finding. CA ports are always read one by one.
 //!
-//! The rooms: [`names`] (which counters there are), [`sample`] (one sweep's values),
-//! [`targets`] (which ports are read, where), [`pma`] (the PMA requests and their checked
-//! replies), [`sweep`] (reading, with or without screening), [`screen`] (what an
-//! all-ports sum rules out), [`thresholds`], [`delta`] (rates between two sweeps) and
-//! [`reset`].
+//! The rooms: `names` (which counters there are), `sample` (one sweep's values),
+//! `targets` (which ports are read, where), `pma` (the PMA requests and their checked
+//! replies), `sweep` (reading, with or without screening), `screen` (what an all-ports sum
+//! rules out), `thresholds`, `delta` (rates between two sweeps) and `reset`.
 
 pub mod delta;
 pub mod names;

@@ -36,7 +36,7 @@ pub enum Screen {
 ///
 /// The findings a per-port read can give are a counter above its threshold
 /// ([`Thresholds::exceeded`]: strictly above) and a saturated counter with no 64-bit
-/// replacement ([`PortSample::is_saturated`]). Counters are non-negative and the sum
+/// replacement ([`PortSample::is_saturated`](super::PortSample::is_saturated)). Counters are non-negative and the sum
 /// saturates, so a sum at or below a threshold bounds every port, and a sum that has not
 /// stopped counting means no port has. The 32-bit data and packet counters saturate in any
 /// busy switch's sum: they matter only without PortCountersExtended (where a saturated one

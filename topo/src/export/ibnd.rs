@@ -11,7 +11,7 @@ use crate::escape;
 use crate::model::{End, Fabric, Node, NodeId, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
-/// The node id ibnetdiscover prints: "S-<guid>", "H-<guid>" or "R-<guid>".
+/// The node id ibnetdiscover prints: `S-<guid>`, `H-<guid>` or `R-<guid>`.
 pub fn node_id(node: &Node) -> String {
     let prefix = match node.kind.node_type() {
         NodeType::Switch => 'S',
@@ -64,7 +64,7 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>) -> String {
     text
 }
 
-/// [`write`], streamed to `w` a node at a time, so that the text of a large fabric (5 MB at
+/// [`write()`], streamed to `w` a node at a time, so that the text of a large fabric (5 MB at
 /// 8k hosts) is never held whole.
 pub fn write_to<W: std::io::Write>(
     w: &mut W,

@@ -1,4 +1,4 @@
-//! Routing analysis over a [`Fabric`] whose switch linear forwarding tables (LFTs) were read
+//! Routing analysis over a [`Fabric`](crate::Fabric) whose switch linear forwarding tables (LFTs) were read
 //! (`DiscoverOptions { read_lft: true }`) or modelled ([`compute_minhop_lfts`]).
 //!
 //! Everything here is a pure function of the fabric (IBA 18.2.4: a switch forwards a unicast

@@ -11,7 +11,7 @@ use crate::model::{End, Fabric, NodeId};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "error", rename_all = "snake_case")]
 pub enum TraceError {
-    /// The LFT has no entry for the LID ([`NO_ROUTE`], or above LinearFDBTop).
+    /// The LFT has no entry for the LID ([`NO_ROUTE`](crate::model::NO_ROUTE), or above LinearFDBTop).
     #[error("no route to LID {lid} at switch {switch}")]
     NoRoute { switch: NodeRef, lid: u16 },
     /// The egress port is not linked, not active, or beyond the switch's ports.
