@@ -561,7 +561,47 @@ fn draw_node_detail(
     let [facts_area, ports_area] =
         Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
     frame.render_widget(Paragraph::new(facts), facts_area);
-    draw_port_table(frame, ports_area, state, fabric, health, id);
+    let height = usize::from(ports_area.height.saturating_sub(1));
+    let cursor = &state.nodes.detail_ports;
+    let rows: Vec<Row> = cursor
+        .window(node.ports.len(), height)
+        .map(|i| {
+            let row = port_row(
+                fabric,
+                health,
+                End {
+                    node: id,
+                    port: node.ports[i].number,
+                },
+                names,
+            );
+            if i == cursor.selected {
+                row.selected()
+            } else {
+                row.row
+            }
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Min(8),
+        ],
+    )
+    .header(
+        Row::new(vec![
+            "Port", "State", "Phys", "Active", "Supp", "Enab", "LID", "Peer",
+        ])
+        .style(HEAD),
+    );
+    frame.render_widget(table, ports_area);
 }
 
 /// A node's facts, its query errors, and why each of its degraded links is degraded.
@@ -632,85 +672,60 @@ fn node_facts(
     facts
 }
 
-/// The node's ports, one row each, red where the link is down or degraded.
-fn draw_port_table(
-    frame: &mut Frame,
-    ports_area: Rect,
-    state: &AppState,
+/// A row of the port table, and whether its link is down or degraded (then it is red).
+struct PortRow {
+    row: Row<'static>,
+    problem: bool,
+}
+
+impl PortRow {
+    fn selected(self) -> Row<'static> {
+        self.row.style(if self.problem {
+            RED.add_modifier(Modifier::REVERSED)
+        } else {
+            SELECTED
+        })
+    }
+}
+
+fn port_row(
     fabric: &Fabric,
     health: &LinkHealth,
-    id: ibscope_topo::NodeId,
-) {
-    let names = state.names.as_ref();
-    let node = fabric.node(id);
-    let height = usize::from(ports_area.height.saturating_sub(1));
-    let cursor = &state.nodes.detail_ports;
-    let window = cursor.window(node.ports.len(), height);
-    let rows: Vec<Row> = window
-        .map(|i| {
-            let p = &node.ports[i];
-            let end = End {
-                node: id,
-                port: p.number,
-            };
-            let peer = fabric.peer(end);
-            let peer_text = match peer {
-                Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
-                None => "-".into(),
-            };
-            let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
-            let problem = link_facts(Some(p), peer_port).down
-                || fabric
-                    .link_at(end)
-                    .is_some_and(|link| health.is_degraded(link));
-            let supported = Rate::text(p.width_supported.best(), p.speed_supported.best());
-            let enabled = Rate::text(p.width_enabled.best(), p.speed_enabled.best());
-            let row = Row::new(vec![
-                p.number.to_string(),
-                p.state.map_or("?", PortState::short).to_string(),
-                p.phys_state.map_or("?", PhysState::short).to_string(),
-                Rate::text(p.width_active, p.speed_active),
-                supported,
-                enabled,
-                if p.lid == 0 {
-                    "-".into()
-                } else {
-                    p.lid.to_string()
-                },
-                peer_text,
-            ]);
-            let row = if problem { row.style(RED) } else { row };
-            if i == cursor.selected {
-                row.style(if problem {
-                    RED.add_modifier(Modifier::REVERSED)
-                } else {
-                    SELECTED
-                })
-            } else {
-                row
-            }
-        })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(4),
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Min(8),
-        ],
-    )
-    .header(
-        Row::new(vec![
-            "Port", "State", "Phys", "Active", "Supp", "Enab", "LID", "Peer",
-        ])
-        .style(HEAD),
-    );
-    frame.render_widget(table, ports_area);
+    end: End,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+) -> PortRow {
+    let Some(p) = fabric.node(end.node).port(end.port) else {
+        return PortRow {
+            row: Row::new(vec![end.port.to_string()]),
+            problem: false,
+        };
+    };
+    let peer = fabric.peer(end);
+    let peer_text = match peer {
+        Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
+        None => "-".into(),
+    };
+    let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
+    let problem = link_facts(Some(p), peer_port).down
+        || fabric
+            .link_at(end)
+            .is_some_and(|link| health.is_degraded(link));
+    let row = Row::new(vec![
+        p.number.to_string(),
+        p.state.map_or("?", PortState::short).to_string(),
+        p.phys_state.map_or("?", PhysState::short).to_string(),
+        Rate::text(p.width_active, p.speed_active),
+        Rate::text(p.width_supported.best(), p.speed_supported.best()),
+        Rate::text(p.width_enabled.best(), p.speed_enabled.best()),
+        if p.lid == 0 {
+            "-".into()
+        } else {
+            p.lid.to_string()
+        },
+        peer_text,
+    ]);
+    let row = if problem { row.style(RED) } else { row };
+    PortRow { row, problem }
 }
 
 // ----- Links -----
