@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use ibscope_mad::engine::{Engine, Request};
-use ibscope_mad::header::{attr, method};
 use ibscope_mad::sa::{comp_mask, NodeRecord, PathRecord};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
@@ -123,13 +122,7 @@ fn node_request(sm_lid: u16, lid: u16) -> Request {
         lid,
         ..Default::default()
     };
-    Request::sa(
-        sm_lid,
-        method::GET,
-        attr::SA_NODE_RECORD,
-        comp_mask::node_record::LID,
-        &template.to_bytes(),
-    )
+    Request::sa_get(sm_lid, comp_mask::node_record::LID, &template)
 }
 
 /// SubnAdmGet(NodeRecord) by LID.
@@ -138,7 +131,7 @@ pub fn node_record(engine: &mut Engine, sm_lid: u16, lid: u16) -> Result<NodeRec
         .call(node_request(sm_lid, lid))
         .map_err(sa_error)
         .with_context(|| format!("SA NodeRecord query for LID {lid}"))?;
-    Ok(NodeRecord::decode(reply.sa_data())?)
+    Ok(reply.decode::<NodeRecord>()?)
 }
 
 /// One SubnAdmGet(NodeRecord) per LID, in the engine's window; results in LID order.
@@ -153,7 +146,7 @@ pub fn node_records(
         lids.iter().map(|&l| (l, node_request(sm_lid, l))),
         |lid, result, _| match result
             .map_err(sa_error)
-            .and_then(|r| Ok(NodeRecord::decode(r.sa_data())?))
+            .and_then(|r| Ok(r.decode::<NodeRecord>()?))
         {
             Ok(rec) => ok.push(rec),
             Err(e) => failed.push((lid, format!("{e:#}"))),
@@ -174,16 +167,14 @@ pub fn path_record(engine: &mut Engine, sm_lid: u16, src: u16, dst: u16) -> Resu
         ..Default::default()
     };
     let reply = engine
-        .call(Request::sa(
+        .call(Request::sa_get(
             sm_lid,
-            method::GET,
-            attr::SA_PATH_RECORD,
             pr::SLID | pr::DLID | pr::NUMB_PATH,
-            &template.to_bytes(),
+            &template,
         ))
         .map_err(sa_error)
         .with_context(|| format!("SA PathRecord query for LID {src} -> LID {dst}"))?;
-    Ok(PathRecord::decode(reply.sa_data())?)
+    Ok(reply.decode::<PathRecord>()?)
 }
 
 pub fn node_json(r: &NodeRecord) -> Value {

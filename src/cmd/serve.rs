@@ -929,7 +929,6 @@ impl Sweeper {
 /// what brings a port that came up onto the page.
 fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
     use ibscope_mad::attr::PortInfo;
-    use ibscope_mad::header::attr;
     use ibscope_mad::smp::{DrPath, SmpRoute};
     let mut batch = Vec::new();
     for (_, node) in fabric.switches() {
@@ -946,13 +945,13 @@ fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
             }
             batch.push((
                 p.state,
-                Request::smp_get(&route, attr::PORT_INFO, u32::from(p.number)),
+                Request::get::<PortInfo>(&route, u32::from(p.number)),
             ));
         }
     }
     let mut changed = false;
     exec.execute(batch, &mut |known, result, _| {
-        if let Ok(Ok(info)) = result.map(|r| PortInfo::decode(r.smp_data())) {
+        if let Ok(Ok(info)) = result.map(|r| r.decode::<PortInfo>()) {
             if Some(info.state()) != known {
                 changed = true;
             }

@@ -6,7 +6,6 @@
 
 use ibscope_mad::attr::{SmInfo, SmState};
 use ibscope_mad::engine::Request;
-use ibscope_mad::header::attr;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
 
@@ -361,7 +360,7 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
     if sm_lid == 0 {
         return SmStatus::NoSmLid;
     }
-    let request = Request::smp_get(&SmpRoute::Lid(sm_lid), attr::SM_INFO, 0);
+    let request = Request::get::<SmInfo>(&SmpRoute::Lid(sm_lid), 0);
     let mut outcome = None;
     exec.execute(vec![((), request)], &mut |(), r, _| outcome = Some(r));
     match outcome {
@@ -373,7 +372,7 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
             lid: sm_lid,
             error: e.to_string(),
         },
-        Some(Ok(r)) => match SmInfo::decode(r.smp_data()) {
+        Some(Ok(r)) => match r.decode::<SmInfo>() {
             Err(e) => SmStatus::Malformed {
                 lid: sm_lid,
                 error: e.to_string(),
