@@ -17,8 +17,6 @@ use crate::wire::{Region, Slot};
 pub trait Class {
     /// Who a request goes to: an [`SmpRoute`] for SMPs, the agent's LID for GMPs.
     type Target: ?Sized;
-    /// The class's name in the specification, for messages.
-    const NAME: &'static str;
     /// Where the attribute lies in a MAD of this class.
     const PAYLOAD: Slot<Region>;
     /// A request: `method` on `attribute_id`/`modifier`, addressed to `target`, with
@@ -70,7 +68,6 @@ fn gsi(lid: u16) -> Dest {
 
 impl Class for SubnMgt {
     type Target = SmpRoute;
-    const NAME: &'static str = "SubnMgt";
     const PAYLOAD: Slot<Region> = SmpFrame::data;
     fn request(
         route: &SmpRoute,
@@ -88,7 +85,6 @@ impl Class for SubnMgt {
 
 impl Class for PerfMgt {
     type Target = u16;
-    const NAME: &'static str = "PerfMgt";
     const PAYLOAD: Slot<Region> = GmpFrame::data;
     fn request(lid: &u16, method: u8, attribute_id: u16, modifier: u32, payload: &[u8]) -> Request {
         Request {
@@ -100,7 +96,6 @@ impl Class for PerfMgt {
 
 impl Class for SubnAdm {
     type Target = u16;
-    const NAME: &'static str = "SubnAdm";
     const PAYLOAD: Slot<Region> = SaFrame::data;
     fn request(
         sm_lid: &u16,

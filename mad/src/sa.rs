@@ -215,51 +215,36 @@ pub mod comp_mask {
     }
 }
 
-/// SA class status codes (IBA 15.2.1.2), carried in bits 8-15 of the MAD status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum SaStatus {
-    NoResources,
-    RequestInvalid,
-    NoRecords,
-    TooManyRecords,
-    InvalidGid,
-    InsufficientComponents,
-    RequestDenied,
-    PrioritySuggested,
-    Other(u8),
+crate::coded_enum! {
+    /// SA class status codes (IBA 15.2.1.2), carried in bits 8-15 of the MAD status; the
+    /// name says what the code means to the person who asked.
+    pub enum SaStatus: u8 {
+        NoResources = 1, "the SA has no resources to answer", "no-resources";
+        RequestInvalid = 2, "the SA rejected the request as invalid", "invalid";
+        NoRecords = 3, "no record matches", "no-records";
+        TooManyRecords = 4, "more than one record matches (SubnAdmGet wants exactly one)",
+            "too-many-records";
+        InvalidGid = 5, "a GID in the request is invalid", "invalid-gid";
+        InsufficientComponents = 6, "the component mask selects too few fields",
+            "insufficient-components";
+        RequestDenied = 7, "the SA denied the request", "denied";
+        PrioritySuggested = 8, "the SA suggests a different priority", "priority-suggested";
+    }
 }
 
 impl SaStatus {
     /// The SA-specific part of a MAD status, if any.
     pub fn from_mad_status(status: MadStatus) -> Option<SaStatus> {
-        let code = (status.0 >> 8) as u8;
-        Some(match code {
-            0 => return None,
-            1 => SaStatus::NoResources,
-            2 => SaStatus::RequestInvalid,
-            3 => SaStatus::NoRecords,
-            4 => SaStatus::TooManyRecords,
-            5 => SaStatus::InvalidGid,
-            6 => SaStatus::InsufficientComponents,
-            7 => SaStatus::RequestDenied,
-            8 => SaStatus::PrioritySuggested,
-            other => SaStatus::Other(other),
-        })
+        match (status.0 >> 8) as u8 {
+            0 => None,
+            code => Some(SaStatus::from_code(code)),
+        }
     }
 
     pub fn describe(self) -> &'static str {
         match self {
-            SaStatus::NoResources => "the SA has no resources to answer",
-            SaStatus::RequestInvalid => "the SA rejected the request as invalid",
-            SaStatus::NoRecords => "no record matches",
-            SaStatus::TooManyRecords => {
-                "more than one record matches (SubnAdmGet wants exactly one)"
-            }
-            SaStatus::InvalidGid => "a GID in the request is invalid",
-            SaStatus::InsufficientComponents => "the component mask selects too few fields",
-            SaStatus::RequestDenied => "the SA denied the request",
-            SaStatus::PrioritySuggested => "the SA suggests a different priority",
-            SaStatus::Other(_) => "unknown SA status",
+            SaStatus::Unknown(_) => "unknown SA status",
+            known => known.name(),
         }
     }
 }
@@ -619,5 +604,9 @@ mod tests {
             Some(SaStatus::NoRecords)
         );
         assert_eq!(SaStatus::from_mad_status(MadStatus(0x001c)), None);
+        let unknown = SaStatus::from_mad_status(MadStatus(0x2a00)).unwrap();
+        assert_eq!(unknown, SaStatus::Unknown(0x2a));
+        assert_eq!(unknown.describe(), "unknown SA status");
+        assert_eq!(SaStatus::NoRecords.describe(), "no record matches");
     }
 }
