@@ -234,10 +234,9 @@ pub fn build_smp(
     // Both layouts fit a MAD and every value fits its field: neither write can fail.
     let _ = header.encode_into(&mut mad);
     let _ = frame.write_fields(&mut mad);
-    if let Some(path) = path {
-        let mut hops = [0u8; MAX_DR_HOPS + 1];
-        hops[1..=path.len()].copy_from_slice(path.hops());
-        put_region(&mut mad, &SmpFrame::initial_path, &hops);
+    if let (Some(path), Ok(initial)) = (path, SmpFrame::initial_path.bytes_mut(&mut mad)) {
+        // InitialPath[0] is unused: hop i leaves by InitialPath[i].
+        initial[1..=path.len()].copy_from_slice(path.hops());
     }
     put_region(&mut mad, &SmpFrame::data, data);
     mad

@@ -149,10 +149,12 @@ impl<T> Slot<T> {
 
 impl<T: Field> Slot<T> {
     /// Read the field from `buf` (laid out as the whole structure).
+    #[inline]
     pub fn read(&self, buf: &[u8]) -> Result<T, DecodeError> {
         T::read(buf, self.spec.bit_offset, self.spec.bit_width)
     }
     /// Write the field into `buf`; every other bit is kept.
+    #[inline]
     pub fn write(&self, buf: &mut [u8], value: &T) -> Result<(), EncodeError> {
         value.write(buf, self.spec.bit_offset, self.spec.bit_width, self.what)
     }
@@ -221,12 +223,25 @@ pub trait Field: Sized {
 macro_rules! int_field {
     ($($t:ty),*) => {$(
         impl Field for $t {
+            #[inline]
             fn read(buf: &[u8], bit_off: usize, bits: usize) -> Result<Self, DecodeError> {
+                const N: usize = std::mem::size_of::<$t>();
+                // Most fields are whole aligned integers: read them as such (the branch folds
+                // away once a slot's constant offset is inlined).
+                if bit_off % 8 == 0 && bits == 8 * N {
+                    return aligned::<N>(buf, bit_off).map(|b| <$t>::from_be_bytes(*b));
+                }
                 // `bits` never exceeds the type's width in a layout table, so this cannot truncate.
                 Ok(get_bits(buf, bit_off, bits)? as $t)
             }
+            #[inline]
             fn write(&self, buf: &mut [u8], bit_off: usize, bits: usize, what: &'static str)
                 -> Result<(), EncodeError> {
+                const N: usize = std::mem::size_of::<$t>();
+                if bit_off % 8 == 0 && bits == 8 * N {
+                    *aligned_mut::<N>(buf, bit_off, what)? = self.to_be_bytes();
+                    return Ok(());
+                }
                 put_bits(buf, bit_off, bits, u64::from(*self), what)
             }
             fn value(&self) -> FieldValue<'_> {
@@ -256,6 +271,7 @@ impl Field for bool {
 }
 
 /// The bytes `N` bytes long at byte-aligned `bit_off`, or the error of a buffer too short.
+#[inline]
 fn aligned<const N: usize>(buf: &[u8], bit_off: usize) -> Result<&[u8; N], DecodeError> {
     debug_assert!(bit_off % 8 == 0);
     let start = bit_off / 8;
@@ -268,6 +284,7 @@ fn aligned<const N: usize>(buf: &[u8], bit_off: usize) -> Result<&[u8; N], Decod
         })
 }
 
+#[inline]
 fn aligned_mut<'a, const N: usize>(
     buf: &'a mut [u8],
     bit_off: usize,
