@@ -602,6 +602,23 @@ mod tests {
     }
 
     #[test]
+    fn aligned_integers_agree_with_the_bit_path() {
+        let buf: Vec<u8> = (1..=16u8).collect();
+        for off in [0, 8, 16, 64] {
+            let word = <u32 as Field>::read(&buf, off, 32).unwrap();
+            assert_eq!(u64::from(word), get_bits(&buf, off, 32).unwrap());
+            let long = <u64 as Field>::read(&buf, off, 64).unwrap();
+            assert_eq!(long, get_bits(&buf, off, 64).unwrap());
+        }
+        let (mut fast, mut bitwise) = ([0xffu8; 12], [0xffu8; 12]);
+        0x0102_0304u32.write(&mut fast, 32, 32, "t").unwrap();
+        put_bits(&mut bitwise, 32, 32, 0x0102_0304, "t").unwrap();
+        assert_eq!(fast, bitwise);
+        assert!(<u64 as Field>::read(&buf, 72, 64).is_err());
+        assert!(7u16.write(&mut fast, 88, 16, "t").is_err());
+    }
+
+    #[test]
     fn sixty_four_bits_unaligned() {
         let mut buf = [0u8; 9];
         put_bits(&mut buf, 4, 64, u64::MAX - 1, "t").unwrap();
