@@ -365,6 +365,7 @@ mod tests {
     use super::*;
     use crate::attribute::Attribute;
     use crate::header::{class, method};
+    use crate::wire::FieldValue;
 
     /// NodeRecord of LID 2 in examples/fabrics/net as laid out in IBA 15.2.5.2: LID at byte
     /// 0, NodeInfo at byte 4, NodeDescription at byte 44.
@@ -394,6 +395,18 @@ mod tests {
         assert_eq!(r.node_description.text(), "Hca1 x");
         assert_eq!(&r.to_bytes()[..], &b[..108]);
         assert!(NodeRecord::decode(&b[..107]).is_err());
+        // Walked by its table: the nested NodeInfo is a structure of its own rows.
+        let Some(FieldValue::Struct(node_info)) = r.field("NodeInfo") else {
+            panic!("NodeInfo is not a nested structure");
+        };
+        let guid = node_info.iter().find(|(spec, _)| spec.name == "Guid");
+        assert_eq!(
+            guid.map(|(_, v)| v.as_u64()),
+            Some(Some(0x0002_c900_0000_0010))
+        );
+        assert_eq!(r.field("LID").and_then(|v| v.as_u64()), Some(2));
+        let names: Vec<&str> = NodeRecord::FIELDS.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["LID", "NodeInfo", "NodeDescription"]);
     }
 
     #[test]
