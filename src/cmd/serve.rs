@@ -800,11 +800,19 @@ impl Sweeper {
             if lost(&engine) || self.stopped() {
                 break;
             }
+            // The SM check `check` makes, against the SM the local port names now.
+            let local = engine.local().clone();
+            let sm_lid =
+                findings::local_master_sm_lid(&mut engine, local.port_num).unwrap_or(local.sm_lid);
+            let sm = findings::sm_finding(&findings::read_sm(&mut engine, sm_lid));
+            if lost(&engine) || self.stopped() {
+                break;
+            }
             let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
             since_discovery += 1;
             let failure = self.account(&sample, d);
             let t = Instant::now();
-            let text = self.render(d, &sample, sweeps);
+            let text = self.render(d, &sample, sweeps, sm.as_ref());
             let render_us = micros(t);
             if self.stopped() {
                 break;
@@ -910,7 +918,13 @@ impl Sweeper {
         }
     }
 
-    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64) -> String {
+    fn render(
+        &self,
+        d: &Discovered,
+        sample: &Sample,
+        sweeps: u64,
+        sm: Option<&findings::Finding>,
+    ) -> String {
         render(
             &d.fabric,
             &d.health,
@@ -924,6 +938,7 @@ impl Sweeper {
                 discovery_seconds: d.duration.as_secs_f64(),
                 scrape_errors: &self.scrape_errors,
                 thresholds: &self.thresholds,
+                sm,
             },
         )
     }
@@ -1005,6 +1020,8 @@ pub struct RenderStats<'a> {
     discovery_seconds: f64,
     scrape_errors: &'a HashMap<u64, NodeErrors>,
     thresholds: &'a counters::Thresholds,
+    /// The SM check's finding (None: a master SM answered).
+    sm: Option<&'a findings::Finding>,
 }
 
 /// Counter metric names are the same as `ibscope counters --format prom` writes.
@@ -1170,15 +1187,16 @@ pub fn render(
         }
     }
 
-    // The findings `ibscope check` reports (all but the SM's), counted by kind: the same
-    // policy and thresholds (the threshold file in force) as `check` without --thresholds.
+    // The findings `ibscope check` reports, counted by kind: the same policy and thresholds
+    // (the threshold file in force) as `check` without --thresholds.
     let mut found = findings::fabric_findings(fabric, names, health);
     found.extend(findings::counter_findings(sample, stats.thresholds));
+    found.extend(stats.sm.cloned());
     family_head(
         &mut out,
         "ibscope_findings",
         "gauge",
-        "Findings of `ibscope check` on the last sweep, by kind and severity (the SM check excluded).",
+        "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
     for (kind, n) in findings::count_by_kind(&found) {
         let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
