@@ -371,3 +371,47 @@ fn check_takes_the_thresholds_ibqueryerrors_reads() {
     );
     assert_eq!(symbol_findings(&check(&[])), 1);
 }
+
+#[test]
+fn the_example_config_lists_real_keys_with_their_defaults() {
+    let r = Roots::new();
+    let example = repo_root().join("examples/config.toml");
+    let text = std::fs::read_to_string(&example).unwrap();
+    // As shipped every key is commented out: nothing changes.
+    let doc = r.show(&[], &[("IBSCOPE_CONFIG", &shown(&example))]);
+    assert!(doc["settings"]
+        .as_object()
+        .unwrap()
+        .values()
+        .all(|s| s["source"] == "default"));
+    // Uncommented, every key is one ibscope knows, and each value shown is the default.
+    let uncommented: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("# ") {
+            Some(rest) if rest.contains(" = ") => rest.split("  #").next().unwrap().to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = write(&r.dir.path().join("all.toml"), &uncommented);
+    let doc = r.show(&[], &[("IBSCOPE_CONFIG", &shown(&file))]);
+    let settings = doc["settings"].as_object().unwrap();
+    for (key, s) in settings {
+        assert_eq!(s["source"], "file", "{key} is not in examples/config.toml");
+    }
+    let defaults = r.show(&[], &[("IBSCOPE_CONFIG", "")]);
+    for key in [
+        "timeout-ms",
+        "retries",
+        "max-outstanding",
+        "serve.listen",
+        "serve.interval",
+        "serve.counters",
+        "serve.rediscover-every",
+    ] {
+        assert_eq!(
+            settings[key]["value"], defaults["settings"][key]["value"],
+            "{key}: the example does not show the default"
+        );
+    }
+}
