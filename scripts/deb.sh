@@ -25,8 +25,8 @@ gzip -9n "$assets"/man/*.1
 "$bin" completions bash > "$assets/completions/ibscope.bash"
 "$bin" completions zsh > "$assets/completions/_ibscope"
 "$bin" completions fish > "$assets/completions/ibscope.fish"
-# The binary was just built: cargo-deb only packs it (and strips a copy). It prints the
+# The binary was just built: cargo-deb only packs a stripped copy of it. It prints the
 # package's path last.
-deb=$(cargo deb --no-build --locked | tail -n 1)
+deb=$(cargo deb --no-build --strip --locked | tail -n 1)
 [ -f "$deb" ] || { echo "cargo deb built no package ($deb)" >&2; exit 1; }
 echo "$deb"

@@ -146,3 +146,12 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Man(a) => cmd::man::run(a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks: ids named by conflicts/requires exist, no duplicate flags.
+        super::command().debug_assert();
+    }
+}
