@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use ibscope::cli::exit;
 
 fn main() -> ExitCode {
+    ibscope::output::exit_quietly_on_closed_stdout();
     let matches = ibscope::app::command().get_matches();
     match ibscope::app::main_with(&matches) {
         Ok(code) => code,
+        Err(e) if ibscope::output::is_closed_pipe(&e) => ExitCode::from(exit::OK),
         Err(e) => {
             // A clap error (a config value clap rejects) prints its own usage text.
             if let Some(clap_error) = e.downcast_ref::<clap::Error>() {
