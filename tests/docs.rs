@@ -226,6 +226,14 @@ fn bash_completion_parses_and_completes_commands_flags_and_values() {
         "bash -n: {}",
         String::from_utf8_lossy(&check.stderr)
     );
+    // Every command at every level is in the script.
+    let text = std::fs::read_to_string(&script).unwrap();
+    for path in command_paths().iter().filter(|p| !p.is_empty()) {
+        assert!(
+            text.contains(path.last().unwrap().as_str()),
+            "bash completion lacks {path:?}"
+        );
+    }
     // Every command is offered at the top, and only what matches what was typed.
     let all = complete(&["ibscope", ""]);
     for cmd in top_level_commands() {
@@ -250,6 +258,13 @@ fn zsh_and_fish_completions_know_every_command() {
     for shell in ["zsh", "fish"] {
         let file = completion_file(dir.path(), shell);
         let script = std::fs::read_to_string(&file).unwrap();
+        for path in command_paths().iter().filter(|p| p.len() > 1) {
+            let leaf = path.last().unwrap();
+            assert!(
+                script.contains(leaf.as_str()),
+                "{shell} completion lacks {path:?}"
+            );
+        }
         for cmd in top_level_commands() {
             let named = match shell {
                 "zsh" => script.contains(&format!("'{cmd}:")),
