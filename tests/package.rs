@@ -75,8 +75,14 @@ struct MachineLock {
 
 impl MachineLock {
     fn take() -> MachineLock {
-        let path = Path::new("/run/lock/ibscope-package-test.lock");
-        let file = std::fs::File::create(path).expect("creating the lock file");
+        let dir = Path::new("/run/lock");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join("ibscope-package-test.lock");
+        let file = std::fs::File::create(&path).expect("creating the lock file");
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a file descriptor we own; released when the file closes.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
