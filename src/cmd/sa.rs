@@ -16,7 +16,13 @@ use crate::output;
 
 /// Query the SA. Replies larger than one MAD (RMPP) are not reassembled, so every query
 /// here is a SubnAdmGet of one record; listing all nodes asks once per LID.
+///
+/// Examples:
+///   ibscope sa nodes                     # every node the SA knows, one query per LID
+///   ibscope sa nodes --lid 12
+///   ibscope sa paths --src 1 --dst 12 --json
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(subcommand)]
     pub command: SaCommand,
@@ -29,12 +35,16 @@ pub struct Args {
 pub enum SaCommand {
     /// NodeRecords: the node behind a LID (`saquery NR LID`); without --lid, one query per
     /// LID found by discovering the fabric.
+    #[command(after_help = "Examples:\n  ibscope sa nodes\n  ibscope sa nodes --lid 0x0c --json")]
     Nodes {
         /// A LID (decimal or 0x-hex).
         #[arg(long, value_parser = parse_lid)]
         lid: Option<u16>,
     },
     /// The PathRecord the SA gives for SRC -> DST (`saquery -p --slid SRC --dlid DST`).
+    #[command(
+        after_help = "Examples:\n  ibscope sa paths --src 1 --dst 12\n  ibscope sa paths --src 1 --dst 12 --json"
+    )]
     Paths {
         #[arg(long, value_parser = parse_lid)]
         src: u16,

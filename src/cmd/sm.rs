@@ -17,7 +17,13 @@ use crate::cli::Global;
 /// NodeDescription, and the SA's SMInfoRecord for the same LID.
 ///
 /// A growing activity count between two runs means the SM is alive and sweeping.
+///
+/// Examples:
+///   ibscope sm
+///   ibscope sm --json | jq .act_count     # grows while the SM sweeps
+///   ibscope -C mlx5_1 -P 1 sm --no-sa      # through another CA port, SMPs only
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Print JSON.
     #[arg(long)]

@@ -382,6 +382,21 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
     }
 }
 
+/// The master SM's LID as the local port's PortInfo gives it now. An engine's own copy is
+/// from when it opened; a long-running reader (the exporter) asks again, since the LID
+/// changes when a standby SM takes over. `None` when PortInfo cannot be read.
+pub fn local_master_sm_lid<E: SmpExecutor>(exec: &mut E, local_port: u8) -> Option<u16> {
+    let route = SmpRoute::Directed(ibscope_mad::smp::DrPath::local());
+    let request = Request::smp_get(&route, attr::PORT_INFO, u32::from(local_port));
+    let mut lid = None;
+    exec.execute(vec![((), request)], &mut |(), r, _| {
+        if let Ok(Ok(info)) = r.map(|r| ibscope_mad::attr::PortInfo::decode(r.smp_data())) {
+            lid = Some(info.master_sm_lid);
+        }
+    });
+    lid
+}
+
 /// The finding an SM status calls for, if any: the SM must answer in state Master.
 pub fn sm_finding(status: &SmStatus) -> Option<Finding> {
     let message = match status {
