@@ -387,10 +387,10 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
 /// changes when a standby SM takes over. `None` when PortInfo cannot be read.
 pub fn local_master_sm_lid<E: SmpExecutor>(exec: &mut E, local_port: u8) -> Option<u16> {
     let route = SmpRoute::Directed(ibscope_mad::smp::DrPath::local());
-    let request = Request::smp_get(&route, attr::PORT_INFO, u32::from(local_port));
+    let request = Request::get::<ibscope_mad::attr::PortInfo>(&route, u32::from(local_port));
     let mut lid = None;
     exec.execute(vec![((), request)], &mut |(), r, _| {
-        if let Ok(Ok(info)) = r.map(|r| ibscope_mad::attr::PortInfo::decode(r.smp_data())) {
+        if let Ok(Ok(info)) = r.map(|r| r.decode::<ibscope_mad::attr::PortInfo>()) {
             lid = Some(info.master_sm_lid);
         }
     });
