@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use ibscope_mad::engine::{Engine, EngineConfig, MadError};
+use ibscope_topo::counters::Thresholds;
 use ibscope_topo::discover::{self, DiscoverOptions};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
@@ -53,14 +54,44 @@ pub fn names(g: &Global) -> Result<Option<NameMap>> {
     }
 }
 
-/// Load a topology file: an ibscope JSON snapshot or an ibnetdiscover-format text.
+/// The counter thresholds in force: `explicit` (a command's --thresholds) when given, else
+/// the file the settings name (see `config`), else every error counter at 0.
+pub fn thresholds(g: &Global, explicit: Option<&Path>) -> Result<Thresholds> {
+    match explicit.or(g.thresholds.as_deref()) {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read threshold file {}", path.display()))?;
+            Ok(Thresholds::parse(&text, &path.display().to_string())?)
+        }
+        None => Ok(Thresholds::default()),
+    }
+}
+
+/// Load a topology file: an ibscope JSON snapshot or any ibnetdiscover output (plain,
+/// `-g`, `-f`, `-p`) or ibsim topology. What the parser skipped or assumed is printed on
+/// stderr as warnings.
 pub fn load_file(path: &Path) -> Result<Fabric> {
+    let (fabric, warnings) = read_file(path)?;
+    for w in warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
+    Ok(fabric)
+}
+
+/// [`load_file`] without printing: the fabric and the warnings (already safe for a
+/// terminal), for callers that own the screen.
+pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read topology file {}", path.display()))?;
     if text.trim_start().starts_with('{') {
-        ibscope_topo::export::json::read(&text).with_context(|| format!("{}", path.display()))
+        let fabric = ibscope_topo::export::json::read(&text)
+            .with_context(|| format!("{}", path.display()))?;
+        Ok((fabric, Vec::new()))
     } else {
-        ibscope_topo::ibnd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        Ok((parsed.fabric, warnings))
     }
 }
 

@@ -41,7 +41,7 @@ fn perfquery(sim: &Sim, lid: u64, port: u64) -> (BTreeMap<String, u64>, BTreeMap
             })
             .collect::<BTreeMap<_, _>>()
     };
-    let extended = counters::extended_counter_names();
+    let extended = counters::EXTENDED_COUNTER_NAMES;
     (
         pick(&basic, &counters::PORT_COUNTER_NAMES),
         pick(&ext, &extended),
@@ -131,7 +131,7 @@ fn counters_equal_perfquery_on_every_port() {
         .map(|((_, port), lid)| perfquery(&sim, *lid, *port))
         .collect();
     let mid = by_port(&doc);
-    let extended = counters::extended_counter_names();
+    let extended = counters::EXTENDED_COUNTER_NAMES;
 
     for (i, (key, _)) in targets.iter().enumerate() {
         let p = &mid[key];

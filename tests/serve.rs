@@ -285,7 +285,7 @@ fn assert_injected_counters_are_perfqueries(sim: &Sim, metrics: &str) {
     }
 }
 
-/// The findings by kind are `check`'s (the SM check aside, which the page leaves out).
+/// The findings by kind are `check`'s, the SM check included.
 fn assert_findings_are_checks(sim: &Sim, metrics: &str) {
     let check: serde_json::Value =
         serde_json::from_str(&assert_exit(&ibscope(sim, &["check", "--json"]), 1)).unwrap();
@@ -294,6 +294,7 @@ fn assert_findings_are_checks(sim: &Sim, metrics: &str) {
         "counter-above-threshold",
         "degraded-link",
         "port-not-active",
+        "no-master-sm",
     ] {
         let theirs = findings.iter().filter(|f| f["kind"] == kind).count();
         let ours = sample_value(metrics, "ibscope_findings", &[("kind", kind)]);

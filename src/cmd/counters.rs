@@ -281,7 +281,7 @@ fn csv_header() -> String {
         .collect();
     cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
     cols.extend(
-        counters::extended_counter_names()
+        counters::EXTENDED_COUNTER_NAMES
             .iter()
             .map(|s| format!("PortCountersExtended.{s}")),
     );
@@ -307,7 +307,7 @@ fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
         for n in counters::PORT_COUNTER_NAMES {
             row.push(get(&p.counters, n));
         }
-        for n in counters::extended_counter_names() {
+        for n in counters::EXTENDED_COUNTER_NAMES {
             row.push(get(&p.extended, n));
         }
         row.push(for_csv(&p.saturated.join(" ")));

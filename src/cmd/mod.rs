@@ -1,12 +1,15 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
 pub mod check;
+pub mod completions;
+pub mod config;
 pub mod counters;
 pub mod demo;
 pub mod diff;
 pub mod discover;
 pub mod gen;
 pub mod links;
+pub mod man;
 pub mod port;
 pub mod query;
 pub mod route;

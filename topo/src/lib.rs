@@ -13,6 +13,7 @@ pub mod findings;
 pub mod gen;
 pub mod health;
 pub mod ibnd;
+mod ibnd_ports;
 pub mod namemap;
 pub mod resolve;
 pub mod routing;

@@ -48,6 +48,9 @@ use sweeper::Sweeper;
 /// signal exits at once (code 1). When the connection to the fabric is lost (the umad
 /// device or the simulator gone) it stops the same way and exits 2 with one error line.
 ///
+/// Defaults for every option below can be kept in the [serve] table of the config file
+/// (see `ibscope config show`); flags win.
+///
 /// Listens on loopback only unless --allow-remote is given: the metrics name every node
 /// and link of the fabric and there is no authentication or TLS, so exposing them beyond
 /// this host is a decision to make explicitly (or put a reverse proxy in front).
@@ -151,6 +154,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let addr = listen_addr(&a.listen, a.allow_remote)?;
     let names = crate::fabric::names(g)?;
+    let thresholds = crate::fabric::thresholds(g, None)?;
     signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
     // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
     signals::block_stop_signals(true);
@@ -171,6 +175,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let sweeper = Sweeper {
         g: g.clone(),
         names,
+        thresholds,
         filter: PortFilter {
             switches_only: a.switches_only,
             active_only: a.active_only,

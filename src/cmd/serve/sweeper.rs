@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ibscope_mad::engine::{CancelToken, Engine, Request};
-use ibscope_topo::counters::{self, CounterTarget, Sample};
+use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
+use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
@@ -23,6 +24,8 @@ use crate::cli::Global;
 pub struct Sweeper {
     pub g: Global,
     pub names: Option<NameMap>,
+    /// `check`'s thresholds in force, for the findings family.
+    pub thresholds: Thresholds,
     pub filter: PortFilter,
     pub counters: Vec<&'static str>,
     pub interval: Duration,
@@ -129,9 +132,16 @@ impl Sweeper {
         if lost(engine) || self.stopped() {
             return false;
         }
+        // The SM check `check` makes, against the SM the local port names now.
+        let local = engine.local().clone();
+        let sm_lid = findings::local_master_sm_lid(engine, local.port_num).unwrap_or(local.sm_lid);
+        let sm = findings::sm_finding(&findings::read_sm(engine, sm_lid));
+        if lost(engine) || self.stopped() {
+            return false;
+        }
         let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
         progress.since_discovery += 1;
-        let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us) else {
+        let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
             return false;
         };
         drop(progress.retired.take());
@@ -164,10 +174,11 @@ impl Sweeper {
         sample: &Sample,
         sweeps: u64,
         sweep_us: u64,
+        sm: Option<&Finding>,
     ) -> Option<Snapshot> {
         let failure = self.account(sample, d);
         let t = Instant::now();
-        let text = self.render(d, sample, sweeps);
+        let text = self.render(d, sample, sweeps, sm);
         let render_us = micros(t);
         if self.stopped() {
             return None;
@@ -244,7 +255,7 @@ impl Sweeper {
         }
     }
 
-    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64) -> String {
+    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64, sm: Option<&Finding>) -> String {
         prometheus::fabric_page(
             &d.fabric,
             &d.health,
@@ -257,6 +268,8 @@ impl Sweeper {
                 discoveries: self.discoveries,
                 discovery_seconds: d.duration.as_secs_f64(),
                 scrape_errors: &self.scrape_errors,
+                thresholds: &self.thresholds,
+                sm,
             },
         )
     }
@@ -270,7 +283,6 @@ impl Sweeper {
 /// what brings a port that came up onto the page.
 fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
     use ibscope_mad::attr::PortInfo;
-    use ibscope_mad::header::attr;
     use ibscope_mad::smp::{DrPath, SmpRoute};
     let mut batch = Vec::new();
     for (_, node) in fabric.switches() {
@@ -287,13 +299,13 @@ fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
             }
             batch.push((
                 p.state,
-                Request::smp_get(&route, attr::PORT_INFO, u32::from(p.number)),
+                Request::get::<PortInfo>(&route, u32::from(p.number)),
             ));
         }
     }
     let mut changed = false;
     exec.execute(batch, &mut |known, result, _| {
-        if let Ok(Ok(info)) = result.map(|r| PortInfo::decode(r.smp_data())) {
+        if let Ok(Ok(info)) = result.map(|r| r.decode::<PortInfo>()) {
             if Some(info.state()) != known {
                 changed = true;
             }

@@ -35,7 +35,7 @@ pub mod thresholds;
 
 pub use delta::{diff, CounterDelta, PortDelta};
 pub use names::{
-    all_counter_names, extended_counter_names, is_data_counter, known_counter, ERROR_COUNTERS,
+    all_counter_names, is_data_counter, known_counter, ERROR_COUNTERS, EXTENDED_COUNTER_NAMES,
     EXTENDED_ONLY, PORT_COUNTER_NAMES,
 };
 pub use pma::ALL_PORTS;

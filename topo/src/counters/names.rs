@@ -1,13 +1,16 @@
-//! Which counters there are: PortCounters in specification order, the
-//! PortCountersExtended-only ones, which are errors, which count data.
+//! Which counters there are, as the PortCounters and PortCountersExtended field tables
+//! declare them: specification order, the extended-only ones, which are errors, which
+//! count data.
 
-/// The counters thresholds and `check` look at: PortCounters error counters (IBA 16.1.3.5),
-/// the first twelve of [`PORT_COUNTER_NAMES`] (the data, packet and wait counters follow).
-pub const ERROR_COUNTERS: &[&str] = PORT_COUNTER_NAMES.split_at(12).0;
+use ibscope_mad::attr::{perf_attrs, CounterKind};
+
+/// The counters thresholds and `check` look at: the PortCounters error counters
+/// (IBA 16.1.3.5), as the PortCounters table marks them.
+pub const ERROR_COUNTERS: &[&str] = &perf_attrs::ERROR_COUNTERS;
 
 /// Counters whose extended 64-bit form replaces the 32-bit one when available.
-pub(super) const HAS_EXTENDED: [&str; 4] =
-    ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
+pub(super) const HAS_EXTENDED: [&str; perf_attrs::COUNTERS_WITH_EXTENDED_FORM.len()] =
+    perf_attrs::COUNTERS_WITH_EXTENDED_FORM;
 
 /// Every counter name known: PortCounters, then the extended-only ones.
 pub fn known_counter(name: &str) -> bool {
@@ -15,33 +18,16 @@ pub fn known_counter(name: &str) -> bool {
 }
 
 /// PortCounters in specification order.
-pub const PORT_COUNTER_NAMES: [&str; 17] = [
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-    "PortXmitData",
-    "PortRcvData",
-    "PortXmitPkts",
-    "PortRcvPkts",
-    "PortXmitWait",
-];
+pub const PORT_COUNTER_NAMES: [&str; perf_attrs::PORT_COUNTER_NAMES.len()] =
+    perf_attrs::PORT_COUNTER_NAMES;
+
+/// PortCountersExtended counters in specification order.
+pub const EXTENDED_COUNTER_NAMES: [&str; perf_attrs::EXTENDED_COUNTER_NAMES.len()] =
+    perf_attrs::EXTENDED_COUNTER_NAMES;
 
 /// PortCountersExtended counters without a PortCounters counterpart.
-pub const EXTENDED_ONLY: [&str; 4] = [
-    "PortUnicastXmitPkts",
-    "PortUnicastRcvPkts",
-    "PortMulticastXmitPkts",
-    "PortMulticastRcvPkts",
-];
+pub const EXTENDED_ONLY: [&str; perf_attrs::EXTENDED_ONLY_COUNTERS.len()] =
+    perf_attrs::EXTENDED_ONLY_COUNTERS;
 
 /// Every counter name, PortCounters order then the extended-only ones.
 pub fn all_counter_names() -> Vec<&'static str> {
@@ -52,19 +38,9 @@ pub fn all_counter_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// PortCountersExtended's counters in specification order: the 64-bit forms of the data
-/// and packet counters, then the extended-only ones.
-pub fn extended_counter_names() -> Vec<&'static str> {
-    HAS_EXTENDED
-        .iter()
-        .chain(EXTENDED_ONLY.iter())
-        .copied()
-        .collect()
-}
-
 /// Counters in bytes (converted from 4-octet words).
 pub fn is_data_counter(name: &str) -> bool {
-    name == "PortXmitData" || name == "PortRcvData"
+    perf_attrs::counter_kind(name) == Some(CounterKind::Data)
 }
 
 /// A port with PortCountersExtended answers this counter from it ([`PortSample::value`]).

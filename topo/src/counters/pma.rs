@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 
-use ibscope_mad::attr::{pma_capability, CounterValue, PortCounters, PortCountersExtended};
+use ibscope_mad::attr::{
+    ClassPortInfo, CounterValue, PortCounters, PortCountersExtended, PortSelected,
+};
 use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::{attr, method};
+use ibscope_mad::header::method;
 
 use super::targets::CounterTarget;
 use crate::model::NodeId;
@@ -13,34 +15,22 @@ use crate::model::NodeId;
 /// when its ClassPortInfo CapabilityMask has AllPortSelect.
 pub const ALL_PORTS: u8 = 0xff;
 
-/// PortCounters / PortCountersExtended request payload: PortSelect at byte 1.
-fn select_payload(port: u8, counter_select: u16) -> [u8; 4] {
-    let cs = counter_select.to_be_bytes();
-    [0, port, cs[0], cs[1]]
-}
-
 /// A PortCounters-family request to one port: PortSelect and CounterSelect in the payload.
-pub(super) fn port_request(
+pub(super) fn port_request<A: PortSelected>(
     t: &CounterTarget,
     method_code: u8,
-    attribute: u16,
     counter_select: u16,
 ) -> Request {
-    Request::perf(
-        t.lid,
+    Request::with_value(
+        &t.lid,
         method_code,
-        attribute,
         0,
-        &select_payload(t.port, counter_select),
+        &A::selecting(t.port, counter_select),
     )
 }
 
 pub(super) fn class_port_info_request(lid: u16) -> Request {
-    Request::perf(lid, method::GET, attr::CLASS_PORT_INFO, 0, &[])
-}
-
-pub(super) fn extended_supported(mask: u16) -> bool {
-    mask & (pma_capability::EXTENDED_WIDTH | pma_capability::EXTENDED_WIDTH_NO_IETF) != 0
+    Request::get::<ClassPortInfo>(&lid, 0)
 }
 
 /// What a request of a batch asks; `usize` is a target index, or a group index.
@@ -80,11 +70,14 @@ pub(super) fn decode_counter_reply(
 ) -> Result<Vec<CounterValue>, String> {
     let r = result.map_err(|e| e.to_string())?;
     let (port_select, values) = if extended {
-        let c = PortCountersExtended::decode(r.gmp_data())
+        let c = r
+            .decode::<PortCountersExtended>()
             .map_err(|e| format!("malformed reply: {e}"))?;
         (c.port_select, c.counters())
     } else {
-        let c = PortCounters::decode(r.gmp_data()).map_err(|e| format!("malformed reply: {e}"))?;
+        let c = r
+            .decode::<PortCounters>()
+            .map_err(|e| format!("malformed reply: {e}"))?;
         (c.port_select, c.counters())
     };
     if port_select != want {
@@ -106,13 +99,13 @@ pub(super) fn push_port_reads(
         if counters {
             out.push((
                 Query::Counters(i),
-                port_request(&t, method::GET, attr::PORT_COUNTERS, 0),
+                port_request::<PortCounters>(&t, method::GET, 0),
             ));
         }
         if extended {
             out.push((
                 Query::Extended(i),
-                port_request(&t, method::GET, attr::PORT_COUNTERS_EXTENDED, 0),
+                port_request::<PortCountersExtended>(&t, method::GET, 0),
             ));
         }
     }
@@ -121,9 +114,18 @@ pub(super) fn push_port_reads(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ibscope_mad::attribute::{Attribute, PerfMgt};
 
     #[test]
     fn payload_puts_port_select_in_byte_1() {
-        assert_eq!(select_payload(7, 0xffff), [0, 7, 0xff, 0xff]);
+        let t = CounterTarget {
+            node: NodeId::new(0),
+            port: 7,
+            lid: 1,
+        };
+        let r = port_request::<PortCountersExtended>(&t, method::SET, 0xffff);
+        assert_eq!(&r.payload::<PerfMgt>()[..4], &[0, 7, 0xff, 0xff]);
+        assert_eq!(r.header().unwrap().attribute_id, PortCountersExtended::ID);
+        assert_eq!(r.header().unwrap().method, method::SET);
     }
 }

@@ -1,11 +1,11 @@
 //! Clearing counters: the one write of the counters module (`counters --reset`).
 
-use ibscope_mad::attr::{ClassPortInfo, PortCounters};
+use ibscope_mad::attr::{pma_capability, ClassPortInfo, PortCounters, PortCountersExtended};
 use ibscope_mad::engine::Request;
-use ibscope_mad::header::{attr, method};
+use ibscope_mad::header::method;
 use serde::Serialize;
 
-use super::pma::{class_port_info_request, extended_supported, group, port_request, Query};
+use super::pma::{class_port_info_request, group, port_request, Query};
 use super::targets::CounterTarget;
 use crate::discover::SmpExecutor;
 use crate::health::PortRef;
@@ -48,31 +48,27 @@ pub fn reset<E: SmpExecutor>(
         batch.push((Query::ClassPortInfo(g), class_port_info_request(*lid)));
         for &i in members {
             let t = targets[i];
-            let data = PortCounters {
+            let clear = PortCounters {
                 port_select: t.port,
                 counter_select: 0xffff,
                 counter_select2: 0xff,
                 ..Default::default()
-            }
-            .to_bytes();
-            batch.push((
-                Query::Counters(i),
-                Request::perf(t.lid, method::SET, attr::PORT_COUNTERS, 0, &data),
-            ));
+            };
+            batch.push((Query::Counters(i), Request::set(&t.lid, 0, &clear)));
         }
     }
     exec.execute(batch, &mut |q, result, out| match q {
         Query::ClassPortInfo(g) => {
             let mask = result
                 .ok()
-                .and_then(|r| ClassPortInfo::decode(r.gmp_data()).ok())
+                .and_then(|r| r.decode::<ClassPortInfo>().ok())
                 .map(|c| c.capability_mask);
-            if mask.is_some_and(extended_supported) {
+            if mask.is_some_and(pma_capability::has_extended_counters) {
                 for &i in &groups[g].1 {
                     let t = targets[i];
                     out.push((
                         Query::Extended(i),
-                        port_request(&t, method::SET, attr::PORT_COUNTERS_EXTENDED, 0xffff),
+                        port_request::<PortCountersExtended>(&t, method::SET, 0xffff),
                     ));
                 }
             }

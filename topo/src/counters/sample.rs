@@ -9,7 +9,7 @@ use crate::health::PortRef;
 
 /// A decoded counter in the units used here: data counters in bytes.
 pub(super) fn in_bytes(v: &CounterValue) -> u64 {
-    if v.data_words {
+    if v.data_words() {
         v.value.saturating_mul(4)
     } else {
         v.value

@@ -1,24 +1,21 @@
 //! What a switch's all-ports sum rules out: whether its ports need reading one by one.
 
-use ibscope_mad::attr::CounterValue;
+use ibscope_mad::attr::{pma_capability, CounterValue, PortCounters};
 use serde::Serialize;
 
 use super::names::{has_extended_form, HAS_EXTENDED};
-use super::pma::extended_supported;
 use super::sample::in_bytes;
 use super::thresholds::Thresholds;
-
-/// The widths of the PortCounters error fields: a PMA's sum may stop at any of them.
-const PORT_COUNTER_WIDTHS: [u32; 4] = [4, 8, 16, 32];
 
 /// A counter of an all-ports sum that may have stopped counting: at its own maximum, or at
 /// the maximum of a narrower PortCounters field (ibsim 0.10 stops the PortXmitDiscards sum
 /// at 255, the 8-bit PortXmitConstraintErrors limit). Such a sum bounds nothing.
 fn sum_may_have_stopped(c: &CounterValue) -> bool {
     c.bits < 64
-        && PORT_COUNTER_WIDTHS
+        && PortCounters::FIELDS
             .iter()
-            .any(|&w| w <= c.bits && c.value == (1u64 << w) - 1)
+            .filter(|f| f.counter().is_some() && f.bit_width as u32 <= c.bits)
+            .any(|f| c.value == f.max())
 }
 
 /// What a switch's all-ports sum says about its ports.
@@ -48,7 +45,7 @@ pub fn screen(
     capability_mask: u16,
     thresholds: &Thresholds,
 ) -> Screen {
-    let has_extended = extended_supported(capability_mask);
+    let has_extended = pma_capability::has_extended_counters(capability_mask);
     for c in counters {
         if has_extended && HAS_EXTENDED.contains(&c.name) {
             continue;
@@ -403,7 +400,8 @@ mod tests {
             remote: None,
             capability_mask: Some(mask),
             counters: Some(CounterSet::from_values(&values)),
-            extended: extended_supported(mask).then(|| CounterSet::from_values(&e.counters())),
+            extended: pma_capability::has_extended_counters(mask)
+                .then(|| CounterSet::from_values(&e.counters())),
             saturated: values
                 .iter()
                 .filter(|v| v.saturated())

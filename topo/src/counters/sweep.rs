@@ -3,15 +3,17 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ibscope_mad::attr::{pma_capability, ClassPortInfo, CounterValue};
+use ibscope_mad::attr::{
+    pma_capability, ClassPortInfo, CounterValue, PortCounters, PortCountersExtended,
+};
 use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::{attr, method};
+use ibscope_mad::header::method;
 use serde::{Deserialize, Serialize};
 
 use super::names::has_extended_form;
 use super::pma::{
-    class_port_info_request, decode_counter_reply, extended_supported, group, port_request,
-    push_port_reads, Query, ALL_PORTS,
+    class_port_info_request, decode_counter_reply, group, port_request, push_port_reads, Query,
+    ALL_PORTS,
 };
 use super::sample::{CounterSet, PortSample, Sample};
 use super::screen::{screen, Screen};
@@ -273,7 +275,7 @@ impl<'a> Run<'a> {
         let members = &self.groups[g].1;
         let screened = self.screened_group[g];
         let mask = match result.map_err(|e| e.to_string()).and_then(|r| {
-            ClassPortInfo::decode(r.gmp_data())
+            r.decode::<ClassPortInfo>()
                 .map(|c| c.capability_mask)
                 .map_err(|e| format!("malformed reply: {e}"))
         }) {
@@ -294,7 +296,7 @@ impl<'a> Run<'a> {
         for &i in members {
             self.ports[i].capability_mask = Some(mask);
         }
-        let extended = extended_supported(mask);
+        let extended = pma_capability::has_extended_counters(mask);
         if !(screened && mask & pma_capability::ALL_PORT_SELECT != 0) {
             // PortCounters already queued unless this group was held for screening.
             push_port_reads(out, self.targets, members, screened, extended);
@@ -307,10 +309,10 @@ impl<'a> Run<'a> {
         let want_extended = extended && self.thresholds_need_extended;
         out.push((
             Query::AllPorts(g),
-            port_request(&sum_target, method::GET, attr::PORT_COUNTERS, 0),
+            port_request::<PortCounters>(&sum_target, method::GET, 0),
         ));
         if want_extended {
-            let request = port_request(&sum_target, method::GET, attr::PORT_COUNTERS_EXTENDED, 0);
+            let request = port_request::<PortCountersExtended>(&sum_target, method::GET, 0);
             out.push((Query::AllPortsExtended(g), request));
         }
         self.all_ports[g] = Some(AllPortsState {
@@ -351,7 +353,8 @@ impl<'a> Run<'a> {
         if let Some(reason) = self.judge_sums(g, state, thresholds) {
             self.drilled.push((g, reason));
             let members = &self.groups[g].1;
-            push_port_reads(out, self.targets, members, true, extended_supported(mask));
+            let extended = pma_capability::has_extended_counters(mask);
+            push_port_reads(out, self.targets, members, true, extended);
         }
     }
 
@@ -442,7 +445,8 @@ mod tests {
     use super::*;
     use crate::counters::sample::test_support::{saturating_sum, SWITCH_MASK};
     use crate::counters::targets::targets;
-    use ibscope_mad::attr::{PortCounters, PortCountersExtended};
+    use ibscope_mad::attribute::{Attribute, Class, PerfMgt};
+    use ibscope_mad::header::MadHeader;
     use std::collections::HashMap;
 
     // ---- screening: the sweep, against a fake PMA ----
@@ -508,11 +512,11 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             let ibscope_mad::umad::Dest::Gsi { lid, .. } = r.dest else {
                 panic!("not a GSI request")
             };
-            let attribute = u16::from_be_bytes([r.mad[16], r.mad[17]]);
-            let select = r.mad[65];
+            let attribute = r.header().unwrap().attribute_id;
+            let select = r.decode::<PortCounters>().unwrap().port_select;
             let mut mad = r.mad;
             let data: Vec<u8> = match attribute {
-                attr::CLASS_PORT_INFO => {
+                ClassPortInfo::ID => {
                     if self.no_class_port_info.contains(&lid) {
                         return Err(MadError::Timeout { attempts: 4 });
                     }
@@ -523,8 +527,8 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                     .to_bytes()
                     .to_vec()
                 }
-                attr::PORT_COUNTERS | attr::PORT_COUNTERS_EXTENDED => {
-                    let extended = attribute == attr::PORT_COUNTERS_EXTENDED;
+                PortCounters::ID | PortCountersExtended::ID => {
+                    let extended = attribute == PortCountersExtended::ID;
                     let (c, e) = if select == ALL_PORTS {
                         match self.all_ports {
                             AllPortsBehaviour::Timeout => {
@@ -565,8 +569,9 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                 }
                 other => panic!("unexpected attribute {other:#x}"),
             };
-            mad[0x03] |= 0x80; // response bit (not looked at by the sweep)
-            mad[64..64 + data.len()].copy_from_slice(&data);
+            // The response bit is not looked at by the sweep.
+            MadHeader::response.write(&mut mad, &true).unwrap();
+            PerfMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
             Ok(Response { mad: Box::new(mad) })
         }
     }
@@ -587,8 +592,8 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                 };
                 self.log.push((
                     lid,
-                    u16::from_be_bytes([request.mad[16], request.mad[17]]),
-                    request.mad[65],
+                    request.header().unwrap().attribute_id,
+                    request.decode::<PortCounters>().unwrap().port_select,
                 ));
                 let result = self.answer(&request);
                 on_done(token, result, &mut follow_ups);
@@ -657,11 +662,11 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         assert_eq!(s.sample.ports, cas);
         // The sum follows the switch's ClassPortInfo, with PortSelect 0xFF.
         let sums: Vec<_> = pma.log.iter().filter(|l| l.2 == ALL_PORTS).collect();
-        assert_eq!(sums, vec![&(1, attr::PORT_COUNTERS, ALL_PORTS)]);
+        assert_eq!(sums, vec![&(1, PortCounters::ID, ALL_PORTS)]);
         assert!(!pma
             .log
             .iter()
-            .any(|l| l.0 == 1 && l.2 != ALL_PORTS && l.1 != attr::CLASS_PORT_INFO));
+            .any(|l| l.0 == 1 && l.2 != ALL_PORTS && l.1 != ClassPortInfo::ID));
     }
 
     #[test]
@@ -769,9 +774,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             s.screened[0].extended.as_ref().unwrap().get("PortXmitData"),
             Some(4000)
         );
-        assert!(log
-            .log
-            .contains(&(1, attr::PORT_COUNTERS_EXTENDED, ALL_PORTS)));
+        assert!(log.log.contains(&(1, PortCountersExtended::ID, ALL_PORTS)));
         assert_eq!(s.sample.mads_sent, 9);
         let (s, plain, _) = both(pma(1001), &t);
         assert!(s.screened.is_empty());

@@ -15,7 +15,7 @@ use ibscope_mad::attr::{PhysState, PortState};
 
 use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::{self, for_prometheus_label};
-use crate::findings;
+use crate::findings::{self, Finding};
 use crate::health::HealthReport;
 use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
@@ -196,6 +196,10 @@ pub struct PageStats<'a> {
     pub discovery_seconds: f64,
     /// By node GUID, since the exporter started.
     pub scrape_errors: &'a HashMap<u64, ScrapeErrors>,
+    /// `check`'s thresholds in force, for the findings family.
+    pub thresholds: &'a Thresholds,
+    /// The SM check's finding (`None`: a master SM answered).
+    pub sm: Option<&'a Finding>,
 }
 
 fn node_labels(guid: u64, name: &str, kind: NodeKind) -> String {
@@ -313,7 +317,7 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, fabric, health, names, sample);
+    findings_family(&mut out, fabric, health, names, sample, stats);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, fabric, names, stats.scrape_errors);
@@ -341,22 +345,24 @@ fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)],
     }
 }
 
-/// The findings `ibscope check` reports (all but the SM's), counted by kind: the same
-/// policy and thresholds (every error counter at 0) as `check` without --thresholds.
+/// The findings `ibscope check` reports, counted by kind: the same policy and thresholds
+/// (the threshold file in force) as `check` without --thresholds.
 fn findings_family(
     out: &mut String,
     fabric: &Fabric,
     health: &HealthReport,
     names: Option<&NameMap>,
     sample: &Sample,
+    stats: &PageStats<'_>,
 ) {
     let mut found = findings::fabric_findings(fabric, names, health);
-    found.extend(findings::counter_findings(sample, &Thresholds::default()));
+    found.extend(findings::counter_findings(sample, stats.thresholds));
+    found.extend(stats.sm.cloned());
     family_head(
         out,
         "ibscope_findings",
         "gauge",
-        "Findings of `ibscope check` on the last sweep, by kind and severity (the SM check excluded).",
+        "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
     for (kind, n) in findings::count_by_kind(&found) {
         let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
