@@ -265,6 +265,20 @@ trace_and_dump_tests! {
     trace_and_dump_fat_tree_64: "fat-tree-2l-64.topo", 60;
 }
 
+/// `route load --pattern ring --hosts HOSTS --json`, parsed.
+fn load_ring(sim: &Sim, hosts: &str) -> Value {
+    let args = [
+        "route",
+        "load",
+        "--pattern",
+        "ring",
+        "--hosts",
+        hosts,
+        "--json",
+    ];
+    serde_json::from_str(&assert_success(&ibscope(sim, &args))).unwrap()
+}
+
 fn check_json(sim: &Sim, code: i32) -> Value {
     serde_json::from_str(&assert_exit(
         &ibscope(sim, &["route", "check", "--json"]),
@@ -493,19 +507,7 @@ fn load_ring_small_fat_tree_by_hand() {
         .map(|l| l.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let r: Value = serde_json::from_str(&assert_success(&ibscope(
-        &sim,
-        &[
-            "route",
-            "load",
-            "--pattern",
-            "ring",
-            "--hosts",
-            &hosts,
-            "--json",
-        ],
-    )))
-    .unwrap();
+    let r = load_ring(&sim, &hosts);
     assert_eq!(r["flows_total"], 4);
     assert_eq!(r["flows_unroutable"], 0);
     assert_eq!(r["links_used"], 12);
@@ -566,19 +568,7 @@ fn load_ring_hot_uplink() {
         .expect("28 LIDs on 4 uplinks");
     let (a, b, x, y) = (local[0], local[1], remote[0], remote[1]);
     let hosts = format!("{a},{x},{b},{y}");
-    let r: Value = serde_json::from_str(&assert_success(&ibscope(
-        &sim,
-        &[
-            "route",
-            "load",
-            "--pattern",
-            "ring",
-            "--hosts",
-            &hosts,
-            "--json",
-        ],
-    )))
-    .unwrap();
+    let r = load_ring(&sim, &hosts);
     assert_eq!(r["max_flows_per_link"], 2);
     let hot = &r["hottest_links"][0];
     assert_eq!(hot["flows"], 2);

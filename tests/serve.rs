@@ -9,71 +9,11 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::net::*;
 use common::*;
-
-/// Kills a child process by its PID when dropped (also when the test panics).
-struct KillOnDrop {
-    child: Child,
-    what: &'static str,
-}
-
-impl KillOnDrop {
-    fn spawn(mut cmd: Command, what: &'static str) -> KillOnDrop {
-        let child = cmd
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
-        KillOnDrop { child, what }
-    }
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-    /// Fail at once if the process already ended (it would never answer).
-    #[track_caller]
-    fn assert_running(&mut self, log: &Path) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!(
-                "{} exited early ({status}); log:\n{}",
-                self.what,
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// A plain HTTP/1.0 request: (status code, body).
-fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Ok((code, body.to_string()))
-}
 
 /// GET /metrics asking for gzip: (Content-Encoding header seen, decoded body).
 fn get_gzip(port: u16) -> (bool, String) {
@@ -99,40 +39,6 @@ fn get_gzip(port: u16) -> (bool, String) {
     (head.contains("content-encoding: gzip"), text)
 }
 
-fn get(port: u16, path: &str) -> (u16, String) {
-    http(port, "GET", path).unwrap_or_else(|e| panic!("GET {path} on port {port}: {e}"))
-}
-
-/// Wait until `f` returns Some, or panic after `limit`.
-#[track_caller]
-fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {limit:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The value of the one sample of `metric` whose labels include every `want` pair.
-fn sample_value(text: &str, metric: &str, want: &[(&str, &str)]) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(metric)?;
-        let (labels, value) = match rest.strip_prefix('{') {
-            Some(r) => r.rsplit_once("} ")?,
-            None => ("", rest.strip_prefix(' ')?),
-        };
-        let all = want
-            .iter()
-            .all(|(k, v)| labels.contains(&format!("{k}=\"{v}\"")));
-        all.then(|| value.trim().parse().ok()).flatten()
-    })
-}
-
 /// `Field:....value` of perfquery output.
 fn perfquery_field(text: &str, name: &str) -> u64 {
     text.lines()
@@ -141,18 +47,6 @@ fn perfquery_field(text: &str, name: &str) -> u64 {
             v.trim_start_matches('.').trim().parse().ok()
         })
         .unwrap_or_else(|| panic!("no {name} in perfquery output:\n{text}"))
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// Every sample line follows its family's HELP and TYPE, and no family appears twice.
@@ -314,46 +208,20 @@ fn assert_findings_are_checks(sim: &Sim, metrics: &str) {
 /// A real Prometheus scrapes the exporter on `port`; its query API returns the value
 /// perfquery reads. Returns Prometheus' PID (it is stopped when this returns).
 fn prometheus_scrapes_it(sim: &Sim, port: u16, scratch: &Path) -> u32 {
-    let prom_port = free_port();
-    let yml = scratch.join("prometheus.yml");
-    std::fs::write(
-        &yml,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: ibscope\n    static_configs:\n      \
-             - targets: ['127.0.0.1:{port}']\n"
-        ),
-    )
-    .unwrap();
-    let prom_log = scratch.join("prometheus.log");
-    let mut cmd = Command::new("prometheus");
-    cmd.arg(format!("--config.file={}", yml.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            scratch.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .current_dir(scratch)
-        .stdout(std::fs::File::create(&prom_log).unwrap())
-        .stderr(std::fs::File::create(&prom_log).unwrap());
-    let mut prom = KillOnDrop::spawn(cmd, "prometheus");
-    let prom_pid = prom.pid();
-
+    let mut prom = Prometheus::start(scratch, "ibscope", &[port]);
+    let prom_pid = prom.process.pid();
     let query = "ibscope_port_symbol_error_total{node_name=\"Switch1\",port=\"1\"}";
-    let path = format!("/api/v1/query?query={}", url_encode(query));
     let value: f64 = wait_for(
         Duration::from_secs(25),
         "Prometheus to have the sample",
         || {
-            prom.assert_running(&prom_log);
-            let (code, body) = http(prom_port, "GET", &path).ok()?;
+            let (code, doc) = prom.try_query(query)?;
             if code != 200 {
                 return None;
             }
-            let doc: serde_json::Value = serde_json::from_str(&body).ok()?;
             let result = doc["data"]["result"].as_array()?;
             let first = result.first()?;
-            assert_eq!(result.len(), 1, "{body}");
+            assert_eq!(result.len(), 1, "{doc}");
             first["value"][1].as_str()?.parse().ok()
         },
     );
@@ -362,13 +230,14 @@ fn prometheus_scrapes_it(sim: &Sim, port: u16, scratch: &Path) -> u32 {
     assert_eq!(value, perfquery_field(&pq, "SymbolErrorCounter") as f64);
 
     // The target is up in Prometheus' own view.
-    let (_, up) = get(
-        prom_port,
-        &format!("/api/v1/query?query={}", url_encode("up")),
+    let (_, up) = prom.query("up");
+    let targets = up["data"]["result"].as_array().cloned().unwrap_or_default();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t["metric"]["job"] == "ibscope" && t["value"][1] == "1"),
+        "target not up: {up}"
     );
-    assert!(up.contains("\"job\":\"ibscope\""), "{up}");
-    assert!(up.contains(",\"1\"]"), "target not up: {up}");
-
     prom_pid
 }
 
@@ -400,17 +269,6 @@ fn start_serve(sim: &Sim, log: &Path, args: &[&str]) -> (KillOnDrop, u16) {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap());
     (KillOnDrop::spawn(cmd, "ibscope serve"), port)
-}
-
-#[track_caller]
-fn wait_healthy(serve: &mut KillOnDrop, port: u16, log: &Path) {
-    wait_for(Duration::from_secs(20), "/healthz to say ok", || {
-        serve.assert_running(log);
-        match http(port, "GET", "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
-            _ => None,
-        }
-    });
 }
 
 /// PIDs of the live processes whose parent is `pid`.
