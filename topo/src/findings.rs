@@ -55,6 +55,13 @@ pub enum FindingKind {
     DuplicateLid,
     DiscoveryError,
     NoMasterSm,
+    HcaPortNotActive,
+    HcaRateBelowNorm,
+    PcieLinkDegraded,
+    PeerMemoryMissing,
+    MixedFirmware,
+    MixedDriver,
+    VerbsUnusable,
 }
 
 /// What is known of one kind of finding.
@@ -69,7 +76,7 @@ pub struct KindFacts {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 9] = {
+pub const FINDING_KINDS: [KindFacts; 16] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -139,6 +146,48 @@ pub const FINDING_KINDS: [KindFacts; 9] = {
             "no-master-sm",
             Error,
             "no subnet manager answers as master",
+        ),
+        k(
+            HcaPortNotActive,
+            "hca-port-not-active",
+            Error,
+            "a port of a local RDMA device is not Active: no link, or no SM has brought it up",
+        ),
+        k(
+            HcaRateBelowNorm,
+            "hca-rate-below-norm",
+            Warning,
+            "a local port runs below the host's most common rate (or --expect)",
+        ),
+        k(
+            PcieLinkDegraded,
+            "pcie-link-degraded",
+            Warning,
+            "an HCA's PCIe link trained below what it and its slot support, or below its port's rate",
+        ),
+        k(
+            PeerMemoryMissing,
+            "peer-memory-missing",
+            Warning,
+            "NVIDIA GPUs but no GPUDirect RDMA module (nvidia_peermem or nv_peer_mem) loaded",
+        ),
+        k(
+            MixedFirmware,
+            "mixed-firmware",
+            Warning,
+            "HCAs of one model on this host run different firmware versions",
+        ),
+        k(
+            MixedDriver,
+            "mixed-driver",
+            Warning,
+            "this host's RDMA devices run under different drivers or driver versions",
+        ),
+        k(
+            VerbsUnusable,
+            "verbs-unusable",
+            Error,
+            "libibverbs cannot list, open or query an RDMA device the kernel shows",
         ),
     ]
 };
