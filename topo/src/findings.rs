@@ -151,7 +151,7 @@ pub const FINDING_KINDS: [KindFacts; 16] = {
             HcaPortNotActive,
             "hca-port-not-active",
             Error,
-            "a port of a local RDMA device is not Active: no link, or no SM has brought it up",
+            "a local RDMA port is not Active: no link, or no SM brought it up",
         ),
         k(
             HcaRateBelowNorm,
@@ -163,13 +163,13 @@ pub const FINDING_KINDS: [KindFacts; 16] = {
             PcieLinkDegraded,
             "pcie-link-degraded",
             Warning,
-            "an HCA's PCIe link trained below what it and its slot support, or below its port's rate",
+            "an HCA's PCIe link trained below capability or its port's rate",
         ),
         k(
             PeerMemoryMissing,
             "peer-memory-missing",
             Warning,
-            "NVIDIA GPUs but no GPUDirect RDMA module (nvidia_peermem or nv_peer_mem) loaded",
+            "NVIDIA GPUs, but neither nvidia_peermem nor nv_peer_mem is loaded",
         ),
         k(
             MixedFirmware,
@@ -181,13 +181,13 @@ pub const FINDING_KINDS: [KindFacts; 16] = {
             MixedDriver,
             "mixed-driver",
             Warning,
-            "this host's RDMA devices run under different drivers or driver versions",
+            "this host's RDMA devices run under different drivers or versions",
         ),
         k(
             VerbsUnusable,
             "verbs-unusable",
             Error,
-            "libibverbs cannot list, open or query an RDMA device the kernel shows",
+            "libibverbs cannot list, open or query a device the kernel shows",
         ),
     ]
 };
