@@ -39,6 +39,9 @@ enum Command {
     Discover(cmd::discover::Args),
     /// Compare two topology files: nodes, links, width/speed/state changes.
     Diff(cmd::diff::Args),
+    // No doc comment here: clap then takes the about and the long help (with its
+    // examples) from `cmd::host::Args`.
+    Host(cmd::host::Args),
     /// Every link with both ends' width/speed/state and what it could be (iblinkinfo).
     Links(cmd::links::Args),
     /// Disable or enable one port's link (writes: a PortInfo Set, like ibportstate).
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Counters(a) => cmd::counters::run(&cli.global, a),
         Command::Discover(a) => cmd::discover::run(&cli.global, a),
         Command::Diff(a) => cmd::diff::run(&cli.global, a),
+        Command::Host(a) => cmd::host::run(&cli.global, a),
         Command::Links(a) => cmd::links::run(&cli.global, a),
         Command::Port(a) => cmd::port::run(&cli.global, a),
         Command::Query(a) => cmd::query::run(&cli.global, a),

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod diff;
 pub mod discover;
 pub mod gen;
+pub mod host;
 pub mod links;
 pub mod port;
 pub mod query;
