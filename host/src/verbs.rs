@@ -41,7 +41,7 @@ pub fn list() -> Result<Vec<VerbsDevice>, String> {
         // SAFETY: the array holds `count` entries.
         .map(|i| unsafe { *list.add(i) })
         .filter(|d| !d.is_null())
-        .map(|d| read_device(d))
+        .map(read_device)
         .collect();
     // SAFETY: `list` came from ibv_get_device_list and every context opened on its devices
     // has been closed by read_device.

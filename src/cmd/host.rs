@@ -2,6 +2,7 @@
 //! GPUs, GPUDirect RDMA) and, with --check, the commissioning preflight.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -98,19 +99,25 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         Vec::new()
     };
-    if a.json {
+    let mut out = std::io::stdout().lock();
+    let written = if a.json {
         let report = Report {
             host: &host,
             norms: a.check.then(|| Norms::of(&host, &opts)),
             ready: a.check.then_some(findings.is_empty()),
             findings: a.check.then_some(findings.as_slice()),
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)
     } else {
-        print_text(&host);
-        if a.check {
-            print_findings(&findings);
-        }
+        print_text(&mut out, &host).and_then(|()| match a.check {
+            true => print_findings(&mut out, &findings),
+            false => Ok(()),
+        })
+    };
+    // A reader that stops early (`| head`) is not an error of ours.
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
     Ok(ExitCode::from(if findings.is_empty() {
         exit::OK
@@ -119,7 +126,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }))
 }
 
-fn print_text(host: &Host) {
+fn print_text(out: &mut impl Write, host: &Host) -> io::Result<()> {
     let text = |s: &Option<String>| s.as_deref().map_or("?".into(), for_terminal);
     let detail = for_terminal(host.verbs.detail.as_deref().unwrap_or("?"));
     let verbs = match host.verbs.status {
@@ -127,14 +134,14 @@ fn print_text(host: &Host) {
         VerbsStatus::Failed => format!("sysfs only (libibverbs failed: {detail})"),
         VerbsStatus::NotUsed => format!("sysfs only ({detail})"),
     };
-    println!(
+    writeln!(
+        out,
         "host {}, kernel {}; read through {verbs}",
         text(&host.hostname),
         text(&host.kernel)
-    );
-    println!("drivers: {}", drivers_line(host));
-    println!("{}", gpus_line(host));
-    println!();
+    )?;
+    writeln!(out, "drivers: {}", drivers_line(host))?;
+    writeln!(out, "{}\n", gpus_line(host))?;
     let mut rows = vec![[
         "device",
         "port",
@@ -154,7 +161,7 @@ fn print_text(host: &Host) {
     for d in &host.devices {
         device_rows(d, &mut rows);
     }
-    print_rows(&rows);
+    print_rows(out, &rows)
 }
 
 /// `mlx5_core 24.10-1.1.4` (all), or each driver with its devices.
@@ -336,7 +343,7 @@ fn ranges(indices: &[usize]) -> String {
 
 /// Columns padded to their widest cell; a row with fewer cells (GID and error lines) runs
 /// free after its first.
-fn print_rows(rows: &[Vec<String>]) {
+fn print_rows(out: &mut impl Write, rows: &[Vec<String>]) -> io::Result<()> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0; columns];
     for row in rows.iter().filter(|r| r.len() == columns) {
@@ -353,28 +360,29 @@ fn print_rows(rows: &[Vec<String>]) {
         } else {
             vec![format!("{:<w$}", row[0], w = widths[0]), row[1..].join(" ")]
         };
-        println!("{}", line.join("  ").trim_end());
+        writeln!(out, "{}", line.join("  ").trim_end())?;
     }
+    Ok(())
 }
 
-fn print_findings(findings: &[HostFinding]) {
-    println!();
+fn print_findings(out: &mut impl Write, findings: &[HostFinding]) -> io::Result<()> {
     if findings.is_empty() {
-        println!("preflight: ready (no findings)");
-        return;
+        return writeln!(out, "\npreflight: ready (no findings)");
     }
     let errors = findings
         .iter()
         .filter(|f| f.finding.severity == Severity::Error)
         .count();
-    println!(
-        "preflight: {} finding(s), {errors} error(s), {} warning(s)",
+    writeln!(
+        out,
+        "\npreflight: {} finding(s), {errors} error(s), {} warning(s)",
         findings.len(),
         findings.len() - errors
-    );
+    )?;
     for f in findings {
-        println!("  {}", f.text_line());
+        writeln!(out, "  {}", f.text_line())?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
