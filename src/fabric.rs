@@ -53,16 +53,32 @@ pub fn names(g: &Global) -> Result<Option<NameMap>> {
     }
 }
 
-/// Load a topology file: an ibscope JSON snapshot or an ibnetdiscover-format text.
+/// Load a topology file: an ibscope JSON snapshot or any ibnetdiscover output (plain,
+/// `-g`, `-f`, `-p`) or ibsim topology. What the parser skipped or assumed is printed on
+/// stderr as warnings.
 pub fn load_file(path: &Path) -> Result<Fabric> {
+    let (fabric, warnings) = read_file(path)?;
+    for w in warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
+    Ok(fabric)
+}
+
+/// [`load_file`] without printing: the fabric and the warnings (already safe for a
+/// terminal), for callers that own the screen.
+pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read topology file {}", path.display()))?;
     if text.trim_start().starts_with('{') {
         let file = ibscope_topo::FabricFile::from_json(&text)
             .with_context(|| format!("{}: not a valid ibscope JSON snapshot", path.display()))?;
-        Ok(Fabric::from_file(file).with_context(|| format!("{}", path.display()))?)
+        let fabric = Fabric::from_file(file).with_context(|| format!("{}", path.display()))?;
+        Ok((fabric, Vec::new()))
     } else {
-        ibscope_topo::ibnd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let warnings = parsed.warnings.iter().map(ToString::to_string).collect();
+        Ok((parsed.fabric, warnings))
     }
 }
 

@@ -64,6 +64,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    ibscope::output::exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let result = match &cli.command {
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(e) if ibscope::output::is_closed_pipe(&e) => ExitCode::from(exit::OK),
         Err(e) => {
             eprintln!("ibscope: error: {e:#}");
             ExitCode::from(exit::ERROR)

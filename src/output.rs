@@ -4,6 +4,34 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+/// A reader that stopped reading (`ibscope links | head -1`) is not an error: the command
+/// has nothing left to say to it. Rust ignores SIGPIPE, so a write to a closed pipe fails
+/// with EPIPE; `println!` turns that into a panic. This hook ends the process quietly with
+/// exit 0 there, and leaves every other panic to the previous hook.
+pub fn exit_quietly_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        previous(info);
+    }));
+}
+
+/// Whether an error (anywhere in its chain) is a write to a closed pipe.
+pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Parse a LID in decimal or 0x-hex; unicast LIDs are 1..=0xbfff.
 pub fn parse_lid(text: &str) -> Result<u16> {
     let t = text.trim();

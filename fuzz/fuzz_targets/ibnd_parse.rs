@@ -1,5 +1,6 @@
 //! The ibnetdiscover-format topology parser on untrusted text; what it accepts must write
-//! back out (ibnetdiscover text and DOT) without panicking.
+//! back out (ibnetdiscover text and DOT) without panicking. Seed it with the published
+//! files: `cargo fuzz run ibnd_parse fuzz/corpus/ibnd_parse tests/data/real`.
 #![no_main]
 
 use ibscope_topo::{dot, health, ibnd};

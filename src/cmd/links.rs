@@ -17,8 +17,11 @@ use crate::cli::{exit, Global};
 ///
 /// A link is degraded when its active width or speed is below the best both ends support
 /// and enable, or when it runs below the expected rate: --expect, else the most common
-/// rate among links of its class (switch-switch, CA-switch). Ports physically up but not
-/// Active, and down/polling/disabled ports, are listed after the links.
+/// rate among links of its class (switch-switch, CA-switch). From a topology file, which
+/// says what ports run at but not what they support, a link below that most common rate is
+/// marked BELOW NORM (capability unknown offline) rather than DEGRADED: older hardware may
+/// do no better. Ports physically up but not Active, and down/polling/disabled ports, are
+/// listed after the links.
 ///
 /// Exit code: 0; with --degraded, 1 when a degraded link or an up-but-not-Active port
 /// was found.
@@ -109,7 +112,10 @@ pub fn link_line(l: &LinkAssessment) -> String {
             line.push_str(&format!("  (could be {c})"));
         }
     }
-    if l.degraded {
+    if l.capability_unknown {
+        // A topology file: below the norm, but maybe all the hardware can do.
+        line.push_str(&format!("  BELOW NORM: {}", l.reasons.join("; ")));
+    } else if l.degraded {
         line.push_str(&format!("  DEGRADED: {}", l.reasons.join("; ")));
     }
     line

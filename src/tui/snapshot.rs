@@ -107,7 +107,8 @@ impl FileSource {
 impl Source for FileSource {
     fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
         let started = Instant::now();
-        let fabric = crate::fabric::load_file(&self.path)?;
+        // The screen is the TUI's: the file's warnings are not printed over it.
+        let (fabric, _warnings) = crate::fabric::read_file(&self.path)?;
         let mut snap = Snapshot::from_fabric(fabric, SystemTime::now());
         snap.routes = check_routes(&snap.fabric);
         snap.duration = started.elapsed();

@@ -158,6 +158,11 @@ pub struct LinkAssessment {
     pub degraded: bool,
     /// Why it is degraded, one line per rule that fired.
     pub reasons: Vec<String>,
+    /// Degraded only by the fabric-norm rule while an end does not report what it
+    /// supports (a topology file): the hardware may do no better, so the reason says
+    /// "capability unknown offline" and `links` does not print it as DEGRADED.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capability_unknown: bool,
 }
 
 /// What is wrong with a port's state.
@@ -279,6 +284,15 @@ fn could_be_speed(a: &Port, b: &Port) -> Option<Speed> {
             x.intersect(y)
         })
         .best()
+}
+
+/// Whether a port reports the widths and speeds it supports (a live discovery does; a
+/// topology file does not).
+fn capability_known(fabric: &Fabric, end: End) -> bool {
+    fabric
+        .node(end.node)
+        .port(end.port)
+        .is_some_and(|p| !p.width_supported.is_empty() && !p.speed_supported.is_empty())
 }
 
 /// The active rate of a link: an end that reports both width and speed, else whatever the
@@ -413,14 +427,19 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
     let mut links = Vec::with_capacity(pending.len());
     for mut p in pending {
         let expected = norms.get(p.class);
+        let mut capability_unknown = false;
         if let (Some(act), Some(norm)) = (p.active, expected) {
             if act.is_below(norm) {
-                let what = if norms.given {
-                    "expected rate"
+                if norms.given {
+                    p.reasons.push(format!("{act} below expected rate {norm}"));
+                } else if capability_known(fabric, p.a) && capability_known(fabric, p.b) {
+                    p.reasons.push(format!("{act} below fabric norm {norm}"));
                 } else {
-                    "fabric norm"
-                };
-                p.reasons.push(format!("{act} below {what} {norm}"));
+                    capability_unknown = p.reasons.is_empty();
+                    p.reasons.push(format!(
+                        "{act} below fabric norm {norm} (capability unknown offline)"
+                    ));
+                }
             }
         }
         links.push(LinkAssessment {
@@ -432,6 +451,7 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
             expected,
             degraded: !p.reasons.is_empty(),
             reasons: p.reasons,
+            capability_unknown,
         });
     }
 

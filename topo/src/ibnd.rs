@@ -19,30 +19,43 @@
 //! CAs from 0x100000 and routers from 2^64-1, each reserving num_ports + 1), which
 //! `switchguid=` / `caguid=` / `rtguid=` lines reset (`=V` absolute, `+V` relative to the last
 //! absolute base). ibnetdiscover writes such a line before every node, so its own output
-//! parses back to the GUIDs it printed. A CA port's GUID is the `(hex)` after its port
-//! number when given, else node GUID + port number (ibsim's rule). Switch ports carry the
-//! switch GUID. A node with no `# "description"` gets its id as NodeDescription (ibsim).
+//! parses back to the GUIDs it printed; a node without one whose id has ibnetdiscover's
+//! form (`"S-0008f10500200134"`) takes the GUID in its id. GUID values are read strictly:
+//! trailing junk (`0x9c05<redacted>`) is an error naming the line. A CA port's GUID is the
+//! `(hex)` after its port number when given, else node GUID + port number (ibsim's rule).
+//! Switch ports carry the switch GUID. A node with no `# "description"` gets its id as
+//! NodeDescription (ibsim).
 //!
-//! Comments `# ... lid N 4xQDR` give LIDs and the active width/speed; link state is not in
-//! the format and stays unknown (0). `w=`/`s=`/`e=` port options (ibsim) and `width=` /
-//! `speed=` / `extspeed=` lines fill the enabled sets. `do` and `pdebug` lines are
-//! ignored; `include` lines, `module=` prefixes and `@` aliases are reported as unsupported.
+//! Comments `# ... lid N 4xQDR` give LIDs and the active width/speed (every width and
+//! speed, FDR10 and XDR included); link state is not in the format and stays unknown.
+//! `w=`/`s=`/`e=` port options (ibsim) and `width=` / `speed=` / `extspeed=` lines fill
+//! the enabled sets, except `s=N w=N v=N` at the end of a comment: `ibnetdiscover -f`
+//! writes there the active speed and width codes and VLCap, read as active values.
+//! `ibnetdiscover -g` lines (`Chassis N (guid …)`, `Non-Chassis Nodes`, `Hostname:`,
+//! `[ext N]` port mappings) are read past; `ibnetdiscover -p` output (the ports report) is
+//! recognised and read by `ibnd_ports`. `do` and `pdebug` lines are ignored; `include`
+//! lines, `module=` prefixes and `@` aliases are reported as unsupported.
+//!
 //! Stricter than ibsim: unrecognised lines, duplicate port lines and port lines beyond a
-//! node's port count are errors rather than silently skipped.
+//! node's port count are errors rather than silently skipped; a link to a node the file
+//! does not have is an error naming both ends. One exception: lines before the first
+//! setting or node (a captured stderr line) are skipped with a warning quoting them (see
+//! [`parse_with_warnings`]). A cable between two ports of one switch (a loopback) is a
+//! link like any other.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-use ibscope_mad::attr::link::{Rate, Speed, SpeedSet, Width, WidthSet};
+use ibscope_mad::attr::link::{Rate, Speed, SpeedField, SpeedSet, Width, WidthSet};
 use ibscope_mad::attr::NodeType;
 
 use crate::escape;
 use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
 use crate::namemap::{display_name, NameMap};
 
-/// A syntax or consistency error in a text input: where, and what was expected there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}line {line}: expected {expected}, found {found}", file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+/// A syntax or consistency error in a text input: where, and what was expected there (or,
+/// when `expected` is empty, `found` is a whole sentence saying what is wrong).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
     /// The file's label (path), when known.
     pub file: Option<String>,
@@ -53,17 +66,31 @@ pub struct ParseError {
     pub found: String,
 }
 
+/// The first `max` characters of a line, made safe for a terminal and quoted.
+fn excerpt(text: &str, max: usize) -> String {
+    let mut excerpt: String = text.trim().chars().take(max).collect();
+    if text.trim().chars().count() > max {
+        excerpt.push_str("...");
+    }
+    format!("\"{}\"", escape::for_terminal(&excerpt))
+}
+
 impl ParseError {
     pub(crate) fn new(line: usize, expected: impl Into<String>, found: &str) -> Self {
-        let mut excerpt: String = found.trim().chars().take(80).collect();
-        if found.trim().chars().count() > 80 {
-            excerpt.push_str("...");
-        }
         ParseError {
             file: None,
             line,
             expected: expected.into(),
-            found: format!("\"{}\"", escape::for_terminal(&excerpt)),
+            found: excerpt(found, 80),
+        }
+    }
+    /// An error told in one sentence (already made safe for a terminal).
+    pub(crate) fn sentence(line: usize, sentence: String) -> Self {
+        ParseError {
+            file: None,
+            line,
+            expected: String::new(),
+            found: sentence,
         }
     }
     /// Attach a file label.
@@ -71,6 +98,49 @@ impl ParseError {
         self.file = Some(file.into());
         self
     }
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}: ")?;
+        }
+        write!(f, "line {}: ", self.line)?;
+        if self.expected.is_empty() {
+            f.write_str(&self.found)
+        } else {
+            write!(f, "expected {}, found {}", self.expected, self.found)
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Something the parser skipped or assumed that the user should hear about (it does not
+/// stop the file from loading).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseWarning {
+    /// 1-based line number (0 for the file as a whole).
+    pub line: usize,
+    /// Made safe for a terminal.
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+/// A parsed topology and the warnings met on the way.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub fabric: Fabric,
+    pub warnings: Vec<ParseWarning>,
 }
 
 fn kind_index(kind: NodeKind) -> usize {
@@ -188,7 +258,10 @@ fn word_value(text: &str, key: &str) -> Option<u64> {
 /// "4xQDR" → (4x, QDR); unknown parts are None ("4xFDR10" has a width, no speed).
 pub fn parse_width_speed(token: &str) -> (Option<Width>, Option<Speed>) {
     match token.find(['x', 'X']) {
-        Some(i) => (Width::parse(&token[..i]), Speed::parse(&token[i + 1..])),
+        Some(i) => (
+            Width::parse(&token[..i]).filter(|w| w.is_known()),
+            Speed::parse(&token[i + 1..]),
+        ),
         None => (None, None),
     }
 }
@@ -248,6 +321,85 @@ struct State {
     net_width_enabled: Option<u8>,
     net_speed_enabled: Option<u8>,
     net_speed_ext_enabled: Option<u8>,
+    /// Per node type: a `*guid=` line came after the last node header, so the next node
+    /// takes its GUID from the counters (ibsim's rule) rather than from its id.
+    guid_line: [bool; 3],
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            abs_guid: IBSIM_GUID_BASE,
+            next_guid: IBSIM_GUID_BASE,
+            vendor_id: 0,
+            device_id: 0,
+            system_image_guid: 0,
+            net_width_enabled: None,
+            net_speed_enabled: None,
+            net_speed_ext_enabled: None,
+            guid_line: [false; 3],
+        }
+    }
+}
+
+/// `(hex)` at the start of `text` (after whitespace) when there is one; a `(` that does
+/// not hold a whole hex GUID is an error (ibnetdiscover writes port GUIDs this way).
+fn port_guid_in_parens<'a>(
+    text: &'a str,
+    lineno: usize,
+    line: &str,
+) -> Result<(Option<u64>, &'a str), ParseError> {
+    if !text.trim_start().starts_with('(') {
+        return Ok((None, text));
+    }
+    match paren_hex(text) {
+        Some((guid, rest)) => Ok((Some(guid), rest)),
+        None => Err(ParseError::new(
+            lineno,
+            "a port GUID of up to 16 hex digits in parentheses",
+            line,
+        )),
+    }
+}
+
+/// A GUID setting (`switchguid=0x2c90200402010(2c90200402010)`, `caguid=0x…`,
+/// `switchguid+5`, `sysimgguid=0x…`), read strictly: the value ends at `(`, whitespace
+/// or `#` and must be a whole GUID (`0x` and 1-16 hex digits, or decimal), so trailing
+/// junk is an error rather than silently cut off. Returns (relative, value).
+fn guid_setting(line: &str, lineno: usize, key: &str) -> Result<(bool, u64), ParseError> {
+    let after_key = &line[key.len()..];
+    let Some(i) = after_key.find(['=', '+']) else {
+        return Err(ParseError::new(lineno, format!("{key}=GUID"), line));
+    };
+    let relative = after_key.as_bytes()[i] == b'+';
+    let value = after_key[i + 1..].trim_start();
+    let end = value
+        .find(|c: char| c == '(' || c == '#' || c.is_whitespace())
+        .unwrap_or(value.len());
+    let Some(guid) = ibscope_mad::codes::guid::parse(&value[..end]) else {
+        return Err(ParseError::new(
+            lineno,
+            format!("a GUID after {key}= (0x and 1 to 16 hex digits, nothing else)"),
+            line,
+        ));
+    };
+    port_guid_in_parens(&value[end..], lineno, line)?;
+    Ok((relative, guid))
+}
+
+/// The GUID ibnetdiscover writes into a node id: `S-0008f10500200134` (switch), `H-…`
+/// (CA), `R-…` (router), 16 hex digits.
+fn guid_in_id(id: &str, kind: NodeKind) -> Option<u64> {
+    let prefix = match kind.node_type() {
+        NodeType::Switch => "S-",
+        NodeType::Router => "R-",
+        _ => "H-",
+    };
+    let hex = id.strip_prefix(prefix)?;
+    if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
 }
 
 fn setting_value(line: &str, lineno: usize, key: &str) -> Result<(bool, u64), ParseError> {
@@ -328,15 +480,24 @@ fn parse_header(
     };
     let kind = NodeKind::classify(kind.node_type(), &description).unwrap_or(kind);
     let k = kind_index(kind);
-    let guid = state.next_guid[k];
     let num_ports = count as u8;
-    // Switches use one GUID; CAs and routers reserve one per port plus the node's.
-    let reserve = if kind == NodeKind::Switch {
-        1
-    } else {
-        u64::from(num_ports) + 1
+    // Without a guid line of its own, a node id in ibnetdiscover's form holds the GUID.
+    let id_guid = guid_in_id(id, kind).filter(|_| !state.guid_line[k]);
+    state.guid_line = [false; 3];
+    let guid = match id_guid {
+        Some(guid) => guid,
+        None => {
+            let guid = state.next_guid[k];
+            // Switches use one GUID; CAs and routers reserve one per port plus the node's.
+            let reserve = if kind == NodeKind::Switch {
+                1
+            } else {
+                u64::from(num_ports) + 1
+            };
+            state.next_guid[k] = guid.wrapping_add(reserve);
+            guid
+        }
     };
-    state.next_guid[k] = guid.wrapping_add(reserve);
     let system_image_guid = if state.system_image_guid != 0 {
         state.system_image_guid
     } else {
@@ -397,10 +558,7 @@ fn parse_port_line(
         ));
     }
     let rest = skip_ext(rest);
-    let (guid, rest) = match paren_hex(rest) {
-        Some((g, r)) => (Some(g), r),
-        None => (None, rest),
-    };
+    let (guid, rest) = port_guid_in_parens(rest, lineno, line)?;
     let (remote_id, rest) = quoted(rest).ok_or_else(|| {
         ParseError::new(
             lineno,
@@ -430,7 +588,7 @@ fn parse_port_line(
     }
     let rest = skip_ext(rest);
     // A remote CA's port GUID; not needed (its own block has it).
-    let rest = paren_hex(rest).map(|(_, r)| r).unwrap_or(rest);
+    let (_, rest) = port_guid_in_parens(rest, lineno, line)?;
 
     let mut port = RawPort {
         number: number as u8,
@@ -443,27 +601,25 @@ fn parse_port_line(
         line: lineno,
         ..Default::default()
     };
-    // ibsim port options: `w=N` enabled width mask, `s=N` speed mask, `e=N` ext speed mask.
     let plain = outside_quotes(rest);
-    for (i, _) in plain.match_indices('=') {
-        let key = plain[..i].trim_end().chars().last();
-        let value = leading_number(&plain[i + 1..]).map(|(v, _)| v);
-        let slot = match key {
-            Some('w') => &mut port.width_enabled,
-            Some('s') => &mut port.speed_enabled,
-            Some('e') => &mut port.speed_ext_enabled,
-            _ => continue,
-        };
-        match value {
-            Some(v) if v <= 31 => *slot = Some(v as u8),
-            _ => {
-                return Err(ParseError::new(
-                    lineno,
-                    "a port option value between 0 and 31 (w=, s=, e=)",
-                    line,
-                ))
+    let (before, after) = plain.split_once('#').unwrap_or((&plain, ""));
+    let mut active_codes = (None, None);
+    set_enabled_options(&mut port, &port_options(before), lineno, line)?;
+    let comment_options = port_options(after);
+    if comment_options.iter().any(|&(key, _)| key == 'v') {
+        // `ibnetdiscover -f` appends "s=N w=N v=N" to the comment: LinkSpeedActive,
+        // LinkWidthActive and VLCap codes, i.e. what the port runs at, not what it enables.
+        for (key, value) in comment_options {
+            let code = value.and_then(|v| u8::try_from(v).ok());
+            match key {
+                's' => active_codes.1 = code,
+                'w' => active_codes.0 = code,
+                _ => {}
             }
         }
+    } else {
+        // ibsim reads its options anywhere on the line, comment included.
+        set_enabled_options(&mut port, &comment_options, lineno, line)?;
     }
     if let Some(i) = rest.find('#') {
         let comment = rest[i + 1..].trim_start();
@@ -485,7 +641,52 @@ fn parse_port_line(
         port.width = w;
         port.speed = s;
     }
+    let (width_code, speed_code) = active_codes;
+    port.width = port.width.or(width_code.and_then(Width::from_active));
+    port.speed = port
+        .speed
+        .or(speed_code.and_then(|c| Speed::from_field(SpeedField::LinkSpeed, c)));
     Ok(port)
+}
+
+/// `key=value` options (the key is the letter before `=`) in text whose quoted parts are
+/// already removed.
+fn port_options(text: &str) -> Vec<(char, Option<u64>)> {
+    text.match_indices('=')
+        .filter_map(|(i, _)| {
+            let key = text[..i].trim_end().chars().last()?;
+            Some((key, leading_number(&text[i + 1..]).map(|(v, _)| v)))
+        })
+        .collect()
+}
+
+/// ibsim's port options: `w=N` enabled width mask, `s=N` speed mask, `e=N` extended speed
+/// mask (others are ignored, as ibsim does).
+fn set_enabled_options(
+    port: &mut RawPort,
+    options: &[(char, Option<u64>)],
+    lineno: usize,
+    line: &str,
+) -> Result<(), ParseError> {
+    for &(key, value) in options {
+        let slot = match key {
+            'w' => &mut port.width_enabled,
+            's' => &mut port.speed_enabled,
+            'e' => &mut port.speed_ext_enabled,
+            _ => continue,
+        };
+        match value {
+            Some(v) if v <= 31 => *slot = Some(v as u8),
+            _ => {
+                return Err(ParseError::new(
+                    lineno,
+                    "a port option value between 0 and 31 (w=, s=, e=)",
+                    line,
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn model_port(raw: &RawPort, node: &Node) -> Port {
@@ -521,21 +722,37 @@ fn model_port(raw: &RawPort, node: &Node) -> Port {
 }
 
 /// Parse ibnetdiscover output or an ibsim topology file. Never panics; errors name the
-/// line and what was expected.
+/// line and what was expected. Warnings (see [`parse_with_warnings`]) are dropped.
 pub fn parse(text: &str) -> Result<Fabric, ParseError> {
-    let mut state = State {
-        abs_guid: IBSIM_GUID_BASE,
-        next_guid: IBSIM_GUID_BASE,
-        vendor_id: 0,
-        device_id: 0,
-        system_image_guid: 0,
-        net_width_enabled: None,
-        net_speed_enabled: None,
-        net_speed_ext_enabled: None,
-    };
+    parse_with_warnings(text).map(|p| p.fabric)
+}
+
+/// What one line of a topology file is, beyond node headers and port lines.
+enum Setting {
+    /// Changes the parser's state (or is an ibsim console command with no bearing here).
+    Applied,
+    /// Part of ibnetdiscover's layout without facts in it (`-g` grouping lines).
+    Layout,
+    /// Not a line of the format.
+    Unknown,
+}
+
+/// Parse any file ibnetdiscover writes (plain, `-g`, `-f`, `-p`) or an ibsim topology
+/// file, with the warnings a user should see: lines before the topology that are not
+/// part of it (a captured stderr line) are skipped and quoted in a warning.
+pub fn parse_with_warnings(text: &str) -> Result<Parsed, ParseError> {
+    if crate::ibnd_ports::is_ports_report(text) {
+        return crate::ibnd_ports::parse(text);
+    }
+    let mut state = State::new();
     let mut nodes: Vec<RawNode> = Vec::new();
     let mut current: Option<RawNode> = None;
     let mut initiated_from: Option<u64> = None;
+    let mut warnings = Vec::new();
+    // Lines skipped before the first setting or node, and the error the first one would
+    // have been had nothing followed it.
+    let mut started = false;
+    let mut first_skipped: Option<ParseError> = None;
 
     for (index, raw_line) in text.lines().enumerate() {
         let lineno = index + 1;
@@ -590,80 +807,123 @@ pub fn parse(text: &str) -> Result<Fabric, ParseError> {
         };
         if let Some(kind) = header_kind {
             current = Some(parse_header(line, lineno, word, kind, &mut state)?);
+            started = true;
             continue;
         }
-        match word {
-            "switchguid" | "caguid" | "hcaguids" | "rtguid" => {
-                let k = match word {
-                    "switchguid" => 1,
-                    "rtguid" => 2,
-                    _ => 0,
-                };
-                let (relative, v) = setting_value(line, lineno, word)?;
-                if !relative {
-                    state.abs_guid[k] = v;
-                    state.next_guid[k] = v;
-                } else {
-                    state.next_guid[k] = state.abs_guid[k].wrapping_add(v);
-                }
+        match apply_setting(line, lineno, word, &mut state)? {
+            Setting::Applied => started = true,
+            Setting::Layout => {}
+            Setting::Unknown if !started && !is_port_line(line) => {
+                warnings.push(ParseWarning {
+                    line: lineno,
+                    message: format!(
+                        "skipped a line before the topology that is not part of it: {}",
+                        excerpt(line, 200)
+                    ),
+                });
+                first_skipped.get_or_insert_with(|| unknown_line(line, lineno));
             }
-            "vendid" => state.vendor_id = setting_value(line, lineno, word)?.1 as u32,
-            "devid" => state.device_id = setting_value(line, lineno, word)?.1 as u32,
-            "sysimgguid" => state.system_image_guid = setting_value(line, lineno, word)?.1,
-            "width" | "speed" | "extspeed" => {
-                let v = setting_value(line, lineno, word)?.1;
-                if v > 31 {
-                    return Err(ParseError::new(lineno, format!("{word}= 0-31"), line));
-                }
-                let slot = match word {
-                    "width" => &mut state.net_width_enabled,
-                    "speed" => &mut state.net_speed_enabled,
-                    _ => &mut state.net_speed_ext_enabled,
-                };
-                *slot = Some(v as u8);
-            }
-            // ibsim console commands and debug switches: no bearing on the topology.
-            "do" | "pdebug" => {}
-            // ibnetdiscover -g chassis headers.
-            "Chassis" => {}
-            "include" => {
-                return Err(ParseError::new(
-                    lineno,
-                    "a self-contained file (include is not supported; concatenate the files)",
-                    line,
-                ))
-            }
-            "module" => {
-                return Err(ParseError::new(
-                    lineno,
-                    "a file without module= prefixes (not supported)",
-                    line,
-                ))
-            }
-            _ => {
-                if line.starts_with('[') {
-                    return Err(ParseError::new(
-                        lineno,
-                        "a node header (Switch/Ca/Hca/Rt) before port lines",
-                        line,
-                    ));
-                }
-                return Err(ParseError::new(
-                    lineno,
-                    "a node header (Switch/Ca/Hca/Rt), a setting (key=value) or a comment",
-                    line,
-                ));
-            }
+            Setting::Unknown => return Err(unknown_line(line, lineno)),
         }
     }
     nodes.extend(current.take());
+    if nodes.is_empty() {
+        // Nothing but unknown lines: not a topology at all.
+        if let Some(e) = first_skipped {
+            return Err(e);
+        }
+    }
     let mut fabric = assemble(nodes)?;
     if let Some(port_guid) = initiated_from {
         if let Some(end) = fabric.port_by_guid(port_guid) {
             fabric.local = Some((fabric.node(end.node).guid, end.port));
         }
     }
-    Ok(fabric)
+    Ok(Parsed { fabric, warnings })
+}
+
+/// `[N]…`: a port line.
+fn is_port_line(line: &str) -> bool {
+    bracketed_number(line).is_some()
+}
+
+fn unknown_line(line: &str, lineno: usize) -> ParseError {
+    if is_port_line(line) {
+        return ParseError::new(
+            lineno,
+            "a node header (Switch/Ca/Hca/Rt) before port lines",
+            line,
+        );
+    }
+    ParseError::new(
+        lineno,
+        "a node header (Switch/Ca/Hca/Rt), a setting (key=value) or a comment",
+        line,
+    )
+}
+
+/// Apply a setting line (`switchguid=…`, `vendid=…`, `width=…` …) to `state`.
+fn apply_setting(
+    line: &str,
+    lineno: usize,
+    word: &str,
+    state: &mut State,
+) -> Result<Setting, ParseError> {
+    match word {
+        "switchguid" | "caguid" | "hcaguids" | "rtguid" => {
+            let k = match word {
+                "switchguid" => 1,
+                "rtguid" => 2,
+                _ => 0,
+            };
+            let (relative, v) = guid_setting(line, lineno, word)?;
+            if !relative {
+                state.abs_guid[k] = v;
+                state.next_guid[k] = v;
+            } else {
+                state.next_guid[k] = state.abs_guid[k].wrapping_add(v);
+            }
+            state.guid_line[k] = true;
+        }
+        "vendid" => state.vendor_id = setting_value(line, lineno, word)?.1 as u32,
+        "devid" => state.device_id = setting_value(line, lineno, word)?.1 as u32,
+        "sysimgguid" => state.system_image_guid = guid_setting(line, lineno, word)?.1,
+        "width" | "speed" | "extspeed" => {
+            let v = setting_value(line, lineno, word)?.1;
+            if v > 31 {
+                return Err(ParseError::new(lineno, format!("{word}= 0-31"), line));
+            }
+            let slot = match word {
+                "width" => &mut state.net_width_enabled,
+                "speed" => &mut state.net_speed_enabled,
+                _ => &mut state.net_speed_ext_enabled,
+            };
+            *slot = Some(v as u8);
+        }
+        // ibsim console commands and debug switches: no bearing on the topology.
+        "do" | "pdebug" => {}
+        // ibnetdiscover -g: "Chassis 3 (guid 0x…)", "Non-Chassis Nodes", and for Xsigo
+        // chassis "Hostname: …".
+        "Chassis" => return Ok(Setting::Layout),
+        "Non" if line.starts_with("Non-Chassis Nodes") => return Ok(Setting::Layout),
+        "Hostname" if line.starts_with("Hostname:") => return Ok(Setting::Layout),
+        "include" => {
+            return Err(ParseError::new(
+                lineno,
+                "a self-contained file (include is not supported; concatenate the files)",
+                line,
+            ))
+        }
+        "module" => {
+            return Err(ParseError::new(
+                lineno,
+                "a file without module= prefixes (not supported)",
+                line,
+            ))
+        }
+        _ => return Ok(Setting::Unknown),
+    }
+    Ok(Setting::Applied)
 }
 
 fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
@@ -680,13 +940,16 @@ fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
     for (i, n) in nodes.iter().enumerate() {
         for p in &n.ports {
             let Some(&r) = by_id.get(&p.remote_id) else {
-                return Err(ParseError::new(
+                return Err(ParseError::sentence(
                     p.line,
                     format!(
-                        "a remote node id defined in the file (\"{}\" is not)",
-                        escape::for_terminal(&p.remote_id)
+                        "\"{}\"[{}] is cabled to \"{}\"[{}], but no node \"{}\" is in this file",
+                        escape::for_terminal(&n.id),
+                        p.number,
+                        escape::for_terminal(&p.remote_id),
+                        p.remote_port,
+                        escape::for_terminal(&p.remote_id),
                     ),
-                    &p.remote_id,
                 ));
             };
             let remote = &nodes[r];
@@ -701,11 +964,16 @@ fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
                     &format!("[{}]", p.remote_port),
                 ));
             }
+            // A cable between two ports of one switch (a loopback) is a link like any
+            // other; a port cabled to itself is not.
             if r == i && p.remote_port == p.number {
-                return Err(ParseError::new(
+                return Err(ParseError::sentence(
                     p.line,
-                    "a port linked to another port",
-                    &p.remote_id,
+                    format!(
+                        "\"{}\"[{}] is cabled to itself",
+                        escape::for_terminal(&n.id),
+                        p.number
+                    ),
                 ));
             }
             let here = (i, p.number);

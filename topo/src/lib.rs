@@ -13,5 +13,6 @@ pub mod findings;
 pub mod gen;
 pub mod health;
 pub mod ibnd;
+mod ibnd_ports;
 pub mod namemap;
 pub mod routing;

@@ -142,7 +142,13 @@ impl Sim {
     }
 
     fn ibnetdiscover(&self) -> String {
+        self.ibnetdiscover_with(&[])
+    }
+
+    /// `ibnetdiscover` with extra options (`-g`, `-f`, `-p`), stdout only.
+    fn ibnetdiscover_with(&self, options: &[&str]) -> String {
         let out = Command::new("ibnetdiscover")
+            .args(options)
             .env("LD_PRELOAD", SHIM)
             .env("IBSIM_SOCKNAME", &self.socket)
             .current_dir(self.dir.path())
@@ -320,4 +326,126 @@ fn fat_tree_2048_hosts_three_levels_in_ibsim() {
     let seen = generated_fabric_discovers_as_written("ft2048", &text);
     assert_eq!(seen.switches().count(), 348);
     assert_eq!(seen.node_count(), 348 + 2048);
+}
+
+/// (port GUID, port number, rate text).
+type RatedEnd = (u64, u8, String);
+
+/// Links as unordered pairs of (port GUID, port number) with each end's active rate text:
+/// the one identity a ports report (`-p`) shares with the topology formats, whose CA
+/// node GUIDs it lacks.
+fn links_by_port_guid(f: &ibscope_topo::Fabric) -> Vec<(RatedEnd, RatedEnd)> {
+    let end = |node: &ibscope_topo::Node, number: u8| {
+        let p = node.port(number).expect("linked port");
+        let rate = ibscope_mad::attr::link::Rate::text(p.width_active, p.speed_active);
+        (p.guid, number, rate)
+    };
+    let mut links: Vec<_> = f
+        .links()
+        .map(|l| {
+            let (a, b) = (end(l.a_node, l.a.port), end(l.b_node, l.b.port));
+            if a <= b {
+                (a, b)
+            } else {
+                (b, a)
+            }
+        })
+        .collect();
+    links.sort();
+    links
+}
+
+/// Every output flavour of the reference `ibnetdiscover` reads as the same fabric: `-g`
+/// (grouping), `-f` (whose `s= w= v=` are active values, not ibsim's enabled masks), `-p`
+/// (the ports report) and output with the tool's stderr captured before it.
+#[test]
+fn every_ibnetdiscover_flavour_reads_as_the_same_fabric() {
+    assert!(
+        tools_present(),
+        "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
+    );
+    use ibscope_mad::attr::link::{Speed, Width};
+    use ibscope_topo::gen::{fat_tree, Degraded, FatTreeSpec};
+    let mut spec = FatTreeSpec::new(2, 8, 8);
+    spec.options.rate = Some("4xQDR".into());
+    spec.options.degraded = vec![Degraded {
+        node: "H00002".into(),
+        port: 1,
+        rate: "1xDDR".into(),
+    }];
+    let sim = Sim::start("flavours", &fat_tree(&spec).unwrap());
+    let plain = ibnd::parse_with_warnings(&sim.ibnetdiscover()).unwrap();
+    assert!(plain.warnings.is_empty());
+    let plain = plain.fabric;
+    let degraded = plain
+        .links()
+        .filter(|l| l.a_port().and_then(|p| p.width_active) == Some(Width::X1))
+        .count();
+    assert_eq!(degraded, 1, "the 1xDDR link came up as written");
+
+    for flag in ["-g", "-f"] {
+        let text = sim.ibnetdiscover_with(&[flag]);
+        let parsed = ibnd::parse_with_warnings(&text).unwrap();
+        assert!(parsed.warnings.is_empty(), "{flag}: {:?}", parsed.warnings);
+        assert_eq!(
+            ibnd::compare(&plain, &parsed.fabric),
+            Vec::<String>::new(),
+            "{flag}"
+        );
+        assert_eq!(
+            links_by_port_guid(&plain),
+            links_by_port_guid(&parsed.fabric),
+            "{flag}"
+        );
+    }
+    // -f: "4xQDR s=4 w=2 v=4" are LinkSpeedActive, LinkWidthActive and VLCap: nothing of
+    // them may land in the enabled sets (ibsim's meaning of s= and w=).
+    let full = sim.ibnetdiscover_with(&["-f"]);
+    assert!(full.contains(" s=4 w=2 v="), "{full}");
+    let full = ibnd::parse(&full).unwrap();
+    for (_, n) in full.nodes() {
+        for p in &n.ports {
+            assert!(p.width_enabled.is_empty() && p.speed_enabled.is_empty());
+        }
+    }
+    let one_x = full
+        .links()
+        .filter_map(|l| l.a_port())
+        .filter(|p| p.width_active == Some(Width::X1) && p.speed_active == Some(Speed::Ddr))
+        .count();
+    assert_eq!(one_x, 1);
+
+    // -p: the same links between the same port GUIDs at the same rates.
+    let report = ibnd::parse_with_warnings(&sim.ibnetdiscover_with(&["-p"])).unwrap();
+    assert_eq!(report.warnings.len(), 1, "the report's gaps are said once");
+    assert!(report.warnings[0].message.contains("ibnetdiscover -p"));
+    assert_eq!(
+        links_by_port_guid(&plain),
+        links_by_port_guid(&report.fabric)
+    );
+    assert_eq!(report.fabric.switches().count(), plain.switches().count());
+
+    // stderr and stdout in one file (`2>&1`): the tool's "ibwarn: … attached as client"
+    // line comes first and is skipped with a warning quoting it.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ibnetdiscover 2>&1")
+        .env("LD_PRELOAD", SHIM)
+        .env("IBSIM_SOCKNAME", &sim.socket)
+        .current_dir(sim.dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ibnetdiscover");
+    let both = String::from_utf8(out.stdout).unwrap();
+    let parsed = ibnd::parse_with_warnings(&both).unwrap();
+    assert_eq!(ibnd::compare(&plain, &parsed.fabric), Vec::<String>::new());
+    let skipped: Vec<&str> = both.lines().take_while(|l| !l.starts_with('#')).collect();
+    assert!(
+        !skipped.is_empty(),
+        "the shim writes its ibwarn line: {both}"
+    );
+    assert_eq!(parsed.warnings.len(), skipped.len(), "{both}");
+    for (w, line) in parsed.warnings.iter().zip(&skipped) {
+        assert!(w.message.contains(line.trim()), "{w} / {line}");
+    }
 }
