@@ -324,6 +324,24 @@ fn one_device_with_ca_and_an_unknown_one() {
 }
 
 #[test]
+fn a_closed_pipe_ends_quietly() {
+    for args in [&["host", "--check"][..], &["host", "--json"][..]] {
+        let mut child = Command::new(ibscope())
+            .args(args)
+            .env("IBSCOPE_SYSFS_ROOT", fixture("dgx-h100"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn an_empty_root_is_exit_2_with_the_hint() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(Some(dir.path()), &["host", "--check"]);

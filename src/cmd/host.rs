@@ -114,11 +114,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             false => Ok(()),
         })
     };
-    // A reader that stops early (`| head`) is not an error of ours.
-    match written.and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
-        _ => {}
-    }
+    // A closed pipe comes back as an error; main ends quietly on it, as for every command.
+    written.and_then(|()| out.flush())?;
     Ok(ExitCode::from(if findings.is_empty() {
         exit::OK
     } else {
