@@ -88,8 +88,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         host.devices.retain(|d| &d.name == ca);
         if host.devices.is_empty() {
             bail!(
-                "no RDMA device named {ca:?} (this host has {})",
-                names.join(", ")
+                "no RDMA device named {} (this host has {})",
+                for_terminal(ca),
+                for_terminal(&names.join(", "))
             );
         }
     }
