@@ -3,11 +3,12 @@
 # libibumad shim), the real subnet manager (OpenSM), the reference tools (infiniband-diags),
 # libibumad's headers for linking, libibverbs/librdmacm headers and libclang for the `verbs`
 # feature (rdma-sys generates its bindings with bindgen at build time), tmux for the TUI test,
-# Graphviz to validate DOT output, and Prometheus (promtool and the server) for the exporter
-# test. Skips apt when everything is already there.
+# Graphviz to validate DOT output, Prometheus (promtool and the server) for the exporter,
+# dashboard and alert tests, groff to check the man pages, and dpkg-dev for the Debian
+# package's library dependencies (dpkg-shlibdeps). Skips apt when everything is already there.
 set -euo pipefail
 pkgs=(ibsim-utils libumad2sim0 opensm infiniband-diags libibumad-dev libibmad-dev pkg-config
-      libibverbs-dev librdmacm-dev libclang-dev tmux prometheus graphviz)
+      libibverbs-dev librdmacm-dev libclang-dev tmux prometheus graphviz groff-base dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

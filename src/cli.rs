@@ -53,8 +53,15 @@ pub struct Global {
     pub topology: Option<PathBuf>,
 
     /// Node name map: lines of `0xGUID "name"` (# comments), used wherever a node is named.
+    /// Default: $IBSCOPE_NODE_NAME_MAP, the config file's node-name-map, else
+    /// /etc/rdma/ib-node-name-map when present (as infiniband-diags).
     #[arg(long, global = true, value_name = "FILE")]
     pub node_name_map: Option<PathBuf>,
+
+    /// Counter threshold file in force (not a flag): the config file's `thresholds`, else
+    /// /etc/infiniband-diags/error_thresholds when present. `check --thresholds` overrides.
+    #[arg(skip)]
+    pub thresholds: Option<PathBuf>,
 
     /// More log output on stderr (-v info, -vv debug, -vvv trace); IBSCOPE_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]

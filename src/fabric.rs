@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use ibscope_mad::engine::{Engine, EngineConfig, MadError};
+use ibscope_topo::counters::Thresholds;
 use ibscope_topo::discover::{self, DiscoverOptions};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
@@ -50,6 +51,19 @@ pub fn names(g: &Global) -> Result<Option<NameMap>> {
     match &g.node_name_map {
         Some(path) => Ok(Some(NameMap::load(path)?)),
         None => Ok(None),
+    }
+}
+
+/// The counter thresholds in force: `explicit` (a command's --thresholds) when given, else
+/// the file the settings name (see `config`), else every error counter at 0.
+pub fn thresholds(g: &Global, explicit: Option<&Path>) -> Result<Thresholds> {
+    match explicit.or(g.thresholds.as_deref()) {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read threshold file {}", path.display()))?;
+            Ok(Thresholds::parse(&text, &path.display().to_string())?)
+        }
+        None => Ok(Thresholds::default()),
     }
 }
 

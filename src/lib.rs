@@ -1,10 +1,29 @@
 //! Glue shared by the `ibscope` binary and the integration tests: CLI options, commands,
 //! simulator orchestration. The fabric logic lives in `ibscope-topo`, the wire in `ibscope-mad`.
 
+pub mod app;
 pub mod cli;
 pub mod cmd;
+pub mod config;
 pub mod fabric;
 pub mod output;
 pub mod resolve;
 pub mod sim;
 pub mod tui;
+
+/// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
+pub fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("IBSCOPE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

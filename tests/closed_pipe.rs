@@ -29,7 +29,7 @@ fn run_into_closed_pipe(args: &[&str]) -> (Option<i32>, String) {
 fn every_command_ends_quietly_on_a_closed_pipe() {
     let fabric = repo_root().join("examples/fabrics/fat-tree-2l-64.topo");
     let f = fabric.to_str().unwrap();
-    let runs: [&[&str]; 7] = [
+    let runs: [&[&str]; 11] = [
         &["--topology", f, "links"],
         &["--topology", f, "links", "--json"],
         &["--topology", f, "check"],
@@ -37,6 +37,10 @@ fn every_command_ends_quietly_on_a_closed_pipe() {
         &["--topology", f, "discover"],
         &["--topology", f, "discover", "--format", "dot"],
         &["diff", f, f],
+        &["completions", "bash"],
+        &["man"],
+        &["config", "show"],
+        &["config", "show", "--json"],
     ];
     for args in runs {
         let (code, err) = run_into_closed_pipe(args);

@@ -292,7 +292,7 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
     assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
 
-    // The findings by kind are `check`'s (the SM check aside, which the page leaves out).
+    // The findings by kind are `check`'s, the SM check included.
     let check: serde_json::Value =
         serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
     let findings = check["findings"].as_array().unwrap();
@@ -300,6 +300,7 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         "counter-above-threshold",
         "degraded-link",
         "port-not-active",
+        "no-master-sm",
     ] {
         let theirs = findings.iter().filter(|f| f["kind"] == kind).count();
         let ours = sample_value(&metrics, "ibscope_findings", &[("kind", kind)]);

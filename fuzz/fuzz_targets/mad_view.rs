@@ -2,7 +2,9 @@
 #![no_main]
 
 use ibscope_mad::header::{peek_header, MadHeader};
-use ibscope_mad::smp::{DrPath, MadView};
+use ibscope_mad::sa::SaFrame;
+use ibscope_mad::smp::{DrPath, MadView, SmpFrame};
+use ibscope_mad::umad::UmadHeader;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,6 +14,16 @@ fuzz_target!(|data: &[u8]| {
         let _ = h.to_bytes();
     }
     let _ = peek_header(data);
+    // The framing layouts on the same bytes: decode never panics, what decodes re-encodes.
+    if let Ok(f) = SmpFrame::decode(data) {
+        let _ = f.to_bytes();
+    }
+    if let Ok(f) = SaFrame::decode(data) {
+        let _ = f.to_bytes();
+    }
+    if let Ok(h) = UmadHeader::decode(data) {
+        let _ = h.to_bytes();
+    }
     if let Ok(view) = MadView::parse(data) {
         let _ = view.is_directed();
         let _ = view.is_response();

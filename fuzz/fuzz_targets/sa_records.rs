@@ -11,7 +11,7 @@ fn decode_all(record: &[u8]) {
     let _ = NodeRecord::decode(record);
     let _ = PortInfoRecord::decode(record);
     if let Ok(r) = SmInfoRecord::decode(record) {
-        let _ = r.sm_info();
+        let _ = r.sm_info.state();
     }
     let _ = LinkRecord::decode(record);
     let _ = PathRecord::decode(record);

@@ -22,8 +22,8 @@ use std::collections::HashSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ibscope_mad::attr::{NodeInfo, NodeType};
 use ibscope_mad::engine::{Engine, EngineConfig, Request};
-use ibscope_mad::header::attr;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 
 fn arg(name: &str, default: usize) -> usize {
@@ -36,7 +36,7 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 fn node_info_request(path: &DrPath) -> Request {
-    Request::smp_get(&SmpRoute::Directed(path.clone()), attr::NODE_INFO, 0)
+    Request::get::<NodeInfo>(&SmpRoute::Directed(path.clone()), 0)
 }
 
 /// One directed route per node reachable from here (breadth-first, at most `limit`).
@@ -47,16 +47,15 @@ fn reachable_nodes(engine: &mut Engine, limit: usize) -> Vec<DrPath> {
     engine.run(
         [(root.clone(), node_info_request(&root))],
         |path, result, out| {
-            let Ok(reply) = result else { return };
-            let data = reply.smp_data();
-            // NodeInfo: NodeType byte 2, NumPorts byte 3, NodeGUID bytes 12..20 (IBA 14.2.5.3).
-            let (node_type, num_ports) = (data[2], data[3]);
-            if !guids.insert(data[12..20].to_vec()) || paths.len() >= limit {
+            let Ok(Ok(info)) = result.map(|reply| reply.decode::<NodeInfo>()) else {
+                return;
+            };
+            if !guids.insert(info.node_guid) || paths.len() >= limit {
                 return;
             }
-            let is_switch = node_type == 2;
+            let is_switch = info.kind() == NodeType::Switch;
             if is_switch || path.is_empty() {
-                let last = if is_switch { num_ports } else { 1 };
+                let last = if is_switch { info.num_ports } else { 1 };
                 for port in 1..=last {
                     if let Ok(child) = path.child(port) {
                         out.push((child.clone(), node_info_request(&child)));

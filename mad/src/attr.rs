@@ -9,8 +9,8 @@ pub(crate) mod golden;
 
 pub use link::{Rate, Speed, SpeedSet, Width, WidthSet};
 pub use perf_attrs::{
-    counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterValue, PortCounters,
-    PortCountersExtended,
+    counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterKind, CounterValue,
+    PortCounters, PortCountersExtended, PortSelected,
 };
 pub use smp_attrs::{
     capability, capability2, mtu_bytes, LinearForwardingTableBlock, NodeDescription, NodeInfo,

@@ -1,6 +1,6 @@
 //! The 24-byte common MAD header (IBA 13.4.2) and the management class / method constants.
 
-use crate::error::{DecodeError, EncodeError};
+use crate::error::DecodeError;
 use crate::wire_struct;
 
 /// Every MAD is 256 bytes on the wire.
@@ -33,45 +33,31 @@ pub mod method {
     pub const GET_TABLE: u8 = 0x12;
 }
 
-/// Attribute identifiers (IBA 14.2.5, 15.2.5, 16.1.3).
-pub mod attr {
-    pub const CLASS_PORT_INFO: u16 = 0x0001;
-    pub const NODE_DESCRIPTION: u16 = 0x0010;
-    pub const NODE_INFO: u16 = 0x0011;
-    pub const SWITCH_INFO: u16 = 0x0012;
-    pub const GUID_INFO: u16 = 0x0014;
-    pub const PORT_INFO: u16 = 0x0015;
-    pub const PKEY_TABLE: u16 = 0x0016;
-    pub const SL_TO_VL_TABLE: u16 = 0x0017;
-    pub const LINEAR_FORWARDING_TABLE: u16 = 0x0019;
-    pub const SM_INFO: u16 = 0x0020;
-    // PerfMgt
-    pub const PORT_COUNTERS: u16 = 0x0012;
-    pub const PORT_COUNTERS_EXTENDED: u16 = 0x001d;
-    // SA records
-    pub const SA_NODE_RECORD: u16 = 0x0011;
-    pub const SA_PORT_INFO_RECORD: u16 = 0x0012;
-    pub const SA_SM_INFO_RECORD: u16 = 0x0018;
-    pub const SA_LINK_RECORD: u16 = 0x0020;
-    pub const SA_PATH_RECORD: u16 = 0x0035;
+/// The class version ibscope speaks (and registers its agents with) for each class: 2 for
+/// the SA (IBA 15.2.1.1), 1 for the others.
+pub const fn class_version(mgmt_class: u8) -> u8 {
+    match mgmt_class {
+        class::SUBN_ADM => 2,
+        _ => 1,
+    }
 }
 
 wire_struct! {
     /// Common MAD header. For directed-route SMPs `status` and `class_specific` hold the
-    /// D bit, hop pointer and hop count: see [`crate::smp::DrSmp`].
+    /// D bit, hop pointer and hop count: see [`crate::smp::SmpFrame`].
     pub struct MadHeader (24) {
-        pub base_version: u8 = 0, 8;
-        pub mgmt_class: u8 = 8, 8;
-        pub class_version: u8 = 16, 8;
+        pub base_version: u8 = 0, 8, "BaseVersion";
+        pub mgmt_class: u8 = 8, 8, "MgmtClass";
+        pub class_version: u8 = 16, 8, "ClassVersion";
         /// The R bit: set on responses.
-        pub response: bool = 24, 1;
+        pub response: bool = 24, 1, "R";
         /// Method without the R bit.
-        pub method: u8 = 25, 7;
-        pub status: u16 = 32, 16;
-        pub class_specific: u16 = 48, 16;
-        pub transaction_id: u64 = 64, 64;
-        pub attribute_id: u16 = 128, 16;
-        pub attribute_modifier: u32 = 160, 32;
+        pub method: u8 = 25, 7, "Method";
+        pub status: u16 = 32, 16, "Status";
+        pub class_specific: u16 = 48, 16, "ClassSpecific";
+        pub transaction_id: u64 = 64, 64, "TransactionID";
+        pub attribute_id: u16 = 128, 16, "AttributeID";
+        pub attribute_modifier: u32 = 160, 32, "AttributeModifier";
     }
 }
 
@@ -83,14 +69,10 @@ impl MadHeader {
 
     /// A request header for `class` with the class version ibscope uses for it.
     pub fn request(mgmt_class: u8, method: u8, attribute_id: u16, attribute_modifier: u32) -> Self {
-        let class_version = match mgmt_class {
-            class::SUBN_ADM => 2,
-            _ => 1,
-        };
         MadHeader {
             base_version: 1,
             mgmt_class,
-            class_version,
+            class_version: class_version(mgmt_class),
             response: false,
             method,
             status: 0,
@@ -171,11 +153,6 @@ pub fn peek_header(mad: &[u8]) -> Result<MadHeader, DecodeError> {
     MadHeader::decode(mad)
 }
 
-/// Write a header into the start of `mad`.
-pub fn put_header(mad: &mut [u8], header: &MadHeader) -> Result<(), EncodeError> {
-    header.encode_into(mad)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,7 +160,7 @@ mod tests {
     /// A NodeInfo Get as smpquery sends it (IBA 13.4.2 layout; TID chosen by us).
     #[test]
     fn golden_get_nodeinfo_header() {
-        let mut h = MadHeader::request(class::SMI_DIRECT, method::GET, attr::NODE_INFO, 0);
+        let mut h = MadHeader::request(class::SMI_DIRECT, method::GET, 0x0011, 0);
         h.transaction_id = 0x0000_0000_1234_5678;
         let bytes = h.to_bytes();
         assert_eq!(
@@ -204,6 +181,19 @@ mod tests {
         assert!(h.response);
         assert_eq!(h.method, method::GET);
         assert_eq!(h.method_byte(), 0x81);
+    }
+
+    #[test]
+    fn one_class_version_per_class() {
+        assert_eq!(class_version(class::SUBN_ADM), 2);
+        for c in [class::SMI_LID, class::SMI_DIRECT, class::PERF] {
+            assert_eq!(class_version(c), 1);
+            assert_eq!(MadHeader::request(c, method::GET, 1, 0).class_version, 1);
+        }
+        assert_eq!(
+            MadHeader::request(class::SUBN_ADM, method::GET, 1, 0).class_version,
+            2
+        );
     }
 
     #[test]

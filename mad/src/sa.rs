@@ -1,8 +1,9 @@
-//! Subnet Administration records (IBA 15.2.5) as layout tables, their component-mask bits,
-//! and a splitter for payloads that carry several records.
+//! Subnet Administration: the SA MAD framing with its RMPP header (IBA 15.2.1.1, 13.6.2.1),
+//! the records (IBA 15.2.5) as layout tables, their component-mask bits, and a splitter for
+//! payloads that carry several records.
 //!
 //! Every record is a `wire_struct!` table; records that embed an SMP attribute (NodeInfo,
-//! PortInfo, SMInfo) reuse that attribute's codec at its byte offset, so there is one layout
+//! PortInfo, SMInfo) nest that attribute's codec at its byte offset, so there is one layout
 //! per attribute. Component-mask bit N selects the record's N-th field
 //! in specification order (reserved fields count): the constants below name them.
 //!
@@ -12,138 +13,132 @@
 //! always a single MAD, so single-record SubnAdmGet queries are the default in ibscope.
 
 use crate::attr::{NodeDescription, NodeInfo, PortInfo, SmInfo};
+use crate::attribute::SubnAdm;
 use crate::error::DecodeError;
-use crate::header::MadStatus;
-use crate::smp::{MadView, SA_DATA_OFFSET};
+use crate::header::{MadHeader, MadStatus, MAD_SIZE};
+use crate::smp::{put_region, MadView};
+use crate::wire::Region;
 use crate::wire_struct;
 
 wire_struct! {
-    /// The key of a NodeRecord (IBA 15.2.5.2): bytes 0-3, then NodeInfo at byte 4 and
-    /// NodeDescription at byte 44 (see [`NodeRecord`]).
-    pub struct NodeRecordKey (4) {
-        pub lid: u16 = 0, 16;
+    /// The RMPP header (IBA 13.6.2.1), bytes 24-35 of a MAD of a class that uses RMPP (the
+    /// SA's): whether the MAD is one segment of a larger transfer.
+    pub struct RmppHeader (12) {
+        pub rmpp_version: u8 = 0, 8, "RMPPVersion";
+        /// 1 DATA, 2 ACK, 3 STOP, 4 ABORT.
+        pub rmpp_type: u8 = 8, 8, "RMPPType";
+        pub r_resp_time: u8 = 16, 5, "RRespTime";
+        /// See [`rmpp_flags`].
+        pub rmpp_flags: u8 = 21, 3, "RMPPFlags";
+        pub rmpp_status: u8 = 24, 8, "RMPPStatus";
+        /// SegmentNumber in a DATA segment.
+        pub data1: u32 = 32, 32, "Data1";
+        /// PayloadLength in a DATA segment (first and last), NewWindowLast in an ACK.
+        pub data2: u32 = 64, 32, "Data2";
     }
 }
 
-/// NodeRecord (IBA 15.2.5.2): 108 bytes, 112 with the padding to 8-byte words.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NodeRecord {
-    pub lid: u16,
-    pub node_info: NodeInfo,
-    pub node_description: NodeDescription,
+/// RMPPFlags bits (IBA 13.6.2.1).
+pub mod rmpp_flags {
+    pub const ACTIVE: u8 = 1 << 0;
+    pub const FIRST: u8 = 1 << 1;
+    pub const LAST: u8 = 1 << 2;
 }
 
-impl NodeRecord {
-    pub const WIRE_LEN: usize = 108;
-    const NODE_INFO_AT: usize = 4;
-    const NODE_DESCRIPTION_AT: usize = 44;
-
-    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, Self::WIRE_LEN, "NodeRecord")?;
-        Ok(NodeRecord {
-            lid: NodeRecordKey::decode(buf)?.lid,
-            node_info: NodeInfo::decode(&buf[Self::NODE_INFO_AT..])?,
-            node_description: NodeDescription::decode(&buf[Self::NODE_DESCRIPTION_AT..])?,
-        })
+wire_struct! {
+    /// The SA fields after the common header (IBA 15.2.1.1), in MAD bit numbering.
+    pub struct SaFrame (256) {
+        pub rmpp: RmppHeader = 192, 96, "RMPPHeader";
+        pub sm_key: u64 = 288, 64, "SM_Key";
+        /// Record stride of a reply, in 8-byte words.
+        pub attribute_offset: u16 = 352, 16, "AttributeOffset";
+        /// Which fields of the record template a query matches on (see [`comp_mask`]).
+        pub component_mask: u64 = 384, 64, "ComponentMask";
+        /// The record(s) (200 bytes).
+        pub data: Region = 448, 1600, "SubnAdminData";
     }
+}
 
-    pub fn to_bytes(&self) -> [u8; 108] {
-        let mut out = [0u8; 108];
-        out[..4].copy_from_slice(&NodeRecordKey { lid: self.lid }.to_bytes());
-        out[Self::NODE_INFO_AT..Self::NODE_DESCRIPTION_AT]
-            .copy_from_slice(&self.node_info.to_bytes());
-        out[Self::NODE_DESCRIPTION_AT..].copy_from_slice(&self.node_description.to_bytes());
-        out
+/// What an RMPP PayloadLength counts besides the records: the SA header after the RMPP
+/// header (SM_Key to ComponentMask, 20 bytes).
+const SA_HEADER_AFTER_RMPP: usize =
+    SaFrame::data.spec.bytes().start - SaFrame::rmpp.spec.bytes().end;
+
+/// Build an SA request: `header`, then `frame`'s fields (SM_Key, ComponentMask), then
+/// `record` (the template, at most 200 bytes) as the data.
+pub fn build_sa(header: &MadHeader, frame: &SaFrame, record: &[u8]) -> [u8; MAD_SIZE] {
+    let mut mad = [0u8; MAD_SIZE];
+    // Both layouts fit a MAD and every value fits its field: neither write can fail.
+    let _ = header.encode_into(&mut mad);
+    let _ = frame.write_fields(&mut mad);
+    put_region(&mut mad, &SaFrame::data, record);
+    mad
+}
+
+wire_struct! {
+    /// NodeRecord (IBA 15.2.5.2): 108 bytes, 112 with the padding to 8-byte words.
+    pub struct NodeRecord (108) attribute(SubnAdm, 0x0011, "NodeRecord") {
+        pub lid: u16 = 0, 16, "LID";
+        pub node_info: NodeInfo = 32, 320, "NodeInfo";
+        pub node_description: NodeDescription = 352, 512, "NodeDescription";
     }
 }
 
 wire_struct! {
-    /// The key of a PortInfoRecord (IBA 15.2.5.3): bytes 0-3, then PortInfo at byte 4.
-    pub struct PortInfoRecordKey (4) {
-        pub endport_lid: u16 = 0, 16;
-        pub port_num: u8 = 16, 8;
+    /// PortInfoRecord (IBA 15.2.5.3): 68 bytes (72 padded).
+    pub struct PortInfoRecord (68) attribute(SubnAdm, 0x0012, "PortInfoRecord") {
+        pub endport_lid: u16 = 0, 16, "EndportLID";
+        pub port_num: u8 = 16, 8, "PortNum";
         /// Options (IBA 1.3; reserved before).
-        pub options: u8 = 24, 8;
-    }
-}
-
-/// PortInfoRecord (IBA 15.2.5.3): 68 bytes (72 padded).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PortInfoRecord {
-    pub key: PortInfoRecordKey,
-    pub port_info: PortInfo,
-}
-
-impl PortInfoRecord {
-    pub const WIRE_LEN: usize = 68;
-
-    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, Self::WIRE_LEN, "PortInfoRecord")?;
-        Ok(PortInfoRecord {
-            key: PortInfoRecordKey::decode(buf)?,
-            port_info: PortInfo::decode(&buf[4..])?,
-        })
-    }
-
-    pub fn to_bytes(&self) -> [u8; 68] {
-        let mut out = [0u8; 68];
-        out[..4].copy_from_slice(&self.key.to_bytes());
-        out[4..].copy_from_slice(&self.port_info.to_bytes());
-        out
+        pub options: u8 = 24, 8, "Options";
+        pub port_info: PortInfo = 32, 512, "PortInfo";
     }
 }
 
 wire_struct! {
     /// SMInfoRecord (IBA 15.2.5.13): 28 bytes (32 padded).
-    pub struct SmInfoRecord (28) {
-        pub lid: u16 = 0, 16;
-        /// SMInfo (24 bytes): decode with [`SmInfoRecord::sm_info`].
-        pub sm_info_raw: [u8; 24] = 32, 192;
-    }
-}
-
-impl SmInfoRecord {
-    pub fn sm_info(&self) -> Result<SmInfo, DecodeError> {
-        SmInfo::decode(&self.sm_info_raw)
+    pub struct SmInfoRecord (28) attribute(SubnAdm, 0x0018, "SMInfoRecord") {
+        pub lid: u16 = 0, 16, "LID";
+        pub sm_info: SmInfo = 32, 192, "SMInfo";
     }
 }
 
 wire_struct! {
     /// LinkRecord (IBA 15.2.5.15): one direction of one link, 8 bytes.
-    pub struct LinkRecord (8) {
-        pub from_lid: u16 = 0, 16;
-        pub from_port: u8 = 16, 8;
-        pub to_port: u8 = 24, 8;
-        pub to_lid: u16 = 32, 16;
+    pub struct LinkRecord (8) attribute(SubnAdm, 0x0020, "LinkRecord") {
+        pub from_lid: u16 = 0, 16, "FromLID";
+        pub from_port: u8 = 16, 8, "FromPort";
+        pub to_port: u8 = 24, 8, "ToPort";
+        pub to_lid: u16 = 32, 16, "ToLID";
     }
 }
 
 wire_struct! {
     /// PathRecord (IBA 15.2.5.16): 64 bytes. Selector fields take the values of
     /// [`selector`]; `mtu` and `rate` are the PortInfo/IBA codes.
-    pub struct PathRecord (64) {
+    pub struct PathRecord (64) attribute(SubnAdm, 0x0035, "PathRecord") {
         /// ServiceID (IBA 1.2; reserved before). Component-mask bits 0 and 1.
-        pub service_id: u64 = 0, 64;
-        pub dgid: [u8; 16] = 64, 128;
-        pub sgid: [u8; 16] = 192, 128;
-        pub dlid: u16 = 320, 16;
-        pub slid: u16 = 336, 16;
-        pub raw_traffic: bool = 352, 1;
-        pub flow_label: u32 = 356, 20;
-        pub hop_limit: u8 = 376, 8;
-        pub traffic_class: u8 = 384, 8;
-        pub reversible: bool = 392, 1;
-        pub numb_path: u8 = 393, 7;
-        pub p_key: u16 = 400, 16;
-        pub qos_class: u16 = 416, 12;
-        pub sl: u8 = 428, 4;
-        pub mtu_selector: u8 = 432, 2;
-        pub mtu: u8 = 434, 6;
-        pub rate_selector: u8 = 440, 2;
-        pub rate: u8 = 442, 6;
-        pub packet_life_time_selector: u8 = 448, 2;
-        pub packet_life_time: u8 = 450, 6;
-        pub preference: u8 = 456, 8;
+        pub service_id: u64 = 0, 64, "ServiceID";
+        pub dgid: [u8; 16] = 64, 128, "DGID";
+        pub sgid: [u8; 16] = 192, 128, "SGID";
+        pub dlid: u16 = 320, 16, "DLID";
+        pub slid: u16 = 336, 16, "SLID";
+        pub raw_traffic: bool = 352, 1, "RawTraffic";
+        pub flow_label: u32 = 356, 20, "FlowLabel";
+        pub hop_limit: u8 = 376, 8, "HopLimit";
+        pub traffic_class: u8 = 384, 8, "TClass";
+        pub reversible: bool = 392, 1, "Reversible";
+        pub numb_path: u8 = 393, 7, "NumbPath";
+        pub p_key: u16 = 400, 16, "P_Key";
+        pub qos_class: u16 = 416, 12, "QoSClass";
+        pub sl: u8 = 428, 4, "SL";
+        pub mtu_selector: u8 = 432, 2, "MTUSelector";
+        pub mtu: u8 = 434, 6, "MTU";
+        pub rate_selector: u8 = 440, 2, "RateSelector";
+        pub rate: u8 = 442, 6, "Rate";
+        pub packet_life_time_selector: u8 = 448, 2, "PacketLifeTimeSelector";
+        pub packet_life_time: u8 = 450, 6, "PacketLifeTime";
+        pub preference: u8 = 456, 8, "Preference";
     }
 }
 
@@ -220,51 +215,36 @@ pub mod comp_mask {
     }
 }
 
-/// SA class status codes (IBA 15.2.1.2), carried in bits 8-15 of the MAD status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum SaStatus {
-    NoResources,
-    RequestInvalid,
-    NoRecords,
-    TooManyRecords,
-    InvalidGid,
-    InsufficientComponents,
-    RequestDenied,
-    PrioritySuggested,
-    Other(u8),
+crate::coded_enum! {
+    /// SA class status codes (IBA 15.2.1.2), carried in bits 8-15 of the MAD status; the
+    /// name says what the code means to the person who asked.
+    pub enum SaStatus: u8 {
+        NoResources = 1, "the SA has no resources to answer", "no-resources";
+        RequestInvalid = 2, "the SA rejected the request as invalid", "invalid";
+        NoRecords = 3, "no record matches", "no-records";
+        TooManyRecords = 4, "more than one record matches (SubnAdmGet wants exactly one)",
+            "too-many-records";
+        InvalidGid = 5, "a GID in the request is invalid", "invalid-gid";
+        InsufficientComponents = 6, "the component mask selects too few fields",
+            "insufficient-components";
+        RequestDenied = 7, "the SA denied the request", "denied";
+        PrioritySuggested = 8, "the SA suggests a different priority", "priority-suggested";
+    }
 }
 
 impl SaStatus {
     /// The SA-specific part of a MAD status, if any.
     pub fn from_mad_status(status: MadStatus) -> Option<SaStatus> {
-        let code = (status.0 >> 8) as u8;
-        Some(match code {
-            0 => return None,
-            1 => SaStatus::NoResources,
-            2 => SaStatus::RequestInvalid,
-            3 => SaStatus::NoRecords,
-            4 => SaStatus::TooManyRecords,
-            5 => SaStatus::InvalidGid,
-            6 => SaStatus::InsufficientComponents,
-            7 => SaStatus::RequestDenied,
-            8 => SaStatus::PrioritySuggested,
-            other => SaStatus::Other(other),
-        })
+        match (status.0 >> 8) as u8 {
+            0 => None,
+            code => Some(SaStatus::from_code(code)),
+        }
     }
 
     pub fn describe(self) -> &'static str {
         match self {
-            SaStatus::NoResources => "the SA has no resources to answer",
-            SaStatus::RequestInvalid => "the SA rejected the request as invalid",
-            SaStatus::NoRecords => "no record matches",
-            SaStatus::TooManyRecords => {
-                "more than one record matches (SubnAdmGet wants exactly one)"
-            }
-            SaStatus::InvalidGid => "a GID in the request is invalid",
-            SaStatus::InsufficientComponents => "the component mask selects too few fields",
-            SaStatus::RequestDenied => "the SA denied the request",
-            SaStatus::PrioritySuggested => "the SA suggests a different priority",
-            SaStatus::Other(_) => "unknown SA status",
+            SaStatus::Unknown(_) => "unknown SA status",
+            known => known.name(),
         }
     }
 }
@@ -312,37 +292,38 @@ pub fn split_records(
         .collect())
 }
 
-/// The records of a single-MAD SA response. The RMPP header (bytes 24-35) says whether the
-/// MAD is part of a transfer: a multi-segment transfer is refused rather than misread.
+/// The records of a single-MAD SA response. The RMPP header says whether the MAD is part of
+/// a transfer: a multi-segment transfer is refused rather than misread.
 pub fn records_in_mad<'a>(
     view: &MadView<'a>,
     record_len: usize,
 ) -> Result<Vec<&'a [u8]>, DecodeError> {
     let bytes = view.bytes();
-    let rmpp_flags = bytes[26];
+    let frame = SaFrame::decode(bytes)?;
+    let payload = SaFrame::data.bytes(bytes)?;
+    let rmpp = &frame.rmpp;
     // OpenSM marks every GetTable reply Active and leaves segmentation to the kernel's RMPP
     // layer; without one (the simulator's shim) the MAD arrives as sent: RMPPVersion 0,
-    // flags 0x01, PayloadLength 0. That is one MAD, not a transfer (captured in attr::golden).
-    let rmpp_active = bytes[24] != 0 && rmpp_flags & 0x01 != 0;
-    let payload = &bytes[SA_DATA_OFFSET..];
+    // flags Active, PayloadLength 0. That is one MAD, not a transfer (captured in
+    // attr::golden).
+    let rmpp_active = rmpp.rmpp_version != 0 && rmpp.rmpp_flags & rmpp_flags::ACTIVE != 0;
     if !rmpp_active {
-        return split_records(payload, view.sa_attribute_offset(), record_len, None);
+        return split_records(payload, frame.attribute_offset, record_len, None);
     }
-    // Active RMPP: a lone segment is both First (0x02) and Last (0x04); PayloadLength counts
-    // the SA header's 20 bytes after the RMPP header plus the records.
-    let first_and_last = rmpp_flags & 0x06 == 0x06;
-    if !first_and_last {
+    // Active RMPP: a lone segment is both First and Last; PayloadLength counts the SA
+    // header after the RMPP header plus the records.
+    let first_and_last = rmpp_flags::FIRST | rmpp_flags::LAST;
+    if rmpp.rmpp_flags & first_and_last != first_and_last {
         return Err(DecodeError::Truncated {
             what: "SA reply spans several RMPP segments (reassembly is not implemented)",
-            need: 2 * crate::header::MAD_SIZE,
-            got: crate::header::MAD_SIZE,
+            need: 2 * MAD_SIZE,
+            got: MAD_SIZE,
         });
     }
-    let payload_length = u32::from_be_bytes([bytes[32], bytes[33], bytes[34], bytes[35]]);
-    let data_len = (payload_length as usize)
-        .saturating_sub(20)
+    let data_len = (rmpp.data2 as usize)
+        .saturating_sub(SA_HEADER_AFTER_RMPP)
         .min(payload.len());
-    let stride = usize::from(view.sa_attribute_offset()) * 8;
+    let stride = usize::from(frame.attribute_offset) * 8;
     let count = if stride == 0 {
         usize::from(data_len >= record_len)
     } else if data_len >= record_len {
@@ -350,7 +331,7 @@ pub fn records_in_mad<'a>(
     } else {
         0
     };
-    split_records(payload, view.sa_attribute_offset(), record_len, Some(count))
+    split_records(payload, frame.attribute_offset, record_len, Some(count))
 }
 
 /// Record sizes: `record_len()` is the record's own length, `padded_len()` the stride the SA
@@ -382,7 +363,9 @@ record_lengths!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::{attr, method};
+    use crate::attribute::Attribute;
+    use crate::header::{class, method};
+    use crate::wire::FieldValue;
 
     /// NodeRecord of LID 2 in examples/fabrics/net as laid out in IBA 15.2.5.2: LID at byte
     /// 0, NodeInfo at byte 4, NodeDescription at byte 44.
@@ -412,6 +395,18 @@ mod tests {
         assert_eq!(r.node_description.text(), "Hca1 x");
         assert_eq!(&r.to_bytes()[..], &b[..108]);
         assert!(NodeRecord::decode(&b[..107]).is_err());
+        // Walked by its table: the nested NodeInfo is a structure of its own rows.
+        let Some(FieldValue::Struct(node_info)) = r.field("NodeInfo") else {
+            panic!("NodeInfo is not a nested structure");
+        };
+        let guid = node_info.iter().find(|(spec, _)| spec.name == "Guid");
+        assert_eq!(
+            guid.map(|(_, v)| v.as_u64()),
+            Some(Some(0x0002_c900_0000_0010))
+        );
+        assert_eq!(r.field("LID").and_then(|v| v.as_u64()), Some(2));
+        let names: Vec<&str> = NodeRecord::FIELDS.iter().map(|f| f.name).collect();
+        assert_eq!(names, ["LID", "NodeInfo", "NodeDescription"]);
     }
 
     #[test]
@@ -423,7 +418,7 @@ mod tests {
         b[4 + 16..4 + 18].copy_from_slice(&9u16.to_be_bytes()); // PortInfo.LID
         b[4 + 32] = 0x74; // speed supported 7, state Active
         let r = PortInfoRecord::decode(&b).unwrap();
-        assert_eq!((r.key.endport_lid, r.key.port_num), (0x0102, 7));
+        assert_eq!((r.endport_lid, r.port_num), (0x0102, 7));
         let pi = &r.port_info;
         assert_eq!(pi.lid, 9);
         assert_eq!(pi.port_state, 4);
@@ -439,7 +434,7 @@ mod tests {
         b[24] = 0xf3; // priority 15, state Master
         let r = SmInfoRecord::decode(&b).unwrap();
         assert_eq!(r.lid, 1);
-        let s = r.sm_info().unwrap();
+        let s = &r.sm_info;
         assert_eq!(s.guid, 0x0002_c900_0000_0101);
         assert_eq!(s.act_count, 0x123);
         assert_eq!((s.priority, s.sm_state), (15, 3));
@@ -536,26 +531,83 @@ mod tests {
         assert_eq!(split_records(&payload, u16::MAX, 8, None).unwrap().len(), 1);
     }
 
+    /// A GetResp MAD of class SA with `frame` and no records yet.
+    fn sa_reply(attribute_id: u16, frame: &SaFrame) -> [u8; MAD_SIZE] {
+        let mut header = MadHeader::request(class::SUBN_ADM, method::GET, attribute_id, 0);
+        header.response = true;
+        build_sa(&header, frame, &[])
+    }
+
     #[test]
     fn records_in_single_and_rmpp_mads() {
-        let mut mad = crate::smp::build_sa(method::GET_RESP, attr::SA_NODE_RECORD, 1, 0, &[]);
-        mad[3] = 0x81;
-        mad[44..46].copy_from_slice(&14u16.to_be_bytes());
+        let single = SaFrame {
+            attribute_offset: 14,
+            ..Default::default()
+        };
+        let mad = sa_reply(NodeRecord::ID, &single);
         let v = MadView::parse(&mad).unwrap();
         assert_eq!(records_in_mad(&v, 108).unwrap().len(), 1);
         // A lone RMPP segment holding two 8-byte LinkRecords.
-        let mut mad = crate::smp::build_sa(0x92, attr::SA_LINK_RECORD, 0, 0, &[]);
-        mad[44..46].copy_from_slice(&1u16.to_be_bytes());
-        mad[24] = 1; // RMPP version
-        mad[25] = 1; // DATA
-        mad[26] = 0x07; // active, first, last
-        mad[32..36].copy_from_slice(&(20u32 + 16).to_be_bytes());
+        let mut lone = SaFrame {
+            rmpp: RmppHeader {
+                rmpp_version: 1,
+                rmpp_type: 1, // DATA
+                rmpp_flags: rmpp_flags::ACTIVE | rmpp_flags::FIRST | rmpp_flags::LAST,
+                data2: 20 + 16,
+                ..Default::default()
+            },
+            attribute_offset: 1,
+            ..Default::default()
+        };
+        let mad = sa_reply(LinkRecord::ID, &lone);
         let v = MadView::parse(&mad).unwrap();
         assert_eq!(records_in_mad(&v, 8).unwrap().len(), 2);
         // First of several segments: refused.
-        mad[26] = 0x03;
+        lone.rmpp.rmpp_flags = rmpp_flags::ACTIVE | rmpp_flags::FIRST;
+        let mad = sa_reply(LinkRecord::ID, &lone);
         let v = MadView::parse(&mad).unwrap();
         assert!(records_in_mad(&v, 8).is_err());
+    }
+
+    /// The SA framing at its IBA 15.2.1.1 / 13.6.2.1 positions, bytes written by hand:
+    /// RMPPVersion 24, RMPPType 25, RRespTime (5 bits) and RMPPFlags (3 bits) 26, RMPPStatus
+    /// 27, Data1 28-31, Data2 32-35, SM_Key 36-43, AttributeOffset 44-45, reserved 46-47,
+    /// ComponentMask 48-55, records from 56.
+    #[test]
+    fn golden_sa_frame() {
+        let frame = SaFrame {
+            rmpp: RmppHeader {
+                rmpp_version: 1,
+                rmpp_type: 2,
+                r_resp_time: 0x1f,
+                rmpp_flags: 0x5,
+                rmpp_status: 0x76,
+                data1: 0x0102_0304,
+                data2: 0x0506_0708,
+            },
+            sm_key: 0x1112_1314_1516_1718,
+            attribute_offset: 0x2122,
+            component_mask: 0x3132_3334_3536_3738,
+            data: Region,
+        };
+        let header = MadHeader::request(class::SUBN_ADM, method::GET_TABLE, PathRecord::ID, 0);
+        let mad = build_sa(&header, &frame, &[0xaa, 0xbb]);
+        assert_eq!(&mad[0..4], &[0x01, 0x03, 0x02, 0x12]);
+        assert_eq!(&mad[16..18], &[0x00, 0x35]);
+        assert_eq!(&mad[24..36], &[1, 2, 0xfd, 0x76, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(
+            &mad[36..44],
+            &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]
+        );
+        assert_eq!(&mad[44..48], &[0x21, 0x22, 0, 0]);
+        assert_eq!(
+            &mad[48..56],
+            &[0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38]
+        );
+        assert_eq!(&mad[56..58], &[0xaa, 0xbb]);
+        assert_eq!(SaFrame::decode(&mad).unwrap(), frame);
+        assert_eq!(MadView::parse(&mad).unwrap().sa_attribute_offset(), 0x2122);
+        assert_eq!(SA_HEADER_AFTER_RMPP, 20);
     }
 
     #[test]
@@ -565,5 +617,9 @@ mod tests {
             Some(SaStatus::NoRecords)
         );
         assert_eq!(SaStatus::from_mad_status(MadStatus(0x001c)), None);
+        let unknown = SaStatus::from_mad_status(MadStatus(0x2a00)).unwrap();
+        assert_eq!(unknown, SaStatus::Unknown(0x2a));
+        assert_eq!(unknown.describe(), "unknown SA status");
+        assert_eq!(SaStatus::NoRecords.describe(), "no record matches");
     }
 }

@@ -1,21 +1,50 @@
-//! Framing of whole 256-byte MADs: LID-routed and directed-route SMPs (IBA 14.2.1), PerfMgt
-//! GMPs (IBA 16.1.1) and SA MADs (IBA 15.2.1). Attribute payloads are separate codecs.
+//! Framing of whole 256-byte MADs: LID-routed and directed-route SMPs (IBA 14.2.1) and
+//! plain GMPs such as PerfMgt's (IBA 16.1.1), as layout tables in MAD bit numbering; SA
+//! framing is in [`crate::sa`]. Attribute payloads are separate codecs.
 
 use crate::error::DecodeError;
-use crate::header::{class, MadHeader, MAD_SIZE};
-use crate::wire;
+use crate::header::{class, MadHeader, MadStatus, MAD_SIZE};
+use crate::sa::SaFrame;
+use crate::wire::{self, Region, Slot};
+use crate::wire_struct;
 
-/// Attribute payload of an SMP.
-pub const SMP_DATA_LEN: usize = 64;
-pub const SMP_DATA_OFFSET: usize = 64;
-/// Attribute payload of a PerfMgt (and other plain GMP) MAD.
-pub const GMP_DATA_OFFSET: usize = 64;
-pub const GMP_DATA_LEN: usize = 192;
-/// SA payload.
-pub const SA_DATA_OFFSET: usize = 56;
-pub const SA_DATA_LEN: usize = 200;
 /// Directed-route paths have at most 63 hops (64 bytes, index 0 unused).
 pub const MAX_DR_HOPS: usize = 63;
+/// The permissive LID: DrSLID/DrDLID of a route directed end to end, and the destination of
+/// a directed-route SMP.
+pub const PERMISSIVE_LID: u16 = 0xffff;
+
+wire_struct! {
+    /// The SMP fields around the common header (IBA 14.2.1.1 LID routed, 14.2.1.2 directed
+    /// route), in MAD bit numbering. A directed-route SMP redefines the header's Status and
+    /// ClassSpecific words: D, HopPointer and HopCount overlay [`MadHeader`]'s rows there,
+    /// so a MAD is framed header first, then this with `write_fields`. In a LID-routed SMP the
+    /// directed-route rows are reserved (zero).
+    pub struct SmpFrame (256) {
+        /// Direction: 0 on the way out (requests), 1 on the way back (replies).
+        pub direction: bool = 32, 1, "D";
+        pub hop_pointer: u8 = 48, 8, "HopPointer";
+        pub hop_count: u8 = 56, 8, "HopCount";
+        pub m_key: u64 = 192, 64, "M_Key";
+        pub dr_slid: u16 = 256, 16, "DrSLID";
+        pub dr_dlid: u16 = 272, 16, "DrDLID";
+        /// The attribute (64 bytes).
+        pub data: Region = 512, 512, "Data";
+        /// Egress port per hop, index 0 unused.
+        pub initial_path: Region = 1024, 512, "InitialPath";
+        /// Ingress port per hop, filled on the way back.
+        pub return_path: Region = 1536, 512, "ReturnPath";
+    }
+}
+
+wire_struct! {
+    /// A plain GMP after the common header (PerfMgt, IBA 16.1.1): 40 reserved bytes, then
+    /// the attribute.
+    pub struct GmpFrame (256) {
+        /// The attribute (192 bytes).
+        pub data: Region = 512, 1536, "Data";
+    }
+}
 
 /// A directed route: the egress port at each hop from the local port. The empty path means
 /// the local node itself.
@@ -43,9 +72,6 @@ impl DrPath {
             len: 0,
             hops: [0; MAX_DR_HOPS],
         }
-    }
-    pub fn new(hops: Vec<u8>) -> Result<Self, PathError> {
-        Self::from_hops(&hops)
     }
     pub fn from_hops(hops: &[u8]) -> Result<Self, PathError> {
         if hops.len() > MAX_DR_HOPS {
@@ -90,7 +116,7 @@ impl DrPath {
             }
             hops.push(port);
         }
-        DrPath::new(hops)
+        DrPath::from_hops(&hops)
     }
 }
 
@@ -164,6 +190,15 @@ pub enum SmpRoute {
     Directed(DrPath),
 }
 
+/// Copy `data` into region `slot` of `mad`, cut to the region's size.
+pub(crate) fn put_region(mad: &mut [u8; MAD_SIZE], slot: &Slot<Region>, data: &[u8]) {
+    // Every region of a MAD frame lies inside the 256 bytes.
+    if let Ok(area) = slot.bytes_mut(mad) {
+        let n = data.len().min(area.len());
+        area[..n].copy_from_slice(&data[..n]);
+    }
+}
+
 /// Build a Get/Set SMP. `data` is the attribute payload (at most 64 bytes; for Get it is
 /// usually empty). The TID is filled in by the transport.
 pub fn build_smp(
@@ -175,31 +210,39 @@ pub fn build_smp(
     data: &[u8],
 ) -> [u8; MAD_SIZE] {
     let mut mad = [0u8; MAD_SIZE];
-    let mgmt_class = match route {
-        SmpRoute::Lid(_) => class::SMI_LID,
-        SmpRoute::Directed(_) => class::SMI_DIRECT,
+    let path = match route {
+        SmpRoute::Lid(_) => None,
+        SmpRoute::Directed(path) => Some(path),
     };
-    let mut h = MadHeader::request(mgmt_class, method_code, attribute_id, attribute_modifier);
-    if let SmpRoute::Directed(path) = route {
-        // D bit 0 (outbound), hop pointer 0, hop count = path length.
-        h.class_specific = path.len() as u16;
+    let mgmt_class = if path.is_some() {
+        class::SMI_DIRECT
+    } else {
+        class::SMI_LID
+    };
+    let header = MadHeader::request(mgmt_class, method_code, attribute_id, attribute_modifier);
+    let mut frame = SmpFrame {
+        m_key,
+        ..Default::default()
+    };
+    if let Some(path) = path {
+        // Outbound (D 0) from hop 0; permissive DrSLID/DrDLID: the whole route is directed
+        // (IBA 14.2.2.1).
+        frame.hop_count = path.len() as u8;
+        frame.dr_slid = PERMISSIVE_LID;
+        frame.dr_dlid = PERMISSIVE_LID;
     }
-    let _ = h.encode_into(&mut mad);
-    mad[24..32].copy_from_slice(&m_key.to_be_bytes());
-    if let SmpRoute::Directed(path) = route {
-        // Permissive DrSLID/DrDLID: the whole route is directed (IBA 14.2.2.1).
-        mad[32..34].copy_from_slice(&0xffffu16.to_be_bytes());
-        mad[34..36].copy_from_slice(&0xffffu16.to_be_bytes());
-        for (i, port) in path.hops().iter().enumerate() {
-            mad[128 + 1 + i] = *port;
-        }
+    // Both layouts fit a MAD and every value fits its field: neither write can fail.
+    let _ = header.encode_into(&mut mad);
+    let _ = frame.write_fields(&mut mad);
+    if let (Some(path), Ok(initial)) = (path, SmpFrame::initial_path.bytes_mut(&mut mad)) {
+        // InitialPath[0] is unused: hop i leaves by InitialPath[i].
+        initial[1..=path.len()].copy_from_slice(path.hops());
     }
-    let n = data.len().min(SMP_DATA_LEN);
-    mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&data[..n]);
+    put_region(&mut mad, &SmpFrame::data, data);
     mad
 }
 
-/// Build a PerfMgt (class 0x04) request with a 192-byte payload.
+/// Build a plain GMP request (PerfMgt) with a payload of at most 192 bytes.
 pub fn build_gmp(
     mgmt_class: u8,
     method_code: u8,
@@ -208,28 +251,9 @@ pub fn build_gmp(
     data: &[u8],
 ) -> [u8; MAD_SIZE] {
     let mut mad = [0u8; MAD_SIZE];
-    let h = MadHeader::request(mgmt_class, method_code, attribute_id, attribute_modifier);
-    let _ = h.encode_into(&mut mad);
-    let n = data.len().min(GMP_DATA_LEN);
-    mad[GMP_DATA_OFFSET..GMP_DATA_OFFSET + n].copy_from_slice(&data[..n]);
-    mad
-}
-
-/// Build an SA request (SubnAdmGet / GetTable) with a component mask and a record template.
-pub fn build_sa(
-    method_code: u8,
-    attribute_id: u16,
-    component_mask: u64,
-    sm_key: u64,
-    record: &[u8],
-) -> [u8; MAD_SIZE] {
-    let mut mad = [0u8; MAD_SIZE];
-    let h = MadHeader::request(class::SUBN_ADM, method_code, attribute_id, 0);
-    let _ = h.encode_into(&mut mad);
-    mad[36..44].copy_from_slice(&sm_key.to_be_bytes());
-    mad[48..56].copy_from_slice(&component_mask.to_be_bytes());
-    let n = record.len().min(SA_DATA_LEN);
-    mad[SA_DATA_OFFSET..SA_DATA_OFFSET + n].copy_from_slice(&record[..n]);
+    let header = MadHeader::request(mgmt_class, method_code, attribute_id, attribute_modifier);
+    let _ = header.encode_into(&mut mad);
+    put_region(&mut mad, &GmpFrame::data, data);
     mad
 }
 
@@ -255,46 +279,46 @@ impl<'a> MadView<'a> {
     pub fn is_directed(&self) -> bool {
         self.header.mgmt_class == class::SMI_DIRECT
     }
-    /// MAD status without the directed-route D bit.
-    pub fn status(&self) -> crate::header::MadStatus {
-        if self.is_directed() {
-            crate::header::MadStatus::from_bits(self.header.status & 0x7fff)
-        } else {
-            crate::header::MadStatus::from_bits(self.header.status)
-        }
+    /// MAD status without the directed-route D bit ([`MadStatus::from_bits`] drops bit 15,
+    /// which no other class uses either).
+    pub fn status(&self) -> MadStatus {
+        MadStatus::from_bits(self.header.status)
     }
     pub fn is_response(&self) -> bool {
         self.header.response
     }
     /// Directed route: hop pointer and hop count.
     pub fn dr_hops(&self) -> (u8, u8) {
-        (
-            (self.header.class_specific >> 8) as u8,
-            self.header.class_specific as u8,
-        )
+        let hop_pointer = SmpFrame::hop_pointer.read(self.bytes).unwrap_or(0);
+        let hop_count = SmpFrame::hop_count.read(self.bytes).unwrap_or(0);
+        (hop_pointer, hop_count)
     }
     pub fn m_key(&self) -> u64 {
-        u64::from_be_bytes(self.bytes[24..32].try_into().unwrap_or([0; 8]))
+        SmpFrame::m_key.read(self.bytes).unwrap_or(0)
+    }
+    /// A region of the MAD: parse checked that all 256 bytes are there.
+    fn region(&self, slot: &Slot<Region>) -> &'a [u8] {
+        slot.bytes(self.bytes).unwrap_or(&[])
     }
     pub fn smp_data(&self) -> &'a [u8] {
-        &self.bytes[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN]
+        self.region(&SmpFrame::data)
     }
     pub fn gmp_data(&self) -> &'a [u8] {
-        &self.bytes[GMP_DATA_OFFSET..GMP_DATA_OFFSET + GMP_DATA_LEN]
+        self.region(&GmpFrame::data)
     }
     pub fn sa_data(&self) -> &'a [u8] {
-        &self.bytes[SA_DATA_OFFSET..SA_DATA_OFFSET + SA_DATA_LEN]
+        self.region(&SaFrame::data)
     }
     /// SA AttributeOffset: record size in 8-byte words (IBA 15.2.1.1).
     pub fn sa_attribute_offset(&self) -> u16 {
-        u16::from_be_bytes([self.bytes[44], self.bytes[45]])
+        SaFrame::attribute_offset.read(self.bytes).unwrap_or(0)
     }
     /// DR initial and return paths (64 bytes each; index 0 unused).
     pub fn initial_path(&self) -> &'a [u8] {
-        &self.bytes[128..192]
+        self.region(&SmpFrame::initial_path)
     }
     pub fn return_path(&self) -> &'a [u8] {
-        &self.bytes[192..256]
+        self.region(&SmpFrame::return_path)
     }
 }
 
@@ -321,7 +345,9 @@ mod tests {
     }
 
     use super::*;
-    use crate::header::{attr, method};
+    use crate::attr::{NodeInfo, PortCounters, PortInfo};
+    use crate::attribute::Attribute;
+    use crate::header::method;
 
     #[test]
     fn dr_path_parse_and_display() {
@@ -331,14 +357,14 @@ mod tests {
         assert_eq!(p.to_string(), "0,1,3");
         assert!(DrPath::parse("0,x").is_err());
         assert!(DrPath::parse("0,256").is_err());
-        assert!(DrPath::new(vec![1; 64]).is_err());
+        assert!(DrPath::from_hops(&[1; 64]).is_err());
     }
 
     /// Layout of a DR Get(PortInfo) to port 1 along 0,1,3 (IBA 14.2.1.2 field positions).
     #[test]
     fn golden_dr_smp() {
         let route = SmpRoute::Directed(DrPath::parse("0,1,3").unwrap());
-        let mad = build_smp(&route, method::GET, attr::PORT_INFO, 1, 0, &[]);
+        let mad = build_smp(&route, method::GET, PortInfo::ID, 1, 0, &[]);
         assert_eq!(
             &mad[0..8],
             &[0x01, 0x81, 0x01, 0x01, 0x00, 0x00, 0x00, 0x02]
@@ -353,20 +379,59 @@ mod tests {
 
     #[test]
     fn golden_lid_smp() {
-        let mad = build_smp(&SmpRoute::Lid(5), method::GET, attr::NODE_INFO, 0, 0, &[]);
+        let mad = build_smp(&SmpRoute::Lid(5), method::GET, NodeInfo::ID, 0, 0, &[]);
         assert_eq!(&mad[0..8], &[0x01, 0x01, 0x01, 0x01, 0, 0, 0, 0]);
         assert!(mad[32..].iter().all(|&b| b == 0));
     }
 
+    /// Every SMP framing field at its IBA 14.2.1.2 position (D bit 32, HopPointer byte 6,
+    /// HopCount byte 7, M_Key bytes 24-31, DrSLID 32-33, DrDLID 34-35, data 64-127,
+    /// InitialPath 128-191, ReturnPath 192-255), bytes written by hand, each value distinct.
     #[test]
-    fn golden_sa_and_gmp() {
-        let sa = build_sa(method::GET, attr::SA_NODE_RECORD, 0x1, 0, &[0x00, 0x05]);
-        assert_eq!(&sa[0..4], &[0x01, 0x03, 0x02, 0x01]);
-        assert_eq!(&sa[48..56], &[0, 0, 0, 0, 0, 0, 0, 1]);
-        assert_eq!(&sa[56..58], &[0x00, 0x05]);
-        let pm = build_gmp(class::PERF, method::GET, attr::PORT_COUNTERS, 0, &[0, 1]);
+    fn golden_smp_frame() {
+        let mut mad = [0u8; MAD_SIZE];
+        mad[4] = 0x80; // D
+        mad[6] = 2; // HopPointer
+        mad[7] = 3; // HopCount
+        mad[24..32].copy_from_slice(&0x0102_0304_0506_0708u64.to_be_bytes());
+        mad[32..34].copy_from_slice(&0x0011u16.to_be_bytes());
+        mad[34..36].copy_from_slice(&0x0022u16.to_be_bytes());
+        mad[64] = 0x64;
+        mad[129] = 0x81;
+        mad[193] = 0xc1;
+        let f = SmpFrame::decode(&mad).unwrap();
+        assert!(f.direction);
+        assert_eq!((f.hop_pointer, f.hop_count), (2, 3));
+        assert_eq!(f.m_key, 0x0102_0304_0506_0708);
+        assert_eq!((f.dr_slid, f.dr_dlid), (0x11, 0x22));
+        let v = MadView::parse(&mad).unwrap();
+        assert_eq!(v.dr_hops(), (2, 3));
+        assert_eq!(v.m_key(), 0x0102_0304_0506_0708);
+        assert_eq!((v.smp_data()[0], v.smp_data().len()), (0x64, 64));
+        assert_eq!((v.initial_path()[1], v.initial_path().len()), (0x81, 64));
+        assert_eq!((v.return_path()[1], v.return_path().len()), (0xc1, 64));
+        // The regions are framed, not held: the frame's own bytes carry only its fields.
+        let mut own = [0u8; MAD_SIZE];
+        f.write_fields(&mut own).unwrap();
+        let mut fields_only = mad;
+        fields_only[64] = 0;
+        fields_only[129] = 0;
+        fields_only[193] = 0;
+        assert_eq!(own, fields_only);
+        // The header's Status and ClassSpecific words are what the DR rows overlay.
+        let h = MadHeader::decode(&mad).unwrap();
+        assert_eq!((h.status, h.class_specific), (0x8000, 0x0203));
+        assert_eq!(v.status(), MadStatus(0));
+    }
+
+    #[test]
+    fn golden_gmp() {
+        let pm = build_gmp(class::PERF, method::GET, PortCounters::ID, 0, &[0, 1]);
         assert_eq!(&pm[0..4], &[0x01, 0x04, 0x01, 0x01]);
+        assert_eq!(&pm[16..18], &[0x00, 0x12]);
+        assert!(pm[24..64].iter().all(|&b| b == 0), "40 reserved bytes");
         assert_eq!(&pm[64..66], &[0, 1]);
+        assert_eq!(GmpFrame::data.spec.bytes(), 64..256);
     }
 
     #[test]

@@ -11,8 +11,10 @@ use std::sync::OnceLock;
 use thiserror::Error;
 
 use crate::attr::{PhysState, PortState};
-use crate::header::{class, MAD_SIZE};
-use crate::smp::SmpRoute;
+use crate::header::MAD_SIZE;
+use crate::smp::{SmpRoute, PERMISSIVE_LID};
+use crate::wire::Host;
+use crate::wire_struct;
 
 /// `UMAD_CA_NAME_LEN` in umad.h.
 const CA_NAME_LEN: usize = 20;
@@ -20,13 +22,39 @@ const CA_NAME_LEN: usize = 20;
 const CA_MAX_PORTS: usize = 10;
 /// `UMAD_MAX_DEVICES` in umad.h.
 const MAX_DEVICES: usize = 32;
-/// `struct ib_user_mad` without its data: 20 bytes of host-order words and the 44-byte
-/// `ib_mad_addr`. libibumad reports the same via `umad_size()` once a port is open.
-pub const UMAD_HEADER_LEN: usize = 64;
 /// Queue key of the general services interface (QP1) for every class but SMI (IBA 13.5.3.1).
 pub const GSI_QKEY: u32 = 0x8001_0000;
-/// The permissive LID: the destination of a directed-route SMP.
-pub const PERMISSIVE_LID: u16 = 0xffff;
+
+wire_struct! {
+    /// `struct ib_user_mad` (umad.h) without its data: the header the kernel and libibumad
+    /// put before every MAD. Its five leading words and the P_Key index are the host's
+    /// integers ([`Host`]); the address fields (`struct ib_mad_addr`) are big-endian, as on
+    /// the wire. Names as in umad.h; offsets as gcc's offsetof gives them (tested).
+    pub struct UmadHeader (64) {
+        pub agent_id: Host<u32> = 0, 32, "agent_id";
+        /// 0, or an errno for a send given back (ETIMEDOUT: nobody answered).
+        pub status: Host<u32> = 32, 32, "status";
+        pub timeout_ms: Host<u32> = 64, 32, "timeout_ms";
+        pub retries: Host<u32> = 96, 32, "retries";
+        pub length: Host<u32> = 128, 32, "length";
+        pub qpn: u32 = 160, 32, "qpn";
+        pub qkey: u32 = 192, 32, "qkey";
+        pub lid: u16 = 224, 16, "lid";
+        pub sl: u8 = 240, 8, "sl";
+        pub path_bits: u8 = 248, 8, "path_bits";
+        pub grh_present: u8 = 256, 8, "grh_present";
+        pub gid_index: u8 = 264, 8, "gid_index";
+        pub hop_limit: u8 = 272, 8, "hop_limit";
+        pub traffic_class: u8 = 280, 8, "traffic_class";
+        pub gid: [u8; 16] = 288, 128, "gid";
+        pub flow_label: u32 = 416, 32, "flow_label";
+        pub pkey_index: Host<u16> = 448, 16, "pkey_index";
+    }
+}
+
+/// The umad header's size: the MAD follows it. libibumad reports the same via `umad_size()`
+/// once a port is open.
+pub const UMAD_HEADER_LEN: usize = UmadHeader::WIRE_LEN;
 
 /// `struct umad_port` (umad.h). Layout checked against gcc's offsetof: 112 bytes, port_guid
 /// at 64, pkeys at 80, link_layer at 88.
@@ -462,14 +490,36 @@ impl UmadPort {
         }
         Ok(port)
     }
+}
 
-    pub fn info(&self) -> &LocalPort {
+/// What the request engine needs from a local port: [`UmadPort`], or a scripted fake in
+/// tests (no fabric needed).
+pub trait MadPort {
+    fn info(&self) -> &LocalPort;
+    /// Register an agent for a management class; returns the agent id.
+    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError>;
+    fn unregister(&mut self, agent: u32);
+    /// Hand one MAD to the transport.
+    fn send(
+        &mut self,
+        agent: u32,
+        mad: &[u8; MAD_SIZE],
+        dest: &Dest,
+        timeout_ms: u32,
+        retries: u32,
+    ) -> Result<(), TransportError>;
+    /// Wait up to `timeout_ms` (0: just poll) for one MAD; `Ok(None)` on timeout.
+    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
+}
+
+impl MadPort for UmadPort {
+    fn info(&self) -> &LocalPort {
         &self.info
     }
 
     /// Register an agent for a management class; SMI classes (0x01, 0x81) go to QP0, the
     /// rest to QP1. Returns the agent id.
-    pub fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
+    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
         // SAFETY: a NULL method mask means "no unsolicited methods": we only take replies.
         let id = unsafe {
             umad_register(
@@ -487,14 +537,14 @@ impl UmadPort {
         })
     }
 
-    pub fn unregister(&mut self, agent: u32) {
+    fn unregister(&mut self, agent: u32) {
         // SAFETY: plain integers; an unknown agent id only yields an error code.
         unsafe { umad_unregister(self.portid, agent as c_int) };
     }
 
     /// Send one MAD. `timeout_ms`/`retries` go to the kernel (real hardware); callers keep
     /// their own deadline as well, since the simulator shim ignores both.
-    pub fn send(
+    fn send(
         &mut self,
         agent: u32,
         mad: &[u8; MAD_SIZE],
@@ -526,7 +576,7 @@ impl UmadPort {
     }
 
     /// Wait up to `timeout_ms` (0: just poll) for one MAD.
-    pub fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
         let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
         loop {
             let capacity = self.rx.len() * 8 - UMAD_HEADER_LEN;
@@ -558,51 +608,6 @@ impl UmadPort {
     }
 }
 
-/// What the request engine needs from a local port: [`UmadPort`], or a scripted fake in
-/// tests (no fabric needed).
-pub trait MadPort {
-    fn info(&self) -> &LocalPort;
-    /// Register an agent for a management class; returns the agent id.
-    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError>;
-    fn unregister(&mut self, agent: u32);
-    /// Hand one MAD to the transport.
-    fn send(
-        &mut self,
-        agent: u32,
-        mad: &[u8; MAD_SIZE],
-        dest: &Dest,
-        timeout_ms: u32,
-        retries: u32,
-    ) -> Result<(), TransportError>;
-    /// Wait up to `timeout_ms` (0: just poll) for one MAD; `Ok(None)` on timeout.
-    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
-}
-
-impl MadPort for UmadPort {
-    fn info(&self) -> &LocalPort {
-        UmadPort::info(self)
-    }
-    fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
-        UmadPort::register(self, mgmt_class, version)
-    }
-    fn unregister(&mut self, agent: u32) {
-        UmadPort::unregister(self, agent)
-    }
-    fn send(
-        &mut self,
-        agent: u32,
-        mad: &[u8; MAD_SIZE],
-        dest: &Dest,
-        timeout_ms: u32,
-        retries: u32,
-    ) -> Result<(), TransportError> {
-        UmadPort::send(self, agent, mad, dest, timeout_ms, retries)
-    }
-    fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
-        UmadPort::recv(self, timeout_ms)
-    }
-}
-
 impl Drop for UmadPort {
     fn drop(&mut self) {
         // Closing the fd unregisters any agent left; the engine unregisters after draining.
@@ -621,17 +626,19 @@ fn as_bytes_mut(buf: &mut [u64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast(), buf.len() * 8) }
 }
 
-/// Fill a umad buffer: the `struct ib_user_mad` header, then the MAD. agent_id, status,
-/// timeout_ms, retries and length are host order and set by umad_send; the address fields
-/// (qpn, qkey, lid) are big-endian.
+/// Fill a umad buffer: the header with the destination's address (sl, path bits, GRH and
+/// P_Key index 0: the default partition; agent, timeout, retries and length are set by
+/// umad_send), then the MAD.
 pub(crate) fn encode_umad(buf: &mut [u8], mad: &[u8; MAD_SIZE], dest: &Dest) {
     let (lid, qpn, qkey) = dest.address();
-    if let Some(h) = buf.get_mut(..UMAD_HEADER_LEN) {
-        h.fill(0);
-        h[20..24].copy_from_slice(&qpn.to_be_bytes());
-        h[24..28].copy_from_slice(&qkey.to_be_bytes());
-        h[28..30].copy_from_slice(&lid.to_be_bytes());
-        // sl, path bits, GRH and pkey index stay 0 (default partition).
+    let header = UmadHeader {
+        qpn,
+        qkey,
+        lid,
+        ..Default::default()
+    };
+    if header.encode_into(buf).is_err() {
+        return;
     }
     if let Some(m) = buf.get_mut(UMAD_HEADER_LEN..UMAD_HEADER_LEN + MAD_SIZE) {
         m.copy_from_slice(mad);
@@ -640,10 +647,10 @@ pub(crate) fn encode_umad(buf: &mut [u8], mad: &[u8; MAD_SIZE], dest: &Dest) {
 
 /// Split a received umad buffer into the header status and the (padded) MAD.
 pub(crate) fn decode_umad(buf: &[u8], mad_len: usize) -> (i32, [u8; MAD_SIZE]) {
-    let status = buf
-        .get(4..8)
-        .and_then(|s| s.try_into().ok())
-        .map(i32::from_ne_bytes)
+    // The kernel's status word holds a (positive) errno.
+    let status = UmadHeader::status
+        .read(buf)
+        .map(|s| s.0 as i32)
         .unwrap_or(0);
     let mut mad = [0u8; MAD_SIZE];
     let n = mad_len.min(MAD_SIZE);
@@ -651,14 +658,6 @@ pub(crate) fn decode_umad(buf: &[u8], mad_len: usize) -> (i32, [u8; MAD_SIZE]) {
         mad[..n].copy_from_slice(src);
     }
     (status, mad)
-}
-
-/// Class version ibscope registers for each class.
-pub fn class_version(mgmt_class: u8) -> u8 {
-    match mgmt_class {
-        class::SUBN_ADM => 2,
-        _ => 1,
-    }
 }
 
 #[cfg(test)]
@@ -680,6 +679,53 @@ mod tests {
         assert_eq!(std::mem::offset_of!(RawCa, numports), 24);
         assert_eq!(std::mem::offset_of!(RawCa, node_guid), 112);
         assert_eq!(std::mem::offset_of!(RawCa, ports), 128);
+    }
+
+    /// Every field of `struct ib_user_mad` at the offset gcc's offsetof gives for umad.h
+    /// (agent_id 0, status 4, timeout_ms 8, retries 12, length 16, qpn 20, qkey 24, lid 28,
+    /// sl 30, path_bits 31, grh_present 32, gid_index 33, hop_limit 34, traffic_class 35,
+    /// gid 36, flow_label 52, pkey_index 56, reserved 58-63), each with a distinct value.
+    #[test]
+    fn golden_umad_header() {
+        let mut gid = [0u8; 16];
+        gid[0] = 0xfe;
+        gid[15] = 0x21;
+        let h = UmadHeader {
+            agent_id: Host(0x0102_0304),
+            status: Host(110),
+            timeout_ms: Host(200),
+            retries: Host(3),
+            length: Host(256),
+            qpn: 1,
+            qkey: GSI_QKEY,
+            lid: 0x1234,
+            sl: 5,
+            path_bits: 6,
+            grh_present: 1,
+            gid_index: 2,
+            hop_limit: 64,
+            traffic_class: 7,
+            gid,
+            flow_label: 0x000a_bcde,
+            pkey_index: Host(0x0203),
+        };
+        let mut want = [0u8; 64];
+        want[0..4].copy_from_slice(&0x0102_0304u32.to_ne_bytes());
+        want[4..8].copy_from_slice(&110u32.to_ne_bytes());
+        want[8..12].copy_from_slice(&200u32.to_ne_bytes());
+        want[12..16].copy_from_slice(&3u32.to_ne_bytes());
+        want[16..20].copy_from_slice(&256u32.to_ne_bytes());
+        want[20..24].copy_from_slice(&[0, 0, 0, 1]);
+        want[24..28].copy_from_slice(&[0x80, 0x01, 0, 0]);
+        want[28..30].copy_from_slice(&[0x12, 0x34]);
+        want[30..36].copy_from_slice(&[5, 6, 1, 2, 64, 7]);
+        want[36] = 0xfe;
+        want[51] = 0x21;
+        want[52..56].copy_from_slice(&[0x00, 0x0a, 0xbc, 0xde]);
+        want[56..58].copy_from_slice(&0x0203u16.to_ne_bytes());
+        assert_eq!(h.to_bytes(), want);
+        assert_eq!(UmadHeader::decode(&want).unwrap(), h);
+        assert_eq!(UMAD_HEADER_LEN, 64);
     }
 
     #[test]

@@ -8,8 +8,11 @@ use ibscope_mad::attr::{
     PortCountersExtended, PortInfo, SmInfo, SwitchInfo,
 };
 use ibscope_mad::header::MadHeader;
-use ibscope_mad::sa::{LinkRecord, NodeRecord, PathRecord, PortInfoRecord, SmInfoRecord};
-use ibscope_mad::smp::MadView;
+use ibscope_mad::sa::{
+    LinkRecord, NodeRecord, PathRecord, PortInfoRecord, RmppHeader, SaFrame, SmInfoRecord,
+};
+use ibscope_mad::smp::{GmpFrame, MadView, SmpFrame};
+use ibscope_mad::umad::UmadHeader;
 use proptest::prelude::*;
 
 macro_rules! codec_props {
@@ -65,6 +68,11 @@ codec_props! {
     sm_info_record => SmInfoRecord,
     link_record => LinkRecord,
     path_record => PathRecord,
+    smp_frame => SmpFrame,
+    gmp_frame => GmpFrame,
+    rmpp_header => RmppHeader,
+    sa_frame => SaFrame,
+    umad_header => UmadHeader,
 }
 
 proptest! {

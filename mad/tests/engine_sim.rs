@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibscope_mad::engine::{Engine, EngineConfig, MadError, Request};
-use ibscope_mad::header::attr;
-use ibscope_mad::smp::{DrPath, SmpRoute};
+use ibscope_mad::attr::NodeInfo;
+use ibscope_mad::engine::{Engine, EngineConfig, MadError, Request, Response};
+use ibscope_mad::smp::{DrPath, SmpFrame, SmpRoute};
 
 const SHIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 const FABRIC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fabrics/net");
@@ -136,19 +136,14 @@ impl Drop for Sim {
 }
 
 /// NodeInfo fields the tests compare (IBA 14.2.5.3 offsets).
-fn node_info(data: &[u8]) -> serde_json::Value {
-    let u64_at = |o: usize| {
-        data.get(o..o + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_be_bytes)
-            .unwrap_or(0)
-    };
+fn node_info(reply: &Response) -> serde_json::Value {
+    let info = reply.decode::<NodeInfo>().unwrap_or_default();
     serde_json::json!({
-        "node_type": data.get(2).copied().unwrap_or(0),
-        "num_ports": data.get(3).copied().unwrap_or(0),
-        "node_guid": format!("{:#018x}", u64_at(12)),
-        "port_guid": format!("{:#018x}", u64_at(20)),
-        "local_port": data.get(36).copied().unwrap_or(0),
+        "node_type": info.node_type,
+        "num_ports": info.num_ports,
+        "node_guid": format!("{:#018x}", info.node_guid),
+        "port_guid": format!("{:#018x}", info.port_guid),
+        "local_port": info.local_port_num,
     })
 }
 
@@ -190,15 +185,15 @@ fn child_entry() {
             let paths: Vec<String> = arg.split(';').map(str::to_string).collect();
             let requests = paths
                 .iter()
-                .map(|p| (p.clone(), Request::smp_get(&dr(p), attr::NODE_INFO, 0)));
+                .map(|p| (p.clone(), Request::get::<NodeInfo>(&dr(p), 0)));
             engine.run(requests, |path, result, _| match result {
-                Ok(r) => print(serde_json::json!({"path": path, "info": node_info(r.smp_data())})),
+                Ok(r) => print(serde_json::json!({"path": path, "info": node_info(&r)})),
                 Err(e) => print(serde_json::json!({"path": path, "error": e.to_string()})),
             });
         }
         "dead" => {
             let start = Instant::now();
-            let result = engine.call(Request::smp_get(&dr(&arg), attr::NODE_INFO, 0));
+            let result = engine.call(Request::get::<NodeInfo>(&dr(&arg), 0));
             let attempts = match result {
                 Err(MadError::Timeout { attempts }) => attempts,
                 other => panic!("expected a timeout, got {other:?}"),
@@ -212,8 +207,8 @@ fn child_entry() {
         "silent" => {
             // DrSLID not permissive on a fully directed route: ibsim drops it without a
             // reply, so only the engine's own deadline ends it.
-            let mut dropped = Request::smp_get(&dr("0,1"), attr::NODE_INFO, 0);
-            dropped.mad[32..34].copy_from_slice(&1u16.to_be_bytes());
+            let mut dropped = Request::get::<NodeInfo>(&dr("0,1"), 0);
+            SmpFrame::dr_slid.write(&mut dropped.mad, &1).unwrap();
             engine.set_config(EngineConfig {
                 max_outstanding: 16,
                 timeout: Duration::from_millis(100),
@@ -222,9 +217,7 @@ fn child_entry() {
             let good: usize = arg.parse().unwrap_or(500);
             let paths = ["0", "0,1", "0,1,2", "0,1,3", "0,1,4"];
             let mut batch = vec![(usize::MAX, dropped)];
-            batch.extend(
-                (0..good).map(|i| (i, Request::smp_get(&dr(paths[i % 5]), attr::NODE_INFO, 0))),
-            );
+            batch.extend((0..good).map(|i| (i, Request::get::<NodeInfo>(&dr(paths[i % 5]), 0))));
             let start = Instant::now();
             let mut order = Vec::new();
             let mut good_ok = 0usize;
@@ -252,13 +245,10 @@ fn child_entry() {
             // Breadth-first from the local node: each NodeInfo of a switch queues NodeInfo
             // of every neighbour port; the pushed follow-ups must run in the same batch.
             let mut seen = std::collections::BTreeMap::new();
-            let root = (
-                DrPath::local(),
-                Request::smp_get(&dr("0"), attr::NODE_INFO, 0),
-            );
+            let root = (DrPath::local(), Request::get::<NodeInfo>(&dr("0"), 0));
             engine.run([root], |path: DrPath, result, out| {
                 let Ok(r) = result else { return };
-                let info = node_info(r.smp_data());
+                let info = node_info(&r);
                 let guid = info["node_guid"].as_str().unwrap_or_default().to_string();
                 let first = !seen.contains_key(&guid);
                 seen.entry(guid).or_insert(path.to_string());
@@ -268,11 +258,8 @@ fn child_entry() {
                     let (lo, hi) = if is_switch { (1, ports) } else { (1, 1) };
                     for p in lo..=hi {
                         if let Ok(child) = path.child(p) {
-                            let req = Request::smp_get(
-                                &SmpRoute::Directed(child.clone()),
-                                attr::NODE_INFO,
-                                0,
-                            );
+                            let req =
+                                Request::get::<NodeInfo>(&SmpRoute::Directed(child.clone()), 0);
                             out.push((child, req));
                         }
                     }

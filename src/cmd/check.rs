@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -21,7 +21,10 @@ use crate::cli::{exit, Global};
 /// (display name and GUID), the port and the far end.
 ///
 /// Thresholds: every error counter defaults to 0 (any error is reported); PortXmitWait is
-/// only checked when set. --thresholds FILE takes ibqueryerrors' --threshold-file format:
+/// only checked when set. Without --thresholds the file in force is the config file's
+/// `thresholds`, else /etc/infiniband-diags/error_thresholds (ibqueryerrors' default) when
+/// present (see `ibscope config show`). --thresholds FILE takes ibqueryerrors'
+/// --threshold-file format:
 ///   # comment
 ///   SymbolErrorCounter=10
 ///   LinkErrorRecoveryCounter=5
@@ -88,14 +91,7 @@ struct Report {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    let thresholds = match &a.thresholds {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read threshold file {}", path.display()))?;
-            Thresholds::parse(&text, &path.display().to_string())?
-        }
-        None => Thresholds::default(),
-    };
+    let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
     let names = crate::fabric::names(g)?;
     let mut engine = None;
     let fabric = match &g.topology {

@@ -279,9 +279,8 @@ fn csv_header() -> String {
         .collect();
     cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
     cols.extend(
-        counters::PORT_COUNTER_NAMES[12..16]
+        counters::EXTENDED_COUNTER_NAMES
             .iter()
-            .chain(counters::EXTENDED_ONLY.iter())
             .map(|s| format!("PortCountersExtended.{s}")),
     );
     cols.push("saturated".into());
@@ -306,10 +305,7 @@ fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
         for n in counters::PORT_COUNTER_NAMES {
             row.push(get(&p.counters, n));
         }
-        for n in counters::PORT_COUNTER_NAMES[12..16]
-            .iter()
-            .chain(counters::EXTENDED_ONLY.iter())
-        {
+        for n in counters::EXTENDED_COUNTER_NAMES {
             row.push(get(&p.extended, n));
         }
         row.push(for_csv(&p.saturated.join(" ")));

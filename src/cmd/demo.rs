@@ -29,7 +29,13 @@ pub mod faults {
 /// flapping link at L0003 port 7. Opens the TUI; everything stops on exit.
 ///
 /// With --once: run `ibscope check` on it once, print the report and exit with its code.
+///
+/// Examples:
+///   ibscope demo                  # the TUI on the faulty fabric; q quits
+///   ibscope demo --once           # one health report, exit 1 (the planted findings)
+///   ibscope demo --once --json | jq '.findings[].kind'
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Print one health report and exit instead of opening the TUI.
     #[arg(long)]

@@ -11,7 +11,13 @@ use crate::cli::{exit, Global};
 /// links added and removed, and link width/speed/state changes.
 ///
 /// Exit code 0 when they are equal, 1 when they differ, 2 when a file cannot be read.
+///
+/// Examples:
+///   ibscope discover --format json -o fabric-$(date +%F).json    # a snapshot, e.g. daily
+///   ibscope diff fabric-2026-11-24.json fabric-2026-12-01.json   # what changed in a week
+///   ibscope diff old.topo fabric.json --json | jq '.links_removed'
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     pub old: PathBuf,
     pub new: PathBuf,

@@ -35,6 +35,9 @@ pub struct GenArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum Shape {
     /// Leaf/spine (2 levels) or pods plus core (3 levels) of RADIX-port switches.
+    #[command(
+        after_help = "Examples:\n  ibscope sim gen fat-tree --radix 36 --hosts 512 -o ft512.topo\n  ibscope sim gen fat-tree --levels 3 --radix 40 --hosts 2048 -o ft2k.topo"
+    )]
     FatTree {
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
         levels: u8,
@@ -44,6 +47,7 @@ pub enum Shape {
         hosts: usize,
     },
     /// A ring of switches (the classic credit-loop case under minhop routing).
+    #[command(after_help = "Examples:\n  ibscope sim gen ring --switches 4 -o ring4.topo")]
     Ring {
         #[arg(long)]
         switches: usize,
@@ -51,6 +55,7 @@ pub enum Shape {
         hosts_per_switch: usize,
     },
     /// An X by Y mesh of switches without wrap-around.
+    #[command(after_help = "Examples:\n  ibscope sim gen mesh --x 3 --y 3 -o mesh.topo")]
     Mesh {
         #[arg(long)]
         x: usize,

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::cli::{exit, Global};
 
-/// This host's RDMA devices, ports, drivers, PCIe links and GPUs; --check: ready for a job?
+/// This host's RDMA devices, ports, PCIe links, GPUs; --check: ready for a job?
 ///
 /// Lists every RDMA device through libibverbs (as RDMA applications and NCCL see them) and
 /// sysfs: node GUID, firmware, driver and its version, each port's link layer (InfiniBand

@@ -1,6 +1,8 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
 pub mod check;
+pub mod completions;
+pub mod config;
 pub mod counters;
 pub mod demo;
 pub mod diff;
@@ -8,6 +10,7 @@ pub mod discover;
 pub mod gen;
 pub mod host;
 pub mod links;
+pub mod man;
 pub mod port;
 pub mod query;
 pub mod route;

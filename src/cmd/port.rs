@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use ibscope_mad::attr::PortInfo;
 use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_mad::engine::{Engine, MadError, Request};
-use ibscope_mad::header::attr;
+use ibscope_mad::header::method;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
@@ -338,8 +338,7 @@ pub fn explain_no_reply(
 }
 
 fn get_port_info(engine: &mut Engine, route: &SmpRoute, port: u8) -> Result<PortInfo, MadError> {
-    let r = engine.call(Request::smp_get(route, attr::PORT_INFO, u32::from(port)))?;
-    Ok(PortInfo::decode(r.smp_data())?)
+    engine.get::<PortInfo>(route, u32::from(port))
 }
 
 /// The PortInfo holding the node's M_Key: the target port's own (`target`, when read) or
@@ -398,7 +397,7 @@ fn apply(
         _ => {}
     }
     let payload = set_payload(&before, action);
-    let set = Request::smp_set(&route, attr::PORT_INFO, u32::from(port), &payload);
+    let set = Request::new::<PortInfo>(&route, method::SET, u32::from(port), &payload);
     if let Err(e) = engine.call(set) {
         crate::fabric::ensure_connected(engine)?;
         if plan.through_target && matches!(e, MadError::Timeout { .. }) {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
-use ibscope_mad::header::attr;
+use ibscope_mad::attribute::Attribute as _;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use serde_json::{json, Value};
 
@@ -64,36 +64,36 @@ pub fn parse_target(text: &str, direct: bool) -> Result<SmpRoute> {
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let route = parse_target(&a.target, a.direct)?;
     let mut engine = crate::fabric::open_engine(g)?;
-    let (attribute_id, modifier) = match a.attribute {
-        Attribute::Nodeinfo => (attr::NODE_INFO, 0),
-        Attribute::Nodedesc => (attr::NODE_DESCRIPTION, 0),
-        Attribute::Portinfo => (attr::PORT_INFO, u32::from(a.port_number.unwrap_or(0))),
-        Attribute::Switchinfo => (attr::SWITCH_INFO, 0),
+    let title = match a.attribute {
+        Attribute::Nodeinfo => NodeInfo::NAME,
+        Attribute::Nodedesc => NodeDescription::NAME,
+        Attribute::Portinfo => PortInfo::NAME,
+        Attribute::Switchinfo => SwitchInfo::NAME,
     };
-    let request = ibscope_mad::engine::Request::smp_get(&route, attribute_id, modifier);
-    let reply = engine
-        .call(request)
-        .with_context(|| format!("{:?} query to {}", a.attribute, describe(&route)))?;
-    let data = reply.smp_data();
+    let context = || format!("{title} query to {}", describe(&route));
     let value: Value = match a.attribute {
-        Attribute::Nodeinfo => serde_json::to_value(NodeInfo::decode(data)?)?,
+        Attribute::Nodeinfo => {
+            serde_json::to_value(engine.get::<NodeInfo>(&route, 0).with_context(context)?)?
+        }
         Attribute::Nodedesc => {
-            let d = NodeDescription::decode(data)?;
+            let d = engine
+                .get::<NodeDescription>(&route, 0)
+                .with_context(context)?;
             json!({ "node_description": d.text() })
         }
         Attribute::Portinfo => {
-            let p = PortInfo::decode(data)?;
+            let port = a.port_number.unwrap_or(0);
+            let p = engine
+                .get::<PortInfo>(&route, u32::from(port))
+                .with_context(context)?;
             let mut v = serde_json::to_value(&p)?;
             // A switch's external ports leave CapabilityMask reserved (0): whether extended
             // speeds apply is port 0's to say (ibnetdiscover decodes them the same way).
             // CA and router ports always set some capability bit.
             let mut for_decoding = p.clone();
-            if p.capability_mask == 0 && a.port_number.unwrap_or(0) != 0 {
-                let port0 = ibscope_mad::engine::Request::smp_get(&route, attr::PORT_INFO, 0);
-                if let Ok(r) = engine.call(port0) {
-                    if let Ok(p0) = PortInfo::decode(r.smp_data()) {
-                        for_decoding.capability_mask = p0.capability_mask;
-                    }
+            if p.capability_mask == 0 && port != 0 {
+                if let Ok(p0) = engine.get::<PortInfo>(&route, 0) {
+                    for_decoding.capability_mask = p0.capability_mask;
                 }
             }
             if let Value::Object(m) = &mut v {
@@ -102,17 +102,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             }
             v
         }
-        Attribute::Switchinfo => serde_json::to_value(SwitchInfo::decode(data)?)?,
+        Attribute::Switchinfo => {
+            serde_json::to_value(engine.get::<SwitchInfo>(&route, 0).with_context(context)?)?
+        }
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        let title = match a.attribute {
-            Attribute::Nodeinfo => "NodeInfo",
-            Attribute::Nodedesc => "NodeDescription",
-            Attribute::Portinfo => "PortInfo",
-            Attribute::Switchinfo => "SwitchInfo",
-        };
         println!(
             "# {title} of {}{}",
             describe(&route),

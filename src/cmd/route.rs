@@ -14,7 +14,14 @@ use crate::resolve;
 
 /// Routing analysis from the switches' linear forwarding tables (read live, or from a JSON
 /// snapshot taken with `ibscope discover --lft --format json`).
+///
+/// Examples:
+///   ibscope route check                                  # black holes, loops, credit loops
+///   ibscope route trace gpu-node-07 gpu-node-12          # the path one flow takes
+///   ibscope route load --pattern ring job-hosts.txt      # the slowest link of a job's ring
+///   ibscope discover --lft --format json -o fabric.json && ibscope --topology fabric.json route check
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(subcommand)]
     pub command: RouteCommand,
@@ -26,6 +33,9 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum RouteCommand {
     /// A switch's LinearForwardingTable with named destinations (the ibroute equivalent).
+    #[command(
+        after_help = "Examples:\n  ibscope route dump sw-leaf-1\n  ibscope route dump 0x0002c90300a1b2c3 --json"
+    )]
     Dump {
         /// Switch: LID, GUID or name.
         switch: String,
@@ -34,10 +44,16 @@ pub enum RouteCommand {
     ///
     /// SRC and DST are LIDs, GUIDs or names. Where the path breaks, the error names the
     /// switch and port, and the exit code is 1.
+    #[command(
+        after_help = "Examples:\n  ibscope route trace gpu-node-07 gpu-node-12\n  ibscope route trace 12 47 --json"
+    )]
     Trace { src: String, dst: String },
     /// Check every route: unreachable destinations, black holes, forwarding loops, hop
     /// counts, route balance per link and layer, and credit loops (cycles in the channel
     /// dependency graph, one VL). Exit 0 clean, 1 findings.
+    #[command(
+        after_help = "Examples:\n  ibscope route check\n  ibscope --topology fabric.json route check --json"
+    )]
     Check,
     /// Place a collective's flows on the actual routes and predict its bandwidth.
     ///
@@ -47,6 +63,9 @@ pub enum RouteCommand {
     /// max-min fair shares (progressive filling), so each flow's rate is exact for this
     /// model. For a ring all-reduce the bus bandwidth is bounded by the slowest ring flow:
     /// `ring_allreduce_busbw_gbps`. The hottest links are the ones to fix.
+    #[command(
+        after_help = "Examples:\n  ibscope route load --pattern ring job-hosts.txt    # hosts in NCCL ring order\n  ibscope route load --pattern ring --hosts gpu-01,gpu-02,gpu-03,gpu-04\n  ibscope route load --pattern all-to-all --json"
+    )]
     Load {
         #[arg(long, value_parser = parse_pattern)]
         pattern: Pattern,

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use ibscope_mad::engine::{Engine, Request};
-use ibscope_mad::header::{attr, method};
 use ibscope_mad::sa::{comp_mask, NodeRecord, PathRecord};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
@@ -17,7 +16,13 @@ use crate::output;
 
 /// Query the SA. Replies larger than one MAD (RMPP) are not reassembled, so every query
 /// here is a SubnAdmGet of one record; listing all nodes asks once per LID.
+///
+/// Examples:
+///   ibscope sa nodes                     # every node the SA knows, one query per LID
+///   ibscope sa nodes --lid 12
+///   ibscope sa paths --src 1 --dst 12 --json
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(subcommand)]
     pub command: SaCommand,
@@ -30,12 +35,16 @@ pub struct Args {
 pub enum SaCommand {
     /// NodeRecords: the node behind a LID (`saquery NR LID`); without --lid, one query per
     /// LID found by discovering the fabric.
+    #[command(after_help = "Examples:\n  ibscope sa nodes\n  ibscope sa nodes --lid 0x0c --json")]
     Nodes {
         /// A LID (decimal or 0x-hex).
         #[arg(long, value_parser = parse_lid)]
         lid: Option<u16>,
     },
     /// The PathRecord the SA gives for SRC -> DST (`saquery -p --slid SRC --dlid DST`).
+    #[command(
+        after_help = "Examples:\n  ibscope sa paths --src 1 --dst 12\n  ibscope sa paths --src 1 --dst 12 --json"
+    )]
     Paths {
         #[arg(long, value_parser = parse_lid)]
         src: u16,
@@ -123,13 +132,7 @@ fn node_request(sm_lid: u16, lid: u16) -> Request {
         lid,
         ..Default::default()
     };
-    Request::sa(
-        sm_lid,
-        method::GET,
-        attr::SA_NODE_RECORD,
-        comp_mask::node_record::LID,
-        &template.to_bytes(),
-    )
+    Request::sa_get(sm_lid, comp_mask::node_record::LID, &template)
 }
 
 /// SubnAdmGet(NodeRecord) by LID.
@@ -138,7 +141,7 @@ pub fn node_record(engine: &mut Engine, sm_lid: u16, lid: u16) -> Result<NodeRec
         .call(node_request(sm_lid, lid))
         .map_err(sa_error)
         .with_context(|| format!("SA NodeRecord query for LID {lid}"))?;
-    Ok(NodeRecord::decode(reply.sa_data())?)
+    Ok(reply.decode::<NodeRecord>()?)
 }
 
 /// One SubnAdmGet(NodeRecord) per LID, in the engine's window; results in LID order.
@@ -153,7 +156,7 @@ pub fn node_records(
         lids.iter().map(|&l| (l, node_request(sm_lid, l))),
         |lid, result, _| match result
             .map_err(sa_error)
-            .and_then(|r| Ok(NodeRecord::decode(r.sa_data())?))
+            .and_then(|r| Ok(r.decode::<NodeRecord>()?))
         {
             Ok(rec) => ok.push(rec),
             Err(e) => failed.push((lid, format!("{e:#}"))),
@@ -174,16 +177,14 @@ pub fn path_record(engine: &mut Engine, sm_lid: u16, src: u16, dst: u16) -> Resu
         ..Default::default()
     };
     let reply = engine
-        .call(Request::sa(
+        .call(Request::sa_get(
             sm_lid,
-            method::GET,
-            attr::SA_PATH_RECORD,
             pr::SLID | pr::DLID | pr::NUMB_PATH,
-            &template.to_bytes(),
+            &template,
         ))
         .map_err(sa_error)
         .with_context(|| format!("SA PathRecord query for LID {src} -> LID {dst}"))?;
-    Ok(PathRecord::decode(reply.sa_data())?)
+    Ok(reply.decode::<PathRecord>()?)
 }
 
 pub fn node_json(r: &NodeRecord) -> Value {

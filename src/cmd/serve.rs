@@ -50,6 +50,9 @@ use crate::cli::{exit, Global};
 /// signal exits at once (code 1). When the connection to the fabric is lost (the umad
 /// device or the simulator gone) it stops the same way and exits 2 with one error line.
 ///
+/// Defaults for every option below can be kept in the [serve] table of the config file
+/// (see `ibscope config show`); flags win.
+///
 /// Listens on loopback only unless --allow-remote is given: the metrics name every node
 /// and link of the fabric and there is no authentication or TLS, so exposing them beyond
 /// this host is a decision to make explicitly (or put a reverse proxy in front).
@@ -365,6 +368,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let addr = listen_addr(&a.listen, a.allow_remote)?;
     let names = crate::fabric::names(g)?;
+    let thresholds = crate::fabric::thresholds(g, None)?;
     install_stop_handlers();
     // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
     mask_stop_signals(true);
@@ -385,6 +389,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let sweeper = Sweeper {
         g: g.clone(),
         names,
+        thresholds,
         filter: PortFilter {
             switches_only: a.switches_only,
             active_only: a.active_only,
@@ -713,6 +718,8 @@ struct NodeErrors {
 struct Sweeper {
     g: Global,
     names: Option<NameMap>,
+    /// `check`'s thresholds in force, for the findings family.
+    thresholds: counters::Thresholds,
     filter: PortFilter,
     counters: Vec<&'static str>,
     interval: Duration,
@@ -793,11 +800,19 @@ impl Sweeper {
             if lost(&engine) || self.stopped() {
                 break;
             }
+            // The SM check `check` makes, against the SM the local port names now.
+            let local = engine.local().clone();
+            let sm_lid =
+                findings::local_master_sm_lid(&mut engine, local.port_num).unwrap_or(local.sm_lid);
+            let sm = findings::sm_finding(&findings::read_sm(&mut engine, sm_lid));
+            if lost(&engine) || self.stopped() {
+                break;
+            }
             let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
             since_discovery += 1;
             let failure = self.account(&sample, d);
             let t = Instant::now();
-            let text = self.render(d, &sample, sweeps);
+            let text = self.render(d, &sample, sweeps, sm.as_ref());
             let render_us = micros(t);
             if self.stopped() {
                 break;
@@ -903,7 +918,13 @@ impl Sweeper {
         }
     }
 
-    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64) -> String {
+    fn render(
+        &self,
+        d: &Discovered,
+        sample: &Sample,
+        sweeps: u64,
+        sm: Option<&findings::Finding>,
+    ) -> String {
         render(
             &d.fabric,
             &d.health,
@@ -916,6 +937,8 @@ impl Sweeper {
                 discoveries: self.discoveries,
                 discovery_seconds: d.duration.as_secs_f64(),
                 scrape_errors: &self.scrape_errors,
+                thresholds: &self.thresholds,
+                sm,
             },
         )
     }
@@ -929,7 +952,6 @@ impl Sweeper {
 /// what brings a port that came up onto the page.
 fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
     use ibscope_mad::attr::PortInfo;
-    use ibscope_mad::header::attr;
     use ibscope_mad::smp::{DrPath, SmpRoute};
     let mut batch = Vec::new();
     for (_, node) in fabric.switches() {
@@ -946,13 +968,13 @@ fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
             }
             batch.push((
                 p.state,
-                Request::smp_get(&route, attr::PORT_INFO, u32::from(p.number)),
+                Request::get::<PortInfo>(&route, u32::from(p.number)),
             ));
         }
     }
     let mut changed = false;
     exec.execute(batch, &mut |known, result, _| {
-        if let Ok(Ok(info)) = result.map(|r| PortInfo::decode(r.smp_data())) {
+        if let Ok(Ok(info)) = result.map(|r| r.decode::<PortInfo>()) {
             if Some(info.state()) != known {
                 changed = true;
             }
@@ -996,6 +1018,9 @@ pub struct RenderStats<'a> {
     discoveries: u64,
     discovery_seconds: f64,
     scrape_errors: &'a HashMap<u64, NodeErrors>,
+    thresholds: &'a counters::Thresholds,
+    /// The SM check's finding (None: a master SM answered).
+    sm: Option<&'a findings::Finding>,
 }
 
 /// Counter metric names are the same as `ibscope counters --format prom` writes.
@@ -1161,18 +1186,16 @@ pub fn render(
         }
     }
 
-    // The findings `ibscope check` reports (all but the SM's), counted by kind: the same
-    // policy and thresholds (every error counter at 0) as `check` without --thresholds.
+    // The findings `ibscope check` reports, counted by kind: the same policy and thresholds
+    // (the threshold file in force) as `check` without --thresholds.
     let mut found = findings::fabric_findings(fabric, names, health);
-    found.extend(findings::counter_findings(
-        sample,
-        &counters::Thresholds::default(),
-    ));
+    found.extend(findings::counter_findings(sample, stats.thresholds));
+    found.extend(stats.sm.cloned());
     family_head(
         &mut out,
         "ibscope_findings",
         "gauge",
-        "Findings of `ibscope check` on the last sweep, by kind and severity (the SM check excluded).",
+        "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
     for (kind, n) in findings::count_by_kind(&found) {
         let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());

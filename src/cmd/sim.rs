@@ -12,7 +12,18 @@ use clap::Subcommand;
 use crate::cli::{exit, Global};
 use crate::sim::{self, Sim, SimOptions};
 
+/// Run simulated fabrics (ibsim holds the fabric, the real OpenSM brings it up) in the
+/// background, run commands against them, inject faults, and generate topologies. No
+/// InfiniBand hardware needed; ibsim, OpenSM and libumad2sim must be installed.
+///
+/// Examples:
+///   eval "$(ibscope sim up examples/fabrics/net)"   # start one, export its shim settings
+///   ibscope check                                    # then any command runs against it
+///   ibscope sim fault set-counter Switch1 1 SymbolErrorCounter 17
+///   ibscope sim exec -- perfquery                    # a reference tool under the shim
+///   ibscope sim down
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     #[command(subcommand)]
     pub command: SimCommand,
@@ -24,16 +35,29 @@ pub enum SimCommand {
     ///
     /// Use as `eval "$(ibscope sim up FILE)"`: stdout carries only `export` lines
     /// (LD_PRELOAD, IBSIM_SOCKNAME, IBSCOPE_SIM), a summary goes to stderr.
+    #[command(
+        after_help = "Examples:\n  eval \"$(ibscope sim up examples/fabrics/net)\"\n  eval \"$(ibscope sim up ft.topo --name big --sm-option 'routing_engine minhop')\"\n  ibscope sim up examples/fabrics/net --no-sm"
+    )]
     Up(UpArgs),
     /// Stop a simulator started with `sim up` (OpenSM, then ibsim) and remove its state.
+    #[command(
+        after_help = "Examples:\n  ibscope sim down\n  ibscope sim down --name big\n  ibscope sim down --all"
+    )]
     Down(DownArgs),
     /// Run a command under the simulator's shim; exits with the command's exit code.
+    #[command(
+        after_help = "Examples:\n  ibscope sim exec -- ibnetdiscover\n  ibscope sim exec --node Hca2 -- ibscope links\n  ibscope sim exec --name big -- perfquery -x 1 1"
+    )]
     Exec(ExecArgs),
     /// Inject a fault or set a counter through ibsim's console.
+    #[command(
+        after_help = "Examples:\n  ibscope sim fault --resweep unlink Switch1 3\n  ibscope sim fault set-counter Hca1 1 PortXmitDiscards 42\n  ibscope sim fault loss Switch1 2 50"
+    )]
     Fault(FaultArgs),
     /// List the simulators started with `sim up` and whether they still run.
+    #[command(after_help = "Examples:\n  ibscope sim status")]
     Status,
-    /// Generate a topology file (fat trees, rings, meshes, with degraded links).
+    #[command(about = "Generate a topology file (fat trees, rings, meshes, with degraded links)")]
     Gen(crate::cmd::gen::GenArgs),
 }
 
@@ -104,10 +128,17 @@ pub struct FaultArgs {
 #[derive(Debug, Subcommand)]
 pub enum Fault {
     /// Take a link down (ibsim `Unlink "NODE"[PORT]`).
+    #[command(
+        after_help = "Examples:\n  ibscope sim fault unlink Switch1 3\n  ibscope sim fault --resweep unlink L0001 5"
+    )]
     Unlink { node: String, port: u8 },
     /// Restore a link taken down (ibsim `ReLink "NODE"[PORT]`).
+    #[command(after_help = "Examples:\n  ibscope sim fault --resweep relink Switch1 3")]
     Relink { node: String, port: u8 },
     /// Drop RATE percent (0-100) of the MADs through a port (ibsim `Error`).
+    #[command(
+        after_help = "Examples:\n  ibscope sim fault loss Switch1 2 50\n  ibscope sim fault loss Switch1 2 100 --attribute 21   # every PortInfo\n  ibscope sim fault loss Switch1 2 0                   # heal"
+    )]
     Loss {
         node: String,
         port: u8,
@@ -119,6 +150,9 @@ pub enum Fault {
     },
     /// Set a port counter (ibsim `PerformanceSet`); FIELD as perfquery names it, e.g.
     /// SymbolErrorCounter or PortCountersExtended.PortXmitData.
+    #[command(
+        after_help = "Examples:\n  ibscope sim fault set-counter L0002 3 SymbolErrorCounter 1234\n  ibscope sim fault set-counter Hca1 1 PortCountersExtended.PortXmitData 1000000"
+    )]
     SetCounter {
         node: String,
         port: u8,
@@ -126,6 +160,7 @@ pub enum Fault {
         value: u64,
     },
     /// Send one line to ibsim's console as is and print its answer.
+    #[command(after_help = "Examples:\n  ibscope sim fault raw help")]
     Raw { line: String },
 }
 

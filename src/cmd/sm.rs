@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use ibscope_mad::attr::{NodeDescription, SmInfo};
 use ibscope_mad::engine::{Engine, MadError, Request};
-use ibscope_mad::header::{attr, method};
 use ibscope_mad::sa::{comp_mask, SaStatus, SmInfoRecord};
 use ibscope_mad::smp::SmpRoute;
 use ibscope_topo::escape::for_terminal;
@@ -18,7 +17,13 @@ use crate::cli::Global;
 /// NodeDescription, and the SA's SMInfoRecord for the same LID.
 ///
 /// A growing activity count between two runs means the SM is alive and sweeping.
+///
+/// Examples:
+///   ibscope sm
+///   ibscope sm --json | jq .act_count     # grows while the SM sweeps
+///   ibscope -C mlx5_1 -P 1 sm --no-sa      # through another CA port, SMPs only
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Print JSON.
     #[arg(long)]
@@ -51,15 +56,13 @@ pub fn query(engine: &mut Engine, with_sa: bool) -> Result<Value> {
         bail!(NO_SM);
     }
     let route = SmpRoute::Lid(sm_lid);
-    let reply = engine
-        .call(Request::smp_get(&route, attr::SM_INFO, 0))
+    let info = engine
+        .get::<SmInfo>(&route, 0)
         .with_context(|| format!("SMInfo query to the SM at LID {sm_lid}"))?;
-    let info = SmInfo::decode(reply.smp_data())?;
     // The description is a nicety: an SM whose node does not answer it is still the SM.
     let description = engine
-        .call(Request::smp_get(&route, attr::NODE_DESCRIPTION, 0))
+        .get::<NodeDescription>(&route, 0)
         .ok()
-        .and_then(|r| NodeDescription::decode(r.smp_data()).ok())
         .map(|d| d.text());
     let mut report = json!({
         "lid": sm_lid,
@@ -73,7 +76,7 @@ pub fn query(engine: &mut Engine, with_sa: bool) -> Result<Value> {
     if with_sa {
         let sa = match sa_sm_info_record(engine, sm_lid) {
             Ok(rec) => {
-                let s = rec.sm_info()?;
+                let s = &rec.sm_info;
                 json!({
                     "lid": rec.lid,
                     "guid": format!("{:#018x}", s.guid),
@@ -97,16 +100,14 @@ pub fn sa_sm_info_record(engine: &mut Engine, sm_lid: u16) -> Result<SmInfoRecor
         ..Default::default()
     };
     let reply = engine
-        .call(Request::sa(
+        .call(Request::sa_get(
             sm_lid,
-            method::GET,
-            attr::SA_SM_INFO_RECORD,
             comp_mask::sm_info_record::LID,
-            &template.to_bytes(),
+            &template,
         ))
         .map_err(sa_error)
         .context("SA SMInfoRecord query")?;
-    Ok(SmInfoRecord::decode(reply.sa_data())?)
+    Ok(reply.decode::<SmInfoRecord>()?)
 }
 
 /// Turn an SA status into words; other errors pass through.

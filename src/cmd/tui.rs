@@ -13,7 +13,13 @@ use crate::tui;
 /// Keys: 1-6 or Tab switch views, / filters, s sorts, Enter opens details, r sweeps now,
 /// ? shows the help of the current view, q quits. Sweeps run in the background; the header
 /// shows how old the data is.
+///
+/// Examples:
+///   ibscope tui
+///   ibscope tui --interval 2 --node-name-map /etc/rdma/ib-node-name-map
+///   ibscope --topology fabric.json tui      # browse a saved snapshot
 #[derive(Debug, Clone, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Seconds between the end of one sweep and the start of the next.
     #[arg(long, default_value_t = 5.0, value_name = "S")]
@@ -52,7 +58,7 @@ impl LiveSource {
         Ok(LiveSource {
             engine: crate::fabric::open_engine(g)?,
             names: crate::fabric::names(g)?,
-            thresholds: ibscope_topo::counters::Thresholds::default(),
+            thresholds: crate::fabric::thresholds(g, None)?,
         })
     }
 }

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 pub use ibscope::sim::{Sim, SimOptions};
 
+pub mod net;
+
 /// Repository root (the ibscope package).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -21,11 +21,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ibscope_mad::attr::perf_attrs;
 use ibscope_mad::attr::{
-    pma_capability, ClassPortInfo, CounterValue, PortCounters, PortCountersExtended,
+    pma_capability, ClassPortInfo, CounterKind, CounterValue, PortCounters, PortCountersExtended,
+    PortSelected,
 };
 use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::{attr, method};
+use ibscope_mad::header::method;
 use serde::{Deserialize, Serialize};
 
 use crate::discover::SmpExecutor;
@@ -33,12 +35,13 @@ use crate::health::PortRef;
 use crate::model::{End, Fabric, NodeId};
 use crate::namemap::NameMap;
 
-/// The counters thresholds and `check` look at: PortCounters error counters (IBA 16.1.3.5),
-/// the first twelve of [`PORT_COUNTER_NAMES`] (the data, packet and wait counters follow).
-pub const ERROR_COUNTERS: &[&str] = PORT_COUNTER_NAMES.split_at(12).0;
+/// The counters thresholds and `check` look at: the PortCounters error counters
+/// (IBA 16.1.3.5), as the PortCounters table marks them.
+pub const ERROR_COUNTERS: &[&str] = &perf_attrs::ERROR_COUNTERS;
 
 /// Counters whose extended 64-bit form replaces the 32-bit one when available.
-const HAS_EXTENDED: [&str; 4] = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
+const HAS_EXTENDED: [&str; perf_attrs::COUNTERS_WITH_EXTENDED_FORM.len()] =
+    perf_attrs::COUNTERS_WITH_EXTENDED_FORM;
 
 /// Every counter name known: PortCounters, then the extended-only ones.
 pub fn known_counter(name: &str) -> bool {
@@ -46,42 +49,25 @@ pub fn known_counter(name: &str) -> bool {
 }
 
 /// PortCounters in specification order.
-pub const PORT_COUNTER_NAMES: [&str; 17] = [
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-    "PortXmitData",
-    "PortRcvData",
-    "PortXmitPkts",
-    "PortRcvPkts",
-    "PortXmitWait",
-];
+pub const PORT_COUNTER_NAMES: [&str; perf_attrs::PORT_COUNTER_NAMES.len()] =
+    perf_attrs::PORT_COUNTER_NAMES;
+
+/// PortCountersExtended counters in specification order.
+pub const EXTENDED_COUNTER_NAMES: [&str; perf_attrs::EXTENDED_COUNTER_NAMES.len()] =
+    perf_attrs::EXTENDED_COUNTER_NAMES;
 
 /// PortCountersExtended counters without a PortCounters counterpart.
-pub const EXTENDED_ONLY: [&str; 4] = [
-    "PortUnicastXmitPkts",
-    "PortUnicastRcvPkts",
-    "PortMulticastXmitPkts",
-    "PortMulticastRcvPkts",
-];
+pub const EXTENDED_ONLY: [&str; perf_attrs::EXTENDED_ONLY_COUNTERS.len()] =
+    perf_attrs::EXTENDED_ONLY_COUNTERS;
 
 /// Counters in bytes (converted from 4-octet words).
 pub fn is_data_counter(name: &str) -> bool {
-    name == "PortXmitData" || name == "PortRcvData"
+    perf_attrs::counter_kind(name) == Some(CounterKind::Data)
 }
 
 /// A decoded counter in the units used here: data counters in bytes.
 fn in_bytes(v: &CounterValue) -> u64 {
-    if v.data_words {
+    if v.data_words() {
         v.value.saturating_mul(4)
     } else {
         v.value
@@ -253,34 +239,22 @@ pub fn targets(fabric: &Fabric, only: Option<NodeId>, port: Option<u8>) -> Vec<C
     out
 }
 
-/// PortCounters / PortCountersExtended request payload: PortSelect at byte 1.
-fn select_payload(port: u8, counter_select: u16) -> [u8; 4] {
-    let cs = counter_select.to_be_bytes();
-    [0, port, cs[0], cs[1]]
-}
-
 /// A PortCounters-family request to one port: PortSelect and CounterSelect in the payload.
-fn port_request(
+fn port_request<A: PortSelected>(
     t: &CounterTarget,
     method_code: u8,
-    attribute: u16,
     counter_select: u16,
 ) -> Request {
-    Request::perf(
-        t.lid,
+    Request::with_value(
+        &t.lid,
         method_code,
-        attribute,
         0,
-        &select_payload(t.port, counter_select),
+        &A::selecting(t.port, counter_select),
     )
 }
 
 fn class_port_info_request(lid: u16) -> Request {
-    Request::perf(lid, method::GET, attr::CLASS_PORT_INFO, 0, &[])
-}
-
-fn extended_supported(mask: u16) -> bool {
-    mask & (pma_capability::EXTENDED_WIDTH | pma_capability::EXTENDED_WIDTH_NO_IETF) != 0
+    Request::get::<ClassPortInfo>(&lid, 0)
 }
 
 enum Query {
@@ -320,17 +294,15 @@ fn now_ms() -> u64 {
 /// when its ClassPortInfo CapabilityMask has AllPortSelect.
 pub const ALL_PORTS: u8 = 0xff;
 
-/// The widths of the PortCounters error fields: a PMA's sum may stop at any of them.
-const PORT_COUNTER_WIDTHS: [u32; 4] = [4, 8, 16, 32];
-
 /// A counter of an all-ports sum that may have stopped counting: at its own maximum, or at
 /// the maximum of a narrower PortCounters field (ibsim 0.10 stops the PortXmitDiscards sum
 /// at 255, the 8-bit PortXmitConstraintErrors limit). Such a sum bounds nothing.
 fn sum_may_have_stopped(c: &CounterValue) -> bool {
     c.bits < 64
-        && PORT_COUNTER_WIDTHS
+        && PortCounters::FIELDS
             .iter()
-            .any(|&w| w <= c.bits && c.value == (1u64 << w) - 1)
+            .filter(|f| f.counter().is_some() && f.bit_width as u32 <= c.bits)
+            .any(|f| c.value == f.max())
 }
 
 /// A port with PortCountersExtended answers this counter from it ([`PortSample::value`]).
@@ -365,7 +337,7 @@ pub fn screen(
     capability_mask: u16,
     thresholds: &Thresholds,
 ) -> Screen {
-    let has_extended = extended_supported(capability_mask);
+    let has_extended = pma_capability::has_extended_counters(capability_mask);
     for c in counters {
         if has_extended && HAS_EXTENDED.contains(&c.name) {
             continue;
@@ -500,11 +472,14 @@ fn decode_counter_reply(
 ) -> Result<Vec<CounterValue>, String> {
     let r = result.map_err(|e| e.to_string())?;
     let (port_select, values) = if extended {
-        let c = PortCountersExtended::decode(r.gmp_data())
+        let c = r
+            .decode::<PortCountersExtended>()
             .map_err(|e| format!("malformed reply: {e}"))?;
         (c.port_select, c.counters())
     } else {
-        let c = PortCounters::decode(r.gmp_data()).map_err(|e| format!("malformed reply: {e}"))?;
+        let c = r
+            .decode::<PortCounters>()
+            .map_err(|e| format!("malformed reply: {e}"))?;
         (c.port_select, c.counters())
     };
     if port_select != want {
@@ -526,13 +501,13 @@ fn push_port_reads(
         if counters {
             out.push((
                 Query::Counters(i),
-                port_request(&t, method::GET, attr::PORT_COUNTERS, 0),
+                port_request::<PortCounters>(&t, method::GET, 0),
             ));
         }
         if extended {
             out.push((
                 Query::Extended(i),
-                port_request(&t, method::GET, attr::PORT_COUNTERS_EXTENDED, 0),
+                port_request::<PortCountersExtended>(&t, method::GET, 0),
             ));
         }
     }
@@ -595,127 +570,127 @@ fn run_sweep<E: SmpExecutor>(
             push_port_reads(&mut batch, targets, members, true, false);
         }
     }
-    let mut on_done =
-        |q: Query, result: Result<Response, MadError>, out: &mut Vec<(Query, Request)>| match q {
-            Query::ClassPortInfo(g) => {
-                let members = &groups[g].1;
-                let mask = match result.map_err(|e| e.to_string()).and_then(|r| {
-                    ClassPortInfo::decode(r.gmp_data())
-                        .map(|c| c.capability_mask)
-                        .map_err(|e| format!("malformed reply: {e}"))
-                }) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        for &i in members {
-                            ports[i].errors.push(format!(
-                                "ClassPortInfo: {e} (PortCountersExtended not read)"
-                            ));
-                        }
-                        if screened_group[g] {
-                            // As unscreened: PortCounters of every port, no extended.
-                            push_port_reads(out, targets, members, true, false);
-                        }
-                        return;
+    let mut on_done = |q: Query,
+                       result: Result<Response, MadError>,
+                       out: &mut Vec<(Query, Request)>| match q {
+        Query::ClassPortInfo(g) => {
+            let members = &groups[g].1;
+            let mask = match result.map_err(|e| e.to_string()).and_then(|r| {
+                r.decode::<ClassPortInfo>()
+                    .map(|c| c.capability_mask)
+                    .map_err(|e| format!("malformed reply: {e}"))
+            }) {
+                Ok(m) => m,
+                Err(e) => {
+                    for &i in members {
+                        ports[i].errors.push(format!(
+                            "ClassPortInfo: {e} (PortCountersExtended not read)"
+                        ));
                     }
-                };
-                for &i in members {
-                    ports[i].capability_mask = Some(mask);
-                }
-                let extended = extended_supported(mask);
-                if screened_group[g] && mask & pma_capability::ALL_PORT_SELECT != 0 {
-                    let sum_target = CounterTarget {
-                        port: ALL_PORTS,
-                        ..targets[members[0]]
-                    };
-                    let want_extended = extended && thresholds_need_extended;
-                    out.push((
-                        Query::AllPorts(g),
-                        port_request(&sum_target, method::GET, attr::PORT_COUNTERS, 0),
-                    ));
-                    if want_extended {
-                        let request =
-                            port_request(&sum_target, method::GET, attr::PORT_COUNTERS_EXTENDED, 0);
-                        out.push((Query::AllPortsExtended(g), request));
+                    if screened_group[g] {
+                        // As unscreened: PortCounters of every port, no extended.
+                        push_port_reads(out, targets, members, true, false);
                     }
-                    all_ports[g] = Some(AllPortsState {
-                        mask,
-                        counters: None,
-                        extended: None,
-                        want_extended,
-                    });
-                } else {
-                    // PortCounters already queued unless this group was held for screening.
-                    push_port_reads(out, targets, members, screened_group[g], extended);
+                    return;
                 }
+            };
+            for &i in members {
+                ports[i].capability_mask = Some(mask);
             }
-            Query::AllPorts(g) | Query::AllPortsExtended(g) => {
-                let Some(state) = all_ports[g].as_mut() else {
-                    return;
+            let extended = pma_capability::has_extended_counters(mask);
+            if screened_group[g] && mask & pma_capability::ALL_PORT_SELECT != 0 {
+                let sum_target = CounterTarget {
+                    port: ALL_PORTS,
+                    ..targets[members[0]]
                 };
-                if matches!(q, Query::AllPorts(_)) {
-                    state.counters = Some(decode_counter_reply(result, false, ALL_PORTS));
-                } else {
-                    state.extended = Some(decode_counter_reply(result, true, ALL_PORTS));
+                let want_extended = extended && thresholds_need_extended;
+                out.push((
+                    Query::AllPorts(g),
+                    port_request::<PortCounters>(&sum_target, method::GET, 0),
+                ));
+                if want_extended {
+                    let request = port_request::<PortCountersExtended>(&sum_target, method::GET, 0);
+                    out.push((Query::AllPortsExtended(g), request));
                 }
-                let complete =
-                    state.counters.is_some() && (!state.want_extended || state.extended.is_some());
-                if !complete {
-                    return;
-                }
-                let (Some(state), Some(thresholds)) = (all_ports[g].take(), screen_with) else {
-                    return;
-                };
-                let sum = match state.counters {
-                    Some(Ok(sum)) => Ok(sum),
-                    Some(Err(e)) => Err(format!("PortCounters (PortSelect {ALL_PORTS}): {e}")),
-                    None => Err("no all-ports PortCounters".to_string()),
-                };
-                let extended = match state.extended {
-                    None => Ok(None),
-                    Some(Ok(e)) => Ok(Some(e)),
-                    Some(Err(e)) => Err(format!(
-                        "PortCountersExtended (PortSelect {ALL_PORTS}): {e}"
-                    )),
-                };
-                let drill = match (sum, extended) {
-                    (Ok(sum), Ok(extended)) => {
-                        match screen(&sum, extended.as_deref(), state.mask, thresholds) {
-                            Screen::Clean => {
-                                cleared[g] = Some((state.mask, sum, extended));
-                                None
-                            }
-                            Screen::DrillDown(reason) => Some(reason),
-                        }
-                    }
-                    (Err(e), _) | (_, Err(e)) => Some(e),
-                };
-                if let Some(reason) = drill {
-                    drilled.push((g, reason));
-                    push_port_reads(
-                        out,
-                        targets,
-                        &groups[g].1,
-                        true,
-                        extended_supported(state.mask),
-                    );
-                }
+                all_ports[g] = Some(AllPortsState {
+                    mask,
+                    counters: None,
+                    extended: None,
+                    want_extended,
+                });
+            } else {
+                // PortCounters already queued unless this group was held for screening.
+                push_port_reads(out, targets, members, screened_group[g], extended);
             }
-            Query::Counters(i) => match decode_counter_reply(result, false, targets[i].port) {
-                Ok(values) => {
-                    ports[i].saturated = values
-                        .iter()
-                        .filter(|v| v.saturated())
-                        .map(|v| v.name.to_string())
-                        .collect();
-                    ports[i].counters = Some(CounterSet::from_values(&values));
+        }
+        Query::AllPorts(g) | Query::AllPortsExtended(g) => {
+            let Some(state) = all_ports[g].as_mut() else {
+                return;
+            };
+            if matches!(q, Query::AllPorts(_)) {
+                state.counters = Some(decode_counter_reply(result, false, ALL_PORTS));
+            } else {
+                state.extended = Some(decode_counter_reply(result, true, ALL_PORTS));
+            }
+            let complete =
+                state.counters.is_some() && (!state.want_extended || state.extended.is_some());
+            if !complete {
+                return;
+            }
+            let (Some(state), Some(thresholds)) = (all_ports[g].take(), screen_with) else {
+                return;
+            };
+            let sum = match state.counters {
+                Some(Ok(sum)) => Ok(sum),
+                Some(Err(e)) => Err(format!("PortCounters (PortSelect {ALL_PORTS}): {e}")),
+                None => Err("no all-ports PortCounters".to_string()),
+            };
+            let extended = match state.extended {
+                None => Ok(None),
+                Some(Ok(e)) => Ok(Some(e)),
+                Some(Err(e)) => Err(format!(
+                    "PortCountersExtended (PortSelect {ALL_PORTS}): {e}"
+                )),
+            };
+            let drill = match (sum, extended) {
+                (Ok(sum), Ok(extended)) => {
+                    match screen(&sum, extended.as_deref(), state.mask, thresholds) {
+                        Screen::Clean => {
+                            cleared[g] = Some((state.mask, sum, extended));
+                            None
+                        }
+                        Screen::DrillDown(reason) => Some(reason),
+                    }
                 }
-                Err(e) => ports[i].errors.push(format!("PortCounters: {e}")),
-            },
-            Query::Extended(i) => match decode_counter_reply(result, true, targets[i].port) {
-                Ok(values) => ports[i].extended = Some(CounterSet::from_values(&values)),
-                Err(e) => ports[i].errors.push(format!("PortCountersExtended: {e}")),
-            },
-        };
+                (Err(e), _) | (_, Err(e)) => Some(e),
+            };
+            if let Some(reason) = drill {
+                drilled.push((g, reason));
+                push_port_reads(
+                    out,
+                    targets,
+                    &groups[g].1,
+                    true,
+                    pma_capability::has_extended_counters(state.mask),
+                );
+            }
+        }
+        Query::Counters(i) => match decode_counter_reply(result, false, targets[i].port) {
+            Ok(values) => {
+                ports[i].saturated = values
+                    .iter()
+                    .filter(|v| v.saturated())
+                    .map(|v| v.name.to_string())
+                    .collect();
+                ports[i].counters = Some(CounterSet::from_values(&values));
+            }
+            Err(e) => ports[i].errors.push(format!("PortCounters: {e}")),
+        },
+        Query::Extended(i) => match decode_counter_reply(result, true, targets[i].port) {
+            Ok(values) => ports[i].extended = Some(CounterSet::from_values(&values)),
+            Err(e) => ports[i].errors.push(format!("PortCountersExtended: {e}")),
+        },
+    };
     exec.execute(batch, &mut on_done);
     let switch_at = |g: usize| {
         let t = targets[groups[g].1[0]];
@@ -805,31 +780,27 @@ pub fn reset<E: SmpExecutor>(
         batch.push((Query::ClassPortInfo(g), class_port_info_request(*lid)));
         for &i in members {
             let t = targets[i];
-            let data = PortCounters {
+            let clear = PortCounters {
                 port_select: t.port,
                 counter_select: 0xffff,
                 counter_select2: 0xff,
                 ..Default::default()
-            }
-            .to_bytes();
-            batch.push((
-                Query::Counters(i),
-                Request::perf(t.lid, method::SET, attr::PORT_COUNTERS, 0, &data),
-            ));
+            };
+            batch.push((Query::Counters(i), Request::set(&t.lid, 0, &clear)));
         }
     }
     exec.execute(batch, &mut |q, result, out| match q {
         Query::ClassPortInfo(g) => {
             let mask = result
                 .ok()
-                .and_then(|r| ClassPortInfo::decode(r.gmp_data()).ok())
+                .and_then(|r| r.decode::<ClassPortInfo>().ok())
                 .map(|c| c.capability_mask);
-            if mask.is_some_and(extended_supported) {
+            if mask.is_some_and(pma_capability::has_extended_counters) {
                 for &i in &groups[g].1 {
                     let t = targets[i];
                     out.push((
                         Query::Extended(i),
-                        port_request(&t, method::SET, attr::PORT_COUNTERS_EXTENDED, 0xffff),
+                        port_request::<PortCountersExtended>(&t, method::SET, 0xffff),
                     ));
                 }
             }
@@ -996,6 +967,8 @@ impl Thresholds {
 mod tests {
     use super::*;
     use crate::model::NodeKind;
+    use ibscope_mad::attribute::{Attribute, Class, PerfMgt};
+    use ibscope_mad::header::MadHeader;
 
     #[test]
     fn error_counters_are_the_twelve_error_counters() {
@@ -1150,7 +1123,12 @@ mod tests {
 
     #[test]
     fn payload_puts_port_select_in_byte_1() {
-        assert_eq!(select_payload(7, 0xffff), [0, 7, 0xff, 0xff]);
+        let (_, t) = small_fabric();
+        let t = CounterTarget { port: 7, ..t[0] };
+        let r = port_request::<PortCountersExtended>(&t, method::SET, 0xffff);
+        assert_eq!(&r.payload::<PerfMgt>()[..4], &[0, 7, 0xff, 0xff]);
+        assert_eq!(r.header().unwrap().attribute_id, PortCountersExtended::ID);
+        assert_eq!(r.header().unwrap().method, method::SET);
     }
 
     // ---- screening: the decision ----
@@ -1523,7 +1501,8 @@ mod tests {
             remote: None,
             capability_mask: Some(mask),
             counters: Some(CounterSet::from_values(&values)),
-            extended: extended_supported(mask).then(|| CounterSet::from_values(&e.counters())),
+            extended: pma_capability::has_extended_counters(mask)
+                .then(|| CounterSet::from_values(&e.counters())),
             saturated: values
                 .iter()
                 .filter(|v| v.saturated())
@@ -1658,11 +1637,11 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             let ibscope_mad::umad::Dest::Gsi { lid, .. } = r.dest else {
                 panic!("not a GSI request")
             };
-            let attribute = u16::from_be_bytes([r.mad[16], r.mad[17]]);
-            let select = r.mad[65];
+            let attribute = r.header().unwrap().attribute_id;
+            let select = r.decode::<PortCounters>().unwrap().port_select;
             let mut mad = r.mad;
             let data: Vec<u8> = match attribute {
-                attr::CLASS_PORT_INFO => {
+                ClassPortInfo::ID => {
                     if self.no_class_port_info.contains(&lid) {
                         return Err(MadError::Timeout { attempts: 4 });
                     }
@@ -1673,8 +1652,8 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                     .to_bytes()
                     .to_vec()
                 }
-                attr::PORT_COUNTERS | attr::PORT_COUNTERS_EXTENDED => {
-                    let extended = attribute == attr::PORT_COUNTERS_EXTENDED;
+                PortCounters::ID | PortCountersExtended::ID => {
+                    let extended = attribute == PortCountersExtended::ID;
                     let (c, e) = if select == ALL_PORTS {
                         match self.all_ports {
                             AllPortsBehaviour::Timeout => {
@@ -1715,8 +1694,9 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                 }
                 other => panic!("unexpected attribute {other:#x}"),
             };
-            mad[0x03] |= 0x80; // response bit (not looked at by the sweep)
-            mad[64..64 + data.len()].copy_from_slice(&data);
+            // The response bit is not looked at by the sweep.
+            MadHeader::response.write(&mut mad, &true).unwrap();
+            PerfMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
             Ok(Response { mad: Box::new(mad) })
         }
     }
@@ -1737,8 +1717,8 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                 };
                 self.log.push((
                     lid,
-                    u16::from_be_bytes([request.mad[16], request.mad[17]]),
-                    request.mad[65],
+                    request.header().unwrap().attribute_id,
+                    request.decode::<PortCounters>().unwrap().port_select,
                 ));
                 let result = self.answer(&request);
                 on_done(token, result, &mut follow_ups);
@@ -1807,11 +1787,11 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         assert_eq!(s.sample.ports, cas);
         // The sum follows the switch's ClassPortInfo, with PortSelect 0xFF.
         let sums: Vec<_> = pma.log.iter().filter(|l| l.2 == ALL_PORTS).collect();
-        assert_eq!(sums, vec![&(1, attr::PORT_COUNTERS, ALL_PORTS)]);
+        assert_eq!(sums, vec![&(1, PortCounters::ID, ALL_PORTS)]);
         assert!(!pma
             .log
             .iter()
-            .any(|l| l.0 == 1 && l.2 != ALL_PORTS && l.1 != attr::CLASS_PORT_INFO));
+            .any(|l| l.0 == 1 && l.2 != ALL_PORTS && l.1 != ClassPortInfo::ID));
     }
 
     #[test]
@@ -1919,9 +1899,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             s.screened[0].extended.as_ref().unwrap().get("PortXmitData"),
             Some(4000)
         );
-        assert!(log
-            .log
-            .contains(&(1, attr::PORT_COUNTERS_EXTENDED, ALL_PORTS)));
+        assert!(log.log.contains(&(1, PortCountersExtended::ID, ALL_PORTS)));
         assert_eq!(s.sample.mads_sent, 9);
         let (s, plain, _) = both(pma(1001), &t);
         assert!(s.screened.is_empty());

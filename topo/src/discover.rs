@@ -17,9 +17,11 @@ type FastMap<K, V> = foldhash::HashMap<K, V>;
 type FastSet<K> = foldhash::HashSet<K>;
 use std::time::Instant;
 
-use ibscope_mad::attr::{NodeDescription, NodeInfo, PhysState, PortInfo, PortState, SwitchInfo};
+use ibscope_mad::attr::{
+    LinearForwardingTableBlock, NodeDescription, NodeInfo, PhysState, PortInfo, PortState,
+    SwitchInfo,
+};
 use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::attr;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 
 use crate::model::{DiscoveryReport, End, Fabric, Node, NodeId, NodeKind, Port, SwitchFacts};
@@ -127,26 +129,30 @@ fn route_of(path: &DrPath) -> SmpRoute {
     SmpRoute::Directed(path.clone())
 }
 
+impl Query {
+    /// The Get this query makes, along `path`.
+    fn get(&self, path: &DrPath) -> Request {
+        let route = route_of(path);
+        match self {
+            Query::Probe { .. } => Request::get::<NodeInfo>(&route, 0),
+            Query::Description { .. } => Request::get::<NodeDescription>(&route, 0),
+            Query::PortInfo { port, .. } => Request::get::<PortInfo>(&route, u32::from(*port)),
+            Query::SwitchInfo { .. } => Request::get::<SwitchInfo>(&route, 0),
+            Query::Lft { block, .. } => Request::get::<LinearForwardingTableBlock>(&route, *block),
+        }
+    }
+}
+
 impl Sweep {
     fn request(&self, q: &Query) -> Option<Request> {
-        let (path, attribute, modifier) = match q {
-            Query::Probe { path, .. } => (path.clone(), attr::NODE_INFO, 0),
-            Query::Description { node } => {
-                (self.paths.get(node)?.clone(), attr::NODE_DESCRIPTION, 0)
-            }
-            Query::PortInfo { node, port } => (
-                self.paths.get(node)?.clone(),
-                attr::PORT_INFO,
-                u32::from(*port),
-            ),
-            Query::SwitchInfo { node } => (self.paths.get(node)?.clone(), attr::SWITCH_INFO, 0),
-            Query::Lft { node, block } => (
-                self.paths.get(node)?.clone(),
-                attr::LINEAR_FORWARDING_TABLE,
-                *block,
-            ),
+        let path = match q {
+            Query::Probe { path, .. } => path,
+            Query::Description { node }
+            | Query::PortInfo { node, .. }
+            | Query::SwitchInfo { node }
+            | Query::Lft { node, .. } => self.paths.get(node)?,
         };
-        Some(Request::smp_get(&route_of(&path), attribute, modifier))
+        Some(q.get(path))
     }
 
     /// The `k`-th directed route to a switch through one of its known neighbour switches
@@ -175,29 +181,17 @@ impl Sweep {
 
     /// `q` by an alternate route (see [`Sweep::alternate_path`]), if there is one.
     fn alternate_request(&self, q: &Query, k: usize) -> Option<Request> {
-        let (path, attribute, modifier) = match q {
+        let path = match q {
             Query::Probe {
                 from: Some(end), ..
-            } => (
-                self.alternate_path(end.node, k)?.child(end.port).ok()?,
-                attr::NODE_INFO,
-                0,
-            ),
+            } => self.alternate_path(end.node, k)?.child(end.port).ok()?,
             Query::Probe { from: None, .. } => return None,
-            Query::Description { node } => {
-                (self.alternate_path(*node, k)?, attr::NODE_DESCRIPTION, 0)
+            Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
+                self.alternate_path(*node, k)?
             }
-            Query::SwitchInfo { node } => (self.alternate_path(*node, k)?, attr::SWITCH_INFO, 0),
-            Query::Lft { node, block } => (
-                self.alternate_path(*node, k)?,
-                attr::LINEAR_FORWARDING_TABLE,
-                *block,
-            ),
-            Query::PortInfo { node, port } if self.fabric.node(*node).is_switch() => (
-                self.alternate_path(*node, k)?,
-                attr::PORT_INFO,
-                u32::from(*port),
-            ),
+            Query::PortInfo { node, .. } if self.fabric.node(*node).is_switch() => {
+                self.alternate_path(*node, k)?
+            }
             Query::PortInfo { node, port } => {
                 // A CA port's PortInfo must enter through that port: vary the route to the
                 // switch in front of it.
@@ -205,14 +199,10 @@ impl Sweep {
                     node: *node,
                     port: *port,
                 })?;
-                (
-                    self.alternate_path(peer.node, k)?.child(peer.port).ok()?,
-                    attr::PORT_INFO,
-                    u32::from(*port),
-                )
+                self.alternate_path(peer.node, k)?.child(peer.port).ok()?
             }
         };
-        Some(Request::smp_get(&route_of(&path), attribute, modifier))
+        Some(q.get(&path))
     }
 
     fn push(&self, q: Query, out: &mut Vec<(Query, Request)>) {
@@ -234,13 +224,12 @@ impl Sweep {
                 return;
             }
         };
-        let data = resp.smp_data();
         match q {
-            Query::Probe { path, from } => match NodeInfo::decode(data) {
+            Query::Probe { path, from } => match resp.decode::<NodeInfo>() {
                 Ok(info) => self.on_node_info(path, from, info, out),
                 Err(e) => self.record_decode(&Query::Probe { path, from }, &e.to_string()),
             },
-            Query::Description { node } => match NodeDescription::decode(data) {
+            Query::Description { node } => match resp.decode::<NodeDescription>() {
                 Ok(d) => {
                     let n = self.fabric.node_mut(node);
                     n.description = d.text();
@@ -251,24 +240,27 @@ impl Sweep {
                 }
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::PortInfo { node, port } => match PortInfo::decode(data) {
+            Query::PortInfo { node, port } => match resp.decode::<PortInfo>() {
                 Ok(info) => self.on_port_info(node, port, &info, out),
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::SwitchInfo { node } => match SwitchInfo::decode(data) {
+            Query::SwitchInfo { node } => match resp.decode::<SwitchInfo>() {
                 Ok(info) => self.on_switch_info(node, &info, out),
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::Lft { node, block } => {
-                if let Some(sw) = self.fabric.node_mut(node).switch.as_mut() {
-                    let start = block as usize * 64;
-                    for (i, &port) in data.iter().take(64).enumerate() {
-                        if let Some(slot) = sw.lft.get_mut(start + i) {
-                            *slot = port;
+            Query::Lft { node, block } => match resp.decode::<LinearForwardingTableBlock>() {
+                Ok(lft) => {
+                    if let Some(sw) = self.fabric.node_mut(node).switch.as_mut() {
+                        let start = block as usize * 64;
+                        for (i, &port) in lft.ports.iter().enumerate() {
+                            if let Some(slot) = sw.lft.get_mut(start + i) {
+                                *slot = port;
+                            }
                         }
                     }
                 }
-            }
+                Err(e) => self.record_decode(&q, &e.to_string()),
+            },
         }
     }
 
@@ -407,7 +399,7 @@ impl Sweep {
             let q = Query::PortInfo { node, port };
             out.push((
                 q,
-                Request::smp_get(&route_of(&path), attr::PORT_INFO, u32::from(port)),
+                Request::get::<PortInfo>(&route_of(&path), u32::from(port)),
             ));
         }
     }
@@ -499,7 +491,7 @@ impl Sweep {
                             path: path.clone(),
                             from: Some(end),
                         },
-                        Request::smp_get(&route_of(&path), attr::NODE_INFO, 0),
+                        Request::get::<NodeInfo>(&route_of(&path), 0),
                     ));
                 }
             }
@@ -518,7 +510,7 @@ impl Sweep {
                             path: path.clone(),
                             from: Some(end),
                         },
-                        Request::smp_get(&route_of(&path), attr::NODE_INFO, 0),
+                        Request::get::<NodeInfo>(&route_of(&path), 0),
                     ));
                 }
             }

@@ -6,7 +6,6 @@
 
 use ibscope_mad::attr::{SmInfo, SmState};
 use ibscope_mad::engine::Request;
-use ibscope_mad::header::attr;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
 
@@ -410,7 +409,7 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
     if sm_lid == 0 {
         return SmStatus::NoSmLid;
     }
-    let request = Request::smp_get(&SmpRoute::Lid(sm_lid), attr::SM_INFO, 0);
+    let request = Request::get::<SmInfo>(&SmpRoute::Lid(sm_lid), 0);
     let mut outcome = None;
     exec.execute(vec![((), request)], &mut |(), r, _| outcome = Some(r));
     match outcome {
@@ -422,7 +421,7 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
             lid: sm_lid,
             error: e.to_string(),
         },
-        Some(Ok(r)) => match SmInfo::decode(r.smp_data()) {
+        Some(Ok(r)) => match r.decode::<SmInfo>() {
             Err(e) => SmStatus::Malformed {
                 lid: sm_lid,
                 error: e.to_string(),
@@ -430,6 +429,21 @@ pub fn read_sm<E: SmpExecutor>(exec: &mut E, sm_lid: u16) -> SmStatus {
             Ok(info) => SmStatus::Answered { lid: sm_lid, info },
         },
     }
+}
+
+/// The master SM's LID as the local port's PortInfo gives it now. An engine's own copy is
+/// from when it opened; a long-running reader (the exporter) asks again, since the LID
+/// changes when a standby SM takes over. `None` when PortInfo cannot be read.
+pub fn local_master_sm_lid<E: SmpExecutor>(exec: &mut E, local_port: u8) -> Option<u16> {
+    let route = SmpRoute::Directed(ibscope_mad::smp::DrPath::local());
+    let request = Request::get::<ibscope_mad::attr::PortInfo>(&route, u32::from(local_port));
+    let mut lid = None;
+    exec.execute(vec![((), request)], &mut |(), r, _| {
+        if let Ok(Ok(info)) = r.map(|r| r.decode::<ibscope_mad::attr::PortInfo>()) {
+            lid = Some(info.master_sm_lid);
+        }
+    });
+    lid
 }
 
 /// The finding an SM status calls for, if any: the SM must answer in state Master.

@@ -6,8 +6,10 @@
 
 use super::link::{Speed, Width};
 use super::*;
-use crate::header::{attr, MadHeader};
-use crate::smp::MadView;
+use crate::attribute::Attribute;
+use crate::header::MadHeader;
+use crate::sa::{rmpp_flags, RmppHeader, SaFrame};
+use crate::smp::{MadView, SmpFrame};
 
 pub fn hex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex length");
@@ -47,9 +49,27 @@ fn whole_mad_frames_node_info() {
     let mad = hex(NODE_INFO_SWITCH1_MAD);
     let view = MadView::parse(&mad).unwrap();
     assert!(view.is_response() && view.is_directed());
-    assert_eq!(view.header.attribute_id, attr::NODE_INFO);
+    assert_eq!(view.header.attribute_id, NodeInfo::ID);
     assert_eq!(view.smp_data(), &hex(NODE_INFO_SWITCH1)[..]);
     assert_eq!(MadHeader::decode(&mad).unwrap().mgmt_class, 0x81);
+}
+
+/// The directed-route framing of the same captured reply: D set (a reply), hop pointer and
+/// hop count 0 (the request went to the local node), M_Key 0, permissive DrSLID/DrDLID.
+#[test]
+fn whole_mad_frames_directed_route_fields() {
+    let mad = hex(NODE_INFO_SWITCH1_MAD);
+    let f = SmpFrame::decode(&mad).unwrap();
+    assert!(f.direction);
+    assert_eq!((f.hop_pointer, f.hop_count), (0, 0));
+    assert_eq!(f.m_key, 0);
+    assert_eq!((f.dr_slid, f.dr_dlid), (0xffff, 0xffff));
+    let view = MadView::parse(&mad).unwrap();
+    assert!(view.status().is_ok(), "the D bit is not a status");
+    assert_eq!(view.header.status, 0x8000);
+    let mut reframed = mad.clone();
+    f.write_fields(&mut reframed).unwrap();
+    assert_eq!(reframed, mad);
 }
 
 /// smpquery -D nodeinfo 0 (Switch1) and 0,1 (Hca1).
@@ -323,8 +343,11 @@ fn port_counters_match_perfquery() {
         ("PortRcvPkts", 18),
         ("PortXmitWait", 0),
     ];
-    let got: Vec<(&str, u64)> = c.fields().map(|f| (f.name, f.value)).collect();
+    let got: Vec<(&str, u64)> = c.counters().iter().map(|f| (f.name, f.value)).collect();
     assert_eq!(got, printed);
+    // perfquery prints the table's names: PortSelect and CounterSelect head its output too.
+    assert_eq!(PortCounters::FIELDS[0].name, "PortSelect");
+    assert_eq!(PortCounters::FIELDS[1].name, "CounterSelect");
     assert_reencodes(&b, &c.to_bytes());
     assert!(PortCounters::decode(&b[..43]).is_err());
 }
@@ -335,7 +358,7 @@ fn port_counters_extended_match_perfquery() {
     let b = hex(PORT_COUNTERS_EXT_HCA1_P1);
     let c = PortCountersExtended::decode(&b).unwrap();
     assert_eq!((c.port_select, c.counter_select), (1, 0));
-    let got: Vec<(&str, u64)> = c.fields().map(|f| (f.name, f.value)).collect();
+    let got: Vec<(&str, u64)> = c.counters().iter().map(|f| (f.name, f.value)).collect();
     assert_eq!(
         got,
         [
@@ -377,7 +400,7 @@ fn sa_records(printed: &str, len: usize) -> Vec<Vec<u8>> {
     let view_mad = sa_mad(printed);
     let view = MadView::parse(&view_mad).unwrap();
     let stride = usize::from(view.sa_attribute_offset()) * 8;
-    let data = &mad[crate::smp::SA_DATA_OFFSET..];
+    let data = &mad[SaFrame::data.spec.bytes().start..];
     crate::sa::split_records(data, view.sa_attribute_offset(), len, None)
         .unwrap()
         .into_iter()
@@ -423,10 +446,7 @@ fn sa_port_info_record_matches_saquery() {
     let recs = sa_records(SA_PIR_RESPONSE, PortInfoRecord::WIRE_LEN);
     assert_eq!(recs.len(), 1);
     let r = PortInfoRecord::decode(&recs[0]).unwrap();
-    assert_eq!(
-        (r.key.endport_lid, r.key.port_num, r.key.options),
-        (2, 1, 0)
-    );
+    assert_eq!((r.endport_lid, r.port_num, r.options), (2, 1, 0));
     let direct = PortInfo::decode(&hex(PORT_INFO_HCA1_P1)).unwrap();
     // The SA's copy is the PortInfo the SM read: identical to the SMP reply.
     assert_eq!(r.port_info, direct);
@@ -443,7 +463,7 @@ fn sa_sm_info_record_matches_saquery() {
     assert_eq!(recs.len(), 1);
     let r = SmInfoRecord::decode(&recs[0]).unwrap();
     assert_eq!(r.lid, 1);
-    let s = r.sm_info().unwrap();
+    let s = &r.sm_info;
     assert_eq!(
         (s.guid, s.sm_key, s.act_count, s.priority),
         (0x200000, 0, 87, 0)
@@ -514,16 +534,18 @@ fn sa_path_records_match_saquery() {
 /// request our framing builds for the same lookup must match it byte for byte (TID aside).
 #[test]
 fn sa_node_record_request_matches_saquery() {
-    use crate::header::method;
-    let mut template = [0u8; crate::sa::NodeRecord::WIRE_LEN];
-    template[..2].copy_from_slice(&2u16.to_be_bytes());
-    let mad = crate::smp::build_sa(
-        method::GET_TABLE,
-        attr::SA_NODE_RECORD,
-        crate::sa::comp_mask::node_record::LID,
-        0,
-        &template,
-    );
+    use crate::header::{class, method};
+    use crate::sa::{build_sa, comp_mask, NodeRecord};
+    let template = NodeRecord {
+        lid: 2,
+        ..Default::default()
+    };
+    let header = MadHeader::request(class::SUBN_ADM, method::GET_TABLE, NodeRecord::ID, 0);
+    let frame = SaFrame {
+        component_mask: comp_mask::node_record::LID,
+        ..Default::default()
+    };
+    let mad = build_sa(&header, &frame, &template.to_bytes());
     let reference = hex(concat!(
         "01030212000000000000000000000000", // TID zeroed below
         "00110000000000000000000000000000",
@@ -543,6 +565,16 @@ fn sa_records_in_simulator_reply() {
     use crate::sa::{records_in_mad, LinkRecord};
     let mad = sa_mad(SA_LR_RESPONSE);
     assert_eq!(&mad[24..36], &hex("000001000000000000000000")[..]);
+    let frame = SaFrame::decode(&mad).unwrap();
+    assert_eq!(
+        frame.rmpp,
+        RmppHeader {
+            rmpp_flags: rmpp_flags::ACTIVE,
+            ..Default::default()
+        }
+    );
+    assert_eq!((frame.sm_key, frame.attribute_offset), (0, 1));
+    assert_eq!(frame.component_mask, 1);
     let view = MadView::parse(&mad).unwrap();
     let recs = records_in_mad(&view, LinkRecord::WIRE_LEN).expect("records of a single MAD");
     let first = LinkRecord::decode(recs[0]).unwrap();

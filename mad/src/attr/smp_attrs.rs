@@ -2,8 +2,58 @@
 //! 64-byte SMP data area; layouts shorter than 64 bytes leave the rest reserved.
 
 use crate::attr::link::{Speed, SpeedSet, Width, WidthSet};
+use crate::attribute::{Attribute, SubnMgt};
 use crate::error::DecodeError;
+use crate::error::EncodeError;
+use crate::wire::{Field, FieldValue, Nested};
 use crate::wire_struct;
+
+/// The codec of an SMP attribute that is 64 raw bytes, held in one array field: decode,
+/// encode, nesting (a NodeRecord holds a NodeDescription) and the [`Attribute`] impl.
+macro_rules! raw_64_codec {
+    ($ty:ident . $raw:ident, $id:expr, $name:literal) => {
+        impl $ty {
+            pub const WIRE_LEN: usize = 64;
+            pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
+                crate::wire::need(buf, Self::WIRE_LEN, $name)?;
+                Ok($ty {
+                    $raw: Field::read(buf, 0, 8 * Self::WIRE_LEN)?,
+                })
+            }
+            pub fn to_bytes(&self) -> [u8; 64] {
+                self.$raw
+            }
+            pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), EncodeError> {
+                self.$raw.write(buf, 0, 8 * Self::WIRE_LEN, $name)
+            }
+        }
+
+        impl Nested for $ty {
+            const WIRE_LEN: usize = 64;
+            fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
+                Self::decode(buf)
+            }
+            fn encode_into(&self, buf: &mut [u8]) -> Result<(), EncodeError> {
+                Self::encode_into(self, buf)
+            }
+            fn value(&self) -> FieldValue<'_> {
+                FieldValue::Bytes(&self.$raw)
+            }
+        }
+
+        impl Attribute for $ty {
+            type Class = SubnMgt;
+            const ID: u16 = $id;
+            const NAME: &'static str = $name;
+            fn decode(payload: &[u8]) -> Result<Self, DecodeError> {
+                Self::decode(payload)
+            }
+            fn encode_into(&self, payload: &mut [u8]) -> Result<(), EncodeError> {
+                Self::encode_into(self, payload)
+            }
+        }
+    };
+}
 
 crate::coded_enum! {
     /// NodeInfo NodeType (IBA 14.2.5.3).
@@ -16,24 +66,24 @@ crate::coded_enum! {
 
 wire_struct! {
     /// NodeInfo (IBA 14.2.5.3).
-    pub struct NodeInfo (40) {
-        pub base_version: u8 = 0, 8;
-        pub class_version: u8 = 8, 8;
+    pub struct NodeInfo (40) attribute(SubnMgt, 0x0011, "NodeInfo") {
+        pub base_version: u8 = 0, 8, "BaseVers";
+        pub class_version: u8 = 8, 8, "ClassVers";
         /// Raw NodeType code; see [`NodeInfo::kind`].
-        pub node_type: u8 = 16, 8;
-        pub num_ports: u8 = 24, 8;
+        pub node_type: u8 = 16, 8, "NodeType";
+        pub num_ports: u8 = 24, 8, "NumPorts";
         #[serde(with = "crate::codes::guid")]
-        pub system_image_guid: u64 = 32, 64;
+        pub system_image_guid: u64 = 32, 64, "SystemGuid";
         #[serde(with = "crate::codes::guid")]
-        pub node_guid: u64 = 96, 64;
+        pub node_guid: u64 = 96, 64, "Guid";
         #[serde(with = "crate::codes::guid")]
-        pub port_guid: u64 = 160, 64;
-        pub partition_cap: u16 = 224, 16;
-        pub device_id: u16 = 240, 16;
-        pub revision: u32 = 256, 32;
+        pub port_guid: u64 = 160, 64, "PortGuid";
+        pub partition_cap: u16 = 224, 16, "PartCap";
+        pub device_id: u16 = 240, 16, "DevId";
+        pub revision: u32 = 256, 32, "Revision";
         /// The port the request entered by (0 for a switch's management port).
-        pub local_port_num: u8 = 288, 8;
-        pub vendor_id: u32 = 296, 24;
+        pub local_port_num: u8 = 288, 8, "LocalPort";
+        pub vendor_id: u32 = 296, 24, "VendorId";
     }
 }
 
@@ -97,14 +147,9 @@ impl Default for NodeDescription {
     }
 }
 
+raw_64_codec!(NodeDescription.raw, 0x0010, "NodeDescription");
+
 impl NodeDescription {
-    pub const WIRE_LEN: usize = 64;
-    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, Self::WIRE_LEN, "NodeDescription")?;
-        let mut raw = [0u8; 64];
-        raw.copy_from_slice(&buf[..64]);
-        Ok(NodeDescription { raw })
-    }
     /// Text truncated to 64 bytes (possibly inside a UTF-8 sequence, as a node would).
     pub fn from_text(text: &str) -> Self {
         let mut raw = [0u8; 64];
@@ -112,21 +157,6 @@ impl NodeDescription {
         let n = b.len().min(64);
         raw[..n].copy_from_slice(&b[..n]);
         NodeDescription { raw }
-    }
-    pub fn to_bytes(&self) -> [u8; 64] {
-        self.raw
-    }
-    pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), crate::EncodeError> {
-        let got = buf.len();
-        let dst = buf
-            .get_mut(..Self::WIRE_LEN)
-            .ok_or(crate::EncodeError::BufferTooSmall {
-                what: "NodeDescription",
-                need: Self::WIRE_LEN,
-                got,
-            })?;
-        dst.copy_from_slice(&self.raw);
-        Ok(())
     }
     /// The bytes up to the first NUL.
     pub fn as_bytes(&self) -> &[u8] {
@@ -143,72 +173,72 @@ impl NodeDescription {
 wire_struct! {
     /// PortInfo (IBA 14.2.5.6), every field. On a switch only port 0 carries the LID and
     /// the M_Key/GID fields; external ports report them as 0.
-    pub struct PortInfo (64) {
-        pub m_key: u64 = 0, 64;
-        pub gid_prefix: u64 = 64, 64;
-        pub lid: u16 = 128, 16;
-        pub master_sm_lid: u16 = 144, 16;
+    pub struct PortInfo (64) attribute(SubnMgt, 0x0015, "PortInfo") {
+        pub m_key: u64 = 0, 64, "Mkey";
+        pub gid_prefix: u64 = 64, 64, "GidPrefix";
+        pub lid: u16 = 128, 16, "Lid";
+        pub master_sm_lid: u16 = 144, 16, "SMLid";
         /// See [`capability`].
-        pub capability_mask: u32 = 160, 32;
-        pub diag_code: u16 = 192, 16;
-        pub m_key_lease_period: u16 = 208, 16;
-        pub local_port_num: u8 = 224, 8;
+        pub capability_mask: u32 = 160, 32, "CapMask";
+        pub diag_code: u16 = 192, 16, "DiagCode";
+        pub m_key_lease_period: u16 = 208, 16, "MkeyLeasePeriod";
+        pub local_port_num: u8 = 224, 8, "LocalPort";
         /// Bit mask as in [`WidthSet`]; 0xff means "set to supported" in a Set.
-        pub link_width_enabled: u8 = 232, 8;
-        pub link_width_supported: u8 = 240, 8;
-        pub link_width_active: u8 = 248, 8;
+        pub link_width_enabled: u8 = 232, 8, "LinkWidthEnabled";
+        pub link_width_supported: u8 = 240, 8, "LinkWidthSupported";
+        pub link_width_active: u8 = 248, 8, "LinkWidthActive";
         /// 1 = SDR, 2 = DDR, 4 = QDR (a mask).
-        pub link_speed_supported: u8 = 256, 4;
+        pub link_speed_supported: u8 = 256, 4, "LinkSpeedSupported";
         /// See [`PortState`].
-        pub port_state: u8 = 260, 4;
+        pub port_state: u8 = 260, 4, "LinkState";
         /// See [`PhysState`].
-        pub port_phys_state: u8 = 264, 4;
-        pub link_down_default_state: u8 = 268, 4;
-        pub m_key_protect_bits: u8 = 272, 2;
-        pub lmc: u8 = 277, 3;
-        pub link_speed_active: u8 = 280, 4;
-        pub link_speed_enabled: u8 = 284, 4;
+        pub port_phys_state: u8 = 264, 4, "PhysLinkState";
+        pub link_down_default_state: u8 = 268, 4, "LinkDownDefState";
+        pub m_key_protect_bits: u8 = 272, 2, "ProtectBits";
+        pub lmc: u8 = 277, 3, "LMC";
+        pub link_speed_active: u8 = 280, 4, "LinkSpeedActive";
+        pub link_speed_enabled: u8 = 284, 4, "LinkSpeedEnabled";
         /// MTU code; see [`mtu_bytes`].
-        pub neighbor_mtu: u8 = 288, 4;
-        pub master_sm_sl: u8 = 292, 4;
-        pub vl_cap: u8 = 296, 4;
-        pub init_type: u8 = 300, 4;
-        pub vl_high_limit: u8 = 304, 8;
-        pub vl_arbitration_high_cap: u8 = 312, 8;
-        pub vl_arbitration_low_cap: u8 = 320, 8;
-        pub init_type_reply: u8 = 328, 4;
-        pub mtu_cap: u8 = 332, 4;
-        pub vl_stall_count: u8 = 336, 3;
-        pub hoq_life: u8 = 339, 5;
-        pub operational_vls: u8 = 344, 4;
-        pub partition_enforcement_inbound: bool = 348, 1;
-        pub partition_enforcement_outbound: bool = 349, 1;
-        pub filter_raw_inbound: bool = 350, 1;
-        pub filter_raw_outbound: bool = 351, 1;
-        pub m_key_violations: u16 = 352, 16;
-        pub p_key_violations: u16 = 368, 16;
-        pub q_key_violations: u16 = 384, 16;
-        pub guid_cap: u8 = 400, 8;
-        pub client_reregister: bool = 408, 1;
-        pub multicast_pkey_trap_suppression_enabled: u8 = 409, 2;
-        pub subnet_timeout: u8 = 411, 5;
-        pub resp_time_value: u8 = 419, 5;
-        pub local_phy_errors: u8 = 424, 4;
-        pub overrun_errors: u8 = 428, 4;
-        pub max_credit_hint: u16 = 432, 16;
+        pub neighbor_mtu: u8 = 288, 4, "NeighborMTU";
+        pub master_sm_sl: u8 = 292, 4, "SMSL";
+        pub vl_cap: u8 = 296, 4, "VLCap";
+        pub init_type: u8 = 300, 4, "InitType";
+        pub vl_high_limit: u8 = 304, 8, "VLHighLimit";
+        pub vl_arbitration_high_cap: u8 = 312, 8, "VLArbHighCap";
+        pub vl_arbitration_low_cap: u8 = 320, 8, "VLArbLowCap";
+        pub init_type_reply: u8 = 328, 4, "InitReply";
+        pub mtu_cap: u8 = 332, 4, "MtuCap";
+        pub vl_stall_count: u8 = 336, 3, "VLStallCount";
+        pub hoq_life: u8 = 339, 5, "HoqLife";
+        pub operational_vls: u8 = 344, 4, "OperVLs";
+        pub partition_enforcement_inbound: bool = 348, 1, "PartEnforceInb";
+        pub partition_enforcement_outbound: bool = 349, 1, "PartEnforceOutb";
+        pub filter_raw_inbound: bool = 350, 1, "FilterRawInb";
+        pub filter_raw_outbound: bool = 351, 1, "FilterRawOutb";
+        pub m_key_violations: u16 = 352, 16, "MkeyViolations";
+        pub p_key_violations: u16 = 368, 16, "PkeyViolations";
+        pub q_key_violations: u16 = 384, 16, "QkeyViolations";
+        pub guid_cap: u8 = 400, 8, "GuidCap";
+        pub client_reregister: bool = 408, 1, "ClientReregister";
+        pub multicast_pkey_trap_suppression_enabled: u8 = 409, 2, "McastPkeyTrapSuppressionEnabled";
+        pub subnet_timeout: u8 = 411, 5, "SubnetTimeout";
+        pub resp_time_value: u8 = 419, 5, "RespTimeVal";
+        pub local_phy_errors: u8 = 424, 4, "LocalPhysErr";
+        pub overrun_errors: u8 = 428, 4, "OverrunErr";
+        pub max_credit_hint: u16 = 432, 16, "MaxCreditHint";
         /// 1 = XDR; valid only with CapabilityMask2 IsExtendedSpeeds2Supported.
-        pub link_speed_ext_active2: u8 = 449, 2;
-        pub link_speed_ext_supported2: u8 = 451, 2;
-        pub link_speed_ext_enabled2: u8 = 453, 3;
-        pub link_round_trip_latency: u32 = 456, 24;
+        pub link_speed_ext_active2: u8 = 449, 2, "LinkSpeedExtActive2";
+        pub link_speed_ext_supported2: u8 = 451, 2, "LinkSpeedExtSupported2";
+        pub link_speed_ext_enabled2: u8 = 453, 3, "LinkSpeedExtEnabled2";
+        pub link_round_trip_latency: u32 = 456, 24, "RoundTrip";
         /// See [`capability2`].
-        pub capability_mask2: u16 = 480, 16;
+        pub capability_mask2: u16 = 480, 16, "CapabilityMask2";
         /// 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR; valid only with IsExtendedSpeedsSupported.
-        pub link_speed_ext_active: u8 = 496, 4;
-        pub link_speed_ext_supported: u8 = 500, 4;
+        pub link_speed_ext_active: u8 = 496, 4, "LinkSpeedExtActive";
+        pub link_speed_ext_supported: u8 = 500, 4, "LinkSpeedExtSupported";
         /// A mask as `link_speed_ext_supported`; 30 = extended speeds disabled, 31 = "set to
         /// supported".
-        pub link_speed_ext_enabled: u8 = 507, 5;
+        pub link_speed_ext_enabled: u8 = 507, 5, "LinkSpeedExtEnabled";
     }
 }
 
@@ -377,26 +407,26 @@ pub fn mtu_bytes(code: u8) -> Option<u32> {
 
 wire_struct! {
     /// SwitchInfo (IBA 14.2.5.4), every field.
-    pub struct SwitchInfo (20) {
-        pub linear_fdb_cap: u16 = 0, 16;
-        pub random_fdb_cap: u16 = 16, 16;
-        pub multicast_fdb_cap: u16 = 32, 16;
+    pub struct SwitchInfo (20) attribute(SubnMgt, 0x0012, "SwitchInfo") {
+        pub linear_fdb_cap: u16 = 0, 16, "LinearFdbCap";
+        pub random_fdb_cap: u16 = 16, 16, "RandomFdbCap";
+        pub multicast_fdb_cap: u16 = 32, 16, "McastFdbCap";
         /// Highest LID programmed in the LFT.
-        pub linear_fdb_top: u16 = 48, 16;
-        pub default_port: u8 = 64, 8;
-        pub default_multicast_primary_port: u8 = 72, 8;
-        pub default_multicast_not_primary_port: u8 = 80, 8;
-        pub life_time_value: u8 = 88, 5;
-        pub port_state_change: bool = 93, 1;
-        pub optimized_sl_to_vl_mapping_programming: u8 = 94, 2;
-        pub lids_per_port: u16 = 96, 16;
-        pub partition_enforcement_cap: u16 = 112, 16;
-        pub inbound_enforcement_cap: bool = 128, 1;
-        pub outbound_enforcement_cap: bool = 129, 1;
-        pub filter_raw_inbound_cap: bool = 130, 1;
-        pub filter_raw_outbound_cap: bool = 131, 1;
-        pub enhanced_port0: bool = 132, 1;
-        pub multicast_fdb_top: u16 = 144, 16;
+        pub linear_fdb_top: u16 = 48, 16, "LinearFdbTop";
+        pub default_port: u8 = 64, 8, "DefPort";
+        pub default_multicast_primary_port: u8 = 72, 8, "DefMcastPrimPort";
+        pub default_multicast_not_primary_port: u8 = 80, 8, "DefMcastNotPrimPort";
+        pub life_time_value: u8 = 88, 5, "LifeTime";
+        pub port_state_change: bool = 93, 1, "StateChange";
+        pub optimized_sl_to_vl_mapping_programming: u8 = 94, 2, "OptSLtoVLMapping";
+        pub lids_per_port: u16 = 96, 16, "LidsPerPort";
+        pub partition_enforcement_cap: u16 = 112, 16, "PartEnforceCap";
+        pub inbound_enforcement_cap: bool = 128, 1, "InboundPartEnf";
+        pub outbound_enforcement_cap: bool = 129, 1, "OutboundPartEnf";
+        pub filter_raw_inbound_cap: bool = 130, 1, "FilterRawInbound";
+        pub filter_raw_outbound_cap: bool = 131, 1, "FilterRawOutbound";
+        pub enhanced_port0: bool = 132, 1, "EnhancedPort0";
+        pub multicast_fdb_top: u16 = 144, 16, "MulticastFDBTop";
     }
 }
 
@@ -433,35 +463,19 @@ impl TryFrom<Vec<u8>> for LinearForwardingTableBlock {
     }
 }
 
+raw_64_codec!(
+    LinearForwardingTableBlock.ports,
+    0x0019,
+    "LinearForwardingTable"
+);
+
 impl LinearForwardingTableBlock {
-    pub const WIRE_LEN: usize = 64;
     /// LIDs per block.
     pub const LIDS_PER_BLOCK: u32 = 64;
     /// Entry meaning "no route" (OpenSM fills unused LIDs with it; IBA calls ports above
     /// NumPorts invalid).
     pub const UNSET: u8 = 0xff;
 
-    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::need(buf, Self::WIRE_LEN, "LinearForwardingTable")?;
-        let mut ports = [0u8; 64];
-        ports.copy_from_slice(&buf[..64]);
-        Ok(LinearForwardingTableBlock { ports })
-    }
-    pub fn to_bytes(&self) -> [u8; 64] {
-        self.ports
-    }
-    pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), crate::EncodeError> {
-        let got = buf.len();
-        let dst = buf
-            .get_mut(..Self::WIRE_LEN)
-            .ok_or(crate::EncodeError::BufferTooSmall {
-                what: "LinearForwardingTable",
-                need: Self::WIRE_LEN,
-                got,
-            })?;
-        dst.copy_from_slice(&self.ports);
-        Ok(())
-    }
     /// The block (attribute modifier) that holds `lid`.
     pub fn block_of(lid: u16) -> u32 {
         u32::from(lid) / Self::LIDS_PER_BLOCK
@@ -497,15 +511,15 @@ crate::coded_enum! {
 
 wire_struct! {
     /// SMInfo (IBA 14.2.5.13).
-    pub struct SmInfo (24) {
+    pub struct SmInfo (24) attribute(SubnMgt, 0x0020, "SMInfo") {
         #[serde(with = "crate::codes::guid")]
-        pub guid: u64 = 0, 64;
-        pub sm_key: u64 = 64, 64;
+        pub guid: u64 = 0, 64, "SmInfoGuid";
+        pub sm_key: u64 = 64, 64, "SmInfoKey";
         /// Incremented by the master SM as it works: a stuck value means a stuck SM.
-        pub act_count: u32 = 128, 32;
-        pub priority: u8 = 160, 4;
+        pub act_count: u32 = 128, 32, "SmActivity";
+        pub priority: u8 = 160, 4, "SmPriority";
         /// See [`SmState`].
-        pub sm_state: u8 = 164, 4;
+        pub sm_state: u8 = 164, 4, "SmState";
     }
 }
 

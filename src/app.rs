@@ -1,0 +1,162 @@
+//! The command line: the clap definition of `ibscope` and the dispatch to each command.
+//! It lives in the library so that completions, man pages and tests see the same tree the
+//! binary parses.
+
+use std::process::ExitCode;
+
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::cli::Global;
+use crate::cmd;
+use crate::config;
+
+/// InfiniBand fabric diagnostics: discovery, link health, counters, routing, live TUI.
+///
+/// Every command reads the fabric through the local HCA's management port (libibumad),
+/// or a saved topology with --topology. Nothing changes the fabric unless the command's
+/// name says so (`counters --reset`, `port disable|enable`).
+///
+/// Defaults come from /etc/ibscope/config.toml and ~/.config/ibscope/config.toml (see
+/// `ibscope config show`), the node-name map from /etc/rdma/ib-node-name-map and the
+/// counter thresholds from /etc/infiniband-diags/error_thresholds when present; flags win.
+///
+/// Exit codes: 0 ok/healthy/equal, 1 findings or differences, 2 could not run.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ibscope",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = EXAMPLES
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  ibscope demo                       # a simulated faulty fabric, no hardware needed
+  ibscope check                      # one health report; exit 1 on findings
+  ibscope links --degraded           # links running below what they could
+  ibscope counters --interval 5      # error and traffic rates of every port
+  ibscope serve                      # Prometheus exporter on 127.0.0.1:9315
+  ibscope config show                # the defaults in force and where they come from";
+
+/// Each variant's `about` is its line in `ibscope --help`; the command's own doc comment
+/// (with its examples) is its `--help`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    #[command(
+        about = "A bundled simulated fabric with planted faults, ibscope attached (start here)"
+    )]
+    Demo(cmd::demo::Args),
+    #[command(
+        about = "Fabric health in one report: degraded links, port states, error counters, SM"
+    )]
+    Check(cmd::check::Args),
+    #[command(
+        about = "Port counters (PortCounters/PortCountersExtended) of every port; rates; reset"
+    )]
+    Counters(cmd::counters::Args),
+    #[command(about = "Discover the fabric and export it (ibnetdiscover text, JSON, DOT)")]
+    Discover(cmd::discover::Args),
+    #[command(about = "Compare two topology files: nodes, links, width/speed/state changes")]
+    Diff(cmd::diff::Args),
+    #[command(
+        about = "This host's RDMA devices, ports, PCIe links, GPUs; --check: ready for a job?"
+    )]
+    Host(cmd::host::Args),
+    #[command(
+        about = "Every link with both ends' width/speed/state and what it could be (iblinkinfo)"
+    )]
+    Links(cmd::links::Args),
+    #[command(
+        about = "Disable or enable one port's link (writes: a PortInfo Set, like ibportstate)"
+    )]
+    Port(cmd::port::Args),
+    #[command(about = "Query one attribute of one node or port (the smpquery equivalent)")]
+    Query(cmd::query::Args),
+    #[command(
+        about = "Routing analysis: dump and trace LFT routes, check for black holes, loops and \
+                 credit loops, predict a collective's bandwidth on the actual routes"
+    )]
+    Route(cmd::route::Args),
+    #[command(about = "Ask the Subnet Administrator for records: nodes by LID, path records")]
+    Sa(cmd::sa::Args),
+    #[command(
+        about = "Prometheus exporter: counters, link state and health over HTTP (/metrics, /healthz)"
+    )]
+    Serve(cmd::serve::Args),
+    #[command(about = "Run, drive and generate simulated fabrics (ibsim + OpenSM)")]
+    Sim(cmd::sim::Args),
+    #[command(
+        about = "Interactive terminal UI: overview, nodes, links, counters, routing, events"
+    )]
+    Tui(cmd::tui::Args),
+    #[command(
+        about = "The master subnet manager: LID, GUID, priority, state, activity (the sminfo equivalent)"
+    )]
+    Sm(cmd::sm::Args),
+    #[command(
+        about = "The settings in force (config files, environment, flags) and where each comes from"
+    )]
+    Config(cmd::config::Args),
+    #[command(about = "Shell completions for bash, zsh or fish, generated from this command line")]
+    Completions(cmd::completions::Args),
+    #[command(about = "Man pages for ibscope and each of its commands")]
+    Man(cmd::man::Args),
+}
+
+/// The clap command tree (for completions, man pages and tests).
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// Parse the command line, apply the configured defaults and run the command.
+pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
+    let mut cli = Cli::from_arg_matches(matches).map_err(|e| e.format(&mut command()))?;
+    crate::init_logging(cli.global.verbose);
+    // Completions and man pages describe the command line, not a setup: a broken config
+    // file must not keep an operator from getting them.
+    let settings = match &cli.command {
+        Command::Completions(_) | Command::Man(_) => None,
+        _ => Some(config::apply(
+            &mut cli,
+            matches,
+            &config::Env::from_process(),
+        )?),
+    };
+    let g = &cli.global;
+    match &cli.command {
+        Command::Demo(a) => cmd::demo::run(g, a),
+        Command::Check(a) => cmd::check::run(g, a),
+        Command::Counters(a) => cmd::counters::run(g, a),
+        Command::Discover(a) => cmd::discover::run(g, a),
+        Command::Diff(a) => cmd::diff::run(g, a),
+        Command::Host(a) => cmd::host::run(g, a),
+        Command::Links(a) => cmd::links::run(g, a),
+        Command::Port(a) => cmd::port::run(g, a),
+        Command::Query(a) => cmd::query::run(g, a),
+        Command::Route(a) => cmd::route::run(g, a),
+        Command::Sa(a) => cmd::sa::run(g, a),
+        Command::Serve(a) => cmd::serve::run(g, a),
+        Command::Sim(a) => cmd::sim::run(g, a),
+        Command::Tui(a) => cmd::tui::run(g, a),
+        Command::Sm(a) => cmd::sm::run(g, a),
+        Command::Config(a) => cmd::config::run(a, settings.as_ref()),
+        Command::Completions(a) => cmd::completions::run(a),
+        Command::Man(a) => cmd::man::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks: ids named by conflicts/requires exist, no duplicate flags.
+        super::command().debug_assert();
+    }
+}
