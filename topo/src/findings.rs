@@ -54,6 +54,13 @@ pub enum FindingKind {
     DuplicateLid,
     DiscoveryError,
     NoMasterSm,
+    HcaPortNotActive,
+    HcaRateBelowNorm,
+    PcieLinkDegraded,
+    PeerMemoryMissing,
+    MixedFirmware,
+    MixedDriver,
+    VerbsUnusable,
 }
 
 /// What is known of one kind of finding.
@@ -68,7 +75,7 @@ pub struct KindFacts {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 9] = {
+pub const FINDING_KINDS: [KindFacts; 16] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -138,6 +145,48 @@ pub const FINDING_KINDS: [KindFacts; 9] = {
             "no-master-sm",
             Error,
             "no subnet manager answers as master",
+        ),
+        k(
+            HcaPortNotActive,
+            "hca-port-not-active",
+            Error,
+            "a local RDMA port is not Active: no link, or no SM brought it up",
+        ),
+        k(
+            HcaRateBelowNorm,
+            "hca-rate-below-norm",
+            Warning,
+            "a local port runs below the host's most common rate (or --expect)",
+        ),
+        k(
+            PcieLinkDegraded,
+            "pcie-link-degraded",
+            Warning,
+            "an HCA's PCIe link trained below capability or its port's rate",
+        ),
+        k(
+            PeerMemoryMissing,
+            "peer-memory-missing",
+            Warning,
+            "NVIDIA GPUs, but neither nvidia_peermem nor nv_peer_mem is loaded",
+        ),
+        k(
+            MixedFirmware,
+            "mixed-firmware",
+            Warning,
+            "HCAs of one model on this host run different firmware versions",
+        ),
+        k(
+            MixedDriver,
+            "mixed-driver",
+            Warning,
+            "this host's RDMA devices run under different drivers or versions",
+        ),
+        k(
+            VerbsUnusable,
+            "verbs-unusable",
+            Error,
+            "libibverbs cannot list, open or query a device the kernel shows",
         ),
     ]
 };
