@@ -24,17 +24,6 @@ use serde::Serialize;
 
 use crate::model::{Device, Host, LinkLayer, PeerMemory, Port, VerbsStatus};
 
-/// Every kind of finding the preflight reports, in rule order.
-pub const HOST_KINDS: [FindingKind; 7] = [
-    FindingKind::VerbsUnusable,
-    FindingKind::HcaPortNotActive,
-    FindingKind::HcaRateBelowNorm,
-    FindingKind::PcieLinkDegraded,
-    FindingKind::PeerMemoryMissing,
-    FindingKind::MixedFirmware,
-    FindingKind::MixedDriver,
-];
-
 /// What the preflight is told.
 #[derive(Debug, Clone, Default)]
 pub struct PreflightOptions {

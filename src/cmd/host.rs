@@ -11,7 +11,7 @@ use ibscope_host::model::{
 };
 use ibscope_host::{HostFinding, Norms, PreflightOptions};
 use ibscope_topo::escape::for_terminal;
-use ibscope_topo::findings::Severity;
+use ibscope_topo::findings::{self, Severity};
 use ibscope_topo::health::Rate;
 use serde::Serialize;
 
@@ -57,8 +57,10 @@ pub struct Args {
 /// The finding kinds --check reports, from the shared table.
 fn kinds_help() -> String {
     let mut text = String::from("Findings of --check:\n");
-    for kind in ibscope_host::preflight::HOST_KINDS {
-        let facts = kind.facts();
+    let host_kinds = findings::FINDING_KINDS
+        .iter()
+        .filter(|k| k.scope == findings::Scope::Host);
+    for facts in host_kinds {
         text.push_str(&format!(
             "  {:<21} {:<7} {}\n",
             facts.name,

@@ -364,7 +364,7 @@ fn findings_family(
         "gauge",
         "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
-    for (kind, n) in findings::count_by_kind(&found) {
+    for (kind, n) in findings::count_by_kind(&found, findings::Scope::Fabric) {
         let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
         sample_line(out, "ibscope_findings", &labels, n);
     }
