@@ -10,12 +10,12 @@ use super::{
 use crate::attribute::{Attribute, Class};
 use crate::header::{class, class_version, MadHeader};
 use crate::smp::SmpFrame;
-use crate::umad::UmadPort;
+use crate::transport::AnyPort;
 
-/// The request engine over one local port ([`UmadPort`]; tests drive it over a fake
-/// [`MadPort`]).
+/// The request engine over one port ([`AnyPort`]: a local umad port or a relay; tests
+/// drive it over a fake [`MadPort`]).
 #[derive(Debug)]
-pub struct Engine<P: MadPort = UmadPort> {
+pub struct Engine<P: MadPort = AnyPort> {
     port: P,
     config: EngineConfig,
     /// Agent per management class, registered on first use.
@@ -35,14 +35,23 @@ fn ceil_ms(d: Duration) -> u32 {
     u32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
-impl Engine<UmadPort> {
-    /// Open a local port (see [`UmadPort::open`] for the defaults).
+impl Engine<AnyPort> {
+    /// Open a local port (see [`crate::umad::UmadPort::open`] for the defaults).
     pub fn open(
         ca: Option<&str>,
         port: Option<u8>,
         config: EngineConfig,
     ) -> Result<Engine, TransportError> {
-        let port = UmadPort::open(ca, port)?;
+        Ok(Engine::over(AnyPort::open(ca, port)?, config))
+    }
+
+    /// Reach a port through an agent started by `command` (see [`crate::relay`]).
+    pub fn relay(command: &str, config: EngineConfig) -> Result<Engine, TransportError> {
+        Ok(Engine::over(AnyPort::relay(command)?, config))
+    }
+
+    /// An engine over `port`, TIDs starting somewhere unpredictable.
+    pub fn over(port: AnyPort, config: EngineConfig) -> Engine {
         // Start TIDs somewhere unpredictable so a stray reply meant for an earlier process
         // on this port is unlikely to match.
         let seed = std::time::SystemTime::now()
@@ -50,7 +59,12 @@ impl Engine<UmadPort> {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0)
             ^ (std::process::id() << 12);
-        Ok(Engine::with_port(port, config, seed | 1))
+        Engine::with_port(port, config, seed | 1)
+    }
+
+    /// The relay command, when the port is reached through one.
+    pub fn relay_command(&self) -> Option<&str> {
+        self.port.relay_command()
     }
 }
 
