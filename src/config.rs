@@ -95,6 +95,8 @@ pub struct FileConfig {
     node_name_map: Option<PathBuf>,
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
+    /// `[[fabric]]` tables: named fabrics (see `crate::fabrics`).
+    fabric: Option<Vec<crate::fabrics::FabricConfig>>,
 }
 
 /// The `[serve]` table.
@@ -418,6 +420,28 @@ fn apply_global(
     out.push(Setting {
         key: "thresholds",
         value: path_value(g.thresholds.as_deref()),
+        source,
+        note,
+    });
+
+    // The last file with [[fabric]] tables gives the whole list.
+    let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
+        Some((list, source)) => {
+            if let Err(e) = crate::fabrics::FabricConfig::validate(&list) {
+                bail!("config file {source}: {e}");
+            }
+            (list, source, None)
+        }
+        None => (
+            Vec::new(),
+            Source::Default,
+            Some("none: fabrics are named CA:port"),
+        ),
+    };
+    g.fabrics = fabrics;
+    out.push(Setting {
+        key: "fabric",
+        value: serde_json::to_value(&g.fabrics).unwrap_or(Value::Null),
         source,
         note,
     });

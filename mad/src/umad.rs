@@ -384,14 +384,15 @@ pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
 }
 
 /// Whether a port can carry subnet management traffic at all.
-fn is_ib(p: &LocalPort) -> bool {
+pub fn is_ib(p: &LocalPort) -> bool {
     // Older kernels have no link_layer file: libibumad then leaves it empty, which means IB.
     p.link_layer.is_empty() || p.link_layer == "IB" || p.link_layer == "InfiniBand"
 }
 
 /// Pick the port `open` uses: the named one, else the first active InfiniBand port of the
-/// named (or any) CA, else the first InfiniBand port of the first CA.
-fn choose_port(
+/// named (or any) CA, else the first InfiniBand port of the first CA. `cas` as
+/// [`ca_names`] and [`ca_ports`] give them.
+pub fn choose_port(
     cas: &[(String, Vec<LocalPort>)],
     ca: Option<&str>,
     port: Option<u8>,
