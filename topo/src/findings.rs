@@ -271,6 +271,9 @@ pub struct Finding {
     pub value: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<u64>,
+    /// The fabric it was found on, when a command looks at several (its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<String>,
 }
 
 impl Finding {
@@ -284,6 +287,7 @@ impl Finding {
             counter: None,
             value: None,
             threshold: None,
+            fabric: None,
         }
     }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {

@@ -115,26 +115,33 @@ fn counter_families<L: AsRef<str>>(
     }
 }
 
-/// The page of `ibscope counters --format prom`: every counter of every port of `sample`,
-/// labelled by node name, node GUID, LID and port.
-pub fn counters_page(sample: &Sample) -> String {
-    let ports: Vec<(&PortSample, String)> = sample
-        .ports
+/// The page of `ibscope counters --format prom`: every counter of every port of each
+/// fabric's sample, labelled by fabric, node name, node GUID, LID and port.
+pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
+    let ports: Vec<(&PortSample, String)> = samples
         .iter()
-        .map(|p| {
-            let labels = format!(
-                "node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
-                for_prometheus_label(&p.at.node),
-                p.at.node_guid,
-                p.at.lid,
-                p.at.port
-            );
-            (p, labels)
+        .flat_map(|(fabric, sample)| {
+            let fabric = fabric_label(fabric);
+            sample.ports.iter().map(move |p| {
+                let labels = format!(
+                    "{fabric},node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
+                    for_prometheus_label(&p.at.node),
+                    p.at.node_guid,
+                    p.at.lid,
+                    p.at.port
+                );
+                (p, labels)
+            })
         })
         .collect();
     let mut out = String::new();
     counter_families(&mut out, &counters::all_counter_names(), "(PMA)", &ports);
     out
+}
+
+/// `fabric="NAME"`: the label every series of a page starts with.
+pub fn fabric_label(name: &str) -> String {
+    format!("fabric=\"{}\"", for_prometheus_label(name))
 }
 
 /// The age family `serve` appends to its cached page on every scrape.
