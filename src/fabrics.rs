@@ -292,14 +292,18 @@ pub fn open_single(g: &Global) -> Result<Engine> {
             },
         },
     };
-    Ok(engine_for(g, &planned.reach)?)
+    Ok(engine_for(g, &planned.reach, &|| false)?)
 }
 
-fn engine_for(g: &Global, reach: &Reach) -> Result<Engine, TransportError> {
+fn engine_for(
+    g: &Global,
+    reach: &Reach,
+    stop: &dyn Fn() -> bool,
+) -> Result<Engine, TransportError> {
     let config = crate::fabric::engine_config(g);
     let mut engine = match reach {
         Reach::Local { ca, port } => Engine::open(Some(ca), Some(*port), config)?,
-        Reach::Relay { command } => Engine::relay(command, config)?,
+        Reach::Relay { command } => Engine::relay(command, config, stop)?,
         Reach::Default { ca, port } => Engine::open(ca.as_deref(), *port, config)?,
     };
     engine.set_m_key(g.m_key);
@@ -308,7 +312,12 @@ fn engine_for(g: &Global, reach: &Reach) -> Result<Engine, TransportError> {
 
 /// Open what `planned` names, with the engine settings of `g`, and read its identity.
 pub fn open_one(g: &Global, planned: &Planned) -> Result<Opened> {
-    let mut engine = engine_for(g, &planned.reach)?;
+    open_one_until(g, planned, &|| false)
+}
+
+/// [`open_one`], giving up waiting for a relay's agent once `stop` returns true.
+pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) -> Result<Opened> {
+    let mut engine = engine_for(g, &planned.reach, stop)?;
     let local = engine.local().clone();
     let name = if planned.name.is_empty() {
         local_name(&local.ca_name, local.port_num, &g.fabrics)

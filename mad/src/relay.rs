@@ -15,6 +15,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -532,8 +533,13 @@ pub struct RelayPort {
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl RelayPort {
-    /// Start `command` (through `sh -c`) and wait up to `hello_timeout` for its hello.
-    pub fn spawn(command: &str, hello_timeout: Duration) -> Result<RelayPort, TransportError> {
+    /// Start `command` (through `sh -c`, in a process group of its own) and wait up to
+    /// `hello_timeout` for its hello; `stop` returning true gives up at once.
+    pub fn spawn(
+        command: &str,
+        hello_timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<RelayPort, TransportError> {
         let failed = |reason: String| TransportError::Relay {
             command: command.to_string(),
             reason,
@@ -541,6 +547,7 @@ impl RelayPort {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -573,13 +580,22 @@ impl RelayPort {
             },
         };
         let deadline = Instant::now() + hello_timeout;
-        match port.read_frame(deadline) {
+        let hello = loop {
+            // In slices, so a stop is seen soon.
+            let slice = (Instant::now() + Duration::from_millis(100)).min(deadline);
+            match port.read_frame(slice) {
+                Ok(None) if Instant::now() < deadline && !stop() => continue,
+                other => break other,
+            }
+        };
+        match hello {
             Ok(Some(FromAgent::Hello(info))) => {
                 port.info = info;
                 Ok(port)
             }
             Ok(Some(FromAgent::OpenFailed(why))) => Err(failed(why)),
             Ok(Some(_)) => Err(failed("it did not start with a hello".into())),
+            Ok(None) if stop() => Err(failed("stopped before it answered".into())),
             Ok(None) => Err(failed(format!(
                 "no answer within {} s",
                 hello_timeout.as_secs_f64()
@@ -592,7 +608,7 @@ impl RelayPort {
             Err(TransportError::Recv { .. }) => {
                 let how = match port.wait_briefly() {
                     Some(code) => format!("exit code {code}"),
-                    None => "killed".to_string(),
+                    None => "it was killed".to_string(),
                 };
                 Err(failed(format!(
                     "it ended before answering ({how}); is it `ibscope agent`?"
@@ -602,19 +618,26 @@ impl RelayPort {
         }
     }
 
-    /// The child's exit code once it ended (waiting up to 2 s; killed after that).
+    /// The child's exit code once it ended (waiting up to 2 s after closing its input;
+    /// then its process group is killed: an agent stuck in its transport, or a shell's
+    /// children, are not left behind).
     fn wait_briefly(&mut self) -> Option<i32> {
         drop(self.to_agent.take());
         let deadline = Instant::now() + Duration::from_secs(2);
+        let mut code = None;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return status.code();
+                code = Some(status.code());
+                break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
+        if let Ok(group) = i32::try_from(self.child.id()) {
+            // SAFETY: a plain syscall; the group is the child's own (process_group(0)).
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
         let _ = self.child.wait();
-        None
+        code.flatten()
     }
 
     /// The command this port runs.
@@ -1086,18 +1109,28 @@ mod tests {
 
     #[test]
     fn a_command_that_is_not_an_agent_fails_with_one_line() {
-        let e = RelayPort::spawn("exit 3", Duration::from_secs(5)).unwrap_err();
+        let e = RelayPort::spawn("exit 3", Duration::from_secs(5), &|| false).unwrap_err();
         assert_eq!(
             e.to_string(),
             "fabric command `exit 3`: it ended before answering (exit code 3); is it `ibscope agent`?"
         );
-        let e = RelayPort::spawn("echo 'Welcome to mgmt2'; sleep 5", Duration::from_secs(5))
-            .unwrap_err()
-            .to_string();
+        let e = RelayPort::spawn(
+            "echo 'Welcome to mgmt2'; sleep 5",
+            Duration::from_secs(5),
+            &|| false,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not the agent protocol"), "{e}");
-        let e = RelayPort::spawn("sleep 5", Duration::from_millis(100))
+        let e = RelayPort::spawn("sleep 5", Duration::from_millis(100), &|| false)
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("no answer within 0.1 s"), "{e}");
+        let t = Instant::now();
+        let e = RelayPort::spawn("sleep 5", Duration::from_secs(30), &|| true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("stopped before it answered"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     }
 }

@@ -22,9 +22,10 @@ impl AnyPort {
         UmadPort::open(ca, port).map(AnyPort::Umad)
     }
 
-    /// The port of an agent started by `command` (run through `sh -c`).
-    pub fn relay(command: &str) -> Result<AnyPort, TransportError> {
-        RelayPort::spawn(command, RELAY_HELLO_TIMEOUT).map(AnyPort::Relay)
+    /// The port of an agent started by `command` (run through `sh -c`); `stop` returning
+    /// true gives up waiting for it.
+    pub fn relay(command: &str, stop: &dyn Fn() -> bool) -> Result<AnyPort, TransportError> {
+        RelayPort::spawn(command, RELAY_HELLO_TIMEOUT, stop).map(AnyPort::Relay)
     }
 
     /// The relay command, for a port reached through one.

@@ -45,9 +45,14 @@ impl Engine<AnyPort> {
         Ok(Engine::over(AnyPort::open(ca, port)?, config))
     }
 
-    /// Reach a port through an agent started by `command` (see [`crate::relay`]).
-    pub fn relay(command: &str, config: EngineConfig) -> Result<Engine, TransportError> {
-        Ok(Engine::over(AnyPort::relay(command)?, config))
+    /// Reach a port through an agent started by `command` (see [`crate::relay`]);
+    /// `stop` returning true gives up waiting for the agent.
+    pub fn relay(
+        command: &str,
+        config: EngineConfig,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Engine, TransportError> {
+        Ok(Engine::over(AnyPort::relay(command, stop)?, config))
     }
 
     /// An engine over `port`, TIDs starting somewhere unpredictable.

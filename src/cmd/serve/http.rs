@@ -1,5 +1,6 @@
-//! The HTTP side of `serve`: the listener, the page cache the sweeper fills, and the
-//! answers to /metrics (gzip when asked, with an HTTP Date) and /healthz.
+//! The HTTP side of `serve`: the listener, the pages the sweepers fill (one per fabric),
+//! and the answers to /metrics (the fabrics' pages merged family by family, gzip when
+//! asked, with an HTTP Date) and /healthz.
 
 use std::fmt::Write as _;
 use std::io::{Cursor, Write as _};
@@ -10,16 +11,140 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
-/// What the sweeper publishes after each sweep.
+/// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
+/// gzip-compressed (once per sweep, for scrapers that accept gzip: gzip members can be
+/// concatenated, RFC 1952, so a merged page is the members one after the other).
+#[derive(Debug)]
+pub struct Family {
+    pub name: String,
+    pub head: String,
+    pub body: String,
+    pub head_gz: Vec<u8>,
+    pub body_gz: Vec<u8>,
+}
+
+/// What a sweeper publishes after each sweep.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The whole exposition except the age family (computed per scrape).
-    pub text: String,
-    /// `text` gzip-compressed once per sweep, for scrapers that accept gzip.
-    pub gzip: Vec<u8>,
+    /// The exposition, family by family, except the per-scrape families (age, up).
+    pub families: Vec<Family>,
     pub finished: Instant,
     /// `None` when the sweep succeeded, else why not.
     pub failure: Option<String>,
+}
+
+impl Snapshot {
+    /// Cut a rendered page into its families and compress each.
+    pub fn new(page: &str, failure: Option<String>) -> Snapshot {
+        let families = prometheus::split_families(page)
+            .into_iter()
+            .map(|(name, head, body)| Family {
+                name: name.to_string(),
+                head: head.to_string(),
+                body: body.to_string(),
+                head_gz: gzip(head.as_bytes()),
+                body_gz: gzip(body.as_bytes()),
+            })
+            .collect();
+        Snapshot {
+            families,
+            finished: Instant::now(),
+            failure,
+        }
+    }
+
+    /// Bytes of text and of gzip, for the log.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.families.iter().fold((0, 0), |(t, z), f| {
+            (
+                t + f.head.len() + f.body.len(),
+                z + f.head_gz.len() + f.body_gz.len(),
+            )
+        })
+    }
+}
+
+/// One fabric's place on the page: its last snapshot and, while it cannot be swept (its
+/// port did not open, or the connection was lost), why.
+#[derive(Debug)]
+pub struct Slot {
+    pub name: String,
+    pub page: Cache,
+    down: Mutex<Option<String>>,
+}
+
+impl Slot {
+    pub fn new(name: String) -> Slot {
+        Slot {
+            name,
+            page: Cache::default(),
+            down: Mutex::new(None),
+        }
+    }
+
+    /// The fabric cannot be swept: its series leave the page, `ibscope_up` says 0.
+    pub fn set_down(&self, why: String) {
+        drop(self.page.clear());
+        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    pub fn set_up(&self) {
+        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// `Ok` when the last sweep succeeded and is younger than `max_age`, else why not.
+    fn state(&self, max_age: Duration) -> Result<(), String> {
+        if let Some(why) = self.down.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Err(why);
+        }
+        match self.page.load() {
+            None => Err("no sweep finished yet".to_string()),
+            Some(s) => match &s.failure {
+                Some(why) => Err(format!("last sweep failed: {why}")),
+                None if s.finished.elapsed() > max_age => Err(format!(
+                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
+                    s.finished.elapsed().as_secs_f64(),
+                    max_age.as_secs_f64()
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// Every fabric's slot. `multi`: the command line named several (then /healthz has one
+/// line per fabric).
+#[derive(Debug)]
+pub struct Pages {
+    pub slots: Vec<Slot>,
+    pub multi: bool,
+}
+
+impl Pages {
+    /// /healthz: 200 when every fabric's last sweep succeeded and is fresh, else 503; the
+    /// body says why (one line per fabric when there are several).
+    fn health(&self, max_age: Duration) -> (u16, String) {
+        if !self.multi {
+            return match self.slots.first().map(|s| s.state(max_age)) {
+                Some(Ok(())) => (200, "ok\n".to_string()),
+                Some(Err(why)) => (503, format!("{why}\n")),
+                None => (503, "no fabric\n".to_string()),
+            };
+        }
+        let mut all_ok = true;
+        let mut body = String::new();
+        for slot in &self.slots {
+            let state = slot.state(max_age);
+            all_ok &= state.is_ok();
+            let _ = writeln!(
+                body,
+                "{}: {}",
+                slot.name,
+                state.err().unwrap_or_else(|| "ok".to_string())
+            );
+        }
+        (if all_ok { 200 } else { 503 }, body)
+    }
 }
 
 /// The last snapshot, shared between the sweeper and the HTTP threads. The lock only
@@ -44,6 +169,15 @@ impl Cache {
             Err(poisoned) => poisoned.into_inner(),
         };
         g.replace(snap)
+    }
+
+    /// Forget the page; returns it, for the caller to drop outside the lock.
+    pub fn clear(&self) -> Option<Arc<Snapshot>> {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.take()
     }
 }
 
@@ -158,10 +292,10 @@ struct Served {
 }
 
 /// Answer one request and log how long it took on this side (at debug level).
-pub fn serve_one(req: tiny_http::Request, cache: &Cache, max_age: Duration) {
+pub fn serve_one(req: tiny_http::Request, pages: &Pages, max_age: Duration) {
     let started = Instant::now();
     let path = req.url().split('?').next().unwrap_or("").to_string();
-    match answer(req, &path, cache, max_age) {
+    match answer(req, &path, pages, max_age) {
         Ok(s) => tracing::debug!(
             path,
             status = s.status,
@@ -192,7 +326,7 @@ fn respond_text(req: tiny_http::Request, status: u16, body: String) -> std::io::
 fn answer(
     req: tiny_http::Request,
     path: &str,
-    cache: &Cache,
+    pages: &Pages,
     max_age: Duration,
 ) -> std::io::Result<Served> {
     if *req.method() != tiny_http::Method::Get {
@@ -205,52 +339,93 @@ fn answer(
             gzip: false,
         });
     }
-    let snapshot = cache.load();
     match path {
-        "/metrics" => match snapshot {
-            None => respond_text(
-                req,
-                503,
-                "no sweep finished yet (discovery in progress)\n".into(),
-            ),
-            Some(snap) => write_metrics(req, &snap),
-        },
+        "/metrics" => {
+            let snaps: Vec<(usize, Arc<Snapshot>)> = pages
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
+                .collect();
+            if snaps.is_empty() {
+                return respond_text(
+                    req,
+                    503,
+                    "no sweep finished yet (discovery in progress)\n".into(),
+                );
+            }
+            write_metrics(req, pages, &snaps, max_age)
+        }
         "/healthz" => {
-            let (status, body) = match snapshot {
-                None => (503, "no sweep finished yet\n".to_string()),
-                Some(s) => match &s.failure {
-                    Some(why) => (503, format!("last sweep failed: {why}\n")),
-                    None if s.finished.elapsed() > max_age => (
-                        503,
-                        format!(
-                            "last sweep is stale: finished {:.0} s ago (limit {:.0} s)\n",
-                            s.finished.elapsed().as_secs_f64(),
-                            max_age.as_secs_f64()
-                        ),
-                    ),
-                    None => (200, "ok\n".to_string()),
-                },
-            };
+            let (status, body) = pages.health(max_age);
             respond_text(req, status, body)
         }
         _ => respond_text(req, 404, "not found: try /metrics or /healthz\n".into()),
     }
 }
 
-/// The page: the cached text (or its gzip) and the per-scrape age family, written straight
-/// to the socket with a Content-Length. (tiny_http's own writer would copy it through an
-/// 8 KiB buffer in chunked encoding: one write per 8 KiB.)
-fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Served> {
-    let age = snap.finished.elapsed().as_secs_f64();
-    let tail = prometheus::age_family(age);
-    let zipped = accepts_gzip(&req);
-    // The cached page is compressed once per sweep; the small age family is a second
-    // gzip member (RFC 1952 allows concatenated members).
-    let (body, tail) = if zipped {
-        (&snap.gzip[..], gzip(tail.as_bytes()))
-    } else {
-        (snap.text.as_bytes(), tail.into_bytes())
+/// The parts of a merged page in order: each family's head once, then every fabric's
+/// samples of it (text or gzip members).
+fn merged<'a>(snaps: &'a [(usize, Arc<Snapshot>)], zipped: bool) -> Vec<&'a [u8]> {
+    let mut parts = Vec::new();
+    let Some((_, first)) = snaps.first() else {
+        return parts;
     };
+    for (i, family) in first.families.iter().enumerate() {
+        parts.push(if zipped {
+            &family.head_gz[..]
+        } else {
+            family.head.as_bytes()
+        });
+        for (_, snap) in snaps {
+            // Every page has the same families in the same order (one renderer); look
+            // the name up should that ever not hold.
+            let same = snap
+                .families
+                .get(i)
+                .filter(|f| f.name == family.name)
+                .or_else(|| snap.families.iter().find(|f| f.name == family.name));
+            if let Some(f) = same {
+                parts.push(if zipped {
+                    &f.body_gz[..]
+                } else {
+                    f.body.as_bytes()
+                });
+            }
+        }
+    }
+    parts
+}
+
+/// The page: the fabrics' cached families (or their gzip members) and the per-scrape
+/// families (age, up), written straight to the socket with a Content-Length. (tiny_http's
+/// own writer would copy it through an 8 KiB buffer in chunked encoding.)
+fn write_metrics(
+    req: tiny_http::Request,
+    pages: &Pages,
+    snaps: &[(usize, Arc<Snapshot>)],
+    max_age: Duration,
+) -> std::io::Result<Served> {
+    let states: Vec<(&str, bool, Option<f64>)> = pages
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let age = snaps
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map(|(_, s)| s.finished.elapsed().as_secs_f64());
+            (slot.name.as_str(), slot.state(max_age).is_ok(), age)
+        })
+        .collect();
+    let tail = prometheus::scrape_families(&states);
+    let zipped = accepts_gzip(&req);
+    let tail = if zipped {
+        gzip(tail.as_bytes())
+    } else {
+        tail.into_bytes()
+    };
+    let parts = merged(snaps, zipped);
     let version = req.http_version();
     let (major, minor) = (version.0, version.1);
     let mut head = format!(
@@ -261,11 +436,13 @@ fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Se
     if zipped {
         head.push_str("Content-Encoding: gzip\r\n");
     }
-    let len = body.len() + tail.len();
+    let len = parts.iter().map(|p| p.len()).sum::<usize>() + tail.len();
     let _ = write!(head, "Content-Length: {len}\r\n\r\n");
     let mut w = req.into_writer();
     w.write_all(head.as_bytes())?;
-    w.write_all(body)?;
+    for part in parts {
+        w.write_all(part)?;
+    }
     w.write_all(&tail)?;
     w.flush()?;
     Ok(Served {

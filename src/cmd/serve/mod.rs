@@ -7,7 +7,6 @@ mod http;
 mod sweeper;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -20,8 +19,9 @@ use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
 
 use crate::cli::{exit, Global};
+use crate::fabrics::Planned;
 use crate::signals;
-use http::{listen_addr, Cache};
+use http::{listen_addr, Pages, Slot};
 use sweeper::Sweeper;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
@@ -158,57 +158,132 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
     // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
     signals::block_stop_signals(true);
+    let multi = crate::fabrics::is_multi(g.ca.as_deref());
+    let opened = crate::fabrics::open(g);
+    let opened = match opened {
+        Ok(o) => o,
+        Err(e) => {
+            signals::block_stop_signals(false);
+            return Err(e);
+        }
+    };
+    if opened.iter().all(|o| o.is_err()) {
+        signals::block_stop_signals(false);
+        let lines: Vec<String> = opened
+            .iter()
+            .filter_map(|o| o.as_ref().err())
+            .map(|u| crate::fabrics::failure_line(&u.name, &u.error))
+            .collect();
+        bail!("no fabric could be opened: {}", lines.join("; "));
+    }
     let server = tiny_http::Server::from_listener(http::listener(addr)?, None)
         .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?;
     let server = Arc::new(server);
-    let cache = Arc::new(Cache::default());
+    let pages = Arc::new(Pages {
+        slots: opened
+            .iter()
+            .map(|o| match o {
+                Ok(o) => Slot::new(o.id.name.clone()),
+                Err(u) => Slot::new(u.name.clone()),
+            })
+            .collect(),
+        multi,
+    });
     let interval = Duration::from_secs_f64(a.interval);
-    // Set on SIGTERM/SIGINT: the sweeper's engine sends nothing more (see Engine::run).
+    // Set on SIGTERM/SIGINT: the sweepers' engines send nothing more (see Engine::run).
     let stop = CancelToken::new();
     let sweeps = Arc::new(AtomicU64::new(0));
 
-    // The engine is opened inside the sweeper thread (it owns it); it reports the open
-    // result back, so a missing CA fails the command at once, and later the loss of the
-    // transport, which ends the command. Dropping `wake` ends its sleep.
-    let (opened_tx, opened_rx) = mpsc::channel::<Result<()>>();
+    // A sweeper per fabric owns its engine. With one fabric it reports the loss of the
+    // transport, which ends the command. Dropping `wake` ends their sleep.
+    let (lost_tx, lost_rx) = mpsc::channel::<anyhow::Error>();
     let (wake, sleeper) = mpsc::channel::<()>();
-    let sweeper = Sweeper {
-        g: g.clone(),
-        names,
-        thresholds,
-        filter: PortFilter {
-            switches_only: a.switches_only,
-            active_only: a.active_only,
-        },
-        counters: a.counters.names(),
-        interval,
-        rediscover_every: a.rediscover_every,
-        cache: cache.clone(),
-        stop: stop.clone(),
-        sweeps: sweeps.clone(),
-        scrape_errors: HashMap::new(),
-        discoveries: 0,
-    };
-    let sweeper = std::thread::Builder::new()
-        .name("sweeper".into())
-        .spawn(move || sweeper.run(opened_tx, sleeper))?;
+    let mut sleepers = vec![sleeper];
+    let mut wakers = vec![wake];
+    for _ in 1..opened.len() {
+        let (w, s) = mpsc::channel::<()>();
+        wakers.push(w);
+        sleepers.push(s);
+    }
+    let mut sweepers = Vec::new();
+    for (slot, (fabric, sleeper)) in opened.into_iter().zip(sleepers).enumerate() {
+        let (planned, engine) = match fabric {
+            Ok(o) => (
+                Planned {
+                    name: o.id.name,
+                    reach: o.reach,
+                },
+                Some(o.engine),
+            ),
+            Err(u) => {
+                eprintln!(
+                    "ibscope serve: {}; trying again every {} s",
+                    crate::fabrics::failure_line(&u.name, &u.error),
+                    a.interval
+                );
+                pages.slots[slot].set_down(format!("{:#}", u.error));
+                (
+                    Planned {
+                        name: u.name,
+                        reach: u.reach,
+                    },
+                    None,
+                )
+            }
+        };
+        let sweeper = Sweeper {
+            g: g.clone(),
+            slot,
+            planned,
+            engine,
+            multi,
+            names: names.clone(),
+            thresholds: thresholds.clone(),
+            filter: PortFilter {
+                switches_only: a.switches_only,
+                active_only: a.active_only,
+            },
+            counters: a.counters.names(),
+            interval,
+            rediscover_every: a.rediscover_every,
+            pages: pages.clone(),
+            stop: stop.clone(),
+            sweeps: sweeps.clone(),
+            own_sweeps: 0,
+            scrape_errors: HashMap::new(),
+            discoveries: 0,
+        };
+        let lost = lost_tx.clone();
+        sweepers.push(
+            std::thread::Builder::new()
+                .name(format!("sweeper-{slot}"))
+                .spawn(move || sweeper.run(lost, sleeper))?,
+        );
+    }
+    drop(lost_tx);
     let max_age = interval * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &cache, max_age, a.http_threads)?;
+    let workers = spawn_http_workers(&server, &pages, max_age, a.http_threads)?;
     signals::block_stop_signals(false);
+    eprintln!("ibscope serve: listening on http://{addr}/metrics");
 
-    let why = wait_for_stop(&opened_rx, addr)?;
+    let why = wait_for_stop(&lost_rx)?;
     // Stop: no new requests, no new MADs; let what is in flight finish, then close.
     let started = Instant::now();
     stop.cancel();
-    drop(wake);
+    drop(wakers);
     stop_http_workers(server, workers);
     let engine = crate::fabric::engine_config(g);
-    // What the sweeper may still wait for: the attempt in flight (the cancelled engine
+    // What a sweeper may still wait for: the attempt in flight (the cancelled engine
     // sends no retry), the engine's drain of late replies (at most 1 s) before it
-    // unregisters, and a render already under way. Generous: the engine's own retries
-    // would fit too.
-    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(2);
-    let closed = finished_within(&sweeper, limit) && sweeper.join().is_ok();
+    // unregisters, a relay agent's exit (at most 2 s) and a render already under way.
+    // Generous: the engine's own retries would fit too.
+    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
+    let deadline = Instant::now() + limit;
+    let mut closed = true;
+    for s in sweepers {
+        let left = deadline.saturating_duration_since(Instant::now());
+        closed &= finished_within(&s, left) && s.join().is_ok();
+    }
     let signal = match why {
         Stop::Signal(signal) => signal,
         Stop::Lost(e) => {
@@ -231,20 +306,20 @@ enum Stop {
 
 fn spawn_http_workers(
     server: &Arc<tiny_http::Server>,
-    cache: &Arc<Cache>,
+    pages: &Arc<Pages>,
     max_age: Duration,
     threads: u32,
 ) -> Result<Vec<JoinHandle<()>>> {
     let mut workers = Vec::new();
     for i in 0..threads {
         let server = server.clone();
-        let cache = cache.clone();
+        let pages = pages.clone();
         workers.push(
             std::thread::Builder::new()
                 .name(format!("http-{i}"))
                 .spawn(move || {
                     while let Ok(req) = server.recv() {
-                        http::serve_one(req, &cache, max_age);
+                        http::serve_one(req, &pages, max_age);
                     }
                 })?,
         );
@@ -252,28 +327,20 @@ fn spawn_http_workers(
     Ok(workers)
 }
 
-/// Wait for a stop signal, announcing the address once the sweeper opened the port; an
-/// error when the sweeper could not open it or ended on its own.
-fn wait_for_stop(opened: &mpsc::Receiver<Result<()>>, addr: SocketAddr) -> Result<Stop> {
-    let mut announced = false;
+/// Wait for a stop signal, or the loss of the one fabric's transport.
+fn wait_for_stop(lost: &mpsc::Receiver<anyhow::Error>) -> Result<Stop> {
     loop {
         if let Some(signal) = signals::received() {
             return Ok(Stop::Signal(signal));
         }
-        match opened.recv_timeout(STOP_POLL) {
-            Ok(Ok(())) => {
-                eprintln!("ibscope serve: listening on http://{addr}/metrics");
-                announced = true;
-            }
+        match lost.recv_timeout(STOP_POLL) {
             // The transport went away under a sweep: stop as for a signal, then fail.
-            Ok(Err(e)) if announced => return Ok(Stop::Lost(e)),
-            Ok(Err(e)) => return Err(e),
+            Ok(e) => return Ok(Stop::Lost(e)),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) if announced => {
-                bail!("the sweeper thread ended unexpectedly; the metrics would only get stale")
-            }
+            // Every sweeper ended on its own (none is left to report): nothing more will
+            // be swept.
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("the sweeper thread ended before opening the port")
+                bail!("the sweeper threads ended unexpectedly; the metrics would only get stale")
             }
         }
     }
