@@ -110,6 +110,7 @@ struct ServeConfig {
     switches_only: Option<bool>,
     allow_remote: Option<bool>,
     rediscover_every: Option<u64>,
+    web_config: Option<PathBuf>,
 }
 
 /// Where a value in force came from.
@@ -251,9 +252,11 @@ impl FileConfig {
     /// Paths in a file are relative to the file's directory.
     fn resolve_paths(&mut self, file: &Path) {
         let dir = file.parent().unwrap_or(Path::new("."));
+        let web = self.serve.as_mut().and_then(|s| s.web_config.as_mut());
         for p in [&mut self.node_name_map, &mut self.thresholds]
             .into_iter()
             .flatten()
+            .chain(web)
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -556,6 +559,15 @@ fn apply_serve(
         &mut a.rediscover_every,
         layers.serve(|s| s.rediscover_every),
     );
+    let mut web = a.web_config.as_ref().map(|p| p.display().to_string());
+    layer(
+        out,
+        "serve.web-config",
+        flag("web_config", "--web-config"),
+        &mut web,
+        layers.serve(|s| s.web_config.as_ref().map(|p| Some(p.display().to_string()))),
+    );
+    a.web_config = web.map(PathBuf::from);
     Ok(())
 }
 

@@ -319,7 +319,7 @@ fn interval_reports_rates_and_resets() {
     assert_eq!(csv.lines().count(), 21, "{csv}");
     let prom = assert_success(&ibscope(&sim, &["counters", "--format", "prom"]));
     assert!(
-        prom.contains("ibscope_port_symbol_error_total{node=\"Switch1\""),
+        prom.contains("ibscope_port_symbol_error_total{fabric=\"ibsim0:0\",node=\"Switch1\""),
         "{prom}"
     );
     // The exposition is valid for promtool, the Prometheus project's own checker.

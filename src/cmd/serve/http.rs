@@ -11,6 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
+use super::web::BasicAuth;
+
 /// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
 /// gzip-compressed (once per sweep, for scrapers that accept gzip: gzip members can be
 /// concatenated, RFC 1952, so a merged page is the members one after the other).
@@ -181,7 +183,8 @@ impl Cache {
     }
 }
 
-/// Check --listen: resolvable, and loopback unless remote access is allowed.
+/// Check --listen: resolvable, and loopback unless remote access is allowed (by
+/// --allow-remote, or by TLS from --web-config).
 pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     let addrs: Vec<SocketAddr> = text
         .to_socket_addrs()
@@ -193,7 +196,8 @@ pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     if !allow_remote && !first.ip().is_loopback() {
         bail!(
             "--listen {text}: {} is not a loopback address; the metrics describe the whole \
-             fabric and are served without authentication: add --allow-remote to expose them",
+             fabric and would be served over plain HTTP: give a --web-config with TLS (and \
+             basic_auth_users), or add --allow-remote to expose them anyway",
             first.ip()
         );
     }
@@ -292,10 +296,34 @@ struct Served {
 }
 
 /// Answer one request and log how long it took on this side (at debug level).
-pub fn serve_one(req: tiny_http::Request, pages: &Pages, max_age: Duration) {
+pub fn serve_one(
+    req: tiny_http::Request,
+    pages: &Pages,
+    auth: Option<&BasicAuth>,
+    max_age: Duration,
+) {
     let started = Instant::now();
     let path = req.url().split('?').next().unwrap_or("").to_string();
-    match answer(req, &path, pages, max_age) {
+    let allowed = auth.map_or(true, |a| {
+        let header = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str());
+        a.allows(header)
+    });
+    let result = if allowed {
+        answer(req, &path, pages, max_age)
+    } else {
+        let r = text_response(401, "unauthorized\n".into())
+            .with_header(header("WWW-Authenticate", "Basic realm=\"ibscope\""));
+        req.respond(r).map(|()| Served {
+            status: 401,
+            bytes: 0,
+            gzip: false,
+        })
+    };
+    match result {
         Ok(s) => tracing::debug!(
             path,
             status = s.status,

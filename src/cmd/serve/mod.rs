@@ -5,9 +5,13 @@
 
 mod http;
 mod sweeper;
+mod tls;
+mod web;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -51,15 +55,27 @@ use sweeper::Sweeper;
 /// Defaults for every option below can be kept in the [serve] table of the config file
 /// (see `ibscope config show`); flags win.
 ///
-/// Listens on loopback only unless --allow-remote is given: the metrics name every node
-/// and link of the fabric and there is no authentication or TLS, so exposing them beyond
-/// this host is a decision to make explicitly (or put a reverse proxy in front).
+/// Listens on loopback only unless TLS is configured (--web-config) or --allow-remote is
+/// given: the metrics name every node and link of the fabric, so plain HTTP beyond this
+/// host is a decision to make explicitly. --web-config FILE (the exporter-toolkit format
+/// node_exporter reads) adds TLS (rustls: TLS 1.2 and 1.3) and basic auth with
+/// bcrypt-hashed passwords; every path then asks for them.
+///
+/// Several fabrics (-C all, a list; see -C): one sweeper thread per fabric, each on its
+/// own schedule, so a slow or lost fabric never delays another. Every series carries a
+/// `fabric` label (with one fabric too); ibscope_up{fabric} is 1 while the fabric's last
+/// sweep succeeded and is fresh. A fabric whose port cannot be opened, or whose connection
+/// is lost, leaves the page (ibscope_up 0) and is opened again every --interval; with one
+/// fabric a lost connection ends serve instead. /healthz then has one line per fabric
+/// and says 200 only when every fabric is fresh.
 ///
 /// Examples:
 ///   ibscope serve
 ///   ibscope serve --listen 127.0.0.1:9315 --interval 30 --switches-only
 ///   ibscope serve --counters errors --active-only
 ///   ibscope serve --listen 0.0.0.0:9315 --allow-remote
+///   ibscope serve --listen 0.0.0.0:9315 --web-config /etc/ibscope/web.yml
+///   ibscope -C all serve                  # every fabric this host reaches
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = AFTER_HELP)]
 pub struct Args {
@@ -91,14 +107,22 @@ pub struct Args {
     /// Rediscover the fabric every N sweeps even without a sign of change (0: never).
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub rediscover_every: u64,
-    /// Allow a non-loopback --listen address. Off by default because the metrics describe
-    /// every node and link of the fabric and are served without authentication or TLS.
+    /// Allow a non-loopback --listen address over plain HTTP. Off by default because the
+    /// metrics describe every node and link of the fabric (not needed with TLS from
+    /// --web-config).
     #[arg(long)]
     pub allow_remote: bool,
     /// HTTP worker threads.
     #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub http_threads: u32,
+    /// TLS and basic auth, in the exporter-toolkit's web configuration format (YAML, the
+    /// --web.config.file of node_exporter): tls_server_config (cert_file, key_file,
+    /// min_version TLS12|TLS13, max_version, client_auth_type with client_ca_file) and
+    /// basic_auth_users (user: bcrypt hash). With TLS a non-loopback --listen needs no
+    /// --allow-remote. A file that cannot be used fails at start.
+    #[arg(long, value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -152,7 +176,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if !(a.interval.is_finite() && a.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    let addr = listen_addr(&a.listen, a.allow_remote)?;
+    let web = match &a.web_config {
+        Some(path) => Some(web::WebConfig::load(path)?),
+        None => None,
+    };
+    let tls_config = web.as_ref().and_then(|w| w.tls.clone());
+    let auth = web.and_then(|w| w.auth).map(Arc::new);
+    let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
     let names = crate::fabric::names(g)?;
     let thresholds = crate::fabric::thresholds(g, None)?;
     signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
@@ -176,8 +206,27 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             .collect();
         bail!("no fabric could be opened: {}", lines.join("; "));
     }
-    let server = tiny_http::Server::from_listener(http::listener(addr)?, None)
-        .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?;
+    // With TLS the HTTP server listens on a private socket behind the TLS front.
+    let front_stop = Arc::new(AtomicBool::new(false));
+    let (server, front) = match &tls_config {
+        Some(config) => {
+            let (inner, inner_addr) = tls::inner_listener()?;
+            let server = tiny_http::Server::from_listener(inner, None)
+                .map_err(|e| anyhow!("cannot serve on a private socket: {e}"))?;
+            let front = tls::spawn(
+                http::listener(addr)?,
+                config.clone(),
+                inner_addr,
+                front_stop.clone(),
+            )?;
+            (server, Some(front))
+        }
+        None => (
+            tiny_http::Server::from_listener(http::listener(addr)?, None)
+                .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?,
+            None,
+        ),
+    };
     let server = Arc::new(server);
     let pages = Arc::new(Pages {
         slots: opened
@@ -262,15 +311,22 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     drop(lost_tx);
     let max_age = interval * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &pages, max_age, a.http_threads)?;
+    let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
     signals::block_stop_signals(false);
-    eprintln!("ibscope serve: listening on http://{addr}/metrics");
+    let scheme = if front.is_some() { "https" } else { "http" };
+    eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics");
 
     let why = wait_for_stop(&lost_rx)?;
     // Stop: no new requests, no new MADs; let what is in flight finish, then close.
     let started = Instant::now();
     stop.cancel();
     drop(wakers);
+    front_stop.store(true, Ordering::SeqCst);
+    if let Some(front) = front {
+        if finished_within(&front, Duration::from_secs(1)) {
+            let _ = front.join();
+        }
+    }
     stop_http_workers(server, workers);
     let engine = crate::fabric::engine_config(g);
     // What a sweeper may still wait for: the attempt in flight (the cancelled engine
@@ -307,6 +363,7 @@ enum Stop {
 fn spawn_http_workers(
     server: &Arc<tiny_http::Server>,
     pages: &Arc<Pages>,
+    auth: Option<Arc<web::BasicAuth>>,
     max_age: Duration,
     threads: u32,
 ) -> Result<Vec<JoinHandle<()>>> {
@@ -314,12 +371,13 @@ fn spawn_http_workers(
     for i in 0..threads {
         let server = server.clone();
         let pages = pages.clone();
+        let auth = auth.clone();
         workers.push(
             std::thread::Builder::new()
                 .name(format!("http-{i}"))
                 .spawn(move || {
                     while let Ok(req) = server.recv() {
-                        http::serve_one(req, &pages, max_age);
+                        http::serve_one(req, &pages, auth.as_deref(), max_age);
                     }
                 })?,
         );
