@@ -14,15 +14,72 @@ use ibscope_topo::export::prometheus;
 use super::web::BasicAuth;
 
 /// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
-/// gzip-compressed (once per sweep, for scrapers that accept gzip: gzip members can be
-/// concatenated, RFC 1952, so a merged page is the members one after the other).
+/// compressed (once per sweep, for scrapers that accept gzip). A merged page is one gzip
+/// stream made of these pieces (see [`Deflated`]), so every client reads it, not only
+/// those that read concatenated gzip members.
 #[derive(Debug)]
 pub struct Family {
     pub name: String,
     pub head: String,
     pub body: String,
-    pub head_gz: Vec<u8>,
-    pub body_gz: Vec<u8>,
+    pub head_z: Deflated,
+    pub body_z: Deflated,
+}
+
+/// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
+/// flush, so it ends on a byte boundary with no final block: pieces written one after the
+/// other are one valid stream. With the CRC-32 and length of what it holds, the gzip
+/// trailer of a stream of pieces is the pieces' CRCs combined.
+#[derive(Debug)]
+pub struct Deflated {
+    bytes: Vec<u8>,
+    crc: flate2::Crc,
+}
+
+impl Deflated {
+    /// Fast compression: the page is rebuilt every sweep, so speed matters more than ratio.
+    pub fn new(data: &[u8]) -> Deflated {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut c = Compress::new(Compression::fast(), false);
+        let mut bytes = Vec::with_capacity(data.len() / 4 + 64);
+        let mut input = data;
+        loop {
+            if bytes.capacity() - bytes.len() < 64 {
+                bytes.reserve(64 + input.len() / 2);
+            }
+            let before = c.total_in();
+            // Compressing into a Vec with room cannot fail.
+            let _ = c.compress_vec(input, &mut bytes, FlushCompress::Sync);
+            input = &input[(c.total_in() - before) as usize..];
+            // The flush is complete once a call leaves output room unused.
+            if input.is_empty() && bytes.len() < bytes.capacity() {
+                break;
+            }
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        Deflated { bytes, crc }
+    }
+}
+
+/// The gzip header (RFC 1952: deflate, no name, no time, unknown OS).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+/// An empty final deflate block (fixed Huffman, end of block): ends a stream of pieces.
+const DEFLATE_END: [u8; 2] = [0x03, 0x00];
+
+/// The gzip stream of `pieces` in order: header, pieces, end, trailer (CRC-32, length).
+fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<&'a [u8]> {
+    let mut crc = flate2::Crc::new();
+    for p in pieces {
+        crc.combine(&p.crc);
+    }
+    trailer[..4].copy_from_slice(&crc.sum().to_le_bytes());
+    trailer[4..].copy_from_slice(&crc.amount().to_le_bytes());
+    let mut parts: Vec<&[u8]> = vec![&GZIP_HEADER];
+    parts.extend(pieces.iter().map(|p| &p.bytes[..]));
+    parts.push(&DEFLATE_END);
+    parts.push(&trailer[..]);
+    parts
 }
 
 /// What a sweeper publishes after each sweep.
@@ -44,8 +101,8 @@ impl Snapshot {
                 name: name.to_string(),
                 head: head.to_string(),
                 body: body.to_string(),
-                head_gz: gzip(head.as_bytes()),
-                body_gz: gzip(body.as_bytes()),
+                head_z: Deflated::new(head.as_bytes()),
+                body_z: Deflated::new(body.as_bytes()),
             })
             .collect();
         Snapshot {
@@ -60,7 +117,7 @@ impl Snapshot {
         self.families.iter().fold((0, 0), |(t, z), f| {
             (
                 t + f.head.len() + f.body.len(),
-                z + f.head_gz.len() + f.body_gz.len(),
+                z + f.head_z.bytes.len() + f.body_z.bytes.len(),
             )
         })
     }
@@ -226,14 +283,6 @@ pub fn listener(addr: SocketAddr) -> Result<TcpListener> {
     Ok(l)
 }
 
-/// Fast gzip: the page is rebuilt every sweep, so speed matters more than ratio.
-pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(data);
-    enc.finish().unwrap_or_default()
-}
-
 /// Whether the request's Accept-Encoding allows gzip.
 fn accepts_gzip(req: &tiny_http::Request) -> bool {
     req.headers().iter().any(|h| {
@@ -392,19 +441,15 @@ fn answer(
     }
 }
 
-/// The parts of a merged page in order: each family's head once, then every fabric's
-/// samples of it (text or gzip members).
-fn merged<'a>(snaps: &'a [(usize, Arc<Snapshot>)], zipped: bool) -> Vec<&'a [u8]> {
+/// The families of a merged page in order: each family's head once, then every fabric's
+/// samples of it.
+fn merged<'a>(snaps: &'a [(usize, Arc<Snapshot>)]) -> Vec<(&'a str, &'a Deflated)> {
     let mut parts = Vec::new();
     let Some((_, first)) = snaps.first() else {
         return parts;
     };
     for (i, family) in first.families.iter().enumerate() {
-        parts.push(if zipped {
-            &family.head_gz[..]
-        } else {
-            family.head.as_bytes()
-        });
+        parts.push((family.head.as_str(), &family.head_z));
         for (_, snap) in snaps {
             // Every page has the same families in the same order (one renderer); look
             // the name up should that ever not hold.
@@ -414,20 +459,17 @@ fn merged<'a>(snaps: &'a [(usize, Arc<Snapshot>)], zipped: bool) -> Vec<&'a [u8]
                 .filter(|f| f.name == family.name)
                 .or_else(|| snap.families.iter().find(|f| f.name == family.name));
             if let Some(f) = same {
-                parts.push(if zipped {
-                    &f.body_gz[..]
-                } else {
-                    f.body.as_bytes()
-                });
+                parts.push((f.body.as_str(), &f.body_z));
             }
         }
     }
     parts
 }
 
-/// The page: the fabrics' cached families (or their gzip members) and the per-scrape
-/// families (age, up), written straight to the socket with a Content-Length. (tiny_http's
-/// own writer would copy it through an 8 KiB buffer in chunked encoding.)
+/// The page: the fabrics' cached families (text, or their compressed pieces in one gzip
+/// stream) and the per-scrape families (age, up), written straight to the socket with a
+/// Content-Length. (tiny_http's own writer would copy it through an 8 KiB buffer in
+/// chunked encoding.)
 fn write_metrics(
     req: tiny_http::Request,
     pages: &Pages,
@@ -448,12 +490,19 @@ fn write_metrics(
         .collect();
     let tail = prometheus::scrape_families(&states);
     let zipped = accepts_gzip(&req);
-    let tail = if zipped {
-        gzip(tail.as_bytes())
+    let families = merged(snaps);
+    let tail_z;
+    let mut trailer = [0u8; 8];
+    let parts: Vec<&[u8]> = if zipped {
+        tail_z = Deflated::new(tail.as_bytes());
+        let mut pieces: Vec<&Deflated> = families.iter().map(|(_, z)| *z).collect();
+        pieces.push(&tail_z);
+        gzip_parts(&pieces, &mut trailer)
     } else {
-        tail.into_bytes()
+        let mut texts: Vec<&[u8]> = families.iter().map(|(t, _)| t.as_bytes()).collect();
+        texts.push(tail.as_bytes());
+        texts
     };
-    let parts = merged(snaps, zipped);
     let version = req.http_version();
     let (major, minor) = (version.0, version.1);
     let mut head = format!(
@@ -464,14 +513,13 @@ fn write_metrics(
     if zipped {
         head.push_str("Content-Encoding: gzip\r\n");
     }
-    let len = parts.iter().map(|p| p.len()).sum::<usize>() + tail.len();
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
     let _ = write!(head, "Content-Length: {len}\r\n\r\n");
     let mut w = req.into_writer();
     w.write_all(head.as_bytes())?;
     for part in parts {
         w.write_all(part)?;
     }
-    w.write_all(&tail)?;
     w.flush()?;
     Ok(Served {
         status: 200,
@@ -492,6 +540,29 @@ mod tests {
         assert!(e.contains("--allow-remote"), "{e}");
         assert!(listen_addr("0.0.0.0:9315", true).is_ok());
         assert!(listen_addr("nonsense", false).is_err());
+    }
+
+    #[test]
+    fn pieces_make_one_gzip_stream() {
+        use std::io::Read;
+        let texts = [
+            "# HELP a A.\n",
+            "",
+            "a{x=\"1\"} 2\n".repeat(5000).as_str(),
+            "tail\n",
+        ]
+        .map(String::from);
+        let pieces: Vec<Deflated> = texts.iter().map(|t| Deflated::new(t.as_bytes())).collect();
+        let refs: Vec<&Deflated> = pieces.iter().collect();
+        let mut trailer = [0u8; 8];
+        let stream: Vec<u8> = gzip_parts(&refs, &mut trailer).concat();
+        // One member: a decoder that stops after the first member reads it all.
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, texts.concat());
+        assert!(stream.len() < texts.concat().len() / 10, "compressed");
     }
 
     #[test]
