@@ -119,7 +119,25 @@ fn connection(
     }
     let mut http = UnixStream::connect_addr(inner)?;
     http.set_write_timeout(Some(IDLE))?;
+    // The client's first request may have come with its last handshake message: it is
+    // decrypted already, and the socket will not poll readable for it again.
+    if !forward_plaintext(&mut tls, &mut http)? {
+        return Ok(());
+    }
     relay(&mut tls, &mut tcp, &mut http)
+}
+
+/// Everything rustls has decrypted, to the HTTP server; false once the client has closed.
+fn forward_plaintext(tls: &mut rustls::ServerConnection, http: &mut UnixStream) -> Result<bool> {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match tls.reader().read(&mut buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) => http.write_all(&buf[..n])?,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Until either side closes or nothing moves for [`IDLE`]: what the client sends,
@@ -159,19 +177,10 @@ fn relay(
             if tls.read_tls(tcp)? == 0 {
                 return Ok(());
             }
-            let state = tls.process_new_packets()?;
-            let mut left = state.plaintext_bytes_to_read();
-            while left > 0 {
-                let want = left.min(buf.len());
-                let n = tls.reader().read(&mut buf[..want])?;
-                if n == 0 {
-                    break;
-                }
-                http.write_all(&buf[..n])?;
-                left -= n;
-            }
+            tls.process_new_packets()?;
+            let open = forward_plaintext(tls, http)?;
             flush_tls(tls, tcp)?;
-            if state.peer_has_closed() {
+            if !open {
                 return Ok(());
             }
         }

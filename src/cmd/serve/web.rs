@@ -227,34 +227,37 @@ pub struct BasicAuth {
     /// Keyed hashes of Authorization headers that passed: never the header itself.
     verified: Mutex<HashSet<u64>>,
     hasher: RandomState,
+    /// Compared against when the user is unknown, so a wrong name takes as long as a
+    /// wrong password (no user enumeration by timing): made at start, at the highest cost
+    /// of the users' hashes.
+    unknown_user_hash: String,
 }
 
-/// Compared against when the user is unknown, so a wrong name takes as long as a wrong
-/// password (no user enumeration by timing): a hash made once, at the usual cost.
-fn dummy_hash() -> &'static str {
-    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HASH.get_or_init(|| bcrypt::hash("no such user", bcrypt::DEFAULT_COST).unwrap_or_default())
-}
 /// Verified headers remembered at most (a scraper or two in practice).
 const VERIFIED_MAX: usize = 64;
 
 impl BasicAuth {
     fn new(users: BTreeMap<String, String>) -> Result<BasicAuth> {
+        let mut cost = 4;
         for (user, hash) in &users {
             if user.contains(':') {
                 bail!("basic_auth_users: the user name {user:?} contains ':'");
             }
-            hash.parse::<bcrypt::HashParts>().map_err(|e| {
+            let parts = hash.parse::<bcrypt::HashParts>().map_err(|e| {
                 anyhow!(
                     "basic_auth_users.{user}: not a bcrypt hash ({e}); make one with \
                      `htpasswd -nBC 10 \"\" | tr -d ':\\n'`"
                 )
             })?;
+            cost = cost.max(parts.get_cost());
         }
+        let unknown_user_hash =
+            bcrypt::hash("no such user", cost).map_err(|e| anyhow!("basic_auth_users: {e}"))?;
         Ok(BasicAuth {
             users,
             verified: Mutex::new(HashSet::new()),
             hasher: RandomState::new(),
+            unknown_user_hash,
         })
     }
 
@@ -277,7 +280,7 @@ impl BasicAuth {
         };
         let (hash, known) = match self.users.get(&user) {
             Some(h) => (h.as_str(), true),
-            None => (dummy_hash(), false),
+            None => (self.unknown_user_hash.as_str(), false),
         };
         let ok = bcrypt::verify(&password, hash).unwrap_or(false) && known;
         if ok {
@@ -366,6 +369,8 @@ mod tests {
             decode_basic("basic YTpiOmM="),
             Some(("a".to_string(), "b:c".to_string()))
         );
-        assert!(dummy_hash().parse::<bcrypt::HashParts>().is_ok());
+        // Unknown users are checked against a hash of the users' cost.
+        let parts = auth.unknown_user_hash.parse::<bcrypt::HashParts>().unwrap();
+        assert_eq!(parts.get_cost(), 4);
     }
 }
