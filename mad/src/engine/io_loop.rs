@@ -295,6 +295,11 @@ impl<P: MadPort> Engine<P> {
                 }
             }
             self.record(&ledger);
+            if let Some(report) = ledger.unstick() {
+                debug_assert!(false, "requests stranded: {report}");
+                tracing::warn!("requests stranded, let go: {report}");
+                continue;
+            }
             if ledger.in_flight() > 0 {
                 let wait = ledger
                     .next_deadline()
@@ -343,11 +348,39 @@ impl<P: MadPort> Engine<P> {
         self.stats.unmatched += s.unmatched;
         self.stats.unroutable += s.unroutable;
         self.stats.window_cuts += s.window_cuts;
+        self.stats.window_cuts_undone += s.window_cuts_undone;
+        self.stats.late_replies += s.late_replies;
         self.stats.dest_waits += s.dest_waits;
         self.next_tid = ledger.next_tid();
         self.window = ledger.window();
         self.rtt = ledger.rtt();
         self.record(&ledger);
+    }
+
+    /// The engine's totals as one `key value` line for the trace.
+    fn trace_summary(&self) -> String {
+        let s = &self.stats;
+        let (low, high) = self.window.range();
+        format!(
+            "engine sent {} received {} retries {} timeouts {} unmatched {} unroutable {} \
+             window_cuts {} window_cuts_undone {} late_replies {} dest_waits {} window {} \
+             window_low {low} window_high {high} \
+             max_outstanding {} per_destination {} srtt_us {}",
+            s.sent,
+            s.received,
+            s.retries,
+            s.timeouts,
+            s.unmatched,
+            s.unroutable,
+            s.window_cuts,
+            s.window_cuts_undone,
+            s.late_replies,
+            s.dest_waits,
+            self.window.limit(),
+            self.window.max(),
+            self.per_destination,
+            self.rtt.srtt().map_or(0, |d| d.as_micros()),
+        )
     }
 
     fn record<T>(&mut self, ledger: &Ledger<T>) {
@@ -411,6 +444,10 @@ impl<P: MadPort> Drop for Engine<P> {
         }
         for (_, agent) in std::mem::take(&mut self.agents) {
             self.port.unregister(agent);
+        }
+        let summary = self.trace_summary();
+        if let Some(trace) = &mut self.trace {
+            trace.notes.push(summary);
         }
         if let (Some(trace), Some(path)) = (&self.trace, &self.trace_file) {
             let written = std::fs::File::create(path).and_then(|f| {

@@ -52,7 +52,8 @@ struct Entry<T> {
     request: Request,
     /// [`dest_key`] of the request.
     dest: u64,
-    /// When the latest attempt was sent.
+    /// When the first and the latest attempt were sent.
+    first_sent: Option<Instant>,
     sent_at: Option<Instant>,
     /// Sends so far.
     attempts: u32,
@@ -203,6 +204,7 @@ impl<T> Ledger<T> {
                 token,
                 request,
                 dest,
+                first_sent: None,
                 sent_at: None,
                 attempts: 0,
                 last_tid: 0,
@@ -225,6 +227,44 @@ impl<T> Ledger<T> {
     /// Requests not in flight: waiting for the window, their destination or a resend.
     pub fn queued(&self) -> usize {
         self.entries.live - self.in_flight
+    }
+
+    /// Nothing in flight, nothing sendable, yet requests wait: a destination's queue was
+    /// not let go when it should have been. Never expected; let every waiting request go
+    /// so the batch cannot hang, and say what was found.
+    pub(crate) fn unstick(&mut self) -> Option<String> {
+        if self.in_flight > 0 || self.cancelled || self.is_idle() || !self.ready.is_empty() {
+            return None;
+        }
+        let waiting: Vec<u64> = self
+            .dests
+            .values_mut()
+            .flat_map(|d| d.waiting.drain(..))
+            .collect();
+        if waiting.is_empty() {
+            return None;
+        }
+        let report = self.stall_report();
+        self.ready.extend(waiting);
+        Some(report)
+    }
+
+    /// The state of the queues, for a stall report.
+    pub(crate) fn stall_report(&self) -> String {
+        let waiting: usize = self.dests.values().map(|d| d.waiting.len()).sum();
+        let stuck = self
+            .dests
+            .values()
+            .filter(|d| d.in_flight == 0 && !d.waiting.is_empty())
+            .count();
+        format!(
+            "{} requests live, {} in flight, {} ready, {waiting} waiting for {} destinations ({stuck} with none in flight), window {}",
+            self.entries.live,
+            self.in_flight,
+            self.ready.len(),
+            self.dests.len(),
+            self.window.limit()
+        )
     }
 
     /// The TID the next send will get (carry it to the next batch).
@@ -308,6 +348,7 @@ impl<T> Ledger<T> {
         entry.last_tid = tid;
         entry.in_flight = true;
         entry.sent_at = Some(now);
+        entry.first_sent.get_or_insert(now);
         self.in_flight += 1;
         self.by_tid.insert(tid, id);
         let wait = self
@@ -317,14 +358,24 @@ impl<T> Ledger<T> {
         Some((tid, &entry.request))
     }
 
-    /// An attempt to `dest` ended (answered, failed or superseded): free its slot there and
-    /// let the oldest requests waiting for that destination go next, as many as its cap
-    /// now has room for (it may have grown back from 1).
+    /// An attempt to `dest` ended (answered, failed or superseded): free its slot there.
     fn release(&mut self, dest: u64) {
+        if let Some(d) = self.dests.get_mut(&dest) {
+            d.in_flight = d.in_flight.saturating_sub(1);
+        }
+        self.promote(dest);
+    }
+
+    /// Let the oldest requests waiting for `dest` go next, as many as its cap has room for
+    /// now. Called whenever that room may have grown: a slot freed, the cap raised again,
+    /// or a request of it ended while not in flight (a late reply to an earlier attempt
+    /// can end a request that was waiting, or was already let go but not yet sent: then
+    /// its room must go to the next one). Letting too many go is harmless: whoever finds
+    /// the destination full waits again.
+    fn promote(&mut self, dest: u64) {
         let Some(d) = self.dests.get_mut(&dest) else {
             return;
         };
-        d.in_flight = d.in_flight.saturating_sub(1);
         let mut room = d.cap(self.per_destination).saturating_sub(d.in_flight);
         let mut promoted = Vec::new();
         while room > 0 {
@@ -354,6 +405,8 @@ impl<T> Ledger<T> {
         if entry.in_flight {
             self.in_flight -= 1;
             self.release(entry.dest);
+        } else {
+            self.promote(entry.dest);
         }
         Some(entry)
     }
@@ -384,9 +437,11 @@ impl<T> Ledger<T> {
                 self.rtt.sample(rtt);
             }
         }
-        if let Some(d) = self.dests.get_mut(&entry.dest) {
+        let dest = entry.dest;
+        if let Some(d) = self.dests.get_mut(&dest) {
             d.on_answer();
         }
+        self.promote(dest);
     }
 
     /// The current attempt failed: queue another, or give up with `error(attempts)`. After
@@ -462,6 +517,7 @@ impl<T> Ledger<T> {
             return Outcome::Unmatched;
         };
         let latest = entry.in_flight && entry.last_tid == tid;
+        let first_sent = entry.first_sent;
         if umad_status != 0 {
             if umad_status == UMAD_STATUS_TIMEOUT {
                 self.stats.unroutable += 1;
@@ -495,6 +551,15 @@ impl<T> Ledger<T> {
             return done.map_or(Outcome::Pending, |(t, e)| Outcome::Done(t, Err(e)));
         }
         self.on_answer(id, now);
+        if !latest {
+            // A reply to an attempt given up on: that timeout was no loss.
+            self.stats.late_replies += 1;
+            if let Some(first) = first_sent {
+                if self.window.on_spurious_loss(first, now) {
+                    self.stats.window_cuts_undone += 1;
+                }
+            }
+        }
         let Some(entry) = self.finish(id) else {
             return Outcome::Unmatched;
         };
@@ -1238,5 +1303,82 @@ mod tests {
         assert!(matches!(late, Outcome::Done(99, Ok(_))), "{late:?}");
         // And the resends did not teach the estimate anything (Karn).
         assert_eq!(l.rtt().srtt(), Some(rtt));
+    }
+
+    #[test]
+    fn a_late_reply_to_a_waiting_request_does_not_strand_the_others() {
+        // A destination slowed to one at a time after a loss; requests wait behind the
+        // resend. The first attempt's reply comes late, while that request is waiting or
+        // let go but not yet sent: it ends there, and the others must still go.
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..6 {
+            l.push(i, dr(&[1]));
+        }
+        let sent = send_all(&mut l, t0);
+        assert_eq!(sent.len(), 4);
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        // Lossy now: one resend goes, the rest wait.
+        let resent = send_all(&mut l, t0 + T);
+        assert_eq!(resent.len(), 1);
+        // Late replies to the three first attempts whose resends wait: they end there.
+        let (resent_tid, resent_request) = &resent[0];
+        let mut late = 0;
+        for (tid, r) in &sent {
+            if let Outcome::Done(token, Ok(_)) = l.on_reply_at(t0 + T, 0, &reply(r, *tid, 0)) {
+                assert_ne!(token, 99);
+                late += 1;
+            }
+        }
+        // (The one resent was ended by its own late reply too: 4 in all.)
+        assert_eq!(late, 4);
+        assert!(matches!(
+            l.on_reply_at(t0 + T, 0, &reply(resent_request, *resent_tid, 0)),
+            Outcome::Unmatched
+        ));
+        // Two never sent are left: they must go, nothing is in flight to hold them.
+        let rest = send_all(&mut l, t0 + T);
+        assert_eq!(rest.len(), 2, "stranded: {}", l.stall_report());
+        for (tid, r) in rest {
+            assert!(matches!(
+                l.on_reply_at(t0 + T, 0, &reply(&r, tid, 0)),
+                Outcome::Done(..)
+            ));
+        }
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_request_let_go_but_ended_before_its_send_passes_its_turn_on() {
+        // One at a time after a loss. The slot freed by a failed send goes to the oldest
+        // waiting request (1), which then ends by a late reply to its first attempt before
+        // its resend went out: request 0 must get the slot, or it waits forever with
+        // nothing in flight to let it go.
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..3 {
+            l.push(i, dr(&[1]));
+        }
+        let first = send_all(&mut l, t0);
+        assert_eq!(first.len(), 3);
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        // Resends go to the front, last expired first: request 2 goes, 1 and 0 wait.
+        let resent = send_all(&mut l, t0 + T);
+        assert_eq!(resent.len(), 1, "lossy: one at a time");
+        assert_eq!(resent[0].1, first[2].1);
+        let error = MadError::from_transport(TransportError::Send { errno: 22 });
+        assert_eq!(l.send_failed(resent[0].0, error).map(|(t, _)| t), Some(2));
+        let (tid, r) = &first[1];
+        assert!(matches!(
+            l.on_reply_at(t0 + T, 0, &reply(r, *tid, 0)),
+            Outcome::Done(1, Ok(_))
+        ));
+        let last = send_all(&mut l, t0 + T);
+        assert_eq!(last.len(), 1, "request 0 stranded: {}", l.stall_report());
+        let (token, _) = done(l.on_reply_at(t0 + T, 0, &reply(&last[0].1, last[0].0, 0)));
+        assert_eq!(token, 0);
+        assert!(l.is_idle());
     }
 }

@@ -92,6 +92,11 @@ pub struct EngineStats {
     pub unroutable: u64,
     /// Times the window was cut (a loss episode: timeouts or busy replies).
     pub window_cuts: u64,
+    /// Cuts taken back: the reply that seemed lost came after all.
+    pub window_cuts_undone: u64,
+    /// Requests completed by a reply to an attempt already resent (its resend was not
+    /// needed).
+    pub late_replies: u64,
     /// Times a request waited because its destination had its cap in flight.
     pub dest_waits: u64,
 }

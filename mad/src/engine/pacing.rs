@@ -21,11 +21,15 @@
 //!
 //! Retransmission: the reference tools wait their whole timeout (200-1000 ms) before a
 //! resend, so every lost MAD holds a window slot that long; at 1% loss that alone slows a
-//! sweep a hundredfold. ibscope measures round trips ([`RttEstimator`], as TCP does, RFC
-//! 6298: smoothed RTT plus four deviations, first attempts only) and resends after that
-//! estimate, doubled per resend, never below [`MIN_RTO`]; the last attempt always waits the
-//! full configured timeout, and a late reply to any earlier attempt still completes the
-//! request, so a slow node that answers within the timeout is never given up on.
+//! sweep a hundredfold. ibscope measures round trips ([`RttEstimator`], first attempts
+//! only) and resends after the larger of TCP's estimate (RFC 6298: smoothed RTT plus four
+//! deviations) and twice the slowest recent round trip, doubled per resend, never below
+//! [`MIN_RTO`]. The slowest-recent term is there because round trips through a busy host
+//! are not bell-shaped: a process not scheduled for a few milliseconds makes a burst of
+//! replies late at once, which the mean deviation does not foresee. The last attempt always
+//! waits the full configured timeout, and a late reply to any earlier attempt still
+//! completes the request, so a slow node that answers within the timeout is never given up
+//! on; the window cut its seeming loss caused is then taken back.
 
 use std::time::{Duration, Instant};
 
@@ -46,7 +50,13 @@ pub struct RttEstimator {
     srtt: Duration,
     rttvar: Duration,
     samples: u64,
+    /// The slowest round trip of this period of [`PEAK_PERIOD`] samples, and of the last.
+    peak: Duration,
+    last_peak: Duration,
 }
+
+/// Samples per period of the slowest-recent-round-trip term.
+const PEAK_PERIOD: u64 = 1024;
 
 impl RttEstimator {
     pub fn sample(&mut self, rtt: Duration) {
@@ -59,6 +69,19 @@ impl RttEstimator {
             self.srtt = (self.srtt * 7 + rtt) / 8;
         }
         self.samples += 1;
+        self.peak = self.peak.max(rtt);
+        if self.samples % PEAK_PERIOD == 0 {
+            self.last_peak = self.peak;
+            self.peak = Duration::ZERO;
+        }
+    }
+
+    /// The wait before a first resend: the larger of RFC 6298's estimate and twice the
+    /// slowest recent round trip (see the module docs), not below [`MIN_RTO`].
+    pub fn rto(&self) -> Duration {
+        let tcp = self.srtt + self.rttvar * 4;
+        let recent = self.peak.max(self.last_peak) * 2;
+        tcp.max(recent).max(MIN_RTO)
     }
 
     /// The smoothed round trip, once measured.
@@ -74,9 +97,8 @@ impl RttEstimator {
         if self.samples == 0 || attempt >= attempts {
             return timeout;
         }
-        let rto = self.srtt + self.rttvar * 4;
         let backoff = 1u32 << (attempt - 1).min(16);
-        rto.max(MIN_RTO).saturating_mul(backoff).min(timeout)
+        self.rto().saturating_mul(backoff).min(timeout)
     }
 }
 
@@ -93,7 +115,10 @@ pub struct Window {
     /// When the window was last cut: losses of attempts sent before it belong to that
     /// episode and do not cut it again.
     cut_at: Option<Instant>,
+    /// Limit and threshold before the last cut, until it is confirmed or undone.
+    before_cut: Option<(usize, usize)>,
     cuts: u64,
+    undone: u64,
     low: usize,
     high: usize,
 }
@@ -109,7 +134,9 @@ impl Window {
             threshold: max,
             credit: 0,
             cut_at: None,
+            before_cut: None,
             cuts: 0,
+            undone: 0,
             low: limit,
             high: limit,
         }
@@ -128,6 +155,11 @@ impl Window {
     /// Times the window was cut.
     pub fn cuts(&self) -> u64 {
         self.cuts
+    }
+
+    /// Cuts taken back because the loss that caused them was not one.
+    pub fn undone(&self) -> u64 {
+        self.undone
     }
 
     /// The smallest and the largest limit the window had.
@@ -179,11 +211,32 @@ impl Window {
             return false;
         }
         let half = (self.limit / 2).max(1);
+        self.before_cut = Some((self.limit, self.threshold));
         self.threshold = half;
         self.credit = 0;
         self.set_limit(half);
         self.cut_at = Some(now);
         self.cuts += 1;
+        true
+    }
+
+    /// A reply came for an attempt that had been given up on: its loss was no loss (the
+    /// reply was only slow: a busy host, a scheduler hiccup). For a request first sent at
+    /// `first_sent` whose late reply came at `now`: when the last cut fell between the two,
+    /// that cut is taken back (as TCP's Eifel response, RFC 4015). True when it was.
+    pub fn on_spurious_loss(&mut self, first_sent: Instant, now: Instant) -> bool {
+        let Some(cut) = self.cut_at else {
+            return false;
+        };
+        if !(first_sent < cut && cut <= now) {
+            return false;
+        }
+        let Some((limit, threshold)) = self.before_cut.take() else {
+            return false;
+        };
+        self.threshold = threshold;
+        self.set_limit(limit.min(self.max));
+        self.undone += 1;
         true
     }
 }
@@ -279,6 +332,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_for_a_reply_that_was_only_late_is_taken_back_once() {
+        let t0 = Instant::now();
+        let mut w = Window::new(64, 128);
+        assert!(w.on_loss(t0, t0 + MIN_RTO));
+        assert_eq!(w.limit(), 32);
+        // A request sent before the cut, resent after it, answers to its first attempt.
+        assert!(w.on_spurious_loss(t0, t0 + MIN_RTO * 2));
+        assert_eq!(w.limit(), 64);
+        assert_eq!((w.cuts(), w.undone()), (1, 1));
+        // Only once per cut.
+        assert!(!w.on_spurious_loss(t0, t0 + MIN_RTO * 2));
+        // A late reply from before an older episode does not undo a newer cut.
+        let t1 = t0 + T;
+        assert!(w.on_loss(t1, t1 + MIN_RTO));
+        assert!(!w.on_spurious_loss(t1 + MIN_RTO * 3, t1 + MIN_RTO * 4));
+        assert_eq!(w.limit(), 32);
+    }
+
+    #[test]
     fn the_window_never_falls_below_one() {
         let mut now = Instant::now();
         let mut w = Window::new(4, 16);
@@ -314,11 +386,15 @@ mod tests {
         }
         assert_eq!(r.srtt(), Some(Duration::from_micros(400)));
         let first = r.deadline_for(1, 4, T);
-        // Converged: no deviation left, only the floor holds it up.
+        // Converged: no deviation left; twice the slowest is 800 us, the floor holds.
         assert_eq!(first, MIN_RTO);
         r.sample(Duration::from_millis(3));
         let jittery = r.deadline_for(1, 4, T);
-        assert!(jittery > Duration::from_millis(2), "{jittery:?}");
+        assert_eq!(
+            jittery,
+            Duration::from_millis(6),
+            "twice the slowest recent"
+        );
         assert_eq!(r.deadline_for(2, 4, T), (jittery * 2).min(T));
         assert_eq!(r.deadline_for(3, 4, T), (jittery * 4).min(T));
         let mut steady = RttEstimator::default();

@@ -41,6 +41,8 @@ pub struct Trace {
     pub dr_hops: [u64; 64],
     /// Sends that were LID-routed (SMPs by LID and every GMP).
     pub lid_routed: u64,
+    /// `key value ...` lines written as comments (the engine's totals).
+    pub notes: Vec<String>,
 }
 
 impl Default for Trace {
@@ -61,6 +63,7 @@ impl Trace {
             samples: Vec::new(),
             dr_hops: [0; 64],
             lid_routed: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -119,6 +122,9 @@ impl Trace {
             .collect();
         writeln!(out, "# dr_hops {}", hops.join(" "))?;
         writeln!(out, "# lid_routed {}", self.lid_routed)?;
+        for note in &self.notes {
+            writeln!(out, "# {note}")?;
+        }
         writeln!(out, "t_us in_flight window queued sent received")?;
         for s in &self.samples {
             writeln!(
