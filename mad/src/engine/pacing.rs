@@ -406,6 +406,16 @@ mod tests {
             MIN_RTO * 2,
             "the floor doubles too"
         );
+        // A slow round trip is forgotten after two periods of ordinary ones.
+        for _ in 0..2 * PEAK_PERIOD {
+            steady.sample(Duration::from_micros(100));
+        }
+        steady.sample(Duration::from_millis(5));
+        assert_eq!(steady.deadline_for(1, 4, T), Duration::from_millis(10));
+        for _ in 0..2 * PEAK_PERIOD {
+            steady.sample(Duration::from_micros(100));
+        }
+        assert_eq!(steady.deadline_for(1, 4, T), MIN_RTO);
         assert_eq!(r.deadline_for(4, 4, T), T, "the last attempt waits it all");
         // Never past the configured timeout, even backed off.
         assert_eq!(r.deadline_for(30, 40, T), T);
