@@ -15,4 +15,5 @@ pub mod health;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
+pub mod responder;
 pub mod routing;

@@ -64,7 +64,11 @@ impl RttEstimator {
             self.srtt = rtt;
             self.rttvar = rtt / 2;
         } else {
-            let dev = self.srtt.abs_diff(rtt);
+            let dev = if self.srtt > rtt {
+                self.srtt - rtt
+            } else {
+                rtt - self.srtt
+            };
             self.rttvar = (self.rttvar * 3 + dev) / 4;
             self.srtt = (self.srtt * 7 + rtt) / 8;
         }
