@@ -355,12 +355,21 @@ fn silent_drop_waits_its_deadline_without_blocking_others() {
     assert_eq!(r["good_ok"], 2000, "{r}");
     assert_eq!(r["dropped_last"], true, "{r}");
     assert_eq!(r["dropped_error"], "Some(Timeout { attempts: 2 })", "{r}");
-    // Two attempts of 100 ms each.
+    // Two attempts of 100 ms each: it went first, before any round trip was measured, and
+    // a last attempt always waits the whole timeout.
     let total = r["total_ms"].as_u64().unwrap();
     assert!((195..1500).contains(&total), "{r}");
-    assert_eq!(r["stats"]["sent"], 2002, "{r}");
     assert_eq!(r["stats"]["timeouts"], 1, "{r}");
-    assert_eq!(r["stats"]["retries"], 1, "{r}");
+    // One resend of the dropped request; on a busy host a good request may be resent too
+    // when its reply is later than the measured round trips foretold: each such resend is
+    // one more MAD sent.
+    let retries = r["stats"]["retries"].as_u64().unwrap();
+    assert!(retries >= 1, "{r}");
+    assert_eq!(
+        r["stats"]["sent"].as_u64().unwrap(),
+        2002 + (retries - 1),
+        "{r}"
+    );
 }
 
 #[test]

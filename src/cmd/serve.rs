@@ -710,7 +710,7 @@ fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Se
 
 /// Cumulative per-node query failures.
 #[derive(Debug, Default, Clone, Copy)]
-struct NodeErrors {
+pub struct NodeErrors {
     errors: u64,
     timeouts: u64,
 }
@@ -1021,6 +1021,26 @@ pub struct RenderStats<'a> {
     thresholds: &'a counters::Thresholds,
     /// The SM check's finding (None: a master SM answered).
     sm: Option<&'a findings::Finding>,
+}
+
+impl<'a> RenderStats<'a> {
+    /// The numbers of a first sweep with no failures so far (for benchmarks of `render`).
+    pub fn first_sweep(
+        counters: &'a [&'static str],
+        scrape_errors: &'a HashMap<u64, NodeErrors>,
+        thresholds: &'a counters::Thresholds,
+    ) -> Self {
+        RenderStats {
+            filter: PortFilter::default(),
+            counters,
+            sweeps: 1,
+            discoveries: 1,
+            discovery_seconds: 0.0,
+            scrape_errors,
+            thresholds,
+            sm: None,
+        }
+    }
 }
 
 /// Counter metric names are the same as `ibscope counters --format prom` writes.

@@ -572,6 +572,10 @@ impl FabricPort {
         }
     }
 
+    pub fn model(&self) -> &FabricModel {
+        &self.model
+    }
+
     pub fn set_options(&mut self, options: ResponderOptions) {
         self.options = options;
         self.rng = options.seed.max(1);

@@ -526,6 +526,11 @@ impl<T> Ledger<T> {
             if !latest {
                 return Outcome::Pending;
             }
+            if umad_status == UMAD_STATUS_TIMEOUT {
+                // A loss: on hardware the kernel's own timeout for this send ran out; the
+                // simulator's shim reports MADs it dropped (a dead route, a lossy port) so.
+                self.on_loss(id, now);
+            }
             let done = self.retry_or_fail(id, |attempts| {
                 if umad_status == UMAD_STATUS_TIMEOUT {
                     MadError::Timeout { attempts }
