@@ -34,11 +34,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::{render, CounterFamilies, RenderStats};
+use ibscope::cmd::serve::CounterFamilies;
 use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
+use ibscope_topo::export::prometheus::{fabric_page, PageStats, PortFilter};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -222,8 +223,7 @@ fn tui_snapshot(fabric: Fabric, eval: findings::Evaluation, taken_at: SystemTime
                 .iter()
                 .filter(|p| p.counters.is_some())
                 .map(|p| tui::PortCounterSample {
-                    node_guid: p.at.node_guid,
-                    port: p.at.port,
+                    at: p.at.key(),
                     counters: p
                         .effective()
                         .into_iter()
@@ -368,10 +368,19 @@ fn main() {
         "serve" => {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
-            let stats = RenderStats::first_sweep(&families, &errors, &thresholds);
+            let stats = PageStats {
+                filter: PortFilter::default(),
+                counters: &families,
+                sweeps: 1,
+                discoveries: 1,
+                discovery_seconds: 0.0,
+                scrape_errors: &errors,
+                thresholds: &thresholds,
+                sm: None,
+            };
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
-                let page = render(fabric, &eval.health, None, sample, &stats);
+                let page = fabric_page(fabric, &eval.health, None, sample, &stats);
                 keep.push(Box::new(page.len()));
             }
         }

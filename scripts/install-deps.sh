@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what ibscope's demo and tests need on Debian: the simulated fabric (ibsim + its
 # libibumad shim), the real subnet manager (OpenSM), the reference tools (infiniband-diags),
-# libibumad's headers for linking, tmux for the TUI test, Graphviz to validate DOT output,
-# Prometheus (promtool and the server) for the exporter, dashboard and alert tests, groff
-# to check the man pages, and dpkg-dev for the Debian package's library dependencies
-# (dpkg-shlibdeps). Skips apt when everything is already there.
+# libibumad's headers for linking, libibverbs/librdmacm headers and libclang for the `verbs`
+# feature (rdma-sys generates its bindings with bindgen at build time), tmux for the TUI test,
+# Graphviz to validate DOT output, Prometheus (promtool and the server) for the exporter,
+# dashboard and alert tests, groff to check the man pages, and dpkg-dev for the Debian
+# package's library dependencies (dpkg-shlibdeps). Skips apt when everything is already there.
 set -euo pipefail
 pkgs=(ibsim-utils libumad2sim0 opensm infiniband-diags libibumad-dev libibmad-dev pkg-config
-      tmux prometheus graphviz groff-base dpkg-dev)
+      libibverbs-dev librdmacm-dev libclang-dev tmux prometheus graphviz groff-base dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -66,6 +66,10 @@ pub enum Command {
     #[command(about = "Compare two topology files: nodes, links, width/speed/state changes")]
     Diff(cmd::diff::Args),
     #[command(
+        about = "This host's RDMA devices, ports, PCIe links, GPUs; --check: ready for a job?"
+    )]
+    Host(cmd::host::Args),
+    #[command(
         about = "Every link with both ends' width/speed/state and what it could be (iblinkinfo)"
     )]
     Links(cmd::links::Args),
@@ -119,11 +123,14 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
     // file must not keep an operator from getting them.
     let settings = match &cli.command {
         Command::Completions(_) | Command::Man(_) => None,
-        _ => Some(config::apply(
-            &mut cli,
-            matches,
-            &config::Env::from_process(),
-        )?),
+        _ => {
+            let serve_args = match &mut cli.command {
+                Command::Serve(a) => Some(a),
+                _ => None,
+            };
+            let env = config::Env::from_process();
+            Some(config::apply(&mut cli.global, serve_args, matches, &env)?)
+        }
     };
     let g = &cli.global;
     match &cli.command {
@@ -132,6 +139,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Counters(a) => cmd::counters::run(g, a),
         Command::Discover(a) => cmd::discover::run(g, a),
         Command::Diff(a) => cmd::diff::run(g, a),
+        Command::Host(a) => cmd::host::run(g, a),
         Command::Links(a) => cmd::links::run(g, a),
         Command::Port(a) => cmd::port::run(g, a),
         Command::Query(a) => cmd::query::run(g, a),

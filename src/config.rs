@@ -18,7 +18,7 @@ use clap::{ArgMatches, FromArgMatches, ValueEnum};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::app::{Cli, Command};
+use crate::cli::Global;
 use crate::cmd::serve::{self, CounterFamilies};
 
 /// The environment the settings are read from (a value, so tests can give their own).
@@ -292,16 +292,20 @@ fn layer<T: Clone + Into<Value>>(
     });
 }
 
-/// Apply the layered defaults to the parsed command line; returns what is in force.
-pub fn apply(cli: &mut Cli, matches: &ArgMatches, env: &Env) -> Result<Settings> {
+/// Apply the layered defaults to the parsed command line (its global options, and the
+/// `serve` options when that is the command); returns what is in force.
+pub fn apply(
+    global: &mut Global,
+    serve_args: Option<&mut serve::Args>,
+    matches: &ArgMatches,
+    env: &Env,
+) -> Result<Settings> {
     let (layers, files) = Layers::load(env)?;
     let mut out = Vec::new();
-    apply_global(cli, matches, env, &layers, &mut out)?;
-    match &mut cli.command {
-        Command::Serve(a) => {
-            apply_serve(a, matches.subcommand_matches("serve"), &layers, &mut out)?
-        }
-        _ => {
+    apply_global(global, matches, env, &layers, &mut out)?;
+    match serve_args {
+        Some(a) => apply_serve(a, matches.subcommand_matches("serve"), &layers, &mut out)?,
+        None => {
             // Shown by `config show`; the command itself does not use them.
             let defaults = default_serve_args()?;
             let mut a = defaults;
@@ -315,7 +319,7 @@ pub fn apply(cli: &mut Cli, matches: &ArgMatches, env: &Env) -> Result<Settings>
 }
 
 fn apply_global(
-    cli: &mut Cli,
+    g: &mut Global,
     matches: &ArgMatches,
     env: &Env,
     layers: &Layers,
@@ -323,7 +327,6 @@ fn apply_global(
 ) -> Result<()> {
     let m = Some(matches);
     let flag = |id: &str, name: &'static str| given(m, id).then_some(name);
-    let g = &mut cli.global;
 
     let mut ca = g.ca.clone();
     layer(

@@ -84,9 +84,8 @@ pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read topology file {}", path.display()))?;
     if text.trim_start().starts_with('{') {
-        let file = ibscope_topo::FabricFile::from_json(&text)
-            .with_context(|| format!("{}: not a valid ibscope JSON snapshot", path.display()))?;
-        let fabric = Fabric::from_file(file).with_context(|| format!("{}", path.display()))?;
+        let fabric = ibscope_topo::export::json::read(&text)
+            .with_context(|| format!("{}", path.display()))?;
         Ok((fabric, Vec::new()))
     } else {
         let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)

@@ -7,7 +7,7 @@ pub mod cmd;
 pub mod config;
 pub mod fabric;
 pub mod output;
-pub mod resolve;
+pub mod signals;
 pub mod sim;
 pub mod tui;
 

@@ -19,7 +19,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -213,33 +213,6 @@ fn validate_name(name: &str) -> Result<()> {
         bail!("simulator name {name:?}: use 1-32 of A-Z a-z 0-9 - _ . (not starting with .)");
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// SIGINT: `sim up` must be able to abort a long wait and clean up.
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Install a SIGINT handler that only sets a flag; the waits in this module poll it and fail
-/// with "interrupted", so the caller's cleanup (Drop) runs.
-pub fn install_sigint_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-    }
-}
-
-/// True once SIGINT arrived (after [`install_sigint_handler`]).
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,8 +544,18 @@ fn count_in_file(path: &Path, needle: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether a process we started still runs (a poisoned lock still holds a usable `Proc`).
+fn alive(p: &Mutex<Proc>) -> bool {
+    p.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_ours_and_alive()
+}
+
+/// `sim up` must be able to abort a long wait and clean up: once SIGINT is caught (see
+/// [`crate::signals`]), the waits here fail with "interrupted", so the caller's cleanup
+/// (Drop) runs.
 fn check_interrupted() -> Result<()> {
-    if interrupted() {
+    if crate::signals::received().is_some() {
         bail!("interrupted");
     }
     Ok(())
@@ -817,12 +800,7 @@ impl Sim {
         let deadline = Instant::now() + timeout;
         loop {
             check_interrupted()?;
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited during startup; its stderr:\n{}\nstdout:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20),
@@ -857,23 +835,14 @@ impl Sim {
             if count_in_file(&log, "SUBNET UP") > seen_before {
                 return Ok(());
             }
-            if !osm
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(osm) {
                 bail!(
                     "opensm exited before SUBNET UP; opensm.log:\n{}\nopensm output:\n{}",
                     tail(&log, 30),
                     tail(&self.state_dir.join(OPENSM_OUT), 10)
                 );
             }
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited; stderr:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20)
@@ -993,12 +962,7 @@ impl Sim {
                 };
                 return Ok(strip_prompts(body));
             }
-            if !self
-                .ibsim
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-            {
+            if !alive(&self.ibsim) {
                 bail!(
                     "ibsim exited while handling {line:?}; stderr:\n{}",
                     tail(&self.state_dir.join(IBSIM_ERR), 20)
@@ -1083,17 +1047,7 @@ impl Sim {
 
     /// True while ibsim (and OpenSM, if started) run.
     pub fn is_running(&self) -> bool {
-        let ibsim = self
-            .ibsim
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_ours_and_alive();
-        let osm = self.opensm.as_ref().map_or(true, |p| {
-            p.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_ours_and_alive()
-        });
-        ibsim && osm
+        alive(&self.ibsim) && self.opensm.as_ref().map_or(true, alive)
     }
 
     /// Stop OpenSM, then ibsim (SIGTERM, SIGKILL after a grace period), reap them, and remove

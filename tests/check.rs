@@ -4,7 +4,7 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::*;
 use ibscope_topo::gen::{self, Degraded, FatTreeSpec};
@@ -353,7 +353,6 @@ fn flags_exactly_the_degraded_links_and_injected_ports() {
     ];
     let (path, names) = generate(dir.path(), degraded);
     let sim = sim_with(SimOptions::new(&path));
-    let name = |id: &str| names[id].clone();
     sim.set_counter("L0001", 1, "SymbolErrorCounter", 17)
         .unwrap();
     sim.set_counter("S0001", 6, "LinkDownedCounter", 2).unwrap();
@@ -364,7 +363,43 @@ fn flags_exactly_the_degraded_links_and_injected_ports() {
         .unwrap();
 
     let doc = check_json(&sim, &[], 1);
-    let got = finding_set(&doc);
+    assert_counter_findings_are_the_injected(&doc, &names);
+    assert_degraded_links_are_the_generated(&doc, &names);
+    // Every finding names a GUID.
+    for f in doc["findings"].as_array().unwrap() {
+        assert!(json_guid(&f["at"]["node_guid"]).is_some(), "{f}");
+    }
+    thresholds_file_moves_the_limit(&sim, dir.path());
+    // links --degraded lists the same two links.
+    let out = assert_exit(&ibscope(&sim, &["links", "--degraded", "--json"]), 1);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["links"].as_array().unwrap().len(), 2);
+    assert_eq!(report["norms"]["ca_switch"], "4xHDR");
+
+    // Offline: the same degraded links from a saved snapshot, no counters.
+    let snap = dir.path().join("fabric.json");
+    assert_success(&ibscope(
+        &sim,
+        &["discover", "--format", "json", "-o", snap.to_str().unwrap()],
+    ));
+    let out = assert_exit(
+        &ibscope_plain(
+            &["--topology", snap.to_str().unwrap(), "check", "--json"],
+            &[],
+        ),
+        1,
+    );
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["counters_checked"], false);
+    let kinds: BTreeSet<String> = finding_set(&doc).into_iter().map(|f| f.0).collect();
+    assert_eq!(kinds, BTreeSet::from(["degraded-link".to_string()]));
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 2);
+}
+
+/// The counter findings: exactly the three injected errors, one of them saturated.
+fn assert_counter_findings_are_the_injected(doc: &Value, names: &HashMap<String, String>) {
+    let got = finding_set(doc);
+    let name = |id: &str| names[id].clone();
     let s = |x: &str| x.to_string();
     // A degraded link is named from its graph-order end: accept either end.
     let mut want_counters = BTreeSet::new();
@@ -398,7 +433,11 @@ fn flags_exactly_the_degraded_links_and_injected_ports() {
         .cloned()
         .collect();
     assert_eq!(counters, want_counters, "{doc:#}");
+}
 
+/// The degraded-link findings: the two links generated at 1xHDR, either end first.
+fn assert_degraded_links_are_the_generated(doc: &Value, names: &HashMap<String, String>) {
+    let name = |id: &str| names[id].clone();
     let links: Vec<&Value> = doc["findings"]
         .as_array()
         .unwrap()
@@ -444,48 +483,25 @@ fn flags_exactly_the_degraded_links_and_injected_ports() {
     for f in doc["findings"].as_array().unwrap() {
         assert!(json_guid(&f["at"]["node_guid"]).is_some(), "{f}");
     }
+}
 
-    // A threshold file above 17 drops the SymbolErrorCounter finding.
-    let conf = dir.path().join("thresholds.conf");
+/// A threshold file above 17 drops the SymbolErrorCounter finding; a bad one is exit 2.
+fn thresholds_file_moves_the_limit(sim: &Sim, dir: &Path) {
+    let conf = dir.join("thresholds.conf");
     std::fs::write(&conf, "# ibqueryerrors style\nSymbolErrorCounter=20\n").unwrap();
-    let doc = check_json(&sim, &["--thresholds", conf.to_str().unwrap()], 1);
+    let doc = check_json(sim, &["--thresholds", conf.to_str().unwrap()], 1);
     assert!(!finding_set(&doc)
         .iter()
         .any(|f| f.3 == "SymbolErrorCounter"));
     // A bad file: exit 2 naming file and line.
     std::fs::write(&conf, "SymbolErrorCounter=20\nNoSuchCounter=1\n").unwrap();
-    let out = ibscope(&sim, &["check", "--thresholds", conf.to_str().unwrap()]);
+    let out = ibscope(sim, &["check", "--thresholds", conf.to_str().unwrap()]);
     assert_exit(&out, 2);
     assert!(
         stderr(&out).contains(&format!("{}:2:", conf.display())),
         "{}",
         stderr(&out)
     );
-
-    // links --degraded lists the same two links.
-    let out = assert_exit(&ibscope(&sim, &["links", "--degraded", "--json"]), 1);
-    let report: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["links"].as_array().unwrap().len(), 2);
-    assert_eq!(report["norms"]["ca_switch"], "4xHDR");
-
-    // Offline: the same degraded links from a saved snapshot, no counters.
-    let snap = dir.path().join("fabric.json");
-    assert_success(&ibscope(
-        &sim,
-        &["discover", "--format", "json", "-o", snap.to_str().unwrap()],
-    ));
-    let out = assert_exit(
-        &ibscope_plain(
-            &["--topology", snap.to_str().unwrap(), "check", "--json"],
-            &[],
-        ),
-        1,
-    );
-    let doc: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(doc["counters_checked"], false);
-    let kinds: BTreeSet<String> = finding_set(&doc).into_iter().map(|f| f.0).collect();
-    assert_eq!(kinds, BTreeSet::from([s("degraded-link")]));
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 2);
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use ibscope_topo::counters;
 use serde_json::Value;
 
 /// A `Field:....value` line of perfquery output.
@@ -24,41 +25,6 @@ fn field(text: &str, name: &str) -> Option<u64> {
             None => v.parse().ok(),
         }
     })
-}
-
-const PC: [&str; 17] = [
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-    "PortXmitData",
-    "PortRcvData",
-    "PortXmitPkts",
-    "PortRcvPkts",
-    "PortXmitWait",
-];
-
-const EXT: [&str; 8] = [
-    "PortXmitData",
-    "PortRcvData",
-    "PortXmitPkts",
-    "PortRcvPkts",
-    "PortUnicastXmitPkts",
-    "PortUnicastRcvPkts",
-    "PortMulticastXmitPkts",
-    "PortMulticastRcvPkts",
-];
-
-fn is_data(name: &str) -> bool {
-    name == "PortXmitData" || name == "PortRcvData"
 }
 
 /// perfquery (and perfquery -x) of one port: (counters, extended counters).
@@ -75,7 +41,11 @@ fn perfquery(sim: &Sim, lid: u64, port: u64) -> (BTreeMap<String, u64>, BTreeMap
             })
             .collect::<BTreeMap<_, _>>()
     };
-    (pick(&basic, &PC), pick(&ext, &EXT))
+    let extended = counters::EXTENDED_COUNTER_NAMES;
+    (
+        pick(&basic, &counters::PORT_COUNTER_NAMES),
+        pick(&ext, &extended),
+    )
 }
 
 fn counters_json(sim: &Sim, args: &[&str]) -> Value {
@@ -108,7 +78,7 @@ fn ours(p: &Value, section: &str, name: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("{section}.{name} missing in {p}"));
     // ibscope reports bytes; perfquery prints 4-octet words.
-    if is_data(name) {
+    if counters::is_data_counter(name) {
         assert_eq!(v % 4, 0, "{name} in bytes must be a multiple of 4");
         v / 4
     } else {
@@ -161,13 +131,19 @@ fn counters_equal_perfquery_on_every_port() {
         .map(|((_, port), lid)| perfquery(&sim, *lid, *port))
         .collect();
     let mid = by_port(&doc);
+    let extended = counters::EXTENDED_COUNTER_NAMES;
 
     for (i, (key, _)) in targets.iter().enumerate() {
         let p = &mid[key];
         assert!(p["errors"].as_array().unwrap().is_empty(), "{p}");
         for (section, names, b, a) in [
-            ("counters", &PC[..], &before[i].0, &after[i].0),
-            ("extended", &EXT[..], &before[i].1, &after[i].1),
+            (
+                "counters",
+                &counters::PORT_COUNTER_NAMES[..],
+                &before[i].0,
+                &after[i].0,
+            ),
+            ("extended", &extended[..], &before[i].1, &after[i].1),
         ] {
             for n in names {
                 let v = ours(p, section, n);
@@ -188,7 +164,7 @@ fn counters_equal_perfquery_on_every_port() {
             Some(n) => ("extended", n),
             None => ("counters", *f),
         };
-        if is_data(name) || name.ends_with("Pkts") {
+        if counters::is_data_counter(name) || name.ends_with("Pkts") {
             // Traffic counters keep counting our own MADs.
             assert!(ours(p, section, name) >= *v, "{node}[{port}] {f}");
         } else {
@@ -347,29 +323,10 @@ fn interval_reports_rates_and_resets() {
         "{prom}"
     );
     // The exposition is valid for promtool, the Prometheus project's own checker.
-    let (ok, report) = promtool_check(&prom);
-    assert!(ok, "promtool check metrics failed: {report}");
-}
-
-/// `promtool check metrics` on `text`: (passed, its output).
-fn promtool_check(text: &str) -> (bool, String) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("promtool exits");
-    let report =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), report)
+    let checked = promtool_check(&prom);
+    assert!(
+        checked.passed(),
+        "promtool check metrics failed: {}",
+        checked.report
+    );
 }

@@ -425,32 +425,6 @@ fn start_serve(sim: &Sim, log: &Path, args: &[&str], config: Option<&Path>) -> K
     KillOnDrop::spawn(cmd, "ibscope serve")
 }
 
-#[track_caller]
-fn wait_healthy(serve: &mut KillOnDrop, port: u16, log: &Path) {
-    wait_for(Duration::from_secs(20), "/healthz to say ok", || {
-        serve.assert_running(log);
-        match http_get(port, "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
-            _ => None,
-        }
-    });
-}
-
-/// The value of the one sample of `metric` whose labels include every `want` pair.
-fn sample_value(page: &str, metric: &str, want: &[(&str, &str)]) -> Option<f64> {
-    page.lines().find_map(|l| {
-        let rest = l.strip_prefix(metric)?;
-        let (labels, value) = match rest.strip_prefix('{') {
-            Some(r) => r.rsplit_once("} ")?,
-            None => ("", rest.strip_prefix(' ')?),
-        };
-        let all = want
-            .iter()
-            .all(|(k, v)| labels.contains(&format!("{k}=\"{v}\"")));
-        all.then(|| value.trim().parse().ok()).flatten()
-    })
-}
-
 #[test]
 fn dashboard_and_alert_queries_run_against_a_real_scrape() {
     let sim = sim("net");

@@ -161,6 +161,8 @@ fn debian_package_builds_installs_and_runs() {
         &["-f", &deb.display().to_string(), "Depends"],
     ));
     assert!(depends.contains("libibumad3"), "Depends: {depends}");
+    // The default build links libibverbs (`ibscope host`'s verbs feature).
+    assert!(depends.contains("libibverbs1"), "Depends: {depends}");
 
     // Install it as an operator would, and run it.
     let was_installed = installed();

@@ -243,43 +243,40 @@ fn trace_and_dump_fabric(topology: &str, max_pairs: usize) {
     }
 }
 
-#[test]
-fn trace_and_dump_net() {
-    trace_and_dump_fabric("net", usize::MAX);
-}
-#[test]
-fn trace_and_dump_net_1() {
-    trace_and_dump_fabric("net.1", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path() {
-    trace_and_dump_fabric("net.2sw2path", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path4hca() {
-    trace_and_dump_fabric("net.2sw2path4hca", usize::MAX);
-}
-#[test]
-fn trace_and_dump_2sw2path4hca2port() {
-    trace_and_dump_fabric("net.2sw2path4hca2port", usize::MAX);
-}
-#[test]
-fn trace_and_dump_demo() {
-    trace_and_dump_fabric("demo.topo", usize::MAX);
-}
-#[test]
-fn trace_and_dump_fat_tree_64() {
-    trace_and_dump_fabric("fat-tree-2l-64.topo", 60);
+/// One test per fabric: `name: topology, pairs at most`.
+macro_rules! trace_and_dump_tests {
+    ($($name:ident: $topology:expr, $max_pairs:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                trace_and_dump_fabric($topology, $max_pairs);
+            }
+        )*
+    };
 }
 
-fn gen(dir: &Path, name: &str, args: &[&str]) -> String {
-    let path = dir.join(name);
-    let p = path.to_str().unwrap().to_string();
-    let mut full = vec!["sim", "gen"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", &p]);
-    assert_success(&ibscope_plain(&full, &[]));
-    p
+trace_and_dump_tests! {
+    trace_and_dump_net: "net", usize::MAX;
+    trace_and_dump_net_1: "net.1", usize::MAX;
+    trace_and_dump_2sw2path: "net.2sw2path", usize::MAX;
+    trace_and_dump_2sw2path4hca: "net.2sw2path4hca", usize::MAX;
+    trace_and_dump_2sw2path4hca2port: "net.2sw2path4hca2port", usize::MAX;
+    trace_and_dump_demo: "demo.topo", usize::MAX;
+    trace_and_dump_fat_tree_64: "fat-tree-2l-64.topo", 60;
+}
+
+/// `route load --pattern ring --hosts HOSTS --json`, parsed.
+fn load_ring(sim: &Sim, hosts: &str) -> Value {
+    let args = [
+        "route",
+        "load",
+        "--pattern",
+        "ring",
+        "--hosts",
+        hosts,
+        "--json",
+    ];
+    serde_json::from_str(&assert_success(&ibscope(sim, &args))).unwrap()
 }
 
 fn check_json(sim: &Sim, code: i32) -> Value {
@@ -295,7 +292,7 @@ fn check_json(sim: &Sim, code: i32) -> Value {
 #[test]
 fn fat_tree_32_trace_dump_check() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],
@@ -324,7 +321,7 @@ fn fat_tree_32_trace_dump_check() {
 #[test]
 fn black_hole_after_unlink_without_resweep() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],
@@ -385,7 +382,7 @@ fn black_hole_after_unlink_without_resweep() {
 #[test]
 fn ring_minhop_credit_loops() {
     let dir = temp_dir();
-    let ring4 = gen(
+    let ring4 = sim_gen(
         dir.path(),
         "ring4.topo",
         &["ring", "--switches", "4", "--hosts-per-switch", "1"],
@@ -396,7 +393,7 @@ fn ring_minhop_credit_loops() {
         assert_eq!(r["credit_loops_found"], 0);
         assert_eq!(r["cdg"]["dependencies"], 4, "{:#}", r["cdg"]);
     }
-    let ring5 = gen(
+    let ring5 = sim_gen(
         dir.path(),
         "ring5.topo",
         &["ring", "--switches", "5", "--hosts-per-switch", "1"],
@@ -438,7 +435,7 @@ fn channel_key(c: &Value) -> (String, u64, String, u64) {
 #[test]
 fn load_ring_small_fat_tree_by_hand() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft4.topo",
         &["fat-tree", "--levels", "2", "--radix", "4", "--hosts", "4"],
@@ -510,19 +507,7 @@ fn load_ring_small_fat_tree_by_hand() {
         .map(|l| l.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let r: Value = serde_json::from_str(&assert_success(&ibscope(
-        &sim,
-        &[
-            "route",
-            "load",
-            "--pattern",
-            "ring",
-            "--hosts",
-            &hosts,
-            "--json",
-        ],
-    )))
-    .unwrap();
+    let r = load_ring(&sim, &hosts);
     assert_eq!(r["flows_total"], 4);
     assert_eq!(r["flows_unroutable"], 0);
     assert_eq!(r["links_used"], 12);
@@ -548,7 +533,7 @@ fn load_ring_small_fat_tree_by_hand() {
 #[test]
 fn load_ring_hot_uplink() {
     let dir = temp_dir();
-    let topo = gen(
+    let topo = sim_gen(
         dir.path(),
         "ft32.topo",
         &["fat-tree", "--levels", "2", "--radix", "8", "--hosts", "32"],
@@ -583,19 +568,7 @@ fn load_ring_hot_uplink() {
         .expect("28 LIDs on 4 uplinks");
     let (a, b, x, y) = (local[0], local[1], remote[0], remote[1]);
     let hosts = format!("{a},{x},{b},{y}");
-    let r: Value = serde_json::from_str(&assert_success(&ibscope(
-        &sim,
-        &[
-            "route",
-            "load",
-            "--pattern",
-            "ring",
-            "--hosts",
-            &hosts,
-            "--json",
-        ],
-    )))
-    .unwrap();
+    let r = load_ring(&sim, &hosts);
     assert_eq!(r["max_flows_per_link"], 2);
     let hot = &r["hottest_links"][0];
     assert_eq!(hot["flows"], 2);

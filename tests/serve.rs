@@ -9,71 +9,11 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::net::*;
 use common::*;
-
-/// Kills a child process by its PID when dropped (also when the test panics).
-struct KillOnDrop {
-    child: Child,
-    what: &'static str,
-}
-
-impl KillOnDrop {
-    fn spawn(mut cmd: Command, what: &'static str) -> KillOnDrop {
-        let child = cmd
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
-        KillOnDrop { child, what }
-    }
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-    /// Fail at once if the process already ended (it would never answer).
-    #[track_caller]
-    fn assert_running(&mut self, log: &Path) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!(
-                "{} exited early ({status}); log:\n{}",
-                self.what,
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// A plain HTTP/1.0 request: (status code, body).
-fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Ok((code, body.to_string()))
-}
 
 /// GET /metrics asking for gzip: (Content-Encoding header seen, decoded body).
 fn get_gzip(port: u16) -> (bool, String) {
@@ -99,40 +39,6 @@ fn get_gzip(port: u16) -> (bool, String) {
     (head.contains("content-encoding: gzip"), text)
 }
 
-fn get(port: u16, path: &str) -> (u16, String) {
-    http(port, "GET", path).unwrap_or_else(|e| panic!("GET {path} on port {port}: {e}"))
-}
-
-/// Wait until `f` returns Some, or panic after `limit`.
-#[track_caller]
-fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {limit:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The value of the one sample of `metric` whose labels include every `want` pair.
-fn sample_value(text: &str, metric: &str, want: &[(&str, &str)]) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(metric)?;
-        let (labels, value) = match rest.strip_prefix('{') {
-            Some(r) => r.rsplit_once("} ")?,
-            None => ("", rest.strip_prefix(' ')?),
-        };
-        let all = want
-            .iter()
-            .all(|(k, v)| labels.contains(&format!("{k}=\"{v}\"")));
-        all.then(|| value.trim().parse().ok()).flatten()
-    })
-}
-
 /// `Field:....value` of perfquery output.
 fn perfquery_field(text: &str, name: &str) -> u64 {
     text.lines()
@@ -141,18 +47,6 @@ fn perfquery_field(text: &str, name: &str) -> u64 {
             v.trim_start_matches('.').trim().parse().ok()
         })
         .unwrap_or_else(|| panic!("no {name} in perfquery output:\n{text}"))
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// Every sample line follows its family's HELP and TYPE, and no family appears twice.
@@ -190,84 +84,29 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         .unwrap();
     sim.set_counter("Hca1", 1, "PortXmitDiscards", 42).unwrap();
     let scratch = temp_dir();
-
-    let port = free_port();
     let log = scratch.path().join("serve.log");
-    let mut cmd = sim.command(ibscope_bin());
-    cmd.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--interval",
-        "1",
-    ])
-    .stdout(std::fs::File::create(&log).unwrap())
-    .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let (mut serve, port) = start_serve(&sim, &log, &["--interval", "1"]);
     let serve_pid = serve.pid();
-
-    wait_for(Duration::from_secs(15), "/healthz to say ok", || {
-        serve.assert_running(&log);
-        match http(port, "GET", "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
-            _ => None,
-        }
-    });
+    wait_healthy(&mut serve, port, &log);
     let (code, metrics) = get(port, "/metrics");
     assert_eq!(code, 200, "{metrics}");
     // The gzip page says the same, apart from the per-scrape age and a newer sweep.
     let (encoded, unzipped) = get_gzip(port);
     assert!(encoded, "Content-Encoding: gzip expected");
-    let families = |t: &str| -> Vec<String> {
+    let type_lines = |t: &str| -> Vec<String> {
         t.lines()
             .filter(|l| l.starts_with("# TYPE"))
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(families(&unzipped), families(&metrics));
+    assert_eq!(type_lines(&unzipped), type_lines(&metrics));
     assert!(unzipped.contains("ibscope_sweep_age_seconds "));
     assert_eq!(get(port, "/nothing").0, 404);
     assert_eq!(http(port, "POST", "/metrics").unwrap().0, 405);
 
     // promtool reads the exposition on stdin; lint problems fail it too.
     assert_promtool_ok(&metrics, "default page");
-
-    // The injected counters equal what perfquery reads at the same port.
-    let lid_of = |name: &str| {
-        let line = metrics
-            .lines()
-            .find(|l| {
-                l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
-            })
-            .unwrap_or_else(|| panic!("no node_info for {name}"));
-        let lid = line.split("lid=\"").nth(1).unwrap();
-        lid[..lid.find('"').unwrap()].to_string()
-    };
-    let checks = [
-        (
-            "Switch1",
-            "1",
-            "SymbolErrorCounter",
-            "ibscope_port_symbol_error_total",
-            17,
-        ),
-        (
-            "Hca1",
-            "1",
-            "PortXmitDiscards",
-            "ibscope_port_xmit_discards_total",
-            42,
-        ),
-    ];
-    for (node, p, field, metric, injected) in checks {
-        let lid = lid_of(node);
-        let pq = assert_success(&reference(&sim, "perfquery", &[&lid, p]));
-        let theirs = perfquery_field(&pq, field);
-        assert_eq!(theirs, injected, "perfquery {node}[{p}] {field}");
-        let ours = sample_value(&metrics, metric, &[("node_name", node), ("port", p)])
-            .unwrap_or_else(|| panic!("no {metric} for {node}[{p}]"));
-        assert_eq!(ours, theirs as f64, "{metric} of {node}[{p}]");
-    }
+    assert_injected_counters_are_perfqueries(&sim, &metrics);
     // Healthy ports are there too, with their link facts and remote end.
     assert_eq!(
         sample_value(
@@ -292,9 +131,58 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
     assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
 
-    // The findings by kind are `check`'s, the SM check included.
+    assert_findings_are_checks(&sim, &metrics);
+    let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
+    link_down_is_seen(&sim, port);
+    drop(serve);
+    assert_all_gone(&[serve_pid, prom_pid]);
+}
+
+/// The LID `ibscope_node_info` gives the node named `name`.
+fn node_lid(page: &str, name: &str) -> String {
+    let line = page
+        .lines()
+        .find(|l| {
+            l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
+        })
+        .unwrap_or_else(|| panic!("no node_info for {name}"));
+    let lid = line.split("lid=\"").nth(1).unwrap();
+    lid[..lid.find('"').unwrap()].to_string()
+}
+
+/// The counters the test injected equal what perfquery reads at the same port.
+fn assert_injected_counters_are_perfqueries(sim: &Sim, metrics: &str) {
+    let checks = [
+        (
+            "Switch1",
+            "1",
+            "SymbolErrorCounter",
+            "ibscope_port_symbol_error_total",
+            17,
+        ),
+        (
+            "Hca1",
+            "1",
+            "PortXmitDiscards",
+            "ibscope_port_xmit_discards_total",
+            42,
+        ),
+    ];
+    for (node, p, field, metric, injected) in checks {
+        let lid = node_lid(metrics, node);
+        let pq = assert_success(&reference(sim, "perfquery", &[&lid, p]));
+        let theirs = perfquery_field(&pq, field);
+        assert_eq!(theirs, injected, "perfquery {node}[{p}] {field}");
+        let ours = sample_value(metrics, metric, &[("node_name", node), ("port", p)])
+            .unwrap_or_else(|| panic!("no {metric} for {node}[{p}]"));
+        assert_eq!(ours, theirs as f64, "{metric} of {node}[{p}]");
+    }
+}
+
+/// The findings by kind are `check`'s, the SM check included.
+fn assert_findings_are_checks(sim: &Sim, metrics: &str) {
     let check: serde_json::Value =
-        serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
+        serde_json::from_str(&assert_exit(&ibscope(sim, &["check", "--json"]), 1)).unwrap();
     let findings = check["findings"].as_array().unwrap();
     for kind in [
         "counter-above-threshold",
@@ -303,79 +191,59 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         "no-master-sm",
     ] {
         let theirs = findings.iter().filter(|f| f["kind"] == kind).count();
-        let ours = sample_value(&metrics, "ibscope_findings", &[("kind", kind)]);
+        let ours = sample_value(metrics, "ibscope_findings", &[("kind", kind)]);
         assert_eq!(ours, Some(theirs as f64), "{kind}");
     }
     assert_eq!(
         sample_value(
-            &metrics,
+            metrics,
             "ibscope_findings",
             &[("kind", "counter-above-threshold"), ("severity", "error")]
         ),
         Some(2.0),
         "the two injected counters"
     );
+}
 
-    // A real Prometheus scrapes the exporter; its query API returns the same value.
-    let prom_port = free_port();
-    let yml = scratch.path().join("prometheus.yml");
-    std::fs::write(
-        &yml,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: ibscope\n    static_configs:\n      \
-             - targets: ['127.0.0.1:{port}']\n"
-        ),
-    )
-    .unwrap();
-    let prom_log = scratch.path().join("prometheus.log");
-    let mut cmd = Command::new("prometheus");
-    cmd.arg(format!("--config.file={}", yml.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            scratch.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .current_dir(scratch.path())
-        .stdout(std::fs::File::create(&prom_log).unwrap())
-        .stderr(std::fs::File::create(&prom_log).unwrap());
-    let mut prom = KillOnDrop::spawn(cmd, "prometheus");
-    let prom_pid = prom.pid();
-
+/// A real Prometheus scrapes the exporter on `port`; its query API returns the value
+/// perfquery reads. Returns Prometheus' PID (it is stopped when this returns).
+fn prometheus_scrapes_it(sim: &Sim, port: u16, scratch: &Path) -> u32 {
+    let mut prom = Prometheus::start(scratch, "ibscope", &[port]);
+    let prom_pid = prom.process.pid();
     let query = "ibscope_port_symbol_error_total{node_name=\"Switch1\",port=\"1\"}";
-    let path = format!("/api/v1/query?query={}", url_encode(query));
     let value: f64 = wait_for(
         Duration::from_secs(25),
         "Prometheus to have the sample",
         || {
-            prom.assert_running(&prom_log);
-            let (code, body) = http(prom_port, "GET", &path).ok()?;
+            let (code, doc) = prom.try_query(query)?;
             if code != 200 {
                 return None;
             }
-            let doc: serde_json::Value = serde_json::from_str(&body).ok()?;
             let result = doc["data"]["result"].as_array()?;
             let first = result.first()?;
-            assert_eq!(result.len(), 1, "{body}");
+            assert_eq!(result.len(), 1, "{doc}");
             first["value"][1].as_str()?.parse().ok()
         },
     );
-    let lid = lid_of("Switch1");
-    let pq = assert_success(&reference(&sim, "perfquery", &[&lid, "1"]));
+    let lid = node_lid(&get(port, "/metrics").1, "Switch1");
+    let pq = assert_success(&reference(sim, "perfquery", &[&lid, "1"]));
     assert_eq!(value, perfquery_field(&pq, "SymbolErrorCounter") as f64);
 
     // The target is up in Prometheus' own view.
-    let (_, up) = get(
-        prom_port,
-        &format!("/api/v1/query?query={}", url_encode("up")),
+    let (_, up) = prom.query("up");
+    let targets = up["data"]["result"].as_array().cloned().unwrap_or_default();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t["metric"]["job"] == "ibscope" && t["value"][1] == "1"),
+        "target not up: {up}"
     );
-    assert!(up.contains("\"job\":\"ibscope\""), "{up}");
-    assert!(up.contains(",\"1\"]"), "target not up: {up}");
+    prom_pid
+}
 
-    drop(prom);
-
-    // A link goes down: a sweep sees its LinkDownedCounter move, the exporter rediscovers,
-    // and the port's state follows without waiting for the periodic rediscovery.
+/// A link goes down: a sweep sees its LinkDownedCounter move, the exporter rediscovers,
+/// and the port's state follows without waiting for the periodic rediscovery.
+fn link_down_is_seen(sim: &Sim, port: u16) {
     let before = sample_value(&get(port, "/metrics").1, "ibscope_discoveries_total", &[]);
     sim.unlink("Switch1", 3).unwrap();
     let state = wait_for(Duration::from_secs(8), "the port state to change", || {
@@ -390,9 +258,6 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
     assert_eq!(state.0, 1.0, "Switch1[3] should be Down");
     let after = sample_value(&state.1, "ibscope_discoveries_total", &[]);
     assert!(after > before, "discoveries {before:?} -> {after:?}");
-
-    drop(serve);
-    assert_all_gone(&[serve_pid, prom_pid]);
 }
 
 /// Start `ibscope serve ARGS` on `sim` with stderr in `log`; returns it and its port.
@@ -404,17 +269,6 @@ fn start_serve(sim: &Sim, log: &Path, args: &[&str]) -> (KillOnDrop, u16) {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap());
     (KillOnDrop::spawn(cmd, "ibscope serve"), port)
-}
-
-#[track_caller]
-fn wait_healthy(serve: &mut KillOnDrop, port: u16, log: &Path) {
-    wait_for(Duration::from_secs(20), "/healthz to say ok", || {
-        serve.assert_running(log);
-        match http(port, "GET", "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
-            _ => None,
-        }
-    });
 }
 
 /// PIDs of the live processes whose parent is `pid`.
@@ -556,23 +410,9 @@ fn serve_stops_cleanly_in_the_middle_of_a_sweep() {
     // 512 hosts: a sweep (about 7,000 MADs) and the port-state check take long enough, and
     // with --interval 0.05 the exporter is nearly always between MADs when the signal comes.
     let dir = temp_dir();
-    let topo = dir.path().join("ft-512.topo");
-    let gen = ibscope_plain(
-        &[
-            "sim",
-            "gen",
-            "fat-tree",
-            "--levels",
-            "2",
-            "--hosts",
-            "512",
-            "-o",
-            topo.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_success(&gen);
-    let sim = sim(topo.to_str().unwrap());
+    let fat_tree = ["fat-tree", "--levels", "2", "--hosts", "512"];
+    let topo = sim_gen(dir.path(), "ft-512.topo", &fat_tree);
+    let sim = sim(&topo);
     let args = ["--interval", "0.05", "--max-outstanding", "64"];
     assert_clean_stop(&sim, &args, libc::SIGTERM, "SIGTERM", |_| ());
 }
@@ -633,25 +473,11 @@ fn family_names(page: &str) -> Vec<String> {
 
 #[track_caller]
 fn assert_promtool_ok(page: &str, what: &str) {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
+    let checked = promtool_check(page);
     assert!(
-        checked.status.success(),
-        "promtool check metrics ({what}): {}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
+        checked.passed(),
+        "promtool check metrics ({what}): {}",
+        checked.report
     );
     assert_grouped(page);
 }
@@ -769,31 +595,56 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         assert_promtool_ok(&page, name);
         pages.insert(*name, page);
     }
-    let symbol = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_symbol_error_total",
-            &[("node_name", "Switch1"), ("port", "1")],
-        )
-    };
-    let discards = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_xmit_discards_total",
-            &[("node_name", "Hca1"), ("port", "1")],
-        )
-    };
-    let multicast = |page: &str| {
-        sample_value(
-            page,
-            "ibscope_port_multicast_xmit_pkts_total",
-            &[("node_name", "Switch1"), ("port", "2")],
-        )
-    };
-    let ports_read = |page: &str| sample_value(page, "ibscope_sweep_ports", &[]).unwrap();
+    assert_default_page(&sim, &pages["all"]);
+    assert_counter_options_trim_families(&pages);
+    assert_active_only(&pages["all"], &pages["active-only"]);
+    assert_switches_only(&pages["all"], &pages["switches-only"]);
+    let series = |page: &str| page.lines().filter(|l| !l.starts_with('#')).count();
+    for (name, page) in &pages {
+        eprintln!("{name}: {} series", series(page));
+        if *name != "all" {
+            assert!(series(page) < series(&pages["all"]), "{name} trims nothing");
+        }
+    }
 
-    // Default: every family; the injected values as perfquery reads them.
-    let all = &pages["all"];
+    let pids: Vec<u32> = running.iter().map(|(_, s, _, _)| s.pid()).collect();
+    drop(running);
+    assert_all_gone(&pids);
+}
+
+/// The injected Switch1[1] SymbolErrorCounter on a page.
+fn symbol(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_symbol_error_total",
+        &[("node_name", "Switch1"), ("port", "1")],
+    )
+}
+
+/// The injected Hca1[1] PortXmitDiscards on a page.
+fn discards(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_xmit_discards_total",
+        &[("node_name", "Hca1"), ("port", "1")],
+    )
+}
+
+/// The injected Switch1[2] PortMulticastXmitPkts on a page.
+fn multicast(page: &str) -> Option<f64> {
+    sample_value(
+        page,
+        "ibscope_port_multicast_xmit_pkts_total",
+        &[("node_name", "Switch1"), ("port", "2")],
+    )
+}
+
+fn ports_read(page: &str) -> f64 {
+    sample_value(page, "ibscope_sweep_ports", &[]).unwrap()
+}
+
+/// Default: every family; the injected values as perfquery reads them.
+fn assert_default_page(sim: &Sim, all: &str) {
     assert_eq!(
         family_names(all),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -801,20 +652,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     assert_eq!(symbol(all), Some(17.0));
     assert_eq!(discards(all), Some(42.0));
     assert_eq!(multicast(all), Some(55.0));
-    let lid = |page: &str, name: &str| {
-        let line = page
-            .lines()
-            .find(|l| {
-                l.starts_with("ibscope_node_info{") && l.contains(&format!("node_name=\"{name}\""))
-            })
-            .unwrap();
-        let lid = line.split("lid=\"").nth(1).unwrap();
-        lid[..lid.find('"').unwrap()].to_string()
-    };
     let pq = assert_success(&reference(
-        &sim,
+        sim,
         "perfquery",
-        &["-x", &lid(all, "Switch1"), "2"],
+        &["-x", &node_lid(all, "Switch1"), "2"],
     ));
     assert_eq!(perfquery_field(&pq, "PortMulticastXmitPkts"), 55);
     // An unconnected port (Switch1 has links on 1-4 only) is on the default page, Down.
@@ -826,7 +667,11 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         ),
         Some(1.0)
     );
+}
 
+/// --counters errors and data: their families only, the same ports read.
+fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
+    let all = &pages["all"];
     // --counters errors: the 12 error families and none of the data ones.
     let errors = &pages["errors"];
     assert_eq!(family_names(errors), expected_families(&[&ERROR_FAMILIES]));
@@ -842,9 +687,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     // The counter options trim the page, not what is read.
     assert_eq!(ports_read(errors), ports_read(all));
     assert_eq!(ports_read(data), ports_read(all));
+}
 
-    // --active-only: every family, but only the ports the default page calls Active.
-    let active = &pages["active-only"];
+/// --active-only: every family, but only the ports the default page calls Active.
+fn assert_active_only(all: &str, active: &str) {
     assert_eq!(
         family_names(active),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -885,9 +731,10 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     );
     assert!(port_series(all, "Switch1", "5") > 0);
     assert!(port_series(active, "Switch1", "1") > 20);
+}
 
-    // --switches-only: no CA port series; the CA nodes are still described.
-    let switches = &pages["switches-only"];
+/// --switches-only: no CA port series; the CA nodes are still described.
+fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(
         family_names(switches),
         expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
@@ -900,16 +747,4 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
         switches.contains("ibscope_node_info{node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
-
-    let series = |page: &str| page.lines().filter(|l| !l.starts_with('#')).count();
-    for (name, page) in &pages {
-        eprintln!("{name}: {} series", series(page));
-        if *name != "all" {
-            assert!(series(page) < series(all), "{name} trims nothing");
-        }
-    }
-
-    let pids: Vec<u32> = running.iter().map(|(_, s, _, _)| s.pid()).collect();
-    drop(running);
-    assert_all_gone(&pids);
 }

@@ -33,25 +33,11 @@ fn processes_under(dir: &Path) -> Vec<u32> {
 #[test]
 fn ctrl_c_during_sim_up_leaves_nothing() {
     let dir = temp_dir();
-    let topo = dir.path().join("big.topo");
+    let fat_tree = ["fat-tree", "--levels", "3", "--hosts", "2048"];
+    let topo = sim_gen(dir.path(), "big.topo", &fat_tree);
     let state = dir.path().join("state");
-    let gen = ibscope_plain(
-        &[
-            "sim",
-            "gen",
-            "fat-tree",
-            "--levels",
-            "3",
-            "--hosts",
-            "2048",
-            "-o",
-            topo.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_success(&gen);
     let mut child = Command::new(ibscope_bin())
-        .args(["sim", "up", topo.to_str().unwrap(), "--name", "interrupt"])
+        .args(["sim", "up", &topo, "--name", "interrupt"])
         .env("IBSCOPE_SIM_DIR", &state)
         .env_remove("LD_PRELOAD")
         .stdout(std::process::Stdio::null())

@@ -1,6 +1,6 @@
 //! The TUI rendered into ratatui's TestBackend: every view at 80x24 and 160x48 on a small
-//! fabric with a degraded link and a hostile NodeDescription, key handling, the sweeper,
-//! and a timing report on a 2,048-host fat tree.
+//! fabric with a degraded link and a hostile NodeDescription, key handling, the event loop
+//! driven by a script, the sweeper, and a timing report on a 2,048-host fat tree.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,8 +83,7 @@ fn sample(guid: u64, port: u8, at: SystemTime, symbol: u64, bytes: u64) -> PortC
     counters.insert("LinkDownedCounter".to_string(), 0);
     counters.insert("PortXmitWait".to_string(), 7);
     PortCounterSample {
-        node_guid: guid,
-        port,
+        at: ibscope_topo::PortKey { guid, port },
         counters,
         xmit_data_bytes: Some(bytes),
         rcv_data_bytes: Some(bytes / 2),
@@ -511,6 +510,93 @@ impl Source for CountingSource {
     }
 }
 
+/// Keys and sweeper messages fed to the real event loop: `None` in `keys` is a moment
+/// with no key (the loop draws a frame), running out of keys is an error.
+struct Script {
+    messages: std::collections::VecDeque<ibscope::tui::SweepMsg>,
+    keys: std::collections::VecDeque<Option<KeyCode>>,
+    sweeps_asked: usize,
+}
+
+impl Script {
+    fn new(messages: Vec<ibscope::tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
+        Script {
+            messages: messages.into(),
+            keys: keys.iter().copied().collect(),
+            sweeps_asked: 0,
+        }
+    }
+}
+
+impl ibscope::tui::Events for Script {
+    fn sweep_message(&mut self) -> Option<ibscope::tui::SweepMsg> {
+        self.messages.pop_front()
+    }
+    fn terminal_event(
+        &mut self,
+        _timeout: Duration,
+    ) -> std::io::Result<Option<crossterm::event::Event>> {
+        match self.keys.pop_front() {
+            Some(k) => Ok(k.map(|code| crossterm::event::Event::Key(key(code)))),
+            None => Err(std::io::Error::other("the script ran out of keys")),
+        }
+    }
+    fn sweep_now(&mut self) {
+        self.sweeps_asked += 1;
+    }
+}
+
+/// The real event loop on a TestBackend: a snapshot arrives, keys switch to the node list,
+/// filter it, ask for a sweep and quit; the last frame is the filtered list.
+#[test]
+fn event_loop_runs_scripted_keys() {
+    use ibscope::tui::SweepMsg;
+    let snap = snapshot(fixture_fabric(FIXTURE), t0(), None, 10, 1_000_000);
+    let messages = vec![
+        SweepMsg::Started,
+        SweepMsg::Done(Box::new(prepare(None, snap, None))),
+    ];
+    let mut keys = vec![None, Some(KeyCode::Char('2')), Some(KeyCode::Char('/'))];
+    keys.extend("leaf".chars().map(|c| Some(KeyCode::Char(c))));
+    keys.extend([
+        Some(KeyCode::Enter),
+        None,
+        Some(KeyCode::Char('r')),
+        None,
+        Some(KeyCode::Char('q')),
+    ]);
+    let mut script = Script::new(messages, &keys);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    ibscope::tui::event_loop(&mut terminal, &mut state, &mut script).unwrap();
+    assert!(state.quit && script.keys.is_empty());
+    assert_eq!(state.view, View::Nodes);
+    assert_eq!(state.nodes.filter, "leaf");
+    assert_eq!(script.sweeps_asked, 1, "r asks the sweeper once");
+    let text = buffer_text(terminal.backend().buffer());
+    assert!(text.contains("leaf-1") && text.contains("leaf-2"), "{text}");
+    assert!(!text.contains("spine-1"), "{text}");
+    let footer = text.lines().last().unwrap();
+    assert!(
+        footer.contains("q quit") && footer.contains("↑↓ nodes"),
+        "{footer}"
+    );
+
+    // A lost fabric ends the loop with its error; a script without q ends in an error too.
+    let lost = vec![SweepMsg::Lost {
+        error: "lost the connection to the fabric".into(),
+    }];
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(lost, &[]));
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "lost the connection to the fabric"
+    );
+    let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(vec![], &[]));
+    assert!(e.unwrap_err().to_string().contains("ran out of keys"));
+}
+
 #[test]
 fn sweeper_delivers_snapshots_and_failures() {
     use ibscope::tui::{handle_message, SweepMsg, Sweeper};
@@ -565,26 +651,6 @@ fn file_source_reads_topology() {
 }
 
 /// LIDs in node order: a switch's on port 0 (its external ports repeat it), one per CA port.
-fn assign_lids(f: &mut Fabric) {
-    let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
-    let mut next = 1u16;
-    for id in ids {
-        let node = f.node_mut(id);
-        if node.is_switch() {
-            for p in &mut node.ports {
-                p.lid = next;
-            }
-            next += 1;
-        } else {
-            for p in &mut node.ports {
-                p.lid = next;
-                next += 1;
-            }
-        }
-    }
-    f.reindex();
-}
-
 /// Not a pass/fail test of speed: prints how long each step takes on a 2,048-host
 /// 3-level fat tree (run with --nocapture). Frames must only format visible rows.
 #[test]
@@ -592,7 +658,13 @@ fn responsiveness_2048_hosts() {
     let text = gen::fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
     let t = Instant::now();
     let mut fabric = ibnd::parse(&text).unwrap();
-    assign_lids(&mut fabric);
+    gen::bring_up(
+        &mut fabric,
+        ibscope_mad::attr::link::Rate::new(
+            ibscope_mad::attr::link::Width::X4,
+            ibscope_mad::attr::link::Speed::Hdr,
+        ),
+    );
     routing::compute_minhop_lfts(&mut fabric);
     let build = t.elapsed();
     let guids: Vec<u64> = fabric.nodes().map(|(_, n)| n.guid).collect();

@@ -12,9 +12,8 @@ use ibscope_topo::{ibnd, routing, Fabric};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::Value;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// What ibsim can carry: its topology parser ends a description at the next `"`, so no
@@ -64,6 +63,18 @@ fn assert_clean_run(what: &str, out: &Output) {
     let err = stderr(out);
     assert!(!err.contains("panicked"), "{what} panicked:\n{err}");
     assert_no_controls(&format!("{what} (stderr)"), &out.stderr);
+}
+
+/// A clean run (see [`assert_clean_run`]) that exited 0 (ok) or 1 (findings).
+#[track_caller]
+fn assert_ran(what: &str, out: &Output) {
+    assert_clean_run(what, out);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{what}: {:?}\n{}",
+        out.status,
+        stderr(out)
+    );
 }
 
 /// Every JSON string value, recursively.
@@ -218,30 +229,12 @@ fn check_prom(text: &str, desc: &str) {
             .filter(|v| v.contains("evil"))
             .collect::<Vec<_>>()
     );
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let PromtoolReport { code, report } = promtool_check(text);
     // promtool exits 1 on a parse error and 3 on style lints alone. Parsing is what the
     // hostile label can break; the naming lints (e.g. "_counter_total") are reported by
     // the lint-only check below but are not about escaping.
     assert!(
-        !report.contains("parsing error") && out.status.code() != Some(1),
+        !report.contains("parsing error") && code != Some(1),
         "promtool cannot parse the exposition:\n{report}"
     );
     let lints: Vec<&str> = report
@@ -285,13 +278,7 @@ fn check_all_formats(run: &dyn Fn(&[&str]) -> Output, desc: &str, live: bool, ds
     for args in human {
         let out = run(args);
         let what = format!("ibscope {}", args.join(" "));
-        assert_clean_run(&what, &out);
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "{what}: {:?}\n{}",
-            out.status,
-            stderr(&out)
-        );
+        assert_ran(&what, &out);
         assert_no_controls(&what, &out.stdout);
     }
     // The ibnetdiscover text names the hostile node (made visible, not dropped).
@@ -319,13 +306,7 @@ fn check_all_formats(run: &dyn Fn(&[&str]) -> Output, desc: &str, live: bool, ds
         for format in ["table", "json", "csv", "prom"] {
             let out = run(&["counters", "--format", format]);
             let what = format!("counters --format {format}");
-            assert_clean_run(&what, &out);
-            assert!(
-                matches!(out.status.code(), Some(0 | 1)),
-                "{what}: {:?}\n{}",
-                out.status,
-                stderr(&out)
-            );
+            assert_ran(&what, &out);
             let text = stdout(&out);
             match format {
                 "table" => assert_no_controls(&what, &out.stdout),
@@ -371,7 +352,10 @@ fn hostile_description_live() {
         }
     }
     assert!(replaced > 0, "no port named by the hostile description");
-    check_prom(&ibscope::cmd::counters::prometheus(&sample), FULL_DESC);
+    check_prom(
+        &ibscope_topo::export::prometheus::counters_page(&sample),
+        FULL_DESC,
+    );
 }
 
 fn offline_fabric() -> Fabric {

@@ -9,7 +9,9 @@ use anyhow::{bail, Result};
 use clap::ValueEnum;
 use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::{for_csv, for_prometheus_label, for_terminal};
+use ibscope_topo::escape::{for_csv, for_terminal};
+use ibscope_topo::export::prometheus;
+use ibscope_topo::resolve::{resolve, NameMatch};
 
 use crate::cli::{exit, Global};
 
@@ -89,8 +91,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
     let (only, mut port) = match &a.node {
         Some(text) => {
-            let (id, p) = crate::resolve::resolve_named(&fabric, names.as_ref(), text)?;
-            (Some(id), p)
+            let target = resolve(&fabric, names.as_ref(), text, NameMatch::Exact)?;
+            (Some(target.node()), target.named_port(&fabric))
         }
         None => (None, None),
     };
@@ -188,7 +190,7 @@ fn print_sample(out: &mut impl Write, format: Format, sample: &Sample) -> Result
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(sample)?)?,
         Format::Table => print_table(out, sample)?,
         Format::Csv => print_csv(out, sample)?,
-        Format::Prom => out.write_all(prometheus(sample).as_bytes())?,
+        Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
     }
     Ok(())
 }
@@ -314,73 +316,6 @@ fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
     Ok(())
 }
 
-/// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
-fn snake(name: &str) -> String {
-    let mut s = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() {
-            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase();
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
-            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
-                s.push('_');
-            }
-            s.push(c.to_ascii_lowercase());
-        } else {
-            s.push(*c);
-        }
-    }
-    s
-}
-
-/// Prometheus metric name of a counter: `ibscope_port_<snake>_total`, data ones
-/// `ibscope_port_xmit_data_bytes_total`.
-pub fn metric_name(counter: &str) -> String {
-    let base = snake(counter);
-    let base = base.strip_prefix("port_").unwrap_or(&base);
-    // promtool rejects counter names containing "counter": SymbolErrorCounter becomes
-    // ibscope_port_symbol_error_total.
-    let base = base.strip_suffix("_counter").unwrap_or(base).to_string();
-    if counters::is_data_counter(counter) {
-        format!("ibscope_port_{base}_bytes_total")
-    } else {
-        format!("ibscope_port_{base}_total")
-    }
-}
-
-/// Prometheus text exposition of a sample: the best value of every counter (64-bit where
-/// implemented), data in bytes.
-pub fn prometheus(sample: &Sample) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let all = counters::PORT_COUNTER_NAMES
-        .iter()
-        .chain(counters::EXTENDED_ONLY.iter());
-    for name in all {
-        let metric = metric_name(name);
-        let unit = if counters::is_data_counter(name) {
-            " in bytes"
-        } else {
-            ""
-        };
-        let _ = writeln!(out, "# HELP {metric} IB {name}{unit} (PMA).");
-        let _ = writeln!(out, "# TYPE {metric} counter");
-        for p in &sample.ports {
-            let Some(v) = p.value(name) else { continue };
-            let _ = writeln!(
-                out,
-                "{metric}{{node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"}} {v}",
-                for_prometheus_label(&p.at.node),
-                p.at.node_guid,
-                p.at.lid,
-                p.at.port
-            );
-        }
-    }
-    out
-}
-
 fn delta_cell(c: Option<&CounterDelta>, data: bool) -> String {
     match c {
         None => "-".into(),
@@ -412,7 +347,7 @@ fn print_deltas(
             });
             writeln!(out, "{}", serde_json::to_string(&doc)?)?;
         }
-        Format::Prom => out.write_all(prometheus(sample).as_bytes())?,
+        Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
         Format::Csv => {
             if header {
                 writeln!(
@@ -479,26 +414,6 @@ fn print_deltas(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn metric_names() {
-        assert_eq!(
-            metric_name("SymbolErrorCounter"),
-            "ibscope_port_symbol_error_total"
-        );
-        assert_eq!(
-            metric_name("VL15Dropped"),
-            "ibscope_port_vl15_dropped_total"
-        );
-        assert_eq!(
-            metric_name("PortXmitData"),
-            "ibscope_port_xmit_data_bytes_total"
-        );
-        assert_eq!(
-            metric_name("PortRcvRemotePhysicalErrors"),
-            "ibscope_port_rcv_remote_physical_errors_total"
-        );
-    }
 
     #[test]
     fn csv_header_has_every_counter() {

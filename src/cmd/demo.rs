@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
-    crate::sim::install_sigint_handler();
+    crate::signals::install(&[libc::SIGINT], crate::signals::Second::Wait);
     let dir = tempfile_dir()?;
     let topo = dir.join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::export;
 
 use crate::cli::{exit, Global};
 
@@ -54,14 +55,11 @@ fn export(
 ) -> Result<()> {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     match format {
-        Format::Ibnetdiscover => ibscope_topo::ibnd::write_to(&mut out, fabric, names)?,
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &fabric.to_file())?;
-            out.write_all(b"\n")?;
-        }
+        Format::Ibnetdiscover => export::ibnd::write_to(&mut out, fabric, names)?,
+        Format::Json => export::json::write_to(&mut out, fabric)?,
         Format::Dot => {
             let health = ibscope_topo::health::assess(fabric, names, &Default::default());
-            out.write_all(ibscope_topo::dot::write(fabric, names, &health).as_bytes())?
+            out.write_all(export::dot::write(fabric, names, &health).as_bytes())?
         }
     }
     out.flush()?;

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod diff;
 pub mod discover;
 pub mod gen;
+pub mod host;
 pub mod links;
 pub mod man;
 pub mod port;

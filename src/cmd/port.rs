@@ -16,6 +16,7 @@ use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::PortRef;
 use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::resolve::{resolve, NameMatch};
 use ibscope_topo::{End, Fabric, NodeId};
 
 use crate::cli::{exit, Global};
@@ -70,7 +71,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
-    let (node, _) = crate::resolve::resolve_named(&fabric, names.as_ref(), &a.node)?;
+    let node = resolve(&fabric, names.as_ref(), &a.node, NameMatch::Exact)?.node();
     let target = End {
         node,
         port: a.port_number,
@@ -96,7 +97,7 @@ pub struct Plan {
 
 /// The local port's end in the fabric, if discovery recorded one.
 fn local_end(fabric: &Fabric) -> Option<End> {
-    let (guid, port) = fabric.local?;
+    let ibscope_topo::PortKey { guid, port } = fabric.local?;
     Some(End {
         node: fabric.node_by_guid(guid)?,
         port,

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
+use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
 use ibscope_topo::routing::{self, CheckOptions, Pattern};
 use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
-use crate::resolve;
 
 /// Routing analysis from the switches' linear forwarding tables (read live, or from a JSON
 /// snapshot taken with `ibscope discover --lft --format json`).
@@ -88,7 +88,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = names.as_ref();
     match &a.command {
         RouteCommand::Dump { switch } => {
-            let id = resolve::resolve_node(&fabric, names, switch)?;
+            let id = resolve(&fabric, names, switch, NameMatch::Exact)?.node();
             if !fabric.node(id).is_switch() {
                 bail!("{switch:?} is not a switch");
             }
@@ -106,10 +106,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RouteCommand::Trace { src, dst } => {
-            let src_end = resolve::resolve_port(&fabric, names, src)?;
-            let dst_end = resolve::resolve_port(&fabric, names, dst)?;
+            let src_end = resolve(&fabric, names, src, NameMatch::Exact)?.end(&fabric);
+            let dst_end = resolve(&fabric, names, dst, NameMatch::Exact)?.end(&fabric);
             let dst_lid =
-                resolve::lid_of(&fabric, dst_end).with_context(|| format!("{dst:?} has no LID"))?;
+                lid_of(&fabric, dst_end).with_context(|| format!("{dst:?} has no LID"))?;
             trace(&fabric, src_end, dst_lid, a.json)
         }
         RouteCommand::Check => {
@@ -145,7 +145,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 default_hosts(&fabric)
             } else {
                 list.iter()
-                    .map(|h| resolve::resolve_port(&fabric, names, h))
+                    .map(|h| Ok(resolve(&fabric, names, h, NameMatch::Exact)?.end(&fabric)))
                     .collect::<Result<_>>()?
             };
             let report = routing::load(&fabric, *pattern, &ends)?;

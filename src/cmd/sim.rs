@@ -177,7 +177,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
 
 fn run_up(a: &UpArgs) -> Result<ExitCode> {
     // Ctrl-C while waiting for SUBNET UP: the waits fail, and Drop stops what was started.
-    sim::install_sigint_handler();
+    crate::signals::install(&[libc::SIGINT], crate::signals::Second::Wait);
     let name = a.name.resolve();
     let opts = SimOptions {
         topology: a.file.clone(),
@@ -188,7 +188,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
         detach: true,
     };
     let mut sim = Sim::start(opts).with_context(|| format!("starting simulator {name:?}"))?;
-    if sim::interrupted() {
+    if crate::signals::received().is_some() {
         sim.stop()?;
         bail!("interrupted");
     }

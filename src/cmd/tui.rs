@@ -91,8 +91,7 @@ impl tui::Source for LiveSource {
                     .iter()
                     .filter(|p| p.counters.is_some())
                     .map(|p| tui::PortCounterSample {
-                        node_guid: p.at.node_guid,
-                        port: p.at.port,
+                        at: p.at.key(),
                         counters: p
                             .effective()
                             .into_iter()

@@ -9,24 +9,19 @@ use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_topo::escape;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
 use ibscope_topo::namemap::{display_name, NameMap};
-use ibscope_topo::{End, Fabric, Node, NodeId, NodeKind, Port};
+use ibscope_topo::{End, Fabric, LinkKey, Node, NodeId, NodeKind, Port, PortKey};
 
 /// A node's name, safe for a terminal.
 pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
     escape::for_terminal(display_name(node, names))
 }
 
-/// "name[port]" from the NodeDescription, safe for a terminal (for finding texts).
-pub fn port_key(node: &Node, port: u8) -> String {
-    format!("{}[{port}]", escape::for_terminal(&node.description))
-}
-
-/// (node GUID, port) of both ends of a link, smaller first, so a link has one key whatever
-/// the graph's edge direction, and the same key in the next snapshot.
-pub type LinkKey = ((u64, u8), (u64, u8));
-
-pub fn link_key(a: (u64, u8), b: (u64, u8)) -> LinkKey {
-    (a.min(b), a.max(b))
+/// "name\[port\]" of a port, safe for a terminal; the GUID when the node is not in `fabric`.
+pub fn port_name(fabric: &Fabric, names: Option<&NameMap>, key: PortKey) -> String {
+    match fabric.node_by_guid(key.guid) {
+        Some(id) => format!("{}[{}]", node_name(fabric.node(id), names), key.port),
+        None => format!("{:#018x}[{}]", key.guid, key.port),
+    }
 }
 
 /// What `health::assess` says of one link.
@@ -65,10 +60,7 @@ impl LinkHealth {
             .links
             .iter()
             .map(|l| {
-                let key = link_key(
-                    (l.a.at.node_guid, l.a.at.port),
-                    (l.b.at.node_guid, l.b.at.port),
-                );
+                let key = LinkKey::new(l.a.at.key(), l.b.at.key());
                 let verdict = LinkVerdict {
                     expected: l.expected,
                     reasons: l.reasons.clone(),
@@ -80,13 +72,13 @@ impl LinkHealth {
         LinkHealth { links, degraded }
     }
 
-    /// The verdict on the link between two (node GUID, port) ends, in either order.
-    pub fn verdict(&self, a: (u64, u8), b: (u64, u8)) -> Option<&LinkVerdict> {
-        self.links.get(&link_key(a, b))
+    /// The verdict on one link.
+    pub fn verdict(&self, link: LinkKey) -> Option<&LinkVerdict> {
+        self.links.get(&link)
     }
 
-    pub fn is_degraded(&self, a: (u64, u8), b: (u64, u8)) -> bool {
-        self.verdict(a, b).is_some_and(LinkVerdict::degraded)
+    pub fn is_degraded(&self, link: LinkKey) -> bool {
+        self.verdict(link).is_some_and(LinkVerdict::degraded)
     }
 
     /// Degraded links in the snapshot: the count `check` reports as degraded-link findings.
@@ -251,10 +243,7 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     for link in fabric.links() {
         s.links += 1;
         let down = link_facts(link.a_port(), link.b_port()).down;
-        let degraded = health.is_degraded(
-            (link.a_node.guid, link.a.port),
-            (link.b_node.guid, link.b.port),
-        );
+        let degraded = health.is_degraded(link.key());
         let problem = degraded || down;
         s.degraded += usize::from(degraded);
         s.down += usize::from(down);
@@ -520,10 +509,8 @@ pub fn link_rows(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
             }
             let (node_a, node_b) = (fabric.node(a.node), fabric.node(b.node));
             let facts = link_facts(node_a.port(a.port), node_b.port(b.port));
-            let verdict = health
-                .verdict((node_a.guid, a.port), (node_b.guid, b.port))
-                .cloned()
-                .unwrap_or_default();
+            let key = LinkKey::new(node_a.port_key(a.port), node_b.port_key(b.port));
+            let verdict = health.verdict(key).cloned().unwrap_or_default();
             let key = format!("{}\u{0}{:03}", display_name(node_a, names), a.port);
             (
                 key,
@@ -671,9 +658,16 @@ mod tests {
         let f = norm_only_fabric();
         let health = LinkHealth::assess(&f, &HealthOptions::default());
         assert_eq!(health.degraded_count(), 1);
-        assert!(health.is_degraded((0x24, 1), (0x10, 4)), "either order");
-        assert!(health.is_degraded((0x10, 4), (0x24, 1)));
-        assert!(!health.is_degraded((0x10, 1), (0x21, 1)));
+        let key = |a: (u64, u8), b: (u64, u8)| {
+            let end = |(guid, port)| PortKey { guid, port };
+            LinkKey::new(end(a), end(b))
+        };
+        assert!(
+            health.is_degraded(key((0x24, 1), (0x10, 4))),
+            "either order"
+        );
+        assert!(health.is_degraded(key((0x10, 4), (0x24, 1))));
+        assert!(!health.is_degraded(key((0x10, 1), (0x21, 1))));
         let s = summarize(&f, &health, None);
         assert_eq!((s.links, s.degraded, s.down), (4, 1, 0));
         assert_eq!(s.layers[0].switches[0].problems, 1);

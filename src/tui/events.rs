@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::SystemTime;
 
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::Fabric;
+use ibscope_topo::{Fabric, LinkKey, PortKey};
 
-use super::derive::{link_key, node_name, LinkHealth, LinkKey};
+use super::derive::{node_name, port_name, LinkHealth};
 use super::snapshot::{Snapshot, ERROR_COUNTERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,11 +65,7 @@ pub struct Event {
 fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
     fabric
         .links()
-        .map(|l| {
-            let a = (l.a_node.guid, l.a.port);
-            let b = (l.b_node.guid, l.b.port);
-            (link_key(a, b), health.is_degraded(a, b))
-        })
+        .map(|l| (l.key(), health.is_degraded(l.key())))
         .collect()
 }
 
@@ -81,24 +77,17 @@ fn degraded_text(
     key: &LinkKey,
 ) -> String {
     let why = health
-        .verdict(key.0, key.1)
+        .verdict(*key)
         .map(|v| v.reasons.join("; "))
         .unwrap_or_default();
     format!("{}: {why}", link_text(fabric, names, key))
 }
 
-fn end_text(fabric: &Fabric, names: Option<&NameMap>, (guid, port): (u64, u8)) -> String {
-    match fabric.node_by_guid(guid) {
-        Some(id) => format!("{}[{port}]", node_name(fabric.node(id), names)),
-        None => format!("{guid:#018x}[{port}]"),
-    }
-}
-
 fn link_text(fabric: &Fabric, names: Option<&NameMap>, key: &LinkKey) -> String {
     format!(
         "{} <-> {}",
-        end_text(fabric, names, key.0),
-        end_text(fabric, names, key.1)
+        port_name(fabric, names, key.0),
+        port_name(fabric, names, key.1)
     )
 }
 
@@ -175,13 +164,10 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
     }
 
     // Error counters that went up.
-    let old_counters: HashMap<(u64, u8), &super::snapshot::PortCounterSample> = old
-        .counters
-        .iter()
-        .map(|c| ((c.node_guid, c.port), c))
-        .collect();
+    let old_counters: HashMap<PortKey, &super::snapshot::PortCounterSample> =
+        old.counters.iter().map(|c| (c.at, c)).collect();
     for c in &new.counters {
-        let Some(prev) = old_counters.get(&(c.node_guid, c.port)) else {
+        let Some(prev) = old_counters.get(&c.at) else {
             continue;
         };
         let mut rises = Vec::new();
@@ -195,11 +181,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
         if !rises.is_empty() {
             push(
                 EventKind::CounterJump,
-                format!(
-                    "{}: {}",
-                    end_text(fnew, names, (c.node_guid, c.port)),
-                    rises.join(", ")
-                ),
+                format!("{}: {}", port_name(fnew, names, c.at), rises.join(", ")),
             );
         }
     }

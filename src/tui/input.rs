@@ -1,54 +1,15 @@
-//! Keys to actions, and actions applied to the state. Pure: tests drive it with
-//! synthetic key events.
+//! Keys to actions (by the [`keymap`]), and actions applied to the state. Pure: tests
+//! drive it with synthetic key events.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use super::keymap;
 use super::state::{AppState, RouteField, View};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    Quit,
-    GoTo(View),
-    NextView,
-    PrevView,
-    ToggleHelp,
-    CloseHelp,
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-    /// Enter outside text input: open a detail pane.
-    Open,
-    /// Esc outside text input: close the detail pane.
-    Back,
-    CycleSort,
-    /// `/` in Nodes, `/` or `e` in Routing.
-    StartInput,
-    InputChar(char),
-    InputBackspace,
-    /// Enter while typing.
-    InputSubmit,
-    /// Esc while typing.
-    InputCancel,
-    /// Tab while typing in Routing: the other field.
-    InputSwitchField,
-    /// Swap routing source and destination.
-    SwapRoute,
-    SweepNow,
-}
+pub use super::keymap::Action;
 
-/// True while keys are text for an input field rather than commands.
-pub fn typing(state: &AppState) -> bool {
-    match state.view {
-        View::Nodes => state.nodes.editing,
-        View::Routing => state.routing.editing.is_some(),
-        _ => false,
-    }
-}
-
-/// The action a key means in the current state, if any.
+/// The action a key means in the current state, if any: the key map's, except that while
+/// typing a character is text and in the help any key closes it.
 pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
     if key.kind == KeyEventKind::Release {
         return None;
@@ -58,56 +19,12 @@ pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
         return Some(Action::Quit);
     }
     if state.help {
-        // Any key closes the help; q still quits.
-        return Some(match key.code {
-            KeyCode::Char('q') => Action::Quit,
-            _ => Action::CloseHelp,
-        });
+        return Some(keymap::lookup(state, key.code).unwrap_or(Action::CloseHelp));
     }
-    if typing(state) {
-        return match key.code {
-            KeyCode::Char(c) if !ctrl => Some(Action::InputChar(c)),
-            KeyCode::Backspace => Some(Action::InputBackspace),
-            KeyCode::Enter => Some(Action::InputSubmit),
-            KeyCode::Esc => Some(Action::InputCancel),
-            KeyCode::Tab | KeyCode::BackTab if state.view == View::Routing => {
-                Some(Action::InputSwitchField)
-            }
-            KeyCode::Up => Some(Action::Up),
-            KeyCode::Down => Some(Action::Down),
-            _ => None,
-        };
+    match key.code {
+        KeyCode::Char(c) if keymap::typing(state) && !ctrl => Some(Action::InputChar(c)),
+        code => keymap::lookup(state, code),
     }
-    Some(match key.code {
-        KeyCode::Char('q') => Action::Quit,
-        KeyCode::Char(c @ '1'..='6') => goto_index(c),
-        KeyCode::Tab => Action::NextView,
-        KeyCode::BackTab => Action::PrevView,
-        KeyCode::Char('?') | KeyCode::F(1) => Action::ToggleHelp,
-        KeyCode::Up | KeyCode::Char('k') => Action::Up,
-        KeyCode::Down | KeyCode::Char('j') => Action::Down,
-        KeyCode::PageUp => Action::PageUp,
-        KeyCode::PageDown | KeyCode::Char(' ') => Action::PageDown,
-        KeyCode::Home | KeyCode::Char('g') => Action::Top,
-        KeyCode::End | KeyCode::Char('G') => Action::Bottom,
-        KeyCode::Enter => Action::Open,
-        KeyCode::Esc => Action::Back,
-        KeyCode::Char('r') => Action::SweepNow,
-        KeyCode::Char('s') if matches!(state.view, View::Nodes | View::Counters) => {
-            Action::CycleSort
-        }
-        KeyCode::Char('/') if matches!(state.view, View::Nodes | View::Routing) => {
-            Action::StartInput
-        }
-        KeyCode::Char('e') if state.view == View::Routing => Action::StartInput,
-        KeyCode::Char('x') if state.view == View::Routing => Action::SwapRoute,
-        _ => return None,
-    })
-}
-
-fn goto_index(c: char) -> Action {
-    let i = (c as usize).saturating_sub('1' as usize);
-    Action::GoTo(View::ALL[i.min(View::ALL.len() - 1)])
 }
 
 /// Apply an action. Returns nothing: effects on the outside world (quit, sweep now) are

@@ -1,16 +1,18 @@
 //! `ibscope tui`: the interactive terminal UI.
 //!
 //! - [`state`]: everything shown, as plain data (unit-testable);
-//! - [`input`]: keys to [`input::Action`]s, actions applied to the state;
+//! - [`keymap`]: the one table of keys: what each does where, the footer and the help;
+//! - [`input`]: keys to [`keymap::Action`]s, actions applied to the state;
 //! - [`render`]: `draw(frame, &state)`, one function per view;
 //! - [`sweeper`]: a thread that turns a [`Source`] into [`Snapshot`]s on a channel;
-//! - [`derive`] / [`events`]: what is computed once per snapshot, and what changed.
+//! - [`derive`](mod@derive) / [`events`](mod@events): what is computed once per snapshot, and what changed.
 //!
 //! The terminal is restored on exit, on error and on panic.
 
 pub mod derive;
 pub mod events;
 pub mod input;
+pub mod keymap;
 pub mod render;
 pub mod snapshot;
 pub mod state;
@@ -25,7 +27,7 @@ use crossterm::terminal::{
 };
 use crossterm::{cursor, execute};
 use ibscope_topo::namemap::NameMap;
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
 
 pub use snapshot::{FileSource, Finding, PortCounterSample, Snapshot, Source};
@@ -92,22 +94,61 @@ pub fn run(source: Box<dyn Source>, options: Options) -> anyhow::Result<()> {
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
 
-    let result = event_loop(&mut terminal, &mut state, &sweeper);
+    let result = event_loop(
+        &mut terminal,
+        &mut state,
+        &mut LiveEvents { sweeper: &sweeper },
+    );
     // A live sweep in progress is cancelled (its MADs fail within one timeout) so the
     // engine closes cleanly; a fabric that holds it longer is left behind at exit.
     sweeper.quit(Duration::from_secs(2));
     result
 }
 
-fn event_loop(
-    terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+/// What the event loop waits on: snapshots from the sweeper, keys from the terminal.
+/// [`run`] gives it the live sweeper and crossterm; a test gives it a script.
+pub trait Events {
+    /// A sweeper message that has arrived, if any; never waits.
+    fn sweep_message(&mut self) -> Option<SweepMsg>;
+    /// The next terminal event, waiting at most `timeout`; `None` when none came.
+    fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>>;
+    /// Ask the sweeper for a sweep now.
+    fn sweep_now(&mut self);
+}
+
+/// The live session's events: the sweeper's channel and the terminal's input.
+struct LiveEvents<'a> {
+    sweeper: &'a Sweeper,
+}
+
+impl Events for LiveEvents<'_> {
+    fn sweep_message(&mut self) -> Option<SweepMsg> {
+        self.sweeper.messages.try_recv().ok()
+    }
+    fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>> {
+        if event::poll(timeout)? {
+            event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+    fn sweep_now(&mut self) {
+        self.sweeper.sweep_now();
+    }
+}
+
+/// Redraw at least this often so "updated 3s ago" keeps counting.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Until the user quits (or the fabric is lost): take sweeper messages, draw, map keys
+/// to actions and apply them.
+pub fn event_loop<B: Backend, E: Events>(
+    terminal: &mut Terminal<B>,
     state: &mut AppState,
-    sweeper: &Sweeper,
+    events: &mut E,
 ) -> anyhow::Result<()> {
-    // Redraw at least this often so "updated 3s ago" keeps counting.
-    const TICK: Duration = Duration::from_millis(250);
     loop {
-        while let Ok(msg) = sweeper.messages.try_recv() {
+        while let Some(msg) = events.sweep_message() {
             if let SweepMsg::Lost { error } = msg {
                 // Nothing more can be read: leave the UI with the one message (exit 2).
                 return Err(anyhow::anyhow!(error));
@@ -116,24 +157,24 @@ fn event_loop(
         }
         state.now = Instant::now();
         terminal.draw(|f| render::draw(f, state))?;
-        if event::poll(TICK)? {
-            // Drain what is queued so a held key does not lag behind.
-            loop {
-                if let TermEvent::Key(key) = event::read()? {
-                    if let Some(action) = input::map_key(state, key) {
-                        input::apply(state, action);
-                    }
-                }
-                if state.quit || !event::poll(Duration::ZERO)? {
-                    break;
+        let mut wait = TICK;
+        // Drain what is queued so a held key does not lag behind.
+        while let Some(ev) = events.terminal_event(wait)? {
+            if let TermEvent::Key(key) = ev {
+                if let Some(action) = input::map_key(state, key) {
+                    input::apply(state, action);
                 }
             }
+            if state.quit {
+                break;
+            }
+            wait = Duration::ZERO;
         }
         if state.quit {
             return Ok(());
         }
         if std::mem::take(&mut state.sweep_requested) {
-            sweeper.sweep_now();
+            events.sweep_now();
         }
     }
 }

@@ -14,10 +14,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
-use super::derive::{link_facts, node_name, FabricSummary, Layer, LinkHealth, SwitchChip};
+use super::derive::{
+    link_facts, node_name, port_name, FabricSummary, Layer, LinkHealth, SwitchChip,
+};
 use super::events::EventKind;
+use super::keymap;
 use super::snapshot::{finding_subject, ERROR_COUNTERS};
-use super::state::{AppState, RouteField, View};
+use super::state::{AppState, PortHistory, RouteField, View};
 
 const RED: Style = Style::new().fg(Color::Red);
 const BAD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
@@ -143,81 +146,54 @@ fn draw_header(frame: &mut Frame, area: Rect, state: &AppState) {
     );
 }
 
-fn footer_keys(state: &AppState) -> &'static str {
-    if state.help {
-        return "any key: close help  q: quit";
-    }
-    match state.view {
-        View::Nodes if state.nodes.editing => "type to filter  Enter: keep  Esc: clear",
-        View::Routing if state.routing.editing.is_some() => {
-            "type name/LID/GUID[port]  Tab: other field  Enter: trace  Esc: stop"
-        }
-        View::Overview => "q quit ?help 1-6/Tab view ↑↓ findings r sweep now",
-        View::Nodes if state.nodes.detail.is_some() => {
-            "q quit ?help ↑↓ ports Esc close 1-6/Tab view"
-        }
-        View::Nodes => "q quit ?help ↑↓ move /filter s sort Enter detail 1-6/Tab",
-        View::Links => "q quit ?help ↑↓ PgUp/PgDn move 1-6/Tab view r sweep",
-        View::Counters => "q quit ?help ↑↓ move s sort 1-6/Tab view r sweep",
-        View::Routing => "q quit ?help / edit Enter trace x swap ↑↓ hop 1-6/Tab",
-        View::Events => "q quit ?help ↑↓ PgUp/PgDn scroll 1-6/Tab view",
-    }
-}
-
 fn draw_footer(frame: &mut Frame, area: Rect, state: &AppState) {
     frame.render_widget(
         Paragraph::new(Span::styled(
-            footer_keys(state),
+            keymap::footer(state, usize::from(area.width)),
             DIM.add_modifier(Modifier::REVERSED),
         )),
         area,
     );
 }
 
-fn help_lines(view: View) -> Vec<&'static str> {
-    let mut lines = vec![
-        "q, Ctrl-C     quit",
-        "1-6, Tab      switch view (Shift-Tab back)",
-        "?             this help",
-        "↑↓ j k        move;  PgUp PgDn Home End",
-        "r             sweep now",
-        "",
-    ];
-    lines.extend_from_slice(match view {
+/// What a view shows, for its help screen (its keys come from the key map).
+fn view_about(view: View) -> &'static [&'static str] {
+    match view {
         View::Overview => &[
             "Overview: counts, fabric picture by layer",
             "(layer = hops from the nearest CA), findings.",
             "Red: degraded or down links.",
-        ][..],
-        View::Nodes => &[
-            "/             filter by name, GUID or LID",
-            "s             cycle sort: name kind lid guid ports",
-            "Enter         node detail and port table",
-            "Esc           close detail / clear filter",
-        ][..],
+        ],
+        View::Nodes => &[],
         View::Links => &[
             "Every link, problems first.",
             "Expect: the rate it is held to (its class's norm).",
             "Red: degraded (as ibscope check) or not Active;",
             "the selected link's reasons show below.",
-        ][..],
+        ],
         View::Counters => &[
-            "s             sort: error rate, errors, traffic, name",
             "▲ bold red    error counters rose since the UI opened",
             "Sparkline: rx+tx data rate, one bar per sweep.",
-        ][..],
+        ],
         View::Routing => &[
-            "/ or e        edit From (Tab: To); Enter traces",
             "Inputs: name, LID, 0xGUID, optional [port]",
-            "↑↓            pick a hop: its switch's LFT shows",
-            "x             swap From and To",
-        ][..],
+            "↑↓ picks a hop: its switch's LFT shows",
+        ],
         View::Events => &[
             "Changes between sweeps, newest first:",
             "links up/down, degraded, error counter jumps,",
             "port states, SM changes. Times are UTC.",
-        ][..],
-    });
+        ],
+    }
+}
+
+fn help_lines(view: View) -> Vec<String> {
+    let mut lines = keymap::help_lines(view);
+    let about = view_about(view);
+    if !about.is_empty() && lines.last().is_some_and(|l| !l.is_empty()) {
+        lines.push(String::new());
+    }
+    lines.extend(about.iter().map(|l| l.to_string()));
     lines
 }
 
@@ -580,6 +556,61 @@ fn draw_node_detail(
         .title(format!(" {} ", node_name(node, names)));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    let facts = node_facts(fabric, health, id);
+    let facts_h = (facts.len() as u16).min(inner.height / 2);
+    let [facts_area, ports_area] =
+        Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(facts), facts_area);
+    let height = usize::from(ports_area.height.saturating_sub(1));
+    let cursor = &state.nodes.detail_ports;
+    let rows: Vec<Row> = cursor
+        .window(node.ports.len(), height)
+        .map(|i| {
+            let row = port_row(
+                fabric,
+                health,
+                End {
+                    node: id,
+                    port: node.ports[i].number,
+                },
+                names,
+            );
+            if i == cursor.selected {
+                row.selected()
+            } else {
+                row.row
+            }
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Min(8),
+        ],
+    )
+    .header(
+        Row::new(vec![
+            "Port", "State", "Phys", "Active", "Supp", "Enab", "LID", "Peer",
+        ])
+        .style(HEAD),
+    );
+    frame.render_widget(table, ports_area);
+}
+
+/// A node's facts, its query errors, and why each of its degraded links is degraded.
+fn node_facts(
+    fabric: &Fabric,
+    health: &LinkHealth,
+    id: ibscope_topo::NodeId,
+) -> Vec<Line<'static>> {
+    let node = fabric.node(id);
     let mut facts = vec![
         Line::raw(format!(
             "{}  GUID {:#018x}  sysimg {:#018x}",
@@ -619,14 +650,13 @@ fn draw_node_detail(
         facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
     }
     // Why a port's link is degraded (the table only colours it).
-    let peer_of = |port: u8| {
-        fabric
-            .peer(End { node: id, port })
-            .map(|e| (fabric.node(e.node).guid, e.port))
-    };
     for p in &node.ports {
-        let verdict = peer_of(p.number)
-            .and_then(|peer| health.verdict((node.guid, p.number), peer))
+        let verdict = fabric
+            .link_at(End {
+                node: id,
+                port: p.number,
+            })
+            .and_then(|link| health.verdict(link))
             .filter(|v| v.degraded());
         if let Some(v) = verdict {
             facts.push(Line::styled(
@@ -639,79 +669,63 @@ fn draw_node_detail(
             ));
         }
     }
-    let facts_h = (facts.len() as u16).min(inner.height / 2);
-    let [facts_area, ports_area] =
-        Layout::vertical([Constraint::Length(facts_h), Constraint::Min(1)]).areas(inner);
-    frame.render_widget(Paragraph::new(facts), facts_area);
+    facts
+}
 
-    let height = usize::from(ports_area.height.saturating_sub(1));
-    let cursor = &state.nodes.detail_ports;
-    let window = cursor.window(node.ports.len(), height);
-    let rows: Vec<Row> = window
-        .map(|i| {
-            let p = &node.ports[i];
-            let end = End {
-                node: id,
-                port: p.number,
-            };
-            let peer = fabric.peer(end);
-            let peer_text = match peer {
-                Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
-                None => "-".into(),
-            };
-            let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
-            let problem = link_facts(Some(p), peer_port).down
-                || peer.is_some_and(|e| {
-                    health.is_degraded((node.guid, p.number), (fabric.node(e.node).guid, e.port))
-                });
-            let supported = Rate::text(p.width_supported.best(), p.speed_supported.best());
-            let enabled = Rate::text(p.width_enabled.best(), p.speed_enabled.best());
-            let row = Row::new(vec![
-                p.number.to_string(),
-                p.state.map_or("?", PortState::short).to_string(),
-                p.phys_state.map_or("?", PhysState::short).to_string(),
-                Rate::text(p.width_active, p.speed_active),
-                supported,
-                enabled,
-                if p.lid == 0 {
-                    "-".into()
-                } else {
-                    p.lid.to_string()
-                },
-                peer_text,
-            ]);
-            let row = if problem { row.style(RED) } else { row };
-            if i == cursor.selected {
-                row.style(if problem {
-                    RED.add_modifier(Modifier::REVERSED)
-                } else {
-                    SELECTED
-                })
-            } else {
-                row
-            }
+/// A row of the port table, and whether its link is down or degraded (then it is red).
+struct PortRow {
+    row: Row<'static>,
+    problem: bool,
+}
+
+impl PortRow {
+    fn selected(self) -> Row<'static> {
+        self.row.style(if self.problem {
+            RED.add_modifier(Modifier::REVERSED)
+        } else {
+            SELECTED
         })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(4),
-            Constraint::Length(6),
-            Constraint::Length(8),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(5),
-            Constraint::Min(8),
-        ],
-    )
-    .header(
-        Row::new(vec![
-            "Port", "State", "Phys", "Active", "Supp", "Enab", "LID", "Peer",
-        ])
-        .style(HEAD),
-    );
-    frame.render_widget(table, ports_area);
+    }
+}
+
+fn port_row(
+    fabric: &Fabric,
+    health: &LinkHealth,
+    end: End,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+) -> PortRow {
+    let Some(p) = fabric.node(end.node).port(end.port) else {
+        return PortRow {
+            row: Row::new(vec![end.port.to_string()]),
+            problem: false,
+        };
+    };
+    let peer = fabric.peer(end);
+    let peer_text = match peer {
+        Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
+        None => "-".into(),
+    };
+    let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));
+    let problem = link_facts(Some(p), peer_port).down
+        || fabric
+            .link_at(end)
+            .is_some_and(|link| health.is_degraded(link));
+    let row = Row::new(vec![
+        p.number.to_string(),
+        p.state.map_or("?", PortState::short).to_string(),
+        p.phys_state.map_or("?", PhysState::short).to_string(),
+        Rate::text(p.width_active, p.speed_active),
+        Rate::text(p.width_supported.best(), p.speed_supported.best()),
+        Rate::text(p.width_enabled.best(), p.speed_enabled.best()),
+        if p.lid == 0 {
+            "-".into()
+        } else {
+            p.lid.to_string()
+        },
+        peer_text,
+    ]);
+    let row = if problem { row.style(RED) } else { row };
+    PortRow { row, problem }
 }
 
 // ----- Links -----
@@ -834,8 +848,6 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
         );
         return;
     }
-    let fabric = &snap.fabric;
-    let names = state.names.as_ref();
     let jumped = v.rows.iter().filter(|k| state.history[*k].jumped).count();
     let detail_h = if area.height >= 16 { 7 } else { 0 };
     let [table_area, detail_area] =
@@ -851,6 +863,25 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     ));
     let inner = block.inner(table_area);
     frame.render_widget(block, table_area);
+    draw_counter_rows(frame, inner, state, &snap.fabric);
+    if detail_h == 0 {
+        return;
+    }
+    if let Some(h) = v.rows.get(v.list.selected).map(|k| &state.history[k]) {
+        draw_selected_port(frame, detail_area, h);
+    }
+}
+
+/// The last `n` rx+tx rates of a port, oldest first.
+fn recent_rates(h: &PortHistory, n: u16) -> Vec<u64> {
+    let skip = h.rate_history.len().saturating_sub(usize::from(n));
+    h.rate_history.iter().skip(skip).copied().collect()
+}
+
+/// One row per port (errors, rates) with its rate history as a sparkline beside it.
+fn draw_counter_rows(frame: &mut Frame, inner: Rect, state: &AppState, fabric: &Fabric) {
+    let v = &state.counters;
+    let names = state.names.as_ref();
     let spark_w: u16 = if inner.width >= 120 { 32 } else { 16 };
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(10), Constraint::Length(spark_w)]).areas(inner);
@@ -860,22 +891,14 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     for (line, i) in window.clone().enumerate() {
         let key = v.rows[i];
         let h = &state.history[&key];
-        let name = match fabric.node_by_guid(key.0) {
-            Some(id) => format!("{}[{}]", node_name(fabric.node(id), names), key.1),
-            None => format!("{:#018x}[{}]", key.0, key.1),
-        };
         let mut style = if h.jumped { BAD } else { Style::new() };
         if i == v.list.selected {
             style = style.add_modifier(Modifier::REVERSED);
         }
         rows.push(
             Row::new(vec![
-                if h.jumped {
-                    "▲".to_string()
-                } else {
-                    " ".to_string()
-                },
-                name,
+                if h.jumped { "▲" } else { " " }.to_string(),
+                port_name(fabric, names, key),
                 h.error_total.to_string(),
                 format!("{:.1}", h.error_rate),
                 format_rate(h.rx_bytes_per_s),
@@ -883,14 +906,6 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
             ])
             .style(style),
         );
-        let data: Vec<u64> = h
-            .rate_history
-            .iter()
-            .rev()
-            .take(usize::from(spark_w))
-            .rev()
-            .copied()
-            .collect();
         let r = Rect {
             x: spark_area.x,
             y: spark_area.y + 1 + line as u16,
@@ -898,14 +913,13 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
             height: 1,
         };
         if r.y < spark_area.y + spark_area.height {
-            frame.render_widget(
-                Sparkline::default().data(&data).style(if h.jumped {
-                    RED
-                } else {
-                    Style::new().fg(Color::Cyan)
-                }),
-                r,
-            );
+            let colour = if h.jumped {
+                RED
+            } else {
+                Style::new().fg(Color::Cyan)
+            };
+            let data = recent_rates(h, spark_w);
+            frame.render_widget(Sparkline::default().data(&data).style(colour), r);
         }
     }
     frame.render_widget(
@@ -928,18 +942,15 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     )
     .header(Row::new(vec!["", "Port", "Errors", "Err/s", "Rx", "Tx"]).style(HEAD));
     frame.render_widget(table, text_area);
+}
 
-    if detail_h == 0 {
-        return;
-    }
-    let Some(h) = v.rows.get(v.list.selected).map(|k| &state.history[k]) else {
-        return;
-    };
+/// The selected port's last counters (errors that counted in red) and its rate history.
+fn draw_selected_port(frame: &mut Frame, area: Rect, h: &PortHistory) {
     let block = Block::default()
         .borders(Borders::TOP)
         .title(" Selected port ");
-    let inner = block.inner(detail_area);
-    frame.render_widget(block, detail_area);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let [text, spark] = Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(inner);
     let mut spans = Vec::new();
     for (k, val) in &h.last.counters {
@@ -955,14 +966,7 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
         Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }),
         text,
     );
-    let data: Vec<u64> = h
-        .rate_history
-        .iter()
-        .rev()
-        .take(usize::from(spark.width))
-        .rev()
-        .copied()
-        .collect();
+    let data = recent_rates(h, spark.width);
     frame.render_widget(
         Sparkline::default()
             .data(&data)

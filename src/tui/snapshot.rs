@@ -12,15 +12,14 @@ use ibscope_topo::findings;
 pub use ibscope_topo::findings::Finding;
 use ibscope_topo::health::{HealthOptions, PortRef};
 use ibscope_topo::routing::{self, RouteReport};
-use ibscope_topo::Fabric;
+use ibscope_topo::{Fabric, PortKey};
 
 use super::derive::LinkHealth;
 
 /// One reading of one port's performance counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortCounterSample {
-    pub node_guid: u64,
-    pub port: u8,
+    pub at: PortKey,
     /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter".
     pub counters: BTreeMap<String, u64>,
     /// Data octets sent / received (PortXmitData / PortRcvData × 4), when read.
@@ -47,7 +46,7 @@ impl PortCounterSample {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub fabric: Arc<Fabric>,
-    /// `health::assess`'s verdict on every link of `fabric` (see [`assess_links`]): what
+    /// `health::assess`'s verdict on every link of `fabric` (see [`LinkHealth::from_report`]): what
     /// the UI counts, colours and logs as degraded.
     pub health: Arc<LinkHealth>,
     pub counters: Vec<PortCounterSample>,
@@ -140,7 +139,7 @@ pub fn check_routes(fabric: &Fabric) -> Option<Arc<RouteReport>> {
     Some(Arc::new(routing::check(fabric, &opts)))
 }
 
-/// "name[port]" of a finding's port (empty for fabric-wide findings), with " <-> peer[port]"
+/// "name\[port\]" of a finding's port (empty for fabric-wide findings), with " <-> peer\[port\]"
 /// when it is about a link. Untrusted: escape before display.
 pub fn finding_subject(f: &Finding) -> String {
     let subject = |p: &PortRef| format!("{}[{}]", p.node, p.port);

@@ -7,8 +7,9 @@ use std::ops::Range;
 use std::time::{Duration, Instant, SystemTime};
 
 use ibscope_topo::namemap::NameMap;
+use ibscope_topo::resolve::{lid_of, resolve, NameMatch, Target};
 use ibscope_topo::routing::{self, Hop};
-use ibscope_topo::{End, Fabric, NodeId, NodeKind};
+use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, LinkRow, NodeRow, NodeSort};
 use super::events::{self, Event, EventKind};
@@ -109,8 +110,6 @@ pub struct Status {
 /// Rates and history of one port's counters since the UI opened.
 #[derive(Debug, Clone)]
 pub struct PortHistory {
-    pub node_guid: u64,
-    pub port: u8,
     pub last: PortCounterSample,
     /// Error total when first seen: a port is "jumped" once it rises above it.
     pub baseline_errors: u64,
@@ -132,8 +131,6 @@ impl PortHistory {
     fn new(sample: PortCounterSample) -> PortHistory {
         let errors = sample.error_total();
         PortHistory {
-            node_guid: sample.node_guid,
-            port: sample.port,
             last: sample,
             baseline_errors: errors,
             error_total: errors,
@@ -262,7 +259,7 @@ pub struct RoutingView {
 pub struct CountersView {
     pub sort: CounterSort,
     /// Keys into `AppState::history`, sorted.
-    pub rows: Vec<(u64, u8)>,
+    pub rows: Vec<PortKey>,
     pub list: ListCursor,
 }
 
@@ -323,7 +320,7 @@ pub struct AppState {
     pub snapshot: Option<Snapshot>,
     pub names: Option<NameMap>,
     pub derived: Derived,
-    pub history: HashMap<(u64, u8), PortHistory>,
+    pub history: HashMap<PortKey, PortHistory>,
     pub events: VecDeque<Event>,
     pub nodes: NodesView,
     pub links: ListCursor,
@@ -405,11 +402,10 @@ impl AppState {
             self.log(e);
         }
         for c in &snap.counters {
-            match self.history.get_mut(&(c.node_guid, c.port)) {
+            match self.history.get_mut(&c.at) {
                 Some(h) => h.update(c.clone()),
                 None => {
-                    self.history
-                        .insert((c.node_guid, c.port), PortHistory::new(c.clone()));
+                    self.history.insert(c.at, PortHistory::new(c.clone()));
                 }
             }
         }
@@ -436,12 +432,15 @@ impl AppState {
     }
 
     pub fn refresh_counters(&mut self) {
-        let mut rows: Vec<(u64, u8)> = self.history.keys().copied().collect();
+        let mut rows: Vec<PortKey> = self.history.keys().copied().collect();
         let fabric = self.snapshot.as_ref().map(|s| s.fabric.clone());
-        let name_of = |k: &(u64, u8)| -> String {
+        let name_of = |k: &PortKey| -> String {
             fabric
                 .as_ref()
-                .and_then(|f| f.node_by_guid(k.0).map(|id| f.node(id).description.clone()))
+                .and_then(|f| {
+                    f.node_by_guid(k.guid)
+                        .map(|id| f.node(id).description.clone())
+                })
                 .unwrap_or_default()
         };
         let h = &self.history;
@@ -456,11 +455,11 @@ impl AppState {
                 rows.sort_by(|a, b| h[b].error_total.cmp(&h[a].error_total).then(a.cmp(b)))
             }
             CounterSort::Traffic => rows.sort_by(|a, b| {
-                let t = |k: &(u64, u8)| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
+                let t = |k: &PortKey| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
                 t(b).total_cmp(&t(a)).then(a.cmp(b))
             }),
             CounterSort::Name => {
-                let mut keyed: Vec<(String, (u64, u8))> =
+                let mut keyed: Vec<(String, PortKey)> =
                     rows.iter().map(|k| (name_of(k), *k)).collect();
                 keyed.sort();
                 rows = keyed.into_iter().map(|(_, k)| k).collect();
@@ -486,10 +485,11 @@ impl AppState {
         };
         let names = self.names.as_ref();
         let result = (|| {
-            let src =
-                resolve(&fabric, names, &self.routing.from).map_err(|e| format!("from: {e}"))?;
-            let src_end = source_end(&fabric, src)?;
-            let dst = resolve(&fabric, names, &self.routing.to).map_err(|e| format!("to: {e}"))?;
+            let input = |text: &str| resolve(&fabric, names, text, NameMatch::ExactOrPart);
+            let src = input(&self.routing.from).map_err(|e| format!("from: {e}"))?;
+            // Where a trace starts: a port, a switch's port 0, a CA's first linked port.
+            let src_end = src.end(&fabric);
+            let dst = input(&self.routing.to).map_err(|e| format!("to: {e}"))?;
             let dst_lid = destination_lid(&fabric, dst)?;
             let partial = routing::trace_partial(&fabric, src_end, dst_lid);
             Ok(RouteResult {
@@ -506,130 +506,10 @@ impl AppState {
     }
 }
 
-/// What a routing input names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Node(NodeId),
-    Port(End),
-    Lid(u16),
-}
-
-fn parse_number(text: &str) -> Option<u64> {
-    let t = text.trim();
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => t.parse().ok(),
-    }
-}
-
-/// A routing input: a LID (decimal or 0x hex below 0xc000), a node or port GUID (0x…
-/// above that), a name (node-name-map name or NodeDescription; exact, else a unique
-/// case-insensitive substring), optionally followed by `[port]`.
-pub fn resolve(fabric: &Fabric, names: Option<&NameMap>, text: &str) -> Result<Target, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("empty".into());
-    }
-    let (base, port) = match text.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
-        Some((b, p)) => match p.trim().parse::<u8>() {
-            Ok(n) => (b.trim(), Some(n)),
-            Err(_) => (text, None),
-        },
-        None => (text, None),
-    };
-    let with_port = |node: NodeId| -> Result<Target, String> {
-        match port {
-            None => Ok(Target::Node(node)),
-            Some(p) if fabric.node(node).port(p).is_some() => {
-                Ok(Target::Port(End { node, port: p }))
-            }
-            Some(p) => Err(format!("no port {p} on that node")),
-        }
-    };
-    if let Some(n) = parse_number(base) {
-        if n > 0 && n < 0xc000 && port.is_none() {
-            return match fabric.port_by_lid(n as u16) {
-                Some(_) => Ok(Target::Lid(n as u16)),
-                None => Err(format!("no port has LID {n}")),
-            };
-        }
-        if let Some(id) = fabric.node_by_guid(n) {
-            return with_port(id);
-        }
-        if let Some(end) = fabric.port_by_guid(n) {
-            return match port {
-                None => Ok(Target::Port(end)),
-                Some(_) => with_port(end.node),
-            };
-        }
-    }
-    let display = |id: NodeId| ibscope_topo::namemap::display_name(fabric.node(id), names);
-    let exact: Vec<NodeId> = fabric
-        .nodes()
-        .filter(|(id, n)| display(*id) == base || n.description == base)
-        .map(|(id, _)| id)
-        .collect();
-    let candidates = if exact.is_empty() {
-        let needle = base.to_lowercase();
-        fabric
-            .nodes()
-            .filter(|(id, _)| display(*id).to_lowercase().contains(&needle))
-            .map(|(id, _)| id)
-            .take(2)
-            .collect()
-    } else {
-        exact
-    };
-    match candidates.as_slice() {
-        [one] => with_port(*one),
-        [] => Err(format!(
-            "nothing matches \"{}\"",
-            ibscope_topo::escape::for_terminal(base)
-        )),
-        _ => Err(format!(
-            "\"{}\" matches several nodes",
-            ibscope_topo::escape::for_terminal(base)
-        )),
-    }
-}
-
-/// Where a trace starts: a CA's first linked port, a switch's port 0.
-fn source_end(fabric: &Fabric, t: Target) -> Result<End, String> {
-    let node = match t {
-        Target::Port(e) => return Ok(e),
-        Target::Lid(l) => {
-            return fabric
-                .port_by_lid(l)
-                .ok_or_else(|| format!("no port has LID {l}"))
-        }
-        Target::Node(n) => n,
-    };
-    let n = fabric.node(node);
-    if n.kind == NodeKind::Switch {
-        return Ok(End { node, port: 0 });
-    }
-    n.ports
-        .iter()
-        .map(|p| End {
-            node,
-            port: p.number,
-        })
-        .find(|e| fabric.peer(*e).is_some())
-        .ok_or_else(|| "that node has no linked port".to_string())
-}
-
 fn destination_lid(fabric: &Fabric, t: Target) -> Result<u16, String> {
     match t {
-        Target::Lid(l) => Ok(l),
-        Target::Port(e) => {
-            let n = fabric.node(e.node);
-            let lid = if n.is_switch() {
-                n.lid()
-            } else {
-                n.port(e.port).map(|p| p.lid).filter(|&l| l != 0)
-            };
-            lid.ok_or_else(|| "that port has no LID".into())
-        }
+        Target::Lid { lid, .. } => Ok(lid),
+        Target::Port(e) => lid_of(fabric, e).ok_or_else(|| "that port has no LID".into()),
         Target::Node(id) => fabric
             .node(id)
             .lid()
@@ -671,8 +551,7 @@ mod tests {
         counters.insert("SymbolErrorCounter".to_string(), errors);
         counters.insert("PortXmitWait".to_string(), 1_000_000);
         PortCounterSample {
-            node_guid: 1,
-            port: 1,
+            at: PortKey { guid: 1, port: 1 },
             counters,
             xmit_data_bytes: Some(bytes),
             rcv_data_bytes: Some(bytes),
@@ -700,44 +579,14 @@ mod tests {
     }
 
     #[test]
-    fn resolve_names_lids_guids_and_ports() {
+    fn destination_lids() {
         let f = ibscope_topo::ibnd::parse(
-            "Switch 4 \"S\" # \"sw\" base port 0 lid 1 lmc 0\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\n\
-             Hca 1 \"H1\" # \"node-a\"\n[1] \"S\"[1] # lid 2 lmc 0 \"sw\" lid 1 4xHDR\n\n\
-             Hca 1 \"H2\" # \"node-b\"\n[1] \"S\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xHDR\n",
+            "Switch 4 \"S\" # \"sw\" base port 0 lid 1 lmc 0\n[1] \"H1\"[1]\n\n\
+             Hca 1 \"H1\" # \"node-a\"\n[1] \"S\"[1] # lid 2 lmc 0 \"sw\" lid 1 4xHDR\n",
         )
         .unwrap();
         let sw = f.nodes_by_description("sw")[0];
         let a = f.nodes_by_description("node-a")[0];
-        assert_eq!(resolve(&f, None, "sw"), Ok(Target::Node(sw)));
-        assert_eq!(
-            resolve(&f, None, "NODE-A"),
-            Ok(Target::Node(a)),
-            "unique substring"
-        );
-        assert!(resolve(&f, None, "node").unwrap_err().contains("several"));
-        assert_eq!(resolve(&f, None, "2"), Ok(Target::Lid(2)));
-        assert_eq!(resolve(&f, None, "0x3"), Ok(Target::Lid(3)));
-        assert!(resolve(&f, None, "9").is_err());
-        let guid = format!("{:#x}", f.node(sw).guid);
-        assert_eq!(resolve(&f, None, &guid), Ok(Target::Node(sw)));
-        assert_eq!(
-            resolve(&f, None, "sw[2]"),
-            Ok(Target::Port(End { node: sw, port: 2 }))
-        );
-        assert!(resolve(&f, None, "sw[7]").is_err());
-        assert!(resolve(&f, None, "").is_err());
-        let mut names = NameMap::new();
-        names.insert(f.node(a).guid, "alpha");
-        assert_eq!(resolve(&f, Some(&names), "alpha"), Ok(Target::Node(a)));
-        assert_eq!(
-            source_end(&f, Target::Node(sw)),
-            Ok(End { node: sw, port: 0 })
-        );
-        assert_eq!(
-            source_end(&f, Target::Node(a)),
-            Ok(End { node: a, port: 1 })
-        );
         assert_eq!(destination_lid(&f, Target::Node(sw)), Ok(1));
         assert_eq!(
             destination_lid(&f, Target::Port(End { node: a, port: 1 })),

@@ -262,3 +262,53 @@ pub fn json_guid(v: &serde_json::Value) -> Option<u64> {
     let hex = text.strip_prefix("0x")?;
     (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok())?
 }
+
+/// What `promtool check metrics` (the Prometheus project's own checker, Debian package
+/// prometheus) says of an exposition: its exit code (0 clean, 1 a parse error, 3 lints
+/// only) and its output.
+pub struct PromtoolReport {
+    pub code: Option<i32>,
+    pub report: String,
+}
+
+impl PromtoolReport {
+    pub fn passed(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// Run `promtool check metrics` on `text` (read from stdin).
+pub fn promtool_check(text: &str) -> PromtoolReport {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus) runs");
+    child
+        .stdin
+        .take()
+        .expect("promtool's stdin")
+        .write_all(text.as_bytes())
+        .expect("writing to promtool");
+    let out = child.wait_with_output().expect("promtool exits");
+    PromtoolReport {
+        code: out.status.code(),
+        report: String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr),
+    }
+}
+
+/// `ibscope sim gen ARGS -o DIR/NAME` (e.g. `["fat-tree", "--levels", "2", "--hosts",
+/// "512"]`): the path of the topology written.
+pub fn sim_gen(dir: &Path, name: &str, args: &[&str]) -> String {
+    let path = dir.join(name);
+    let p = path.to_str().expect("a UTF-8 path").to_string();
+    let mut full = vec!["sim", "gen"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["-o", &p]);
+    assert_success(&ibscope_plain(&full, &[]));
+    p
+}

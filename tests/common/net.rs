@@ -53,9 +53,20 @@ pub fn free_port() -> u16 {
 
 /// A plain HTTP/1.0 GET on loopback: (status code, body).
 pub fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    http(port, "GET", path)
+}
+
+/// [`http_get`], failing the test when the exporter does not answer.
+#[track_caller]
+pub fn get(port: u16, path: &str) -> (u16, String) {
+    http_get(port, path).unwrap_or_else(|e| panic!("GET {path} on port {port}: {e}"))
+}
+
+/// A plain HTTP/1.0 request with `method` on loopback: (status code, body).
+pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    write!(s, "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -150,4 +161,31 @@ impl Prometheus {
         let doc = serde_json::from_str(&body).unwrap_or(serde_json::Value::Null);
         Some((code, doc))
     }
+}
+
+/// Wait until `ibscope serve` on `port` says it is healthy (`serve` still running).
+#[track_caller]
+pub fn wait_healthy(serve: &mut KillOnDrop, port: u16, log: &Path) {
+    wait_for(Duration::from_secs(20), "/healthz to say ok", || {
+        serve.assert_running(log);
+        match http_get(port, "/healthz") {
+            Ok((200, body)) if body.trim() == "ok" => Some(()),
+            _ => None,
+        }
+    });
+}
+
+/// The value of the one sample of `metric` whose labels include every `want` pair.
+pub fn sample_value(page: &str, metric: &str, want: &[(&str, &str)]) -> Option<f64> {
+    page.lines().find_map(|l| {
+        let rest = l.strip_prefix(metric)?;
+        let (labels, value) = match rest.strip_prefix('{') {
+            Some(r) => r.rsplit_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        let all = want
+            .iter()
+            .all(|(k, v)| labels.contains(&format!("{k}=\"{v}\"")));
+        all.then(|| value.trim().parse().ok()).flatten()
+    })
 }

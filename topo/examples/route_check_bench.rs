@@ -8,9 +8,8 @@
 
 use std::time::Instant;
 
-use ibscope_mad::attr::link::{Speed, Width};
-use ibscope_mad::attr::PortState;
-use ibscope_topo::gen::{fat_tree, FatTreeSpec};
+use ibscope_mad::attr::link::{Rate, Speed, Width};
+use ibscope_topo::gen::{bring_up, fat_tree, FatTreeSpec};
 use ibscope_topo::routing::{check, compute_minhop_lfts, load, CheckOptions, Pattern};
 use ibscope_topo::{ibnd, End};
 
@@ -24,32 +23,7 @@ fn main() {
     let text = fat_tree(&FatTreeSpec::new(3, radix, hosts)).expect("generate");
     let mut fabric = ibnd::parse(&text).expect("parse");
     // Topology files carry no LIDs or states: number switches, then hosts; all Active.
-    let ids: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
-    let mut next_lid = 1u16;
-    for pass_switches in [true, false] {
-        for &id in &ids {
-            let node = fabric.node_mut(id);
-            if node.is_switch() != pass_switches {
-                continue;
-            }
-            let is_switch = node.is_switch();
-            for p in node.ports.iter_mut() {
-                p.state = Some(PortState::Active);
-                p.width_active = Some(Width::X4);
-                p.speed_active = Some(Speed::Hdr);
-                if is_switch || p.number != 0 {
-                    p.lid = next_lid;
-                }
-                if !is_switch {
-                    next_lid += 1;
-                }
-            }
-            if is_switch {
-                next_lid += 1;
-            }
-        }
-    }
-    fabric.reindex();
+    bring_up(&mut fabric, Rate::new(Width::X4, Speed::Hdr));
     let switches = fabric.switches().count();
     println!(
         "fabric: {} nodes, {} switches, {} links, built in {:.2?}",

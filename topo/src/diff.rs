@@ -1,29 +1,34 @@
-//! What changed between two snapshots of a fabric: nodes by GUID, links as unordered pairs
-//! of (GUID, port), and for links present in both, the ports' active width/speed and
-//! logical/physical state. A fact unknown in either snapshot (an ibnetdiscover file has no
-//! port states) is not compared.
+//! What changed between two snapshots of a fabric: the one fabric comparison, behind
+//! `ibscope diff` and every round-trip test.
+//!
+//! Nodes are matched by GUID (added, removed, description, kind or port count changed),
+//! links by their [`LinkKey`] (added, removed), ports known on both sides by their GUID,
+//! and for links present in both, the ports' active width/speed and logical/physical
+//! state. A fact unknown in either snapshot (an ibnetdiscover file has no port states) is
+//! not compared.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
+use ibscope_mad::codes::guid;
 use serde::Serialize;
 
 use crate::escape;
-use crate::model::{Fabric, Node, NodeKind, Port};
+use crate::model::{Fabric, LinkKey, Node, NodeKind, Port, PortKey};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NodeSummary {
-    #[serde(with = "ibscope_mad::codes::guid")]
+    #[serde(with = "guid")]
     pub guid: u64,
     pub kind: NodeKind,
     pub description: String,
 }
 
+/// One end of a link: the port and its node's description.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct EndRef {
-    #[serde(with = "ibscope_mad::codes::guid")]
-    pub guid: u64,
-    pub port: u8,
+    #[serde(flatten)]
+    pub at: PortKey,
     pub description: String,
 }
 
@@ -36,11 +41,11 @@ pub struct LinkEnds {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PortChange {
-    #[serde(with = "ibscope_mad::codes::guid")]
+    #[serde(with = "guid")]
     pub guid: u64,
     pub port: u8,
     pub description: String,
-    /// "width_active", "speed_active", "state" or "phys_state".
+    /// "width_active", "speed_active", "state", "phys_state" or "guid".
     pub field: &'static str,
     pub old: String,
     pub new: String,
@@ -48,8 +53,20 @@ pub struct PortChange {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DescriptionChange {
-    #[serde(with = "ibscope_mad::codes::guid")]
+    #[serde(with = "guid")]
     pub guid: u64,
+    pub old: String,
+    pub new: String,
+}
+
+/// A node whose kind or port count changed while its GUID stayed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeChange {
+    #[serde(with = "guid")]
+    pub guid: u64,
+    pub description: String,
+    /// "kind" or "num_ports".
+    pub field: &'static str,
     pub old: String,
     pub new: String,
 }
@@ -59,6 +76,8 @@ pub struct FabricDiff {
     pub nodes_added: Vec<NodeSummary>,
     pub nodes_removed: Vec<NodeSummary>,
     pub descriptions_changed: Vec<DescriptionChange>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes_changed: Vec<NodeChange>,
     pub links_added: Vec<LinkEnds>,
     pub links_removed: Vec<LinkEnds>,
     pub port_changes: Vec<PortChange>,
@@ -69,6 +88,7 @@ impl FabricDiff {
         self.nodes_added.is_empty()
             && self.nodes_removed.is_empty()
             && self.descriptions_changed.is_empty()
+            && self.nodes_changed.is_empty()
             && self.links_added.is_empty()
             && self.links_removed.is_empty()
             && self.port_changes.is_empty()
@@ -83,63 +103,104 @@ fn summary(n: &Node) -> NodeSummary {
     }
 }
 
-type Key = ((u64, u8), (u64, u8));
-
-fn links(f: &Fabric) -> BTreeMap<Key, LinkEnds> {
+fn links(f: &Fabric) -> BTreeMap<LinkKey, LinkEnds> {
     f.links()
         .map(|l| {
-            let mut a = EndRef {
-                guid: l.a_node.guid,
-                port: l.a.port,
-                description: l.a_node.description.clone(),
+            let key = l.key();
+            let end = |at: PortKey| EndRef {
+                at,
+                description: if at == l.a_node.port_key(l.a.port) {
+                    l.a_node.description.clone()
+                } else {
+                    l.b_node.description.clone()
+                },
             };
-            let mut b = EndRef {
-                guid: l.b_node.guid,
-                port: l.b.port,
-                description: l.b_node.description.clone(),
+            let ends = LinkEnds {
+                a: end(key.0),
+                b: end(key.1),
             };
-            if (b.guid, b.port) < (a.guid, a.port) {
-                std::mem::swap(&mut a, &mut b);
-            }
-            (((a.guid, a.port), (b.guid, b.port)), LinkEnds { a, b })
+            (key, ends)
         })
         .collect()
 }
 
-fn port_of(f: &Fabric, guid: u64, number: u8) -> Option<(&Node, &Port)> {
-    let node = f.node(f.node_by_guid(guid)?);
-    Some((node, node.port(number)?))
+fn port_of(f: &Fabric, at: PortKey) -> Option<(&Node, &Port)> {
+    let node = f.node(f.node_by_guid(at.guid)?);
+    Some((node, node.port(at.port)?))
 }
 
+/// A change of one port fact, when it is known on both sides and differs.
+fn changed<T: PartialEq + ToString>(
+    field: &'static str,
+    old: Option<T>,
+    new: Option<T>,
+) -> Option<(&'static str, String, String)> {
+    match (old, new) {
+        (Some(o), Some(n)) if o != n => Some((field, o.to_string(), n.to_string())),
+        _ => None,
+    }
+}
+
+fn port_change(
+    node: &Node,
+    port: u8,
+    (field, old, new): (&'static str, String, String),
+) -> PortChange {
+    PortChange {
+        guid: node.guid,
+        port,
+        description: node.description.clone(),
+        field,
+        old,
+        new,
+    }
+}
+
+/// What changed on a linked port: active width and speed, logical and physical state.
 fn compare_port(old: &Port, new: &Port, node: &Node, out: &mut Vec<PortChange>) {
-    let mut push = |field: &'static str, o: String, n: String| {
-        out.push(PortChange {
-            guid: node.guid,
-            port: old.number,
-            description: node.description.clone(),
+    let changes = [
+        changed("width_active", old.width_active, new.width_active),
+        changed("speed_active", old.speed_active, new.speed_active),
+        changed("state", old.state, new.state),
+        changed("phys_state", old.phys_state, new.phys_state),
+    ];
+    out.extend(
+        changes
+            .into_iter()
+            .flatten()
+            .map(|c| port_change(node, old.number, c)),
+    );
+}
+
+/// Kind, port count and port GUIDs of a node present in both snapshots.
+fn compare_node(old: &Node, new: &Node, d: &mut FabricDiff, guids: &mut Vec<PortChange>) {
+    if new.description != old.description {
+        d.descriptions_changed.push(DescriptionChange {
+            guid: old.guid,
+            old: old.description.clone(),
+            new: new.description.clone(),
+        });
+    }
+    let node_facts = [
+        changed("kind", Some(old.kind), Some(new.kind)),
+        changed("num_ports", Some(old.num_ports), Some(new.num_ports)),
+    ];
+    for (field, o, n) in node_facts.into_iter().flatten() {
+        d.nodes_changed.push(NodeChange {
+            guid: old.guid,
+            description: old.description.clone(),
             field,
             old: o,
             new: n,
-        })
-    };
-    if let (Some(o), Some(n)) = (old.width_active, new.width_active) {
-        if o != n {
-            push("width_active", o.to_string(), n.to_string());
-        }
+        });
     }
-    if let (Some(o), Some(n)) = (old.speed_active, new.speed_active) {
-        if o != n {
-            push("speed_active", o.to_string(), n.to_string());
-        }
-    }
-    if let (Some(o), Some(n)) = (old.state, new.state) {
-        if o != n {
-            push("state", o.to_string(), n.to_string());
-        }
-    }
-    if let (Some(o), Some(n)) = (old.phys_state, new.phys_state) {
-        if o != n {
-            push("phys_state", o.to_string(), n.to_string());
+    for p in &old.ports {
+        let Some(q) = new.port(p.number) else {
+            continue;
+        };
+        if p.guid != 0 && q.guid != 0 && p.guid != q.guid {
+            let c = ("guid", guid::text(p.guid), guid::text(q.guid));
+            guids.push(port_change(old, p.number, c));
         }
     }
 }
@@ -147,19 +208,11 @@ fn compare_port(old: &Port, new: &Port, node: &Node, out: &mut Vec<PortChange>) 
 /// Compare two snapshots; results are sorted by GUID (and port).
 pub fn diff(old: &Fabric, new: &Fabric) -> FabricDiff {
     let mut d = FabricDiff::default();
+    let mut guid_changes = Vec::new();
     for (_, n) in old.nodes() {
         match new.node_by_guid(n.guid) {
             None => d.nodes_removed.push(summary(n)),
-            Some(id) => {
-                let m = new.node(id);
-                if m.description != n.description {
-                    d.descriptions_changed.push(DescriptionChange {
-                        guid: n.guid,
-                        old: n.description.clone(),
-                        new: m.description.clone(),
-                    });
-                }
-            }
+            Some(id) => compare_node(n, new.node(id), &mut d, &mut guid_changes),
         }
     }
     for (_, n) in new.nodes() {
@@ -169,28 +222,29 @@ pub fn diff(old: &Fabric, new: &Fabric) -> FabricDiff {
     }
     let lo = links(old);
     let ln = links(new);
-    let old_keys: BTreeSet<&Key> = lo.keys().collect();
-    let new_keys: BTreeSet<&Key> = ln.keys().collect();
-    d.links_removed = old_keys
-        .difference(&new_keys)
-        .map(|k| lo[*k].clone())
+    d.links_removed = lo
+        .iter()
+        .filter(|(k, _)| !ln.contains_key(k))
+        .map(|(_, l)| l.clone())
         .collect();
-    d.links_added = new_keys
-        .difference(&old_keys)
-        .map(|k| ln[*k].clone())
+    d.links_added = ln
+        .iter()
+        .filter(|(k, _)| !lo.contains_key(k))
+        .map(|(_, l)| l.clone())
         .collect();
-    for key in old_keys.intersection(&new_keys) {
-        for &(guid, port) in [&key.0, &key.1] {
-            if let (Some((_, o)), Some((node, n))) =
-                (port_of(old, guid, port), port_of(new, guid, port))
-            {
+    for key in lo.keys().filter(|k| ln.contains_key(k)) {
+        for at in [key.0, key.1] {
+            if let (Some((_, o)), Some((node, n))) = (port_of(old, at), port_of(new, at)) {
                 compare_port(o, n, node, &mut d.port_changes);
             }
         }
     }
+    guid_changes.sort_by_key(|c| (c.guid, c.port));
+    d.port_changes.extend(guid_changes);
     d.nodes_added.sort_by_key(|n| n.guid);
     d.nodes_removed.sort_by_key(|n| n.guid);
     d.descriptions_changed.sort_by_key(|c| c.guid);
+    d.nodes_changed.sort_by_key(|c| c.guid);
     d
 }
 
@@ -201,8 +255,8 @@ impl fmt::Display for End<'_> {
         write!(
             f,
             "{:#018x}[{}] \"{}\"",
-            self.0.guid,
-            self.0.port,
+            self.0.at.guid,
+            self.0.at.port,
             escape::for_terminal(&self.0.description)
         )
     }
@@ -231,6 +285,17 @@ impl fmt::Display for FabricDiff {
                 escape::for_terminal(&c.new)
             )?;
         }
+        for c in &self.nodes_changed {
+            writeln!(
+                f,
+                "~ node {:#018x} \"{}\" {}: {} -> {}",
+                c.guid,
+                escape::for_terminal(&c.description),
+                c.field,
+                c.old,
+                c.new
+            )?;
+        }
         for l in &self.links_removed {
             writeln!(f, "- link {} <-> {}", End(&l.a), End(&l.b))?;
         }
@@ -257,6 +322,7 @@ impl fmt::Display for FabricDiff {
 mod tests {
     use super::*;
     use crate::ibnd;
+    use crate::test_fixtures::{NET_IBND, NET_SIM};
     use ibscope_mad::attr::link::Speed;
 
     const BASE: &str = "Switch 8 \"sw1\"\n[1] \"h1\"[1] # \"h1\" lid 2 4xHDR\n\
@@ -301,11 +367,14 @@ caguid=0x100010\nHca 1 \"h3\"\n[1] \"sw2\"[5]\n";
         assert_eq!(d.descriptions_changed.len(), 1);
         assert_eq!(d.links_removed.len(), 1);
         assert_eq!(
-            (d.links_removed[0].a.guid, d.links_removed[0].b.guid),
+            (d.links_removed[0].a.at.guid, d.links_removed[0].b.at.guid),
             (0x100002, 0x200000)
         );
         assert_eq!(d.links_added.len(), 1);
-        assert_eq!((d.links_added[0].a.port, d.links_added[0].b.port), (1, 5));
+        assert_eq!(
+            (d.links_added[0].a.at.port, d.links_added[0].b.at.port),
+            (1, 5)
+        );
         let widths: Vec<_> = d
             .port_changes
             .iter()
@@ -350,5 +419,58 @@ caguid=0x100010\nHca 1 \"h3\"\n[1] \"sw2\"[5]\n";
         let d = diff(&old, &new);
         assert_eq!(d.port_changes.len(), 1);
         assert_eq!(d.port_changes[0].field, "speed_active");
+    }
+    #[test]
+    fn ibsim_file_and_its_ibnetdiscover_output_are_the_same_fabric() {
+        // Measured: ibnetdiscover under ibsim on NET_SIM prints exactly NET_IBND's GUIDs.
+        let sim = ibnd::parse(NET_SIM).unwrap();
+        let disc = ibnd::parse(NET_IBND).unwrap();
+        let d = diff(&sim, &disc);
+        assert!(d.is_empty(), "{d}");
+        let hca1 = sim.node(sim.node_by_guid(0x100000).unwrap());
+        assert_eq!(hca1.description, "Hca1");
+        assert_eq!(hca1.port(1).unwrap().guid, 0x100001);
+    }
+
+    #[test]
+    fn kind_port_count_and_port_guid_changes() {
+        let old = ibnd::parse(BASE).unwrap();
+        let mut new = old.clone();
+        let sw = new.node_by_guid(0x200000).unwrap();
+        new.node_mut(sw).num_ports = 36;
+        let h1 = new.node_by_guid(0x100000).unwrap();
+        new.node_mut(h1).kind = NodeKind::Router;
+        new.node_mut(h1).port_mut(1).unwrap().guid = 0x777;
+        let d = diff(&old, &new);
+        let nodes: Vec<_> = d
+            .nodes_changed
+            .iter()
+            .map(|c| (c.guid, c.field, c.old.as_str(), c.new.as_str()))
+            .collect();
+        assert_eq!(
+            nodes,
+            vec![
+                (0x100000, "kind", "ca", "router"),
+                (0x200000, "num_ports", "8", "36")
+            ]
+        );
+        let guids: Vec<_> = d
+            .port_changes
+            .iter()
+            .filter(|c| c.field == "guid")
+            .collect();
+        assert_eq!(guids.len(), 1);
+        assert_eq!(
+            (guids[0].old.as_str(), guids[0].new.as_str()),
+            ("0x0000000000100001", "0x0000000000000777")
+        );
+        let text = d.to_string();
+        assert!(
+            text.contains("~ node 0x0000000000200000 \"sw1\" num_ports: 8 -> 36"),
+            "{text}"
+        );
+        // Unchanged snapshots serialize without the node-change list.
+        let same = serde_json::to_value(diff(&old, &old)).unwrap();
+        assert!(same.get("nodes_changed").is_none());
     }
 }

@@ -24,7 +24,9 @@ use ibscope_mad::attr::{
 use ibscope_mad::engine::{MadError, Request, Response};
 use ibscope_mad::smp::{DrPath, SmpRoute};
 
-use crate::model::{DiscoveryReport, End, Fabric, Node, NodeId, NodeKind, Port, SwitchFacts};
+use crate::model::{
+    DiscoveryReport, End, Fabric, Node, NodeId, NodeKind, Port, PortKey, SwitchFacts,
+};
 
 /// What discovery needs from a transport: run a batch, hand each completion to a callback
 /// that may queue follow-ups. `ibscope_mad::engine::Engine` implements it; tests use fakes.
@@ -326,7 +328,10 @@ impl Sweep {
                 }
                 if self.fabric.local.is_none() && from.is_none() {
                     let port = if kind == NodeKind::Switch { 0 } else { entered };
-                    self.fabric.local = Some((info.node_guid, port));
+                    self.fabric.local = Some(PortKey {
+                        guid: info.node_guid,
+                        port,
+                    });
                 }
                 id
             }
@@ -496,7 +501,7 @@ impl Sweep {
                 }
             }
         }
-        if !is_switch && self.fabric.local.map(|l| l.0) == Some(self.fabric.node(node).guid) {
+        if !is_switch && self.fabric.local.map(|l| l.guid) == Some(self.fabric.node(node).guid) {
             // The local CA: leave through its own port.
             let end = End { node, port: number };
             let linked = info.phys_state() == PhysState::LinkUp;
@@ -681,13 +686,16 @@ fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
 /// Post-sweep bookkeeping: indexes, duplicate LIDs.
 fn finish(fabric: &mut Fabric) {
     fabric.reindex();
-    let mut owners: HashMap<u16, HashSet<(u64, u8)>> = HashMap::new();
+    let mut owners: HashMap<u16, HashSet<PortKey>> = HashMap::new();
     for (_, n) in fabric.nodes() {
         for p in &n.ports {
             if p.lid == 0 || (n.is_switch() && p.number != 0) {
                 continue;
             }
-            owners.entry(p.lid).or_default().insert((n.guid, p.number));
+            owners
+                .entry(p.lid)
+                .or_default()
+                .insert(n.port_key(p.number));
         }
     }
     let mut dups: Vec<u16> = owners

@@ -54,6 +54,13 @@ pub enum FindingKind {
     DuplicateLid,
     DiscoveryError,
     NoMasterSm,
+    HcaPortNotActive,
+    HcaRateBelowNorm,
+    PcieLinkDegraded,
+    PeerMemoryMissing,
+    MixedFirmware,
+    MixedDriver,
+    VerbsUnusable,
 }
 
 /// What is known of one kind of finding.
@@ -65,10 +72,20 @@ pub struct KindFacts {
     pub severity: Severity,
     /// One line for `--help`, the TUI's help and the exporter's HELP text.
     pub meaning: &'static str,
+    /// What the finding is about: the fabric (`check`, the TUI, `serve`) or the local host
+    /// (`host --check`).
+    pub scope: Scope,
+}
+
+/// What a kind of finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Fabric,
+    Host,
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 9] = {
+pub const FINDING_KINDS: [KindFacts; 16] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -82,6 +99,19 @@ pub const FINDING_KINDS: [KindFacts; 9] = {
             name,
             severity,
             meaning,
+            scope: Scope::Fabric,
+        }
+    }
+    /// A kind of the local host's preflight.
+    const fn h(
+        kind: FindingKind,
+        name: &'static str,
+        severity: Severity,
+        meaning: &'static str,
+    ) -> KindFacts {
+        KindFacts {
+            scope: Scope::Host,
+            ..k(kind, name, severity, meaning)
         }
     }
     [
@@ -138,6 +168,48 @@ pub const FINDING_KINDS: [KindFacts; 9] = {
             "no-master-sm",
             Error,
             "no subnet manager answers as master",
+        ),
+        h(
+            HcaPortNotActive,
+            "hca-port-not-active",
+            Error,
+            "a local RDMA port is not Active: no link, or no SM brought it up",
+        ),
+        h(
+            HcaRateBelowNorm,
+            "hca-rate-below-norm",
+            Warning,
+            "a local port runs below the host's most common rate (or --expect)",
+        ),
+        h(
+            PcieLinkDegraded,
+            "pcie-link-degraded",
+            Warning,
+            "an HCA's PCIe link trained below capability or its port's rate",
+        ),
+        h(
+            PeerMemoryMissing,
+            "peer-memory-missing",
+            Warning,
+            "NVIDIA GPUs, but neither nvidia_peermem nor nv_peer_mem is loaded",
+        ),
+        h(
+            MixedFirmware,
+            "mixed-firmware",
+            Warning,
+            "HCAs of one model on this host run different firmware versions",
+        ),
+        h(
+            MixedDriver,
+            "mixed-driver",
+            Warning,
+            "this host's RDMA devices run under different drivers or versions",
+        ),
+        h(
+            VerbsUnusable,
+            "verbs-unusable",
+            Error,
+            "libibverbs cannot list, open or query a device the kernel shows",
         ),
     ]
 };
@@ -509,9 +581,10 @@ pub fn evaluate_offline(
 
 /// Findings counted by kind, in table order, kinds with none included (for the exporter
 /// and summaries).
-pub fn count_by_kind(findings: &[Finding]) -> Vec<(FindingKind, usize)> {
+pub fn count_by_kind(findings: &[Finding], scope: Scope) -> Vec<(FindingKind, usize)> {
     FINDING_KINDS
         .iter()
+        .filter(|k| k.scope == scope)
         .map(|k| (k.kind, findings.iter().filter(|f| f.kind == k.kind).count()))
         .collect()
 }
@@ -589,7 +662,7 @@ Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1
         );
         assert!(finding.text_line().starts_with("[degraded-link] \"sw1\""));
         assert_eq!(
-            count_by_kind(&eval.findings)[0],
+            count_by_kind(&eval.findings, Scope::Fabric)[0],
             (FindingKind::DegradedLink, 1)
         );
     }

@@ -16,9 +16,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use ibscope_mad::attr::link::{Speed, SpeedField, SpeedSet, Width};
+use ibscope_mad::attr::link::{Rate, Speed, SpeedField, SpeedSet, Width};
+use ibscope_mad::attr::PortState;
 
 use crate::ibnd::parse_width_speed;
+use crate::model::{Fabric, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GenError {
@@ -238,114 +240,11 @@ pub fn fat_tree(spec: &FatTreeSpec) -> Result<String, GenError> {
             spec.host_ports
         )));
     }
-    let half = radix / 2;
     let mut layout = Layout::default();
     let hosts = host_ids(&mut layout, spec.hosts);
-    let leaves = spec.hosts.div_ceil(half);
     match spec.levels {
-        2 => {
-            if leaves > radix {
-                return Err(GenError::Spec(format!(
-                    "{} hosts need {leaves} leaves, more than a 2-level tree of radix {radix} \
-                     holds ({radix}); use 3 levels",
-                    spec.hosts
-                )));
-            }
-            let k = parallel_links(half, leaves, radix);
-            let spines = half / k;
-            let leaf_ids: Vec<usize> = (1..=leaves)
-                .map(|l| switch(&mut layout, "L", "leaf", l, spec.radix))
-                .collect();
-            let spine_ids: Vec<usize> = (1..=spines)
-                .map(|s| switch(&mut layout, "S", "spine", s, spec.radix))
-                .collect();
-            for (h, &host) in hosts.iter().enumerate() {
-                layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
-            }
-            for (l, &leaf) in leaf_ids.iter().enumerate() {
-                for j in 0..half {
-                    let spine = spine_ids[j / k];
-                    let spine_port = l * k + j % k + 1;
-                    layout.link(leaf, (half + j + 1) as u8, spine, spine_port as u8);
-                }
-            }
-            layout.summary = format!(
-                "2-level fat tree, radix {radix}, {} hosts, {leaves} leaves, {spines} spines",
-                spec.hosts
-            );
-        }
-        3 => {
-            let per_pod = half * half;
-            let pods = spec.hosts.div_ceil(per_pod);
-            if pods > radix {
-                return Err(GenError::Spec(format!(
-                    "{} hosts need {pods} pods, more than a 3-level tree of radix {radix} \
-                     holds ({radix})",
-                    spec.hosts
-                )));
-            }
-            let k = parallel_links(half, pods, radix);
-            let cores_per_group = half / k;
-            let mut leaf_ids = Vec::new();
-            let mut agg_ids = Vec::new();
-            for p in 0..pods {
-                let pod_leaves = (leaves - p * half).min(half);
-                let base_leaf = leaf_ids.len();
-                for l in 0..pod_leaves {
-                    leaf_ids.push(switch(
-                        &mut layout,
-                        "L",
-                        "leaf",
-                        base_leaf + l + 1,
-                        spec.radix,
-                    ));
-                }
-                let mut pod_aggs = Vec::new();
-                for a in 0..half {
-                    pod_aggs.push(switch(
-                        &mut layout,
-                        "A",
-                        "agg",
-                        p * half + a + 1,
-                        spec.radix,
-                    ));
-                }
-                for l in 0..pod_leaves {
-                    for (a, &agg) in pod_aggs.iter().enumerate() {
-                        layout.link(
-                            leaf_ids[base_leaf + l],
-                            (half + a + 1) as u8,
-                            agg,
-                            (l + 1) as u8,
-                        );
-                    }
-                }
-                agg_ids.push(pod_aggs);
-            }
-            let mut core_ids = Vec::new();
-            for c in 0..half * cores_per_group {
-                core_ids.push(switch(&mut layout, "C", "core", c + 1, spec.radix));
-            }
-            for (h, &host) in hosts.iter().enumerate() {
-                layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
-            }
-            for (p, pod_aggs) in agg_ids.iter().enumerate() {
-                for (a, &agg) in pod_aggs.iter().enumerate() {
-                    for j in 0..half {
-                        let core = core_ids[a * cores_per_group + j / k];
-                        let core_port = p * k + j % k + 1;
-                        layout.link(agg, (half + j + 1) as u8, core, core_port as u8);
-                    }
-                }
-            }
-            layout.summary = format!(
-                "3-level fat tree, radix {radix}, {} hosts, {pods} pods, {leaves} leaves, \
-                 {} aggregation, {} core",
-                spec.hosts,
-                pods * half,
-                core_ids.len()
-            );
-        }
+        2 => two_levels(&mut layout, spec, &hosts)?,
+        3 => three_levels(&mut layout, spec, &hosts)?,
         other => {
             return Err(GenError::Spec(format!(
                 "{other} levels: only 2 or 3 are supported"
@@ -353,6 +252,109 @@ pub fn fat_tree(spec: &FatTreeSpec) -> Result<String, GenError> {
         }
     }
     render(&layout, &spec.options)
+}
+
+/// Leaves and spines under `hosts`.
+fn two_levels(layout: &mut Layout, spec: &FatTreeSpec, hosts: &[usize]) -> Result<(), GenError> {
+    let radix = usize::from(spec.radix);
+    let half = radix / 2;
+    let leaves = spec.hosts.div_ceil(half);
+    if leaves > radix {
+        return Err(GenError::Spec(format!(
+            "{} hosts need {leaves} leaves, more than a 2-level tree of radix {radix} \
+             holds ({radix}); use 3 levels",
+            spec.hosts
+        )));
+    }
+    let k = parallel_links(half, leaves, radix);
+    let spines = half / k;
+    let leaf_ids: Vec<usize> = (1..=leaves)
+        .map(|l| switch(layout, "L", "leaf", l, spec.radix))
+        .collect();
+    let spine_ids: Vec<usize> = (1..=spines)
+        .map(|s| switch(layout, "S", "spine", s, spec.radix))
+        .collect();
+    for (h, &host) in hosts.iter().enumerate() {
+        layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
+    }
+    for (l, &leaf) in leaf_ids.iter().enumerate() {
+        for j in 0..half {
+            let spine = spine_ids[j / k];
+            let spine_port = l * k + j % k + 1;
+            layout.link(leaf, (half + j + 1) as u8, spine, spine_port as u8);
+        }
+    }
+    layout.summary = format!(
+        "2-level fat tree, radix {radix}, {} hosts, {leaves} leaves, {spines} spines",
+        spec.hosts
+    );
+    Ok(())
+}
+
+/// Pods of leaves and aggregation switches, and the core, under `hosts`.
+fn three_levels(layout: &mut Layout, spec: &FatTreeSpec, hosts: &[usize]) -> Result<(), GenError> {
+    let radix = usize::from(spec.radix);
+    let half = radix / 2;
+    let leaves = spec.hosts.div_ceil(half);
+    let per_pod = half * half;
+    let pods = spec.hosts.div_ceil(per_pod);
+    if pods > radix {
+        return Err(GenError::Spec(format!(
+            "{} hosts need {pods} pods, more than a 3-level tree of radix {radix} \
+             holds ({radix})",
+            spec.hosts
+        )));
+    }
+    let k = parallel_links(half, pods, radix);
+    let cores_per_group = half / k;
+    let mut leaf_ids = Vec::new();
+    let mut agg_ids = Vec::new();
+    for p in 0..pods {
+        let pod_leaves = (leaves - p * half).min(half);
+        let base_leaf = leaf_ids.len();
+        for l in 0..pod_leaves {
+            leaf_ids.push(switch(layout, "L", "leaf", base_leaf + l + 1, spec.radix));
+        }
+        let mut pod_aggs = Vec::new();
+        for a in 0..half {
+            pod_aggs.push(switch(layout, "A", "agg", p * half + a + 1, spec.radix));
+        }
+        for l in 0..pod_leaves {
+            for (a, &agg) in pod_aggs.iter().enumerate() {
+                layout.link(
+                    leaf_ids[base_leaf + l],
+                    (half + a + 1) as u8,
+                    agg,
+                    (l + 1) as u8,
+                );
+            }
+        }
+        agg_ids.push(pod_aggs);
+    }
+    let mut core_ids = Vec::new();
+    for c in 0..half * cores_per_group {
+        core_ids.push(switch(layout, "C", "core", c + 1, spec.radix));
+    }
+    for (h, &host) in hosts.iter().enumerate() {
+        layout.link(host, 1, leaf_ids[h / half], (h % half + 1) as u8);
+    }
+    for (p, pod_aggs) in agg_ids.iter().enumerate() {
+        for (a, &agg) in pod_aggs.iter().enumerate() {
+            for j in 0..half {
+                let core = core_ids[a * cores_per_group + j / k];
+                let core_port = p * k + j % k + 1;
+                layout.link(agg, (half + j + 1) as u8, core, core_port as u8);
+            }
+        }
+    }
+    layout.summary = format!(
+        "3-level fat tree, radix {radix}, {} hosts, {pods} pods, {leaves} leaves, \
+         {} aggregation, {} core",
+        spec.hosts,
+        pods * half,
+        core_ids.len()
+    );
+    Ok(())
 }
 
 fn check_ports(hosts_per_switch: usize, fabric_ports: usize) -> Result<u8, GenError> {
@@ -443,6 +445,38 @@ pub fn mesh_with(
     }
     layout.summary = format!("{x}x{y} mesh, {hosts_per_switch} hosts per switch");
     render(&layout, options)
+}
+
+/// Bring a fabric read from a generated topology up as a subnet manager would, for
+/// modelling and benchmarks (a topology file has no LIDs or states): LIDs numbered
+/// switches first (a switch's on every port, as its external ports repeat port 0's), then
+/// every CA port in node order; every port Active at `rate`.
+pub fn bring_up(fabric: &mut Fabric, rate: Rate) {
+    let ids: Vec<NodeId> = fabric.nodes().map(|(id, _)| id).collect();
+    let mut next = 1u16;
+    for switches in [true, false] {
+        for &id in &ids {
+            let node = fabric.node_mut(id);
+            if node.is_switch() != switches {
+                continue;
+            }
+            for p in node.ports.iter_mut() {
+                p.state = Some(PortState::Active);
+                p.width_active = Some(rate.width);
+                p.speed_active = Some(rate.speed);
+                if switches || p.number != 0 {
+                    p.lid = next;
+                }
+                if !switches {
+                    next += 1;
+                }
+            }
+            if switches {
+                next += 1;
+            }
+        }
+    }
+    fabric.reindex();
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_mad::codes::guid;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
+use crate::model::{End, Fabric, LinkRef, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
 /// Which links are compared with each other for the fabric norm.
@@ -342,18 +342,44 @@ fn condition(port: &Port) -> Option<PortCondition> {
 
 /// Assess every link and port of `fabric`.
 pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions) -> HealthReport {
-    struct Pending {
-        class: LinkClass,
-        a: End,
-        b: End,
-        active: Option<Rate>,
-        could_be: Option<Rate>,
-        reasons: Vec<String>,
+    let pending: Vec<Pending> = fabric.links().map(|l| Pending::spec_rule(&l)).collect();
+    let norms = match options.expect {
+        Some(r) => Norms {
+            given: true,
+            switch_switch: Some(r),
+            ca_switch: Some(r),
+            other: Some(r),
+        },
+        None => Norms::of(&pending),
+    };
+    let links = pending
+        .into_iter()
+        .map(|p| p.norm_rule(&norms, fabric, names))
+        .collect();
+    let (up_not_active, down) = port_issues(fabric, names);
+    HealthReport {
+        norms,
+        links,
+        up_not_active,
+        down,
     }
-    let mut pending = Vec::new();
-    for link in fabric.links() {
+}
+
+/// A link judged by the spec rule, waiting for the fabric norm.
+struct Pending {
+    class: LinkClass,
+    a: End,
+    b: End,
+    active: Option<Rate>,
+    could_be: Option<Rate>,
+    reasons: Vec<String>,
+}
+
+impl Pending {
+    /// The spec rule: the active width (speed) below the best both ends support and
+    /// enable; and ends that disagree on what is active (a half-trained link).
+    fn spec_rule(link: &LinkRef<'_>) -> Pending {
         let (pa, pb) = (link.a_port(), link.b_port());
-        let class = LinkClass::of(link.a_node.kind, link.b_node.kind);
         let active = active_rate(pa, pb);
         let mut reasons = Vec::new();
         let mut could_be = None;
@@ -363,7 +389,6 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
             if let (Some(width), Some(speed)) = (w, s) {
                 could_be = Some(Rate { width, speed });
             }
-            // Ends that disagree on what is active: report it (a half-trained link).
             if let (Some(x), Some(y)) = (pa.width_active, pb.width_active) {
                 if x != y {
                     reasons.push(format!("the ends report different widths ({x} and {y})"));
@@ -389,72 +414,76 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
                 }
             }
         }
-        pending.push(Pending {
-            class,
+        Pending {
+            class: LinkClass::of(link.a_node.kind, link.b_node.kind),
             a: link.a,
             b: link.b,
             active,
             could_be,
             reasons,
-        });
+        }
     }
 
-    let norms = match options.expect {
-        Some(r) => Norms {
-            given: true,
-            switch_switch: Some(r),
-            ca_switch: Some(r),
-            other: Some(r),
-        },
-        None => {
-            let of = |class: LinkClass| {
-                let rates: Vec<Rate> = pending
-                    .iter()
-                    .filter(|p| p.class == class)
-                    .filter_map(|p| p.active)
-                    .collect();
-                most_common(&rates)
-            };
-            Norms {
-                given: false,
-                switch_switch: of(LinkClass::SwitchSwitch),
-                ca_switch: of(LinkClass::CaSwitch),
-                other: of(LinkClass::Other),
-            }
-        }
-    };
-
-    let mut links = Vec::with_capacity(pending.len());
-    for mut p in pending {
-        let expected = norms.get(p.class);
+    /// The fabric-norm rule, then the verdict.
+    fn norm_rule(
+        mut self,
+        norms: &Norms,
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+    ) -> LinkAssessment {
+        let expected = norms.get(self.class);
         let mut capability_unknown = false;
-        if let (Some(act), Some(norm)) = (p.active, expected) {
+        if let (Some(act), Some(norm)) = (self.active, expected) {
             if act.is_below(norm) {
                 if norms.given {
-                    p.reasons.push(format!("{act} below expected rate {norm}"));
-                } else if capability_known(fabric, p.a) && capability_known(fabric, p.b) {
-                    p.reasons.push(format!("{act} below fabric norm {norm}"));
+                    self.reasons
+                        .push(format!("{act} below expected rate {norm}"));
+                } else if capability_known(fabric, self.a) && capability_known(fabric, self.b) {
+                    self.reasons.push(format!("{act} below fabric norm {norm}"));
                 } else {
-                    capability_unknown = p.reasons.is_empty();
-                    p.reasons.push(format!(
+                    capability_unknown = self.reasons.is_empty();
+                    self.reasons.push(format!(
                         "{act} below fabric norm {norm} (capability unknown offline)"
                     ));
                 }
             }
         }
-        links.push(LinkAssessment {
-            class: p.class,
-            a: LinkEnd::new(fabric.node(p.a.node), p.a.port, names),
-            b: LinkEnd::new(fabric.node(p.b.node), p.b.port, names),
-            active: p.active,
-            could_be: p.could_be,
+        LinkAssessment {
+            class: self.class,
+            a: LinkEnd::new(fabric.node(self.a.node), self.a.port, names),
+            b: LinkEnd::new(fabric.node(self.b.node), self.b.port, names),
+            active: self.active,
+            could_be: self.could_be,
             expected,
-            degraded: !p.reasons.is_empty(),
-            reasons: p.reasons,
+            degraded: !self.reasons.is_empty(),
+            reasons: self.reasons,
             capability_unknown,
-        });
+        }
     }
+}
 
+impl Norms {
+    /// The most common active rate of each link class.
+    fn of(pending: &[Pending]) -> Norms {
+        let of = |class: LinkClass| {
+            let rates: Vec<Rate> = pending
+                .iter()
+                .filter(|p| p.class == class)
+                .filter_map(|p| p.active)
+                .collect();
+            most_common(&rates)
+        };
+        Norms {
+            given: false,
+            switch_switch: of(LinkClass::SwitchSwitch),
+            ca_switch: of(LinkClass::CaSwitch),
+            other: of(LinkClass::Other),
+        }
+    }
+}
+
+/// Ports that are not Active: (physically up but not Active, down or disabled or polling).
+fn port_issues(fabric: &Fabric, names: Option<&NameMap>) -> (Vec<PortIssue>, Vec<PortIssue>) {
     let mut up_not_active = Vec::new();
     let mut down = Vec::new();
     for (id, node) in fabric.nodes() {
@@ -486,12 +515,7 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
             }
         }
     }
-    HealthReport {
-        norms,
-        links,
-        up_not_active,
-        down,
-    }
+    (up_not_active, down)
 }
 
 #[cfg(test)]

@@ -7,13 +7,16 @@ pub use model::{End, Fabric, FabricFile, LinkKey, Node, NodeId, NodeKind, Port, 
 pub mod counters;
 pub mod diff;
 pub mod discover;
-pub mod dot;
 pub mod escape;
+pub mod export;
 pub mod findings;
 pub mod gen;
 pub mod health;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
+pub mod resolve;
 pub mod responder;
 pub mod routing;
+#[cfg(test)]
+mod test_fixtures;

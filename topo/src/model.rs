@@ -324,7 +324,7 @@ pub struct Fabric {
     by_name: foldhash::HashMap<String, Vec<NodeId>>,
     port_edge: foldhash::HashMap<End, EdgeIndex>,
     /// The port discovery started from.
-    pub local: Option<(u64, u8)>,
+    pub local: Option<PortKey>,
     pub report: DiscoveryReport,
 }
 
@@ -495,6 +495,15 @@ impl Fabric {
         }
     }
 
+    /// The key of the link at a port, if it is linked.
+    pub fn link_at(&self, end: End) -> Option<LinkKey> {
+        let peer = self.peer(end)?;
+        Some(LinkKey::new(
+            self.graph[end.node].port_key(end.port),
+            self.graph[peer.node].port_key(peer.port),
+        ))
+    }
+
     /// Every link once, ends in graph order.
     pub fn links(&self) -> impl Iterator<Item = LinkRef<'_>> {
         self.graph.edge_references().map(move |e| {
@@ -516,11 +525,16 @@ impl Fabric {
         })
     }
 
+    /// The key of every link: the fabric's links as a set, comparable across snapshots.
+    pub fn link_keys(&self) -> std::collections::BTreeSet<LinkKey> {
+        self.links().map(|l| l.key()).collect()
+    }
+
     /// Serializable form.
     pub fn to_file(&self) -> FabricFile {
         FabricFile {
             schema_version: SCHEMA_VERSION,
-            local: self.local.map(|(guid, port)| LocalPortRef { guid, port }),
+            local: self.local,
             nodes: self.graph.node_weights().cloned().collect(),
             links: self
                 .links()
@@ -561,17 +575,10 @@ impl Fabric {
                 },
             )?;
         }
-        fabric.local = file.local.map(|l| (l.guid, l.port));
+        fabric.local = file.local;
         fabric.report = file.report;
         Ok(fabric)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LocalPortRef {
-    #[serde(with = "guid")]
-    pub guid: u64,
-    pub port: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -589,7 +596,7 @@ pub struct LinkRecord {
 pub struct FabricFile {
     pub schema_version: u32,
     #[serde(default)]
-    pub local: Option<LocalPortRef>,
+    pub local: Option<PortKey>,
     pub nodes: Vec<Node>,
     pub links: Vec<LinkRecord>,
     #[serde(default)]
@@ -696,7 +703,7 @@ mod tests {
             .unwrap();
         f.connect(End { node: a, port: 3 }, End { node: b, port: 4 })
             .unwrap();
-        f.local = Some((1, 0));
+        f.local = Some(PortKey { guid: 1, port: 0 });
         let text = serde_json::to_string(&f.to_file()).unwrap();
         let back = Fabric::from_file(serde_json::from_str(&text).unwrap()).unwrap();
         assert_eq!(back.to_file(), f.to_file());

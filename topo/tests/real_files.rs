@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use ibscope_mad::attr::link::Rate;
+use ibscope_topo::diff::diff;
 use ibscope_topo::findings::evaluate_offline;
 use ibscope_topo::health::HealthOptions;
-use ibscope_topo::{ibnd, Fabric, NodeKind};
+use ibscope_topo::{export, ibnd, Fabric, NodeKind, PortKey};
 
 fn corpus_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/real"))
@@ -119,7 +120,10 @@ fn scan_ports_report(text: &str) -> Scan {
 
 /// The fabric's links as (node GUID, port) pairs, smaller end first.
 fn fabric_links(f: &Fabric) -> BTreeSet<(End, End)> {
-    ibnd::link_set(f)
+    f.link_keys()
+        .into_iter()
+        .map(|k| ((k.0.guid, k.0.port), (k.1.guid, k.1.port)))
+        .collect()
 }
 
 fn rate_of(f: &Fabric, (guid, port): End) -> String {
@@ -159,8 +163,9 @@ fn check_file(name: &str, scan: Scan, expected: &[&str]) -> Fabric {
         }
     }
     // Re-export: what ibscope writes reads back as the same fabric, rates included.
-    let back = ibnd::parse(&ibnd::write(&f, None)).unwrap();
-    assert_eq!(ibnd::compare(&f, &back), Vec::<String>::new(), "{name}");
+    let back = ibnd::parse(&export::ibnd::write(&f, None)).unwrap();
+    let d = diff(&f, &back);
+    assert!(d.is_empty(), "{name}: {d}");
     for (id, n) in f.nodes() {
         let m = back.node(back.node_by_guid(n.guid).unwrap());
         assert_eq!(n.kind, m.kind);
@@ -220,7 +225,13 @@ fn ndr_superpod_with_aggregation_nodes() {
         switch_links, 532,
         "1,064 leaf-spine port lines, two per cable"
     );
-    assert_eq!(f.local, Some((0xe09d730300156ff6, 1)));
+    assert_eq!(
+        f.local,
+        Some(PortKey {
+            guid: 0xe09d730300156ff6,
+            port: 1
+        })
+    );
 }
 
 /// A single GB200 CA with no link (topograph's "bad" example): one node, healthy.
@@ -271,7 +282,13 @@ fn man_page_example() {
     // lmc 1 on the CAs, and the file was discovered from a CA port.
     let ca = f.node(f.node_by_guid(0x0008f10403960558).unwrap());
     assert_eq!(ca.port(1).unwrap().lmc, 1);
-    assert_eq!(f.local, Some((0x0008f10403960558, 1)));
+    assert_eq!(
+        f.local,
+        Some(PortKey {
+            guid: 0x0008f10403960558,
+            port: 1
+        })
+    );
 }
 
 /// A captured stderr line before the topology, and three loopback cables on one
@@ -407,7 +424,7 @@ fn truncated_and_garbled_files_never_panic() {
     let try_text = |text: &str| {
         if let Ok(parsed) = ibnd::parse_with_warnings(text) {
             let _ = evaluate_offline(&parsed.fabric, None, &HealthOptions::default());
-            let back = ibnd::parse(&ibnd::write(&parsed.fabric, None));
+            let back = ibnd::parse(&export::ibnd::write(&parsed.fabric, None));
             assert!(back.is_ok(), "own output must parse: {:?}", back.err());
         }
     };

@@ -1,9 +1,9 @@
 //! Routing analysis on hand-built fabrics whose routes, counts and rates are worked out by
 //! hand in the comments.
 
-use ibscope_mad::attr::link::{Speed, Width};
+use ibscope_mad::attr::link::{Rate, Speed, Width};
 use ibscope_mad::attr::PortState;
-use ibscope_topo::model::{Node, NodeKind, Port, SwitchFacts};
+use ibscope_topo::model::{Node, NodeKind, Port, SwitchFacts, NO_ROUTE};
 use ibscope_topo::routing::{
     self, check, compute_minhop_lfts, compute_minhop_lfts_with, dump, load, trace, BreakKind,
     CheckOptions, Direction, MinhopOptions, Pattern, TraceError,
@@ -143,9 +143,9 @@ fn minhop_tables_of_the_small_fabric() {
     let f = &t.f;
     // LIDs: S 1, L1 2, L2 3, h1..h4 4..7.
     let lft = |sw: NodeId| f.node(sw).switch.as_ref().unwrap().lft.clone();
-    assert_eq!(lft(t.l1), vec![255, 3, 0, 3, 1, 2, 3, 3]);
-    assert_eq!(lft(t.s), vec![255, 0, 1, 2, 1, 1, 2, 2]);
-    assert_eq!(lft(t.l2), vec![255, 3, 3, 0, 3, 3, 1, 2]);
+    assert_eq!(lft(t.l1), vec![NO_ROUTE, 3, 0, 3, 1, 2, 3, 3]);
+    assert_eq!(lft(t.s), vec![NO_ROUTE, 0, 1, 2, 1, 1, 2, 2]);
+    assert_eq!(lft(t.l2), vec![NO_ROUTE, 3, 3, 0, 3, 3, 1, 2]);
     assert_eq!(f.node(t.s).switch.as_ref().unwrap().linear_fdb_top, 7);
 }
 
@@ -197,7 +197,7 @@ fn trace_errors_name_the_break() {
     // Unset entry.
     let mut t = small();
     let h3 = lid(&t.f, t.h[2]);
-    set_lft(&mut t.f, t.l1, h3, 255);
+    set_lft(&mut t.f, t.l1, h3, NO_ROUTE);
     match trace(&t.f, end(t.h[0], 1), h3) {
         Err(TraceError::NoRoute { switch, lid }) => {
             assert_eq!(switch.name, "L1");
@@ -438,7 +438,7 @@ fn black_hole_from_a_missing_link_with_the_lft_entry_kept() {
 fn black_hole_from_an_unset_entry() {
     let mut t = small();
     let h3 = lid(&t.f, t.h[2]);
-    set_lft(&mut t.f, t.l1, h3, 255);
+    set_lft(&mut t.f, t.l1, h3, NO_ROUTE);
     let r = check(&t.f, &CheckOptions::default());
     assert_eq!(r.breaks.len(), 1);
     let b = &r.breaks[0];
@@ -740,7 +740,7 @@ fn load_all_to_all_is_max_min_fair_not_equal_share() {
 fn load_reports_unroutable_flows_and_bad_input() {
     let mut t = small();
     let h3 = lid(&t.f, t.h[2]);
-    set_lft(&mut t.f, t.l1, h3, 255);
+    set_lft(&mut t.f, t.l1, h3, NO_ROUTE);
     let hosts: Vec<End> = t.h.iter().map(|&h| end(h, 1)).collect();
     let r = load(&t.f, Pattern::Ring, &hosts).unwrap();
     assert_eq!(r.flows_unroutable, 1);
@@ -772,31 +772,7 @@ fn generated_fat_tree(radix: u8, hosts: usize) -> Fabric {
     use ibscope_topo::gen::{fat_tree, FatTreeSpec};
     let text = fat_tree(&FatTreeSpec::new(3, radix, hosts)).unwrap();
     let mut f = ibscope_topo::ibnd::parse(&text).unwrap();
-    let ids: Vec<NodeId> = f.nodes().map(|(id, _)| id).collect();
-    let mut next = 1u16;
-    for switches in [true, false] {
-        for &id in &ids {
-            let node = f.node_mut(id);
-            if node.is_switch() != switches {
-                continue;
-            }
-            for p in node.ports.iter_mut() {
-                p.state = Some(PortState::Active);
-                p.width_active = Some(Width::X4);
-                p.speed_active = Some(Speed::Hdr);
-                if switches || p.number != 0 {
-                    p.lid = next;
-                }
-                if !switches {
-                    next += 1;
-                }
-            }
-            if switches {
-                next += 1;
-            }
-        }
-    }
-    f.reindex();
+    ibscope_topo::gen::bring_up(&mut f, Rate::new(Width::X4, Speed::Hdr));
     compute_minhop_lfts(&mut f);
     f
 }
@@ -953,7 +929,7 @@ fn simulated_fabric() -> Fabric {
         let guid = header.split("guid 0x").nth(1).unwrap();
         let guid = u64::from_str_radix(&guid[..16], 16).unwrap();
         let sw = f.node_by_guid(guid).unwrap();
-        let mut lft = vec![255u8; 7];
+        let mut lft = vec![NO_ROUTE; 7];
         for line in text.lines().filter(|l| l.starts_with("0x")) {
             let lid = usize::from_str_radix(&line[2..6], 16).unwrap();
             lft[lid] = line[7..10].parse().unwrap();

@@ -5,7 +5,8 @@
 
 use ibscope_mad::attr::PortState;
 
-use crate::model::{End, Fabric, NodeId, SwitchFacts};
+use super::refs::MAX_HOPS;
+use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -17,6 +18,20 @@ pub(crate) fn effective_top(facts: &SwitchFacts) -> usize {
     } else {
         usize::from(facts.linear_fdb_top)
     }
+}
+
+/// The switches numbered 0.. in node order: (number -> node, node index -> number, or
+/// [`NONE`] for a node that is no switch).
+pub(crate) fn number_switches(fabric: &Fabric) -> (Vec<NodeId>, Vec<u32>) {
+    let mut sw: Vec<NodeId> = Vec::new();
+    let mut sw_of = vec![NONE; fabric.node_count()];
+    for (id, node) in fabric.nodes() {
+        if node.is_switch() {
+            sw_of[id.index()] = sw.len() as u32;
+            sw.push(id);
+        }
+    }
+    (sw, sw_of)
 }
 
 /// What one switch does with a packet for one destination LID.
@@ -170,7 +185,7 @@ impl<'a> Index<'a> {
     pub fn lft_entry(&self, node: usize, lid: u16) -> Option<u8> {
         let t = self.lft[node]?;
         match t.get(usize::from(lid)) {
-            Some(&p) if p != 255 => Some(p),
+            Some(&p) if p != NO_ROUTE => Some(p),
             _ => None,
         }
     }
@@ -183,7 +198,7 @@ impl<'a> Index<'a> {
             return Step::LftNotRead;
         };
         let port = match table.get(usize::from(lid)) {
-            Some(&p) if p != 255 => p,
+            Some(&p) if p != NO_ROUTE => p,
             _ => return Step::NoRoute,
         };
         let ch = self.base[node] + u32::from(port);
@@ -234,7 +249,7 @@ impl<'a> Index<'a> {
                 return false;
             }
         }
-        for _ in 0..=crate::routing::MAX_HOPS {
+        for _ in 0..=MAX_HOPS {
             match self.step(at, lid, owner) {
                 Step::DeliverSelf => return true,
                 Step::DeliverCa { port, .. } => {

@@ -23,7 +23,8 @@ use ibscope_mad::attr::link::Speed;
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
-use super::{trace_with_index, ChannelRef, PortRef, TraceError};
+use super::refs::{ChannelRef, PortRef};
+use super::trace::{trace_with_index, TraceError};
 use crate::model::{End, Fabric};
 
 /// Which flows a pattern makes from an ordered host list.
@@ -154,7 +155,39 @@ pub fn load_with(
     hosts: &[End],
     opts: &LoadOptions,
 ) -> Result<LoadReport, LoadError> {
-    let n = hosts.len();
+    let plan = Plan {
+        pattern,
+        hosts,
+        pairs: flows(pattern, hosts.len(), opts)?,
+    };
+    let idx = Index::new(fabric);
+    let routes = Routes::new(fabric, &idx, hosts, &plan.pairs);
+    let capacity = capacities(fabric, &idx);
+    let on_links = FlowsPerLink::new(&routes, idx.channels());
+    let shares = fill(&routes, &on_links, &capacity);
+    Ok(report(
+        fabric,
+        &idx,
+        &plan,
+        &routes,
+        &Links {
+            capacity,
+            count: on_links.count,
+            shares,
+        },
+        opts,
+    ))
+}
+
+/// A pattern on a host list: its flows as (source, destination) host indexes.
+struct Plan<'a> {
+    pattern: Pattern,
+    hosts: &'a [End],
+    pairs: Vec<(usize, usize)>,
+}
+
+/// The (source, destination) host indexes of a pattern's flows.
+fn flows(pattern: Pattern, n: usize, opts: &LoadOptions) -> Result<Vec<(usize, usize)>, LoadError> {
     if n < 2 {
         return Err(LoadError::TooFewHosts(n));
     }
@@ -169,52 +202,73 @@ pub fn load_with(
             max: opts.max_flows,
         });
     }
-    let pairs: Vec<(usize, usize)> = match pattern {
+    Ok(match pattern {
         Pattern::Ring => (0..n).map(|i| (i, (i + 1) % n)).collect(),
         Pattern::Pairs => (0..n / 2).map(|i| (2 * i, 2 * i + 1)).collect(),
         Pattern::AllToAll => (0..n)
             .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
             .collect(),
-    };
-    let idx = Index::new(fabric);
-    let lid_of = |e: End| {
-        fabric
-            .node(e.node)
-            .port(e.port)
-            .map(|p| p.lid)
-            .filter(|&l| l != 0)
-    };
+    })
+}
 
-    // Route every flow: channels in one flat array.
-    let mut path_start: Vec<u32> = Vec::with_capacity(pairs.len() + 1);
-    let mut path_chans: Vec<u32> = Vec::new();
-    let mut errors: Vec<Option<TraceError>> = vec![None; pairs.len()];
-    let mut lids = vec![0u16; pairs.len()];
-    let mut scratch = Vec::new();
-    for (f, &(i, j)) in pairs.iter().enumerate() {
-        path_start.push(path_chans.len() as u32);
-        let Some(lid) = lid_of(hosts[j]) else {
-            errors[f] = Some(TraceError::NoLid {
-                at: PortRef::new(fabric, hosts[j]),
-            });
-            continue;
+/// Every flow routed: its channels in one flat array, or why it has none.
+struct Routes {
+    path_start: Vec<u32>,
+    path_chans: Vec<u32>,
+    errors: Vec<Option<TraceError>>,
+    lids: Vec<u16>,
+}
+
+impl Routes {
+    fn new(fabric: &Fabric, idx: &Index, hosts: &[End], pairs: &[(usize, usize)]) -> Routes {
+        let lid_of = |e: End| {
+            fabric
+                .node(e.node)
+                .port(e.port)
+                .map(|p| p.lid)
+                .filter(|&l| l != 0)
         };
-        lids[f] = lid;
-        let owner = fabric.port_by_lid(lid).and_then(|e| idx.channel(e));
-        scratch.clear();
-        if idx.walk(hosts[i], lid, owner, &mut scratch) {
-            path_chans.extend_from_slice(&scratch);
-        } else {
-            let t = trace_with_index(fabric, &idx, hosts[i], lid);
-            errors[f] = Some(t.error.unwrap_or(TraceError::TooManyHops));
+        let mut r = Routes {
+            path_start: Vec::with_capacity(pairs.len() + 1),
+            path_chans: Vec::new(),
+            errors: vec![None; pairs.len()],
+            lids: vec![0; pairs.len()],
+        };
+        let mut scratch = Vec::new();
+        for (f, &(i, j)) in pairs.iter().enumerate() {
+            r.path_start.push(r.path_chans.len() as u32);
+            let Some(lid) = lid_of(hosts[j]) else {
+                r.errors[f] = Some(TraceError::NoLid {
+                    at: PortRef::new(fabric, hosts[j]),
+                });
+                continue;
+            };
+            r.lids[f] = lid;
+            let owner = fabric.port_by_lid(lid).and_then(|e| idx.channel(e));
+            scratch.clear();
+            if idx.walk(hosts[i], lid, owner, &mut scratch) {
+                r.path_chans.extend_from_slice(&scratch);
+            } else {
+                let t = trace_with_index(fabric, idx, hosts[i], lid);
+                r.errors[f] = Some(t.error.unwrap_or(TraceError::TooManyHops));
+            }
         }
+        r.path_start.push(r.path_chans.len() as u32);
+        r
     }
-    path_start.push(path_chans.len() as u32);
-    let path = |f: usize| &path_chans[path_start[f] as usize..path_start[f + 1] as usize];
 
-    // Capacity per channel.
-    let chans = idx.channels();
-    let capacity: Vec<Option<f64>> = (0..chans as u32)
+    fn flows(&self) -> usize {
+        self.errors.len()
+    }
+
+    fn path(&self, f: usize) -> &[u32] {
+        &self.path_chans[self.path_start[f] as usize..self.path_start[f + 1] as usize]
+    }
+}
+
+/// Capacity per channel: lanes x lane data rate, the lower of both ends when both known.
+fn capacities(fabric: &Fabric, idx: &Index) -> Vec<Option<f64>> {
+    (0..idx.channels() as u32)
         .map(|ch| {
             let peer = idx.peer(ch)?;
             let rate = |c: u32| {
@@ -227,33 +281,61 @@ pub fn load_with(
                 (a, b) => a.or(b),
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Flows per channel (CSR).
-    let mut count = vec![0u32; chans];
-    for &c in &path_chans {
-        count[c as usize] += 1;
-    }
-    let mut start = vec![0u32; chans + 1];
-    for c in 0..chans {
-        start[c + 1] = start[c] + count[c];
-    }
-    let mut fill = start.clone();
-    let mut on_chan = vec![0u32; path_chans.len()];
-    for f in 0..pairs.len() {
-        for &c in path(f) {
-            on_chan[fill[c as usize] as usize] = f as u32;
-            fill[c as usize] += 1;
+/// The flows on each channel (compressed rows: `on_chan[start[c]..start[c + 1]]`).
+struct FlowsPerLink {
+    count: Vec<u32>,
+    start: Vec<u32>,
+    on_chan: Vec<u32>,
+}
+
+impl FlowsPerLink {
+    fn new(routes: &Routes, chans: usize) -> FlowsPerLink {
+        let mut count = vec![0u32; chans];
+        for &c in &routes.path_chans {
+            count[c as usize] += 1;
+        }
+        let mut start = vec![0u32; chans + 1];
+        for c in 0..chans {
+            start[c + 1] = start[c] + count[c];
+        }
+        let mut fill = start.clone();
+        let mut on_chan = vec![0u32; routes.path_chans.len()];
+        for f in 0..routes.flows() {
+            for &c in routes.path(f) {
+                on_chan[fill[c as usize] as usize] = f as u32;
+                fill[c as usize] += 1;
+            }
+        }
+        FlowsPerLink {
+            count,
+            start,
+            on_chan,
         }
     }
+}
 
-    // Progressive filling with a lazy heap of link saturation levels.
-    let mut active = count.clone();
+/// The max-min fair shares: per flow its rate and the link that fixed it, per link
+/// whether it saturated.
+struct Shares {
+    rate: Vec<Option<f64>>,
+    bottleneck: Vec<u32>,
+    saturated: Vec<bool>,
+}
+
+/// Progressive filling with a lazy heap of link saturation levels.
+fn fill(routes: &Routes, links: &FlowsPerLink, capacity: &[Option<f64>]) -> Shares {
+    let chans = capacity.len();
+    let mut active = links.count.clone();
     let mut fixed = vec![0f64; chans];
     let mut version = vec![0u32; chans];
-    let mut rate: Vec<Option<f64>> = vec![None; pairs.len()];
-    let mut bottleneck = vec![NONE; pairs.len()];
-    let mut saturated = vec![false; chans];
+    let mut shares = Shares {
+        rate: vec![None; routes.flows()],
+        bottleneck: vec![NONE; routes.flows()],
+        saturated: vec![false; chans],
+    };
     let mut heap = BinaryHeap::new();
     let level = |cap: f64, fixed: f64, active: u32| (cap - fixed).max(0.0) / f64::from(active);
     for c in 0..chans {
@@ -268,15 +350,15 @@ pub fn load_with(
         if ver != version[c] || active[c] == 0 {
             continue;
         }
-        saturated[c] = true;
-        for k in start[c]..start[c + 1] {
-            let f = on_chan[k as usize] as usize;
-            if rate[f].is_some() {
+        shares.saturated[c] = true;
+        for k in links.start[c]..links.start[c + 1] {
+            let f = links.on_chan[k as usize] as usize;
+            if shares.rate[f].is_some() {
                 continue;
             }
-            rate[f] = Some(lvl);
-            bottleneck[f] = c as u32;
-            for &m in path(f) {
+            shares.rate[f] = Some(lvl);
+            shares.bottleneck[f] = c as u32;
+            for &m in routes.path(f) {
                 let m = m as usize;
                 active[m] -= 1;
                 if m == c {
@@ -291,26 +373,36 @@ pub fn load_with(
         }
         active[c] = 0;
     }
+    shares
+}
 
-    let chan_ref = |c: u32| ChannelRef {
-        from: PortRef::new(fabric, idx.end(c)),
-        to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),
-    };
-    let mut used = vec![0f64; chans];
-    for (f, r) in rate.iter().enumerate() {
+/// Per channel: capacity, flows crossing it, and the shares the filling gave.
+struct Links {
+    capacity: Vec<Option<f64>>,
+    count: Vec<u32>,
+    shares: Shares,
+}
+
+/// The links carrying most flows, then lowest equal share.
+fn hottest_links(
+    fabric: &Fabric,
+    idx: &Index,
+    routes: &Routes,
+    links: &Links,
+    used_chans: &[usize],
+    top: usize,
+) -> Vec<LinkLoad> {
+    let (capacity, count) = (&links.capacity, &links.count);
+    let mut used = vec![0f64; capacity.len()];
+    for (f, r) in links.shares.rate.iter().enumerate() {
         if let Some(r) = *r {
-            for &c in path(f) {
+            for &c in routes.path(f) {
                 used[c as usize] += r;
             }
         }
     }
-    let used_chans: Vec<usize> = (0..chans).filter(|&c| count[c] > 0).collect();
-    let unknown_capacity_links = used_chans
-        .iter()
-        .filter(|&&c| capacity[c].is_none())
-        .count();
     let share = |c: usize| capacity[c].map(|cap| cap / f64::from(count[c]));
-    let mut hot = used_chans.clone();
+    let mut hot = used_chans.to_vec();
     hot.sort_by(|&a, &b| {
         count[b].cmp(&count[a]).then(
             share(a)
@@ -318,29 +410,49 @@ pub fn load_with(
                 .total_cmp(&share(b).unwrap_or(f64::INFINITY)),
         )
     });
-    let hottest_links = hot
-        .iter()
-        .take(opts.top_links)
+    hot.iter()
+        .take(top)
         .map(|&c| LinkLoad {
-            channel: chan_ref(c as u32),
+            channel: channel_ref(fabric, idx, c as u32),
             flows: count[c],
             capacity_gbps: capacity[c],
             equal_share_gbps: share(c),
             used_gbps: used[c],
-            saturated: saturated[c],
+            saturated: links.shares.saturated[c],
         })
-        .collect();
+        .collect()
+}
 
+fn channel_ref(fabric: &Fabric, idx: &Index, c: u32) -> ChannelRef {
+    ChannelRef {
+        from: PortRef::new(fabric, idx.end(c)),
+        to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),
+    }
+}
+
+fn report(
+    fabric: &Fabric,
+    idx: &Index,
+    plan: &Plan,
+    routes: &Routes,
+    links: &Links,
+    opts: &LoadOptions,
+) -> LoadReport {
+    let (pattern, hosts, pairs) = (plan.pattern, plan.hosts, &plan.pairs);
+    let (rate, bottleneck) = (&links.shares.rate, &links.shares.bottleneck);
+    let used_chans: Vec<usize> = (0..links.count.len())
+        .filter(|&c| links.count[c] > 0)
+        .collect();
     let flow_result = |f: usize| {
         let (i, j) = pairs[f];
         FlowResult {
             src: PortRef::new(fabric, hosts[i]),
             dst: PortRef::new(fabric, hosts[j]),
-            dst_lid: lids[f],
-            link_hops: path(f).len(),
+            dst_lid: routes.lids[f],
+            link_hops: routes.path(f).len(),
             rate_gbps: rate[f],
-            bottleneck: (bottleneck[f] != NONE).then(|| chan_ref(bottleneck[f])),
-            error: errors[f].clone(),
+            bottleneck: (bottleneck[f] != NONE).then(|| channel_ref(fabric, idx, bottleneck[f])),
+            error: routes.errors[f].clone(),
         }
     };
     let flows_omitted = pairs.len() > opts.flow_details_limit;
@@ -350,11 +462,11 @@ pub fn load_with(
         (0..pairs.len()).map(flow_result).collect()
     };
     let unroutable: Vec<FlowResult> = (0..pairs.len())
-        .filter(|&f| errors[f].is_some())
+        .filter(|&f| routes.errors[f].is_some())
         .take(50)
         .map(flow_result)
         .collect();
-    let flows_unroutable = errors.iter().filter(|e| e.is_some()).count();
+    let flows_unroutable = routes.errors.iter().filter(|e| e.is_some()).count();
     let rates: Vec<f64> = rate.iter().flatten().copied().collect();
     let min_flow_gbps = rates.iter().copied().reduce(f64::min);
     let ring_allreduce_busbw_gbps =
@@ -363,16 +475,23 @@ pub fn load_with(
         } else {
             None
         };
-    Ok(LoadReport {
+    LoadReport {
         pattern,
-        hosts: n,
+        hosts: hosts.len(),
         flows_total: pairs.len(),
         flows_routed: pairs.len() - flows_unroutable,
         flows_unroutable,
         links_used: used_chans.len(),
-        max_flows_per_link: used_chans.iter().map(|&c| count[c]).max().unwrap_or(0),
-        unknown_capacity_links,
-        hottest_links,
+        max_flows_per_link: used_chans
+            .iter()
+            .map(|&c| links.count[c])
+            .max()
+            .unwrap_or(0),
+        unknown_capacity_links: used_chans
+            .iter()
+            .filter(|&&c| links.capacity[c].is_none())
+            .count(),
+        hottest_links: hottest_links(fabric, idx, routes, links, &used_chans, opts.top_links),
         min_flow_gbps,
         max_flow_gbps: rates.iter().copied().reduce(f64::max),
         mean_flow_gbps: (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64),
@@ -383,7 +502,7 @@ pub fn load_with(
         model: "max-min fair share (progressive filling) of width x lane data rate per \
                 directed link; single VL, no congestion control"
             .into(),
-    })
+    }
 }
 
 /// Heap entry: (saturation level, channel, version), smallest level first.

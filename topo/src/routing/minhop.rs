@@ -5,15 +5,15 @@
 //! that so far carries the fewest CA destination LIDs, lowest port number on a tie (OpenSM's
 //! minhop balances the same way, though its exact counts differ). With `balance: false` the
 //! lowest-numbered shortest-path port always wins. Switch LIDs are routed the same way but do
-//! not count towards the balance (they carry no data traffic). Unreachable LIDs get 255.
+//! not count towards the balance (they carry no data traffic). Unreachable LIDs get [`NO_ROUTE`].
 //!
 //! Use it for what-if planning ("what would the SM do without this link?") and for tests;
 //! it does not replace reading the real tables.
 
 use std::collections::VecDeque;
 
-use super::index::{Index, NONE};
-use crate::model::{End, Fabric, NodeId, SwitchFacts};
+use super::index::{number_switches, Index, NONE};
+use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinhopOptions {
@@ -49,17 +49,57 @@ pub fn compute_minhop_lfts_with(fabric: &mut Fabric, opts: &MinhopOptions) {
 }
 
 fn compute(fabric: &Fabric, idx: &Index, opts: &MinhopOptions) -> (Vec<(NodeId, Vec<u8>)>, u16) {
-    let n = fabric.node_count();
-    let mut sw: Vec<NodeId> = Vec::new();
-    let mut sw_of = vec![NONE; n];
-    for (id, node) in fabric.nodes() {
-        if node.is_switch() {
-            sw_of[id.index()] = sw.len() as u32;
-            sw.push(id);
+    let (sw, sw_of) = number_switches(fabric);
+    let dests = destinations(fabric, idx, &sw_of);
+    let top = dests.last().map(|d| d.lid).unwrap_or(0);
+    let mut tables: Vec<Vec<u8>> = vec![vec![NO_ROUTE; usize::from(top) + 1]; sw.len()];
+    let neighbours = neighbours(idx, &sw, &sw_of);
+    // Per target switch, lazily: each switch's shortest-path ports towards it.
+    let mut candidates: Vec<Option<Candidates>> = vec![None; sw.len()];
+    let mut used = vec![0u32; idx.channels()];
+    for d in &dests {
+        let t = d.switch as usize;
+        let cand = candidates[t].get_or_insert_with(|| Candidates::towards(t, &neighbours));
+        let l = usize::from(d.lid);
+        for x in 0..sw.len() {
+            let base = idx.base[sw[x].index()];
+            let chosen = if x == t {
+                d.port
+            } else {
+                let ports = cand.of(x);
+                let pick = if opts.balance {
+                    ports
+                        .iter()
+                        .copied()
+                        .min_by_key(|&p| (used[(base + u32::from(p)) as usize], p))
+                } else {
+                    ports.iter().copied().min()
+                };
+                match pick {
+                    Some(p) => p,
+                    None => continue,
+                }
+            };
+            tables[x][l] = chosen;
+            if d.is_ca && chosen != 0 {
+                used[(base + u32::from(chosen)) as usize] += 1;
+            }
         }
     }
-    // Destinations: (lid, target switch index, egress port at the target, is a CA).
-    let mut dests: Vec<(u16, u32, u8, bool)> = Vec::new();
+    (sw.into_iter().zip(tables).collect(), top)
+}
+
+/// A destination LID, the switch that delivers it and its egress port there.
+struct Dest {
+    lid: u16,
+    switch: u32,
+    port: u8,
+    is_ca: bool,
+}
+
+/// Every destination LID (LMC ranges included) with the switch it hangs off, by LID.
+fn destinations(fabric: &Fabric, idx: &Index, sw_of: &[u32]) -> Vec<Dest> {
+    let mut dests: Vec<Dest> = Vec::new();
     for (id, node) in fabric.nodes() {
         for p in &node.ports {
             if p.lid == 0 || (node.is_switch() && p.number != 0) {
@@ -79,23 +119,30 @@ fn compute(fabric: &Fabric, idx: &Index, opts: &MinhopOptions) -> (Vec<(NodeId, 
                     .filter(|e| idx.is_switch(e.node))
                     .map(|e| (sw_of[e.node.index()], e.port))
             };
-            let Some((t, port)) = target else { continue };
+            let Some((switch, port)) = target else {
+                continue;
+            };
             for off in 0..(1u32 << p.lmc.min(7)) {
                 let lid = u32::from(p.lid) + off;
                 if lid < 0xc000 && fabric.port_by_lid(lid as u16) == Some(end) {
-                    dests.push((lid as u16, t, port, !node.is_switch()));
+                    dests.push(Dest {
+                        lid: lid as u16,
+                        switch,
+                        port,
+                        is_ca: !node.is_switch(),
+                    });
                 }
             }
         }
     }
-    dests.sort_unstable();
-    dests.dedup_by_key(|d| d.0);
-    let top = dests.last().map(|d| d.0).unwrap_or(0);
-    let mut tables: Vec<Vec<u8>> = vec![vec![255u8; usize::from(top) + 1]; sw.len()];
+    dests.sort_unstable_by_key(|d| (d.lid, d.switch, d.port, d.is_ca));
+    dests.dedup_by_key(|d| d.lid);
+    dests
+}
 
-    // Switch-to-switch neighbours over usable links: (port, neighbour switch index).
-    let neighbours: Vec<Vec<(u8, u32)>> = sw
-        .iter()
+/// Switch-to-switch neighbours over usable links: (port, neighbour switch number).
+fn neighbours(idx: &Index, sw: &[NodeId], sw_of: &[u32]) -> Vec<Vec<(u8, u32)>> {
+    sw.iter()
         .map(|&s| {
             let i = s.index();
             (idx.base[i] + 1..idx.base[i + 1])
@@ -107,71 +154,49 @@ fn compute(fabric: &Fabric, idx: &Index, opts: &MinhopOptions) -> (Vec<(NodeId, 
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
 
-    // Per target switch, lazily: each switch's shortest-path ports towards it.
-    let mut candidates: Vec<Option<(Vec<u32>, Vec<u8>)>> = vec![None; sw.len()];
-    let mut used = vec![0u32; idx.channels()];
-    let mut dist = vec![u32::MAX; sw.len()];
-    let mut queue = VecDeque::new();
-    for &(lid, target, target_port, is_ca) in &dests {
-        let t = target as usize;
-        if candidates[t].is_none() {
-            dist.fill(u32::MAX);
-            dist[t] = 0;
-            queue.push_back(t);
-            while let Some(x) = queue.pop_front() {
-                for &(_, y) in &neighbours[x] {
-                    let y = y as usize;
-                    if dist[y] == u32::MAX {
-                        dist[y] = dist[x] + 1;
-                        queue.push_back(y);
-                    }
+/// Each switch's ports on a shortest path towards one target switch (compressed rows).
+#[derive(Clone)]
+struct Candidates {
+    offsets: Vec<u32>,
+    ports: Vec<u8>,
+}
+
+impl Candidates {
+    fn towards(t: usize, neighbours: &[Vec<(u8, u32)>]) -> Candidates {
+        let n = neighbours.len();
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::from([t]);
+        dist[t] = 0;
+        while let Some(x) = queue.pop_front() {
+            for &(_, y) in &neighbours[x] {
+                let y = y as usize;
+                if dist[y] == u32::MAX {
+                    dist[y] = dist[x] + 1;
+                    queue.push_back(y);
                 }
             }
-            let mut offsets = Vec::with_capacity(sw.len() + 1);
-            let mut ports = Vec::new();
-            for x in 0..sw.len() {
-                offsets.push(ports.len() as u32);
-                if dist[x] == u32::MAX || x == t {
-                    continue;
-                }
-                for &(p, y) in &neighbours[x] {
-                    if dist[y as usize] + 1 == dist[x] {
-                        ports.push(p);
-                    }
-                }
-            }
+        }
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut ports = Vec::new();
+        for x in 0..n {
             offsets.push(ports.len() as u32);
-            candidates[t] = Some((offsets, ports));
-        }
-        let Some((offsets, ports)) = candidates[t].as_ref() else {
-            continue;
-        };
-        let l = usize::from(lid);
-        for x in 0..sw.len() {
-            let base = idx.base[sw[x].index()];
-            let chosen = if x == t {
-                target_port
-            } else {
-                let cand = &ports[offsets[x] as usize..offsets[x + 1] as usize];
-                let pick = if opts.balance {
-                    cand.iter()
-                        .copied()
-                        .min_by_key(|&p| (used[(base + u32::from(p)) as usize], p))
-                } else {
-                    cand.iter().copied().min()
-                };
-                match pick {
-                    Some(p) => p,
-                    None => continue,
+            if dist[x] == u32::MAX || x == t {
+                continue;
+            }
+            for &(p, y) in &neighbours[x] {
+                if dist[y as usize] + 1 == dist[x] {
+                    ports.push(p);
                 }
-            };
-            tables[x][l] = chosen;
-            if is_ca && chosen != 0 {
-                used[(base + u32::from(chosen)) as usize] += 1;
             }
         }
+        offsets.push(ports.len() as u32);
+        Candidates { offsets, ports }
     }
-    (sw.into_iter().zip(tables).collect(), top)
+
+    fn of(&self, x: usize) -> &[u8] {
+        &self.ports[self.offsets[x] as usize..self.offsets[x + 1] as usize]
+    }
 }

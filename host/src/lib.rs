@@ -1,0 +1,27 @@
+//! The local host's RDMA side, for `ibscope host`: its RDMA devices and their ports
+//! (through libibverbs where built in, and sysfs), their drivers and PCIe links, the NVIDIA
+//! GPUs beside them and the GPUDirect RDMA module, and the commissioning preflight that
+//! turns the gaps into findings.
+//!
+//! This crate knows the machine it runs on; it speaks the fabric's vocabulary (port states,
+//! widths, speeds, rates from `ibscope-mad`; findings from `ibscope-topo`) but sends no MAD.
+//!
+//! - [`gather`]: read the host ([`gather::Options::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
+//! - [`preflight`]: the findings.
+//! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
+//! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
+//!   itself is the `verbs` module, behind the feature of that name.
+
+pub mod gather;
+pub mod ibv;
+pub mod model;
+pub mod parse;
+pub mod pci;
+pub mod preflight;
+pub mod sysfs;
+#[cfg(feature = "verbs")]
+mod verbs;
+
+pub use gather::{gather, GatherError, Options, NO_DEVICES};
+pub use model::Host;
+pub use preflight::{preflight, HostFinding, Norms, PreflightOptions};

@@ -1,0 +1,531 @@
+//! The commissioning preflight: what in a host's RDMA side keeps it from running a job at
+//! full speed, as findings of the shared vocabulary (`ibscope_topo::findings`).
+//!
+//! Rules:
+//! - every port of every device is Active;
+//! - an Active port's rate is not below the norm of its link layer: `--expect` for
+//!   InfiniBand ports, else the most common rate among the host's Active ports of that
+//!   layer (the higher rate where two are equally common);
+//! - an HCA's PCIe link runs at what the HCA and its slot both support, and carries its
+//!   best Active port's rate;
+//! - where NVIDIA GPUs are, a GPUDirect RDMA module is loaded;
+//! - HCAs of one model run one firmware version;
+//! - all devices run under one driver and version;
+//! - libibverbs can use every device the kernel shows (when it was asked).
+
+use std::collections::BTreeMap;
+
+use ibscope_mad::attr::link::Rate;
+use ibscope_mad::attr::PortState;
+use ibscope_topo::findings::{Finding, FindingKind};
+use ibscope_topo::health::PortRef;
+use ibscope_topo::model::NodeKind;
+use serde::Serialize;
+
+use crate::model::{Device, Host, LinkLayer, PeerMemory, Port, VerbsStatus};
+
+/// What the preflight is told.
+#[derive(Debug, Clone, Default)]
+pub struct PreflightOptions {
+    /// The rate every InfiniBand port should run at (default: the host's most common).
+    pub expect: Option<Rate>,
+}
+
+/// A finding about the host, with the device it concerns. JSON: the finding's fields
+/// (`kind`, `severity`, `at` for a port, `message`) and `device`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostFinding {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(flatten)]
+    pub finding: Finding,
+}
+
+impl HostFinding {
+    fn device(device: &Device, kind: FindingKind, message: String) -> HostFinding {
+        HostFinding {
+            device: Some(device.name.clone()),
+            finding: Finding::new(kind, message),
+        }
+    }
+    fn port(device: &Device, port: &Port, kind: FindingKind, message: String) -> HostFinding {
+        let at = PortRef {
+            node: device.name.clone(),
+            node_guid: device.node_guid.unwrap_or(0),
+            kind: NodeKind::Ca,
+            port: port.port,
+            lid: port.lid.unwrap_or(0),
+        };
+        HostFinding {
+            device: Some(device.name.clone()),
+            finding: Finding::new(kind, message).at(at, None),
+        }
+    }
+    fn host(kind: FindingKind, message: String) -> HostFinding {
+        HostFinding {
+            device: None,
+            finding: Finding::new(kind, message),
+        }
+    }
+    /// The line `ibscope host --check` prints, escaped for a terminal.
+    pub fn text_line(&self) -> String {
+        match (&self.finding.at, &self.device) {
+            (None, Some(device)) => format!(
+                "[{}] {}: {}",
+                self.finding.kind,
+                ibscope_topo::escape::for_terminal(device),
+                ibscope_topo::escape::for_terminal(&self.finding.message)
+            ),
+            _ => self.finding.text_line(),
+        }
+    }
+}
+
+/// The rate each link layer's ports are held to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Norms {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infiniband: Option<Rate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ethernet: Option<Rate>,
+}
+
+impl Norms {
+    pub fn of(host: &Host, opts: &PreflightOptions) -> Norms {
+        Norms {
+            infiniband: opts
+                .expect
+                .or_else(|| most_common_rate(host, LinkLayer::InfiniBand)),
+            ethernet: most_common_rate(host, LinkLayer::Ethernet),
+        }
+    }
+    pub fn get(&self, layer: LinkLayer) -> Option<Rate> {
+        match layer {
+            LinkLayer::InfiniBand => self.infiniband,
+            LinkLayer::Ethernet => self.ethernet,
+            LinkLayer::Unknown => None,
+        }
+    }
+}
+
+fn active_ports(host: &Host) -> impl Iterator<Item = (&Device, &Port)> {
+    host.devices.iter().flat_map(|d| {
+        d.ports
+            .iter()
+            .filter(|p| p.state == Some(PortState::Active))
+            .map(move |p| (d, p))
+    })
+}
+
+/// The most common rate among Active ports of a layer; the higher one on a tie.
+fn most_common_rate(host: &Host, layer: LinkLayer) -> Option<Rate> {
+    let mut counts: BTreeMap<Rate, usize> = BTreeMap::new();
+    for (_, p) in active_ports(host).filter(|(_, p)| p.link_layer == layer) {
+        if let Some(r) = p.rate() {
+            *counts.entry(r).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|(ra, a), (rb, b)| {
+            a.cmp(b)
+                .then(ra.nominal_gbps().total_cmp(&rb.nominal_gbps()))
+        })
+        .map(|(r, _)| r)
+}
+
+/// Every finding, in rule order, devices in their order.
+pub fn preflight(host: &Host, opts: &PreflightOptions) -> Vec<HostFinding> {
+    let mut out = Vec::new();
+    verbs_unusable(host, &mut out);
+    ports_not_active(host, &mut out);
+    rates_below_norm(host, &Norms::of(host, opts), &mut out);
+    pcie_links(host, &mut out);
+    peer_memory(host, &mut out);
+    mixed_firmware(host, &mut out);
+    mixed_drivers(host, &mut out);
+    out
+}
+
+fn verbs_unusable(host: &Host, out: &mut Vec<HostFinding>) {
+    if host.verbs.status == VerbsStatus::NotUsed {
+        return;
+    }
+    for d in &host.devices {
+        if let Some(why) = &d.verbs_error {
+            out.push(HostFinding::device(
+                d,
+                FindingKind::VerbsUnusable,
+                why.clone(),
+            ));
+        }
+    }
+}
+
+fn ports_not_active(host: &Host, out: &mut Vec<HostFinding>) {
+    for d in &host.devices {
+        for p in &d.ports {
+            if p.state == Some(PortState::Active) {
+                continue;
+            }
+            let state = p
+                .state
+                .map_or("unknown state".into(), |s| s.name().to_string());
+            let phys = p.phys_state.map_or("?".into(), |s| s.name().to_string());
+            let hint = if !p.link_up() {
+                "no link: check the cable, the transceiver and the switch port"
+            } else if p.link_layer == LinkLayer::InfiniBand {
+                "the link is up but no subnet manager has made the port Active: is an SM running?"
+            } else {
+                "the link is up but the port is not Active"
+            };
+            let msg = format!("port is {state} (physical {phys}): {hint}");
+            out.push(HostFinding::port(d, p, FindingKind::HcaPortNotActive, msg));
+        }
+    }
+}
+
+fn rates_below_norm(host: &Host, norms: &Norms, out: &mut Vec<HostFinding>) {
+    for (d, p) in active_ports(host) {
+        let (Some(rate), Some(norm)) = (p.rate(), norms.get(p.link_layer)) else {
+            continue;
+        };
+        if rate.is_below(norm) {
+            let msg = format!(
+                "runs at {rate} ({} Gb/s), below this host's norm {norm} ({} Gb/s)",
+                rate.nominal_gbps(),
+                norm.nominal_gbps()
+            );
+            out.push(HostFinding::port(d, p, FindingKind::HcaRateBelowNorm, msg));
+        }
+    }
+}
+
+fn pcie_links(host: &Host, out: &mut Vec<HostFinding>) {
+    for d in &host.devices {
+        let Some(pci) = &d.pci else { continue };
+        let Some(link) = pci.link else { continue };
+        let mut problems = Vec::new();
+        if let Some(cap) = pci.capability() {
+            let lost = cap.gbps() - link.gbps();
+            if lost > 0.5 {
+                problems.push(format!(
+                    "trained at {} ({:.0} Gb/s) where the HCA and its slot support {} \
+                     ({:.0} Gb/s): {lost:.0} Gb/s ({:.0}%) lost",
+                    link.text(),
+                    link.gbps(),
+                    cap.text(),
+                    cap.gbps(),
+                    100.0 * lost / cap.gbps()
+                ));
+            }
+        }
+        if let Some(rate) = d.best_active_rate() {
+            if link.gbps() + 0.5 < rate.nominal_gbps() {
+                problems.push(format!(
+                    "{} ({:.0} Gb/s) cannot carry its {rate} port ({} Gb/s)",
+                    link.text(),
+                    link.gbps(),
+                    rate.nominal_gbps()
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            let msg = format!("PCIe link of {}: {}", pci.address, problems.join("; "));
+            out.push(HostFinding::device(d, FindingKind::PcieLinkDegraded, msg));
+        }
+    }
+}
+
+fn peer_memory(host: &Host, out: &mut Vec<HostFinding>) {
+    if host.gpus.is_empty() || host.peer_memory != PeerMemory::Missing {
+        return;
+    }
+    let msg = format!(
+        "{} NVIDIA GPU(s) but neither nvidia_peermem nor nv_peer_mem is loaded: GPUDirect RDMA \
+         is off unless the job uses DMA-BUF (modprobe nvidia_peermem)",
+        host.gpus.len()
+    );
+    out.push(HostFinding::host(FindingKind::PeerMemoryMissing, msg));
+}
+
+/// `value (dev, dev), value (dev)` for one group's differing values.
+fn spread(groups: &BTreeMap<String, Vec<&str>>) -> String {
+    groups
+        .iter()
+        .map(|(value, devices)| format!("{value} ({})", devices.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn mixed_firmware(host: &Host, out: &mut Vec<HostFinding>) {
+    let mut models: BTreeMap<String, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
+    for d in &host.devices {
+        let (Some(model), Some(fw)) = (d.model(), &d.fw_ver) else {
+            continue;
+        };
+        models
+            .entry(model)
+            .or_default()
+            .entry(fw.clone())
+            .or_default()
+            .push(&d.name);
+    }
+    for (model, versions) in &models {
+        if versions.len() > 1 {
+            let msg = format!(
+                "{} HCAs of model {model} run {} firmware versions: {}",
+                versions.values().map(Vec::len).sum::<usize>(),
+                versions.len(),
+                spread(versions)
+            );
+            out.push(HostFinding::host(FindingKind::MixedFirmware, msg));
+        }
+    }
+}
+
+fn mixed_drivers(host: &Host, out: &mut Vec<HostFinding>) {
+    let mut drivers: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for d in &host.devices {
+        if let Some(driver) = &d.driver {
+            drivers.entry(driver.text()).or_default().push(&d.name);
+        }
+    }
+    if drivers.len() > 1 {
+        let msg = format!(
+            "RDMA devices run under {} drivers: {}",
+            drivers.len(),
+            spread(&drivers)
+        );
+        out.push(HostFinding::host(FindingKind::MixedDriver, msg));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Driver, Gpu, Pci, VerbsUse};
+    use crate::pci::PcieLink;
+    use ibscope_mad::attr::link::{Speed, Width};
+    use ibscope_mad::attr::PhysState;
+
+    fn port(n: u8, rate: &str) -> Port {
+        let r = Rate::parse(rate).unwrap();
+        Port {
+            port: n,
+            link_layer: LinkLayer::InfiniBand,
+            state: Some(PortState::Active),
+            phys_state: Some(PhysState::LinkUp),
+            width: Some(r.width),
+            speed: Some(r.speed),
+            lid: Some(u16::from(n) + 10),
+            sm_lid: Some(1),
+            gids: Vec::new(),
+        }
+    }
+
+    fn hca(name: &str, rate: &str) -> Device {
+        let mut d = Device::named(name);
+        d.node_guid = Some(0x0c42_a103_0000_0000 + name.len() as u64);
+        d.hca_type = Some("MT4129".into());
+        d.fw_ver = Some("28.39.1002".into());
+        d.driver = Some(Driver {
+            module: "mlx5_core".into(),
+            version: Some("24.10-1.1.4".into()),
+        });
+        d.pci = Some(Pci {
+            address: "0000:18:00.0".into(),
+            numa_node: Some(0),
+            link: Some(PcieLink::new(32.0, 16)),
+            device_max: Some(PcieLink::new(32.0, 16)),
+            slot_max: Some(PcieLink::new(32.0, 16)),
+            path: Vec::new(),
+        });
+        d.ports = vec![port(1, rate)];
+        d
+    }
+
+    fn host(devices: Vec<Device>) -> Host {
+        Host {
+            hostname: Some("node1".into()),
+            kernel: Some("6.8.0".into()),
+            verbs: VerbsUse {
+                status: VerbsStatus::Used,
+                detail: None,
+            },
+            devices,
+            gpus: Vec::new(),
+            peer_memory: PeerMemory::Missing,
+        }
+    }
+
+    fn kinds(findings: &[HostFinding]) -> Vec<FindingKind> {
+        findings.iter().map(|f| f.finding.kind).collect()
+    }
+
+    #[test]
+    fn a_healthy_host_has_no_findings() {
+        let h = host((0..8).map(|i| hca(&format!("mlx5_{i}"), "4xNDR")).collect());
+        assert_eq!(preflight(&h, &PreflightOptions::default()), []);
+    }
+
+    #[test]
+    fn ports_not_active_say_why() {
+        let mut down = hca("mlx5_1", "4xNDR");
+        down.ports[0].state = Some(PortState::Down);
+        down.ports[0].phys_state = Some(PhysState::Polling);
+        let mut init = hca("mlx5_2", "4xNDR");
+        init.ports[0].state = Some(PortState::Init);
+        let f = preflight(
+            &host(vec![hca("mlx5_0", "4xNDR"), down, init]),
+            &Default::default(),
+        );
+        assert_eq!(kinds(&f), [FindingKind::HcaPortNotActive; 2]);
+        assert!(
+            f[0].finding.message.contains("no link"),
+            "{}",
+            f[0].finding.message
+        );
+        assert!(
+            f[1].finding.message.contains("subnet manager"),
+            "{}",
+            f[1].finding.message
+        );
+        let at = f[0].finding.at.as_ref().unwrap();
+        assert_eq!((at.node.as_str(), at.port, at.lid), ("mlx5_1", 1, 11));
+        assert!(f[0].text_line().starts_with(
+            "[hca-port-not-active] \"mlx5_1\" (0x0c42a10300000006) port 1 (lid 11): "
+        ));
+    }
+
+    #[test]
+    fn rates_below_the_norm_or_the_expected_rate() {
+        let mut devices: Vec<Device> = (0..7).map(|i| hca(&format!("mlx5_{i}"), "4xNDR")).collect();
+        devices.push(hca("mlx5_7", "4xHDR"));
+        let h = host(devices);
+        let f = preflight(&h, &Default::default());
+        assert_eq!(kinds(&f), [FindingKind::HcaRateBelowNorm]);
+        assert_eq!(f[0].device.as_deref(), Some("mlx5_7"));
+        assert!(f[0]
+            .finding
+            .message
+            .contains("4xHDR (200 Gb/s), below this host's norm 4xNDR (400 Gb/s)"));
+        // --expect replaces the norm: now every port is below it.
+        let expect = PreflightOptions {
+            expect: Some(Rate::new(Width::X4, Speed::Xdr)),
+        };
+        assert_eq!(preflight(&h, &expect).len(), 8);
+        // On a tie the higher rate is the norm.
+        let tie = host(vec![hca("mlx5_0", "4xHDR"), hca("mlx5_1", "4xNDR")]);
+        assert_eq!(
+            Norms::of(&tie, &Default::default()).infiniband,
+            Rate::parse("4xNDR")
+        );
+        // Ethernet ports have their own norm.
+        let mut eth = hca("mlx5_2", "4xEDR");
+        eth.ports[0].link_layer = LinkLayer::Ethernet;
+        let mixed = host(vec![hca("mlx5_0", "4xNDR"), eth]);
+        assert_eq!(preflight(&mixed, &Default::default()), []);
+    }
+
+    #[test]
+    fn pcie_below_capability_says_the_bandwidth_lost() {
+        let mut d = hca("mlx5_0", "4xNDR");
+        d.pci.as_mut().unwrap().link = Some(PcieLink::new(16.0, 8));
+        let f = preflight(&host(vec![d]), &Default::default());
+        assert_eq!(kinds(&f), [FindingKind::PcieLinkDegraded]);
+        let m = &f[0].finding.message;
+        assert!(
+            m.starts_with("PCIe link of 0000:18:00.0: trained at"),
+            "{m}"
+        );
+        assert!(m.contains("trained at Gen4 x8 (126 Gb/s) where the HCA and its slot support Gen5 x16 (504 Gb/s): 378 Gb/s (75%) lost"), "{m}");
+        assert!(m.contains("cannot carry its 4xNDR port (400 Gb/s)"), "{m}");
+        assert!(f[0]
+            .text_line()
+            .starts_with("[pcie-link-degraded] mlx5_0: PCIe link of"));
+
+        // A Gen4 HCA at full Gen4 x16 in a Gen5 slot is at its capability.
+        let mut gen4 = hca("mlx5_0", "4xHDR");
+        let pci = gen4.pci.as_mut().unwrap();
+        pci.link = Some(PcieLink::new(16.0, 16));
+        pci.device_max = Some(PcieLink::new(16.0, 16));
+        assert_eq!(preflight(&host(vec![gen4]), &Default::default()), []);
+    }
+
+    #[test]
+    fn peer_memory_only_matters_with_gpus() {
+        let mut h = host(vec![hca("mlx5_0", "4xNDR")]);
+        assert_eq!(preflight(&h, &Default::default()), []);
+        h.gpus.push(Gpu {
+            index: 0,
+            address: "0000:1a:00.0".into(),
+            device_id: Some(0x2330),
+            numa_node: Some(0),
+            link: None,
+            path: Vec::new(),
+        });
+        assert_eq!(
+            kinds(&preflight(&h, &Default::default())),
+            [FindingKind::PeerMemoryMissing]
+        );
+        h.peer_memory = PeerMemory::Loaded {
+            module: "nvidia_peermem".into(),
+            version: None,
+        };
+        assert_eq!(preflight(&h, &Default::default()), []);
+        h.peer_memory = PeerMemory::Unknown;
+        assert_eq!(
+            preflight(&h, &Default::default()),
+            [],
+            "unknown is not missing"
+        );
+    }
+
+    #[test]
+    fn mixed_firmware_within_a_model_and_mixed_drivers() {
+        let mut odd = hca("mlx5_1", "4xNDR");
+        odd.fw_ver = Some("28.37.1014".into());
+        // Another model's firmware is its own.
+        let mut bf3 = hca("mlx5_2", "4xNDR");
+        bf3.hca_type = Some("MT41692".into());
+        bf3.fw_ver = Some("32.41.1000".into());
+        let mut inbox = hca("mlx5_3", "4xNDR");
+        inbox.driver = Some(Driver {
+            module: "mlx5_core".into(),
+            version: None,
+        });
+        let f = preflight(
+            &host(vec![hca("mlx5_0", "4xNDR"), odd, bf3, inbox]),
+            &Default::default(),
+        );
+        assert_eq!(
+            kinds(&f),
+            [FindingKind::MixedFirmware, FindingKind::MixedDriver]
+        );
+        assert_eq!(
+            f[0].finding.message,
+            "3 HCAs of model MT4129 run 2 firmware versions: 28.37.1014 (mlx5_1); 28.39.1002 (mlx5_0, mlx5_3)"
+        );
+        assert_eq!(
+            f[1].finding.message,
+            "RDMA devices run under 2 drivers: mlx5_core (in-tree) (mlx5_3); mlx5_core 24.10-1.1.4 (mlx5_0, mlx5_1, mlx5_2)"
+        );
+        let json = serde_json::to_value(&f[0]).unwrap();
+        assert_eq!(json["kind"], "mixed-firmware");
+        assert_eq!(json["severity"], "warning");
+        assert!(json.get("device").is_none());
+    }
+
+    #[test]
+    fn verbs_errors_are_findings_only_when_verbs_was_asked() {
+        let mut d = hca("mlx5_0", "4xNDR");
+        d.verbs_error = Some("ibv_open_device: Permission denied".into());
+        let mut h = host(vec![d]);
+        let f = preflight(&h, &Default::default());
+        assert_eq!(kinds(&f), [FindingKind::VerbsUnusable]);
+        assert_eq!(serde_json::to_value(&f[0]).unwrap()["device"], "mlx5_0");
+        h.verbs.status = VerbsStatus::NotUsed;
+        assert_eq!(preflight(&h, &Default::default()), []);
+    }
+}

@@ -1,0 +1,343 @@
+//! Reading the host's facts from sysfs and procfs under a root directory: `/` on a real
+//! host, a fixture tree in tests (`IBSCOPE_SYSFS_ROOT`). Nothing here fails: a file that is
+//! missing, unreadable (the kernel answers EINVAL for an empty GID entry's attributes) or
+//! odd leaves its fact unknown.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::model::{Device, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory, Port};
+use crate::parse;
+use crate::pci::PcieLink;
+
+/// The GPUDirect RDMA modules, newest first.
+pub const PEER_MEMORY_MODULES: [&str; 2] = ["nvidia_peermem", "nv_peer_mem"];
+
+/// NVIDIA's PCI vendor ID.
+pub const NVIDIA_VENDOR: u32 = 0x10de;
+
+/// sysfs and procfs under one root.
+#[derive(Debug, Clone)]
+pub struct Sysfs {
+    root: PathBuf,
+}
+
+impl Sysfs {
+    pub fn new(root: impl Into<PathBuf>) -> Sysfs {
+        let root = root.into();
+        // Symlinks resolve to absolute paths: compare them with the root's own.
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        Sysfs { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// A small text file (sysfs attributes are at most a page; /proc/modules a few KiB).
+    fn read(path: &Path) -> Option<String> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .ok()?
+            .take(256 * 1024)
+            .read_to_string(&mut text)
+            .ok()?;
+        Some(text)
+    }
+
+    /// The names in a directory, in natural order (`mlx5_2` before `mlx5_10`).
+    fn list(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        names.sort_by_key(|n| natural_key(n));
+        names
+    }
+
+    /// Where a symlink points, by its last component (`driver` -> `mlx5_core`).
+    fn link_name(path: &Path) -> Option<String> {
+        let target = std::fs::read_link(path).ok()?;
+        Some(target.file_name()?.to_str()?.to_string())
+    }
+
+    pub fn hostname(&self) -> Option<String> {
+        Self::read(&self.path("proc/sys/kernel/hostname")).and_then(|t| parse::version(&t))
+    }
+
+    pub fn kernel(&self) -> Option<String> {
+        Self::read(&self.path("proc/sys/kernel/osrelease")).and_then(|t| parse::version(&t))
+    }
+
+    /// The RDMA devices the kernel shows (`/sys/class/infiniband`).
+    pub fn device_names(&self) -> Vec<String> {
+        Self::list(&self.path("sys/class/infiniband"))
+    }
+
+    /// One device, everything sysfs tells of it.
+    pub fn device(&self, name: &str) -> Device {
+        let dir = self.path("sys/class/infiniband").join(name);
+        let text = |file: &str| Self::read(&dir.join(file));
+        let mut device = Device::named(name);
+        device.node_guid = text("node_guid").and_then(|t| parse::sysfs_guid(&t));
+        device.sys_image_guid = text("sys_image_guid").and_then(|t| parse::sysfs_guid(&t));
+        device.fw_ver = text("fw_ver").and_then(|t| parse::version(&t));
+        device.hca_type = text("hca_type").and_then(|t| parse::version(&t));
+        device.board_id = text("board_id").and_then(|t| parse::version(&t));
+        device.ports = Self::list(&dir.join("ports"))
+            .iter()
+            .filter_map(|n| n.parse::<u8>().ok())
+            .map(|n| Self::port(&dir.join("ports").join(n.to_string()), n))
+            .collect();
+        if let Some(pci_dir) = self.pci_dir(&dir.join("device")) {
+            device.driver = self.driver(&pci_dir);
+            device.pci = Some(self.pci(&pci_dir));
+        }
+        device
+    }
+
+    fn port(dir: &Path, number: u8) -> Port {
+        let text = |file: &str| Self::read(&dir.join(file));
+        let layer = text("link_layer").map_or(LinkLayer::Unknown, |t| parse::link_layer(&t));
+        let mut port = Port {
+            port: number,
+            link_layer: layer,
+            state: text("state").and_then(|t| parse::port_state(&t)),
+            phys_state: text("phys_state").and_then(|t| parse::phys_state(&t)),
+            width: None,
+            speed: None,
+            lid: None,
+            sm_lid: None,
+            gids: Self::gids(dir, layer),
+        };
+        if port.link_up() {
+            if let Some((w, s)) = text("rate").and_then(|t| parse::port_rate(&t)) {
+                port.width = Some(w);
+                port.speed = Some(s);
+            }
+        }
+        if layer != LinkLayer::Ethernet {
+            port.lid = text("lid").and_then(|t| parse::lid(&t));
+            port.sm_lid = text("sm_lid").and_then(|t| parse::lid(&t));
+        }
+        port
+    }
+
+    /// The used (non-zero) GID entries with their types and network interfaces.
+    fn gids(port_dir: &Path, layer: LinkLayer) -> Vec<Gid> {
+        let attrs = port_dir.join("gid_attrs");
+        Self::list(&port_dir.join("gids"))
+            .iter()
+            .filter_map(|name| {
+                let index: u32 = name.parse().ok()?;
+                let gid = parse::gid(&Self::read(&port_dir.join("gids").join(name))?)?;
+                if gid == [0; 16] {
+                    return None;
+                }
+                Some(Gid {
+                    gid_type: Self::read(&attrs.join("types").join(name))
+                        .and_then(|t| parse::gid_type(&t, layer)),
+                    netdev: Self::read(&attrs.join("ndevs").join(name))
+                        .and_then(|t| parse::version(&t)),
+                    ..Gid::new(index, gid, layer)
+                })
+            })
+            .collect()
+    }
+
+    /// The PCI device directory a `device` link leads to, if it is one (soft devices such
+    /// as rxe have none).
+    fn pci_dir(&self, link: &Path) -> Option<PathBuf> {
+        let dir = std::fs::canonicalize(link).ok()?;
+        let name = dir.file_name()?.to_str()?;
+        parse::is_pci_address(name).then_some(dir)
+    }
+
+    /// The path below /sys/devices: host bridge, bridges, the device.
+    fn pci_path(&self, dir: &Path) -> Vec<String> {
+        dir.strip_prefix(self.path("sys/devices"))
+            .map(|rel| {
+                rel.components()
+                    .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn link(dir: &Path, prefix: &str) -> Option<PcieLink> {
+        let gts = Self::read(&dir.join(format!("{prefix}_link_speed")))
+            .and_then(|t| parse::pcie_speed(&t))?;
+        let width = Self::read(&dir.join(format!("{prefix}_link_width")))
+            .and_then(|t| parse::pcie_width(&t))?;
+        Some(PcieLink::new(gts, width))
+    }
+
+    fn pci(&self, dir: &Path) -> Pci {
+        // The bridge above a device is its slot; a host bridge (`pci0000:15`) has no link.
+        let slot = dir.parent().filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(parse::is_pci_address)
+        });
+        Pci {
+            address: dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string(),
+            numa_node: Self::read(&dir.join("numa_node")).and_then(|t| parse::numa_node(&t)),
+            link: Self::link(dir, "current"),
+            device_max: Self::link(dir, "max"),
+            slot_max: slot.and_then(|s| Self::link(s, "max")),
+            path: self.pci_path(dir),
+        }
+    }
+
+    fn driver(&self, pci_dir: &Path) -> Option<Driver> {
+        let driver = pci_dir.join("driver");
+        let module =
+            Self::link_name(&driver.join("module")).or_else(|| Self::link_name(&driver))?;
+        Some(Driver {
+            version: self.module_version(&module),
+            module,
+        })
+    }
+
+    /// `/sys/module/<name>/version`: set by out-of-tree modules.
+    pub fn module_version(&self, module: &str) -> Option<String> {
+        Self::read(&self.path("sys/module").join(module).join("version"))
+            .and_then(|t| parse::version(&t))
+    }
+
+    /// NVIDIA GPUs in PCI address order.
+    pub fn gpus(&self) -> Vec<Gpu> {
+        let bus = self.path("sys/bus/pci/devices");
+        let mut gpus: Vec<Gpu> = Self::list(&bus)
+            .iter()
+            .filter_map(|name| {
+                let dir = self.pci_dir(&bus.join(name))?;
+                let hex = |file: &str| Self::read(&dir.join(file)).and_then(|t| parse::hex_u32(&t));
+                let is_gpu = hex("vendor") == Some(NVIDIA_VENDOR)
+                    && hex("class").is_some_and(|c| c >> 16 == 0x03);
+                is_gpu.then(|| Gpu {
+                    index: 0,
+                    address: name.clone(),
+                    device_id: hex("device"),
+                    numa_node: Self::read(&dir.join("numa_node"))
+                        .and_then(|t| parse::numa_node(&t)),
+                    link: Self::link(&dir, "current"),
+                    path: self.pci_path(&dir),
+                })
+            })
+            .collect();
+        gpus.sort_by(|a, b| a.address.cmp(&b.address));
+        for (i, g) in gpus.iter_mut().enumerate() {
+            g.index = i;
+        }
+        gpus
+    }
+
+    /// The modules loaded: from /proc/modules, else the `/sys/module/*/initstate` files of
+    /// the modules asked about. `None` if neither can be read.
+    fn loaded(&self, candidates: &[&str]) -> Option<Vec<String>> {
+        if let Some(text) = Self::read(&self.path("proc/modules")) {
+            return Some(parse::loaded_modules(&text));
+        }
+        let sys_module = self.path("sys/module");
+        if !sys_module.is_dir() {
+            return None;
+        }
+        Some(
+            candidates
+                .iter()
+                .filter(|m| {
+                    Self::read(&sys_module.join(m).join("initstate"))
+                        .is_some_and(|t| parse::first_line(&t) == "live")
+                })
+                .map(|m| m.to_string())
+                .collect(),
+        )
+    }
+
+    /// Whether a GPUDirect RDMA module is loaded, and which.
+    pub fn peer_memory(&self) -> PeerMemory {
+        let Some(loaded) = self.loaded(&PEER_MEMORY_MODULES) else {
+            return PeerMemory::Unknown;
+        };
+        match PEER_MEMORY_MODULES
+            .iter()
+            .find(|m| loaded.iter().any(|l| l == *m))
+        {
+            Some(m) => PeerMemory::Loaded {
+                module: m.to_string(),
+                version: self.module_version(m),
+            },
+            None => PeerMemory::Missing,
+        }
+    }
+}
+
+/// Sort key putting `mlx5_2` before `mlx5_10`: the name with its trailing number apart.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, number) = name.split_at(name.len() - digits);
+    (
+        stem.to_string(),
+        number.parse().unwrap_or(0),
+        name.to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order() {
+        let mut names = vec!["mlx5_10", "mlx5_2", "irdma0", "mlx5_1", "mlx5_"];
+        names.sort_by_key(|n| natural_key(n));
+        assert_eq!(names, ["irdma0", "mlx5_", "mlx5_1", "mlx5_2", "mlx5_10"]);
+    }
+
+    #[test]
+    fn an_empty_root_has_nothing_and_does_not_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = Sysfs::new(dir.path());
+        assert!(sysfs.device_names().is_empty());
+        assert!(sysfs.gpus().is_empty());
+        assert_eq!(sysfs.peer_memory(), PeerMemory::Unknown);
+        assert_eq!(sysfs.hostname(), None);
+        let ghost = sysfs.device("mlx5_0");
+        assert!(ghost.ports.is_empty() && ghost.pci.is_none() && ghost.node_guid.is_none());
+    }
+
+    #[test]
+    fn junk_files_leave_facts_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = dir.path().join("sys/class/infiniband/mlx5_0");
+        let port = dev.join("ports/1");
+        std::fs::create_dir_all(port.join("gids")).unwrap();
+        std::fs::write(dev.join("node_guid"), "not a guid").unwrap();
+        std::fs::write(dev.join("fw_ver"), [0xff, 0xfe, 0x00]).unwrap();
+        std::fs::write(port.join("state"), "\u{0}\u{0}").unwrap();
+        std::fs::write(port.join("phys_state"), "5: LinkUp").unwrap();
+        std::fs::write(port.join("rate"), "lots").unwrap();
+        std::fs::write(port.join("link_layer"), "InfiniBand").unwrap();
+        std::fs::write(port.join("gids/0"), "fe80::1").unwrap();
+        std::fs::write(dir.path().join("sys/class/infiniband/README"), "x").unwrap();
+        std::fs::create_dir_all(dev.join("ports/notaport")).unwrap();
+        let sysfs = Sysfs::new(dir.path());
+        let d = sysfs.device("mlx5_0");
+        assert_eq!(d.node_guid, None);
+        assert_eq!(d.fw_ver, None);
+        assert_eq!(d.ports.len(), 1);
+        assert_eq!(d.ports[0].state, None);
+        assert_eq!(d.ports[0].rate(), None);
+        assert!(d.ports[0].gids.is_empty());
+    }
+}

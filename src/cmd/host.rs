@@ -1,0 +1,400 @@
+//! `ibscope host`: the local machine's RDMA side (devices, ports, firmware, drivers, PCIe,
+//! GPUs, GPUDirect RDMA) and, with --check, the commissioning preflight.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use ibscope_host::model::{
+    self, Device, Driver, GpuNear, Host, LinkLayer, PeerMemory, Port, VerbsStatus,
+};
+use ibscope_host::{HostFinding, Norms, PreflightOptions};
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::findings::{self, Severity};
+use ibscope_topo::health::Rate;
+use serde::Serialize;
+
+use crate::cli::{exit, Global};
+
+/// This host's RDMA devices, ports, PCIe links, GPUs; --check: ready for a job?
+///
+/// Lists every RDMA device through libibverbs (as RDMA applications and NCCL see them) and
+/// sysfs: node GUID, firmware, driver and its version, each port's link layer (InfiniBand
+/// or Ethernet/RoCE), state, physical state, rate, LID and SM LID; for RoCE ports the GID
+/// table (RoCE v1/v2, the IP addresses and interfaces); the HCA's PCIe link against what it
+/// and its slot support, its NUMA node, and the NVIDIA GPUs that share its PCIe switch
+/// (else its host bridge, else its NUMA node). Sends nothing to the fabric.
+///
+/// --check turns each gap into a finding (exit 1); the kinds are listed below the options.
+///
+/// -C/--ca restricts the report to one device. IBSCOPE_SYSFS_ROOT=DIR reads sysfs and
+/// procfs under DIR instead of / (libibverbs is then not asked: it reads the real host).
+///
+/// Exit code: 0 listed (with --check: ready), 1 findings (--check), 2 no RDMA device or
+/// could not run.
+///
+/// Examples:
+///   ibscope host
+///   ibscope host --check
+///   ibscope host --check --expect 4xNDR --json
+///   ibscope -C mlx5_0 host
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment, after_long_help = kinds_help())]
+pub struct Args {
+    /// JSON output: the host, and with --check the norms and findings.
+    #[arg(long)]
+    pub json: bool,
+    /// Judge the host: findings, and exit 1 when there are any.
+    #[arg(long)]
+    pub check: bool,
+    /// Expected rate of every InfiniBand port, e.g. 4xNDR (default: the host's most
+    /// common rate).
+    #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
+    pub expect: Option<Rate>,
+}
+
+/// The finding kinds --check reports, from the shared table.
+fn kinds_help() -> String {
+    let mut text = String::from("Findings of --check:\n");
+    let host_kinds = findings::FINDING_KINDS
+        .iter()
+        .filter(|k| k.scope == findings::Scope::Host);
+    for facts in host_kinds {
+        text.push_str(&format!(
+            "  {:<21} {:<7} {}\n",
+            facts.name,
+            facts.severity.as_str(),
+            facts.meaning
+        ));
+    }
+    text
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    host: &'a Host,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    norms: Option<Norms>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ready: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    findings: Option<&'a [HostFinding]>,
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let mut host = ibscope_host::gather(&ibscope_host::Options::from_env())?;
+    if let Some(ca) = &g.ca {
+        let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();
+        host.devices.retain(|d| &d.name == ca);
+        if host.devices.is_empty() {
+            bail!(
+                "no RDMA device named {} (this host has {})",
+                for_terminal(ca),
+                for_terminal(&names.join(", "))
+            );
+        }
+    }
+    let opts = PreflightOptions { expect: a.expect };
+    let findings = if a.check {
+        ibscope_host::preflight(&host, &opts)
+    } else {
+        Vec::new()
+    };
+    let mut out = std::io::stdout().lock();
+    let written = if a.json {
+        let report = Report {
+            host: &host,
+            norms: a.check.then(|| Norms::of(&host, &opts)),
+            ready: a.check.then_some(findings.is_empty()),
+            findings: a.check.then_some(findings.as_slice()),
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)
+    } else {
+        print_text(&mut out, &host).and_then(|()| match a.check {
+            true => print_findings(&mut out, &findings),
+            false => Ok(()),
+        })
+    };
+    // A closed pipe comes back as an error; main ends quietly on it, as for every command.
+    written.and_then(|()| out.flush())?;
+    Ok(ExitCode::from(if findings.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+fn print_text(out: &mut impl Write, host: &Host) -> io::Result<()> {
+    let text = |s: &Option<String>| s.as_deref().map_or("?".into(), for_terminal);
+    let detail = for_terminal(host.verbs.detail.as_deref().unwrap_or("?"));
+    let verbs = match host.verbs.status {
+        VerbsStatus::Used => "libibverbs and sysfs".to_string(),
+        VerbsStatus::Failed => format!("sysfs only (libibverbs failed: {detail})"),
+        VerbsStatus::NotUsed => format!("sysfs only ({detail})"),
+    };
+    writeln!(
+        out,
+        "host {}, kernel {}; read through {verbs}",
+        text(&host.hostname),
+        text(&host.kernel)
+    )?;
+    writeln!(out, "drivers: {}", drivers_line(host))?;
+    writeln!(out, "{}\n", gpus_line(host))?;
+    let mut rows = vec![[
+        "device",
+        "port",
+        "link",
+        "state",
+        "physical",
+        "rate",
+        "LID",
+        "SM",
+        "firmware",
+        "PCIe",
+        "NUMA",
+        "GPUs near",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for d in &host.devices {
+        device_rows(d, &mut rows);
+    }
+    print_rows(out, &rows)
+}
+
+/// `mlx5_core 24.10-1.1.4` (all), or each driver with its devices.
+fn drivers_line(host: &Host) -> String {
+    let kernel = host.kernel.as_deref().unwrap_or("?");
+    let mut drivers: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for d in &host.devices {
+        let name = match &d.driver {
+            Some(Driver {
+                module,
+                version: Some(v),
+            }) => format!("{module} {v}"),
+            Some(Driver {
+                module,
+                version: None,
+            }) => format!("{module} in-tree (kernel {kernel})"),
+            None => "unknown".into(),
+        };
+        drivers.entry(name).or_default().push(&d.name);
+    }
+    drivers
+        .iter()
+        .map(|(driver, devices)| match drivers.len() {
+            1 => for_terminal(driver),
+            _ => format!("{} ({})", for_terminal(driver), devices.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn gpus_line(host: &Host) -> String {
+    let peer = match &host.peer_memory {
+        PeerMemory::Loaded { module, version } => format!(
+            "{module} {}",
+            version
+                .as_deref()
+                .map_or("(no version)".into(), for_terminal)
+        ),
+        PeerMemory::Missing => "no peer-memory module loaded".into(),
+        PeerMemory::Unknown => "module list unreadable".into(),
+    };
+    if host.gpus.is_empty() {
+        return format!("NVIDIA GPUs: none; GPUDirect RDMA: {peer}");
+    }
+    let mut ids: Vec<String> = host
+        .gpus
+        .iter()
+        .map(|g| g.device_id.map_or("?".into(), |id| format!("{id:#06x}")))
+        .collect();
+    ids.dedup();
+    format!(
+        "NVIDIA GPUs: {} (device {}); GPUDirect RDMA: {peer}",
+        host.gpus.len(),
+        ids.join(", ")
+    )
+}
+
+fn device_rows(d: &Device, rows: &mut Vec<Vec<String>>) {
+    let firmware = d.fw_ver.as_deref().map_or("?".into(), for_terminal);
+    let pcie = d
+        .pci
+        .as_ref()
+        .map_or("-".into(), |pci| match (pci.link, pci.capability()) {
+            (Some(now), Some(cap)) if now.gbps() + 0.5 < cap.gbps() => {
+                format!("{} of {}", now.text(), cap.text())
+            }
+            (Some(now), _) => now.text(),
+            (None, _) => "down?".into(),
+        });
+    let numa = d
+        .pci
+        .as_ref()
+        .and_then(|p| p.numa_node)
+        .map_or("-".into(), |n| n.to_string());
+    let mut device_cells = vec![firmware, pcie, numa, gpus_near(&d.gpus_near)];
+    if d.ports.is_empty() {
+        let mut row = vec![for_terminal(&d.name)];
+        row.extend(["-", "-", "no ports", "", "", "", ""].map(String::from));
+        row.append(&mut device_cells);
+        rows.push(row);
+    }
+    for (i, p) in d.ports.iter().enumerate() {
+        let name = if i == 0 {
+            for_terminal(&d.name)
+        } else {
+            String::new()
+        };
+        let mut row = vec![name];
+        row.extend(port_cells(p));
+        row.extend(if i == 0 {
+            std::mem::take(&mut device_cells)
+        } else {
+            vec![String::new(); 4]
+        });
+        rows.push(row);
+        if p.link_layer == LinkLayer::Ethernet {
+            gid_rows(p, rows);
+        }
+    }
+    if let Some(e) = &d.verbs_error {
+        rows.push(vec![
+            String::new(),
+            format!("libibverbs: {}", for_terminal(e)),
+        ]);
+    }
+}
+
+fn port_cells(p: &Port) -> Vec<String> {
+    let num = |v: Option<u16>| v.map_or("-".into(), |v| v.to_string());
+    vec![
+        p.port.to_string(),
+        p.link_layer.short().to_string(),
+        p.state.map_or("?".into(), |s| s.short().to_string()),
+        p.phys_state.map_or("?".into(), |s| s.short().to_string()),
+        p.rate().map_or("-".into(), |r| r.to_string()),
+        num(p.lid),
+        num(p.sm_lid),
+    ]
+}
+
+/// One line per address: `RoCE v1 gid 2, RoCE v2 gid 3  192.168.10.21  enp65s0f0np0`.
+fn gid_rows(p: &Port, rows: &mut Vec<Vec<String>>) {
+    let mut by_address: Vec<(String, Option<&str>, Vec<String>)> = Vec::new();
+    for g in &p.gids {
+        let ip =
+            g.ip.map_or_else(|| model::gid_string(&g.gid), |ip| ip.to_string());
+        let what = format!("{} gid {}", g.gid_type.map_or("?", |t| t.name()), g.index);
+        match by_address
+            .iter_mut()
+            .find(|(a, n, _)| *a == ip && *n == g.netdev.as_deref())
+        {
+            Some((_, _, whats)) => whats.push(what),
+            None => by_address.push((ip, g.netdev.as_deref(), vec![what])),
+        }
+    }
+    for (ip, netdev, whats) in by_address {
+        rows.push(vec![
+            String::new(),
+            format!(
+                "  {ip}  {}  {}",
+                netdev.map_or("-".into(), for_terminal),
+                whats.join(", ")
+            ),
+        ]);
+    }
+}
+
+/// The closest GPUs: `GPU0 (switch)`, `GPU0-3 (numa)`.
+fn gpus_near(near: &[GpuNear]) -> String {
+    let Some(closest) = near.first().map(|n| n.relation) else {
+        return "-".into();
+    };
+    let indices: Vec<usize> = near
+        .iter()
+        .filter(|n| n.relation == closest)
+        .map(|n| n.gpu)
+        .collect();
+    format!("GPU{} ({})", ranges(&indices), closest.short())
+}
+
+/// `0-3,5` from sorted indices.
+fn ranges(indices: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < indices.len() {
+        let mut j = i;
+        while j + 1 < indices.len() && indices[j + 1] == indices[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => indices[i].to_string(),
+            1 => format!("{},{}", indices[i], indices[j]),
+            _ => format!("{}-{}", indices[i], indices[j]),
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Columns padded to their widest cell; a row with fewer cells (GID and error lines) runs
+/// free after its first.
+fn print_rows(out: &mut impl Write, rows: &[Vec<String>]) -> io::Result<()> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows.iter().filter(|r| r.len() == columns) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let line: Vec<String> = if row.len() == columns {
+            row.iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:<w$}"))
+                .collect()
+        } else {
+            vec![format!("{:<w$}", row[0], w = widths[0]), row[1..].join(" ")]
+        };
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+fn print_findings(out: &mut impl Write, findings: &[HostFinding]) -> io::Result<()> {
+    if findings.is_empty() {
+        return writeln!(out, "\npreflight: ready (no findings)");
+    }
+    let errors = findings
+        .iter()
+        .filter(|f| f.finding.severity == Severity::Error)
+        .count();
+    writeln!(
+        out,
+        "\npreflight: {} finding(s), {errors} error(s), {} warning(s)",
+        findings.len(),
+        findings.len() - errors
+    )?;
+    for f in findings {
+        writeln!(out, "  {}", f.text_line())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_ranges() {
+        assert_eq!(ranges(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(ranges(&[0, 1, 3]), "0,1,3");
+        assert_eq!(ranges(&[5]), "5");
+        assert_eq!(ranges(&[0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(ranges(&[]), "");
+    }
+}

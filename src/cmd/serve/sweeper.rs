@@ -1,0 +1,363 @@
+//! The sweeper thread of `serve`: it owns the management port, discovers the fabric,
+//! sweeps the counters every interval, renders the page ([`prometheus::fabric_page`]) and
+//! publishes it to the [`Cache`] the HTTP threads read; it rediscovers when the fabric
+//! changed under it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ibscope_mad::engine::{CancelToken, Engine, Request};
+use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
+use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
+use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
+use ibscope_topo::findings::{self, Finding};
+use ibscope_topo::health::{self, HealthOptions, HealthReport};
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::{Fabric, PortKey};
+
+use super::http::{gzip, Cache, Snapshot};
+use crate::cli::Global;
+
+pub struct Sweeper {
+    pub g: Global,
+    pub names: Option<NameMap>,
+    /// `check`'s thresholds in force, for the findings family.
+    pub thresholds: Thresholds,
+    pub filter: PortFilter,
+    pub counters: Vec<&'static str>,
+    pub interval: Duration,
+    pub rediscover_every: u64,
+    pub cache: Arc<Cache>,
+    /// The sweeper engine's cancel token, set by the main thread to stop.
+    pub stop: CancelToken,
+    pub sweeps: Arc<AtomicU64>,
+    /// By node GUID, kept across rediscoveries.
+    pub scrape_errors: HashMap<u64, ScrapeErrors>,
+    pub discoveries: u64,
+}
+
+/// The discovered fabric and what is derived from it once per discovery.
+struct Discovered {
+    fabric: Fabric,
+    targets: Vec<CounterTarget>,
+    /// The links' health (degraded or not): it changes only with the fabric.
+    health: HealthReport,
+    duration: Duration,
+}
+
+/// Where the sweeper is between sweeps.
+#[derive(Default)]
+struct Progress {
+    current: Option<Discovered>,
+    previous: Option<Sample>,
+    since_discovery: u64,
+    /// Kept one sweep longer than the cache does, so the sweeper (not a scrape) usually
+    /// frees a page.
+    retired: Option<Arc<Snapshot>>,
+}
+
+fn micros(since: Instant) -> u64 {
+    since.elapsed().as_micros() as u64
+}
+
+impl Sweeper {
+    fn stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// Until stopped. The engine is closed (agents unregistered after a drain) when this
+    /// returns.
+    pub fn run(mut self, opened: mpsc::Sender<Result<()>>, sleeper: mpsc::Receiver<()>) {
+        lower_own_priority();
+        let mut engine = match crate::fabric::open_engine(&self.g) {
+            Ok(e) => {
+                let _ = opened.send(Ok(()));
+                e
+            }
+            Err(e) => {
+                let _ = opened.send(Err(e));
+                return;
+            }
+        };
+        // A stop then abandons the running sweep within about one MAD timeout.
+        engine.set_cancel(Some(self.stop.clone()));
+        // Once the transport is gone every MAD fails at once: hand the one error to the
+        // main thread, which ends the command with it, rather than serve a page of
+        // unreadable ports.
+        let lost = |engine: &Engine| match crate::fabric::ensure_connected(engine) {
+            Ok(()) => false,
+            Err(e) => {
+                let _ = opened.send(Err(e));
+                true
+            }
+        };
+        let mut progress = Progress::default();
+        while !self.stopped() {
+            let started = Instant::now();
+            if !self.sweep_once(&mut engine, &mut progress, &lost) {
+                break;
+            }
+            match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Woken (or the sender gone): the main thread wants us to stop.
+                _ => break,
+            }
+        }
+        // `engine` drops here: late replies drained, agents unregistered.
+    }
+
+    /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
+    /// False when the sweeper must stop (asked to, or the transport is lost).
+    fn sweep_once(
+        &mut self,
+        engine: &mut Engine,
+        progress: &mut Progress,
+        lost: &dyn Fn(&Engine) -> bool,
+    ) -> bool {
+        if progress.current.is_none() {
+            progress.current = Some(self.discover(engine));
+            progress.previous = None;
+            progress.since_discovery = 0;
+        }
+        if lost(engine) || self.stopped() {
+            return false;
+        }
+        let d = progress.current.as_ref().expect("discovered above");
+        let t = Instant::now();
+        let sample = counters::sweep(engine, &d.fabric, &d.targets, self.names.as_ref());
+        let sweep_us = micros(t);
+        if lost(engine) || self.stopped() {
+            return false;
+        }
+        // The SM check `check` makes, against the SM the local port names now.
+        let local = engine.local().clone();
+        let sm_lid = findings::local_master_sm_lid(engine, local.port_num).unwrap_or(local.sm_lid);
+        let sm = findings::sm_finding(&findings::read_sm(engine, sm_lid));
+        if lost(engine) || self.stopped() {
+            return false;
+        }
+        let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
+        progress.since_discovery += 1;
+        let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
+            return false;
+        };
+        drop(progress.retired.take());
+        progress.retired = self.cache.store(Arc::new(snap));
+        let t = Instant::now();
+        let states_moved = port_states_changed(engine, &d.fabric);
+        tracing::debug!(us = micros(t), "port states checked");
+        if lost(engine) {
+            return false;
+        }
+        let changed = states_moved
+            || progress
+                .previous
+                .as_ref()
+                .is_some_and(|p| topology_changed(p, &sample));
+        let empty = d.targets.is_empty();
+        let due = self.rediscover_every > 0 && progress.since_discovery >= self.rediscover_every;
+        if changed || empty || due {
+            tracing::info!("rediscovering (change seen: {changed})");
+            progress.current = None;
+        }
+        progress.previous = Some(sample);
+        true
+    }
+
+    /// The page of this sweep, rendered and compressed; `None` when stopped meanwhile.
+    fn snapshot(
+        &mut self,
+        d: &Discovered,
+        sample: &Sample,
+        sweeps: u64,
+        sweep_us: u64,
+        sm: Option<&Finding>,
+    ) -> Option<Snapshot> {
+        let failure = self.account(sample, d);
+        let t = Instant::now();
+        let text = self.render(d, sample, sweeps, sm);
+        let render_us = micros(t);
+        if self.stopped() {
+            return None;
+        }
+        let t = Instant::now();
+        let gzip = gzip(text.as_bytes());
+        tracing::debug!(
+            sweep_us,
+            render_us,
+            gzip_us = micros(t),
+            text = text.len(),
+            gzip = gzip.len(),
+            "swept"
+        );
+        Some(Snapshot {
+            gzip,
+            text,
+            finished: Instant::now(),
+            failure,
+        })
+    }
+
+    fn discover(&mut self, exec: &mut Engine) -> Discovered {
+        let t = Instant::now();
+        let fabric = discover::discover(exec, DiscoverOptions::default(), |_| {});
+        self.discoveries += 1;
+        let mut targets = counters::targets(&fabric, None, None);
+        targets.retain(|t| self.filter.keeps(fabric.node(t.node), t.port));
+        tracing::debug!(
+            us = micros(t),
+            nodes = fabric.node_count(),
+            targets = targets.len(),
+            "discovered"
+        );
+        let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
+        Discovered {
+            fabric,
+            targets,
+            health,
+            duration: t.elapsed(),
+        }
+    }
+
+    /// Count this sweep's failures per node; the sweep failed when no port answered.
+    fn account(&mut self, sample: &Sample, d: &Discovered) -> Option<String> {
+        for (_, node) in d.fabric.nodes() {
+            self.scrape_errors.entry(node.guid).or_default();
+        }
+        let mut answered = 0usize;
+        for p in &sample.ports {
+            if p.counters.is_some() {
+                answered += 1;
+            }
+            let e = self.scrape_errors.entry(p.at.node_guid).or_default();
+            for msg in &p.errors {
+                e.errors += 1;
+                if msg.contains("no reply after") {
+                    e.timeouts += 1;
+                }
+            }
+        }
+        if d.targets.is_empty() {
+            Some(format!(
+                "no port with a LID to read ({} nodes discovered; is an SM running?)",
+                d.fabric.node_count()
+            ))
+        } else if answered == 0 {
+            Some(format!(
+                "none of {} ports answered PortCounters",
+                sample.ports.len()
+            ))
+        } else {
+            None
+        }
+    }
+
+    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64, sm: Option<&Finding>) -> String {
+        prometheus::fabric_page(
+            &d.fabric,
+            &d.health,
+            self.names.as_ref(),
+            sample,
+            &PageStats {
+                filter: self.filter,
+                counters: &self.counters,
+                sweeps,
+                discoveries: self.discoveries,
+                discovery_seconds: d.duration.as_secs_f64(),
+                scrape_errors: &self.scrape_errors,
+                thresholds: &self.thresholds,
+                sm,
+            },
+        )
+    }
+}
+
+/// Whether any switch port's logical state differs from the one discovery recorded: one
+/// PortInfo per switch port (1..N) per sweep, over the discovery's directed routes. Covers
+/// links going down and coming up; a back-to-back CA link is seen only through its
+/// counters. (ibsim changes neither SwitchInfo.PortStateChange nor LinkDownedCounter on
+/// Unlink, so this is the signal that works everywhere.) With --active-only this is also
+/// what brings a port that came up onto the page.
+fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
+    use ibscope_mad::attr::PortInfo;
+    use ibscope_mad::smp::{DrPath, SmpRoute};
+    let mut batch = Vec::new();
+    for (_, node) in fabric.switches() {
+        let route = match node.dr_path.as_deref().map(DrPath::parse) {
+            Some(Ok(path)) => SmpRoute::Directed(path),
+            _ => match node.lid() {
+                Some(lid) => SmpRoute::Lid(lid),
+                None => continue,
+            },
+        };
+        for p in &node.ports {
+            if p.number == 0 {
+                continue;
+            }
+            batch.push((
+                p.state,
+                Request::get::<PortInfo>(&route, u32::from(p.number)),
+            ));
+        }
+    }
+    let mut changed = false;
+    exec.execute(batch, &mut |known, result, _| {
+        if let Ok(Ok(info)) = result.map(|r| r.decode::<PortInfo>()) {
+            if Some(info.state()) != known {
+                changed = true;
+            }
+        }
+    });
+    changed
+}
+
+/// A sign that the fabric changed under us: a port's LinkDownedCounter moved, or its PMA
+/// started or stopped answering.
+fn topology_changed(prev: &Sample, cur: &Sample) -> bool {
+    let before: HashMap<PortKey, (bool, Option<u64>)> = prev
+        .ports
+        .iter()
+        .map(|p| {
+            (
+                p.at.key(),
+                (p.counters.is_some(), p.value("LinkDownedCounter")),
+            )
+        })
+        .collect();
+    cur.ports.iter().any(|p| match before.get(&p.at.key()) {
+        Some(&(answered, downed)) => {
+            answered != p.counters.is_some()
+                || (downed.is_some()
+                    && p.counters.is_some()
+                    && downed != p.value("LinkDownedCounter"))
+        }
+        None => true,
+    })
+}
+
+/// Give the calling thread (the sweeper) a lower CPU priority than the HTTP threads, so a
+/// scrape is not queued behind rendering and compressing the page on a busy machine. Only
+/// ever lowers it (nice + 10, at most 19); threads it starts (the umad transport's) inherit
+/// the value.
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain syscalls on this thread's own id; errno is read right after.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        *libc::__errno_location() = 0;
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if current == -1 && *libc::__errno_location() != 0 {
+            return;
+        }
+        let lower = (current + SWEEPER_NICE).min(19);
+        if libc::setpriority(libc::PRIO_PROCESS, tid, lower) != 0 {
+            tracing::debug!("could not lower the sweeper's priority");
+        }
+    }
+}
+
+/// How much nicer the sweeper is than the HTTP threads.
+const SWEEPER_NICE: i32 = 10;

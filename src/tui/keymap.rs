@@ -1,0 +1,459 @@
+//! The key map: one table says what each key does where, and the same table writes the
+//! footer's hints and the help screen, so the three cannot drift apart.
+
+use crossterm::event::KeyCode;
+
+use super::state::{AppState, View};
+
+/// What a key does, once mapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    GoTo(View),
+    NextView,
+    PrevView,
+    ToggleHelp,
+    CloseHelp,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    /// Enter outside text input: open a detail pane.
+    Open,
+    /// Esc outside text input: close the detail pane.
+    Back,
+    CycleSort,
+    /// `/` in Nodes, `/` or `e` in Routing.
+    StartInput,
+    InputChar(char),
+    InputBackspace,
+    /// Enter while typing.
+    InputSubmit,
+    /// Esc while typing.
+    InputCancel,
+    /// Tab while typing in Routing: the other field.
+    InputSwitchField,
+    /// Swap routing source and destination.
+    SwapRoute,
+    SweepNow,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Every view, outside text input.
+    Every,
+    /// One view, outside text input.
+    In(View),
+    /// The node list (Nodes view, no detail open).
+    NodeList,
+    /// A node's detail pane.
+    NodeDetail,
+    /// Typing into a view's text field.
+    Typing(View),
+    /// The help screen.
+    Help,
+}
+
+/// The footer's hint for a binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hint {
+    /// Keys and a word: "s sort".
+    Text(&'static str),
+    /// The arrow keys, named for what the current view's list holds: "↑↓ nodes".
+    Moves,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    /// Each key and what it does.
+    pub keys: &'static [(KeyCode, Action)],
+    pub places: &'static [Place],
+    /// The keys as the help screen shows them.
+    pub shown: &'static str,
+    /// What the binding does, for the help screen.
+    pub help: &'static str,
+    /// The footer's hint and its rank (lower first: the footer is cut at the screen's
+    /// width); `None` when the footer leaves it out.
+    pub hint: Option<(u8, Hint)>,
+}
+
+use KeyCode::{BackTab, Backspace, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up, F};
+
+const fn ch(c: char) -> KeyCode {
+    KeyCode::Char(c)
+}
+
+/// Every binding, in the help screen's order.
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &[(ch('q'), Action::Quit)],
+        places: &[Place::Every, Place::Help],
+        shown: "q, Ctrl-C",
+        help: "quit",
+        hint: Some((0, Hint::Text("q quit"))),
+    },
+    Binding {
+        keys: &[
+            (ch('1'), Action::GoTo(View::ALL[0])),
+            (ch('2'), Action::GoTo(View::ALL[1])),
+            (ch('3'), Action::GoTo(View::ALL[2])),
+            (ch('4'), Action::GoTo(View::ALL[3])),
+            (ch('5'), Action::GoTo(View::ALL[4])),
+            (ch('6'), Action::GoTo(View::ALL[5])),
+            (Tab, Action::NextView),
+            (BackTab, Action::PrevView),
+        ],
+        places: &[Place::Every],
+        shown: "1-6, Tab",
+        help: "switch view (Shift-Tab back)",
+        hint: Some((8, Hint::Text("1-6/Tab view"))),
+    },
+    Binding {
+        keys: &[(ch('?'), Action::ToggleHelp), (F(1), Action::ToggleHelp)],
+        places: &[Place::Every],
+        shown: "?",
+        help: "this help",
+        hint: Some((1, Hint::Text("? help"))),
+    },
+    Binding {
+        keys: &[
+            (Up, Action::Up),
+            (ch('k'), Action::Up),
+            (Down, Action::Down),
+            (ch('j'), Action::Down),
+            (PageUp, Action::PageUp),
+            (PageDown, Action::PageDown),
+            (ch(' '), Action::PageDown),
+            (Home, Action::Top),
+            (ch('g'), Action::Top),
+            (End, Action::Bottom),
+            (ch('G'), Action::Bottom),
+        ],
+        places: &[Place::Every],
+        shown: "↑↓ j k",
+        help: "move;  PgUp PgDn Home End",
+        hint: Some((7, Hint::Moves)),
+    },
+    Binding {
+        keys: &[(ch('r'), Action::SweepNow)],
+        places: &[Place::Every],
+        shown: "r",
+        help: "sweep now",
+        hint: Some((9, Hint::Text("r sweep"))),
+    },
+    Binding {
+        keys: &[(ch('/'), Action::StartInput)],
+        places: &[Place::In(View::Nodes)],
+        shown: "/",
+        help: "filter by name, GUID or LID",
+        hint: Some((2, Hint::Text("/ filter"))),
+    },
+    Binding {
+        keys: &[(ch('s'), Action::CycleSort)],
+        places: &[Place::NodeList],
+        shown: "s",
+        help: "cycle sort: name kind lid guid ports",
+        hint: Some((3, Hint::Text("s sort"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::NodeList],
+        shown: "Enter",
+        help: "node detail and port table",
+        hint: Some((4, Hint::Text("Enter detail"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::NodeDetail],
+        shown: "Esc",
+        help: "close the detail",
+        hint: Some((2, Hint::Text("Esc close"))),
+    },
+    Binding {
+        keys: &[(ch('s'), Action::CycleSort)],
+        places: &[Place::In(View::Counters)],
+        shown: "s",
+        help: "sort: error rate, errors, traffic, name",
+        hint: Some((2, Hint::Text("s sort"))),
+    },
+    Binding {
+        keys: &[(ch('/'), Action::StartInput), (ch('e'), Action::StartInput)],
+        places: &[Place::In(View::Routing)],
+        shown: "/ or e",
+        help: "edit From (Tab: To); Enter traces",
+        hint: Some((2, Hint::Text("/ edit"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::In(View::Routing)],
+        shown: "Enter",
+        help: "trace the route",
+        hint: Some((3, Hint::Text("Enter trace"))),
+    },
+    Binding {
+        keys: &[(ch('x'), Action::SwapRoute)],
+        places: &[Place::In(View::Routing)],
+        shown: "x",
+        help: "swap From and To",
+        hint: Some((4, Hint::Text("x swap"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::InputSubmit)],
+        places: &[Place::Typing(View::Nodes)],
+        shown: "Enter",
+        help: "while filtering: keep the filter",
+        hint: Some((1, Hint::Text("Enter keep"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::InputCancel)],
+        places: &[Place::Typing(View::Nodes)],
+        shown: "Esc",
+        help: "while filtering: clear it",
+        hint: Some((2, Hint::Text("Esc clear"))),
+    },
+    Binding {
+        keys: &[
+            (Tab, Action::InputSwitchField),
+            (BackTab, Action::InputSwitchField),
+        ],
+        places: &[Place::Typing(View::Routing)],
+        shown: "Tab",
+        help: "while editing: the other field",
+        hint: Some((1, Hint::Text("Tab other field"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::InputSubmit)],
+        places: &[Place::Typing(View::Routing)],
+        shown: "Enter",
+        help: "while editing: trace",
+        hint: Some((2, Hint::Text("Enter trace"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::InputCancel)],
+        places: &[Place::Typing(View::Routing)],
+        shown: "Esc",
+        help: "while editing: stop",
+        hint: Some((3, Hint::Text("Esc stop"))),
+    },
+    Binding {
+        keys: &[
+            (Backspace, Action::InputBackspace),
+            (Up, Action::Up),
+            (Down, Action::Down),
+        ],
+        places: &[Place::Typing(View::Nodes), Place::Typing(View::Routing)],
+        shown: "Backspace ↑↓",
+        help: "while typing: delete; move",
+        hint: None,
+    },
+];
+
+/// What typing does in a view's text field (the first hint of the footer).
+fn typing_hint(view: View) -> &'static str {
+    match view {
+        View::Routing => "type name/LID/GUID[port]",
+        _ => "type to filter",
+    }
+}
+
+/// True while keys are text for an input field rather than commands.
+pub fn typing(state: &AppState) -> bool {
+    match state.view {
+        View::Nodes => state.nodes.editing,
+        View::Routing => state.routing.editing.is_some(),
+        _ => false,
+    }
+}
+
+impl Place {
+    fn applies(self, state: &AppState) -> bool {
+        let plain = !state.help && !typing(state);
+        match self {
+            Place::Every => plain,
+            Place::In(v) => plain && state.view == v,
+            Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
+            Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
+            Place::Typing(v) => !state.help && typing(state) && state.view == v,
+            Place::Help => state.help,
+        }
+    }
+}
+
+/// The bindings that apply in the current state, in table order.
+pub fn active(state: &AppState) -> impl Iterator<Item = &'static Binding> + '_ {
+    BINDINGS
+        .iter()
+        .filter(move |b| b.places.iter().any(|p| p.applies(state)))
+}
+
+/// The action a key has in the current state, by the table.
+pub fn lookup(state: &AppState, code: KeyCode) -> Option<Action> {
+    active(state).find_map(|b| {
+        b.keys
+            .iter()
+            .find(|(k, _)| *k == code)
+            .map(|(_, a)| a.clone())
+    })
+}
+
+/// What the arrow keys move through in the current view.
+fn list_noun(state: &AppState) -> &'static str {
+    match state.view {
+        View::Overview => "findings",
+        View::Nodes if state.nodes.detail.is_some() => "ports",
+        View::Nodes => "nodes",
+        View::Links => "links",
+        View::Counters => "ports",
+        View::Routing => "hops",
+        View::Events => "events",
+    }
+}
+
+/// The footer: the hints of the bindings that apply, by rank, as many as fit in `width`
+/// columns.
+pub fn footer(state: &AppState, width: usize) -> String {
+    if state.help {
+        return "any key: close help  q quit".to_string();
+    }
+    let mut hints: Vec<(u8, String)> = active(state)
+        .filter_map(|b| {
+            let (rank, hint) = b.hint?;
+            let text = match hint {
+                Hint::Text(t) => t.to_string(),
+                Hint::Moves => format!("↑↓ {}", list_noun(state)),
+            };
+            Some((rank, text))
+        })
+        .collect();
+    hints.sort_by_key(|(rank, _)| *rank);
+    let mut out = if typing(state) {
+        typing_hint(state.view).to_string()
+    } else {
+        String::new()
+    };
+    for (_, hint) in hints {
+        let sep = if out.is_empty() { "" } else { "  " };
+        if out.chars().count() + sep.len() + hint.chars().count() > width {
+            break;
+        }
+        out.push_str(sep);
+        out.push_str(&hint);
+    }
+    out
+}
+
+/// The help screen's key lines for `view`: the bindings of every view, a blank line, then
+/// those of this view and its text fields.
+pub fn help_lines(view: View) -> Vec<String> {
+    let line = |b: &Binding| format!("{:<14}{}", b.shown, b.help);
+    let mut lines: Vec<String> = BINDINGS
+        .iter()
+        .filter(|b| b.places.contains(&Place::Every))
+        .map(line)
+        .collect();
+    lines.push(String::new());
+    let here = |p: &Place| match *p {
+        Place::In(v) | Place::Typing(v) => v == view,
+        Place::NodeList | Place::NodeDetail => view == View::Nodes,
+        Place::Every | Place::Help => false,
+    };
+    let mut shown: Vec<String> = Vec::new();
+    for b in BINDINGS.iter().filter(|b| b.places.iter().any(here)) {
+        let l = line(b);
+        if !shown.contains(&l) {
+            shown.push(l);
+        }
+    }
+    lines.extend(shown);
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::state::RouteField;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn digits_go_to_the_views_in_order() {
+        for (i, view) in View::ALL.iter().enumerate() {
+            let digit = char::from(b'1' + i as u8);
+            let goto = BINDINGS[1].keys.iter().find(|(k, _)| *k == ch(digit));
+            assert_eq!(goto.map(|(_, a)| a.clone()), Some(Action::GoTo(*view)));
+        }
+    }
+
+    /// Every state the key map tells apart.
+    fn states() -> Vec<AppState> {
+        let mut out = Vec::new();
+        for view in View::ALL {
+            for (detail, editing, help) in [
+                (false, false, false),
+                (true, false, false),
+                (false, true, false),
+                (false, false, true),
+            ] {
+                let mut s = AppState::new(None, Duration::from_secs(1), Instant::now());
+                s.view = view;
+                s.help = help;
+                s.nodes.detail = detail.then_some(1);
+                s.nodes.editing = editing;
+                s.routing.editing = editing.then_some(RouteField::From);
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn no_key_means_two_things_in_one_place() {
+        for state in states() {
+            let mut seen: Vec<KeyCode> = Vec::new();
+            for b in active(&state) {
+                for (k, _) in b.keys {
+                    assert!(
+                        !seen.contains(k),
+                        "{k:?} bound twice in {:?} (help {}, typing {})",
+                        state.view,
+                        state.help,
+                        typing(&state)
+                    );
+                    seen.push(*k);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_footer_says_how_to_quit_and_fits() {
+        for state in states() {
+            for width in [40, 80, 160] {
+                let f = footer(&state, width);
+                assert!(f.chars().count() <= width, "{f}");
+                if !typing(&state) {
+                    assert!(f.contains("quit"), "{f}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn help_lists_every_binding_of_the_view() {
+        for view in View::ALL {
+            let help = help_lines(view).join("\n");
+            for b in BINDINGS.iter().filter(|b| {
+                b.places.iter().any(|p| match *p {
+                    Place::Every => true,
+                    Place::In(v) | Place::Typing(v) => v == view,
+                    Place::NodeList | Place::NodeDetail => view == View::Nodes,
+                    Place::Help => false,
+                })
+            }) {
+                assert!(help.contains(b.help), "{view:?}: {}", b.help);
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! `ibscope host` on sysfs trees of real layouts (tests/data/sysfs, written by its
+//! make-fixtures.sh) through IBSCOPE_SYSFS_ROOT, and on this machine, which has no RDMA
+//! device: the verbs path must end in the clear exit-2 message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn ibscope() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ibscope"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/sysfs")
+        .join(name)
+}
+
+fn run(root: Option<&Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(ibscope());
+    cmd.args(args).env_remove("IBSCOPE_SYSFS_ROOT");
+    if let Some(root) = root {
+        cmd.env("IBSCOPE_SYSFS_ROOT", root);
+    }
+    cmd.output().expect("run ibscope")
+}
+
+fn json(root: &Path, args: &[&str]) -> (i32, Value) {
+    let out = run(Some(root), args);
+    let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), value)
+}
+
+fn kinds(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Copy a fixture (symlinks as symlinks: they are relative) to change it.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn one_connectx6_on_infiniband_is_ready() {
+    let root = fixture("connectx6-ib");
+    let (code, r) = json(&root, &["host", "--check", "--json"]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["ready"], true);
+    assert_eq!(r["hostname"], "node017");
+    assert_eq!(r["verbs"]["status"], "not-used");
+    let d = &r["devices"][0];
+    assert_eq!(r["devices"].as_array().unwrap().len(), 1);
+    assert_eq!(d["name"], "mlx5_0");
+    assert_eq!(d["node_guid"], "0x0c42a10300a58f2e");
+    assert_eq!(d["fw_ver"], "20.31.1014");
+    assert_eq!(d["hca_type"], "MT4123");
+    assert_eq!(d["driver"]["module"], "mlx5_core");
+    assert_eq!(
+        d["driver"]["version"],
+        Value::Null,
+        "in-tree: no version file"
+    );
+    assert_eq!(d["pci"]["address"], "0000:c1:00.0");
+    assert_eq!(d["pci"]["link"]["gen"], 4);
+    assert_eq!(d["pci"]["link"]["width"], 16);
+    let p = &d["ports"][0];
+    assert_eq!(p["link_layer"], "InfiniBand");
+    assert_eq!(p["state"], "Active");
+    assert_eq!(p["phys_state"], "LinkUp");
+    assert_eq!(p["rate"], "4xHDR");
+    assert_eq!(p["gbps"], 200.0);
+    assert_eq!(p["lid"], 17);
+    assert_eq!(p["sm_lid"], 1);
+    // GID 0 only: the empty entries 1-3 are left out; an IB GID carries no IP.
+    assert_eq!(p["gids"].as_array().unwrap().len(), 1);
+    assert_eq!(p["gids"][0]["type"], "IB");
+    assert_eq!(p["gids"][0]["ip"], Value::Null);
+    assert_eq!(r["gpus"], Value::Array(vec![]));
+    assert_eq!(r["peer_memory"]["status"], "missing");
+    assert_eq!(r["norms"]["infiniband"], "4xHDR");
+
+    let out = run(Some(&root), &["host", "--check"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("drivers: mlx5_core in-tree (kernel 6.1.0-18-amd64)"),
+        "{text}"
+    );
+    assert!(text.contains("preflight: ready"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("mlx5_0")).unwrap();
+    let cells: Vec<&str> = row
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            "mlx5_0",
+            "1",
+            "IB",
+            "Active",
+            "LinkUp",
+            "4xHDR",
+            "17",
+            "1",
+            "20.31.1014",
+            "Gen4 x16",
+            "0",
+            "-"
+        ]
+    );
+}
+
+#[test]
+fn roce_ports_show_their_gids_and_a_port_without_link_is_a_finding() {
+    let root = fixture("roce-cx6dx");
+    let (code, r) = json(&root, &["host", "--check", "--json"]);
+    assert_eq!(code, 1, "{r:#}");
+    let p = &r["devices"][0]["ports"][0];
+    assert_eq!(p["link_layer"], "Ethernet");
+    assert_eq!(p["rate"], "4xEDR");
+    assert!(p.get("lid").is_none(), "no LID on Ethernet");
+    let gids = p["gids"].as_array().unwrap();
+    let summary: Vec<(u64, &str, &str, &str)> = gids
+        .iter()
+        .map(|g| {
+            (
+                g["index"].as_u64().unwrap(),
+                g["type"].as_str().unwrap(),
+                g["ip"].as_str().unwrap(),
+                g["netdev"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (0, "RoCE v1", "fe80::e42:a1ff:fe8a:1c2e", "enp65s0f0np0"),
+            (1, "RoCE v2", "fe80::e42:a1ff:fe8a:1c2e", "enp65s0f0np0"),
+            (2, "RoCE v1", "192.168.10.21", "enp65s0f0np0"),
+            (3, "RoCE v2", "192.168.10.21", "enp65s0f0np0"),
+            (4, "RoCE v1", "2001:db8:10::21", "enp65s0f0np0"),
+            (5, "RoCE v2", "2001:db8:10::21", "enp65s0f0np0"),
+        ]
+    );
+    assert_eq!(gids[2]["gid"], "0000:0000:0000:0000:0000:ffff:c0a8:0a15");
+    // The port without a link: no rate (the kernel's "40 Gb/sec (4X QDR)" is a default).
+    let down = &r["devices"][1]["ports"][0];
+    assert_eq!(down["state"], "Down");
+    assert_eq!(down["phys_state"], "Disabled");
+    assert_eq!(down["rate"], Value::Null);
+    assert_eq!(kinds(&r), ["hca-port-not-active"]);
+    let f = &r["findings"][0];
+    assert_eq!(f["device"], "mlx5_1");
+    assert_eq!(f["severity"], "error");
+    assert_eq!(f["at"]["node_guid"], "0x0c42a103008a1c2f");
+    assert_eq!(f["at"]["port"], 1);
+    assert!(f["message"].as_str().unwrap().contains("no link"));
+
+    let text = String::from_utf8(run(Some(&root), &["host"]).stdout).unwrap();
+    assert!(
+        text.lines().any(|l| l.contains("192.168.10.21")
+            && l.contains("enp65s0f0np0")
+            && l.contains("RoCE v1 gid 2, RoCE v2 gid 3")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_pcie_link_trained_down_says_the_bandwidth_lost() {
+    let root = fixture("pcie-degraded");
+    let (code, r) = json(&root, &["host", "--check", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(kinds(&r), ["pcie-link-degraded"]);
+    let pci = &r["devices"][0]["pci"];
+    assert_eq!(pci["link"]["gen"], 4);
+    assert_eq!(pci["link"]["width"], 8);
+    assert_eq!(pci["device_max"]["gen"], 5);
+    assert_eq!(pci["slot_max"]["width"], 16);
+    let m = r["findings"][0]["message"].as_str().unwrap();
+    // x8 Gen4 of x16 Gen5 is a quarter of the bandwidth, and too little for NDR.
+    assert!(m.contains("trained at Gen4 x8 (126 Gb/s)"), "{m}");
+    assert!(
+        m.contains("support Gen5 x16 (504 Gb/s): 378 Gb/s (75%) lost"),
+        "{m}"
+    );
+    assert!(m.contains("cannot carry its 4xNDR port (400 Gb/s)"), "{m}");
+    let text = String::from_utf8(run(Some(&root), &["host"]).stdout).unwrap();
+    assert!(text.contains("Gen4 x8 of Gen5 x16"), "{text}");
+}
+
+#[test]
+fn a_dgx_host_with_one_hca_trained_down() {
+    let root = fixture("dgx-h100");
+    let (code, r) = json(&root, &["host", "--check", "--json"]);
+    assert_eq!(code, 1);
+    let devices = r["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 8);
+    // The 4 NVSwitches are NVIDIA functions of a bridge class, not GPUs.
+    let gpus = r["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 8);
+    assert_eq!(gpus[0]["address"], "0000:1b:00.0");
+    assert_eq!(gpus[0]["device_id"], "0x2330");
+    assert_eq!(r["peer_memory"]["module"], "nvidia_peermem");
+    assert_eq!(r["peer_memory"]["version"], "550.54.15");
+    for (i, d) in devices.iter().enumerate() {
+        assert_eq!(d["driver"]["version"], "24.10-1.1.4");
+        // Each HCA shares a PCIe switch with exactly its GPU; the others on its NUMA node
+        // share a host bridge with nothing (one root complex each) but the NUMA node.
+        let near = d["gpus_near"].as_array().unwrap();
+        assert_eq!(near[0]["gpu"], i as u64, "{}", d["name"]);
+        assert_eq!(near[0]["relation"], "pcie-switch");
+        assert_eq!(
+            near.len(),
+            4,
+            "{}: its GPU and 3 on its NUMA node",
+            d["name"]
+        );
+        assert!(near[1..].iter().all(|n| n["relation"] == "numa-node"));
+        let numa = if i < 4 { 0 } else { 1 };
+        assert!(near.iter().all(|n| n["gpu"].as_u64().unwrap() / 4 == numa));
+    }
+    assert_eq!(kinds(&r), ["hca-rate-below-norm"]);
+    let f = &r["findings"][0];
+    assert_eq!(f["device"], "mlx5_5");
+    assert_eq!(f["at"]["lid"], 0x6a);
+    assert_eq!(r["norms"]["infiniband"], "4xNDR");
+
+    // One screen: the summary, 8 rows, the findings.
+    let out = run(Some(&root), &["host", "--check"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 24, "{} lines:\n{text}", lines.len());
+    let widest = lines.iter().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 160, "{widest} columns:\n{text}");
+    let table: Vec<&&str> = lines.iter().filter(|l| l.starts_with("mlx5_")).collect();
+    assert_eq!(table.len(), 8);
+    assert!(lines
+        .iter()
+        .all(|l| !l.starts_with("mlx5_") || l.chars().count() <= 100));
+    assert!(table[5].contains("4xHDR") && table[5].contains("GPU5 (switch)"));
+    assert!(
+        text.contains("NVIDIA GPUs: 8 (device 0x2330); GPUDirect RDMA: nvidia_peermem 550.54.15")
+    );
+}
+
+#[test]
+fn dgx_gaps_each_make_a_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dgx");
+    copy_tree(&fixture("dgx-h100"), &root);
+    // nvidia_peermem unloaded, one HCA on other firmware.
+    let modules = root.join("proc/modules");
+    let text = std::fs::read_to_string(&modules).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.starts_with("nvidia_peermem "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&modules, kept).unwrap();
+    let mlx5_2 = std::fs::canonicalize(root.join("sys/class/infiniband/mlx5_2")).unwrap();
+    std::fs::write(mlx5_2.join("fw_ver"), "28.37.1014\n").unwrap();
+    let (code, r) = json(&root, &["host", "--check", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        kinds(&r),
+        [
+            "hca-rate-below-norm",
+            "peer-memory-missing",
+            "mixed-firmware"
+        ]
+    );
+    let fw = r["findings"][2]["message"].as_str().unwrap();
+    assert!(fw.contains("28.37.1014 (mlx5_2)"), "{fw}");
+    assert_eq!(r["peer_memory"]["status"], "missing");
+
+    // --expect holds every InfiniBand port to the given rate.
+    let (_, r) = json(&root, &["host", "--check", "--json", "--expect", "4xXDR"]);
+    assert_eq!(
+        kinds(&r)
+            .iter()
+            .filter(|k| *k == "hca-rate-below-norm")
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn one_device_with_ca_and_an_unknown_one() {
+    let root = fixture("dgx-h100");
+    let (code, r) = json(&root, &["-C", "mlx5_3", "host", "--check", "--json"]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["devices"].as_array().unwrap().len(), 1);
+    assert_eq!(r["devices"][0]["name"], "mlx5_3");
+    let out = run(Some(&root), &["-C", "mlx5_9", "host"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no RDMA device named mlx5_9 (this host has mlx5_0, mlx5_1,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    for args in [&["host", "--check"][..], &["host", "--json"][..]] {
+        let mut child = Command::new(ibscope())
+            .args(args)
+            .env("IBSCOPE_SYSFS_ROOT", fixture("dgx-h100"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_empty_root_is_exit_2_with_the_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(Some(dir.path()), &["host", "--check"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no RDMA devices: is the mlx5_ib module loaded?"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// The real host, through libibverbs where the binary has it. This machine has no RDMA
+/// device; on one that has, there is nothing to assert here.
+#[test]
+fn this_machine_without_rdma_devices_is_exit_2_not_a_crash() {
+    let has_devices = std::fs::read_dir("/sys/class/infiniband")
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    if has_devices {
+        eprintln!("skipped: this machine has RDMA devices");
+        return;
+    }
+    for args in [&["host"][..], &["host", "--check", "--json"][..]] {
+        let out = run(None, args);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("ibscope: error: no RDMA devices: is the mlx5_ib module loaded?"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.contains("sysfs: nothing in /sys/class/infiniband"),
+            "{err}"
+        );
+        if cfg!(feature = "verbs") {
+            assert!(
+                err.contains("libibverbs:"),
+                "the verbs path was not taken: {err}"
+            );
+        }
+    }
+}

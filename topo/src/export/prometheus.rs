@@ -1,0 +1,617 @@
+//! The Prometheus text exposition (format 0.0.4): the counter page of
+//! `ibscope counters --format prom` ([`counters_page`]) and the whole page `ibscope serve`
+//! publishes after each sweep ([`fabric_page`]). Both name a counter the same way
+//! ([`metric_name`]) and write its family with the same code; label values are escaped
+//! with [`escape::for_prometheus_label`].
+//!
+//! Samples are written straight into the page (no per-family list of label copies): at
+//! 16k ports and 40 series each, rendering is most of a sweep's CPU time.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::{Display, Write};
+
+use ibscope_mad::attr::{PhysState, PortState};
+
+use crate::counters::{self, PortSample, Sample, Thresholds};
+use crate::escape::{self, for_prometheus_label};
+use crate::findings::{self, Finding};
+use crate::health::HealthReport;
+use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
+use crate::namemap::{display_name, NameMap};
+
+/// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
+fn snake(name: &str) -> String {
+    let mut s = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() {
+            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase();
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
+            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+        } else {
+            s.push(*c);
+        }
+    }
+    s
+}
+
+/// Prometheus metric name of a counter: `ibscope_port_<snake>_total`, data ones
+/// `ibscope_port_xmit_data_bytes_total`.
+pub fn metric_name(counter: &str) -> String {
+    let base = snake(counter);
+    let base = base.strip_prefix("port_").unwrap_or(&base);
+    // promtool rejects counter names containing "counter": SymbolErrorCounter becomes
+    // ibscope_port_symbol_error_total.
+    let base = base.strip_suffix("_counter").unwrap_or(base).to_string();
+    if counters::is_data_counter(counter) {
+        format!("ibscope_port_{base}_bytes_total")
+    } else {
+        format!("ibscope_port_{base}_total")
+    }
+}
+
+/// HELP and TYPE of a family; its samples follow at once.
+fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// One sample line.
+fn sample_line(out: &mut String, name: &str, labels: &str, value: impl Display) {
+    if labels.is_empty() {
+        let _ = writeln!(out, "{name} {value}");
+    } else {
+        let _ = writeln!(out, "{name}{{{labels}}} {value}");
+    }
+}
+
+/// A family of one unlabelled sample: HELP, TYPE, the sample.
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl Display) {
+    family_head(out, name, kind, help);
+    sample_line(out, name, "", value);
+}
+
+/// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
+/// 0 not read)", from the value's table.
+fn code_help<'a>(what: &str, codes: impl Iterator<Item = (u8, &'a str)>) -> String {
+    let known: Vec<String> = codes
+        .filter(|(c, _)| *c != 0)
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect();
+    format!("{what} ({}; 0 not read).", known.join(", "))
+}
+
+/// One family per counter of `names`: the best value (64-bit where implemented, data in
+/// bytes) of every port of `ports` that has one. `source` ends the HELP text.
+fn counter_families<L: AsRef<str>>(
+    out: &mut String,
+    names: &[&str],
+    source: &str,
+    ports: &[(&PortSample, L)],
+) {
+    for &name in names {
+        let metric = metric_name(name);
+        let unit = if counters::is_data_counter(name) {
+            " in bytes"
+        } else {
+            ""
+        };
+        family_head(
+            out,
+            &metric,
+            "counter",
+            &format!("IB {name}{unit} {source}."),
+        );
+        for (p, labels) in ports {
+            if let Some(v) = p.value(name) {
+                sample_line(out, &metric, labels.as_ref(), v);
+            }
+        }
+    }
+}
+
+/// The page of `ibscope counters --format prom`: every counter of every port of `sample`,
+/// labelled by node name, node GUID, LID and port.
+pub fn counters_page(sample: &Sample) -> String {
+    let ports: Vec<(&PortSample, String)> = sample
+        .ports
+        .iter()
+        .map(|p| {
+            let labels = format!(
+                "node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
+                for_prometheus_label(&p.at.node),
+                p.at.node_guid,
+                p.at.lid,
+                p.at.port
+            );
+            (p, labels)
+        })
+        .collect();
+    let mut out = String::new();
+    counter_families(&mut out, &counters::all_counter_names(), "(PMA)", &ports);
+    out
+}
+
+/// The age family `serve` appends to its cached page on every scrape.
+pub fn age_family(seconds: f64) -> String {
+    let mut out = String::new();
+    family_head(
+        &mut out,
+        "ibscope_sweep_age_seconds",
+        "gauge",
+        "Seconds since the last sweep finished.",
+    );
+    sample_line(
+        &mut out,
+        "ibscope_sweep_age_seconds",
+        "",
+        format!("{seconds:.3}"),
+    );
+    out
+}
+
+/// Which ports have series on the fabric page (and have their counters read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortFilter {
+    pub switches_only: bool,
+    pub active_only: bool,
+}
+
+impl PortFilter {
+    pub fn keeps(&self, node: &Node, port: u8) -> bool {
+        if self.switches_only && !node.is_switch() {
+            return false;
+        }
+        if self.active_only {
+            // A switch's port 0 has no physical link of its own: its logical state counts.
+            let up =
+                |p: &Port| p.is_active() && (p.is_phys_up() || (node.is_switch() && p.number == 0));
+            return node.port(port).is_some_and(up);
+        }
+        true
+    }
+}
+
+/// Cumulative PMA query failures of one node.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ScrapeErrors {
+    pub errors: u64,
+    pub timeouts: u64,
+}
+
+/// What goes on the fabric page besides the fabric and the sweep: the exporter's own
+/// numbers and the page's trimming.
+#[derive(Debug, Clone, Copy)]
+pub struct PageStats<'a> {
+    pub filter: PortFilter,
+    /// Counter families on the page.
+    pub counters: &'a [&'static str],
+    pub sweeps: u64,
+    pub discoveries: u64,
+    pub discovery_seconds: f64,
+    /// By node GUID, since the exporter started.
+    pub scrape_errors: &'a HashMap<u64, ScrapeErrors>,
+    /// `check`'s thresholds in force, for the findings family.
+    pub thresholds: &'a Thresholds,
+    /// The SM check's finding (`None`: a master SM answered).
+    pub sm: Option<&'a Finding>,
+}
+
+fn node_labels(guid: u64, name: &str, kind: NodeKind) -> String {
+    format!(
+        "node_guid=\"{guid:#018x}\",node_name=\"{}\",kind=\"{}\"",
+        for_prometheus_label(name),
+        kind.as_str()
+    )
+}
+
+/// The label set of one port: itself and its link's far end (empty values when none).
+fn port_labels(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
+    let node = fabric.node(end.node);
+    let mut s = node_labels(node.guid, display_name(node, names), node.kind);
+    let _ = write!(s, ",port=\"{}\"", end.port);
+    match fabric.peer(end) {
+        Some(r) => {
+            let rn = fabric.node(r.node);
+            let _ = write!(
+                s,
+                ",remote_guid=\"{:#018x}\",remote_name=\"{}\",remote_port=\"{}\"",
+                rn.guid,
+                for_prometheus_label(display_name(rn, names)),
+                r.port
+            );
+        }
+        None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
+    }
+    s
+}
+
+/// The ports the model describes (every switch port 1..N and every CA or router port,
+/// less what the filter leaves out), each with its label set, built once per page.
+struct PortLabels {
+    ends: Vec<(End, String)>,
+    by_key: HashMap<PortKey, usize>,
+}
+
+impl PortLabels {
+    fn new(fabric: &Fabric, names: Option<&NameMap>, filter: PortFilter) -> PortLabels {
+        let mut ends = Vec::new();
+        for (id, node) in fabric.nodes() {
+            for p in &node.ports {
+                if (node.is_switch() && p.number == 0) || !filter.keeps(node, p.number) {
+                    continue;
+                }
+                let end = End {
+                    node: id,
+                    port: p.number,
+                };
+                ends.push((end, port_labels(fabric, names, end)));
+            }
+        }
+        let by_key = ends
+            .iter()
+            .enumerate()
+            .map(|(i, (e, _))| (fabric.node(e.node).port_key(e.port), i))
+            .collect();
+        PortLabels { ends, by_key }
+    }
+
+    fn get(&self, key: PortKey) -> Option<&str> {
+        self.by_key.get(&key).map(|&i| self.ends[i].1.as_str())
+    }
+
+    /// Labels of every swept port (a switch's port 0 is not among the model's ports).
+    fn of_sample<'a>(
+        &'a self,
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        sample: &'a Sample,
+    ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
+        let own = |p: &PortSample| match fabric.node_by_guid(p.at.node_guid) {
+            Some(node) => port_labels(
+                fabric,
+                names,
+                End {
+                    node,
+                    port: p.at.port,
+                },
+            ),
+            None => format!(
+                "node_guid=\"{:#018x}\",port=\"{}\"",
+                p.at.node_guid, p.at.port
+            ),
+        };
+        sample
+            .ports
+            .iter()
+            .map(|p| match self.get(p.at.key()) {
+                Some(labels) => (p, Cow::Borrowed(labels)),
+                None => (p, Cow::Owned(own(p))),
+            })
+            .collect()
+    }
+}
+
+/// The page `ibscope serve` caches after a sweep (everything but the per-scrape age):
+/// counters, saturation, findings, link facts, nodes and the exporter's own numbers.
+/// `health` is `health::assess` of `fabric` (computed once per discovery, not per sweep).
+pub fn fabric_page(
+    fabric: &Fabric,
+    health: &HealthReport,
+    names: Option<&NameMap>,
+    sample: &Sample,
+    stats: &PageStats<'_>,
+) -> String {
+    let mut out = String::with_capacity(200 * sample.ports.len() * (stats.counters.len() + 10));
+    let labels = PortLabels::new(fabric, names, stats.filter);
+    let swept = labels.of_sample(fabric, names, sample);
+    counter_families(
+        &mut out,
+        stats.counters,
+        "(PMA; 64-bit PortCountersExtended where implemented)",
+        &swept,
+    );
+    saturated_family(&mut out, &swept, stats.counters);
+    findings_family(&mut out, fabric, health, names, sample, stats);
+    link_families(&mut out, fabric, &labels);
+    degraded_family(&mut out, health, &labels);
+    node_families(&mut out, fabric, names, stats.scrape_errors);
+    exporter_families(&mut out, fabric, sample, stats);
+    out
+}
+
+fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)], on_page: &[&str]) {
+    let name = "ibscope_port_saturated_counters";
+    family_head(
+        out,
+        name,
+        "gauge",
+        "Counters of the port on this page stuck at their maximum without a 64-bit replacement.",
+    );
+    for (p, labels) in swept {
+        if p.counters.is_some() {
+            let n = p
+                .saturated
+                .iter()
+                .filter(|s| on_page.contains(&s.as_str()) && p.is_saturated(s))
+                .count();
+            sample_line(out, name, labels.as_ref(), n);
+        }
+    }
+}
+
+/// The findings `ibscope check` reports, counted by kind: the same policy and thresholds
+/// (the threshold file in force) as `check` without --thresholds.
+fn findings_family(
+    out: &mut String,
+    fabric: &Fabric,
+    health: &HealthReport,
+    names: Option<&NameMap>,
+    sample: &Sample,
+    stats: &PageStats<'_>,
+) {
+    let mut found = findings::fabric_findings(fabric, names, health);
+    found.extend(findings::counter_findings(sample, stats.thresholds));
+    found.extend(stats.sm.cloned());
+    family_head(
+        out,
+        "ibscope_findings",
+        "gauge",
+        "Findings of `ibscope check` on the last sweep, by kind and severity.",
+    );
+    for (kind, n) in findings::count_by_kind(&found, findings::Scope::Fabric) {
+        let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
+        sample_line(out, "ibscope_findings", &labels, n);
+    }
+}
+
+/// A gauge per link fact from the last discovery: its value of each port, if any.
+type LinkFact = fn(&Port) -> Option<String>;
+
+fn link_facts() -> [(&'static str, String, LinkFact); 7] {
+    [
+        (
+            "ibscope_port_state",
+            code_help(
+                "PortState",
+                PortState::KNOWN.iter().map(|s| (s.code(), s.name())),
+            ),
+            |p| Some(p.state.map_or(0, PortState::code).to_string()),
+        ),
+        (
+            "ibscope_port_phys_state",
+            code_help(
+                "PortPhysicalState",
+                PhysState::KNOWN.iter().map(|s| (s.code(), s.name())),
+            ),
+            |p| Some(p.phys_state.map_or(0, PhysState::code).to_string()),
+        ),
+        (
+            "ibscope_port_active",
+            "1 if the port is Active, else 0.".into(),
+            |p| Some(u8::from(p.is_active()).to_string()),
+        ),
+        (
+            "ibscope_port_link_up",
+            "1 if the port is physically LinkUp, else 0.".into(),
+            |p| Some(u8::from(p.is_phys_up()).to_string()),
+        ),
+        (
+            "ibscope_port_width_lanes",
+            "Active link width in lanes (ports with a link only).".into(),
+            |p| p.width_active.map(|w| w.lanes().to_string()),
+        ),
+        (
+            "ibscope_port_speed_gbps_per_lane",
+            "Active link speed: signalling rate of one lane in Gb/s.".into(),
+            |p| p.speed_active.map(|s| s.lane_gbps().to_string()),
+        ),
+        (
+            "ibscope_port_data_rate_gbps",
+            "Active data rate of the link in Gb/s (lanes x lane data rate after encoding).".into(),
+            |p| {
+                let (w, s) = (p.width_active?, p.speed_active?);
+                Some((f64::from(w.lanes()) * s.lane_data_gbps()).to_string())
+            },
+        ),
+    ]
+}
+
+fn link_families(out: &mut String, fabric: &Fabric, labels: &PortLabels) {
+    for (name, help, fact) in link_facts() {
+        family_head(out, name, "gauge", &help);
+        for (e, l) in &labels.ends {
+            if let Some(v) = fabric.node(e.node).port(e.port).and_then(fact) {
+                sample_line(out, name, l, v);
+            }
+        }
+    }
+}
+
+/// Degraded flag of both ends of every link (healthy ones as 0).
+fn degraded_family(out: &mut String, health: &HealthReport, labels: &PortLabels) {
+    family_head(
+        out,
+        "ibscope_port_degraded",
+        "gauge",
+        "1 if the port's link runs below what both ends could do or below the fabric norm.",
+    );
+    for link in &health.links {
+        let value = u8::from(link.degraded);
+        for end in [&link.a, &link.b] {
+            if let Some(l) = labels.get(end.at.key()) {
+                sample_line(out, "ibscope_port_degraded", l, value);
+            }
+        }
+    }
+}
+
+/// One of a node's failure counts.
+type ErrorCount = fn(ScrapeErrors) -> u64;
+
+fn node_families(
+    out: &mut String,
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    scrape_errors: &HashMap<u64, ScrapeErrors>,
+) {
+    let node_base: Vec<(&Node, String)> = fabric
+        .nodes()
+        .map(|(_, n)| (n, node_labels(n.guid, display_name(n, names), n.kind)))
+        .collect();
+    family_head(
+        out,
+        "ibscope_node_info",
+        "gauge",
+        "One per discovered node; its facts are labels.",
+    );
+    for (node, base) in &node_base {
+        let labels = format!(
+            "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
+            escape::for_prometheus_label(&node.description),
+            node.lid().unwrap_or(0),
+            node.num_ports,
+            node.vendor_id,
+            node.device_id,
+            node.system_image_guid
+        );
+        sample_line(out, "ibscope_node_info", &labels, 1);
+    }
+    let errors_of = |n: &Node| scrape_errors.get(&n.guid).copied().unwrap_or_default();
+    let counted: [(&str, &str, ErrorCount); 2] = [
+        (
+            "ibscope_node_scrape_errors_total",
+            "PMA queries of this node that failed (timeouts included), since the exporter started.",
+            |e| e.errors,
+        ),
+        (
+            "ibscope_node_scrape_timeouts_total",
+            "PMA queries of this node that got no reply after every retry, since start.",
+            |e| e.timeouts,
+        ),
+    ];
+    for (name, help, count) in counted {
+        family_head(out, name, "counter", help);
+        for (node, base) in &node_base {
+            sample_line(out, name, base, count(errors_of(node)));
+        }
+    }
+}
+
+/// The exporter itself.
+fn exporter_families(out: &mut String, fabric: &Fabric, sample: &Sample, stats: &PageStats<'_>) {
+    let gauges: [(&str, &str, String); 6] = [
+        (
+            "ibscope_fabric_nodes",
+            "Nodes found by the last discovery.",
+            fabric.node_count().to_string(),
+        ),
+        (
+            "ibscope_fabric_links",
+            "Links found by the last discovery.",
+            fabric.link_count().to_string(),
+        ),
+        (
+            "ibscope_sweep_ports",
+            "Ports whose counters the last sweep read (or tried to).",
+            sample.ports.len().to_string(),
+        ),
+        (
+            "ibscope_sweep_mads",
+            "MADs the last sweep sent.",
+            sample.mads_sent.to_string(),
+        ),
+        (
+            "ibscope_sweep_timestamp_seconds",
+            "Unix time the last sweep started.",
+            format!("{:.3}", sample.time_ms as f64 / 1000.0),
+        ),
+        (
+            "ibscope_sweep_duration_seconds",
+            "How long the last counter sweep took.",
+            format!("{:.6}", sample.duration_ms as f64 / 1000.0),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        single(out, name, "gauge", help, value);
+    }
+    single(
+        out,
+        "ibscope_sweeps_total",
+        "counter",
+        "Counter sweeps since the exporter started.",
+        stats.sweeps,
+    );
+    single(
+        out,
+        "ibscope_discoveries_total",
+        "counter",
+        "Fabric discoveries since the exporter started.",
+        stats.discoveries,
+    );
+    single(
+        out,
+        "ibscope_discovery_duration_seconds",
+        "gauge",
+        "How long the last discovery took.",
+        format!("{:.6}", stats.discovery_seconds),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_names_pass_the_lint() {
+        let cases = [
+            ("SymbolErrorCounter", "ibscope_port_symbol_error_total"),
+            ("LinkDownedCounter", "ibscope_port_link_downed_total"),
+            ("PortXmitData", "ibscope_port_xmit_data_bytes_total"),
+            ("VL15Dropped", "ibscope_port_vl15_dropped_total"),
+            (
+                "PortRcvRemotePhysicalErrors",
+                "ibscope_port_rcv_remote_physical_errors_total",
+            ),
+        ];
+        for (counter, metric) in cases {
+            assert_eq!(metric_name(counter), metric);
+        }
+    }
+
+    #[test]
+    fn families_have_help_and_type() {
+        let mut out = String::new();
+        family_head(&mut out, "ibscope_x", "gauge", "X.");
+        sample_line(&mut out, "ibscope_x", "a=\"1\"", 2);
+        sample_line(&mut out, "ibscope_x", "", 3);
+        assert_eq!(
+            out,
+            "# HELP ibscope_x X.\n# TYPE ibscope_x gauge\nibscope_x{a=\"1\"} 2\nibscope_x 3\n"
+        );
+        assert_eq!(
+            age_family(1.5),
+            "# HELP ibscope_sweep_age_seconds Seconds since the last sweep finished.\n\
+             # TYPE ibscope_sweep_age_seconds gauge\n\
+             ibscope_sweep_age_seconds 1.500\n"
+        );
+    }
+
+    #[test]
+    fn code_help_lists_the_table() {
+        let help = code_help(
+            "PortState",
+            PortState::KNOWN.iter().map(|s| (s.code(), s.name())),
+        );
+        assert!(
+            help.starts_with("PortState (1 Down, 2 Initialize"),
+            "{help}"
+        );
+        assert!(help.ends_with("; 0 not read)."), "{help}");
+    }
+}

@@ -1,0 +1,453 @@
+//! The per-destination pass of `route check`: for one destination LID, resolve every
+//! switch (delivered at distance k, broken at switch z, or caught in a loop), count the
+//! (source, destination) pairs behind each switch, and accumulate link route counts, hop
+//! counts and channel dependencies down the destination's tree.
+
+use std::collections::HashMap;
+
+use crate::model::{Fabric, NodeId};
+use crate::routing::index::{Index, Step, NONE};
+use crate::routing::refs::{NodeRef, PortRef};
+
+use super::endpoints::Endpoints;
+use super::report::{BreakKind, CheckOptions, ForwardingLoop, UnreachableDest};
+
+const UNVISITED: u8 = 0;
+const IN_PROGRESS: u8 = 1;
+const DELIVERED: u8 = 2;
+const BROKEN: u8 = 3;
+const LOOPING: u8 = 4;
+
+/// Where the routes to one destination break, or the loop they are caught in.
+struct Event {
+    kind: BreakKind,
+    node: u32,
+    port: Option<u8>,
+    /// Switch indexes of a loop.
+    cycle: Vec<u32>,
+    pairs: u64,
+}
+
+/// Every destination whose routes break at one place, so far.
+#[derive(Default)]
+pub(super) struct BreakAgg {
+    pub destinations: u64,
+    pub pairs: u64,
+    pub example_lids: Vec<u16>,
+}
+
+/// What the passes add up over all destinations.
+pub(super) struct Totals {
+    /// CA destination LIDs each switch port's LFT entries send out of it.
+    pub lids_per_chan: Vec<u32>,
+    /// Delivered CA-to-CA routes crossing each directed link.
+    pub routes_per_chan: Vec<u64>,
+    /// Index = links traversed; counts delivered pairs.
+    pub hist: Vec<u64>,
+    pub pairs_ok: u64,
+    pub pairs_broken: u64,
+    pub pairs_looping: u64,
+    /// By (node, kind, port).
+    pub breaks: HashMap<(u32, BreakKind, Option<u8>), BreakAgg>,
+    pub unreachable: Vec<UnreachableDest>,
+    pub unreachable_count: usize,
+    pub loops: Vec<ForwardingLoop>,
+    pub loops_found: usize,
+    /// CDG turns at a switch: `turn_base[switch] + in_port * slots + out_port` -> the first
+    /// destination LID creating it (0: none).
+    pub turn_base: Vec<usize>,
+    pub turn_lid: Vec<u16>,
+}
+
+/// The pass, with its working arrays (indexed by switch number) reused between
+/// destinations.
+pub(super) struct Walk<'a> {
+    fabric: &'a Fabric,
+    idx: &'a Index<'a>,
+    ends: &'a Endpoints,
+    opts: &'a CheckOptions,
+    status: Vec<u8>,
+    next: Vec<u32>,
+    next_in_port: Vec<u8>,
+    egress: Vec<u8>,
+    dist: Vec<u16>,
+    ev: Vec<u32>,
+    /// Sources accumulated at each switch of the current tree.
+    w: Vec<u64>,
+    stack: Vec<u32>,
+    events: Vec<Event>,
+    buckets: Vec<Vec<u32>>,
+    /// Per switch: CA destinations delivered; per source: its own LID delivered to its
+    /// switch (it does not send to itself).
+    delivered_dests: Vec<u64>,
+    self_delivered: Vec<u64>,
+    usable_sources: u64,
+    totals: Totals,
+}
+
+/// One destination: its LID, the channel owning it, whether a CA (or router) owns it.
+#[derive(Clone, Copy)]
+struct Dest {
+    lid: u16,
+    owner: u32,
+    is_ca: bool,
+}
+
+impl<'a> Walk<'a> {
+    pub fn new(
+        fabric: &'a Fabric,
+        idx: &'a Index<'a>,
+        ends: &'a Endpoints,
+        opts: &'a CheckOptions,
+    ) -> Walk<'a> {
+        let s_count = ends.sw.len();
+        let mut turn_base = Vec::with_capacity(s_count + 1);
+        let mut acc = 0usize;
+        for &s in &ends.sw {
+            turn_base.push(acc);
+            let p = idx.slots(s.index()) as usize;
+            acc += p * p;
+        }
+        turn_base.push(acc);
+        Walk {
+            fabric,
+            idx,
+            ends,
+            opts,
+            status: vec![UNVISITED; s_count],
+            next: vec![NONE; s_count],
+            next_in_port: vec![0; s_count],
+            egress: vec![0; s_count],
+            dist: vec![0; s_count],
+            ev: vec![NONE; s_count],
+            w: vec![0; s_count],
+            stack: Vec::new(),
+            events: Vec::new(),
+            buckets: Vec::new(),
+            delivered_dests: vec![0; s_count],
+            self_delivered: vec![0; ends.sources.len()],
+            usable_sources: (ends.sources.len() - ends.down_sources.len()) as u64,
+            totals: Totals {
+                lids_per_chan: vec![0; idx.channels()],
+                routes_per_chan: vec![0; idx.channels()],
+                hist: Vec::new(),
+                pairs_ok: 0,
+                pairs_broken: 0,
+                pairs_looping: 0,
+                breaks: HashMap::new(),
+                unreachable: Vec::new(),
+                unreachable_count: 0,
+                loops: Vec::new(),
+                loops_found: 0,
+                turn_base,
+                turn_lid: vec![0; acc],
+            },
+        }
+    }
+
+    /// Every route to one destination LID, owned by channel `owner`.
+    pub fn destination(&mut self, lid: u16, owner: u32, is_ca: bool) {
+        let d = Dest { lid, owner, is_ca };
+        self.status.fill(UNVISITED);
+        self.events.clear();
+        let owner_src = self.ends.source_of_chan[owner as usize];
+        // Where the destination itself sits as a source (it does not send to itself).
+        let self_at = if owner_src != NONE && self.idx.usable(owner) {
+            let pn = self.idx.chan_node[self.idx.peer[owner as usize] as usize];
+            self.ends.sw_of[pn as usize]
+        } else {
+            NONE
+        };
+        for start in 0..self.ends.sw.len() {
+            if self.status[start] == UNVISITED {
+                self.resolve_from(start, d);
+            }
+        }
+        let (failed, max_dist) = self.count_pairs(d, self_at, owner_src);
+        self.accumulate(d, max_dist);
+        self.fold_events(d, failed, self_at);
+    }
+
+    /// Follow the LFTs from switch `start` until a switch already resolved, a delivery,
+    /// a break or a loop; every switch on the way shares that outcome.
+    fn resolve_from(&mut self, start: usize, d: Dest) {
+        let (idx, ends) = (self.idx, self.ends);
+        self.stack.clear();
+        let mut cur = start;
+        let (st, base_dist, e) = loop {
+            match self.status[cur] {
+                UNVISITED => {}
+                IN_PROGRESS => {
+                    let pos = self
+                        .stack
+                        .iter()
+                        .rposition(|&x| x as usize == cur)
+                        .unwrap_or(0);
+                    self.events.push(Event {
+                        kind: BreakKind::NoRoute,
+                        node: ends.sw[cur].index() as u32,
+                        port: None,
+                        cycle: self.stack[pos..].to_vec(),
+                        pairs: 0,
+                    });
+                    break (LOOPING, 0, (self.events.len() - 1) as u32);
+                }
+                s => break (s, self.dist[cur], self.ev[cur]),
+            }
+            self.status[cur] = IN_PROGRESS;
+            self.stack.push(cur as u32);
+            let at = ends.sw[cur];
+            let step = idx.step(at, d.lid, Some(d.owner));
+            if d.is_ca {
+                if let Some(p) = idx.lft_entry(at.index(), d.lid) {
+                    if p != 0 && u32::from(p) < idx.slots(at.index()) {
+                        let ch = idx.base[at.index()] + u32::from(p);
+                        self.totals.lids_per_chan[ch as usize] += 1;
+                    }
+                }
+            }
+            let (kind, port) = match step {
+                Step::DeliverSelf | Step::DeliverCa { .. } => {
+                    let (dist, port) = match step {
+                        Step::DeliverCa { port, .. } => (1, port),
+                        _ => (0, 0),
+                    };
+                    self.stack.pop();
+                    self.status[cur] = DELIVERED;
+                    self.dist[cur] = dist;
+                    self.next[cur] = NONE;
+                    self.egress[cur] = port;
+                    break (DELIVERED, dist, NONE);
+                }
+                Step::Forward { port, peer } => {
+                    self.egress[cur] = port;
+                    self.next[cur] = ends.sw_of[idx.chan_node[peer as usize] as usize];
+                    self.next_in_port[cur] = idx.chan_port[peer as usize];
+                    cur = self.next[cur] as usize;
+                    continue;
+                }
+                Step::Misdelivered { port, .. } => (BreakKind::Misdelivered, Some(port)),
+                Step::PortDown { port } => (BreakKind::PortDown, Some(port)),
+                Step::NoRoute => (BreakKind::NoRoute, None),
+                Step::LftNotRead => (BreakKind::LftNotRead, None),
+            };
+            self.events.push(Event {
+                kind,
+                node: at.index() as u32,
+                port,
+                cycle: Vec::new(),
+                pairs: 0,
+            });
+            self.stack.pop();
+            self.status[cur] = BROKEN;
+            self.ev[cur] = (self.events.len() - 1) as u32;
+            break (BROKEN, 0, self.ev[cur]);
+        };
+        let mut dist = base_dist;
+        while let Some(x) = self.stack.pop() {
+            let x = x as usize;
+            self.status[x] = st;
+            self.ev[x] = e;
+            if st == DELIVERED {
+                dist += 1;
+                self.dist[x] = dist;
+            }
+        }
+    }
+
+    /// Pairs: the sources attached to each switch share its fate; sources linked back to
+    /// back reach only their peer. Returns (pairs that failed, farthest delivering switch).
+    fn count_pairs(&mut self, d: Dest, self_at: u32, owner_src: u32) -> (u64, usize) {
+        let t = &mut self.totals;
+        let mut failed = 0u64;
+        let mut max_dist = 0usize;
+        for x in 0..self.ends.sw.len() {
+            let mut k = self.ends.attach_count[x];
+            if self_at == x as u32 {
+                k -= 1;
+            }
+            match self.status[x] {
+                DELIVERED => {
+                    let dd = usize::from(self.dist[x]);
+                    max_dist = max_dist.max(dd);
+                    if k > 0 {
+                        t.pairs_ok += k;
+                        add_hops(&mut t.hist, dd + 1, k);
+                        self.w[x] = k;
+                    }
+                    if d.is_ca {
+                        self.delivered_dests[x] += 1;
+                        if self_at == x as u32 {
+                            self.self_delivered[owner_src as usize] += 1;
+                        }
+                    }
+                }
+                BROKEN => {
+                    t.pairs_broken += k;
+                    failed += k;
+                    self.events[self.ev[x] as usize].pairs += k;
+                }
+                _ => {
+                    t.pairs_looping += k;
+                    failed += k;
+                    self.events[self.ev[x] as usize].pairs += k;
+                }
+            }
+        }
+        for &c in &self.ends.direct {
+            if c == d.owner {
+                continue;
+            }
+            if self.idx.peer[c as usize] == d.owner {
+                t.pairs_ok += 1;
+                add_hops(&mut t.hist, 1, 1);
+                if d.is_ca {
+                    t.routes_per_chan[c as usize] += 1;
+                }
+            } else {
+                t.pairs_broken += 1;
+                failed += 1;
+                self.events.push(Event {
+                    kind: BreakKind::Misdelivered,
+                    node: self.idx.chan_node[c as usize],
+                    port: Some(self.idx.chan_port[c as usize]),
+                    cycle: Vec::new(),
+                    pairs: 1,
+                });
+            }
+        }
+        (failed, max_dist)
+    }
+
+    /// Accumulate sources down the destination's tree, farthest switches first: link
+    /// route counts and the channel dependencies (turns) the routes create.
+    fn accumulate(&mut self, d: Dest, max_dist: usize) {
+        let (idx, ends) = (self.idx, self.ends);
+        let cdg = d.is_ca || self.opts.cdg_switch_destinations;
+        if self.buckets.len() <= max_dist {
+            self.buckets.resize(max_dist + 1, Vec::new());
+        }
+        for b in self.buckets.iter_mut() {
+            b.clear();
+        }
+        for x in 0..ends.sw.len() {
+            if self.status[x] == DELIVERED {
+                self.buckets[usize::from(self.dist[x])].push(x as u32);
+            }
+        }
+        let t = &mut self.totals;
+        for b in self.buckets.iter().rev() {
+            for &x in b {
+                let x = x as usize;
+                let wx = self.w[x];
+                if wx == 0 {
+                    continue;
+                }
+                let at = ends.sw[x].index();
+                if d.is_ca && self.egress[x] != 0 {
+                    t.routes_per_chan[(idx.base[at] + u32::from(self.egress[x])) as usize] += wx;
+                }
+                let next = self.next[x];
+                if next == NONE {
+                    continue;
+                }
+                let next = next as usize;
+                self.w[next] += wx;
+                // Dependency (x -> next) then (next -> its next): both switch-to-switch.
+                if cdg && self.next[next] != NONE {
+                    let p = idx.slots(ends.sw[next].index()) as usize;
+                    let slot = t.turn_base[next]
+                        + usize::from(self.next_in_port[x]) * p
+                        + usize::from(self.egress[next]);
+                    if t.turn_lid[slot] == 0 {
+                        t.turn_lid[slot] = d.lid;
+                    }
+                }
+            }
+        }
+        self.w.fill(0);
+    }
+
+    /// Fold this destination's events into the totals.
+    fn fold_events(&mut self, d: Dest, failed: u64, self_at: u32) {
+        let (fabric, idx, ends) = (self.fabric, self.idx, self.ends);
+        let t = &mut self.totals;
+        for e in &self.events {
+            if !e.cycle.is_empty() {
+                t.loops_found += 1;
+                if t.loops.len() < self.opts.max_examples {
+                    t.loops.push(ForwardingLoop {
+                        dst_lid: d.lid,
+                        dst: Some(PortRef::new(fabric, idx.end(d.owner))),
+                        cycle: e
+                            .cycle
+                            .iter()
+                            .map(|&s| NodeRef::new(fabric, ends.sw[s as usize]))
+                            .collect(),
+                        pairs: e.pairs,
+                    });
+                }
+                continue;
+            }
+            let agg = t.breaks.entry((e.node, e.kind, e.port)).or_default();
+            agg.destinations += 1;
+            agg.pairs += e.pairs;
+            if agg.example_lids.len() < 5 {
+                agg.example_lids.push(d.lid);
+            }
+        }
+        let tried = self.usable_sources - u64::from(self_at != NONE);
+        if failed > 0 {
+            t.unreachable_count += 1;
+            if t.unreachable.len() < self.opts.max_examples {
+                t.unreachable.push(UnreachableDest {
+                    dst_lid: d.lid,
+                    dst: PortRef::new(fabric, idx.end(d.owner)),
+                    sources_failed: failed,
+                    sources: tried,
+                });
+            }
+        }
+    }
+
+    /// The totals, with what only the whole pass knows: sources that are down fail every
+    /// destination; a source's injection link carries its switch's delivered CA
+    /// destinations.
+    pub fn finish(mut self) -> Totals {
+        let (idx, ends) = (self.idx, self.ends);
+        let t = &mut self.totals;
+        for &c in &ends.down_sources {
+            let own = ends.dests.iter().filter(|d| d.1 == c).count() as u64;
+            let k = ends.dests.len() as u64 - own;
+            t.pairs_broken += k;
+            let node = idx.chan_node[c as usize];
+            let port = Some(idx.chan_port[c as usize]);
+            let agg = t
+                .breaks
+                .entry((node, BreakKind::SourceDown, port))
+                .or_default();
+            agg.destinations += k;
+            agg.pairs += k;
+        }
+        for (x, list) in ends.attached.iter().enumerate() {
+            for &c in list {
+                let si = ends.source_of_chan[c as usize] as usize;
+                t.routes_per_chan[c as usize] += self.delivered_dests[x] - self.self_delivered[si];
+            }
+        }
+        self.totals
+    }
+}
+
+/// Count `pairs` delivered over `hops` links.
+fn add_hops(hist: &mut Vec<u64>, hops: usize, pairs: u64) {
+    if hist.len() <= hops {
+        hist.resize(hops + 1, 0);
+    }
+    hist[hops] += pairs;
+}
+
+/// A node of the fabric by its index in the [`Index`].
+pub(super) fn node_ref(fabric: &Fabric, node: u32) -> NodeRef {
+    NodeRef::new(fabric, NodeId::new(node as usize))
+}
