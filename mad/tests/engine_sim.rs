@@ -358,13 +358,19 @@ fn silent_drop_waits_its_deadline_without_blocking_others() {
     assert_eq!(r["good_ok"], 2000, "{r}");
     assert_eq!(r["dropped_last"], true, "{r}");
     assert_eq!(r["dropped_error"], "Some(Timeout { attempts: 2 })", "{r}");
-    // Two attempts of 1 s each; the good ones were done well within the first.
+    // Two attempts of 1 s each: it went first, before any round trip was measured, and a
+    // last attempt always waits the whole timeout. The good ones were done well within it.
     let total = r["total_ms"].as_u64().unwrap();
     assert!((1995..6000).contains(&total), "{r}");
     assert!(r["good_done_ms"].as_u64().unwrap() < 1000, "{r}");
-    assert_eq!(r["stats"]["sent"], 2002, "{r}");
     assert_eq!(r["stats"]["timeouts"], 1, "{r}");
-    assert_eq!(r["stats"]["retries"], 1, "{r}");
+    // One resend of the dropped request; on a busy host a good request may be resent too
+    // when its reply is later than the measured round trips foretold. Each such resend
+    // that went out is one more MAD sent and one more reply, which matches nothing.
+    let stat = |k: &str| r["stats"][k].as_u64().unwrap();
+    assert!(stat("retries") >= 1, "{r}");
+    assert_eq!(stat("sent"), 2002 + stat("unmatched"), "{r}");
+    assert_eq!(stat("received"), 2000 + stat("unmatched"), "{r}");
 }
 
 #[test]
