@@ -18,6 +18,7 @@ pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
 pub mod resolve;
+pub mod responder;
 pub mod routing;
 pub mod subnet;
 #[cfg(test)]
