@@ -339,3 +339,62 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
     assert_all_gone(&[pid]);
     drop(a);
 }
+
+/// `ibscope -C all tui` in a real terminal (tmux): the header names the fabric shown and
+/// its planted fault is on the overview; f shows the other fabric with its own fault, F
+/// goes back; q quits cleanly (exit 0).
+#[test]
+fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
+    use common::tmux::Tmux;
+    let (a, b) = two_fabrics();
+    let dir = temp_dir();
+    let cfg = config(dir.path(), &[("alpha", &a, None), ("beta", &b, None)]);
+    let tmux = Tmux {
+        socket: unique_name("ibscope-tui-fabrics"),
+    };
+    let marker = dir.path().join("tui-exit");
+    let script = format!(
+        "env -u LD_PRELOAD -u IBSIM_SOCKNAME IBSCOPE_CONFIG='{cfg}' '{bin}' -C all tui \
+         --interval 1; echo $? > '{marker}'; sleep 60",
+        cfg = cfg.display(),
+        bin = ibscope_bin().display(),
+        marker = marker.display()
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ui",
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    let long = Duration::from_secs(30);
+    let alpha = tmux.wait_for(
+        &["fabric alpha 1/2", "SymbolErrorCounter = 17", "updated"],
+        long,
+    );
+    assert!(!alpha.contains("PortRcvErrors"), "{alpha}");
+    tmux.keys("f");
+    let beta = tmux.wait_for(&["fabric beta 2/2", "PortRcvErrors = 5"], long);
+    assert!(!beta.contains("SymbolErrorCounter = 17"), "{beta}");
+    assert!(beta.contains("2 switches, 2 CAs"), "{beta}");
+    tmux.keys("F");
+    tmux.wait_for(&["fabric alpha 1/2", "SymbolErrorCounter = 17"], long);
+    tmux.keys("q");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tui did not quit:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
+    drop((a, b));
+}
