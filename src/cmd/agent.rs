@@ -19,11 +19,13 @@ use crate::cli::{exit, Global};
 /// stdout carries the binary protocol only; messages go to stderr. The agent stops when
 /// its input ends (the other ibscope closed it or exited).
 ///
-/// Examples (in the config file of the ibscope that uses the agent):
+/// Examples:
+///   ibscope agent -C mlx5_1           # what the config below starts on mgmt2
+///   # in the config file of the ibscope that uses the agent:
 ///   [[fabric]]
 ///   name = "storage"
 ///   command = "ssh -T mgmt2 ibscope agent -C mlx5_1"
-///
+///   # then, on that host:
 ///   ibscope -C storage check          # that fabric alone
 ///   ibscope -C all serve              # it and every local port
 #[derive(Debug, clap::Args)]
