@@ -170,12 +170,14 @@ fn prometheus_scrapes_over_tls(dir: &Path, port: u16, cert: &Path) {
             .as_str()
             .map(String::from)
     };
+    // Both jobs scraped at least once (each on its own schedule).
     wait_for(
         Duration::from_secs(60),
         "Prometheus scrapes over TLS",
         || {
             let (_, doc) = prom.try_query("up{job=\"ibscope\"}")?;
-            (value(&doc).as_deref() == Some("1")).then_some(())
+            let (_, other) = prom.try_query("up{job=\"intruder\"}")?;
+            (value(&doc).as_deref() == Some("1") && value(&other).is_some()).then_some(())
         },
     );
     let (_, doc) = prom.query("ibscope_up{job=\"ibscope\"}");
@@ -270,4 +272,26 @@ fn broken_web_configs_fail_at_start_with_one_line() {
     );
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("--allow-remote"), "{}", stderr(&out));
+
+    // With TLS the same address passes that check: serve goes on to open the fabric (a CA
+    // that does not exist here, so it stops there, whatever the machine has).
+    let with_tls = write("tls.yml", &tls);
+    let out = ibscope_plain(
+        &[
+            "-C",
+            "no-such-ca",
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--web-config",
+            with_tls.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        !err.contains("--allow-remote") && err.contains("\"no-such-ca\" not found"),
+        "{err}"
+    );
 }
