@@ -426,7 +426,8 @@ pub fn each(
         };
         match outcome {
             Ok(code) => ran.worst = ran.worst.max(code),
-            Err((_, e)) if !multi => return Err(e),
+            // A reader that went away (`| head`) ends the command quietly, as with one.
+            Err((_, e)) if !multi || crate::output::is_closed_pipe(&e) => return Err(e),
             Err((name, e)) => {
                 eprintln!("ibscope: error: {}", failure_line(&name, &e));
                 ran.worst = crate::cli::exit::ERROR;
