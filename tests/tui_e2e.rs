@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::tmux::Tmux;

@@ -443,7 +443,7 @@ fn answer(
 
 /// The families of a merged page in order: each family's head once, then every fabric's
 /// samples of it.
-fn merged<'a>(snaps: &'a [(usize, Arc<Snapshot>)]) -> Vec<(&'a str, &'a Deflated)> {
+fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<(&str, &Deflated)> {
     let mut parts = Vec::new();
     let Some((_, first)) = snaps.first() else {
         return parts;
