@@ -42,6 +42,21 @@ pub struct Engine<P: MadPort = AnyPort> {
     trace_file: Option<std::path::PathBuf>,
 }
 
+/// Where an engine's trace goes: the file [`TRACE_ENV`] names for the process's first
+/// engine, then `FILE.1`, `FILE.2`, ... for the engines of further fabrics (`-C all`), so
+/// they do not overwrite each other.
+fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
+    static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    match OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+        0 => path,
+        n => {
+            let mut p = path.into_os_string();
+            p.push(format!(".{n}"));
+            p.into()
+        }
+    }
+}
+
 fn ceil_ms(d: Duration) -> u32 {
     u32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u32::MAX)
 }
@@ -78,7 +93,7 @@ impl Engine<AnyPort> {
         let mut engine = Engine::with_port(port, config, seed | 1);
         if let Some(path) = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty()) {
             engine.enable_trace();
-            engine.trace_file = Some(path.into());
+            engine.trace_file = Some(trace_path(path.into()));
         }
         engine
     }
@@ -510,6 +525,18 @@ mod tests {
         assert_eq!(ceil_ms(Duration::ZERO), 0);
         assert_eq!(ceil_ms(Duration::from_micros(1)), 1);
         assert_eq!(ceil_ms(Duration::from_millis(200)), 200);
+    }
+
+    #[test]
+    fn each_engine_of_a_process_traces_to_its_own_file() {
+        let paths: Vec<std::path::PathBuf> =
+            (0..3).map(|_| trace_path("trace.json".into())).collect();
+        assert!(paths[1] != paths[0] && paths[2] != paths[1], "{paths:?}");
+        for p in &paths[1..] {
+            let name = p.to_str().unwrap();
+            let n = name.strip_prefix("trace.json.").unwrap();
+            assert!(n.parse::<usize>().is_ok(), "{name}");
+        }
     }
 
     /// A scripted local port: what each send does is decided by its number (1-based).
