@@ -310,7 +310,10 @@ fn engine_for(
     Ok(engine)
 }
 
-/// Open what `planned` names, with the engine settings of `g`, and read its identity.
+/// Open what `planned` names, with the engine settings of `g`, and, when `-C` names
+/// several fabrics, read its identity (subnet prefix and master SM: two MADs, what tells
+/// the fabrics apart and finds two ports on one subnet). A command on one fabric sends
+/// only what it did before there were several; its identity is its name.
 pub fn open_one(g: &Global, planned: &Planned) -> Result<Opened> {
     open_one_until(g, planned, &|| false)
 }
@@ -324,7 +327,11 @@ pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) ->
     } else {
         planned.name.clone()
     };
-    let id = subnet::identify(&mut engine, local.port_num, &name);
+    let id = if is_multi(g.ca.as_deref()) {
+        subnet::identify(&mut engine, local.port_num, &name)
+    } else {
+        FabricId::named(&name)
+    };
     crate::fabric::ensure_connected(&engine)?;
     Ok(Opened {
         id,

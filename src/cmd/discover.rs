@@ -31,7 +31,8 @@ pub enum Format {
 ///
 /// With several fabrics (-C all, a list): each is discovered and written in turn, the
 /// ibnetdiscover text and DOT after a `fabric NAME` comment, JSON as {"fabrics": [...]}.
-/// Every JSON snapshot names its fabric ("fabric": name, subnet prefix, SM GUID).
+/// Every JSON snapshot names its fabric ("fabric": its name; with several, also the
+/// subnet prefix and master SM GUID that tell them apart).
 ///
 /// Examples:
 ///   ibscope discover                          # ibnetdiscover-style text on stdout
