@@ -183,22 +183,60 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let tls_config = web.as_ref().and_then(|w| w.tls.clone());
     let auth = web.and_then(|w| w.auth).map(Arc::new);
     let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
-    let names = crate::fabric::names(g)?;
-    let thresholds = crate::fabric::thresholds(g, None)?;
+    let check = Check {
+        names: crate::fabric::names(g)?,
+        thresholds: crate::fabric::thresholds(g, None)?,
+    };
     signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
     // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
     signals::block_stop_signals(true);
-    let multi = crate::fabrics::is_multi(g.ca.as_deref());
-    let opened = crate::fabrics::open(g);
-    let opened = match opened {
-        Ok(o) => o,
-        Err(e) => {
-            signals::block_stop_signals(false);
-            return Err(e);
-        }
+    let started = start(g, a, &check, addr, tls_config, auth);
+    signals::block_stop_signals(false);
+    let running = started?;
+    let scheme = if running.front.is_some() {
+        "https"
+    } else {
+        "http"
     };
+    eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics");
+    let why = wait_for_stop(&running.lost)?;
+    running.shut_down(g, why)
+}
+
+/// What runs while serving: the HTTP front, its workers and a sweeper per fabric.
+struct Running {
+    /// The one fabric's loss of its transport (several fabrics are opened again instead).
+    lost: mpsc::Receiver<anyhow::Error>,
+    /// Set on SIGTERM/SIGINT: the sweepers' engines send nothing more (see Engine::run).
+    stop: CancelToken,
+    /// Dropping them ends the sweepers' sleep.
+    wakers: Vec<mpsc::Sender<()>>,
+    sweepers: Vec<JoinHandle<()>>,
+    sweeps: Arc<AtomicU64>,
+    server: Arc<tiny_http::Server>,
+    workers: Vec<JoinHandle<()>>,
+    /// The TLS accept loop, when there is TLS, and what stops it.
+    front: Option<JoinHandle<()>>,
+    front_stop: Arc<AtomicBool>,
+}
+
+/// What the sweepers judge findings by: the node names and the counter thresholds.
+struct Check {
+    names: Option<ibscope_topo::namemap::NameMap>,
+    thresholds: ibscope_topo::counters::Thresholds,
+}
+
+/// Open the fabrics, listen, start the sweepers and the HTTP workers.
+fn start(
+    g: &Global,
+    a: &Args,
+    check: &Check,
+    addr: std::net::SocketAddr,
+    tls_config: Option<Arc<rustls::ServerConfig>>,
+    auth: Option<Arc<web::BasicAuth>>,
+) -> Result<Running> {
+    let opened = crate::fabrics::open(g)?;
     if opened.iter().all(|o| o.is_err()) {
-        signals::block_stop_signals(false);
         let lines: Vec<String> = opened
             .iter()
             .filter_map(|o| o.as_ref().err())
@@ -206,9 +244,45 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             .collect();
         bail!("no fabric could be opened: {}", lines.join("; "));
     }
-    // With TLS the HTTP server listens on a private socket behind the TLS front.
     let front_stop = Arc::new(AtomicBool::new(false));
-    let (server, front) = match &tls_config {
+    let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
+    let server = Arc::new(server);
+    let pages = Arc::new(Pages {
+        slots: opened
+            .iter()
+            .map(|o| match o {
+                Ok(o) => Slot::new(o.id.name.clone()),
+                Err(u) => Slot::new(u.name.clone()),
+            })
+            .collect(),
+        multi: crate::fabrics::is_multi(g.ca.as_deref()),
+    });
+    let stop = CancelToken::new();
+    let sweeps = Arc::new(AtomicU64::new(0));
+    let (lost, wakers, sweepers) = spawn_sweepers(g, a, check, opened, &pages, &stop, &sweeps)?;
+    let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
+    let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
+    Ok(Running {
+        lost,
+        stop,
+        wakers,
+        sweepers,
+        sweeps,
+        server,
+        workers,
+        front,
+        front_stop,
+    })
+}
+
+/// The HTTP server: on `addr`, or with TLS on a private socket behind the TLS front
+/// (which `front_stop` ends).
+fn http_server(
+    addr: std::net::SocketAddr,
+    tls_config: Option<&Arc<rustls::ServerConfig>>,
+    front_stop: &Arc<AtomicBool>,
+) -> Result<(tiny_http::Server, Option<JoinHandle<()>>)> {
+    match tls_config {
         Some(config) => {
             let (inner, inner_addr) = tls::inner_listener()?;
             let server = tiny_http::Server::from_listener(inner, None)
@@ -219,43 +293,39 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 inner_addr,
                 front_stop.clone(),
             )?;
-            (server, Some(front))
+            Ok((server, Some(front)))
         }
-        None => (
+        None => Ok((
             tiny_http::Server::from_listener(http::listener(addr)?, None)
                 .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?,
             None,
-        ),
-    };
-    let server = Arc::new(server);
-    let pages = Arc::new(Pages {
-        slots: opened
-            .iter()
-            .map(|o| match o {
-                Ok(o) => Slot::new(o.id.name.clone()),
-                Err(u) => Slot::new(u.name.clone()),
-            })
-            .collect(),
-        multi,
-    });
-    let interval = Duration::from_secs_f64(a.interval);
-    // Set on SIGTERM/SIGINT: the sweepers' engines send nothing more (see Engine::run).
-    let stop = CancelToken::new();
-    let sweeps = Arc::new(AtomicU64::new(0));
-
-    // A sweeper per fabric owns its engine. With one fabric it reports the loss of the
-    // transport, which ends the command. Dropping `wake` ends their sleep.
-    let (lost_tx, lost_rx) = mpsc::channel::<anyhow::Error>();
-    let (wake, sleeper) = mpsc::channel::<()>();
-    let mut sleepers = vec![sleeper];
-    let mut wakers = vec![wake];
-    for _ in 1..opened.len() {
-        let (w, s) = mpsc::channel::<()>();
-        wakers.push(w);
-        sleepers.push(s);
+        )),
     }
+}
+
+/// The sweepers' threads: their wakers, and where the one fabric's loss is reported.
+type Sweepers = (
+    mpsc::Receiver<anyhow::Error>,
+    Vec<mpsc::Sender<()>>,
+    Vec<JoinHandle<()>>,
+);
+
+/// A sweeper per fabric, each owning its engine (or opening it again, for a fabric that
+/// did not open). With one fabric it reports the loss of the transport, which ends the
+/// command.
+fn spawn_sweepers(
+    g: &Global,
+    a: &Args,
+    check: &Check,
+    opened: Vec<Result<crate::fabrics::Opened, crate::fabrics::Unreached>>,
+    pages: &Arc<Pages>,
+    stop: &CancelToken,
+    sweeps: &Arc<AtomicU64>,
+) -> Result<Sweepers> {
+    let (lost_tx, lost_rx) = mpsc::channel::<anyhow::Error>();
+    let mut wakers = Vec::new();
     let mut sweepers = Vec::new();
-    for (slot, (fabric, sleeper)) in opened.into_iter().zip(sleepers).enumerate() {
+    for (slot, fabric) in opened.into_iter().enumerate() {
         let (planned, engine) = match fabric {
             Ok(o) => (
                 Planned {
@@ -285,15 +355,15 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             slot,
             planned,
             engine,
-            multi,
-            names: names.clone(),
-            thresholds: thresholds.clone(),
+            multi: pages.multi,
+            names: check.names.clone(),
+            thresholds: check.thresholds.clone(),
             filter: PortFilter {
                 switches_only: a.switches_only,
                 active_only: a.active_only,
             },
             counters: a.counters.names(),
-            interval,
+            interval: Duration::from_secs_f64(a.interval),
             rediscover_every: a.rediscover_every,
             pages: pages.clone(),
             stop: stop.clone(),
@@ -302,6 +372,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             scrape_errors: HashMap::new(),
             discoveries: 0,
         };
+        let (wake, sleeper) = mpsc::channel::<()>();
+        wakers.push(wake);
         let lost = lost_tx.clone();
         sweepers.push(
             std::thread::Builder::new()
@@ -309,48 +381,46 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 .spawn(move || sweeper.run(lost, sleeper))?,
         );
     }
-    drop(lost_tx);
-    let max_age = interval * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
-    signals::block_stop_signals(false);
-    let scheme = if front.is_some() { "https" } else { "http" };
-    eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics");
+    Ok((lost_rx, wakers, sweepers))
+}
 
-    let why = wait_for_stop(&lost_rx)?;
-    // Stop: no new requests, no new MADs; let what is in flight finish, then close.
-    let started = Instant::now();
-    stop.cancel();
-    drop(wakers);
-    front_stop.store(true, Ordering::SeqCst);
-    if let Some(front) = front {
-        if finished_within(&front, Duration::from_secs(1)) {
-            let _ = front.join();
-        }
-    }
-    stop_http_workers(server, workers);
-    let engine = crate::fabric::engine_config(g);
-    // What a sweeper may still wait for: the attempt in flight (the cancelled engine
-    // sends no retry), the engine's drain of late replies (at most 1 s) before it
-    // unregisters, a relay agent's exit (at most 2 s) and a render already under way.
-    // Generous: the engine's own retries would fit too.
-    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
-    let deadline = Instant::now() + limit;
-    let mut closed = true;
-    for s in sweepers {
-        let left = deadline.saturating_duration_since(Instant::now());
-        closed &= finished_within(&s, left) && s.join().is_ok();
-    }
-    let signal = match why {
-        Stop::Signal(signal) => signal,
-        Stop::Lost(e) => {
-            if !closed {
-                tracing::warn!("the sweeper did not finish after the transport was lost");
+impl Running {
+    /// Stop: no new requests, no new MADs; let what is in flight finish, then close.
+    fn shut_down(self, g: &Global, why: Stop) -> Result<ExitCode> {
+        let started = Instant::now();
+        self.stop.cancel();
+        drop(self.wakers);
+        self.front_stop.store(true, Ordering::SeqCst);
+        if let Some(front) = self.front {
+            if finished_within(&front, Duration::from_secs(1)) {
+                let _ = front.join();
             }
-            return Err(e);
         }
-    };
-    let n = sweeps.load(Ordering::SeqCst);
-    Ok(report_stop(signal, n, closed, started.elapsed(), limit))
+        stop_http_workers(self.server, self.workers);
+        let engine = crate::fabric::engine_config(g);
+        // What a sweeper may still wait for: the attempt in flight (the cancelled engine
+        // sends no retry), the engine's drain of late replies (at most 1 s) before it
+        // unregisters, a relay agent's exit (at most 2 s) and a render already under way.
+        // Generous: the engine's own retries would fit too.
+        let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
+        let deadline = Instant::now() + limit;
+        let mut closed = true;
+        for s in self.sweepers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            closed &= finished_within(&s, left) && s.join().is_ok();
+        }
+        let signal = match why {
+            Stop::Signal(signal) => signal,
+            Stop::Lost(e) => {
+                if !closed {
+                    tracing::warn!("the sweeper did not finish after the transport was lost");
+                }
+                return Err(e);
+            }
+        };
+        let n = self.sweeps.load(Ordering::SeqCst);
+        Ok(report_stop(signal, n, closed, started.elapsed(), limit))
+    }
 }
 
 /// Why the main thread stops serving.
