@@ -437,7 +437,11 @@ fn apply_global(
         note,
     });
 
-    // The last file with [[fabric]] tables gives the whole list.
+    apply_fabrics(g, layers, out)
+}
+
+/// The `[[fabric]]` tables: the last file that has any gives the whole list.
+fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
     let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
         Some((list, source)) => {
             if let Err(e) = crate::fabrics::FabricConfig::validate(&list) {
