@@ -550,6 +550,8 @@ pub trait PortSelected: Attribute<Class = PerfMgt> + Default {
     fn selecting(port: u8, counter_select: u16) -> Self;
     /// The port a reply is for.
     fn port_select(&self) -> u8;
+    /// The counters a PMA with `capabilities` implements, in specification order.
+    fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue>;
 }
 
 /// The counters of the counters attributes, read from their tables, and their selection.
@@ -565,6 +567,9 @@ macro_rules! counter_access {
             }
             fn port_select(&self) -> u8 {
                 self.port_select
+            }
+            fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue> {
+                self.counters_for(capabilities).collect()
             }
         }
 
