@@ -3,7 +3,7 @@
 //! A [`Snapshot`] is immutable once made: the sweeper thread builds it and hands it to the UI
 //! thread over a channel, so the UI never waits on the fabric.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -20,8 +20,11 @@ use super::derive::LinkHealth;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortCounterSample {
     pub at: PortKey,
-    /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter".
+    /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter": the best
+    /// of each (64-bit where the PMA has it), and the breakdown counters read.
     pub counters: BTreeMap<String, u64>,
+    /// Counters that stopped at their maximum: their value is a lower bound ("≥").
+    pub saturated: BTreeSet<String>,
     /// Data octets sent / received (PortXmitData / PortRcvData × 4), when read.
     pub xmit_data_bytes: Option<u64>,
     pub rcv_data_bytes: Option<u64>,
