@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use ibscope_topo::counters::PortSample;
 use ibscope_topo::findings;
 pub use ibscope_topo::findings::Finding;
 use ibscope_topo::health::{HealthOptions, PortRef};
@@ -36,6 +37,28 @@ pub struct PortCounterSample {
 pub use ibscope_topo::counters::ERROR_COUNTERS;
 
 impl PortCounterSample {
+    /// One port of a sweep as the TUI keeps it: the best reading of each counter (64-bit
+    /// where the PMA has it), the breakdown counters read, and which of those are saturated.
+    pub fn from_sweep(p: &PortSample, taken_at: SystemTime) -> PortCounterSample {
+        let breakdowns = p.details.0.iter().flat_map(|(_, set)| set.iter());
+        let readings: Vec<(&str, u64)> = p.effective().into_iter().chain(breakdowns).collect();
+        PortCounterSample {
+            at: p.at.key(),
+            saturated: readings
+                .iter()
+                .filter(|(k, _)| p.is_saturated(k))
+                .map(|(k, _)| k.to_string())
+                .collect(),
+            counters: readings
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            xmit_data_bytes: p.value("PortXmitData"),
+            rcv_data_bytes: p.value("PortRcvData"),
+            taken_at,
+        }
+    }
+
     /// Sum of the error counters present in this sample.
     pub fn error_total(&self) -> u64 {
         self.counters
