@@ -175,3 +175,45 @@ pub fn finding_subject(f: &Finding) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A swept port as `counters --format json` writes it: SymbolErrorCounter replaced by
+    /// its 64-bit form, LinkDownedCounter stopped at 255, one breakdown counted.
+    const SWEPT: &str = r#"{
+      "node": "sw", "node_guid": "0x0000000000000010", "kind": "switch", "port": 2, "lid": 1,
+      "capability_mask": 4608, "capability_mask2": 2,
+      "counters": {"SymbolErrorCounter": {"value": 65535, "saturated": true},
+                   "LinkDownedCounter": {"value": 255, "saturated": true},
+                   "PortRcvErrors": 7, "PortXmitData": 400},
+      "extended": {"PortXmitData": 4000, "SymbolErrorCounter": 123456},
+      "saturated": ["SymbolErrorCounter", "LinkDownedCounter"],
+      "details": {"PortRcvErrorDetails": {"PortLoopingErrors": 7, "PortVLMappingErrors": 0}},
+      "errors": []
+    }"#;
+
+    #[test]
+    fn a_swept_port_keeps_its_best_readings_breakdowns_and_saturation() {
+        let port: PortSample = serde_json::from_str(SWEPT).unwrap();
+        let s = PortCounterSample::from_sweep(&port, std::time::UNIX_EPOCH);
+        assert_eq!(
+            s.at,
+            PortKey {
+                guid: 0x10,
+                port: 2
+            }
+        );
+        assert_eq!(s.counters["SymbolErrorCounter"], 123_456);
+        assert_eq!(s.counters["LinkDownedCounter"], 255);
+        assert_eq!(s.counters["PortLoopingErrors"], 7);
+        assert_eq!(s.counters["PortVLMappingErrors"], 0);
+        // The 64-bit SymbolErrorCounter still counts; the 8-bit LinkDownedCounter does not.
+        assert_eq!(
+            s.saturated.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["LinkDownedCounter"]
+        );
+        assert_eq!(s.xmit_data_bytes, Some(4000));
+    }
+}
