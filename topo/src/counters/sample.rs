@@ -157,11 +157,27 @@ impl Details {
     pub fn get(&self, attribute: &str) -> Option<&CounterSet> {
         self.0.iter().find(|(a, _)| a == attribute).map(|(_, c)| c)
     }
+    /// Adds or replaces an attribute's counters. The attributes stay in one order (the
+    /// breakdowns, then PortExtendedSpeedsCounters), whatever order their replies came in.
     pub fn insert(&mut self, attribute: &str, counters: CounterSet) {
         match self.0.iter_mut().find(|(a, _)| a == attribute) {
             Some(slot) => slot.1 = counters,
-            None => self.0.push((attribute.to_string(), counters)),
+            None => {
+                self.0.push((attribute.to_string(), counters));
+                self.0.sort_by_key(|(a, _)| Details::rank(a));
+            }
         }
+    }
+    /// Where an attribute goes in the order of [`Details::insert`].
+    fn rank(attribute: &str) -> usize {
+        use ibscope_mad::attr::{perf_attrs::BREAKDOWNS, PortExtendedSpeedsCounters};
+        use ibscope_mad::attribute::Attribute;
+        BREAKDOWNS
+            .iter()
+            .map(|b| b.attribute)
+            .chain([<PortExtendedSpeedsCounters as Attribute>::NAME])
+            .position(|a| a == attribute)
+            .unwrap_or(usize::MAX)
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -186,7 +202,11 @@ impl Serialize for Details {
 impl<'de> Deserialize<'de> for Details {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Details, D::Error> {
         let map = std::collections::BTreeMap::<String, CounterSet>::deserialize(d)?;
-        Ok(Details(map.into_iter().collect()))
+        let mut details = Details::default();
+        for (attribute, counters) in map {
+            details.insert(&attribute, counters);
+        }
+        Ok(details)
     }
 }
 
@@ -570,5 +590,31 @@ mod saturation_tests {
         // No details read: no key.
         let plain = serde_json::to_value(sample(&[], None, &[])).unwrap();
         assert!(plain.get("details").is_none());
+    }
+
+    /// Replies come back in any order; the attributes are listed in one.
+    #[test]
+    fn details_keep_one_order_whatever_the_replies_order() {
+        let set = || CounterSet::from_pairs([("X", 1)]);
+        let mut d = Details::default();
+        for a in [
+            "PortExtendedSpeedsCounters",
+            "PortXmitDiscardDetails",
+            "PortRcvErrorDetails",
+        ] {
+            d.insert(a, set());
+        }
+        let order: Vec<&str> = d.0.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "PortRcvErrorDetails",
+                "PortXmitDiscardDetails",
+                "PortExtendedSpeedsCounters"
+            ]
+        );
+        let json = serde_json::to_string(&d).unwrap();
+        let back: Details = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
     }
 }
