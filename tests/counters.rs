@@ -405,6 +405,10 @@ fn reset_clears_only_the_named_port() {
             .unwrap();
         sim.set_counter(node, port, "PortCountersExtended.PortXmitData", 1 << 40)
             .unwrap();
+        sim.set_counter(node, port, "PortRcvErrorDetails.PortVLMappingErrors", 5)
+            .unwrap();
+        sim.set_counter(node, port, "PortXmitDiscardDetails.PortInactiveDiscards", 6)
+            .unwrap();
     }
     let all = by_port(&counters_json(&sim, &[]));
     let lid = |n: &str| all[&(n.to_string(), 1)]["lid"].as_u64().unwrap();
@@ -421,11 +425,17 @@ fn reset_clears_only_the_named_port() {
     let (pc, ext) = perfquery(&sim, sw2, 3);
     assert_eq!(pc["SymbolErrorCounter"], 0);
     assert!(ext["PortXmitData"] < 1 << 40, "extended cleared too");
+    // The breakdowns too, as perfquery -E / -D read them.
+    let details = perfquery_details(&sim, sw2, 3);
+    assert!(details.values().all(|v| *v == 0), "{details:?}");
     // The neighbour on the same link and another port of the same switch keep theirs.
     for (lid, port) in [(sw1, 3), (sw2, 1)] {
         let (pc, ext) = perfquery(&sim, lid, port);
         assert_eq!(pc["SymbolErrorCounter"], 17, "lid {lid} port {port}");
         assert!(ext["PortXmitData"] >= 1 << 40, "lid {lid} port {port}");
+        let details = perfquery_details(&sim, lid, port);
+        assert_eq!(details["PortVLMappingErrors"], 5, "lid {lid} port {port}");
+        assert_eq!(details["PortInactiveDiscards"], 6, "lid {lid} port {port}");
     }
     // Without a port (on a switch) --reset refuses; --all clears the whole switch.
     assert_exit(&ibscope(&sim, &["counters", "Switch2", "--reset"]), 2);
