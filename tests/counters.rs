@@ -361,8 +361,12 @@ fn details_equal_perfquery_on_every_port() {
         &sim,
         &["counters", "--details", "--format", "prom"],
     ));
+    // Every series starts with its fabric's label, then the node.
     assert!(
-        prom.contains("ibscope_port_malformed_pkt_errors_total{node=\"Switch1\""),
+        prom.lines().any(
+            |l| l.starts_with("ibscope_port_malformed_pkt_errors_total{fabric=")
+                && l.contains(",node=\"Switch1\",")
+        ),
         "{prom}"
     );
     let checked = promtool_check(&prom);

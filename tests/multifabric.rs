@@ -271,6 +271,34 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         ),
         Some(17.0)
     );
+    // --details on every fabric: the breakdowns on one page, each series of its fabric;
+    // CSV's detail columns after the fabric column.
+    let out = run(
+        &cfg,
+        &["-C", "all", "counters", "--details", "--format", "prom"],
+    );
+    let page = assert_success(&out);
+    let report = promtool_check(&page);
+    assert!(report.passed(), "{}", report.report);
+    for fabric in ["alpha", "beta"] {
+        assert!(
+            page.lines().any(|l| l.starts_with(&format!(
+                "ibscope_port_malformed_pkt_errors_total{{fabric=\"{fabric}\","
+            ))),
+            "{page}"
+        );
+    }
+    let out = run(
+        &cfg,
+        &["-C", "all", "counters", "--details", "--format", "csv"],
+    );
+    let csv = assert_success(&out);
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.starts_with("fabric,time_ms,")
+            && header.contains(",PortXmitDiscardDetails.PortNeighborMTUDiscards,"),
+        "{header}"
+    );
 }
 
 /// `serve -C all` on `port`, its stderr in `log`.
