@@ -388,7 +388,7 @@ fn link_cut_during_the_sweep_gives_a_consistent_result() {
     );
 }
 
-/// Two routes to switch D (through B and through C). D is found through B first, but
+/// Two routes to switch D (through B, and through E and C). D is found through B first, but
 /// nothing but NodeInfo gets through that way (PortInfo entering D by its port 1 is
 /// dropped), so D is known with no port facts yet. The retry goes through C, which found
 /// D over its own link: discovery is complete, H2 behind D included.
@@ -399,14 +399,18 @@ Hca\t1 \"H1\"
 Switch\t3 \"A\"
 [1]\t\"H1\"[1]
 [2]\t\"B\"[1]
-[3]\t\"C\"[1]
+[3]\t\"E\"[1]
 
 Switch\t2 \"B\"
 [1]\t\"A\"[2]
 [2]\t\"D\"[1]
 
-Switch\t2 \"C\"
+Switch\t2 \"E\"
 [1]\t\"A\"[3]
+[2]\t\"C\"[1]
+
+Switch\t2 \"C\"
+[1]\t\"E\"[2]
 [2]\t\"D\"[2]
 
 Switch\t3 \"D\"
@@ -425,14 +429,16 @@ fn a_switch_cut_off_after_its_node_info_is_reached_another_way() {
     std::fs::write(&topo, TWO_ROUTES).unwrap();
     let sim = sim(path_str(&topo));
     let clean = ours_clean(&sim);
-    assert_eq!(clean.node_count(), 6);
+    assert_eq!(clean.node_count(), 7);
     // PortInfo (0x15) entering D through port 1 (from B) is dropped, all of it.
     sim.set_error_rate("D", 1, 100, Some(0x15)).unwrap();
     let (f, out) = ours(&sim);
     assert_success(&out);
     assert_consistent("two routes", &f);
     let d = f.node(f.nodes_by_description("D")[0]);
-    // The case under test: D was first reached through B (A port 2, then B port 2).
+    // The case under test: D was first reached through B (A port 2, then B port 2). The
+    // other way, through E and C, is two switches longer, so with replies in any order
+    // B's way arrives first.
     assert_eq!(
         d.dr_path.as_deref(),
         Some("0,1,2,2"),
@@ -440,7 +446,7 @@ fn a_switch_cut_off_after_its_node_info_is_reached_another_way() {
     );
     assert!(f.report.complete, "{:?}", f.report);
     assert_eq!(f.link_keys(), clean.link_keys());
-    assert_eq!(f.node_count(), 6);
+    assert_eq!(f.node_count(), 7);
     // The dropped PortInfos were retried: more MADs than the clean run.
     assert!(
         f.report.mads_sent > clean.report.mads_sent,
