@@ -359,6 +359,7 @@ fn main() {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
             let stats = PageStats {
+                fabric: "scale",
                 filter: PortFilter::default(),
                 counters: &families,
                 sweeps: 1,

@@ -109,6 +109,10 @@ pub enum Command {
     Completions(cmd::completions::Args),
     #[command(about = "Man pages for ibscope and each of its commands")]
     Man(cmd::man::Args),
+    #[command(
+        about = "Relay one local port's MADs over stdin/stdout for an ibscope elsewhere (ssh)"
+    )]
+    Agent(cmd::agent::Args),
 }
 
 /// The clap command tree (for completions, man pages and tests).
@@ -153,6 +157,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Config(a) => cmd::config::run(a, settings.as_ref()),
         Command::Completions(a) => cmd::completions::run(a),
         Command::Man(a) => cmd::man::run(a),
+        Command::Agent(a) => cmd::agent::run(g, a),
     }
 }
 

@@ -20,12 +20,11 @@ pub fn engine_config(g: &Global) -> EngineConfig {
     }
 }
 
-/// Open the CA port named by -C/-P (defaults: first CA, first active port), SMPs carrying
-/// the --m-key.
+/// Open the CA port named by -C/-P (defaults: first CA, first active port; a configured
+/// fabric's name reaches it as configured), SMPs carrying the --m-key. One fabric only:
+/// see [`crate::fabrics`] for commands that take several.
 pub fn open_engine(g: &Global) -> Result<Engine> {
-    let mut engine = Engine::open(g.ca.as_deref(), g.port, engine_config(g))?;
-    engine.set_m_key(g.m_key);
-    Ok(engine)
+    crate::fabrics::open_single(g)
 }
 
 /// Fail with the engine's "lost the connection to the fabric" error once its transport is
@@ -95,7 +94,8 @@ pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     }
 }
 
-/// The fabric to analyse: `--topology FILE` when given, else a live discovery.
+/// The fabric to analyse: `--topology FILE` when given, else a live discovery (of the one
+/// fabric -C names).
 pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
     if let Some(path) = &g.topology {
         return load_file(path);

@@ -271,6 +271,7 @@ fn grafana_substitute(expr: &str, job: &str) -> String {
         .replace("$__range", "1h")
         .replace("$__interval", "15s")
         .replace("$job", job)
+        .replace("$fabric", ".*")
 }
 
 #[test]
@@ -287,7 +288,7 @@ fn dashboard_is_importable_and_describes_its_panels() {
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
-    assert_eq!(vars, ["datasource", "job"]);
+    assert_eq!(vars, ["datasource", "job", "fabric"]);
     let mut ids = BTreeSet::new();
     let mut titles = Vec::new();
     for p in dash["panels"].as_array().unwrap() {
@@ -312,17 +313,16 @@ fn dashboard_is_importable_and_describes_its_panels() {
         for t in targets {
             assert_eq!(t["datasource"]["uid"], "${datasource}");
             let expr = t["expr"].as_str().unwrap();
-            // Every query follows the job picker.
-            assert_eq!(
-                promql_refs(expr)
-                    .selectors
-                    .iter()
-                    .filter(|(_, labels)| !labels.iter().any(|l| l == "job"))
-                    .count(),
-                0,
-                "{}: a selector without job: {expr}",
-                p["title"]
-            );
+            // Every query follows the job picker, and the fabric picker (but for `up`,
+            // Prometheus' own series, which has no fabric).
+            for (name, labels) in promql_refs(expr).selectors {
+                let has = |l: &str| labels.iter().any(|x| x == l);
+                assert!(
+                    has("job") && (name == "up" || has("fabric")),
+                    "{}: a selector without job or fabric: {expr}",
+                    p["title"]
+                );
+            }
         }
     }
     // The panels the operators asked for.

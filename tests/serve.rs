@@ -128,8 +128,19 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         ),
         Some(4.0)
     );
-    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
-    assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
+    // One fabric: its name (the shim's CA and port; attached at a switch: port 0)
+    // labels every series.
+    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_sweep_duration_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_up{fabric=\"ibsim0:0\"} 1\n"));
+    let unlabelled: Vec<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("{fabric=\"ibsim0:0\""))
+        .collect();
+    assert!(
+        unlabelled.is_empty(),
+        "series without the fabric label: {unlabelled:?}"
+    );
 
     assert_findings_are_checks(&sim, &metrics);
     let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
@@ -534,7 +545,7 @@ const DATA_FAMILIES: [&str; 9] = [
 ];
 
 /// Families on every page whatever the options.
-const OTHER_FAMILIES: [&str; 23] = [
+const OTHER_FAMILIES: [&str; 24] = [
     "ibscope_findings",
     "ibscope_port_saturated_counters",
     "ibscope_port_state",
@@ -558,6 +569,7 @@ const OTHER_FAMILIES: [&str; 23] = [
     "ibscope_discoveries_total",
     "ibscope_discovery_duration_seconds",
     "ibscope_sweep_age_seconds",
+    "ibscope_up",
 ];
 
 fn expected_families(counter_families: &[&[&str]]) -> Vec<String> {
@@ -813,7 +825,7 @@ fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(port_series(switches, "Hca1", "1"), 0);
     assert!(port_series(all, "Hca1", "1") > 20);
     assert!(
-        switches.contains("ibscope_node_info{node_guid=")
+        switches.contains("ibscope_node_info{fabric=\"ibsim0:0\",node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
 }

@@ -534,23 +534,32 @@ impl Source for CountingSource {
 /// Keys and sweeper messages fed to the real event loop: `None` in `keys` is a moment
 /// with no key (the loop draws a frame), running out of keys is an error.
 struct Script {
-    messages: std::collections::VecDeque<ibscope::tui::SweepMsg>,
+    /// Each with its fabric's index.
+    messages: std::collections::VecDeque<(usize, ibscope::tui::SweepMsg)>,
     keys: std::collections::VecDeque<Option<KeyCode>>,
-    sweeps_asked: usize,
+    /// The fabric of each sweep asked for.
+    sweeps_asked: Vec<usize>,
 }
 
 impl Script {
     fn new(messages: Vec<ibscope::tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
+        Script::of_fabrics(messages.into_iter().map(|m| (0, m)).collect(), keys)
+    }
+
+    fn of_fabrics(
+        messages: Vec<(usize, ibscope::tui::SweepMsg)>,
+        keys: &[Option<KeyCode>],
+    ) -> Script {
         Script {
             messages: messages.into(),
             keys: keys.iter().copied().collect(),
-            sweeps_asked: 0,
+            sweeps_asked: Vec::new(),
         }
     }
 }
 
 impl ibscope::tui::Events for Script {
-    fn sweep_message(&mut self) -> Option<ibscope::tui::SweepMsg> {
+    fn sweep_message(&mut self) -> Option<(usize, ibscope::tui::SweepMsg)> {
         self.messages.pop_front()
     }
     fn terminal_event(
@@ -562,8 +571,8 @@ impl ibscope::tui::Events for Script {
             None => Err(std::io::Error::other("the script ran out of keys")),
         }
     }
-    fn sweep_now(&mut self) {
-        self.sweeps_asked += 1;
+    fn sweep_now(&mut self, fabric: usize) {
+        self.sweeps_asked.push(fabric);
     }
 }
 
@@ -589,11 +598,11 @@ fn event_loop_runs_scripted_keys() {
     let mut script = Script::new(messages, &keys);
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    ibscope::tui::event_loop(&mut terminal, &mut state, &mut script).unwrap();
+    ibscope::tui::event_loop(&mut terminal, std::slice::from_mut(&mut state), &mut script).unwrap();
     assert!(state.quit && script.keys.is_empty());
     assert_eq!(state.view, View::Nodes);
     assert_eq!(state.nodes.filter, "leaf");
-    assert_eq!(script.sweeps_asked, 1, "r asks the sweeper once");
+    assert_eq!(script.sweeps_asked, [0], "r asks the sweeper once");
     let text = buffer_text(terminal.backend().buffer());
     assert!(text.contains("leaf-1") && text.contains("leaf-2"), "{text}");
     assert!(!text.contains("spine-1"), "{text}");
@@ -608,14 +617,147 @@ fn event_loop_runs_scripted_keys() {
         error: "lost the connection to the fabric".into(),
     }];
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(lost, &[]));
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        std::slice::from_mut(&mut state),
+        &mut Script::new(lost, &[]),
+    );
     assert_eq!(
         e.unwrap_err().to_string(),
         "lost the connection to the fabric"
     );
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(vec![], &[]));
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        std::slice::from_mut(&mut state),
+        &mut Script::new(vec![], &[]),
+    );
     assert!(e.unwrap_err().to_string().contains("ran out of keys"));
+}
+
+/// Two fabrics' states, "compute" and "storage" (its hosts named disk-N), each with a
+/// snapshot message from its own sweeper.
+fn two_fabrics() -> (Vec<AppState>, Vec<(usize, ibscope::tui::SweepMsg)>) {
+    use ibscope::tui::{FabricTag, SweepMsg};
+    let mut states = Vec::new();
+    let mut messages = Vec::new();
+    for (index, (name, text)) in [
+        ("compute", FIXTURE.to_string()),
+        ("storage", FIXTURE.replace("host-", "disk-")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+        state.status.fabric = Some(FabricTag {
+            name: name.into(),
+            index,
+            count: 2,
+        });
+        states.push(state);
+        let snap = Snapshot::from_fabric(ibnd::parse(&text).unwrap(), t0());
+        messages.push((index, SweepMsg::Started));
+        messages.push((index, SweepMsg::Done(Box::new(prepare(None, snap, None)))));
+    }
+    (states, messages)
+}
+
+/// Several fabrics: each sweeper's snapshot goes to its fabric, f shows the next one
+/// (in the same view, the header naming it), r sweeps the one shown, F goes back.
+#[test]
+fn f_switches_fabric_and_the_header_names_it() {
+    let (mut states, messages) = two_fabrics();
+    let keys = [
+        None,
+        Some(KeyCode::Char('2')),
+        None,
+        Some(KeyCode::Char('f')),
+        None,
+        Some(KeyCode::Char('r')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut script = Script::of_fabrics(messages, &keys);
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[1].quit, "q was pressed on the storage fabric");
+    assert_eq!(
+        states[1].view,
+        View::Nodes,
+        "the view is kept across fabrics"
+    );
+    assert_eq!(script.sweeps_asked, [1], "r sweeps the fabric shown");
+    let text = buffer_text(terminal.backend().buffer());
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("fabric storage 2/2"), "{header}");
+    assert!(
+        text.contains("disk-1") && !text.contains("host-1"),
+        "{text}"
+    );
+    let footer = text.lines().last().unwrap();
+    assert!(footer.contains("f fabric"), "{footer}");
+
+    // F from the first fabric wraps to the last; a single fabric has no f at all.
+    let (mut states, messages) = two_fabrics();
+    let keys = [
+        None,
+        Some(KeyCode::Char('F')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut script = Script::of_fabrics(messages, &keys);
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[1].quit);
+    let mut single = AppState::new(None, Duration::from_secs(5), Instant::now());
+    assert_eq!(input::map_key(&single, key(KeyCode::Char('f'))), None);
+    single.view = View::Nodes;
+    assert!(!ibscope::tui::keymap::footer(&single, 200).contains("fabric"));
+}
+
+/// One fabric lost among several: it shows the failure and the others go on; all lost
+/// ends the UI with the error.
+#[test]
+fn a_lost_fabric_among_several_leaves_the_others() {
+    use ibscope::tui::SweepMsg;
+    let lost = |i: usize| {
+        (
+            i,
+            SweepMsg::Lost {
+                error: format!("fabric {i}: lost the connection to the fabric"),
+            },
+        )
+    };
+    let (mut states, mut messages) = two_fabrics();
+    messages.push(lost(1));
+    let keys = [
+        None,
+        Some(KeyCode::Char('f')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+    let mut script = Script::of_fabrics(messages, &keys);
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[0].status.last_error.is_none());
+    assert!(states[1].status.last_error.is_some());
+    let header = buffer_text(terminal.backend().buffer());
+    let header = header.lines().next().unwrap();
+    assert!(
+        header.contains("fabric storage 2/2") && header.contains("sweep failed"),
+        "{header}"
+    );
+
+    let (mut states, mut messages) = two_fabrics();
+    messages.extend([lost(0), lost(1)]);
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        &mut states,
+        &mut Script::of_fabrics(messages, &[None]),
+    );
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "fabric 1: lost the connection to the fabric"
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
+pub mod agent;
 pub mod check;
 pub mod completions;
 pub mod config;

@@ -38,6 +38,8 @@ pub fn apply(state: &mut AppState, action: Action) {
         Action::ToggleHelp => state.help = !state.help,
         Action::CloseHelp => state.help = false,
         Action::SweepNow => state.sweep_requested = true,
+        Action::NextFabric => state.fabric_step = 1,
+        Action::PrevFabric => state.fabric_step = -1,
         Action::Up => move_cursor(state, |c, _len, _page| c.up(1)),
         Action::Down => move_cursor(state, |c, len, _| c.down(1, len)),
         Action::PageUp => move_cursor(state, |c, _, page| c.up(page)),

@@ -38,6 +38,9 @@ pub enum Action {
     /// Swap routing source and destination.
     SwapRoute,
     SweepNow,
+    /// Several fabrics: show the next (or previous) one.
+    NextFabric,
+    PrevFabric,
 }
 
 /// Where a binding applies.
@@ -45,6 +48,8 @@ pub enum Action {
 pub enum Place {
     /// Every view, outside text input.
     Every,
+    /// Every view, outside text input, when the UI watches several fabrics.
+    Fabrics,
     /// One view, outside text input.
     In(View),
     /// The node list (Nodes view, no detail open).
@@ -143,6 +148,13 @@ pub const BINDINGS: &[Binding] = &[
         shown: "r",
         help: "sweep now",
         hint: Some((9, Hint::Text("r sweep"))),
+    },
+    Binding {
+        keys: &[(ch('f'), Action::NextFabric), (ch('F'), Action::PrevFabric)],
+        places: &[Place::Fabrics],
+        shown: "f, F",
+        help: "next/previous fabric (with -C all or a list)",
+        hint: Some((5, Hint::Text("f fabric"))),
     },
     Binding {
         keys: &[(ch('/'), Action::StartInput)],
@@ -273,6 +285,7 @@ impl Place {
         let plain = !state.help && !typing(state);
         match self {
             Place::Every => plain,
+            Place::Fabrics => plain && state.status.fabric.is_some(),
             Place::In(v) => plain && state.view == v,
             Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
             Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
@@ -351,14 +364,18 @@ pub fn help_lines(view: View) -> Vec<String> {
     let line = |b: &Binding| format!("{:<14}{}", b.shown, b.help);
     let mut lines: Vec<String> = BINDINGS
         .iter()
-        .filter(|b| b.places.contains(&Place::Every))
+        .filter(|b| {
+            b.places
+                .iter()
+                .any(|p| matches!(p, Place::Every | Place::Fabrics))
+        })
         .map(line)
         .collect();
     lines.push(String::new());
     let here = |p: &Place| match *p {
         Place::In(v) | Place::Typing(v) => v == view,
         Place::NodeList | Place::NodeDetail => view == View::Nodes,
-        Place::Every | Place::Help => false,
+        Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
     for b in BINDINGS.iter().filter(|b| b.places.iter().any(here)) {
@@ -390,13 +407,21 @@ mod tests {
     fn states() -> Vec<AppState> {
         let mut out = Vec::new();
         for view in View::ALL {
-            for (detail, editing, help) in [
-                (false, false, false),
-                (true, false, false),
-                (false, true, false),
-                (false, false, true),
+            for (detail, editing, help, several) in [
+                (false, false, false, false),
+                (true, false, false, false),
+                (false, true, false, false),
+                (false, false, true, false),
+                (false, false, false, true),
+                (true, false, false, true),
+                (false, true, false, true),
             ] {
                 let mut s = AppState::new(None, Duration::from_secs(1), Instant::now());
+                s.status.fabric = several.then(|| crate::tui::state::FabricTag {
+                    name: "storage".into(),
+                    index: 1,
+                    count: 2,
+                });
                 s.view = view;
                 s.help = help;
                 s.nodes.detail = detail.then_some(1);
@@ -446,7 +471,7 @@ mod tests {
             let help = help_lines(view).join("\n");
             for b in BINDINGS.iter().filter(|b| {
                 b.places.iter().any(|p| match *p {
-                    Place::Every => true,
+                    Place::Every | Place::Fabrics => true,
                     Place::In(v) | Place::Typing(v) => v == view,
                     Place::NodeList | Place::NodeDetail => view == View::Nodes,
                     Place::Help => false,

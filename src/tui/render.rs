@@ -115,9 +115,22 @@ pub fn status_text(state: &AppState) -> (String, Style) {
     }
 }
 
+/// "fabric storage 2/3  " when the UI watches several fabrics, else nothing.
+pub fn fabric_text(state: &AppState) -> String {
+    state.status.fabric.as_ref().map_or_else(String::new, |f| {
+        format!(
+            "fabric {} {}/{}  ",
+            for_terminal(&f.name),
+            f.index + 1,
+            f.count
+        )
+    })
+}
+
 fn draw_header(frame: &mut Frame, area: Rect, state: &AppState) {
     let (status, status_style) = status_text(state);
-    let status_w = (status.chars().count() as u16 + 1).min(area.width);
+    let fabric = fabric_text(state);
+    let status_w = ((fabric.chars().count() + status.chars().count()) as u16 + 1).min(area.width);
     let full: u16 = View::ALL.iter().map(|v| v.title().len() as u16 + 4).sum();
     let compact = full + status_w > area.width;
     let mut spans = Vec::new();
@@ -140,8 +153,12 @@ fn draw_header(frame: &mut Frame, area: Rect, state: &AppState) {
     let [tabs, right] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(status_w)]).areas(area);
     frame.render_widget(Paragraph::new(Line::from(spans)), tabs);
+    let right_text = Line::from(vec![
+        Span::styled(fabric, HEAD),
+        Span::styled(status, status_style),
+    ]);
     frame.render_widget(
-        Paragraph::new(Span::styled(status, status_style)).alignment(Alignment::Right),
+        Paragraph::new(right_text).alignment(Alignment::Right),
         right,
     );
 }

@@ -105,6 +105,17 @@ pub struct Status {
     pub sweeps: u64,
     /// Where snapshots come from ("file net.topo").
     pub source: String,
+    /// Which fabric this is, when the UI watches several (`-C all`, a list).
+    pub fabric: Option<FabricTag>,
+}
+
+/// One fabric among several the UI watches: its name and place, for the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricTag {
+    pub name: String,
+    /// 0-based.
+    pub index: usize,
+    pub count: usize,
 }
 
 /// Rates and history of one port's counters since the UI opened.
@@ -314,6 +325,9 @@ pub struct AppState {
     pub quit: bool,
     /// Set by an action asking for an immediate sweep; the event loop takes it.
     pub sweep_requested: bool,
+    /// Set by an action asking for another fabric (+1 next, -1 previous); the event loop
+    /// takes it.
+    pub fabric_step: isize,
     pub now: Instant,
     pub interval: Duration,
     pub status: Status,
@@ -337,6 +351,7 @@ impl AppState {
             help: false,
             quit: false,
             sweep_requested: false,
+            fabric_step: 0,
             now,
             interval,
             status: Status::default(),

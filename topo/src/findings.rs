@@ -278,6 +278,9 @@ pub struct Finding {
     /// (PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of PortXmitDiscards).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,
+    /// The fabric it was found on, when a command looks at several (its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<String>,
 }
 
 impl Finding {
@@ -293,6 +296,7 @@ impl Finding {
             threshold: None,
             saturated: false,
             details: Details::default(),
+            fabric: None,
         }
     }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {

@@ -3,7 +3,9 @@
 
 pub mod model;
 
-pub use model::{End, Fabric, FabricFile, LinkKey, Node, NodeId, NodeKind, Port, PortKey};
+pub use model::{
+    End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
+};
 pub mod counters;
 pub mod diff;
 pub mod discover;
@@ -18,5 +20,6 @@ pub mod namemap;
 pub mod resolve;
 pub mod responder;
 pub mod routing;
+pub mod subnet;
 #[cfg(test)]
 mod test_fixtures;
