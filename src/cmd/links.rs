@@ -59,7 +59,14 @@ pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
-    let mut report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
+    let mut report = health::assess(
+        &fabric,
+        names.as_ref(),
+        &HealthOptions {
+            expect: a.expect,
+            ..Default::default()
+        },
+    );
     let findings = report.degraded().count() + report.up_not_active.len();
     if a.degraded {
         report.links.retain(|l| l.degraded);

@@ -682,6 +682,7 @@ mod tests {
         // --expect moves the bar: every link below 4xNDR.
         let opts = HealthOptions {
             expect: Rate::parse("4xNDR"),
+            ..Default::default()
         };
         assert_eq!(LinkHealth::assess(&f, &opts).degraded_count(), 4);
     }

@@ -159,6 +159,8 @@ pub(super) mod test_support {
             kind: NodeKind::Switch,
             port,
             lid: 1,
+            host: None,
+            rail: None,
         }
     }
 
