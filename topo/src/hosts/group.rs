@@ -209,7 +209,12 @@ impl Hosts {
                 }
             })
             .collect();
-        out.sort_by(|a, b| natural_cmp(&a.name, &b.name));
+        // Named servers first, then those known only by their SystemImageGUID.
+        out.sort_by(|a, b| {
+            (a.grouped_by == Grouping::SystemImageGuid)
+                .cmp(&(b.grouped_by == Grouping::SystemImageGuid))
+                .then_with(|| natural_cmp(&a.name, &b.name))
+        });
         let mut hosts = Hosts {
             by_guid: Default::default(),
             leaves: BTreeMap::new(),
@@ -268,7 +273,8 @@ impl Hosts {
         }
     }
 
-    /// Every host, in natural order of their names.
+    /// Every host: named ones in natural order of their names, then those grouped by
+    /// SystemImageGUID.
     pub fn hosts(&self) -> &[Host] {
         &self.hosts
     }
