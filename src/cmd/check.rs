@@ -158,11 +158,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut sample = eval.sample;
     if let Some(s) = sample.as_mut() {
-        for p in &mut s.ports {
-            for at in std::iter::once(&mut p.at).chain(p.remote.iter_mut()) {
-                eval.hosts.annotate(at);
-            }
-        }
+        eval.hosts.annotate_sample(s);
     }
     // What the host and rail checks cost (bench/hosts.sh reads this line).
     tracing::debug!(

@@ -161,7 +161,7 @@ fn print_text(
         if rails.is_empty() {
             "none known".to_string()
         } else {
-            rail_ranges(&rails)
+            hosts::rail_ranges(&rails)
         },
         leaves.len()
     );
@@ -273,32 +273,4 @@ fn host_rows(
     }
     rows.sort_by_key(|(rail, _)| (rail.is_none(), *rail));
     rows.into_iter().map(|(_, r)| r).collect()
-}
-
-/// `0-7`, `0-3,5`: ascending rails as ranges.
-pub fn rail_ranges(rails: &[u8]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < rails.len() {
-        let mut j = i;
-        while j + 1 < rails.len() && rails[j + 1] == rails[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            rails[i].to_string()
-        } else {
-            format!("{}-{}", rails[i], rails[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rail_ranges() {
-        assert_eq!(super::rail_ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
-        assert_eq!(super::rail_ranges(&[]), "");
-    }
 }

@@ -9,6 +9,7 @@ use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
+use ibscope_topo::hosts::Hosts;
 
 use crate::cli::{exit, Global};
 
@@ -36,7 +37,8 @@ pub struct Args {
     /// Show only degraded links and ports up but not Active.
     #[arg(long)]
     pub degraded: bool,
-    /// JSON output (the health report: norms, links, port states).
+    /// JSON output (the health report: norms, links, port states; each HCA end with its
+    /// host and rail where known).
     #[arg(long)]
     pub json: bool,
     /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
@@ -67,6 +69,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             ..Default::default()
         },
     );
+    Hosts::group(&fabric, names.as_ref()).annotate_health(&mut report);
     let findings = report.degraded().count() + report.up_not_active.len();
     if a.degraded {
         report.links.retain(|l| l.degraded);

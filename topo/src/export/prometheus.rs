@@ -17,6 +17,7 @@ use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::{self, for_prometheus_label};
 use crate::findings::{self, Finding};
 use crate::health::HealthReport;
+use crate::hosts::Hosts;
 use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
@@ -210,11 +211,18 @@ fn node_labels(guid: u64, name: &str, kind: NodeKind) -> String {
     )
 }
 
-/// The label set of one port: itself and its link's far end (empty values when none).
-fn port_labels(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
+/// The label set of one port: itself, its host and rail when it is a host's HCA port, and
+/// its link's far end (empty values when none).
+fn port_labels(fabric: &Fabric, names: Option<&NameMap>, hosts: &Hosts, end: End) -> String {
     let node = fabric.node(end.node);
     let mut s = node_labels(node.guid, display_name(node, names), node.kind);
     let _ = write!(s, ",port=\"{}\"", end.port);
+    if let Some((host, rail)) = hosts.label(node.port_key(end.port)) {
+        let _ = write!(s, ",host=\"{}\"", for_prometheus_label(host));
+        if let Some(rail) = rail {
+            let _ = write!(s, ",rail=\"{rail}\"");
+        }
+    }
     match fabric.peer(end) {
         Some(r) => {
             let rn = fabric.node(r.node);
@@ -239,7 +247,12 @@ struct PortLabels {
 }
 
 impl PortLabels {
-    fn new(fabric: &Fabric, names: Option<&NameMap>, filter: PortFilter) -> PortLabels {
+    fn new(
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        filter: PortFilter,
+    ) -> PortLabels {
         let mut ends = Vec::new();
         for (id, node) in fabric.nodes() {
             for p in &node.ports {
@@ -250,7 +263,7 @@ impl PortLabels {
                     node: id,
                     port: p.number,
                 };
-                ends.push((end, port_labels(fabric, names, end)));
+                ends.push((end, port_labels(fabric, names, hosts, end)));
             }
         }
         let by_key = ends
@@ -270,12 +283,14 @@ impl PortLabels {
         &'a self,
         fabric: &Fabric,
         names: Option<&NameMap>,
+        hosts: &Hosts,
         sample: &'a Sample,
     ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
         let own = |p: &PortSample| match fabric.node_by_guid(p.at.node_guid) {
             Some(node) => port_labels(
                 fabric,
                 names,
+                hosts,
                 End {
                     node,
                     port: p.at.port,
@@ -299,17 +314,20 @@ impl PortLabels {
 
 /// The page `ibscope serve` caches after a sweep (everything but the per-scrape age):
 /// counters, saturation, findings, link facts, nodes and the exporter's own numbers.
-/// `health` is `health::assess` of `fabric` (computed once per discovery, not per sweep).
+/// `health` is `health::assess` of `fabric` and `hosts` its hosts (both computed once per
+/// discovery, not per sweep): a host's HCA ports carry `host` and `rail` labels, on the
+/// series they have anyway.
 pub fn fabric_page(
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) -> String {
     let mut out = String::with_capacity(200 * sample.ports.len() * (stats.counters.len() + 10));
-    let labels = PortLabels::new(fabric, names, stats.filter);
-    let swept = labels.of_sample(fabric, names, sample);
+    let labels = PortLabels::new(fabric, names, hosts, stats.filter);
+    let swept = labels.of_sample(fabric, names, hosts, sample);
     counter_families(
         &mut out,
         stats.counters,
@@ -317,7 +335,7 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, fabric, health, names, sample, stats);
+    findings_family(&mut out, fabric, health, hosts, names, sample, stats);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, fabric, names, stats.scrape_errors);
@@ -351,11 +369,13 @@ fn findings_family(
     out: &mut String,
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) {
     let mut found = findings::fabric_findings(fabric, names, health);
+    found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
     family_head(

@@ -352,6 +352,54 @@ impl Hosts {
             at.rail = rail;
         }
     }
+
+    /// Fill in the host and rail of both ends of every link of a health report, and of
+    /// its ports not Active.
+    pub fn annotate_health(&self, report: &mut crate::health::HealthReport) {
+        for l in &mut report.links {
+            self.annotate(&mut l.a.at);
+            self.annotate(&mut l.b.at);
+        }
+        for p in report
+            .up_not_active
+            .iter_mut()
+            .chain(report.down.iter_mut())
+        {
+            self.annotate(&mut p.at);
+            if let Some(r) = p.remote.as_mut() {
+                self.annotate(r);
+            }
+        }
+    }
+
+    /// Fill in the host and rail of every port of a counter sample (and of its far end).
+    pub fn annotate_sample(&self, sample: &mut crate::counters::Sample) {
+        for p in &mut sample.ports {
+            self.annotate(&mut p.at);
+            if let Some(r) = p.remote.as_mut() {
+                self.annotate(r);
+            }
+        }
+    }
+}
+
+/// Ascending rails as ranges: `0-7`, `0-3,5`.
+pub fn rail_ranges(rails: &[u8]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < rails.len() {
+        let mut j = i;
+        while j + 1 < rails.len() && rails[j + 1] == rails[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            rails[i].to_string()
+        } else {
+            format!("{}-{}", rails[i], rails[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 /// The fabric's host CAs: those whose description names a host (with it), the others.

@@ -8,5 +8,5 @@ pub mod hostlist;
 pub mod name;
 mod rails;
 
-pub use group::{Grouping, Hca, Host, Hosts, Leaf, LeafPort};
+pub use group::{rail_ranges, Grouping, Hca, Host, Hosts, Leaf, LeafPort};
 pub use rails::{check, HcaRef, RailDown, RailIssue};

@@ -491,6 +491,15 @@ mod tests {
     }
 
     #[test]
+    fn rail_ranges_read_as_written() {
+        assert_eq!(
+            super::super::rail_ranges(&[0, 1, 2, 3, 5, 7, 8]),
+            "0-3,5,7-8"
+        );
+        assert_eq!(super::super::rail_ranges(&[]), "");
+    }
+
+    #[test]
     fn a_healthy_rail_fabric() {
         let (f, hosts, issues) = analyse(rail_file(10, 4));
         assert_eq!(issues, []);

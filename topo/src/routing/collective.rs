@@ -164,6 +164,11 @@ pub struct Limit {
     pub flows: u32,
     /// The rate it leaves the slowest flow, Gb/s.
     pub share_gbps: f64,
+    /// It is an HCA's link (a CA at one end).
+    pub hca_link: bool,
+    /// Its capacity is below the job's usual HCA link rate (the most common among the
+    /// collective's source HCAs): a degraded link, not the NIC's own limit.
+    pub below_norm: bool,
 }
 
 /// What one collective gets.
@@ -465,9 +470,24 @@ fn one(
     report.busbw = Some(busbw_factor * bytes_per_s / bytes_per_flow / 1e9);
     let b = links.shares.bottleneck[f];
     if b != NONE {
+        let channel = channel_ref(fabric, idx, b);
+        let capacity = links.capacity[b as usize];
+        // The usual HCA link rate: the most common capacity of the flows' first links.
+        let mut first: Vec<u64> = (0..pairs.len())
+            .filter_map(|f| links.capacity[*routes.path(f).first()? as usize])
+            .map(|c| (c * 1000.0) as u64)
+            .collect();
+        first.sort_unstable();
+        let usual = first
+            .chunk_by(|a, b| a == b)
+            .max_by_key(|run| run.len())
+            .map(|run| run[0] as f64 / 1000.0);
+        let is_ca = |p: &super::refs::PortRef| p.node.kind != crate::NodeKind::Switch;
         report.limit = Some(Limit {
-            channel: channel_ref(fabric, idx, b),
-            capacity_gbps: links.capacity[b as usize],
+            hca_link: is_ca(&channel.from) || is_ca(&channel.to),
+            below_norm: matches!((capacity, usual), (Some(c), Some(u)) if c < u - 1e-9),
+            channel,
+            capacity_gbps: capacity,
             flows: links.count[b as usize],
             share_gbps: rate,
         });
@@ -622,6 +642,8 @@ mod tests {
         assert!((ring.busbw.unwrap() - 100.0).abs() < 1e-9);
         // Leaf, spine, leaf: 4 links between groups.
         assert_eq!(ring.max_hops, 4);
+        let limit = ring.limit.as_ref().unwrap();
+        assert!(limit.hca_link && !limit.below_norm, "{limit:?}");
         assert_eq!(ring.curve.len(), 32);
         assert_eq!(ring.curve[0].size, 8);
         assert_eq!(ring.curve[31].size, 16 << 30);
@@ -666,6 +688,7 @@ mod tests {
                 limit.channel
             );
             assert_eq!(limit.capacity_gbps, Some(50.0));
+            assert!(limit.hca_link && limit.below_norm);
         }
         // The ring: every rail waits for rail 2's 50 Gb/s: 4 x 6.25 GB/s.
         assert!((r.collectives[0].busbw.unwrap() - 25.0).abs() < 1e-9);
