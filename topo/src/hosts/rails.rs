@@ -84,7 +84,7 @@ fn strict_mode<T: Ord + Copy>(values: impl IntoIterator<Item = T>) -> Option<T> 
         *counts.entry(v).or_default() += 1;
     }
     let mut ranked: Vec<(usize, T)> = counts.into_iter().map(|(v, n)| (n, v)).collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0));
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.0));
     match ranked.as_slice() {
         [(n, v), rest @ ..] if rest.first().map_or(true, |(m, _)| m < n) => Some(*v),
         _ => None,
