@@ -109,6 +109,42 @@ fn healthy_rail_fabric_hosts_check_and_line_rate_collectives() {
     assert_eq!(shown, ["gpu-0002", "gpu-0007", "gpu-0008"]);
     assert_eq!(some["missing"], serde_json::json!(["gpu-0042"]));
 
+    // links and counters JSON name each HCA end's host and rail (from "gpu-0003 mlx5_2").
+    let expect_host_rail = |end: &Value| {
+        if end["kind"] != "ca" {
+            assert!(
+                end.get("host").is_none() && end.get("rail").is_none(),
+                "{end:#}"
+            );
+            return;
+        }
+        let (host, device) = end["node"].as_str().unwrap().split_once(' ').unwrap();
+        assert_eq!(end["host"], host, "{end:#}");
+        assert_eq!(
+            end["rail"].to_string(),
+            device.trim_start_matches("mlx5_"),
+            "{end:#}"
+        );
+    };
+    let links = json(&ibscope(&sim, &["links", "--json"]), 0);
+    let mut ca_ends = 0;
+    for l in links["links"].as_array().unwrap() {
+        for end in [&l["a"], &l["b"]] {
+            expect_host_rail(end);
+            ca_ends += usize::from(end["kind"] == "ca");
+        }
+    }
+    assert_eq!(ca_ends, 64);
+    let counters = json(&ibscope(&sim, &["counters", "--format", "json"]), 0);
+    let ports = counters["ports"].as_array().unwrap();
+    for p in ports {
+        expect_host_rail(p);
+        if !p["remote"].is_null() {
+            expect_host_rail(&p["remote"]);
+        }
+    }
+    assert_eq!(ports.iter().filter(|p| p["kind"] == "ca").count(), 64);
+
     let check = json(&ibscope(&sim, &["check", "--json"]), 0);
     assert_eq!(check["findings"], serde_json::json!([]), "{check:#}");
     assert_eq!(check["hosts"], 8);
