@@ -15,7 +15,8 @@
 #     time, measured in the same process. The issue's target: under 5%.
 # (2) `ibscope hosts` and `hosts --json`: discovery plus grouping, the whole command.
 #
-# ibscope runs with OUTSTANDING MADs in flight (128, its cap under the shim). There is no
+# ibscope runs with its defaults (an adaptive window up to 128, at most 4 in flight per
+# destination), or with --max-outstanding OUTSTANDING when that is set. There is no
 # reference tool for hosts and rails: the comparison is check against itself.
 # Needs: ibsim-utils, libumad2sim0, opensm.
 set -euo pipefail
@@ -24,7 +25,9 @@ HOSTS=${HOSTS:-1024}
 RAILS=${RAILS:-8}
 RADIX=${RADIX:-128}
 REPS=${REPS:-5}
-OUTSTANDING=${OUTSTANDING:-128}
+OUTSTANDING=${OUTSTANDING:-}
+flags=()
+if [ -n "$OUTSTANDING" ]; then flags=(--max-outstanding "$OUTSTANDING"); fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
@@ -71,11 +74,11 @@ hcas=$(grep -c '^Hca' "$topo")
 
 # (1) taking turns, so both see the same machine.
 for ((i = 0; i < REPS; i++)); do
-    run check "$ibscope" -vv check --json --max-outstanding "$OUTSTANDING"
+    run check "$ibscope" -vv check --json "${flags[@]}"
     # The log line (colours stripped): ... hosts grouped and rails checked hosts=N ms="X"
     sed 's/\x1b\[[0-9;]*m//g' "$work/err.check" | grep -o 'rails checked.*' |
         grep -o 'ms="\?[0-9.]*' | grep -o '[0-9.]*$' >>"$work/hosts_ms"
-    run nohosts "$ibscope" -vv check --json --no-hosts --max-outstanding "$OUTSTANDING"
+    run nohosts "$ibscope" -vv check --json --no-hosts "${flags[@]}"
 done
 check=$(median <"$work/walls.check")
 nohosts=$(median <"$work/walls.nohosts")
@@ -86,8 +89,8 @@ servers=$(grep -o '"hosts": *[0-9]*' "$work/out.check" | head -1 | grep -o '[0-9
 
 # (2)
 for ((i = 0; i < REPS; i++)); do
-    run hosts "$ibscope" hosts --max-outstanding "$OUTSTANDING"
-    run hostsjson "$ibscope" hosts --json --max-outstanding "$OUTSTANDING"
+    run hosts "$ibscope" hosts "${flags[@]}"
+    run hostsjson "$ibscope" hosts --json "${flags[@]}"
 done
 hosts=$(median <"$work/walls.hosts")
 hostsjson=$(median <"$work/walls.hostsjson")
@@ -96,8 +99,9 @@ hosts_bytes=$(wc -c <"$work/out.hostsjson")
 "$ibscope" sim down --name "$name" >/dev/null
 name=""
 
+echo "# $(date -u +%Y-%m-%d) on $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'fabric: %s servers x %s rails, %s HCAs, %s switches (radix %s); median of %s runs, %s MADs in flight\n' \
-    "$HOSTS" "$RAILS" "$hcas" "$switches" "$RADIX" "$REPS" "$OUTSTANDING"
+    "$HOSTS" "$RAILS" "$hcas" "$switches" "$RADIX" "$REPS" "${OUTSTANDING:-default (adaptive, up to 128)}"
 printf '\n(1) ibscope check with and without hosts and rails (taking turns)\n'
 printf '  check --json:                  %8.3f s   (%s servers; findings: %s)\n' "$check" "$servers" "$kinds"
 printf '  check --json --no-hosts:       %8.3f s\n' "$nohosts"
