@@ -108,6 +108,26 @@ fn healthy_rail_fabric_hosts_check_and_line_rate_collectives() {
         .collect();
     assert_eq!(shown, ["gpu-0002", "gpu-0007", "gpu-0008"]);
     assert_eq!(some["missing"], serde_json::json!(["gpu-0042"]));
+    // The same servers, rails and leaf ports from the topology file alone.
+    let offline = json(
+        &ibscope_plain(&["--topology", &topo, "hosts", "--json"], &[]),
+        0,
+    );
+    let layout = |report: &Value| -> Vec<(String, u64, String, u64)> {
+        let mut out = Vec::new();
+        for h in report["hosts"].as_array().unwrap() {
+            for c in h["hcas"].as_array().unwrap() {
+                out.push((
+                    h["name"].as_str().unwrap().to_string(),
+                    c["rail"].as_u64().unwrap(),
+                    c["leaf"]["name"].as_str().unwrap().to_string(),
+                    c["leaf"]["port"].as_u64().unwrap(),
+                ));
+            }
+        }
+        out
+    };
+    assert_eq!(layout(&offline), layout(&hosts));
 
     // links and counters JSON name each HCA end's host and rail (from "gpu-0003 mlx5_2").
     let expect_host_rail = |end: &Value| {
@@ -183,6 +203,39 @@ fn healthy_rail_fabric_hosts_check_and_line_rate_collectives() {
         assert_eq!(c["flows_unroutable"], 0, "{c:#}");
         assert!(c["busbw"].as_f64().unwrap() > 0.0, "{c:#}");
     }
+    // A job from a file (as `scontrol show hostnames` writes it, or hostlists), in its
+    // order; one rail, one collective.
+    let file = dir.path().join("job-hosts");
+    std::fs::write(&file, "# the job\ngpu-[0005-0006]\ngpu-0001 gpu-0002\n").unwrap();
+    let job = json(
+        &ibscope(
+            &sim,
+            &[
+                "route",
+                "load",
+                "--hosts",
+                &format!("@{}", file.display()),
+                "--rails",
+                "5",
+                "--collective",
+                "ring",
+                "--json",
+            ],
+        ),
+        0,
+    );
+    assert_eq!(
+        job["host_names"],
+        serde_json::json!(["gpu-0005", "gpu-0006", "gpu-0001", "gpu-0002"])
+    );
+    assert_eq!(job["rails"], serde_json::json!([5]));
+    assert_eq!(job["collectives"].as_array().unwrap().len(), 1);
+    // One rail's ring at line rate: 25 GB/s.
+    let one = collective(&job, "ring");
+    assert!(
+        (one["busbw"].as_f64().unwrap() - LINE_GBYTES).abs() < 1e-6,
+        "{one:#}"
+    );
     // The text names the collectives and prints nccl-tests' columns.
     let text = assert_success(&ibscope(&sim, &["route", "load", "--rails", "0-3"]));
     assert!(
