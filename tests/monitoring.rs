@@ -663,6 +663,18 @@ fn host_rail_labels_fill_the_grid_on_a_rail_fabric() {
         ),
         "{page}"
     );
+    // The slow rail is a finding of check's, counted on the page as check counts it.
+    for (kind, n) in [
+        ("rail-slow", 1.0),
+        ("degraded-link", 1.0),
+        ("rail-down", 0.0),
+    ] {
+        assert_eq!(
+            sample_value(&page, "ibscope_findings", &[("kind", kind)]).unwrap_or(0.0),
+            n,
+            "{kind}"
+        );
+    }
     // Labels, not series: without them the series stay distinct.
     let keys = |lines: &[&str]| -> BTreeSet<String> {
         lines
