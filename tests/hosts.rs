@@ -337,6 +337,25 @@ fn planted_rail_faults_are_named_exactly() {
         assert!(text.contains(&line), "missing {line:?} in\n{text}");
     }
     assert!(text.contains("4 finding(s)"), "{text}");
+    // With the job's host list: the one the fabric lacks is named too.
+    let listed = json(
+        &ibscope(&sim, &["check", "--hosts", "gpu-[0001-0009]", "--json"]),
+        1,
+    );
+    let mut want = finding_list(&check);
+    want.push((s("host-missing"), s("gpu-0009"), s(""), s(""), 0));
+    want.sort();
+    assert_eq!(finding_list(&listed), want, "{listed:#}");
+    let missing = listed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "host-missing")
+        .unwrap();
+    assert_eq!(
+        missing["message"],
+        "gpu-0009: in the --hosts list, but no CA in the fabric names it"
+    );
 
     // The job with the server whose rail is down: no prediction, and why.
     let out = ibscope(&sim, &["route", "load", "--rails", "all", "--no-curve"]);
