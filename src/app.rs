@@ -71,6 +71,10 @@ pub enum Command {
     )]
     Host(cmd::host::Args),
     #[command(
+        about = "The servers of a GPU cluster: each HCA's rail, rate, state and leaf switch port"
+    )]
+    Hosts(cmd::hosts::Args),
+    #[command(
         about = "Every link with both ends' width/speed/state and what it could be (iblinkinfo)"
     )]
     Links(cmd::links::Args),
@@ -145,6 +149,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Discover(a) => cmd::discover::run(g, a),
         Command::Diff(a) => cmd::diff::run(g, a),
         Command::Host(a) => cmd::host::run(g, a),
+        Command::Hosts(a) => cmd::hosts::run(g, a),
         Command::Links(a) => cmd::links::run(g, a),
         Command::Port(a) => cmd::port::run(g, a),
         Command::Query(a) => cmd::query::run(g, a),

@@ -130,3 +130,27 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fa
     ensure_connected(engine)?;
     Ok(fabric)
 }
+
+/// The names a `--hosts` value gives: a Slurm hostlist (`gpu-[0001-0064],login1`, as
+/// `scontrol show hostnames` expands it), or `@FILE` holding hostlists separated by
+/// commas, spaces or newlines (`#` comments; `scontrol show hostnames` output works).
+pub fn host_list(arg: &str) -> Result<Vec<String>> {
+    use ibscope_topo::hosts::hostlist;
+    let (text, source) = match arg.strip_prefix('@') {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read host list {path}"))?;
+            let text: Vec<&str> = text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or(""))
+                .collect();
+            (text.join("\n"), format!("host list {path}"))
+        }
+        None => (arg.to_string(), "--hosts".to_string()),
+    };
+    let names = hostlist::expand(&text).with_context(|| format!("{source}: not a hostlist"))?;
+    if names.is_empty() {
+        anyhow::bail!("{source}: no hosts");
+    }
+    Ok(names)
+}

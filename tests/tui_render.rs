@@ -225,6 +225,10 @@ fn screens() -> Vec<(&'static str, GoTo)> {
             Box::new(|s: &mut AppState| press(s, KeyCode::Char('6'))),
         ),
         (
+            "hosts",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('7'))),
+        ),
+        (
             "help_nodes",
             Box::new(|s: &mut AppState| {
                 press(s, KeyCode::Char('2'));
@@ -458,6 +462,8 @@ fn keys_move_between_views_and_quit() {
     press(&mut state, KeyCode::BackTab);
     press(&mut state, KeyCode::BackTab);
     assert_eq!(state.view, View::Overview);
+    press(&mut state, KeyCode::BackTab);
+    assert_eq!(state.view, View::Hosts);
     press(&mut state, KeyCode::BackTab);
     assert_eq!(state.view, View::Events);
     press(&mut state, KeyCode::Char('?'));
@@ -1104,4 +1110,176 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
         "spine-2[1] <-> leaf-1[4]: 1xHDR below fabric norm 4xHDR"
     );
     assert!(!state.events.iter().any(|e| e.kind == EventKind::Recovered));
+}
+
+/// A rail-optimised fabric of 6 servers x 4 rails (4 servers a leaf) at 4xHDR with min-hop
+/// routes and four rail faults: gpu-0002's mlx5_1 gone (its link went down), gpu-0003's
+/// mlx5_2 at 1xHDR, gpu-0004's mlx5_0 and mlx5_3 with each other's cables, gpu-0006's
+/// mlx5_1 Initialize. Counters on gpu-0003's mlx5_2.
+fn rail_state() -> AppState {
+    use ibscope_topo::model::{FabricFile, LinkRecord};
+    let spec = gen::RailsSpec {
+        hosts_per_leaf: 4,
+        ..gen::RailsSpec::new(6, 4, 64)
+    };
+    let mut f = ibnd::parse(&gen::rails(&spec).unwrap()).unwrap();
+    gen::bring_up(
+        &mut f,
+        ibscope_mad::attr::link::Rate::parse("4xHDR").unwrap(),
+    );
+    let mut file: FabricFile = f.to_file();
+    let guid =
+        |file: &FabricFile, d: &str| file.nodes.iter().find(|n| n.description == d).unwrap().guid;
+    let link_of = |file: &FabricFile, g: u64| {
+        file.links
+            .iter()
+            .position(|l| l.a_guid == g || l.b_guid == g)
+            .unwrap()
+    };
+    // Gone.
+    let g = guid(&file, "gpu-0002 mlx5_1");
+    let i = link_of(&file, g);
+    file.links.remove(i);
+    file.nodes.retain(|n| n.guid != g);
+    // Slow: both ends at 1x.
+    let g = guid(&file, "gpu-0003 mlx5_2");
+    let l = file.links[link_of(&file, g)];
+    for (node, port) in [(l.a_guid, l.a_port), (l.b_guid, l.b_port)] {
+        let n = file.nodes.iter_mut().find(|n| n.guid == node).unwrap();
+        let p = n.ports.iter_mut().find(|p| p.number == port).unwrap();
+        p.width_active = Some(ibscope_mad::attr::link::Width::X1);
+    }
+    // Swapped.
+    let (a, b) = (
+        guid(&file, "gpu-0004 mlx5_0"),
+        guid(&file, "gpu-0004 mlx5_3"),
+    );
+    let (ia, ib) = (link_of(&file, a), link_of(&file, b));
+    let far = |l: LinkRecord, me: u64| {
+        if l.a_guid == me {
+            (l.b_guid, l.b_port)
+        } else {
+            (l.a_guid, l.a_port)
+        }
+    };
+    let (fa, fb) = (far(file.links[ia], a), far(file.links[ib], b));
+    file.links[ia] = LinkRecord {
+        a_guid: a,
+        a_port: 1,
+        b_guid: fb.0,
+        b_port: fb.1,
+    };
+    file.links[ib] = LinkRecord {
+        a_guid: b,
+        a_port: 1,
+        b_guid: fa.0,
+        b_port: fa.1,
+    };
+    // Not Active.
+    let g = guid(&file, "gpu-0006 mlx5_1");
+    let n = file.nodes.iter_mut().find(|n| n.guid == g).unwrap();
+    n.ports[0].state = Some(ibscope_mad::attr::PortState::Init);
+    let mut f = Fabric::from_file(file).unwrap();
+    routing::compute_minhop_lfts(&mut f);
+    let slow = guid_of(&f, "gpu-0003 mlx5_2");
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    for (k, at) in [(0u64, t0()), (1, t0() + Duration::from_secs(5))] {
+        let mut snap = Snapshot::from_fabric(f.clone(), at);
+        snap.counters = vec![sample(
+            slow,
+            1,
+            at,
+            3 + 20 * k,
+            1_000_000 + k * 5_000_000_000,
+        )];
+        state.apply_snapshot(snap, start + Duration::from_secs(5 * k));
+    }
+    state.now = start + Duration::from_secs(8);
+    state
+}
+
+/// The cell of `host`'s row under the column headed `rail N`: its text and colour.
+fn grid_cell(buf: &Buffer, host: &str, rail: u8) -> (String, Color) {
+    let text = buffer_text(buf);
+    let header = text.lines().find(|l| l.contains("rail 0")).unwrap();
+    let col = header.find(&format!("rail {rail}")).unwrap();
+    let col = header[..col].chars().count() as u16;
+    let y = text.lines().position(|l| l.starts_with(host)).unwrap() as u16;
+    let cell: String = (col..col + 7).map(|x| buf[(x, y)].symbol()).collect();
+    (cell.trim().to_string(), buf[(col, y)].fg)
+}
+
+#[test]
+fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    assert_eq!(state.view, View::Hosts);
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(
+        text.contains("Hosts: 6 with rails, 4 with rail problems; rails 0-3"),
+        "{text}"
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0001", 0),
+        ("4xHDR".into(), Color::Reset)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0002", 1),
+        ("missing".into(), Color::Red)
+    );
+    assert_eq!(grid_cell(&buf, "gpu-0003", 2), ("1xHDR".into(), Color::Red));
+    assert_eq!(
+        grid_cell(&buf, "gpu-0004", 0),
+        ("4xHDR*".into(), Color::Yellow)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0004", 3),
+        ("4xHDR*".into(), Color::Yellow)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0005", 0),
+        ("4xHDR".into(), Color::Reset)
+    );
+    assert_eq!(grid_cell(&buf, "gpu-0006", 1), ("Init".into(), Color::Red));
+    insta::assert_snapshot!("hosts_grid_80x24", text);
+    // gpu-0003's rail 2: two rows down, two rails right, Enter.
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Right);
+    press(&mut state, KeyCode::Char('l'));
+    press(&mut state, KeyCode::Enter);
+    assert!(state.hosts.detail);
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains(" gpu-0003 rail 2 "), "{text}");
+    assert!(text.contains("gpu-0003 mlx5_2[1]"), "{text}");
+    // Offline: the physical state was not read; the leaf's name is its NodeDescription.
+    assert!(
+        text.contains("link: 1xHDR Active/Unknown  <->  MF0;leaf-r2-001:MQM9700/U1[3]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("degraded: 1xHDR below fabric norm 4xHDR"),
+        "{text}"
+    );
+    // 20 symbol errors in 5 s.
+    assert!(text.contains("counters: errors 23 (4.0/s)"), "{text}");
+    assert!(
+        text.contains("[rail-slow] gpu-0003: rail 2 (mlx5_2) runs at 1xHDR"),
+        "{text}"
+    );
+    insta::assert_snapshot!("hosts_detail_160x48", text);
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.hosts.detail);
+    // The missing rail: its finding says where it belongs.
+    press(&mut state, KeyCode::Up);
+    press(&mut state, KeyCode::Left);
+    press(&mut state, KeyCode::Enter);
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains("no HCA of this rail in the fabric"), "{text}");
+    assert!(
+        text.contains("[rail-down] gpu-0002: rail 1 (mlx5_1) is Down"),
+        "{text}"
+    );
 }

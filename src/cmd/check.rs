@@ -48,7 +48,16 @@ use crate::cli::{exit, Global};
 /// in --json ("ports", absent otherwise), or to catch a port whose own counters do not
 /// answer on a switch whose sum is clean.
 ///
-/// With --topology FILE only the links and ports are checked (no counters, no SM).
+/// Hosts and rails (GPU clusters): CAs are grouped into servers by the hostname in their
+/// NodeDescription (rdma-ndd's "%h %d": `gpu-0042 mlx5_3`), each HCA's rail is its
+/// device index (mlx5_3: rail 3), checked against the leaf it is cabled to (the rail of
+/// most HCAs on that leaf). A server lacking a rail most servers have, or with it not
+/// Active, is rail-down; a rail slower than the server's others is rail-slow; an HCA on a
+/// leaf of another rail is rail-misaligned; two HCAs each cabled where the other belongs
+/// are hcas-swapped; with --hosts, each listed host no CA names is host-missing. Each
+/// names the host, rail, HCA and the switch port to fix. See `ibscope hosts`.
+///
+/// With --topology FILE only the links, ports and hosts are checked (no counters, no SM).
 ///
 /// Several fabrics (-C all, a list, see -C): each is checked in turn; in text every line
 /// starts with the fabric's name, in JSON each report names its fabric and every finding
@@ -61,6 +70,8 @@ use crate::cli::{exit, Global};
 ///   ibscope check
 ///   ibscope check --thresholds /etc/ibscope/thresholds.conf --json
 ///   ibscope check --expect 4xHDR
+///   ibscope check --hosts gpu-[0001-0064]         # and name every server that is missing
+///   ibscope check --hosts @/etc/ibscope/hosts --json
 ///   ibscope -C all check                   # every fabric this host reaches
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -78,6 +89,13 @@ pub struct Args {
     /// all-ports sum; --json then lists every port's counters ("ports").
     #[arg(long)]
     pub no_screen: bool,
+    /// Hosts the fabric should have: a Slurm hostlist (gpu-[0001-0064],login[1-2]) or
+    /// @FILE; each one no CA names is a host-missing finding.
+    #[arg(long, value_name = "HOSTLIST")]
+    pub hosts: Option<String>,
+    /// Leave out the host and rail findings (a fabric that is no GPU cluster).
+    #[arg(long, conflicts_with = "hosts")]
+    pub no_hosts: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,6 +121,10 @@ struct Report {
     /// Links whose active rate is unknown (topology files often give none): the fabric-norm
     /// rule cannot judge them, only --expect can.
     links_without_rate: usize,
+    /// Hosts found (CAs grouped by NodeDescription; see `ibscope hosts`), 0 with --no-hosts.
+    hosts: usize,
+    /// Rails their HCAs are on.
+    rails: Vec<u8>,
     findings: Vec<findings::Finding>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,12 +150,23 @@ struct Failed {
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
     let names = crate::fabric::names(g)?;
+    let expected_hosts = a
+        .hosts
+        .as_deref()
+        .map(crate::fabric::host_list)
+        .transpose()?;
+    let health_options = HealthOptions {
+        expect: a.expect,
+        expected_hosts,
+        skip_hosts: a.no_hosts,
+    };
     if let Some(path) = &g.topology {
         let fabric = crate::fabric::load_file(path)?;
         let out = check_one(
             &fabric,
             None,
             names.as_ref(),
+            &health_options,
             &thresholds,
             a,
             fabric.id.as_ref(),
@@ -150,6 +183,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             &fabric,
             Some(&mut opened.engine),
             names.as_ref(),
+            &health_options,
             &thresholds,
             a,
             Some(&opened.id),
@@ -202,6 +236,7 @@ fn check_one(
     fabric: &ibscope_topo::Fabric,
     engine: Option<&mut ibscope_mad::engine::Engine>,
     names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
     thresholds: &Thresholds,
     a: &Args,
     id: Option<&FabricId>,
@@ -216,7 +251,7 @@ fn check_one(
     let eval = evaluate(
         fabric,
         names,
-        &HealthOptions { expect: a.expect },
+        health_options,
         thresholds,
         engine.as_deref_mut(),
         reads,
@@ -231,9 +266,23 @@ fn check_one(
         .iter()
         .filter(|l| l.active.is_none())
         .count();
-    let counters_checked = eval.sample.is_some() && live;
+    let started = std::time::Instant::now();
+    let mut sample = eval.sample;
+    if let Some(s) = sample.as_mut() {
+        eval.hosts.annotate_sample(s);
+    }
+    // What the host and rail checks cost (bench/hosts.sh reads this line).
+    tracing::debug!(
+        hosts = eval.hosts.len(),
+        ms = format!(
+            "{:.3}",
+            (eval.hosts_duration + started.elapsed()).as_secs_f64() * 1e3
+        ),
+        "hosts grouped and rails checked"
+    );
+    let counters_checked = sample.is_some() && live;
     let ports_screened: usize = eval.screened.iter().map(|s| s.ports.len()).sum();
-    let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
+    let ports_sampled = sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
     for d in &eval.drilled {
         tracing::debug!(switch = %d.at, reason = %d.reason, "all-ports sum: ports read one by one");
     }
@@ -248,10 +297,12 @@ fn check_one(
         screening: counters_checked && reads == CounterReads::Screened,
         switches_screened: eval.screened.len(),
         ports_screened,
-        counter_mads: eval.sample.as_ref().map_or(0, |s| s.mads_sent),
+        counter_mads: sample.as_ref().map_or(0, |s| s.mads_sent),
         links_without_rate,
+        hosts: eval.hosts.len(),
+        rails: eval.hosts.rails(),
         findings: eval.findings,
-        ports: match (reads, eval.sample) {
+        ports: match (reads, sample) {
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
             _ => None,
         },

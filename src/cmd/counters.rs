@@ -11,6 +11,7 @@ use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_terminal};
 use ibscope_topo::export::prometheus;
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::resolve::{resolve, NameMatch};
 
 use crate::cli::{exit, Global};
@@ -174,10 +175,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if targets.is_empty() {
         bail!("no port with a LID to read (is an SM running?)");
     }
+    // JSON names each HCA port's host and rail.
+    let hosts = Hosts::group(&fabric, names.as_ref());
     let mut out = std::io::stdout().lock();
     let mut any_errors = false;
     let options = sweep_options(a.details, engine.local().is_simulator());
     let mut sample = counters::sweep_with(&mut engine, &fabric, &targets, names.as_ref(), options);
+    hosts.annotate_sample(&mut sample);
     let mut sampled_at = Instant::now();
     crate::fabric::ensure_connected(&engine)?;
     report_errors(&sample, &mut any_errors);
@@ -190,8 +194,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             while a.count.map_or(true, |c| done < c) {
                 let next = sampled_at + interval;
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                let cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
+                let mut cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
                 let now = Instant::now();
+                hosts.annotate_sample(&mut cur);
                 crate::fabric::ensure_connected(&engine)?;
                 report_errors(&cur, &mut any_errors);
                 let deltas = counters::diff(&sample, &cur, now - sampled_at);

@@ -9,7 +9,7 @@ use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
-
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::FabricId;
 
 use crate::cli::{exit, Global};
@@ -41,7 +41,8 @@ pub struct Args {
     /// Show only degraded links and ports up but not Active.
     #[arg(long)]
     pub degraded: bool,
-    /// JSON output (the health report: norms, links, port states).
+    /// JSON output (the health report: norms, links, port states; each HCA end with its
+    /// host and rail where known).
     #[arg(long)]
     pub json: bool,
     /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
@@ -104,7 +105,15 @@ fn one(
     a: &Args,
     heading: Option<&FabricId>,
 ) -> Result<(u8, Option<serde_json::Value>)> {
-    let mut report = health::assess(fabric, names, &HealthOptions { expect: a.expect });
+    let mut report = health::assess(
+        fabric,
+        names,
+        &HealthOptions {
+            expect: a.expect,
+            ..Default::default()
+        },
+    );
+    Hosts::group(fabric, names).annotate_health(&mut report);
     let findings = report.degraded().count() + report.up_not_active.len();
     if a.degraded {
         report.links.retain(|l| l.degraded);

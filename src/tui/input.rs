@@ -54,12 +54,18 @@ pub fn apply(state: &mut AppState, action: Action) {
                 }
             }
             View::Routing => state.run_trace(),
+            View::Hosts => state.hosts.detail = !state.derived.host_grid.rows.is_empty(),
             _ => {}
         },
-        Action::Back => {
-            if state.view == View::Nodes {
-                state.nodes.detail = None;
-            }
+        Action::Back => match state.view {
+            View::Nodes => state.nodes.detail = None,
+            View::Hosts => state.hosts.detail = false,
+            _ => {}
+        },
+        Action::Left => state.hosts.rail = state.hosts.rail.saturating_sub(1),
+        Action::Right => {
+            let last = state.derived.host_grid.rails.len().saturating_sub(1);
+            state.hosts.rail = (state.hosts.rail + 1).min(last);
         }
         Action::CycleSort => match state.view {
             View::Nodes => {
@@ -184,6 +190,7 @@ fn move_cursor(state: &mut AppState, f: impl FnOnce(&mut super::state::ListCurso
             (&mut state.routing.hops, len)
         }
         View::Events => (&mut state.event_list, state.events.len()),
+        View::Hosts => (&mut state.hosts.list, state.derived.host_grid.rows.len()),
     };
     let page = cursor.page();
     f(cursor, len, page);

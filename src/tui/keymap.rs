@@ -41,6 +41,9 @@ pub enum Action {
     /// Several fabrics: show the next (or previous) one.
     NextFabric,
     PrevFabric,
+    /// The column to the left / right (the Hosts grid's rails).
+    Left,
+    Right,
 }
 
 /// Where a binding applies.
@@ -56,6 +59,10 @@ pub enum Place {
     NodeList,
     /// A node's detail pane.
     NodeDetail,
+    /// The hosts x rails grid (Hosts view, no detail open).
+    HostGrid,
+    /// A grid cell's detail (Hosts view).
+    HostDetail,
     /// Typing into a view's text field.
     Typing(View),
     /// The help screen.
@@ -85,7 +92,9 @@ pub struct Binding {
     pub hint: Option<(u8, Hint)>,
 }
 
-use KeyCode::{BackTab, Backspace, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up, F};
+use KeyCode::{
+    BackTab, Backspace, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up, F,
+};
 
 const fn ch(c: char) -> KeyCode {
     KeyCode::Char(c)
@@ -108,13 +117,14 @@ pub const BINDINGS: &[Binding] = &[
             (ch('4'), Action::GoTo(View::ALL[3])),
             (ch('5'), Action::GoTo(View::ALL[4])),
             (ch('6'), Action::GoTo(View::ALL[5])),
+            (ch('7'), Action::GoTo(View::ALL[6])),
             (Tab, Action::NextView),
             (BackTab, Action::PrevView),
         ],
         places: &[Place::Every],
-        shown: "1-6, Tab",
+        shown: "1-7, Tab",
         help: "switch view (Shift-Tab back)",
-        hint: Some((8, Hint::Text("1-6/Tab view"))),
+        hint: Some((8, Hint::Text("1-7/Tab view"))),
     },
     Binding {
         keys: &[(ch('?'), Action::ToggleHelp), (F(1), Action::ToggleHelp)],
@@ -213,6 +223,32 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some((4, Hint::Text("x swap"))),
     },
     Binding {
+        keys: &[
+            (Left, Action::Left),
+            (ch('h'), Action::Left),
+            (Right, Action::Right),
+            (ch('l'), Action::Right),
+        ],
+        places: &[Place::In(View::Hosts)],
+        shown: "←→ h l",
+        help: "pick a rail",
+        hint: Some((3, Hint::Text("←→ rail"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::HostGrid],
+        shown: "Enter",
+        help: "the rail's HCA: its link and counters",
+        hint: Some((4, Hint::Text("Enter detail"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::HostDetail],
+        shown: "Esc",
+        help: "close the HCA's detail",
+        hint: Some((2, Hint::Text("Esc close"))),
+    },
+    Binding {
         keys: &[(Enter, Action::InputSubmit)],
         places: &[Place::Typing(View::Nodes)],
         shown: "Enter",
@@ -289,6 +325,8 @@ impl Place {
             Place::In(v) => plain && state.view == v,
             Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
             Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
+            Place::HostGrid => plain && state.view == View::Hosts && !state.hosts.detail,
+            Place::HostDetail => plain && state.view == View::Hosts && state.hosts.detail,
             Place::Typing(v) => !state.help && typing(state) && state.view == v,
             Place::Help => state.help,
         }
@@ -322,6 +360,7 @@ fn list_noun(state: &AppState) -> &'static str {
         View::Counters => "ports",
         View::Routing => "hops",
         View::Events => "events",
+        View::Hosts => "hosts",
     }
 }
 
@@ -375,6 +414,7 @@ pub fn help_lines(view: View) -> Vec<String> {
     let here = |p: &Place| match *p {
         Place::In(v) | Place::Typing(v) => v == view,
         Place::NodeList | Place::NodeDetail => view == View::Nodes,
+        Place::HostGrid | Place::HostDetail => view == View::Hosts,
         Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
@@ -425,6 +465,7 @@ mod tests {
                 s.view = view;
                 s.help = help;
                 s.nodes.detail = detail.then_some(1);
+                s.hosts.detail = detail;
                 s.nodes.editing = editing;
                 s.routing.editing = editing.then_some(RouteField::From);
                 out.push(s);
@@ -474,6 +515,7 @@ mod tests {
                     Place::Every | Place::Fabrics => true,
                     Place::In(v) | Place::Typing(v) => v == view,
                     Place::NodeList | Place::NodeDetail => view == View::Nodes,
+                    Place::HostGrid | Place::HostDetail => view == View::Hosts,
                     Place::Help => false,
                 })
             }) {

@@ -14,6 +14,7 @@ pub mod export;
 pub mod findings;
 pub mod gen;
 pub mod health;
+pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;

@@ -16,6 +16,7 @@ use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
@@ -57,6 +58,8 @@ struct Discovered {
     targets: Vec<CounterTarget>,
     /// The links' health (degraded or not): it changes only with the fabric.
     health: HealthReport,
+    /// Its hosts and rails (the host and rail labels of HCA ports).
+    hosts: Hosts,
     duration: Duration,
 }
 
@@ -272,10 +275,12 @@ impl Sweeper {
             "discovered"
         );
         let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
+        let hosts = Hosts::group(&fabric, self.names.as_ref());
         Discovered {
             fabric,
             targets,
             health,
+            hosts,
             duration: t.elapsed(),
         }
     }
@@ -317,6 +322,7 @@ impl Sweeper {
         prometheus::fabric_page(
             &d.fabric,
             &d.health,
+            &d.hosts,
             self.names.as_ref(),
             sample,
             &PageStats {

@@ -17,6 +17,7 @@ use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::{self, for_prometheus_label};
 use crate::findings::{self, Finding};
 use crate::health::HealthReport;
+use crate::hosts::Hosts;
 use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
@@ -281,12 +282,24 @@ fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
     )
 }
 
-/// The label set of one port: the fabric (`prefix`), the port and its link's far end
-/// (empty values when none).
-fn port_labels(prefix: &str, fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
+/// The label set of one port: the fabric (`prefix`), the port, its host and rail when it
+/// is a host's HCA port, and its link's far end (empty values when none).
+fn port_labels(
+    prefix: &str,
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    hosts: &Hosts,
+    end: End,
+) -> String {
     let node = fabric.node(end.node);
     let mut s = node_labels(prefix, node.guid, display_name(node, names), node.kind);
     let _ = write!(s, ",port=\"{}\"", end.port);
+    if let Some((host, rail)) = hosts.label(node.port_key(end.port)) {
+        let _ = write!(s, ",host=\"{}\"", for_prometheus_label(host));
+        if let Some(rail) = rail {
+            let _ = write!(s, ",rail=\"{rail}\"");
+        }
+    }
     match fabric.peer(end) {
         Some(r) => {
             let rn = fabric.node(r.node);
@@ -315,6 +328,7 @@ impl PortLabels {
         prefix: &str,
         fabric: &Fabric,
         names: Option<&NameMap>,
+        hosts: &Hosts,
         filter: PortFilter,
     ) -> PortLabels {
         let mut ends = Vec::new();
@@ -327,7 +341,7 @@ impl PortLabels {
                     node: id,
                     port: p.number,
                 };
-                ends.push((end, port_labels(prefix, fabric, names, end)));
+                ends.push((end, port_labels(prefix, fabric, names, hosts, end)));
             }
         }
         let by_key = ends
@@ -348,6 +362,7 @@ impl PortLabels {
         prefix: &str,
         fabric: &Fabric,
         names: Option<&NameMap>,
+        hosts: &Hosts,
         sample: &'a Sample,
     ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
         let own = |p: &PortSample| match fabric.node_by_guid(p.at.node_guid) {
@@ -355,6 +370,7 @@ impl PortLabels {
                 prefix,
                 fabric,
                 names,
+                hosts,
                 End {
                     node,
                     port: p.at.port,
@@ -378,18 +394,21 @@ impl PortLabels {
 
 /// The page `ibscope serve` caches after a sweep (everything but the per-scrape age):
 /// counters, saturation, findings, link facts, nodes and the exporter's own numbers.
-/// `health` is `health::assess` of `fabric` (computed once per discovery, not per sweep).
+/// `health` is `health::assess` of `fabric` and `hosts` its hosts (both computed once per
+/// discovery, not per sweep): a host's HCA ports carry `host` and `rail` labels, on the
+/// series they have anyway.
 pub fn fabric_page(
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) -> String {
     let mut out = String::with_capacity(200 * sample.ports.len() * (stats.counters.len() + 10));
     let prefix = fabric_label(stats.fabric);
-    let labels = PortLabels::new(&prefix, fabric, names, stats.filter);
-    let swept = labels.of_sample(&prefix, fabric, names, sample);
+    let labels = PortLabels::new(&prefix, fabric, names, hosts, stats.filter);
+    let swept = labels.of_sample(&prefix, fabric, names, hosts, sample);
     counter_families(
         &mut out,
         stats.counters,
@@ -397,7 +416,7 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, &prefix, fabric, health, names, sample, stats);
+    findings_family(&mut out, &prefix, fabric, health, hosts, names, sample, stats);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
@@ -432,11 +451,13 @@ fn findings_family(
     prefix: &str,
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) {
     let mut found = findings::fabric_findings(fabric, names, health);
+    found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
     family_head(
