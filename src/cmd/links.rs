@@ -15,16 +15,21 @@ use crate::cli::{exit, Global};
 /// List links with both ends, their active rate, the rate both ends could run at, and
 /// whether the link is degraded.
 ///
-/// A link is degraded when its active width or speed is below the best both ends support
-/// and enable, or when it runs below the expected rate: --expect, else the most common
-/// rate among links of its class (switch-switch, CA-switch). From a topology file, which
-/// says what ports run at but not what they support, a link below that most common rate is
-/// marked BELOW NORM (capability unknown offline) rather than DEGRADED: older hardware may
-/// do no better. Ports physically up but not Active, and down/polling/disabled ports, are
-/// listed after the links.
+/// A link runs at the lower of what its two ends report. It is DEGRADED when its ends
+/// disagree, when its active width or speed is below the best both ends support and
+/// enable, or when it runs below the expected rate: --expect, else the most common rate
+/// among links of its class (switch-switch, CA-switch; loopback cables do not count) while
+/// its hardware can do better: both ends support that rate (live), or both ends' nodes run
+/// other links at it (a topology file). Below that most common rate with hardware that
+/// can do no better, it is fine (a note says so). From a topology file, which says what
+/// ports run at but not what they support, a link below the norm whose ends run nothing
+/// faster is BELOW NORM (capability unknown offline), a warning: older hardware may do no
+/// better. Loopback cables (two ports of one node cabled together) are marked LOOPBACK.
+/// Ports physically up but not Active, and down/polling/disabled ports, are listed after
+/// the links.
 ///
-/// Exit code: 0; with --degraded, 1 when a degraded link or an up-but-not-Active port
-/// was found.
+/// Exit code: 0; with --degraded, 1 when a link `check` reports (degraded, below the norm,
+/// loopback) or an up-but-not-Active port was found.
 ///
 /// Examples:
 ///   ibscope links
@@ -33,7 +38,8 @@ use crate::cli::{exit, Global};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Show only degraded links and ports up but not Active.
+    /// Show only the links `check` reports (degraded, below the norm with capability
+    /// unknown offline, loopback cables) and ports up but not Active.
     #[arg(long)]
     pub degraded: bool,
     /// JSON output (the health report: norms, links, port states).
@@ -60,9 +66,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
     let mut report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
-    let findings = report.degraded().count() + report.up_not_active.len();
+    let reported = |l: &LinkAssessment| l.verdict.is_finding() || l.loopback;
+    let findings = report.links.iter().filter(|l| reported(l)).count() + report.up_not_active.len();
     if a.degraded {
-        report.links.retain(|l| l.degraded);
+        report.links.retain(reported);
         report.down.clear();
     }
     if a.json {
@@ -112,11 +119,19 @@ pub fn link_line(l: &LinkAssessment) -> String {
             line.push_str(&format!("  (could be {c})"));
         }
     }
-    if l.capability_unknown {
-        // A topology file: below the norm, but maybe all the hardware can do.
-        line.push_str(&format!("  BELOW NORM: {}", l.reasons.join("; ")));
-    } else if l.degraded {
-        line.push_str(&format!("  DEGRADED: {}", l.reasons.join("; ")));
+    if l.loopback {
+        line.push_str("  LOOPBACK");
+    }
+    if l.verdict.is_finding() {
+        // BELOW NORM: a topology file, below the norm, but maybe all the hardware can do.
+        line.push_str(&format!(
+            "  {}: {}",
+            l.verdict.label(),
+            for_terminal(&l.reasons.join("; "))
+        ));
+    }
+    if !l.notes.is_empty() {
+        line.push_str(&format!("  (note: {})", for_terminal(&l.notes.join("; "))));
     }
     line
 }

@@ -169,7 +169,8 @@ fn view_about(view: View) -> &'static [&'static str] {
             "Every link, problems first.",
             "Expect: the rate it is held to (its class's norm).",
             "Red: degraded (as ibscope check) or not Active;",
-            "the selected link's reasons show below.",
+            "yellow LOW?: below the norm, capability unknown",
+            "offline. The selected link's reasons show below.",
         ],
         View::Counters => &[
             "▲ bold red    error counters rose since the UI opened",
@@ -381,10 +382,23 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
             } else {
                 String::new()
             }),
+            Span::raw(if s.aggregation_nodes > 0 {
+                format!(", {} aggregation nodes", s.aggregation_nodes)
+            } else {
+                String::new()
+            }),
             Span::raw(format!(", {} links  ", s.links)),
             Span::styled(
                 format!("{} degraded, {} down", s.degraded, s.down),
                 if problems > 0 { BAD } else { OK },
+            ),
+            Span::styled(
+                if s.below_norm > 0 {
+                    format!(", {} below norm (capability unknown)", s.below_norm)
+                } else {
+                    String::new()
+                },
+                WARN,
             ),
         ]),
         Line::from(vec![
@@ -649,7 +663,7 @@ fn node_facts(
     for e in &node.errors {
         facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
     }
-    // Why a port's link is degraded (the table only colours it).
+    // Why a port's link is degraded or below the norm (the table only colours it).
     for p in &node.ports {
         let verdict = fabric
             .link_at(End {
@@ -657,15 +671,20 @@ fn node_facts(
                 port: p.number,
             })
             .and_then(|link| health.verdict(link))
-            .filter(|v| v.degraded());
+            .filter(|v| v.degraded() || v.below_norm());
         if let Some(v) = verdict {
+            let (what, style) = if v.degraded() {
+                ("degraded", RED)
+            } else {
+                ("below norm", WARN)
+            };
             facts.push(Line::styled(
                 format!(
-                    "port {} degraded: {}",
+                    "port {} {what}: {}",
                     p.number,
                     for_terminal(&v.reasons.join("; "))
                 ),
-                RED,
+                style,
             ));
         }
     }
@@ -765,6 +784,8 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
                 "DOWN"
             } else if r.verdict.degraded() {
                 "DEGR"
+            } else if r.verdict.below_norm() {
+                "LOW?"
             } else {
                 ""
             };
@@ -776,7 +797,13 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
                 r.facts.state_text(),
                 flag.to_string(),
             ]);
-            let style = if r.is_problem() { RED } else { Style::new() };
+            let style = if r.is_problem() {
+                RED
+            } else if r.verdict.below_norm() {
+                WARN
+            } else {
+                Style::new()
+            };
             let style = if i == state.links.selected {
                 style.add_modifier(Modifier::REVERSED)
             } else {
@@ -807,9 +834,11 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
         .title(" Selected link ");
     let inner = block.inner(detail_area);
     frame.render_widget(block, detail_area);
+    let why = for_terminal(&r.verdict.reasons.join("; "));
     let (verdict, style) = if r.verdict.degraded() {
-        let why = for_terminal(&r.verdict.reasons.join("; "));
         (format!("degraded: {why}"), RED)
+    } else if r.verdict.below_norm() {
+        (format!("below norm: {why}"), WARN)
     } else {
         ("not degraded".to_string(), DIM)
     };
