@@ -461,6 +461,14 @@ impl Fabric {
     pub fn switches(&self) -> impl Iterator<Item = (NodeId, &Node)> {
         self.nodes().filter(|(_, n)| n.is_switch())
     }
+    /// Whether routing analysis has tables to follow: some switch's forwarding table was
+    /// read, or there is no switch. A topology file, or a discovery without `--lft`, has
+    /// none.
+    pub fn has_forwarding_tables(&self) -> bool {
+        let mut switches = self.switches().peekable();
+        switches.peek().is_none()
+            || switches.any(|(_, n)| n.switch.as_ref().is_some_and(SwitchFacts::has_lft))
+    }
 
     pub fn node_by_guid(&self, guid: u64) -> Option<NodeId> {
         self.by_guid.get(&guid).copied()
