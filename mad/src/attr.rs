@@ -13,6 +13,7 @@ pub use perf_attrs::{
     PortCounters, PortCountersExtended, PortSelected,
 };
 pub use smp_attrs::{
-    capability, capability2, mtu_bytes, LinearForwardingTableBlock, NodeDescription, NodeInfo,
-    NodeType, PhysState, PortInfo, PortState, SmInfo, SmState, SwitchInfo,
+    capability, capability2, mtu_bytes, LinearForwardingTableBlock, LinkDownDefaultState,
+    NodeDescription, NodeInfo, NodeType, PhysState, PortInfo, PortState, SmInfo, SmState,
+    SwitchInfo, VlCount,
 };

@@ -150,7 +150,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         },
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::output::print_json(&out)?;
     } else {
         print_text(&out);
         if out.links_without_rate > 0 && a.expect.is_none() {

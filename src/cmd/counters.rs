@@ -187,7 +187,11 @@ fn report_errors(sample: &Sample, any: &mut bool) {
 
 fn print_sample(out: &mut impl Write, format: Format, sample: &Sample) -> Result<()> {
     match format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(sample)?)?,
+        Format::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&crate::output::json_document(sample)?)?
+        )?,
         Format::Table => print_table(out, sample)?,
         Format::Csv => print_csv(out, sample)?,
         Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
@@ -339,6 +343,7 @@ fn print_deltas(
     match format {
         Format::Json => {
             let doc = serde_json::json!({
+                "schema_version": ibscope_topo::model::SCHEMA_VERSION,
                 "time_ms": sample.time_ms,
                 "duration_ms": sample.duration_ms,
                 "mads_sent": sample.mads_sent,

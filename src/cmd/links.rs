@@ -73,7 +73,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         report.down.clear();
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::output::print_json(&report)?;
     } else {
         print_text(&report);
     }

@@ -11,6 +11,7 @@ use ibscope_topo::routing::{self, CheckOptions, Pattern};
 use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
+use crate::output;
 
 /// Routing analysis from the switches' linear forwarding tables (read live, or from a JSON
 /// snapshot taken with `ibscope discover --lft --format json`).
@@ -109,10 +110,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 );
             }
             if a.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&routing::dump(&fabric, id))?
-                );
+                output::print_json(&serde_json::json!({
+                    "switch": routing::NodeRef::new(&fabric, id),
+                    "lid": node.lid(),
+                    "entries": routing::dump(&fabric, id),
+                }))?;
             } else {
                 print!(
                     "{}",
@@ -131,7 +133,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         RouteCommand::Check => {
             let report = routing::check(&fabric, &CheckOptions::default());
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                output::print_json(&report)?;
             } else {
                 print_check(&report);
             }
@@ -166,7 +168,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             };
             let report = routing::load(&fabric, *pattern, &ends)?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                output::print_json(&report)?;
             } else {
                 print_load(&report);
             }
@@ -189,11 +191,14 @@ fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode
         let result = routing::trace(fabric, src, dst_lid);
         let value = match &result {
             Ok(path) => serde_json::to_value(path)?,
-            Err(e) => {
-                serde_json::json!({ "hops": partial.hops, "error": e, "message": e.to_string() })
-            }
+            Err(e) => serde_json::json!({
+                "dst_lid": dst_lid,
+                "hops": partial.hops,
+                "error": e,
+                "message": e.to_string(),
+            }),
         };
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        output::print_json(&value)?;
     } else {
         for (i, hop) in partial.hops.iter().enumerate() {
             let inp = hop

@@ -11,10 +11,14 @@ use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
-/// Bumped whenever the JSON snapshot changes incompatibly. Version 2: GUIDs are
-/// `"0x…"` strings, states, widths and speeds are names, width and speed sets are lists of
-/// names. Version 1 snapshots (numbers and masks) are still read.
-pub const SCHEMA_VERSION: u32 = 2;
+/// The version of every JSON document ibscope writes: this snapshot and each command's
+/// `--json` output (its `schema_version`; schemas in docs/json/). Bumped whenever one of
+/// them changes incompatibly. Version 2: GUIDs are `"0x…"` strings, states, widths and
+/// speeds are names, width and speed sets are lists of names. Version 3: every command's
+/// JSON carries `schema_version` and has a schema; links carry a verdict (`ok`,
+/// `degraded`, `below-norm`); the snapshot itself is unchanged from version 2. Snapshots
+/// of versions 1 (numbers and masks) and 2 are still read.
+pub const SCHEMA_VERSION: u32 = 3;
 
 pub type NodeId = NodeIndex<u32>;
 
