@@ -122,7 +122,11 @@ fn every_width_and_speed() {
     // Every width with every speed: 45 links on one switch.
     let rates: Vec<String> = Width::KNOWN
         .iter()
-        .flat_map(|w| Speed::ALL.iter().map(move |s| format!("{}x{}", w.lanes(), s.name())))
+        .flat_map(|w| {
+            Speed::ALL
+                .iter()
+                .map(move |s| format!("{}x{}", w.lanes(), s.name()))
+        })
         .collect();
     assert_eq!(rates.len(), 45);
     let mut text = String::from("switchguid=0x10(10)\nSwitch\t64 \"S-0000000000000010\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n");
