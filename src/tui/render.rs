@@ -1250,9 +1250,9 @@ fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
         };
         lines.push(Line::styled(
             format!(
-                "L{} {:?}: {} ports {}..{} routes{}",
+                "L{} {}: {} ports {}..{} routes{}",
                 l.layer.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
-                l.direction,
+                l.direction.as_str(),
                 l.ports,
                 l.routes_min,
                 l.routes_max,
