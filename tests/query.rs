@@ -585,3 +585,54 @@ fn decoded_speed_of_switch_external_port_uses_port0_capabilities() {
     assert_eq!(v["decoded"]["speed_active"], "HDR", "{out}");
     assert_eq!(v["decoded"]["width_active"], "4x", "{out}");
 }
+
+/// The text output reads as smpquery's does: GUIDs in hex, the node type and the port's
+/// states by name, the same values smpquery prints; no codes (those are JSON's `raw`).
+#[test]
+fn text_gives_guids_in_hex_and_states_by_name_as_smpquery() {
+    let sim = sim("net.2sw2path4hca");
+    let fields = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with(' '))
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect()
+    };
+    for (attribute, port, pairs) in [
+        (
+            "nodeinfo",
+            None,
+            [
+                ("NodeType", "node_type"),
+                ("Guid", "node_guid"),
+                ("PortGuid", "port_guid"),
+            ]
+            .as_slice(),
+        ),
+        (
+            "portinfo",
+            Some("1"),
+            &[
+                ("LinkState", "port_state"),
+                ("PhysLinkState", "port_phys_state"),
+                ("LinkDownDefState", "link_down_default_state"),
+                ("VLCap", "vl_cap"),
+                ("MtuCap", "mtu_cap"),
+            ],
+        ),
+    ] {
+        let mut args = vec![attribute, "-D", "0"];
+        args.extend(port);
+        let theirs = smp_fields(&assert_success(&reference(&sim, "smpquery", &args)));
+        let mut ours_args = vec!["query"];
+        ours_args.extend(&args);
+        let text = assert_success(&ibscope(&sim, &ours_args));
+        let ours = fields(&text);
+        assert!(!ours.iter().any(|(k, _)| k == "raw"), "{text}");
+        for (smp_name, our_name) in pairs {
+            let expected = &theirs.iter().find(|(n, _)| n == smp_name).unwrap().1;
+            let got = &ours.iter().find(|(n, _)| n == our_name).unwrap().1;
+            assert_eq!(got, expected, "{attribute} {our_name}:\n{text}");
+        }
+    }
+}
