@@ -333,7 +333,7 @@ fn black_hole_after_unlink_without_resweep() {
         &["route", "dump", "MF0;leaf-0001:MQM8790/U1", "--json"],
     )))
     .unwrap();
-    let via_port5 = dump
+    let via_port5 = dump["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -473,7 +473,8 @@ fn load_ring_small_fat_tree_by_hand() {
             &[],
         )))
         .unwrap();
-        dump.as_array()
+        dump["entries"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|e| e["lid"] == lid)
@@ -559,7 +560,7 @@ fn load_ring_hot_uplink() {
     // Remote CA LIDs by uplink port (5-8).
     let mut by_port: std::collections::BTreeMap<u64, Vec<u16>> = Default::default();
     let mut local = Vec::new();
-    for e in dump.as_array().unwrap() {
+    for e in dump["entries"].as_array().unwrap() {
         if e["dest"]["node"]["kind"] != "ca" {
             continue;
         }
