@@ -131,7 +131,7 @@ fn every_command_on_the_simulator() {
             "L0001:5:1xHDR",
         ],
     );
-    let sim = sim(&topo);
+    let sim = sim_with_sm_config(&topo, &["sweep_on_trap FALSE"]);
     let snap = dir.path().join("snap.json");
     let snap = snap.to_str().unwrap();
     let run =
@@ -178,7 +178,7 @@ fn every_command_on_the_simulator() {
         0,
         "counters",
     );
-    run(&["route", "dump", LEAF, "--json"], 0, "route-dump");
+    let dump = run(&["route", "dump", LEAF, "--json"], 0, "route-dump");
     run(
         &["route", "trace", HOST1, HOST8, "--json"],
         0,
@@ -215,6 +215,30 @@ fn every_command_on_the_simulator() {
         run(args, 0, "query");
     }
     run(&["config", "show", "--json"], 0, "config");
+    // The uplink HOST1's traffic to HOST8 takes pulled, the SM not rerouting: the walk
+    // breaks, and the same document says where, in words.
+    let host8_lid = snapshot[0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["description"] == HOST8)
+        .map(|n| n["ports"][0]["lid"].to_string())
+        .unwrap();
+    let uplink = dump[0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["lid"].to_string() == host8_lid)
+        .map(|e| e["port"].as_u64().unwrap() as u8)
+        .unwrap();
+    sim.unlink("L0001", uplink).unwrap();
+    let broken = run(
+        &["route", "trace", HOST1, &host8_lid, "--json"],
+        1,
+        "route-trace",
+    );
+    let message = broken[0]["message"].as_str().unwrap();
+    assert!(!message.contains('{'), "{message}");
 
     // The snapshot offline: the same documents without a fabric.
     let offline = |args: &[&str], code: i32, schema: &str| {
