@@ -222,18 +222,18 @@ fn every_command_on_the_simulator() {
         .unwrap()
         .iter()
         .find(|n| n["description"] == HOST8)
-        .map(|n| n["ports"][0]["lid"].to_string())
+        .map(|n| n["ports"][0]["lid"].clone())
         .unwrap();
     let uplink = dump[0]["entries"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["lid"].to_string() == host8_lid)
+        .find(|e| e["lid"] == host8_lid)
         .map(|e| e["port"].as_u64().unwrap() as u8)
         .unwrap();
     sim.unlink("L0001", uplink).unwrap();
     let broken = run(
-        &["route", "trace", HOST1, &host8_lid, "--json"],
+        &["route", "trace", HOST1, &host8_lid.to_string(), "--json"],
         1,
         "route-trace",
     );
