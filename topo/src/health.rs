@@ -1048,7 +1048,7 @@ Hca 2 \"h4\"\n[1] \"sw2\"[4]\n[2] \"sw2\"[5]\n";
         let mut ids = Vec::new();
         for (guid, info) in [(0x10, a), (0x20, b)] {
             let mut p = Port::new(1);
-            crate::discover::apply_port_info(&mut p, info);
+            crate::discover::apply_port_info(&mut p, info, None);
             ids.push(f.add_node(node(guid, NodeKind::Ca, vec![p])).unwrap());
         }
         let end = |node| End { node, port: 1 };
