@@ -165,7 +165,11 @@ fn every_command_on_the_simulator() {
     // Every rate, the newest generation included, is a rate --expect takes.
     run(&["check", "--json", "--expect", "4xXDR"], 1, "check");
     run(&["counters", "--format", "json"], 0, "counters");
-    run(&["counters", "--format", "json", "--details"], 0, "counters");
+    run(
+        &["counters", "--format", "json", "--details"],
+        0,
+        "counters",
+    );
     run(
         &[
             "counters",
