@@ -416,7 +416,9 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, &prefix, fabric, health, hosts, names, sample, stats);
+    findings_family(
+        &mut out, &prefix, fabric, health, hosts, names, sample, stats,
+    );
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
