@@ -416,9 +416,8 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(
-        &mut out, &prefix, fabric, health, hosts, names, sample, stats,
-    );
+    let found = page_findings(fabric, health, hosts, names, sample, stats);
+    findings_family(&mut out, &prefix, &found);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
@@ -448,27 +447,30 @@ fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)],
 
 /// The findings `ibscope check` reports, counted by kind: the same policy and thresholds
 /// (the threshold file in force) as `check` without --thresholds.
-fn findings_family(
-    out: &mut String,
-    prefix: &str,
+fn page_findings(
     fabric: &Fabric,
     health: &HealthReport,
     hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
-) {
+) -> Vec<Finding> {
     let mut found = findings::fabric_findings(fabric, names, health);
     found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
+    found
+}
+
+/// [`page_findings`] counted by kind.
+fn findings_family(out: &mut String, prefix: &str, found: &[Finding]) {
     family_head(
         out,
         "ibscope_findings",
         "gauge",
         "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
-    for (kind, n) in findings::count_by_kind(&found, findings::Scope::Fabric) {
+    for (kind, n) in findings::count_by_kind(found, findings::Scope::Fabric) {
         let labels = format!(
             "{prefix},kind=\"{kind}\",severity=\"{}\"",
             kind.severity().as_str()
