@@ -223,17 +223,7 @@ fn tui_snapshot(fabric: Fabric, eval: findings::Evaluation, taken_at: SystemTime
                 .ports
                 .iter()
                 .filter(|p| p.counters.is_some())
-                .map(|p| tui::PortCounterSample {
-                    at: p.at.key(),
-                    counters: p
-                        .effective()
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect(),
-                    xmit_data_bytes: p.value("PortXmitData"),
-                    rcv_data_bytes: p.value("PortRcvData"),
-                    taken_at,
-                })
+                .map(|p| tui::PortCounterSample::from_sweep(p, taken_at))
                 .collect()
         })
         .unwrap_or_default();
@@ -373,6 +363,7 @@ fn main() {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
             let stats = PageStats {
+                fabric: "scale",
                 filter: PortFilter::default(),
                 counters: &families,
                 sweeps: 1,
@@ -384,7 +375,7 @@ fn main() {
             };
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
-                let page = fabric_page(fabric, &eval.health, None, sample, &stats);
+                let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
                 out_bytes += page.len();
                 keep.push(Box::new(page.len()));
             }

@@ -1,7 +1,8 @@
 //! Defaults where operators keep them, and where each setting in force came from.
 //!
 //! Layers, lowest first: built-in defaults; files infiniband-diags' users already keep
-//! (`/etc/rdma/ib-node-name-map`, `/etc/infiniband-diags/error_thresholds`) when present;
+//! (`/etc/rdma/ib-node-name-map`, `/etc/infiniband-diags/error_thresholds`, else
+//! `/etc/rdma/error_thresholds`) when present;
 //! the config files (`/etc/ibscope/config.toml`, then `~/.config/ibscope/config.toml`, a key
 //! of the second winning over the first; `IBSCOPE_CONFIG=FILE` reads that one file
 //! instead); the environment (`IBSCOPE_NODE_NAME_MAP`); command-line flags.
@@ -60,10 +61,15 @@ impl Env {
         self.etc.join("rdma/ib-node-name-map")
     }
 
-    /// ibqueryerrors' default threshold file (IBDIAG_CONFIG_PATH/error_thresholds), where
-    /// Debian's infiniband-diags package installs it.
-    pub fn default_thresholds(&self) -> PathBuf {
-        self.etc.join("infiniband-diags/error_thresholds")
+    /// The threshold files looked for, first present wins: ibqueryerrors' default
+    /// (rdma-core's IBDIAG_CONFIG_PATH/error_thresholds, where Debian's infiniband-diags
+    /// installs it), then `/etc/rdma/error_thresholds`, beside the node-name map, where some
+    /// sites keep their rdma files although ibqueryerrors never reads it there.
+    pub fn default_thresholds(&self) -> [PathBuf; 2] {
+        [
+            self.etc.join("infiniband-diags/error_thresholds"),
+            self.etc.join("rdma/error_thresholds"),
+        ]
     }
 
     /// The config files looked for, in the order they are layered.
@@ -95,6 +101,8 @@ pub struct FileConfig {
     node_name_map: Option<PathBuf>,
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
+    /// `[[fabric]]` tables: named fabrics (see `crate::fabrics`).
+    fabric: Option<Vec<crate::fabrics::FabricConfig>>,
 }
 
 /// The `[serve]` table.
@@ -108,6 +116,7 @@ struct ServeConfig {
     switches_only: Option<bool>,
     allow_remote: Option<bool>,
     rediscover_every: Option<u64>,
+    web_config: Option<PathBuf>,
 }
 
 /// Where a value in force came from.
@@ -249,9 +258,11 @@ impl FileConfig {
     /// Paths in a file are relative to the file's directory.
     fn resolve_paths(&mut self, file: &Path) {
         let dir = file.parent().unwrap_or(Path::new("."));
+        let web = self.serve.as_mut().and_then(|s| s.web_config.as_mut());
         for p in [&mut self.node_name_map, &mut self.thresholds]
             .into_iter()
             .flatten()
+            .chain(web)
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -397,27 +408,57 @@ fn apply_global(
 
     let (thresholds, source, note) = match layers.get(|c| c.thresholds.clone()) {
         Some((p, source)) => (Some(p), source, None),
-        None => {
-            let p = env.default_thresholds();
-            if p.exists() {
-                (
-                    Some(p),
-                    Source::Default,
-                    Some("ibqueryerrors' default file, present"),
-                )
-            } else {
-                (
-                    None,
-                    Source::Default,
-                    Some("every error counter at 0; `check --thresholds` overrides"),
-                )
-            }
-        }
+        None => match env
+            .default_thresholds()
+            .into_iter()
+            .position(|p| p.exists())
+        {
+            Some(i) => (
+                Some(env.default_thresholds()[i].clone()),
+                Source::Default,
+                Some(if i == 0 {
+                    "ibqueryerrors' default file, present"
+                } else {
+                    "present; ibqueryerrors itself reads only /etc/infiniband-diags/error_thresholds"
+                }),
+            ),
+            None => (
+                None,
+                Source::Default,
+                Some("every error counter at 0; `check --thresholds` overrides"),
+            ),
+        },
     };
     g.thresholds = thresholds;
     out.push(Setting {
         key: "thresholds",
         value: path_value(g.thresholds.as_deref()),
+        source,
+        note,
+    });
+
+    apply_fabrics(g, layers, out)
+}
+
+/// The `[[fabric]]` tables: the last file that has any gives the whole list.
+fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
+    let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
+        Some((list, source)) => {
+            if let Err(e) = crate::fabrics::FabricConfig::validate(&list) {
+                bail!("config file {source}: {e}");
+            }
+            (list, source, None)
+        }
+        None => (
+            Vec::new(),
+            Source::Default,
+            Some("none: fabrics are named CA:port"),
+        ),
+    };
+    g.fabrics = fabrics;
+    out.push(Setting {
+        key: "fabric",
+        value: serde_json::to_value(&g.fabrics).unwrap_or(Value::Null),
         source,
         note,
     });
@@ -532,6 +573,15 @@ fn apply_serve(
         &mut a.rediscover_every,
         layers.serve(|s| s.rediscover_every),
     );
+    let mut web = a.web_config.as_ref().map(|p| p.display().to_string());
+    layer(
+        out,
+        "serve.web-config",
+        flag("web_config", "--web-config"),
+        &mut web,
+        layers.serve(|s| s.web_config.as_ref().map(|p| Some(p.display().to_string()))),
+    );
+    a.web_config = web.map(PathBuf::from);
     Ok(())
 }
 

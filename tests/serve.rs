@@ -128,8 +128,19 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         ),
         Some(4.0)
     );
-    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
-    assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
+    // One fabric: its name (the shim's CA and port; attached at a switch: port 0)
+    // labels every series.
+    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_sweep_duration_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_up{fabric=\"ibsim0:0\"} 1\n"));
+    let unlabelled: Vec<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("{fabric=\"ibsim0:0\""))
+        .collect();
+    assert!(
+        unlabelled.is_empty(),
+        "series without the fabric label: {unlabelled:?}"
+    );
 
     assert_findings_are_checks(&sim, &metrics);
     let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
@@ -506,6 +517,21 @@ const ERROR_FAMILIES: [&str; 12] = [
     "ibscope_port_vl15_dropped_total",
 ];
 
+/// The breakdowns of PortRcvErrors and PortXmitDiscards (series only for ports where those
+/// counted).
+const DETAIL_FAMILIES: [&str; 10] = [
+    "ibscope_port_local_physical_errors_total",
+    "ibscope_port_malformed_pkt_errors_total",
+    "ibscope_port_buffer_overrun_errors_total",
+    "ibscope_port_dlid_mapping_errors_total",
+    "ibscope_port_vl_mapping_errors_total",
+    "ibscope_port_looping_errors_total",
+    "ibscope_port_inactive_discards_total",
+    "ibscope_port_neighbor_mtu_discards_total",
+    "ibscope_port_sw_lifetime_limit_discards_total",
+    "ibscope_port_sw_hoq_lifetime_limit_discards_total",
+];
+
 const DATA_FAMILIES: [&str; 9] = [
     "ibscope_port_xmit_data_bytes_total",
     "ibscope_port_rcv_data_bytes_total",
@@ -519,7 +545,7 @@ const DATA_FAMILIES: [&str; 9] = [
 ];
 
 /// Families on every page whatever the options.
-const OTHER_FAMILIES: [&str; 23] = [
+const OTHER_FAMILIES: [&str; 24] = [
     "ibscope_findings",
     "ibscope_port_saturated_counters",
     "ibscope_port_state",
@@ -543,6 +569,7 @@ const OTHER_FAMILIES: [&str; 23] = [
     "ibscope_discoveries_total",
     "ibscope_discovery_duration_seconds",
     "ibscope_sweep_age_seconds",
+    "ibscope_up",
 ];
 
 fn expected_families(counter_families: &[&[&str]]) -> Vec<String> {
@@ -563,6 +590,13 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     sim.set_counter("Switch1", 1, "SymbolErrorCounter", 17)
         .unwrap();
     sim.set_counter("Hca1", 1, "PortXmitDiscards", 42).unwrap();
+    sim.set_counter(
+        "Hca1",
+        1,
+        "PortXmitDiscardDetails.PortNeighborMTUDiscards",
+        40,
+    )
+    .unwrap();
     sim.set_counter(
         "Switch1",
         2,
@@ -647,11 +681,55 @@ fn ports_read(page: &str) -> f64 {
 fn assert_default_page(sim: &Sim, all: &str) {
     assert_eq!(
         family_names(all),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(all), Some(17.0));
     assert_eq!(discards(all), Some(42.0));
     assert_eq!(multicast(all), Some(55.0));
+    // Hca1's PortXmitDiscards counted: its PortXmitDiscardDetails are on the page, as
+    // perfquery -D reads them; no port has a PortRcvErrorDetails series (none counted).
+    let pq = assert_success(&reference(
+        sim,
+        "perfquery",
+        &["-D", &node_lid(all, "Hca1"), "1"],
+    ));
+    for (field, family) in [
+        (
+            "PortInactiveDiscards",
+            "ibscope_port_inactive_discards_total",
+        ),
+        (
+            "PortNeighborMTUDiscards",
+            "ibscope_port_neighbor_mtu_discards_total",
+        ),
+        (
+            "PortSwLifetimeLimitDiscards",
+            "ibscope_port_sw_lifetime_limit_discards_total",
+        ),
+        (
+            "PortSwHOQLifetimeLimitDiscards",
+            "ibscope_port_sw_hoq_lifetime_limit_discards_total",
+        ),
+    ] {
+        let ours = sample_value(all, family, &[("node_name", "Hca1"), ("port", "1")]);
+        assert_eq!(ours, Some(perfquery_field(&pq, field) as f64), "{family}");
+    }
+    assert_eq!(
+        sample_value(
+            all,
+            "ibscope_port_neighbor_mtu_discards_total",
+            &[("node_name", "Hca1"), ("port", "1")]
+        ),
+        Some(40.0)
+    );
+    for family in DETAIL_FAMILIES {
+        let series = all
+            .lines()
+            .filter(|l| l.starts_with(&format!("{family}{{")))
+            .count();
+        let expected = usize::from(family.contains("discards"));
+        assert_eq!(series, expected, "{family}: only Hca1[1] has a breakdown");
+    }
     let pq = assert_success(&reference(
         sim,
         "perfquery",
@@ -672,9 +750,12 @@ fn assert_default_page(sim: &Sim, all: &str) {
 /// --counters errors and data: their families only, the same ports read.
 fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
     let all = &pages["all"];
-    // --counters errors: the 12 error families and none of the data ones.
+    // --counters errors: the 12 error families, the breakdowns and none of the data ones.
     let errors = &pages["errors"];
-    assert_eq!(family_names(errors), expected_families(&[&ERROR_FAMILIES]));
+    assert_eq!(
+        family_names(errors),
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES])
+    );
     assert_eq!(symbol(errors), Some(17.0));
     assert_eq!(discards(errors), Some(42.0));
     assert!(!errors.contains("ibscope_port_xmit_data_bytes_total"));
@@ -693,7 +774,7 @@ fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
 fn assert_active_only(all: &str, active: &str) {
     assert_eq!(
         family_names(active),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(active), Some(17.0));
     assert_eq!(discards(active), Some(42.0));
@@ -737,14 +818,14 @@ fn assert_active_only(all: &str, active: &str) {
 fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(
         family_names(switches),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(switches), Some(17.0));
     assert_eq!(discards(switches), None, "Hca1[1] is a CA port");
     assert_eq!(port_series(switches, "Hca1", "1"), 0);
     assert!(port_series(all, "Hca1", "1") > 20);
     assert!(
-        switches.contains("ibscope_node_info{node_guid=")
+        switches.contains("ibscope_node_info{fabric=\"ibsim0:0\",node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
 }

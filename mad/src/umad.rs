@@ -6,7 +6,7 @@
 //! std uses, so a std::fs read of /sys/class/infiniband would see the real (empty) machine.
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use thiserror::Error;
 
@@ -164,6 +164,9 @@ pub enum TransportError {
         version: u8,
         errno: i32,
     },
+    /// A fabric reached through a relay command (`ibscope agent`) that could not be used.
+    #[error("fabric command `{command}`: {reason}")]
+    Relay { command: String, reason: String },
     #[error("sending a MAD failed: {}", errno_text(*errno))]
     Send { errno: i32 },
     #[error("receiving a MAD failed: {}", errno_text(*errno))]
@@ -249,7 +252,7 @@ pub enum Dest {
 
 impl Dest {
     /// Destination LID, QP and Q_Key as the umad address header wants them.
-    fn address(&self) -> (u16, u32, u32) {
+    pub fn address(&self) -> (u16, u32, u32) {
         match self {
             Dest::Smp(SmpRoute::Lid(lid)) => (*lid, 0, 0),
             Dest::Smp(SmpRoute::Directed(_)) => (PERMISSIVE_LID, 0, 0),
@@ -275,11 +278,38 @@ pub struct Received {
 /// An opened local CA port with its umad file descriptor.
 #[derive(Debug)]
 pub struct UmadPort {
-    portid: c_int,
+    fd: Arc<PortFd>,
     info: LocalPort,
     /// Receive buffer, kept to avoid an allocation per MAD; grows if RMPP asks for more.
     /// u64 elements keep it 8-byte aligned like calloc's.
     rx: Vec<u64>,
+}
+
+/// The umad port id, closed when the last holder ([`UmadPort`], [`UmadReceiver`]) drops.
+#[derive(Debug)]
+struct PortFd(c_int);
+
+impl Drop for PortFd {
+    fn drop(&mut self) {
+        // Closing the fd unregisters any agent left; the engine unregisters after draining.
+        // SAFETY: the id came from umad_open_port and is closed once, by its last holder.
+        unsafe { umad_close_port(self.0) };
+    }
+}
+
+/// The receiving half of a [`UmadPort`] for another thread (`ibscope agent` reads replies
+/// while its main thread sends): `umad_recv` and `umad_send` on one fd may run at once.
+#[derive(Debug)]
+pub struct UmadReceiver {
+    fd: Arc<PortFd>,
+    rx: Vec<u64>,
+}
+
+impl UmadReceiver {
+    /// Wait up to `timeout_ms` (0: just poll) for one MAD.
+    pub fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+        recv_into(self.fd.0, &mut self.rx, timeout_ms)
+    }
 }
 
 fn init_library() {
@@ -354,14 +384,15 @@ pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
 }
 
 /// Whether a port can carry subnet management traffic at all.
-fn is_ib(p: &LocalPort) -> bool {
+pub fn is_ib(p: &LocalPort) -> bool {
     // Older kernels have no link_layer file: libibumad then leaves it empty, which means IB.
     p.link_layer.is_empty() || p.link_layer == "IB" || p.link_layer == "InfiniBand"
 }
 
 /// Pick the port `open` uses: the named one, else the first active InfiniBand port of the
-/// named (or any) CA, else the first InfiniBand port of the first CA.
-fn choose_port(
+/// named (or any) CA, else the first InfiniBand port of the first CA. `cas` as
+/// [`ca_names`] and [`ca_ports`] give them.
+pub fn choose_port(
     cas: &[(String, Vec<LocalPort>)],
     ca: Option<&str>,
     port: Option<u8>,
@@ -481,7 +512,7 @@ impl UmadPort {
         // SAFETY: no arguments.
         let header = unsafe { umad_size() };
         let port = UmadPort {
-            portid,
+            fd: Arc::new(PortFd(portid)),
             info,
             rx: vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8],
         };
@@ -523,7 +554,7 @@ impl MadPort for UmadPort {
         // SAFETY: a NULL method mask means "no unsolicited methods": we only take replies.
         let id = unsafe {
             umad_register(
-                self.portid,
+                self.fd.0,
                 c_int::from(mgmt_class),
                 c_int::from(version),
                 0,
@@ -539,7 +570,7 @@ impl MadPort for UmadPort {
 
     fn unregister(&mut self, agent: u32) {
         // SAFETY: plain integers; an unknown agent id only yields an error code.
-        unsafe { umad_unregister(self.portid, agent as c_int) };
+        unsafe { umad_unregister(self.fd.0, agent as c_int) };
     }
 
     /// Send one MAD. `timeout_ms`/`retries` go to the kernel (real hardware); callers keep
@@ -560,7 +591,7 @@ impl MadPort for UmadPort {
         // SAFETY: buf holds the 64-byte header plus the 256-byte MAD the length announces.
         let ret = unsafe {
             umad_send(
-                self.portid,
+                self.fd.0,
                 agent as c_int,
                 buf.as_mut_ptr().cast(),
                 MAD_SIZE as c_int,
@@ -577,42 +608,53 @@ impl MadPort for UmadPort {
 
     /// Wait up to `timeout_ms` (0: just poll) for one MAD.
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
-        let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
-        loop {
-            let capacity = self.rx.len() * 8 - UMAD_HEADER_LEN;
-            let mut len = c_int::try_from(capacity).unwrap_or(c_int::MAX);
-            // SAFETY: rx holds the header plus `len` bytes of MAD space.
-            let ret =
-                unsafe { umad_recv(self.portid, self.rx.as_mut_ptr().cast(), &mut len, timeout) };
-            if ret >= 0 {
-                let bytes = as_bytes(&self.rx);
-                let got = usize::try_from(len).unwrap_or(0).min(capacity);
-                let (status, mad) = decode_umad(bytes, got);
-                return Ok(Some(Received {
-                    agent: ret as u32,
-                    status,
-                    len: got,
-                    mad,
-                }));
-            }
-            match -ret {
-                libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR => return Ok(None),
-                libc::ENOSPC if len as usize > capacity && (len as usize) < (1 << 20) => {
-                    // An RMPP reply bigger than the buffer: the kernel keeps it queued, so
-                    // grow and read it again.
-                    self.rx = vec![0u64; (UMAD_HEADER_LEN + len as usize).div_ceil(8)];
-                }
-                errno => return Err(TransportError::Recv { errno }),
-            }
+        recv_into(self.fd.0, &mut self.rx, timeout_ms)
+    }
+}
+
+impl UmadPort {
+    /// A receiver on the same port for another thread; the port stays open until both
+    /// halves are dropped.
+    pub fn receiver(&self) -> UmadReceiver {
+        UmadReceiver {
+            fd: self.fd.clone(),
+            rx: vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8],
         }
     }
 }
 
-impl Drop for UmadPort {
-    fn drop(&mut self) {
-        // Closing the fd unregisters any agent left; the engine unregisters after draining.
-        // SAFETY: portid came from umad_open_port and is closed once.
-        unsafe { umad_close_port(self.portid) };
+/// `umad_recv` on `portid` into `rx` (grown when an RMPP reply needs more room).
+fn recv_into(
+    portid: c_int,
+    rx: &mut Vec<u64>,
+    timeout_ms: u32,
+) -> Result<Option<Received>, TransportError> {
+    let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
+    loop {
+        let capacity = rx.len() * 8 - UMAD_HEADER_LEN;
+        let mut len = c_int::try_from(capacity).unwrap_or(c_int::MAX);
+        // SAFETY: rx holds the header plus `len` bytes of MAD space.
+        let ret = unsafe { umad_recv(portid, rx.as_mut_ptr().cast(), &mut len, timeout) };
+        if ret >= 0 {
+            let bytes = as_bytes(rx);
+            let got = usize::try_from(len).unwrap_or(0).min(capacity);
+            let (status, mad) = decode_umad(bytes, got);
+            return Ok(Some(Received {
+                agent: ret as u32,
+                status,
+                len: got,
+                mad,
+            }));
+        }
+        match -ret {
+            libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR => return Ok(None),
+            libc::ENOSPC if len as usize > capacity && (len as usize) < (1 << 20) => {
+                // An RMPP reply bigger than the buffer: the kernel keeps it queued, so
+                // grow and read it again.
+                *rx = vec![0u64; (UMAD_HEADER_LEN + len as usize).div_ceil(8)];
+            }
+            errno => return Err(TransportError::Recv { errno }),
+        }
     }
 }
 

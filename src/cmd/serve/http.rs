@@ -1,5 +1,6 @@
-//! The HTTP side of `serve`: the listener, the page cache the sweeper fills, and the
-//! answers to /metrics (gzip when asked, with an HTTP Date) and /healthz.
+//! The HTTP side of `serve`: the listener, the pages the sweepers fill (one per fabric),
+//! and the answers to /metrics (the fabrics' pages merged family by family, gzip when
+//! asked, with an HTTP Date) and /healthz.
 
 use std::fmt::Write as _;
 use std::io::{Cursor, Write as _};
@@ -10,16 +11,199 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
-/// What the sweeper publishes after each sweep.
+use super::web::BasicAuth;
+
+/// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
+/// compressed (once per sweep, for scrapers that accept gzip). A merged page is one gzip
+/// stream made of these pieces (see [`Deflated`]), so every client reads it, not only
+/// those that read concatenated gzip members.
+#[derive(Debug)]
+pub struct Family {
+    pub name: String,
+    pub head: String,
+    pub body: String,
+    pub head_z: Deflated,
+    pub body_z: Deflated,
+}
+
+/// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
+/// flush, so it ends on a byte boundary with no final block: pieces written one after the
+/// other are one valid stream. With the CRC-32 and length of what it holds, the gzip
+/// trailer of a stream of pieces is the pieces' CRCs combined.
+#[derive(Debug)]
+pub struct Deflated {
+    bytes: Vec<u8>,
+    crc: flate2::Crc,
+}
+
+impl Deflated {
+    /// Fast compression: the page is rebuilt every sweep, so speed matters more than ratio.
+    pub fn new(data: &[u8]) -> Deflated {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut c = Compress::new(Compression::fast(), false);
+        let mut bytes = Vec::with_capacity(data.len() / 4 + 64);
+        let mut input = data;
+        loop {
+            if bytes.capacity() - bytes.len() < 64 {
+                bytes.reserve(64 + input.len() / 2);
+            }
+            let before = c.total_in();
+            // Compressing into a Vec with room cannot fail.
+            let _ = c.compress_vec(input, &mut bytes, FlushCompress::Sync);
+            input = &input[(c.total_in() - before) as usize..];
+            // The flush is complete once a call leaves output room unused.
+            if input.is_empty() && bytes.len() < bytes.capacity() {
+                break;
+            }
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        Deflated { bytes, crc }
+    }
+}
+
+/// The gzip header (RFC 1952: deflate, no name, no time, unknown OS).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+/// An empty final deflate block (fixed Huffman, end of block): ends a stream of pieces.
+const DEFLATE_END: [u8; 2] = [0x03, 0x00];
+
+/// The gzip stream of `pieces` in order: header, pieces, end, trailer (CRC-32, length).
+fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<&'a [u8]> {
+    let mut crc = flate2::Crc::new();
+    for p in pieces {
+        crc.combine(&p.crc);
+    }
+    trailer[..4].copy_from_slice(&crc.sum().to_le_bytes());
+    trailer[4..].copy_from_slice(&crc.amount().to_le_bytes());
+    let mut parts: Vec<&[u8]> = vec![&GZIP_HEADER];
+    parts.extend(pieces.iter().map(|p| &p.bytes[..]));
+    parts.push(&DEFLATE_END);
+    parts.push(&trailer[..]);
+    parts
+}
+
+/// What a sweeper publishes after each sweep.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The whole exposition except the age family (computed per scrape).
-    pub text: String,
-    /// `text` gzip-compressed once per sweep, for scrapers that accept gzip.
-    pub gzip: Vec<u8>,
+    /// The exposition, family by family, except the per-scrape families (age, up).
+    pub families: Vec<Family>,
     pub finished: Instant,
     /// `None` when the sweep succeeded, else why not.
     pub failure: Option<String>,
+}
+
+impl Snapshot {
+    /// Cut a rendered page into its families and compress each.
+    pub fn new(page: &str, failure: Option<String>) -> Snapshot {
+        let families = prometheus::split_families(page)
+            .into_iter()
+            .map(|(name, head, body)| Family {
+                name: name.to_string(),
+                head: head.to_string(),
+                body: body.to_string(),
+                head_z: Deflated::new(head.as_bytes()),
+                body_z: Deflated::new(body.as_bytes()),
+            })
+            .collect();
+        Snapshot {
+            families,
+            finished: Instant::now(),
+            failure,
+        }
+    }
+
+    /// Bytes of text and of gzip, for the log.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.families.iter().fold((0, 0), |(t, z), f| {
+            (
+                t + f.head.len() + f.body.len(),
+                z + f.head_z.bytes.len() + f.body_z.bytes.len(),
+            )
+        })
+    }
+}
+
+/// One fabric's place on the page: its last snapshot and, while it cannot be swept (its
+/// port did not open, or the connection was lost), why.
+#[derive(Debug)]
+pub struct Slot {
+    pub name: String,
+    pub page: Cache,
+    down: Mutex<Option<String>>,
+}
+
+impl Slot {
+    pub fn new(name: String) -> Slot {
+        Slot {
+            name,
+            page: Cache::default(),
+            down: Mutex::new(None),
+        }
+    }
+
+    /// The fabric cannot be swept: its series leave the page, `ibscope_up` says 0.
+    pub fn set_down(&self, why: String) {
+        drop(self.page.clear());
+        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    pub fn set_up(&self) {
+        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// `Ok` when the last sweep succeeded and is younger than `max_age`, else why not.
+    fn state(&self, max_age: Duration) -> Result<(), String> {
+        if let Some(why) = self.down.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Err(why);
+        }
+        match self.page.load() {
+            None => Err("no sweep finished yet".to_string()),
+            Some(s) => match &s.failure {
+                Some(why) => Err(format!("last sweep failed: {why}")),
+                None if s.finished.elapsed() > max_age => Err(format!(
+                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
+                    s.finished.elapsed().as_secs_f64(),
+                    max_age.as_secs_f64()
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// Every fabric's slot. `multi`: the command line named several (then /healthz has one
+/// line per fabric).
+#[derive(Debug)]
+pub struct Pages {
+    pub slots: Vec<Slot>,
+    pub multi: bool,
+}
+
+impl Pages {
+    /// /healthz: 200 when every fabric's last sweep succeeded and is fresh, else 503; the
+    /// body says why (one line per fabric when there are several).
+    fn health(&self, max_age: Duration) -> (u16, String) {
+        if !self.multi {
+            return match self.slots.first().map(|s| s.state(max_age)) {
+                Some(Ok(())) => (200, "ok\n".to_string()),
+                Some(Err(why)) => (503, format!("{why}\n")),
+                None => (503, "no fabric\n".to_string()),
+            };
+        }
+        let mut all_ok = true;
+        let mut body = String::new();
+        for slot in &self.slots {
+            let state = slot.state(max_age);
+            all_ok &= state.is_ok();
+            let _ = writeln!(
+                body,
+                "{}: {}",
+                slot.name,
+                state.err().unwrap_or_else(|| "ok".to_string())
+            );
+        }
+        (if all_ok { 200 } else { 503 }, body)
+    }
 }
 
 /// The last snapshot, shared between the sweeper and the HTTP threads. The lock only
@@ -45,9 +229,19 @@ impl Cache {
         };
         g.replace(snap)
     }
+
+    /// Forget the page; returns it, for the caller to drop outside the lock.
+    pub fn clear(&self) -> Option<Arc<Snapshot>> {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.take()
+    }
 }
 
-/// Check --listen: resolvable, and loopback unless remote access is allowed.
+/// Check --listen: resolvable, and loopback unless remote access is allowed (by
+/// --allow-remote, or by TLS from --web-config).
 pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     let addrs: Vec<SocketAddr> = text
         .to_socket_addrs()
@@ -59,7 +253,8 @@ pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     if !allow_remote && !first.ip().is_loopback() {
         bail!(
             "--listen {text}: {} is not a loopback address; the metrics describe the whole \
-             fabric and are served without authentication: add --allow-remote to expose them",
+             fabric and would be served over plain HTTP: give a --web-config with TLS (and \
+             basic_auth_users), or add --allow-remote to expose them anyway",
             first.ip()
         );
     }
@@ -86,14 +281,6 @@ pub fn listener(addr: SocketAddr) -> Result<TcpListener> {
         tracing::debug!("TCP_NODELAY not set on the listener");
     }
     Ok(l)
-}
-
-/// Fast gzip: the page is rebuilt every sweep, so speed matters more than ratio.
-pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(data);
-    enc.finish().unwrap_or_default()
 }
 
 /// Whether the request's Accept-Encoding allows gzip.
@@ -158,10 +345,34 @@ struct Served {
 }
 
 /// Answer one request and log how long it took on this side (at debug level).
-pub fn serve_one(req: tiny_http::Request, cache: &Cache, max_age: Duration) {
+pub fn serve_one(
+    req: tiny_http::Request,
+    pages: &Pages,
+    auth: Option<&BasicAuth>,
+    max_age: Duration,
+) {
     let started = Instant::now();
     let path = req.url().split('?').next().unwrap_or("").to_string();
-    match answer(req, &path, cache, max_age) {
+    let allowed = auth.map_or(true, |a| {
+        let header = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str());
+        a.allows(header)
+    });
+    let result = if allowed {
+        answer(req, &path, pages, max_age)
+    } else {
+        let r = text_response(401, "unauthorized\n".into())
+            .with_header(header("WWW-Authenticate", "Basic realm=\"ibscope\""));
+        req.respond(r).map(|()| Served {
+            status: 401,
+            bytes: 0,
+            gzip: false,
+        })
+    };
+    match result {
         Ok(s) => tracing::debug!(
             path,
             status = s.status,
@@ -192,7 +403,7 @@ fn respond_text(req: tiny_http::Request, status: u16, body: String) -> std::io::
 fn answer(
     req: tiny_http::Request,
     path: &str,
-    cache: &Cache,
+    pages: &Pages,
     max_age: Duration,
 ) -> std::io::Result<Served> {
     if *req.method() != tiny_http::Method::Get {
@@ -205,51 +416,92 @@ fn answer(
             gzip: false,
         });
     }
-    let snapshot = cache.load();
     match path {
-        "/metrics" => match snapshot {
-            None => respond_text(
-                req,
-                503,
-                "no sweep finished yet (discovery in progress)\n".into(),
-            ),
-            Some(snap) => write_metrics(req, &snap),
-        },
+        "/metrics" => {
+            let snaps: Vec<(usize, Arc<Snapshot>)> = pages
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
+                .collect();
+            if snaps.is_empty() {
+                return respond_text(
+                    req,
+                    503,
+                    "no sweep finished yet (discovery in progress)\n".into(),
+                );
+            }
+            write_metrics(req, pages, &snaps, max_age)
+        }
         "/healthz" => {
-            let (status, body) = match snapshot {
-                None => (503, "no sweep finished yet\n".to_string()),
-                Some(s) => match &s.failure {
-                    Some(why) => (503, format!("last sweep failed: {why}\n")),
-                    None if s.finished.elapsed() > max_age => (
-                        503,
-                        format!(
-                            "last sweep is stale: finished {:.0} s ago (limit {:.0} s)\n",
-                            s.finished.elapsed().as_secs_f64(),
-                            max_age.as_secs_f64()
-                        ),
-                    ),
-                    None => (200, "ok\n".to_string()),
-                },
-            };
+            let (status, body) = pages.health(max_age);
             respond_text(req, status, body)
         }
         _ => respond_text(req, 404, "not found: try /metrics or /healthz\n".into()),
     }
 }
 
-/// The page: the cached text (or its gzip) and the per-scrape age family, written straight
-/// to the socket with a Content-Length. (tiny_http's own writer would copy it through an
-/// 8 KiB buffer in chunked encoding: one write per 8 KiB.)
-fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Served> {
-    let age = snap.finished.elapsed().as_secs_f64();
-    let tail = prometheus::age_family(age);
+/// The families of a merged page in order: each family's head once, then every fabric's
+/// samples of it.
+fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<(&str, &Deflated)> {
+    let mut parts = Vec::new();
+    let Some((_, first)) = snaps.first() else {
+        return parts;
+    };
+    for (i, family) in first.families.iter().enumerate() {
+        parts.push((family.head.as_str(), &family.head_z));
+        for (_, snap) in snaps {
+            // Every page has the same families in the same order (one renderer); look
+            // the name up should that ever not hold.
+            let same = snap
+                .families
+                .get(i)
+                .filter(|f| f.name == family.name)
+                .or_else(|| snap.families.iter().find(|f| f.name == family.name));
+            if let Some(f) = same {
+                parts.push((f.body.as_str(), &f.body_z));
+            }
+        }
+    }
+    parts
+}
+
+/// The page: the fabrics' cached families (text, or their compressed pieces in one gzip
+/// stream) and the per-scrape families (age, up), written straight to the socket with a
+/// Content-Length. (tiny_http's own writer would copy it through an 8 KiB buffer in
+/// chunked encoding.)
+fn write_metrics(
+    req: tiny_http::Request,
+    pages: &Pages,
+    snaps: &[(usize, Arc<Snapshot>)],
+    max_age: Duration,
+) -> std::io::Result<Served> {
+    let states: Vec<(&str, bool, Option<f64>)> = pages
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let age = snaps
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map(|(_, s)| s.finished.elapsed().as_secs_f64());
+            (slot.name.as_str(), slot.state(max_age).is_ok(), age)
+        })
+        .collect();
+    let tail = prometheus::scrape_families(&states);
     let zipped = accepts_gzip(&req);
-    // The cached page is compressed once per sweep; the small age family is a second
-    // gzip member (RFC 1952 allows concatenated members).
-    let (body, tail) = if zipped {
-        (&snap.gzip[..], gzip(tail.as_bytes()))
+    let families = merged(snaps);
+    let tail_z;
+    let mut trailer = [0u8; 8];
+    let parts: Vec<&[u8]> = if zipped {
+        tail_z = Deflated::new(tail.as_bytes());
+        let mut pieces: Vec<&Deflated> = families.iter().map(|(_, z)| *z).collect();
+        pieces.push(&tail_z);
+        gzip_parts(&pieces, &mut trailer)
     } else {
-        (snap.text.as_bytes(), tail.into_bytes())
+        let mut texts: Vec<&[u8]> = families.iter().map(|(t, _)| t.as_bytes()).collect();
+        texts.push(tail.as_bytes());
+        texts
     };
     let version = req.http_version();
     let (major, minor) = (version.0, version.1);
@@ -261,12 +513,13 @@ fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Se
     if zipped {
         head.push_str("Content-Encoding: gzip\r\n");
     }
-    let len = body.len() + tail.len();
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
     let _ = write!(head, "Content-Length: {len}\r\n\r\n");
     let mut w = req.into_writer();
     w.write_all(head.as_bytes())?;
-    w.write_all(body)?;
-    w.write_all(&tail)?;
+    for part in parts {
+        w.write_all(part)?;
+    }
     w.flush()?;
     Ok(Served {
         status: 200,
@@ -287,6 +540,29 @@ mod tests {
         assert!(e.contains("--allow-remote"), "{e}");
         assert!(listen_addr("0.0.0.0:9315", true).is_ok());
         assert!(listen_addr("nonsense", false).is_err());
+    }
+
+    #[test]
+    fn pieces_make_one_gzip_stream() {
+        use std::io::Read;
+        let texts = [
+            "# HELP a A.\n",
+            "",
+            "a{x=\"1\"} 2\n".repeat(5000).as_str(),
+            "tail\n",
+        ]
+        .map(String::from);
+        let pieces: Vec<Deflated> = texts.iter().map(|t| Deflated::new(t.as_bytes())).collect();
+        let refs: Vec<&Deflated> = pieces.iter().collect();
+        let mut trailer = [0u8; 8];
+        let stream: Vec<u8> = gzip_parts(&refs, &mut trailer).concat();
+        // One member: a decoder that stops after the first member reads it all.
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, texts.concat());
+        assert!(stream.len() < texts.concat().len() / 10, "compressed");
     }
 
     #[test]

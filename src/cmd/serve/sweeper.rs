@@ -1,28 +1,38 @@
-//! The sweeper thread of `serve`: it owns the management port, discovers the fabric,
-//! sweeps the counters every interval, renders the page ([`prometheus::fabric_page`]) and
-//! publishes it to the [`Cache`] the HTTP threads read; it rediscovers when the fabric
-//! changed under it.
+//! A sweeper thread of `serve`, one per fabric: it owns the fabric's management port,
+//! discovers the fabric, sweeps the counters every interval, renders the page
+//! ([`prometheus::fabric_page`]) and publishes it to its [`Slot`] of the pages the HTTP
+//! threads read; it rediscovers when the fabric changed under it. With several fabrics,
+//! a port that cannot be opened or whose connection is lost marks its slot down and is
+//! opened again every interval, while the other sweepers go on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
-use super::http::{gzip, Cache, Snapshot};
+use super::http::{Pages, Snapshot};
 use crate::cli::Global;
+use crate::fabrics::Planned;
 
 pub struct Sweeper {
     pub g: Global,
+    /// Which fabric: its slot in `pages`, and how to open it again.
+    pub slot: usize,
+    pub planned: Planned,
+    /// The engine opened at start (`None`: it did not open; try again).
+    pub engine: Option<Engine>,
+    /// Several fabrics: a lost one is opened again; with one, its loss ends `serve`.
+    pub multi: bool,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
     pub thresholds: Thresholds,
@@ -30,10 +40,13 @@ pub struct Sweeper {
     pub counters: Vec<&'static str>,
     pub interval: Duration,
     pub rediscover_every: u64,
-    pub cache: Arc<Cache>,
+    pub pages: Arc<Pages>,
     /// The sweeper engine's cancel token, set by the main thread to stop.
     pub stop: CancelToken,
+    /// Sweeps of every fabric, for the stop message.
     pub sweeps: Arc<AtomicU64>,
+    /// Sweeps of this fabric, for its page.
+    pub own_sweeps: u64,
     /// By node GUID, kept across rediscoveries.
     pub scrape_errors: HashMap<u64, ScrapeErrors>,
     pub discoveries: u64,
@@ -45,6 +58,8 @@ struct Discovered {
     targets: Vec<CounterTarget>,
     /// The links' health (degraded or not): it changes only with the fabric.
     health: HealthReport,
+    /// Its hosts and rails (the host and rail labels of HCA ports).
+    hosts: Hosts,
     duration: Duration,
 }
 
@@ -69,44 +84,85 @@ impl Sweeper {
     }
 
     /// Until stopped. The engine is closed (agents unregistered after a drain) when this
-    /// returns.
-    pub fn run(mut self, opened: mpsc::Sender<Result<()>>, sleeper: mpsc::Receiver<()>) {
+    /// returns. With one fabric, the loss of its transport is sent on `lost` (the main
+    /// thread ends the command with it); with several, the fabric is marked down and its
+    /// port opened again every interval.
+    pub fn run(mut self, lost: mpsc::Sender<anyhow::Error>, sleeper: mpsc::Receiver<()>) {
         lower_own_priority();
-        let mut engine = match crate::fabric::open_engine(&self.g) {
-            Ok(e) => {
-                let _ = opened.send(Ok(()));
-                e
-            }
-            Err(e) => {
-                let _ = opened.send(Err(e));
+        let mut engine = self.engine.take();
+        while !self.stopped() {
+            let mut e = match engine.take() {
+                Some(e) => e,
+                None => match crate::fabrics::open_one_until(&self.g, &self.planned, &|| {
+                    self.stop.is_cancelled()
+                }) {
+                    Ok(opened) => {
+                        tracing::info!(fabric = %self.planned.name, "opened again");
+                        self.pages.slots[self.slot].set_up();
+                        opened.engine
+                    }
+                    Err(e) => {
+                        self.pages.slots[self.slot].set_down(format!("{e:#}"));
+                        if !self.sleep(&sleeper, Instant::now()) {
+                            return;
+                        }
+                        continue;
+                    }
+                },
+            };
+            // A stop then abandons the running sweep within about one MAD timeout.
+            e.set_cancel(Some(self.stop.clone()));
+            let Some(error) = self.sweep_until_lost(&mut e, &sleeper) else {
+                return;
+            };
+            // The transport is gone: every MAD would fail at once.
+            drop(e);
+            if !self.multi {
+                let _ = lost.send(error);
                 return;
             }
-        };
-        // A stop then abandons the running sweep within about one MAD timeout.
-        engine.set_cancel(Some(self.stop.clone()));
-        // Once the transport is gone every MAD fails at once: hand the one error to the
-        // main thread, which ends the command with it, rather than serve a page of
-        // unreadable ports.
+            tracing::warn!(fabric = %self.planned.name, error = %format!("{error:#}"), "lost");
+            self.pages.slots[self.slot].set_down(format!("{error:#}"));
+            if !self.sleep(&sleeper, Instant::now()) {
+                return;
+            }
+        }
+    }
+
+    /// Wait out the interval from `started`; false when the main thread wants us to stop.
+    fn sleep(&self, sleeper: &mpsc::Receiver<()>, started: Instant) -> bool {
+        match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
+            Err(mpsc::RecvTimeoutError::Timeout) => !self.stopped(),
+            // Woken (or the sender gone): the main thread wants us to stop.
+            _ => false,
+        }
+    }
+
+    /// Sweep every interval until stopped (`None`) or the transport is lost (its error).
+    fn sweep_until_lost(
+        &mut self,
+        engine: &mut Engine,
+        sleeper: &mpsc::Receiver<()>,
+    ) -> Option<anyhow::Error> {
+        let gone = std::cell::RefCell::new(None);
         let lost = |engine: &Engine| match crate::fabric::ensure_connected(engine) {
             Ok(()) => false,
             Err(e) => {
-                let _ = opened.send(Err(e));
+                *gone.borrow_mut() = Some(e);
                 true
             }
         };
         let mut progress = Progress::default();
         while !self.stopped() {
             let started = Instant::now();
-            if !self.sweep_once(&mut engine, &mut progress, &lost) {
+            if !self.sweep_once(engine, &mut progress, &lost) {
                 break;
             }
-            match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                // Woken (or the sender gone): the main thread wants us to stop.
-                _ => break,
+            if !self.sleep(sleeper, started) {
+                break;
             }
         }
-        // `engine` drops here: late replies drained, agents unregistered.
+        gone.into_inner()
     }
 
     /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
@@ -127,7 +183,13 @@ impl Sweeper {
         }
         let d = progress.current.as_ref().expect("discovered above");
         let t = Instant::now();
-        let sample = counters::sweep(engine, &d.fabric, &d.targets, self.names.as_ref());
+        // The breakdown of errors that counted: the page's breakdown families, and the
+        // findings' causes.
+        let options = counters::SweepOptions {
+            details: counters::DetailReads::Explaining,
+        };
+        let sample =
+            counters::sweep_with(engine, &d.fabric, &d.targets, self.names.as_ref(), options);
         let sweep_us = micros(t);
         if lost(engine) || self.stopped() {
             return false;
@@ -139,13 +201,15 @@ impl Sweeper {
         if lost(engine) || self.stopped() {
             return false;
         }
-        let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
+        self.sweeps.fetch_add(1, Ordering::SeqCst);
+        self.own_sweeps += 1;
+        let sweeps = self.own_sweeps;
         progress.since_discovery += 1;
         let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
             return false;
         };
         drop(progress.retired.take());
-        progress.retired = self.cache.store(Arc::new(snap));
+        progress.retired = self.pages.slots[self.slot].page.store(Arc::new(snap));
         let t = Instant::now();
         let states_moved = port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
@@ -184,21 +248,18 @@ impl Sweeper {
             return None;
         }
         let t = Instant::now();
-        let gzip = gzip(text.as_bytes());
+        let snap = Snapshot::new(&text, failure);
+        let (text_len, gzip_len) = snap.sizes();
         tracing::debug!(
+            fabric = %self.planned.name,
             sweep_us,
             render_us,
             gzip_us = micros(t),
-            text = text.len(),
-            gzip = gzip.len(),
+            text = text_len,
+            gzip = gzip_len,
             "swept"
         );
-        Some(Snapshot {
-            gzip,
-            text,
-            finished: Instant::now(),
-            failure,
-        })
+        Some(snap)
     }
 
     fn discover(&mut self, exec: &mut Engine) -> Discovered {
@@ -214,10 +275,12 @@ impl Sweeper {
             "discovered"
         );
         let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
+        let hosts = Hosts::group(&fabric, self.names.as_ref());
         Discovered {
             fabric,
             targets,
             health,
+            hosts,
             duration: t.elapsed(),
         }
     }
@@ -259,9 +322,11 @@ impl Sweeper {
         prometheus::fabric_page(
             &d.fabric,
             &d.health,
+            &d.hosts,
             self.names.as_ref(),
             sample,
             &PageStats {
+                fabric: &self.pages.slots[self.slot].name,
                 filter: self.filter,
                 counters: &self.counters,
                 sweeps,
