@@ -416,7 +416,7 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, &prefix, fabric, health, hosts, names, sample, stats);
+    findings_family(&mut out, fabric, health, hosts, names, sample, stats);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
@@ -448,7 +448,6 @@ fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)],
 /// (the threshold file in force) as `check` without --thresholds.
 fn findings_family(
     out: &mut String,
-    prefix: &str,
     fabric: &Fabric,
     health: &HealthReport,
     hosts: &Hosts,
@@ -456,6 +455,7 @@ fn findings_family(
     sample: &Sample,
     stats: &PageStats<'_>,
 ) {
+    let prefix = fabric_label(stats.fabric);
     let mut found = findings::fabric_findings(fabric, names, health);
     found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
