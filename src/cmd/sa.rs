@@ -8,6 +8,7 @@ use ibscope_mad::engine::{Engine, Request};
 use ibscope_mad::sa::{comp_mask, NodeRecord, PathRecord};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
+use ibscope_topo::NodeKind;
 use serde_json::{json, Value};
 
 use crate::cli::{exit, Global};
@@ -71,7 +72,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             let rec = node_record(&mut engine, sm_lid, *lid)?;
             let v = node_json(&rec);
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                output::print_json(&v)?;
             } else {
                 print_node(&v);
             }
@@ -99,7 +100,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                     "records": records.iter().map(node_json).collect::<Vec<_>>(),
                     "failures": failures.iter().map(|(l, e)| json!({"lid": l, "error": e})).collect::<Vec<_>>(),
                 });
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                output::print_json(&v)?;
             } else {
                 for r in &records {
                     print_node(&node_json(r));
@@ -118,7 +119,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             let rec = path_record(&mut engine, sm_lid, *src, *dst)?;
             let v = path_json(&rec);
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                output::print_json(&v)?;
             } else {
                 output::print_fields(&v, 0);
             }
@@ -189,10 +190,13 @@ pub fn path_record(engine: &mut Engine, sm_lid: u16, src: u16, dst: u16) -> Resu
 
 pub fn node_json(r: &NodeRecord) -> Value {
     let ni = &r.node_info;
+    let description = r.node_description.text();
     json!({
         "lid": r.lid,
-        "node_type": ni.node_type,
-        "node_kind": match ni.node_type { 1 => "CA", 2 => "Switch", 3 => "Router", _ => "Unknown" },
+        "node_type": ni.kind(),
+        "node_type_code": ni.node_type,
+        // As everywhere in ibscope: "ca", "switch", "router", "aggregation-node".
+        "kind": NodeKind::classify(ni.kind(), &description).map(NodeKind::as_str),
         "num_ports": ni.num_ports,
         "system_image_guid": format!("{:#018x}", ni.system_image_guid),
         "node_guid": format!("{:#018x}", ni.node_guid),
@@ -202,7 +206,7 @@ pub fn node_json(r: &NodeRecord) -> Value {
         "revision": ni.revision,
         "local_port_num": ni.local_port_num,
         "vendor_id": ni.vendor_id,
-        "node_description": r.node_description.text(),
+        "node_description": description,
     })
 }
 
@@ -210,7 +214,7 @@ fn print_node(v: &Value) {
     println!(
         "LID {:<5} {:<6} {} port {} ({} ports) {}",
         v["lid"],
-        v["node_kind"].as_str().unwrap_or("?"),
+        v["kind"].as_str().unwrap_or("?"),
         v["port_guid"].as_str().unwrap_or("?"),
         v["local_port_num"],
         v["num_ports"],
@@ -221,34 +225,6 @@ fn print_node(v: &Value) {
 /// A GID in IPv6 notation, as saquery prints it (`fe80::20:1`).
 fn gid_text(g: &[u8; 16]) -> String {
     std::net::Ipv6Addr::from(*g).to_string()
-}
-
-/// Gb/s of a PathRecord/PortInfo rate code (IBA 15.2.5.16 rate table).
-pub fn rate_gbps(code: u8) -> Option<f64> {
-    Some(match code {
-        2 => 2.5,
-        3 => 10.0,
-        4 => 30.0,
-        5 => 5.0,
-        6 => 20.0,
-        7 => 40.0,
-        8 => 60.0,
-        9 => 80.0,
-        10 => 120.0,
-        11 => 14.0,
-        12 => 56.0,
-        13 => 112.0,
-        14 => 168.0,
-        15 => 25.0,
-        16 => 100.0,
-        17 => 200.0,
-        18 => 300.0,
-        19 => 28.0,
-        20 => 50.0,
-        21 => 400.0,
-        22 => 600.0,
-        _ => return None,
-    })
 }
 
 pub fn path_json(p: &PathRecord) -> Value {
@@ -272,7 +248,7 @@ pub fn path_json(p: &PathRecord) -> Value {
         "mtu_bytes": ibscope_mad::attr::mtu_bytes(p.mtu),
         "rate_selector": p.rate_selector,
         "rate": p.rate,
-        "rate_gbps": rate_gbps(p.rate),
+        "rate_gbps": ibscope_mad::attr::link::sa_rate_gbps(p.rate),
         "packet_life_time_selector": p.packet_life_time_selector,
         "packet_life_time": p.packet_life_time,
         "preference": p.preference,
