@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Counter benchmark on a generated 3-level fat tree (default 2,048 hosts) under ibsim with
-# OpenSM, all on the same fabric in one run. Wall times are medians of REPS runs.
+# OpenSM, all on the same fabric in one run. Wall times are medians of REPS runs, the tools
+# taking turns (ibqueryerrors, check, counters, then again).
 #
 #   bench/counters_sweep.sh
 #   HOSTS=4096 REPS=5 bench/counters_sweep.sh
@@ -61,26 +62,24 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 # json_number KEY FILE: the first "KEY": number in a JSON file.
 json_number() { grep -o "\"$1\": *[0-9]*" "$2" | head -1 | grep -o '[0-9]*$'; }
 
-# timed LABEL CMD...: REPS runs; sets WALL to the median in seconds and keeps the last
-# run's stdout in $work/out.LABEL. Exit status 1 is accepted (both tools use it for
-# "found errors").
-timed() {
+# once LABEL CMD...: one timed run; appends its wall time (s) to WALLS_LABEL and keeps its
+# stdout in $work/out.LABEL. Exit status 1 is accepted (both tools use it for "found
+# errors").
+once() {
     local label=$1; shift
-    local walls=() i t0 t1 rc
-    for ((i = 0; i < REPS; i++)); do
-        t0=$(date +%s.%N)
-        rc=0
-        "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
-        t1=$(date +%s.%N)
-        if ((rc > 1)); then
-            echo "$label failed (exit $rc):" >&2
-            cat "$work/err.$label" >&2
-            exit 2
-        fi
-        walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')")
-    done
-    WALL=$(printf '%s\n' "${walls[@]}" | median)
+    local t0 t1 rc=0
+    t0=$(date +%s.%N)
+    "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
+    t1=$(date +%s.%N)
+    if ((rc > 1)); then
+        echo "$label failed (exit $rc):" >&2
+        cat "$work/err.$label" >&2
+        exit 2
+    fi
+    eval "WALLS_$label+=(\"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')\")"
 }
+# median_of LABEL: the median of WALLS_LABEL.
+median_of() { eval "printf '%s\\n' \"\${WALLS_$1[@]}\"" | median; }
 
 topo="$work/ft3-$HOSTS.topo"
 "$ibscope" sim gen fat-tree --levels 3 --radix "$RADIX" --hosts "$HOSTS" -o "$topo" >/dev/null
@@ -89,19 +88,21 @@ eval "$("$ibscope" sim up "$topo" --name "$name" 2>"$work/up.err")"
 settle "$IBSCOPE_SIM_DIR/$name"
 switches=$(grep -c '^Switch' "$topo")
 
-timed ibqueryerrors ibqueryerrors --skip-sl
-ibqe=$WALL
+# The tools take turns, so that a slow stretch of the machine hits them alike.
+WALLS_ibqueryerrors=() WALLS_check=() WALLS_counters=()
+for ((i = 0; i < REPS; i++)); do
+    once ibqueryerrors ibqueryerrors --skip-sl
+    once check "$ibscope" check --json "${flags[@]}"
+    once counters "$ibscope" counters --format json "${flags[@]}"
+done
+ibqe=$(median_of ibqueryerrors)
+check=$(median_of check)
+counters=$(median_of counters)
 ibqe_summary=$(grep -E 'ports checked' "$work/out.ibqueryerrors" | sed 's/^## *//')
-
-timed check "$ibscope" check --json "${flags[@]}"
-check=$WALL
 check_ports=$(json_number ports_sampled "$work/out.check")
 check_screened=$(json_number switches_screened "$work/out.check")
 check_mads=$(json_number counter_mads "$work/out.check")
 check_findings=$(grep -c '"kind"' "$work/out.check" || true)
-
-timed counters "$ibscope" counters --format json "${flags[@]}"
-counters=$WALL
 counters_ports=$(grep -c '"capability_mask"' "$work/out.counters" || true)
 counters_mads=$(json_number mads_sent "$work/out.counters")
 
@@ -140,6 +141,8 @@ name=""
 echo "# $(date -u +%Y-%m-%d) on $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'fabric: %s hosts, %s switches; median of %s runs, %s MADs in flight for ibscope\n' \
     "$HOSTS" "$switches" "$REPS" "${OUTSTANDING:-default (adaptive, up to 128)}"
+printf 'every run (s, in turn): ibqueryerrors %s | check %s | counters %s\n' \
+    "${WALLS_ibqueryerrors[*]}" "${WALLS_check[*]}" "${WALLS_counters[*]}"
 printf '\n(1) which ports have errors (clean fabric)\n'
 printf '  ibqueryerrors:                       %8.3f s   (%s)\n' "$ibqe" "$ibqe_summary"
 printf '  ibscope check:                       %8.3f s   (%s ports, %s switches screened by AllPortSelect, %s counter MADs, %s findings)\n' \

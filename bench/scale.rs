@@ -27,8 +27,9 @@
 //! Printed: one line of `key=value`: cpu_s (the process's CPU time during the operation
 //! less the responder's own: building replies and waiting out their latency), wall_s,
 //! rss_mib (peak RSS during the operation), base_mib (RSS before it: the responder's
-//! model and the setup), mads, planes, and for `discover` under latency the ideal time
-//! `mads x latency / window` and the ratio to it.
+//! model and the setup), mads, out_mib (the text `counters` or `serve` produced), planes,
+//! and for `discover` under latency the ideal time `mads x latency / window` and the ratio
+//! to it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -314,6 +315,8 @@ fn main() {
     let t0 = Instant::now();
     let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
     let mut complete = true;
+    // Bytes of text the operation produced (counters' JSON, serve's page), for scale.
+    let mut out_bytes = 0usize;
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
@@ -337,6 +340,7 @@ fn main() {
                 let sample = sweep_all(p, &f);
                 // What `counters --format json` prints.
                 let text = serde_json::to_string(&sample).expect("serializable");
+                out_bytes += text.len();
                 keep.push(Box::new((f, sample, text.len())));
             }
         }
@@ -372,6 +376,7 @@ fn main() {
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
                 let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
+                out_bytes += page.len();
                 keep.push(Box::new(page.len()));
             }
         }
@@ -390,12 +395,13 @@ fn main() {
         .map(|p| p.engine.port().model().node_count())
         .sum();
     print!(
-        "family={family} hosts={hosts} op={op} planes={} nodes={nodes} cpu_s={:.3} wall_s={:.3} rss_mib={:.0} base_mib={:.0} mads={sent} responder_s={:.3} complete={complete}",
+        "family={family} hosts={hosts} op={op} planes={} nodes={nodes} cpu_s={:.3} wall_s={:.3} rss_mib={:.0} base_mib={:.0} mads={sent} out_mib={:.0} responder_s={:.3} complete={complete}",
         planes.len(),
         own.as_secs_f64(),
         wall.as_secs_f64(),
         peak_kib as f64 / 1024.0,
         base_kib as f64 / 1024.0,
+        out_bytes as f64 / (1024.0 * 1024.0),
         responder.as_secs_f64(),
     );
     if !latency.is_zero() || loss > 0.0 {

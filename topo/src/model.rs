@@ -678,10 +678,19 @@ pub struct FabricFile {
 impl FabricFile {
     /// Read a JSON snapshot of this or an earlier schema version.
     pub fn from_json(text: &str) -> Result<FabricFile, serde_json::Error> {
-        let mut value: serde_json::Value = serde_json::from_str(text)?;
-        if value.get("schema_version").and_then(|v| v.as_u64()) == Some(1) {
-            upgrade_v1(&mut value);
+        /// The version alone: the rest is skipped without being kept.
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u64>,
         }
+        // Only version 1 goes through a `Value` tree: for a large snapshot that tree takes
+        // about 20 times the text's size (1 GB for 49 MB at 8,100 hosts).
+        let version: Version = serde_json::from_str(text)?;
+        if version.schema_version != Some(1) {
+            return serde_json::from_str(text);
+        }
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        upgrade_v1(&mut value);
         serde_json::from_value(value)
     }
 }
