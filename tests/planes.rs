@@ -117,6 +117,31 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
     let doc = json(&run(&cfg, &["-C", "all", "check", "--json"]), 0);
     assert_eq!(doc["fabrics"].as_array().unwrap().len(), 2, "{doc:#}");
     assert_eq!(findings(&doc), vec![], "{doc:#}");
+
+    // hosts: every HCA port of the 4 servers x 2 rails is in both planes, by (host, rail).
+    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0);
+    let planes = hosts["planes"].as_array().unwrap();
+    let seen: Vec<(String, u64, Vec<&str>)> = planes
+        .iter()
+        .map(|p| {
+            (
+                p["host"].as_str().unwrap().to_string(),
+                p["rail"].as_u64().unwrap(),
+                p["planes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x["fabric"].as_str().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, Vec<&str>)> = (1..=4)
+        .flat_map(|h| (0..2).map(move |r| (format!("gpu-{h:04}"), r, vec!["alpha", "beta"])))
+        .collect();
+    assert_eq!(seen, want, "{hosts:#}");
+    assert!(planes.iter().all(|p| p.get("missing").is_none()));
+    assert_eq!(hosts["findings"], Value::Array(vec![]), "{hosts:#}");
     drop(b);
 
     // Plane beta again, with gpu-0003's rail 1 at 1x; then gpu-0002's rail 0 link in it
@@ -183,5 +208,41 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
         "{text}"
     );
     assert!(!text.contains("alpha: [planes-disagree]"), "{text}");
+
+    // hosts: gpu-0002's rail 0 is missing from plane beta; the same findings.
+    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0);
+    let lost = hosts["planes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["host"] == "gpu-0002" && p["rail"] == 0)
+        .unwrap();
+    assert_eq!(lost["missing"], serde_json::json!(["beta"]), "{hosts:#}");
+    assert_eq!(lost["planes"].as_array().unwrap().len(), 1);
+    let kinds: Vec<(String, String)> = hosts["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "planes-disagree")
+        .map(|f| {
+            (
+                f["host"].as_str().unwrap().into(),
+                f["fabric"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("gpu-0002".to_string(), "beta".to_string()),
+            ("gpu-0003".to_string(), "beta".to_string())
+        ]
+    );
+    let text = assert_exit(&run(&cfg, &["-C", "all", "hosts"]), 0);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("gpu-0002") && l.contains(" beta ") && l.contains("missing"))
+        .unwrap_or_else(|| panic!("no missing plane row:\n{text}"));
+    assert!(row.contains("mlx5_0"), "{row}");
     drop((a, b));
 }
