@@ -327,7 +327,7 @@ fn run_planes(
         swept.push((opened.id.name.clone(), fabric, hosts));
         Ok(exit::OK)
     })?;
-    let keep = |host: &str| wanted.is_none_or(|w| w.iter().any(|h| h == host));
+    let keep = |host: &str| wanted.map_or(true, |w| w.iter().any(|h| h == host));
     let views: Vec<PlaneView> = swept
         .iter()
         .map(|(name, fabric, hosts)| PlaneView {
