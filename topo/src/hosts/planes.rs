@@ -333,4 +333,47 @@ mod tests {
         );
         assert_eq!(ports[missing].missing, ["p2"]);
     }
+
+    #[test]
+    fn a_plane_not_active_is_a_finding_on_its_fabric_naming_the_switch_port() {
+        let (a, mut b) = (plane(), plane());
+        let id = b
+            .nodes()
+            .find(|(_, n)| n.description == "gpu-0004 mlx5_1")
+            .unwrap()
+            .0;
+        port1(&mut b, id).state = Some(PortState::Init);
+        let (ha, hb) = (Hosts::group(&a, None), Hosts::group(&b, None));
+        let views = [
+            PlaneView {
+                name: "p0",
+                fabric: &a,
+                hosts: &ha,
+            },
+            PlaneView {
+                name: "p1",
+                fabric: &b,
+                hosts: &hb,
+            },
+        ];
+        let found = crate::findings::plane_findings(&views, &group(&views), None);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert_eq!(f.kind, crate::findings::FindingKind::PlanesDisagree);
+        assert_eq!(
+            (f.fabric.as_deref(), f.host.as_deref(), f.rail),
+            (Some("p1"), Some("gpu-0004"), Some(1))
+        );
+        let leaf = b.peer(crate::model::End { node: id, port: 1 }).unwrap();
+        let want = format!(
+            "gpu-0004: rail 1 (mlx5_1) (port {}) plane p1 is {}, not Active, while p0 is \
+             Active; its cable is at \"{}\" port {}",
+            guid::text(guid(&a, "gpu-0004 mlx5_1")),
+            crate::health::state_text(Some(PortState::Init), None),
+            b.node(leaf.node).description,
+            leaf.port
+        );
+        assert_eq!(f.message, want);
+        assert_eq!(f.at.as_ref().unwrap().node_guid, b.node(id).guid);
+    }
 }
