@@ -70,7 +70,8 @@ use crate::cli::{exit, Global};
 /// HCA port seen in each of its planes. A plane whose port is not Active, is missing
 /// (its link is down, so that plane's sweep never reached it) or runs slower than the
 /// port's other planes is planes-disagree, on that plane's fabric, naming the host, rail,
-/// HCA and the switch port to fix (printed after every fabric's own lines).
+/// HCA and the switch port to fix (printed after every fabric's own lines; --no-hosts
+/// leaves planes out).
 ///
 /// Exit code: 0 healthy, 1 findings, 2 could not run.
 ///
@@ -212,7 +213,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         Ok(code)
     })?;
-    let planes = plane_findings(&swept, names.as_ref());
+    // Planes are host ports: --no-hosts leaves them out with the other host checks.
+    let planes = if a.no_hosts {
+        Vec::new()
+    } else {
+        plane_findings(&swept, names.as_ref())
+    };
     if !planes.is_empty() {
         ran.worst = ran.worst.max(exit::FINDINGS);
     }
