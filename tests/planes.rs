@@ -167,6 +167,12 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
         "{doc:#}"
     );
     let reports = doc["fabrics"].as_array().unwrap();
+    // Each fabric's report is a check document (the finding kind in the schema's list).
+    for r in reports {
+        let mut one = r.clone();
+        one["schema_version"] = doc["schema_version"].clone();
+        common::schema::assert_valid("check", "a fabric of check -C all", &one.to_string(), false);
+    }
     assert_eq!(reports[0]["healthy"], true, "{doc:#}");
     assert_eq!(reports[1]["healthy"], false);
     let planes: Vec<&Value> = reports[1]["findings"]
