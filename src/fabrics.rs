@@ -177,11 +177,20 @@ pub fn plan(
             continue;
         }
         if item == "all" {
+            let shared = local_planes(cas);
             for (ca, ports) in cas {
                 for p in ports {
                     let name = port_name(ca, p.port_num);
+                    let planes = shared.iter().find(|g| g.gsi.contains(&name));
                     if !umad::is_ib(p) {
                         skipped.push(format!("{name}: link layer {}", p.link_layer));
+                    } else if let Some(g) = planes.filter(|g| !g.planes.is_empty()) {
+                        skipped.push(format!(
+                            "{name}: the GSI device of port {} (IsSMDisabled), swept through \
+                             {}",
+                            ibscope_mad::codes::guid::text(g.port_guid),
+                            g.planes.join(", ")
+                        ));
                     } else if p.state == ibscope_mad::attr::PortState::Down {
                         skipped.push(format!("{name}: port is down"));
                     } else {
@@ -233,6 +242,60 @@ pub fn plan(
     Ok((unique, skipped))
 }
 
+/// The local ports that are planes of one multi-plane HCA port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalPlanes {
+    pub port_guid: u64,
+    /// "CA:port" of each plane, plane 0 first (CA names in natural order, then port).
+    pub planes: Vec<String>,
+    /// "CA:port" of the port's GSI-only device (IsSMDisabled), which carries no SMPs.
+    pub gsi: Vec<String>,
+}
+
+/// Local InfiniBand ports that share one port GUID: a planarized HCA port shows one umad
+/// device per plane with the port's GUID, the planes able to send SMPs and one GSI device
+/// with IsSMDisabled set (rdma-core's libibumad/umad.c: `count_ports_by_guid` counts the
+/// ports of each GUID, `umad_get_smi_gsi_pairs` calls a GUID counted more than once a
+/// planarized port and tells its SMI and GSI devices apart by `is_smi_disabled`). Only
+/// GUIDs shared by at least two ports are listed; `planes` may hold a single SMI device
+/// when the port merely has its GSI device apart.
+pub fn local_planes(cas: &[(String, Vec<LocalPort>)]) -> Vec<LocalPlanes> {
+    let mut ports: Vec<&LocalPort> = cas
+        .iter()
+        .flat_map(|(_, ps)| ps.iter())
+        .filter(|p| umad::is_ib(p) && p.port_guid != 0)
+        .collect();
+    ports.sort_by(|a, b| {
+        ibscope_topo::hosts::name::natural_cmp(&a.ca_name, &b.ca_name)
+            .then(a.port_num.cmp(&b.port_num))
+    });
+    let mut out: Vec<LocalPlanes> = Vec::new();
+    for p in &ports {
+        if out.iter().any(|g| g.port_guid == p.port_guid) {
+            continue;
+        }
+        let same: Vec<&&LocalPort> = ports
+            .iter()
+            .filter(|q| q.port_guid == p.port_guid)
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        let names = |gsi: bool| {
+            same.iter()
+                .filter(|q| q.sm_disabled == gsi)
+                .map(|q| port_name(&q.ca_name, q.port_num))
+                .collect()
+        };
+        out.push(LocalPlanes {
+            port_guid: p.port_guid,
+            planes: names(false),
+            gsi: names(true),
+        });
+    }
+    out
+}
+
 /// Names must tell fabrics apart: a name given twice gets " #2", " #3".
 fn uniquify(planned: &mut [Planned]) {
     for i in 1..planned.len() {
@@ -243,6 +306,28 @@ fn uniquify(planned: &mut [Planned]) {
             planned[i].name = format!("{base} #{n}");
         }
     }
+}
+
+/// One line for each local multi-plane port: which local ports are its planes.
+pub fn planes_notes(groups: &[LocalPlanes]) -> Vec<String> {
+    groups
+        .iter()
+        .filter(|g| g.planes.len() > 1)
+        .map(|g| {
+            let list: Vec<String> = g
+                .planes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{p} (plane {i})"))
+                .collect();
+            format!(
+                "{} are the planes of one HCA port (port GUID {}), each swept as its own \
+                 fabric",
+                list.join(", "),
+                ibscope_mad::codes::guid::text(g.port_guid)
+            )
+        })
+        .collect()
 }
 
 /// Every CA and its ports, as libibumad lists them.
@@ -363,6 +448,11 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
     for s in &skipped {
         eprintln!("note: {s}: skipped");
     }
+    if selection.is_some_and(|s| s.split(',').any(|i| i.trim() == "all")) {
+        for line in planes_notes(&local_planes(&local_cas())) {
+            eprintln!("note: {line}");
+        }
+    }
     if !multi {
         return Ok(vec![Ok(open_one(g, &planned[0])?)]);
     }
@@ -473,6 +563,7 @@ mod tests {
             phys_state: PhysState::LinkUp,
             port_guid: 0,
             link_layer: ll.into(),
+            sm_disabled: false,
         }
     }
 
@@ -661,5 +752,62 @@ mod tests {
             .contains("commas"));
         assert!(is_multi(Some("all")) && is_multi(Some("a,b")));
         assert!(!is_multi(Some("mlx5_0:1")) && !is_multi(None));
+    }
+
+    /// A host with one two-plane HCA port as libibumad lists it: mlx5_0 and mlx5_1, the
+    /// planes (SMI devices), and mlx5_2, the GSI device (IsSMDisabled), all with port GUID
+    /// 0x...a1; mlx5_10 an ordinary port.
+    fn planarized() -> Vec<(String, Vec<LocalPort>)> {
+        let dev = |ca: &str, guid: u64, sm_disabled: bool| {
+            let mut p = port(ca, 1, PortState::Active, "InfiniBand");
+            p.port_guid = guid;
+            p.sm_disabled = sm_disabled;
+            (ca.to_string(), vec![p])
+        };
+        // libibumad's order is the kernel's: not the plane order.
+        vec![
+            dev("mlx5_10", 0xb1, false),
+            dev("mlx5_2", 0xa1, true),
+            dev("mlx5_1", 0xa1, false),
+            dev("mlx5_0", 0xa1, false),
+        ]
+    }
+
+    #[test]
+    fn ports_sharing_a_port_guid_are_one_ports_planes() {
+        let cas = planarized();
+        let groups = local_planes(&cas);
+        assert_eq!(
+            groups,
+            vec![LocalPlanes {
+                port_guid: 0xa1,
+                planes: vec!["mlx5_0:1".into(), "mlx5_1:1".into()],
+                gsi: vec!["mlx5_2:1".into()],
+            }]
+        );
+        assert_eq!(
+            planes_notes(&groups),
+            vec![
+                "mlx5_0:1 (plane 0), mlx5_1:1 (plane 1) are the planes of one HCA port \
+                 (port GUID 0x00000000000000a1), each swept as its own fabric"
+            ]
+        );
+        // -C all sweeps each plane (and the other port), not the GSI device.
+        let (p, skipped) = plan(Some("all"), None, &cas, &[]).unwrap();
+        let mut names: Vec<String> = p.into_iter().map(|p| p.name).collect();
+        names.sort();
+        assert_eq!(names, ["mlx5_0:1", "mlx5_10:1", "mlx5_1:1"]);
+        assert_eq!(
+            skipped,
+            vec![
+                "mlx5_2:1: the GSI device of port 0x00000000000000a1 (IsSMDisabled), swept \
+                 through mlx5_0:1, mlx5_1:1"
+            ]
+        );
+        // No shared GUID, no planes; a GSI device apart from one SMI device is no plane.
+        assert_eq!(local_planes(&cas[..1]), vec![]);
+        let pair = local_planes(&cas[1..3]);
+        assert_eq!(pair[0].planes, ["mlx5_1:1"]);
+        assert!(planes_notes(&pair).is_empty());
     }
 }

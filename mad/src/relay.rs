@@ -254,6 +254,7 @@ impl FromAgent {
                     phys_state,
                     port_guid,
                     link_layer: r.text()?,
+                    sm_disabled: false,
                 })
             }
             kind::OPEN_FAILED => FromAgent::OpenFailed(r.text()?),
@@ -577,6 +578,7 @@ impl RelayPort {
                 phys_state: PhysState::Disabled,
                 port_guid: 0,
                 link_layer: String::new(),
+                sm_disabled: false,
             },
         };
         let deadline = Instant::now() + hello_timeout;
@@ -841,6 +843,7 @@ mod tests {
             phys_state: PhysState::LinkUp,
             port_guid: 0x0002_c903_0000_1002,
             link_layer: "InfiniBand".into(),
+            sm_disabled: false,
         }
     }
 

@@ -16,6 +16,10 @@ use crate::smp::{SmpRoute, PERMISSIVE_LID};
 use crate::wire::Host;
 use crate::wire_struct;
 
+/// PortInfo CapabilityMask bit IsSMDisabled (IB spec 14.2.5.6; `CAPMASK_IS_SM_DISABLED`
+/// in libibumad/umad.c).
+const CAPABILITY_IS_SM_DISABLED: u32 = 0x400;
+
 /// `UMAD_CA_NAME_LEN` in umad.h.
 const CA_NAME_LEN: usize = 20;
 /// `UMAD_CA_MAX_PORTS` in umad.h (ports 0..=9 of one CA).
@@ -233,6 +237,11 @@ pub struct LocalPort {
     pub port_guid: u64,
     /// "IB" or "Ethernet" (RoCE ports cannot carry SMPs).
     pub link_layer: String,
+    /// PortInfo CapabilityMask's IsSMDisabled: on a port that shares its port GUID with
+    /// others (a planarized HCA port), the GSI-only device, which carries no SMPs
+    /// (libibumad/umad.c, `is_smi_disabled` and `umad_get_smi_gsi_pairs`). Not relayed.
+    #[serde(skip)]
+    pub sm_disabled: bool,
 }
 
 impl LocalPort {
@@ -375,6 +384,8 @@ pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
             phys_state: PhysState::from_code(u8::try_from(p.phys_state).unwrap_or(u8::MAX)),
             port_guid: u64::from_be(p.port_guid),
             link_layer: c_text(&p.link_layer),
+            // libibumad keeps cap_mask in network order (umad.c converts it with be32toh).
+            sm_disabled: u32::from_be(p.capmask) & CAPABILITY_IS_SM_DISABLED != 0,
         });
     }
     // SAFETY: raw was filled by a successful umad_get_ca.
@@ -840,6 +851,7 @@ mod tests {
             phys_state: PhysState::LinkUp,
             port_guid: 0,
             link_layer: ll.into(),
+            sm_disabled: false,
         }
     }
 

@@ -8,6 +8,8 @@ use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
 use ibscope_topo::health::{HealthOptions, Rate};
+use ibscope_topo::hosts::planes::{self, PlaneView};
+use ibscope_topo::hosts::Hosts;
 use serde::Serialize;
 
 use ibscope_topo::escape::for_terminal;
@@ -63,6 +65,13 @@ use crate::cli::{exit, Global};
 /// starts with the fabric's name, in JSON each report names its fabric and every finding
 /// carries "fabric" ({"healthy", "fabrics": [...], "failed": [...]}). The exit code is
 /// the worst of all: 2 if one could not be checked, else 1 if one has findings.
+///
+/// Planes: a host CA port GUID found in more than one of the fabrics is one multi-plane
+/// HCA port seen in each of its planes. A plane whose port is not Active, is missing
+/// (its link is down, so that plane's sweep never reached it) or runs slower than the
+/// port's other planes is planes-disagree, on that plane's fabric, naming the host, rail,
+/// HCA and the switch port to fix (printed after every fabric's own lines; --no-hosts
+/// leaves planes out).
 ///
 /// Exit code: 0 healthy, 1 findings, 2 could not run.
 ///
@@ -162,7 +171,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     if let Some(path) = &g.topology {
         let fabric = crate::fabric::load_file(path)?;
-        let out = check_one(
+        let (out, _) = check_one(
             &fabric,
             None,
             names.as_ref(),
@@ -175,11 +184,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         return Ok(exit_of(&out));
     }
     let mut reports = Vec::new();
-    let ran = crate::fabrics::each(g, |opened, multi| {
+    let mut swept = Vec::new();
+    let mut ran = crate::fabrics::each(g, |opened, multi| {
         let mut fabric =
             crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         fabric.id = Some(opened.id.clone());
-        let mut out = check_one(
+        let (mut out, hosts) = check_one(
             &fabric,
             Some(&mut opened.engine),
             names.as_ref(),
@@ -198,8 +208,31 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         let code = exit_of_code(&out);
         reports.push(out);
+        if multi {
+            swept.push((opened.id.name.clone(), fabric, hosts));
+        }
         Ok(code)
     })?;
+    // Planes are host ports: --no-hosts leaves them out with the other host checks.
+    let planes = if a.no_hosts {
+        Vec::new()
+    } else {
+        plane_findings(&swept, names.as_ref())
+    };
+    if !planes.is_empty() {
+        ran.worst = ran.worst.max(exit::FINDINGS);
+    }
+    for f in planes {
+        if !a.json {
+            let name = f.fabric.as_deref().unwrap_or_default();
+            println!("{}: {}", for_terminal(name), f.text_line());
+        }
+        let of = |r: &&mut Report| r.fabric.as_ref().map(|i| &i.name) == f.fabric.as_ref();
+        if let Some(r) = reports.iter_mut().find(|r| of(r)) {
+            r.healthy = false;
+            r.findings.push(f);
+        }
+    }
     if crate::fabrics::is_multi(g.ca.as_deref()) && a.json {
         let failed: Vec<Failed> = ran
             .failed
@@ -240,7 +273,7 @@ fn check_one(
     thresholds: &Thresholds,
     a: &Args,
     id: Option<&FabricId>,
-) -> Result<Report> {
+) -> Result<(Report, Hosts)> {
     let reads = if a.no_screen {
         CounterReads::PerPort
     } else {
@@ -286,7 +319,7 @@ fn check_one(
     for d in &eval.drilled {
         tracing::debug!(switch = %d.at, reason = %d.reason, "all-ports sum: ports read one by one");
     }
-    Ok(Report {
+    let report = Report {
         fabric: id.cloned(),
         healthy: eval.findings.is_empty(),
         nodes: fabric.node_count(),
@@ -306,7 +339,29 @@ fn check_one(
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
             _ => None,
         },
-    })
+    };
+    Ok((report, eval.hosts))
+}
+
+/// The planes-disagree findings of the fabrics swept together (name, fabric, hosts):
+/// none with fewer than two.
+fn plane_findings(
+    swept: &[(String, ibscope_topo::Fabric, Hosts)],
+    names: Option<&ibscope_topo::namemap::NameMap>,
+) -> Vec<findings::Finding> {
+    if swept.len() < 2 {
+        return Vec::new();
+    }
+    let views: Vec<PlaneView> = swept
+        .iter()
+        .map(|(name, fabric, hosts)| PlaneView {
+            name,
+            fabric,
+            hosts,
+        })
+        .collect();
+    let ports = planes::group(&views);
+    findings::plane_findings(&views, &ports, names)
 }
 
 /// One fabric's report on stdout; `fabric` names it when the command checks several (a

@@ -8,6 +8,7 @@ use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health;
+use ibscope_topo::hosts::planes::{self, PlaneView, PlanedPort};
 use ibscope_topo::hosts::{self, Host, Hosts, RailIssue};
 use serde::Serialize;
 
@@ -30,11 +31,18 @@ use crate::cli::{exit, Global};
 /// fabric, e.g. its link is down) is listed as `missing`, with the leaf port it belongs
 /// on when its neighbours show it. `ibscope check` reports what is wrong.
 ///
-/// Exit code: 0; 1 when a host of --hosts is not in the fabric.
+/// Planes (-C all or a list naming several fabrics): each fabric's hosts as above, then
+/// the planes of multi-plane HCA ports: a host CA port GUID found in more than one fabric
+/// is one HCA port seen in each of its planes, listed as (host, rail, plane), a plane the
+/// port is missing from as `missing`, and what disagrees as planes-disagree findings.
+///
+/// Exit code: 0; 1 when a host of --hosts is not in the fabric; 2 when a fabric could not
+/// be read.
 ///
 /// Examples:
 ///   ibscope hosts
 ///   ibscope hosts --hosts gpu-[0001-0016]
+///   ibscope -C all hosts
 ///   ibscope --topology fabric.json hosts --json | jq '.hosts[] | select(.name == "gpu-0042")'
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -77,6 +85,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .as_deref()
         .map(crate::fabric::host_list)
         .transpose()?;
+    if g.topology.is_none() && crate::fabrics::is_multi(g.ca.as_deref()) {
+        return run_planes(g, a, names.as_ref(), wanted.as_deref());
+    }
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
     let names = names.as_ref();
     let all = Hosts::group(&fabric, names);
@@ -273,4 +284,183 @@ fn host_rows(
     }
     rows.sort_by_key(|(rail, _)| (rail.is_none(), *rail));
     rows.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One fabric's hosts in the JSON of several.
+#[derive(Debug, Serialize)]
+struct FabricHosts<'a> {
+    fabric: &'a str,
+    rails: Vec<u8>,
+    hosts: Vec<&'a Host>,
+}
+
+#[derive(Debug, Serialize)]
+struct PlanesReport<'a> {
+    fabrics: Vec<FabricHosts<'a>>,
+    /// HCA ports seen in more than one fabric: (host, rail, plane).
+    planes: Vec<&'a PlanedPort>,
+    /// Each fabric's host findings (with its name) and the planes-disagree findings.
+    findings: Vec<Finding>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed: Vec<Failed>,
+}
+
+#[derive(Debug, Serialize)]
+struct Failed {
+    fabric: String,
+    error: String,
+}
+
+/// `hosts` over several fabrics: each one's hosts, then the planes they share.
+fn run_planes(
+    g: &Global,
+    a: &Args,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    wanted: Option<&[String]>,
+) -> Result<ExitCode> {
+    let mut swept: Vec<(String, ibscope_topo::Fabric, Hosts)> = Vec::new();
+    let ran = crate::fabrics::each(g, |opened, _| {
+        let mut fabric =
+            crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
+        fabric.id = Some(opened.id.clone());
+        let hosts = Hosts::group(&fabric, names);
+        swept.push((opened.id.name.clone(), fabric, hosts));
+        Ok(exit::OK)
+    })?;
+    let keep = |host: &str| wanted.map_or(true, |w| w.iter().any(|h| h == host));
+    let views: Vec<PlaneView> = swept
+        .iter()
+        .map(|(name, fabric, hosts)| PlaneView {
+            name,
+            fabric,
+            hosts,
+        })
+        .collect();
+    let ports = planes::group(&views);
+    let mut found = Vec::new();
+    for v in &views {
+        let mut own = findings::host_findings(v.fabric, names, v.hosts, None);
+        findings::annotate(&mut own, v.hosts);
+        for f in &mut own {
+            f.fabric = Some(v.name.to_string());
+        }
+        found.extend(own);
+    }
+    found.extend(findings::plane_findings(&views, &ports, names));
+    found.retain(|f| f.host.as_deref().is_some_and(keep));
+    let shown: Vec<&PlanedPort> = ports.iter().filter(|p| keep(&p.host)).collect();
+    let missing: Vec<String> = wanted
+        .unwrap_or_default()
+        .iter()
+        .filter(|h| views.iter().all(|v| v.hosts.find(h).is_none()))
+        .cloned()
+        .collect();
+    if a.json {
+        let report = PlanesReport {
+            fabrics: views
+                .iter()
+                .map(|v| FabricHosts {
+                    fabric: v.name,
+                    rails: v.hosts.rails(),
+                    hosts: v.hosts.hosts().iter().filter(|h| keep(&h.name)).collect(),
+                })
+                .collect(),
+            planes: shown,
+            findings: found,
+            failed: ran
+                .failed
+                .iter()
+                .map(|(fabric, error)| Failed {
+                    fabric: fabric.clone(),
+                    error: error.clone(),
+                })
+                .collect(),
+        };
+        crate::output::print_json(&report)?;
+    } else {
+        for v in &views {
+            println!("# fabric {}", for_terminal(v.name));
+            let issues = hosts::check(v.fabric, v.hosts);
+            let shown_hosts: Vec<usize> = (0..v.hosts.len())
+                .filter(|&i| keep(&v.hosts.hosts()[i].name))
+                .collect();
+            print_text(v.fabric, names, v.hosts, &issues, &shown_hosts, &[]);
+        }
+        print_planes(&shown);
+        for f in &found {
+            let fabric = f.fabric.as_deref().unwrap_or_default();
+            println!("{}: {}", for_terminal(fabric), f.text_line());
+        }
+        for m in &missing {
+            println!("{}: not in any fabric", for_terminal(m));
+        }
+    }
+    let own = if missing.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    };
+    Ok(ExitCode::from(own.max(ran.worst)))
+}
+
+/// The planes table: a row per (host, rail, plane), `missing` where the port is not in a
+/// plane its host has.
+fn print_planes(ports: &[&PlanedPort]) {
+    let planes: usize = ports.iter().map(|p| p.planes.len()).sum();
+    println!(
+        "# planes: {} HCA ports in more than one fabric, {planes} planes",
+        ports.len()
+    );
+    let mut rows: Vec<[String; 8]> = vec![[
+        "HOST",
+        "RAIL",
+        "HCA",
+        "PORT-GUID",
+        "PLANE",
+        "RATE",
+        "STATE",
+        "LEAF-PORT",
+    ]
+    .map(str::to_string)];
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for p in ports {
+        let device = p.planes.iter().find_map(|x| x.device.as_deref());
+        for x in &p.planes {
+            rows.push([
+                for_terminal(&p.host),
+                opt(p.rail.map(|r| r.to_string())),
+                opt(device.map(for_terminal)),
+                ibscope_mad::codes::guid::text(p.port_guid),
+                for_terminal(&x.fabric),
+                Rate::text(x.rate.map(|r| r.width), x.rate.map(|r| r.speed)),
+                health::state_text(x.state, x.phys_state),
+                x.leaf.as_ref().map_or("-".into(), |l| {
+                    format!("\"{}\" port {}", for_terminal(&l.name), l.port)
+                }),
+            ]);
+        }
+        for m in &p.missing {
+            rows.push([
+                for_terminal(&p.host),
+                opt(p.rail.map(|r| r.to_string())),
+                opt(device.map(for_terminal)),
+                ibscope_mad::codes::guid::text(p.port_guid),
+                for_terminal(m),
+                "-".into(),
+                "missing".into(),
+                "-".into(),
+            ]);
+        }
+    }
+    let widths: Vec<usize> = (0..8)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::counters::{self, Details, PortSample, Thresholds};
 use crate::discover::SmpExecutor;
 use crate::health::{self, HealthOptions, HealthReport, LinkVerdict, PortRef, Rate};
+use crate::hosts::planes::{self, PlaneIssue, PlaneView, PlanedPort};
 use crate::hosts::{Hca, Host, Hosts, RailIssue};
 use crate::model::{End, Fabric};
 use crate::namemap::{display_name, NameMap};
@@ -62,6 +63,7 @@ pub enum FindingKind {
     RailMisaligned,
     HcasSwapped,
     HostMissing,
+    PlanesDisagree,
     HcaPortNotActive,
     HcaRateBelowNorm,
     PcieLinkDegraded,
@@ -93,7 +95,7 @@ pub enum Scope {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 23] = {
+pub const FINDING_KINDS: [KindFacts; 24] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -220,6 +222,13 @@ pub const FINDING_KINDS: [KindFacts; 23] = {
             "host-missing",
             Error,
             "a host of the --hosts list has no CA in the fabric",
+        ),
+        k(
+            PlanesDisagree,
+            "planes-disagree",
+            Error,
+            "one plane of a multi-plane HCA port is not Active, missing or slower than its \
+             other planes (fabrics swept together)",
         ),
         h(
             HcaPortNotActive,
@@ -643,6 +652,117 @@ pub fn host_findings(
         }
     }
     findings
+}
+
+/// The findings of one HCA port's planes that disagree (see [`crate::hosts::planes`]):
+/// each names the host, rail, HCA, the plane (its fabric, also in `fabric`) and the switch
+/// port to go to, and belongs to that plane's fabric.
+pub fn plane_findings(
+    views: &[PlaneView],
+    ports: &[PlanedPort],
+    names: Option<&NameMap>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for issue in planes::check(ports) {
+        let (port, view) = match &issue {
+            PlaneIssue::NotActive { port, plane } | PlaneIssue::Slower { port, plane, .. } => {
+                (&ports[*port], ports[*port].planes[*plane].view)
+            }
+            PlaneIssue::Missing { port, view } => (&ports[*port], *view),
+        };
+        let v = &views[view];
+        let up: Vec<&str> = port
+            .planes
+            .iter()
+            .filter(|p| p.up && p.view != view)
+            .map(|p| p.fabric.as_str())
+            .collect();
+        let device = port.planes.iter().find_map(|p| p.device.as_deref());
+        let what = match port.rail {
+            Some(r) => rail_text(r, device),
+            None => device.unwrap_or("HCA").to_string(),
+        };
+        let head = format!(
+            "{}: {what} (port {}) plane {}",
+            port.host,
+            ibscope_mad::codes::guid::text(port.port_guid),
+            v.name
+        );
+        let mut f = match &issue {
+            PlaneIssue::NotActive { plane, .. } | PlaneIssue::Slower { plane, .. } => {
+                let p = &port.planes[*plane];
+                let host = &v.hosts.hosts()[p.hca.0];
+                let hca = &host.hcas[p.hca.1];
+                let cable = p.leaf.as_ref().map_or("no switch".to_string(), |l| {
+                    switch_port(
+                        v.fabric,
+                        names,
+                        End {
+                            node: l.node,
+                            port: l.port,
+                        },
+                    )
+                });
+                let state = match &issue {
+                    PlaneIssue::Slower { reference, .. } => format!(
+                        "runs at {}, its other planes at {reference}",
+                        Rate::text(p.rate.map(|r| r.width), p.rate.map(|r| r.speed))
+                    ),
+                    _ => format!(
+                        "is {}, not Active, while {} {} Active",
+                        health::state_text(p.state, p.phys_state),
+                        up.join(", "),
+                        if up.len() == 1 { "is" } else { "are" }
+                    ),
+                };
+                let message = format!("{head} {state}; its cable is at {cable}");
+                hca_finding(
+                    FindingKind::PlanesDisagree,
+                    v.fabric,
+                    names,
+                    host,
+                    hca,
+                    message,
+                )
+            }
+            PlaneIssue::Missing { .. } => {
+                // The plane's own rail check knows where its leaf-mates put it.
+                let expected = v.hosts.find(&port.host).and_then(|h| {
+                    crate::hosts::check(v.fabric, v.hosts)
+                        .into_iter()
+                        .find_map(|i| match i {
+                            RailIssue::Down(d) if d.host == h && Some(d.rail) == port.rail => {
+                                d.expected
+                            }
+                            _ => None,
+                        })
+                });
+                let place = match expected {
+                    Some(e) => format!(
+                        "{}, where its leaf-mates put it, has no link",
+                        switch_port(v.fabric, names, e)
+                    ),
+                    None => "the leaf port it belongs on is not known".to_string(),
+                };
+                let mut f = Finding::new(
+                    FindingKind::PlanesDisagree,
+                    format!(
+                        "{head} is missing: its port is in {} but not in this plane; {place}",
+                        up.join(", ")
+                    ),
+                );
+                if let Some(e) = expected {
+                    f.at = Some(PortRef::new(v.fabric.node(e.node), e.port, names));
+                }
+                f.host = Some(port.host.clone());
+                f.rail = port.rail;
+                f
+            }
+        };
+        f.fabric = Some(v.name.to_string());
+        out.push(f);
+    }
+    out
 }
 
 /// Give every finding that names a host CA port that port's host and rail, on the port

@@ -243,6 +243,7 @@ impl FabricModel {
             phys_state: PhysState::LinkUp,
             port_guid: port.guid,
             link_layer: "IB".into(),
+            sm_disabled: false,
         }
     }
 

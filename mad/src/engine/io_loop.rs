@@ -579,6 +579,7 @@ mod tests {
                     phys_state: crate::attr::PhysState::LinkUp,
                     port_guid: 1,
                     link_layer: "IB".into(),
+                    sm_disabled: false,
                 },
                 sends: 0,
                 answer_until: usize::MAX,
