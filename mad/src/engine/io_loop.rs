@@ -243,6 +243,13 @@ impl<P: MadPort> Engine<P> {
                         Ok(Some(rx)) => {
                             self.stats.received += 1;
                             if let Outcome::Done(t, r) = ledger.on_reply(rx.status, &rx.mad) {
+                                // The ledger matched the first MAD; the length and the
+                                // tail of a reassembled RMPP reply come with it.
+                                let r = r.map(|mut response| {
+                                    response.len = rx.len;
+                                    response.tail = rx.tail;
+                                    response
+                                });
                                 done.push((t, r));
                             }
                             wait = 0;
@@ -369,6 +376,8 @@ mod tests {
         /// after it was sent (held until then).
         delay_step: Duration,
         held: VecDeque<(Instant, Received)>,
+        /// Appended to every reply as the tail of a reassembled RMPP transfer.
+        reply_tail: Vec<u8>,
     }
 
     impl FakePort {
@@ -399,6 +408,7 @@ mod tests {
                 received_at: Vec::new(),
                 delay_step: Duration::ZERO,
                 held: VecDeque::new(),
+                reply_tail: Vec::new(),
             }
         }
     }
@@ -433,8 +443,9 @@ mod tests {
                 let received = Received {
                     agent,
                     status: 0,
-                    len: MAD_SIZE,
+                    len: MAD_SIZE + self.reply_tail.len(),
                     mad: reply,
+                    tail: self.reply_tail.clone(),
                 };
                 if self.delay_step.is_zero() {
                     self.queue.push_back(received);
@@ -631,6 +642,25 @@ mod tests {
         let (ok, _) = run_batch(&mut engine, 3);
         assert_eq!(ok, 3);
         assert_eq!(engine.port.sends, before + 3);
+    }
+
+    #[test]
+    fn a_reassembled_reply_reaches_the_caller_whole() {
+        let mut port = FakePort::new();
+        port.reply_tail = vec![0xab; 400];
+        let mut engine = fake_engine(port, 4, 0);
+        let template = crate::sa::NodeRecord::default();
+        let reply = engine.call(Request::sa_get_table(1, 0, &template)).unwrap();
+        assert_eq!(reply.len, MAD_SIZE + 400);
+        let message = reply.message();
+        assert_eq!(message.len(), 656);
+        assert_eq!(&message[..MAD_SIZE], &reply.mad[..]);
+        assert!(message[MAD_SIZE..].iter().all(|&b| b == 0xab));
+        let sent = MadHeader::decode(&engine.port.sent[0][..]).unwrap();
+        assert_eq!(
+            (sent.mgmt_class, sent.method),
+            (class::SUBN_ADM, method::GET_TABLE)
+        );
     }
 
     #[test]

@@ -572,7 +572,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             // The response bit is not looked at by the sweep.
             MadHeader::response.write(&mut mad, &true).unwrap();
             PerfMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
-            Ok(Response { mad: Box::new(mad) })
+            Ok(Response::from_mad(mad))
         }
     }
 
