@@ -317,6 +317,8 @@ pub struct UmadPort {
     /// Receive buffer, kept to avoid an allocation per MAD; grows when a reassembled RMPP
     /// reply needs more (see [`recv_growing`]) and shrinks back after it.
     rx: Vec<u64>,
+    /// Set by [`MadPort::leave_open`]: the descriptor is not closed on drop.
+    leave_open: bool,
 }
 
 fn init_library() {
@@ -521,6 +523,7 @@ impl UmadPort {
             portid,
             info,
             rx: default_rx(),
+            leave_open: false,
         };
         if header != UMAD_HEADER_LEN {
             return Err(TransportError::HeaderSize { got: header });
@@ -547,6 +550,8 @@ pub trait MadPort {
     ) -> Result<(), TransportError>;
     /// Wait up to `timeout_ms` (0: just poll) for one MAD; `Ok(None)` on timeout.
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
+    /// Keep the port (and its agents) open when dropped: the process's exit closes it.
+    fn leave_open(&mut self) {}
 }
 
 impl MadPort for UmadPort {
@@ -623,6 +628,10 @@ impl MadPort for UmadPort {
             unsafe { umad_recv(portid, buf.as_mut_ptr().cast(), len, timeout) }
         })
     }
+
+    fn leave_open(&mut self) {
+        self.leave_open = true;
+    }
 }
 
 /// One receive through `umad_recv` (given as `raw`: the buffer and the MAD length it
@@ -671,6 +680,9 @@ fn recv_growing(
 
 impl Drop for UmadPort {
     fn drop(&mut self) {
+        if self.leave_open {
+            return;
+        }
         // Closing the fd unregisters any agent left; the engine unregisters after draining.
         // SAFETY: portid came from umad_open_port and is closed once.
         unsafe { umad_close_port(self.portid) };
