@@ -68,6 +68,7 @@ pub mod engine;
 pub mod error;
 pub mod header;
 pub mod sa;
+mod shim_stderr;
 pub mod smp;
 pub mod umad;
 pub mod wire;

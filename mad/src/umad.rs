@@ -323,9 +323,21 @@ pub struct UmadPort {
 
 fn init_library() {
     static INIT: OnceLock<c_int> = OnceLock::new();
-    // umad_init only checks the ABI version today; its failure shows up as "no device" below.
-    // SAFETY: no arguments; safe to call at any time, once suffices.
-    INIT.get_or_init(|| unsafe { umad_init() });
+    INIT.get_or_init(|| {
+        // The first look at the devices is where the simulator's shim attaches to ibsim
+        // and announces it on stderr: keep that line off the terminal.
+        crate::shim_stderr::capture(|| {
+            // umad_init only checks the ABI version today; its failure shows up as "no
+            // device" later.
+            // SAFETY: no arguments; safe to call at any time, once suffices.
+            let ret = unsafe { umad_init() };
+            let mut names = [[0 as c_char; CA_NAME_LEN]; MAX_DEVICES];
+            // SAFETY: the buffer holds MAX_DEVICES names of CA_NAME_LEN bytes, as the call
+            // is told.
+            unsafe { umad_get_cas_names(names.as_mut_ptr(), MAX_DEVICES as c_int) };
+            ret
+        })
+    });
 }
 
 fn c_text(raw: &[c_char]) -> String {
