@@ -298,6 +298,14 @@ impl Registration {
     }
 }
 
+/// How many bytes of a MAD the simulator's shim delivers intact: its receiver queues each
+/// MAD in a buffer of `sizeof(struct sim_request)` (288 bytes) laid out as a umad (64-byte
+/// header), so it copies only the first 224 bytes of the MAD, and the read that hands the
+/// MAD over copies 320 bytes out of those 288 (umad2sim.c, `__receiver` and
+/// `umad2sim_read`): bytes 224 to 255 are whatever lies after that buffer on the heap.
+/// Nothing ibscope reads from an SMP or a PMA lies there; an SA reply cut to one MAD does.
+pub const SIMULATOR_INTACT_MAD_BYTES: usize = 224;
+
 /// The largest reply a receive buffer grows to (1 GiB): the kernel reports the size a
 /// reassembled RMPP reply needs, and anything larger than this is refused rather than
 /// allocated (an SA table of a fabric with 4,000 end ports' every path is 1 GiB).
