@@ -22,28 +22,88 @@ pub struct Snapshot {
     pub failure: Option<String>,
 }
 
-/// The last snapshot, shared between the sweeper and the HTTP threads. The lock only
-/// guards the pointer: a scrape clones the `Arc`, the sweeper swaps in a new one; nothing
-/// renders, compresses or frees a page while holding it.
+/// The last snapshot and the state of the fabric link, shared between the supervisor of
+/// the sweeper process and the HTTP threads. The locks only guard a pointer and a few
+/// fields: a scrape clones the `Arc`, the supervisor swaps in a new one; nothing renders,
+/// compresses or frees a page while holding them.
 #[derive(Debug, Default)]
-pub struct Cache(Mutex<Option<Arc<Snapshot>>>);
+pub struct Cache {
+    page: Mutex<Option<Arc<Snapshot>>>,
+    link: Mutex<Link>,
+}
+
+/// Whether the sweeper process holds the fabric, as the supervisor last saw it.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The port is open and the last sweep reached the fabric.
+    pub up: bool,
+    /// Why not, once the fabric was lost (or a sweep reached nothing); `None` while
+    /// starting.
+    pub reason: Option<String>,
+    /// When `up` last changed.
+    pub since: Instant,
+    /// Times the port was opened again after it was lost.
+    pub reopens: u64,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link {
+            up: false,
+            reason: None,
+            since: Instant::now(),
+            reopens: 0,
+        }
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
 
 impl Cache {
     pub fn load(&self) -> Option<Arc<Snapshot>> {
-        match self.0.lock() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        locked(&self.page).clone()
     }
 
     /// Publish `snap`; returns the previous snapshot, for the caller to drop outside the
     /// lock.
     pub fn store(&self, snap: Arc<Snapshot>) -> Option<Arc<Snapshot>> {
-        let mut g = match self.0.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        g.replace(snap)
+        locked(&self.page).replace(snap)
+    }
+
+    pub fn link(&self) -> Link {
+        locked(&self.link).clone()
+    }
+
+    /// The fabric answers (again).
+    pub fn set_up(&self) {
+        let mut l = locked(&self.link);
+        if !l.up {
+            l.since = Instant::now();
+        }
+        l.up = true;
+        l.reason = None;
+    }
+
+    /// The fabric is unreachable: `reason` says why (the first reason of an outage is
+    /// kept while it lasts, unless `replace`).
+    pub fn set_down(&self, reason: String, replace: bool) {
+        let mut l = locked(&self.link);
+        if l.up {
+            l.since = Instant::now();
+        }
+        l.up = false;
+        if replace || l.reason.is_none() {
+            l.reason = Some(reason);
+        }
+    }
+
+    pub fn count_reopen(&self) {
+        locked(&self.link).reopens += 1;
     }
 }
 
@@ -206,43 +266,79 @@ fn answer(
         });
     }
     let snapshot = cache.load();
+    let link = cache.link();
     match path {
         "/metrics" => match snapshot {
             None => respond_text(
                 req,
                 503,
-                "no sweep finished yet (discovery in progress)\n".into(),
+                match &link.reason {
+                    Some(why) => {
+                        format!("no sweep finished yet; the fabric is unreachable: {why}\n")
+                    }
+                    None => "no sweep finished yet (discovery in progress)\n".into(),
+                },
             ),
-            Some(snap) => write_metrics(req, &snap),
+            Some(snap) => write_metrics(req, &snap, &link, max_age),
         },
         "/healthz" => {
-            let (status, body) = match snapshot {
-                None => (503, "no sweep finished yet\n".to_string()),
-                Some(s) => match &s.failure {
-                    Some(why) => (503, format!("last sweep failed: {why}\n")),
-                    None if s.finished.elapsed() > max_age => (
-                        503,
-                        format!(
-                            "last sweep is stale: finished {:.0} s ago (limit {:.0} s)\n",
-                            s.finished.elapsed().as_secs_f64(),
-                            max_age.as_secs_f64()
-                        ),
-                    ),
-                    None => (200, "ok\n".to_string()),
-                },
-            };
+            let (status, body) = health(snapshot.as_deref(), &link, max_age);
             respond_text(req, status, body)
         }
         _ => respond_text(req, 404, "not found: try /metrics or /healthz\n".into()),
     }
 }
 
-/// The page: the cached text (or its gzip) and the per-scrape age family, written straight
-/// to the socket with a Content-Length. (tiny_http's own writer would copy it through an
-/// 8 KiB buffer in chunked encoding: one write per 8 KiB.)
-fn write_metrics(req: tiny_http::Request, snap: &Snapshot) -> std::io::Result<Served> {
-    let age = snap.finished.elapsed().as_secs_f64();
-    let tail = prometheus::age_family(age);
+/// /healthz: 200 "ok" when the fabric answers and the last sweep succeeded and is fresh,
+/// else 503 and why.
+fn health(snapshot: Option<&Snapshot>, link: &Link, max_age: Duration) -> (u16, String) {
+    if let (false, Some(why)) = (link.up, &link.reason) {
+        let mut body = format!(
+            "fabric unreachable for {:.0} s: {why}\n",
+            link.since.elapsed().as_secs_f64()
+        );
+        if let Some(s) = snapshot {
+            let _ = writeln!(
+                body,
+                "serving the last good sample, {:.0} s old",
+                s.finished.elapsed().as_secs_f64()
+            );
+        }
+        return (503, body);
+    }
+    match snapshot {
+        None => (503, "no sweep finished yet\n".to_string()),
+        Some(s) => match &s.failure {
+            Some(why) => (503, format!("last sweep failed: {why}\n")),
+            None if s.finished.elapsed() > max_age => (
+                503,
+                format!(
+                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)\n",
+                    s.finished.elapsed().as_secs_f64(),
+                    max_age.as_secs_f64()
+                ),
+            ),
+            None => (200, "ok\n".to_string()),
+        },
+    }
+}
+
+/// The page: the cached text (or its gzip) and the per-scrape status families (age, up,
+/// stale), written straight to the socket with a Content-Length. (tiny_http's own writer
+/// would copy it through an 8 KiB buffer in chunked encoding: one write per 8 KiB.)
+fn write_metrics(
+    req: tiny_http::Request,
+    snap: &Snapshot,
+    link: &Link,
+    max_age: Duration,
+) -> std::io::Result<Served> {
+    let age = snap.finished.elapsed();
+    let tail = prometheus::status_families(&prometheus::ServeStatus {
+        up: link.up,
+        stale: !link.up || age > max_age,
+        age_seconds: age.as_secs_f64(),
+        reopens: link.reopens,
+    });
     let zipped = accepts_gzip(&req);
     // The cached page is compressed once per sweep; the small age family is a second
     // gzip member (RFC 1952 allows concatenated members).
@@ -287,6 +383,56 @@ mod tests {
         assert!(e.contains("--allow-remote"), "{e}");
         assert!(listen_addr("0.0.0.0:9315", true).is_ok());
         assert!(listen_addr("nonsense", false).is_err());
+    }
+
+    fn snapshot(age: Duration, failure: Option<&str>) -> Snapshot {
+        Snapshot {
+            text: String::new(),
+            gzip: Vec::new(),
+            finished: Instant::now() - age,
+            failure: failure.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn health_says_why_not() {
+        let limit = Duration::from_secs(35);
+        let cache = Cache::default();
+        let fresh = snapshot(Duration::from_secs(1), None);
+        assert_eq!(health(None, &cache.link(), limit).0, 503);
+        cache.set_up();
+        assert_eq!(
+            health(Some(&fresh), &cache.link(), limit),
+            (200, "ok\n".into())
+        );
+        let old = snapshot(Duration::from_secs(40), None);
+        let (code, body) = health(Some(&old), &cache.link(), limit);
+        assert!(
+            code == 503 && body.starts_with("last sweep is stale"),
+            "{body}"
+        );
+        let failed = snapshot(Duration::ZERO, Some("none of 4 ports answered"));
+        let (code, body) = health(Some(&failed), &cache.link(), limit);
+        assert_eq!(
+            (code, body.as_str()),
+            (503, "last sweep failed: none of 4 ports answered\n")
+        );
+
+        cache.set_down("lost the connection".into(), false);
+        cache.set_down("the sweeper process exited".into(), false);
+        let (code, body) = health(Some(&fresh), &cache.link(), limit);
+        assert_eq!(code, 503);
+        assert!(
+            body.starts_with("fabric unreachable for 0 s: lost the connection\n"),
+            "{body}"
+        );
+        assert!(
+            body.contains("serving the last good sample, 1 s old"),
+            "{body}"
+        );
+        cache.set_up();
+        assert_eq!(health(Some(&fresh), &cache.link(), limit).0, 200);
+        assert!(cache.link().reason.is_none());
     }
 
     #[test]

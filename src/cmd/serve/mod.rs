@@ -1,15 +1,19 @@
-//! `ibscope serve`: a Prometheus exporter. One background thread owns the management port
-//! (discovery, then a counter sweep every --interval); after each sweep it renders the
-//! whole exposition text into a shared cache. HTTP threads answer from that cache only, so a
-//! scrape never waits on the fabric and never sends a MAD.
+//! `ibscope serve`: a Prometheus exporter. A sweeper process owns the management port
+//! (discovery, then a counter sweep every --interval) and hands each sweep's page to this
+//! one, which keeps it in a cache and starts a new sweeper process when one ends (the
+//! fabric lost: see `supervisor`). HTTP threads answer from that cache only, so a scrape
+//! never waits on the fabric and never sends a MAD, and the exporter keeps answering while
+//! the fabric is unreachable.
 
+mod frames;
 mod http;
+mod supervisor;
 mod sweeper;
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,6 +26,7 @@ use ibscope_topo::export::prometheus::PortFilter;
 use crate::cli::{exit, Global};
 use crate::signals;
 use http::{listen_addr, Cache};
+use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
@@ -31,22 +36,32 @@ use sweeper::Sweeper;
 ///              (64-bit PortCountersExtended where implemented, data in bytes; the same
 ///              metric names as `counters --format prom`, less a trailing `_counter`:
 ///              ibscope_port_symbol_error_total), link state, width, speed,
-///              degraded flag, node info, per-node scrape errors/timeouts, sweep timing.
-///   /healthz   200 "ok" when the last sweep succeeded and is fresh (younger than
-///              3 x --interval + 5 s), else 503 with the reason.
+///              degraded flag, node info, per-node scrape errors/timeouts, sweep timing,
+///              and per scrape: ibscope_up (0 while the fabric is unreachable),
+///              ibscope_sample_stale, ibscope_sweep_age_seconds,
+///              ibscope_port_reopens_total.
+///   /healthz   200 "ok" when the fabric answers and the last sweep succeeded and is fresh
+///              (younger than 3 x --interval + 5 s), else 503 with the reason.
 ///
-/// A background thread discovers the fabric at start, then sweeps the counters every
-/// --interval seconds, and rediscovers when a sweep sees a topology change (a switch port
-/// whose state differs from the discovered one: one PortInfo per switch port per sweep; or
-/// a port whose LinkDownedCounter moved or whose PMA started or stopped answering), and
-/// every --rediscover-every sweeps. Scrapes are answered from a cache, never from the fabric.
+/// A sweeper process (this binary, started by serve) discovers the fabric, then sweeps the
+/// counters every --interval seconds, and rediscovers when a sweep sees a topology change
+/// (a switch port whose state differs from the discovered one: one PortInfo per switch
+/// port per sweep; or a port whose LinkDownedCounter moved or whose PMA started or stopped
+/// answering), and every --rediscover-every sweeps. Scrapes are answered from a cache,
+/// never from the fabric.
+///
+/// When the fabric becomes unreachable (the HCA resets, the driver reloads, the umad
+/// device or the simulator goes away) serve keeps answering: /metrics serves the last good
+/// sample with ibscope_up 0 and ibscope_sample_stale 1, /healthz says 503 and why. It
+/// reopens the port in a new sweeper process 1 s after the loss, then backs off (2 s, 4 s,
+/// ...) up to 30 s between attempts, and serves fresh data after the first sweep once the
+/// fabric is back. Only a port that cannot be opened at start fails the command (exit 2).
 ///
 /// Page size and how the options trim it: see AFTER_HELP (the end of `serve --help`).
 ///
-/// Stops on SIGTERM or SIGINT: stops accepting, abandons the running sweep (a MAD in
-/// flight gets its timeout, no retry), closes the management port, and exits 0. A second
-/// signal exits at once (code 1). When the connection to the fabric is lost (the umad
-/// device or the simulator gone) it stops the same way and exits 2 with one error line.
+/// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweeper abandons its sweep (a
+/// MAD in flight gets its timeout, no retry) and closes the management port, and serve
+/// exits 0. A second signal exits at once (code 1).
 ///
 /// Defaults for every option below can be kept in the [serve] table of the config file
 /// (see `ibscope config show`); flags win.
@@ -99,6 +114,9 @@ pub struct Args {
     #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub http_threads: u32,
+    /// Run as serve's sweeper process: frames on stdout (started by serve itself).
+    #[arg(long, hide = true)]
+    pub sweeper_process: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -113,9 +131,11 @@ Measured on the 2,048-host fat tree of bench/serve_scrape.sh (2,396 nodes, 14,57
   --switches-only                                   381,198 series, 4.1 MiB gzip
   --counters errors --active-only --switches-only   231,646 series, 2.6 MiB gzip
 
-Stops on SIGTERM or SIGINT: stops accepting, abandons the running sweep (a MAD in flight
-gets its timeout, no retry), closes the management port and exits 0 with one line on
-stderr. A second signal exits at once (code 1).";
+Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, abandons the running sweep (a MAD in
+flight gets its timeout, no retry), closes the management port and exits 0 with one line
+on stderr. A second signal exits at once (code 1). While the fabric is unreachable it
+keeps serving the last good page (ibscope_up 0) and reopens the port 1 s after the loss,
+then at doubling intervals up to 30 s.";
 
 /// Which counter families `/metrics` carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -152,81 +172,117 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if !(a.interval.is_finite() && a.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
+    if a.sweeper_process {
+        return run_sweeper_process(g, a);
+    }
     let addr = listen_addr(&a.listen, a.allow_remote)?;
-    let names = crate::fabric::names(g)?;
-    let thresholds = crate::fabric::thresholds(g, None)?;
-    signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
-    // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
+    // Read now so a bad file fails the command at once, not every sweeper process.
+    crate::fabric::names(g)?;
+    crate::fabric::thresholds(g, None)?;
+    signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
+    let state = crate::statedir::StateDir::create("serve")?;
+    // Every thread started from here on (tiny_http's, ours) inherits it.
     signals::block_stop_signals(true);
     let server = tiny_http::Server::from_listener(http::listener(addr)?, None)
         .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?;
     let server = Arc::new(server);
     let cache = Arc::new(Cache::default());
     let interval = Duration::from_secs_f64(a.interval);
-    // Set on SIGTERM/SIGINT: the sweeper's engine sends nothing more (see Engine::run).
-    let stop = CancelToken::new();
-    let sweeps = Arc::new(AtomicU64::new(0));
+    let (events_tx, events) = mpsc::channel::<Event>();
+    let supervisor = Supervisor::spawn(
+        sweeper_args(),
+        state.path().to_path_buf(),
+        cache.clone(),
+        events_tx,
+    )?;
+    let max_age = interval * 3 + Duration::from_secs(5);
+    let workers = spawn_http_workers(&server, &cache, max_age, a.http_threads)?;
+    signals::block_stop_signals(false);
 
-    // The engine is opened inside the sweeper thread (it owns it); it reports the open
-    // result back, so a missing CA fails the command at once, and later the loss of the
-    // transport, which ends the command. Dropping `wake` ends its sleep.
-    let (opened_tx, opened_rx) = mpsc::channel::<Result<()>>();
+    let why = wait_for_stop(&events, addr);
+    // Stop: no new requests; the sweeper process sends no new MAD, lets what is in flight
+    // finish and closes the port.
+    let started = Instant::now();
+    stop_http_workers(server, workers);
+    let engine = crate::fabric::engine_config(g);
+    // What the sweeper may still wait for: the attempt in flight (the cancelled engine
+    // sends no retry), the engine's drain of late replies (at most 1 s) before it
+    // unregisters, a render already under way, and its exit. Generous: the engine's own
+    // retries would fit too.
+    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(2);
+    let sweeps = supervisor.pages();
+    let closed = supervisor.stop(limit);
+    let took = started.elapsed();
+    // Said once the port is closed; the sweeper process may take a moment more to exit.
+    let code = why.map(|signal| report_stop(signal, sweeps, closed, took, limit));
+    supervisor.join();
+    // Only now: the sweeper process kept its files there until it exited.
+    drop(state);
+    code
+}
+
+/// The sweeper process's command line: this one's arguments (the flag that makes it the
+/// sweeper is added by the supervisor).
+fn sweeper_args() -> Vec<OsString> {
+    std::env::args_os().skip(1).collect()
+}
+
+/// `serve --sweeper-process`: sweep and hand the pages over on stdout until a stop signal
+/// comes or `serve` is gone.
+fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
+    use std::os::fd::FromRawFd;
+    // The stop is serve's to order; a second signal must not cut the clean close short.
+    signals::install(signals::STOP_SIGNALS, signals::Second::Wait);
+    // The frames get stdout to themselves: whatever else would print there goes to stderr.
+    // SAFETY: dup of fd 1 gives a new descriptor owned by `out` alone; dup2 then points
+    // fd 1 at stderr.
+    let out = unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 || libc::dup2(2, 1) < 0 {
+            bail!("setting up the sweeper process's output");
+        }
+        std::fs::File::from_raw_fd(fd)
+    };
+    let stop = CancelToken::new();
     let (wake, sleeper) = mpsc::channel::<()>();
+    let watcher = {
+        let stop = stop.clone();
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        std::thread::Builder::new()
+            .name("stop-watcher".into())
+            .spawn(move || loop {
+                // SAFETY: as above.
+                let orphaned = unsafe { libc::getppid() } != parent;
+                if signals::received().is_some() || orphaned || stop.is_cancelled() {
+                    stop.cancel();
+                    drop(wake);
+                    return;
+                }
+                std::thread::sleep(STOP_POLL);
+            })?
+    };
     let sweeper = Sweeper {
         g: g.clone(),
-        names,
-        thresholds,
+        names: crate::fabric::names(g)?,
+        thresholds: crate::fabric::thresholds(g, None)?,
         filter: PortFilter {
             switches_only: a.switches_only,
             active_only: a.active_only,
         },
         counters: a.counters.names(),
-        interval,
+        interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
-        cache: cache.clone(),
         stop: stop.clone(),
-        sweeps: sweeps.clone(),
+        out: Box::new(std::io::BufWriter::new(out)),
         scrape_errors: HashMap::new(),
+        sweeps: 0,
         discoveries: 0,
     };
-    let sweeper = std::thread::Builder::new()
-        .name("sweeper".into())
-        .spawn(move || sweeper.run(opened_tx, sleeper))?;
-    let max_age = interval * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &cache, max_age, a.http_threads)?;
-    signals::block_stop_signals(false);
-
-    let why = wait_for_stop(&opened_rx, addr)?;
-    // Stop: no new requests, no new MADs; let what is in flight finish, then close.
-    let started = Instant::now();
+    let code = sweeper.run(sleeper);
     stop.cancel();
-    drop(wake);
-    stop_http_workers(server, workers);
-    let engine = crate::fabric::engine_config(g);
-    // What the sweeper may still wait for: the attempt in flight (the cancelled engine
-    // sends no retry), the engine's drain of late replies (at most 1 s) before it
-    // unregisters, and a render already under way. Generous: the engine's own retries
-    // would fit too.
-    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(2);
-    let closed = finished_within(&sweeper, limit) && sweeper.join().is_ok();
-    let signal = match why {
-        Stop::Signal(signal) => signal,
-        Stop::Lost(e) => {
-            if !closed {
-                tracing::warn!("the sweeper did not finish after the transport was lost");
-            }
-            return Err(e);
-        }
-    };
-    let n = sweeps.load(Ordering::SeqCst);
-    Ok(report_stop(signal, n, closed, started.elapsed(), limit))
-}
-
-/// Why the main thread stops serving.
-enum Stop {
-    Signal(i32),
-    /// The sweeper lost the transport (the "lost the connection to the fabric" error).
-    Lost(anyhow::Error),
+    let _ = watcher.join();
+    Ok(ExitCode::from(code))
 }
 
 fn spawn_http_workers(
@@ -253,28 +309,21 @@ fn spawn_http_workers(
 }
 
 /// Wait for a stop signal, announcing the address once the sweeper opened the port; an
-/// error when the sweeper could not open it or ended on its own.
-fn wait_for_stop(opened: &mpsc::Receiver<Result<()>>, addr: SocketAddr) -> Result<Stop> {
-    let mut announced = false;
+/// error when the first sweeper process could not open it.
+fn wait_for_stop(events: &mpsc::Receiver<Event>, addr: SocketAddr) -> Result<i32> {
     loop {
         if let Some(signal) = signals::received() {
-            return Ok(Stop::Signal(signal));
+            return Ok(signal);
         }
-        match opened.recv_timeout(STOP_POLL) {
-            Ok(Ok(())) => {
+        match events.recv_timeout(STOP_POLL) {
+            Ok(Event::Opened(port)) => {
+                tracing::info!("management port {port} open");
                 eprintln!("ibscope serve: listening on http://{addr}/metrics");
-                announced = true;
             }
-            // The transport went away under a sweep: stop as for a signal, then fail.
-            Ok(Err(e)) if announced => return Ok(Stop::Lost(e)),
-            Ok(Err(e)) => return Err(e),
+            Ok(Event::Fatal(e)) => return Err(e),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) if announced => {
-                bail!("the sweeper thread ended unexpectedly; the metrics would only get stale")
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("the sweeper thread ended before opening the port")
-            }
+            // The supervisor ends only after a stop: wait for the signal.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
         }
     }
 }

@@ -1,11 +1,12 @@
-//! The sweeper thread of `serve`: it owns the management port, discovers the fabric,
-//! sweeps the counters every interval, renders the page ([`prometheus::fabric_page`]) and
-//! publishes it to the [`Cache`] the HTTP threads read; it rediscovers when the fabric
-//! changed under it.
+//! The sweeper of `serve`, run in a process of its own (`serve --sweeper-process`): it owns
+//! the management port, discovers the fabric, sweeps the counters every interval, renders
+//! the page ([`prometheus::fabric_page`]) and hands it to `serve` as a [`Frame`] on stdout;
+//! it rediscovers when the fabric changed under it. When the transport is lost it says so
+//! and ends: `serve` starts another one (see `supervisor`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::io::Write;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -18,8 +19,9 @@ use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
-use super::http::{gzip, Cache, Snapshot};
-use crate::cli::Global;
+use super::frames::{self, Frame};
+use super::http::gzip;
+use crate::cli::{exit, Global};
 
 pub struct Sweeper {
     pub g: Global,
@@ -30,12 +32,13 @@ pub struct Sweeper {
     pub counters: Vec<&'static str>,
     pub interval: Duration,
     pub rediscover_every: u64,
-    pub cache: Arc<Cache>,
-    /// The sweeper engine's cancel token, set by the main thread to stop.
+    /// The engine's cancel token, set on a stop signal (or when `serve` is gone).
     pub stop: CancelToken,
-    pub sweeps: Arc<AtomicU64>,
+    /// Where the frames go (`serve`'s pipe).
+    pub out: Box<dyn Write + Send>,
     /// By node GUID, kept across rediscoveries.
     pub scrape_errors: HashMap<u64, ScrapeErrors>,
+    pub sweeps: u64,
     pub discoveries: u64,
 }
 
@@ -54,13 +57,18 @@ struct Progress {
     current: Option<Discovered>,
     previous: Option<Sample>,
     since_discovery: u64,
-    /// Kept one sweep longer than the cache does, so the sweeper (not a scrape) usually
-    /// frees a page.
-    retired: Option<Arc<Snapshot>>,
 }
 
 fn micros(since: Instant) -> u64 {
     since.elapsed().as_micros() as u64
+}
+
+/// Why a sweep ended the loop.
+enum Ended {
+    /// Asked to stop (or `serve` stopped reading).
+    Stopped,
+    /// The transport is gone: the error to report.
+    Lost(anyhow::Error),
 }
 
 impl Sweeper {
@@ -68,90 +76,102 @@ impl Sweeper {
         self.stop.is_cancelled()
     }
 
-    /// Until stopped. The engine is closed (agents unregistered after a drain) when this
-    /// returns.
-    pub fn run(mut self, opened: mpsc::Sender<Result<()>>, sleeper: mpsc::Receiver<()>) {
+    /// Hand `serve` a frame; a `serve` that stopped reading stops us.
+    fn send(&mut self, frame: &Frame) {
+        if frames::write(&mut self.out, frame).is_err() {
+            self.stop.cancel();
+        }
+    }
+
+    /// Until stopped or the transport is lost; the exit code of the process. The engine is
+    /// closed (agents unregistered after a drain) before the last frame goes out.
+    pub fn run(mut self, sleeper: mpsc::Receiver<()>) -> u8 {
         lower_own_priority();
         let mut engine = match crate::fabric::open_engine(&self.g) {
-            Ok(e) => {
-                let _ = opened.send(Ok(()));
-                e
-            }
+            Ok(e) => e,
             Err(e) => {
-                let _ = opened.send(Err(e));
-                return;
+                self.send(&Frame::Failed {
+                    error: format!("{e:#}"),
+                });
+                return exit::ERROR;
             }
         };
+        let local = engine.local();
+        let port = format!("{}/{}", local.ca_name, local.port_num);
+        self.send(&Frame::Opened { port });
         // A stop then abandons the running sweep within about one MAD timeout.
         engine.set_cancel(Some(self.stop.clone()));
-        // Once the transport is gone every MAD fails at once: hand the one error to the
-        // main thread, which ends the command with it, rather than serve a page of
-        // unreadable ports.
-        let lost = |engine: &Engine| match crate::fabric::ensure_connected(engine) {
-            Ok(()) => false,
-            Err(e) => {
-                let _ = opened.send(Err(e));
-                true
-            }
-        };
         let mut progress = Progress::default();
-        while !self.stopped() {
+        let ended = loop {
             let started = Instant::now();
-            if !self.sweep_once(&mut engine, &mut progress, &lost) {
-                break;
+            match self.sweep_once(&mut engine, &mut progress) {
+                Ok(true) => {}
+                Ok(false) => break Ended::Stopped,
+                Err(e) => break Ended::Lost(e),
             }
             match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
-                // Woken (or the sender gone): the main thread wants us to stop.
-                _ => break,
+                // Woken (or the sender gone): asked to stop.
+                _ => break Ended::Stopped,
+            }
+        };
+        // Late replies drained, agents unregistered (see Engine's Drop).
+        drop(engine);
+        match ended {
+            Ended::Stopped => {
+                self.send(&Frame::Closed);
+                exit::OK
+            }
+            Ended::Lost(e) => {
+                self.send(&Frame::Lost {
+                    error: format!("{e:#}"),
+                });
+                exit::ERROR
             }
         }
-        // `engine` drops here: late replies drained, agents unregistered.
     }
 
     /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
-    /// False when the sweeper must stop (asked to, or the transport is lost).
-    fn sweep_once(
-        &mut self,
-        engine: &mut Engine,
-        progress: &mut Progress,
-        lost: &dyn Fn(&Engine) -> bool,
-    ) -> bool {
+    /// `Ok(false)` when asked to stop, an error when the transport is lost.
+    fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<bool> {
+        let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
+            crate::fabric::ensure_connected(engine)?;
+            Ok(!this.stopped())
+        };
         if progress.current.is_none() {
             progress.current = Some(self.discover(engine));
             progress.previous = None;
             progress.since_discovery = 0;
         }
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
         let d = progress.current.as_ref().expect("discovered above");
         let t = Instant::now();
         let sample = counters::sweep(engine, &d.fabric, &d.targets, self.names.as_ref());
         let sweep_us = micros(t);
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
         // The SM check `check` makes, against the SM the local port names now.
         let local = engine.local().clone();
         let sm_lid = findings::local_master_sm_lid(engine, local.port_num).unwrap_or(local.sm_lid);
         let sm = findings::sm_finding(&findings::read_sm(engine, sm_lid));
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
-        let sweeps = self.sweeps.fetch_add(1, Ordering::SeqCst) + 1;
+        self.sweeps += 1;
         progress.since_discovery += 1;
-        let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
-            return false;
+        let sweeps = self.sweeps;
+        let Some(frame) = self.page(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
+            return Ok(false);
         };
-        drop(progress.retired.take());
-        progress.retired = self.cache.store(Arc::new(snap));
+        self.send(&frame);
+        drop(frame);
         let t = Instant::now();
         let states_moved = port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
-        if lost(engine) {
-            return false;
-        }
+        crate::fabric::ensure_connected(engine)?;
         let changed = states_moved
             || progress
                 .previous
@@ -164,18 +184,18 @@ impl Sweeper {
             progress.current = None;
         }
         progress.previous = Some(sample);
-        true
+        Ok(!self.stopped())
     }
 
     /// The page of this sweep, rendered and compressed; `None` when stopped meanwhile.
-    fn snapshot(
+    fn page(
         &mut self,
         d: &Discovered,
         sample: &Sample,
         sweeps: u64,
         sweep_us: u64,
         sm: Option<&Finding>,
-    ) -> Option<Snapshot> {
+    ) -> Option<Frame> {
         let failure = self.account(sample, d);
         let t = Instant::now();
         let text = self.render(d, sample, sweeps, sm);
@@ -193,10 +213,9 @@ impl Sweeper {
             gzip = gzip.len(),
             "swept"
         );
-        Some(Snapshot {
-            gzip,
+        Some(Frame::Page {
             text,
-            finished: Instant::now(),
+            gzip,
             failure,
         })
     }

@@ -155,6 +155,50 @@ pub fn age_family(seconds: f64) -> String {
     out
 }
 
+/// Where `serve` stands with the fabric, as of one scrape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServeStatus {
+    /// The management port is open and the last sweep reached the fabric.
+    pub up: bool,
+    /// The page is not the result of a current sweep: the fabric is unreachable (the page
+    /// is the last good one), or the last sweep is older than the freshness limit.
+    pub stale: bool,
+    /// Seconds since the sweep behind the page finished.
+    pub age_seconds: f64,
+    /// Times the management port was opened again after it was lost.
+    pub reopens: u64,
+}
+
+/// The families `serve` appends to its cached page on every scrape: the age family and
+/// whether the fabric is reachable and the page fresh.
+pub fn status_families(status: &ServeStatus) -> String {
+    let mut out = age_family(status.age_seconds);
+    single(
+        &mut out,
+        "ibscope_up",
+        "gauge",
+        "1 when the management port is open and the last sweep reached the fabric, 0 while \
+         the fabric is unreachable (the page then holds the last good sample).",
+        u8::from(status.up),
+    );
+    single(
+        &mut out,
+        "ibscope_sample_stale",
+        "gauge",
+        "1 when the page is not from a current sweep: the fabric is unreachable, or the last \
+         sweep is older than the freshness limit (3 intervals + 5 s).",
+        u8::from(status.stale),
+    );
+    single(
+        &mut out,
+        "ibscope_port_reopens_total",
+        "counter",
+        "Times the management port was opened again after the fabric became unreachable.",
+        status.reopens,
+    );
+    out
+}
+
 /// Which ports have series on the fabric page (and have their counters read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PortFilter {
@@ -600,6 +644,31 @@ mod tests {
              # TYPE ibscope_sweep_age_seconds gauge\n\
              ibscope_sweep_age_seconds 1.500\n"
         );
+    }
+
+    #[test]
+    fn status_families_say_up_stale_and_reopens() {
+        let page = status_families(&ServeStatus {
+            up: false,
+            stale: true,
+            age_seconds: 12.25,
+            reopens: 3,
+        });
+        for line in [
+            "ibscope_sweep_age_seconds 12.250\n",
+            "# TYPE ibscope_up gauge\nibscope_up 0\n",
+            "# TYPE ibscope_sample_stale gauge\nibscope_sample_stale 1\n",
+            "# TYPE ibscope_port_reopens_total counter\nibscope_port_reopens_total 3\n",
+        ] {
+            assert!(page.contains(line), "{line:?} in\n{page}");
+        }
+        let up = status_families(&ServeStatus {
+            up: true,
+            stale: false,
+            age_seconds: 0.0,
+            reopens: 0,
+        });
+        assert!(up.contains("\nibscope_up 1\n") && up.contains("\nibscope_sample_stale 0\n"));
     }
 
     #[test]
