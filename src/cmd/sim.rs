@@ -193,8 +193,9 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
 }
 
 fn run_up(a: &UpArgs) -> Result<ExitCode> {
-    // Ctrl-C while waiting for SUBNET UP: the waits fail, and Drop stops what was started.
-    crate::signals::install(&[libc::SIGINT], crate::signals::Second::Wait);
+    // A stop signal while waiting for SUBNET UP: the waits fail, and Drop stops what was
+    // started.
+    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     let name = a.name.resolve();
     let opts = SimOptions {
         topology: a.file.clone(),
