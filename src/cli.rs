@@ -33,9 +33,11 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 3, value_name = "N")]
     pub retries: u32,
 
-    /// Maximum MADs in flight at once. Large sweeps gain up to about 128; under ibsim more
-    /// than 128 are clamped to 128 (a few hundred deadlock its umad shim).
-    #[arg(long, global = true, default_value_t = 16, value_name = "N",
+    /// Maximum MADs in flight at once: the bound of the adaptive window, which starts at 8,
+    /// grows while replies come back in time and halves on timeouts; no destination has more
+    /// than 4 in flight. Under ibsim more than 128 are clamped to 128 (a few hundred
+    /// deadlock its umad shim).
+    #[arg(long, global = true, default_value_t = 128, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub max_outstanding: u32,
 

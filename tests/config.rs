@@ -94,7 +94,7 @@ fn nothing_configured_means_the_built_in_defaults() {
         ("port", Value::Null),
         ("timeout-ms", 200.into()),
         ("retries", 3.into()),
-        ("max-outstanding", 16.into()),
+        ("max-outstanding", 128.into()),
         ("node-name-map", Value::Null),
         ("thresholds", Value::Null),
         ("serve.listen", "127.0.0.1:9315".into()),

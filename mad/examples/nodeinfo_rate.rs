@@ -5,6 +5,11 @@
 //! smpquery-like baseline), then times `--smpquery` (200) runs of the real
 //! `smpquery -D nodeinfo 0,1` process.
 //!
+//! With `--by-depth`: the rate at each directed-route depth instead (every node at that
+//! many hops, shortest routes), with `--windows` (default 64,128) in flight and no cap per
+//! destination, so what is measured is the transport's cost per hop. `--count` MADs per
+//! depth and window.
+//!
 //! Under the simulator (from a scratch directory: the shim creates ./sys-<pid>):
 //!
 //! ```text
@@ -35,18 +40,39 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+fn has_flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+fn list_arg(name: &str, default: &[usize]) -> Vec<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| default.to_vec())
+}
+
 fn node_info_request(path: &DrPath) -> Request {
     Request::get::<NodeInfo>(&SmpRoute::Directed(path.clone()), 0)
 }
 
-/// One directed route per node reachable from here (breadth-first, at most `limit`).
+/// One directed route per node reachable from here, a shortest one (breadth-first, one
+/// batch per depth, at most `limit` nodes).
 fn reachable_nodes(engine: &mut Engine, limit: usize) -> Vec<DrPath> {
     let mut guids = HashSet::new();
     let mut paths = Vec::new();
-    let root = DrPath::local();
-    engine.run(
-        [(root.clone(), node_info_request(&root))],
-        |path, result, out| {
+    let mut frontier = vec![DrPath::local()];
+    while !frontier.is_empty() && paths.len() < limit {
+        let mut next = Vec::new();
+        let batch: Vec<(DrPath, Request)> = frontier
+            .drain(..)
+            .map(|p| {
+                let r = node_info_request(&p);
+                (p, r)
+            })
+            .collect();
+        engine.run(batch, |path, result, _| {
             let Ok(Ok(info)) = result.map(|reply| reply.decode::<NodeInfo>()) else {
                 return;
             };
@@ -57,14 +83,19 @@ fn reachable_nodes(engine: &mut Engine, limit: usize) -> Vec<DrPath> {
             if is_switch || path.is_empty() {
                 let last = if is_switch { info.num_ports } else { 1 };
                 for port in 1..=last {
+                    // Not back out the way we came in.
+                    if !path.is_empty() && port == info.local_port_num {
+                        continue;
+                    }
                     if let Ok(child) = path.child(port) {
-                        out.push((child.clone(), node_info_request(&child)));
+                        next.push(child);
                     }
                 }
             }
             paths.push(path);
-        },
-    );
+        });
+        frontier = next;
+    }
     paths
 }
 
@@ -106,7 +137,14 @@ fn main() {
             ""
         }
     );
-    let targets = reachable_nodes(&mut engine, 4096);
+    // Measure fixed windows: the full window from the first MAD, no cap per destination.
+    engine.set_per_destination(usize::MAX);
+    let limit = if has_flag("--by-depth") {
+        1 << 20
+    } else {
+        4096
+    };
+    let targets = reachable_nodes(&mut engine, limit);
     if targets.is_empty() {
         eprintln!("nodeinfo_rate: not even the local node answers NodeInfo");
         std::process::exit(1);
@@ -116,12 +154,23 @@ fn main() {
         targets.len()
     );
 
+    if has_flag("--by-depth") {
+        by_depth(
+            &mut engine,
+            &targets,
+            count,
+            &list_arg("--windows", &[64, 128]),
+        );
+        return;
+    }
+
     let mut rows = Vec::new();
     for window in [1usize, 16, 64] {
         engine.set_config(EngineConfig {
             max_outstanding: window,
             ..config
         });
+        engine.reset_window(window);
         let requests = (0..count).map(|i| {
             let path = &targets[i % targets.len()];
             ((), node_info_request(path))
@@ -206,4 +255,41 @@ fn main() {
         stats.unmatched,
         stats.unroutable
     );
+}
+
+/// NodeInfo rate per directed-route depth: `count` MADs to the nodes at each depth (round
+/// robin), at each window size.
+fn by_depth(engine: &mut Engine, targets: &[DrPath], count: usize, windows: &[usize]) {
+    let deepest = targets.iter().map(DrPath::len).max().unwrap_or(0);
+    print!("{:>5} {:>7}", "depth", "nodes");
+    for w in windows {
+        print!(" {:>12}", format!("MADs/s @{w}"));
+    }
+    println!();
+    let config = engine.config();
+    for depth in 1..=deepest {
+        let at: Vec<&DrPath> = targets.iter().filter(|p| p.len() == depth).collect();
+        if at.is_empty() {
+            continue;
+        }
+        print!("{depth:>5} {:>7}", at.len());
+        for &window in windows {
+            engine.set_config(EngineConfig {
+                max_outstanding: window,
+                ..config
+            });
+            engine.reset_window(window);
+            let requests = (0..count).map(|i| ((), node_info_request(at[i % at.len()])));
+            let mut failed = 0usize;
+            let start = Instant::now();
+            engine.run(requests, |(), result, _| {
+                failed += usize::from(result.is_err())
+            });
+            let rate = count as f64 / start.elapsed().as_secs_f64().max(1e-9);
+            let mark = if failed > 0 { "*" } else { " " };
+            print!(" {rate:>11.0}{mark}");
+        }
+        println!();
+    }
+    println!("(* some MADs failed)");
 }

@@ -37,6 +37,12 @@ pub fn get_bits(buf: &[u8], bit_off: usize, bits: usize) -> Result<u64, DecodeEr
         need: last,
         got: buf.len(),
     })?;
+    if bit_off % 8 == 0 && bits % 8 == 0 {
+        // Whole bytes (most fields): big-endian bytes as they are.
+        let mut be = [0u8; 8];
+        be[8 - slice.len()..].copy_from_slice(slice);
+        return Ok(u64::from_be_bytes(be));
+    }
     let mut acc: u128 = 0;
     for &b in slice {
         acc = (acc << 8) | u128::from(b);
@@ -69,6 +75,11 @@ pub fn put_bits(
             need: last,
             got,
         })?;
+    if bit_off % 8 == 0 && bits % 8 == 0 {
+        let n = slice.len();
+        slice.copy_from_slice(&value.to_be_bytes()[8 - n..]);
+        return Ok(());
+    }
     let mut acc: u128 = 0;
     for &b in slice.iter() {
         acc = (acc << 8) | u128::from(b);

@@ -209,9 +209,12 @@ fn child_entry() {
             // reply, so only the engine's own deadline ends it.
             let mut dropped = Request::get::<NodeInfo>(&dr("0,1"), 0);
             SmpFrame::dr_slid.write(&mut dropped.mad, &1).unwrap();
+            // A deadline well above what 2,000 good MADs take even on a loaded machine
+            // (about 300 ms seen with eight busy processes on two cores), so the test
+            // measures whether the drop blocks them, not the machine's speed.
             engine.set_config(EngineConfig {
                 max_outstanding: 16,
-                timeout: Duration::from_millis(100),
+                timeout: Duration::from_millis(1000),
                 retries: 1,
             });
             let good: usize = arg.parse().unwrap_or(500);
@@ -355,12 +358,19 @@ fn silent_drop_waits_its_deadline_without_blocking_others() {
     assert_eq!(r["good_ok"], 2000, "{r}");
     assert_eq!(r["dropped_last"], true, "{r}");
     assert_eq!(r["dropped_error"], "Some(Timeout { attempts: 2 })", "{r}");
-    // Two attempts of 100 ms each.
+    // Two attempts of 1 s each: it went first, before any round trip was measured, and a
+    // last attempt always waits the whole timeout. The good ones were done well within it.
     let total = r["total_ms"].as_u64().unwrap();
-    assert!((195..1500).contains(&total), "{r}");
-    assert_eq!(r["stats"]["sent"], 2002, "{r}");
+    assert!((1995..6000).contains(&total), "{r}");
+    assert!(r["good_done_ms"].as_u64().unwrap() < 1000, "{r}");
     assert_eq!(r["stats"]["timeouts"], 1, "{r}");
-    assert_eq!(r["stats"]["retries"], 1, "{r}");
+    // One resend of the dropped request; on a busy host a good request may be resent too
+    // when its reply is later than the measured round trips foretold. Each such resend
+    // that went out is one more MAD sent and one more reply, which matches nothing.
+    let stat = |k: &str| r["stats"][k].as_u64().unwrap();
+    assert!(stat("retries") >= 1, "{r}");
+    assert_eq!(stat("sent"), 2002 + stat("unmatched"), "{r}");
+    assert_eq!(stat("received"), 2000 + stat("unmatched"), "{r}");
 }
 
 #[test]

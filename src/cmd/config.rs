@@ -23,7 +23,7 @@ use crate::config::Settings;
 ///   port = 1
 ///   timeout-ms = 200
 ///   retries = 3
-///   max-outstanding = 16
+///   max-outstanding = 128
 ///   node-name-map = "/etc/rdma/ib-node-name-map"
 ///   thresholds = "/etc/infiniband-diags/error_thresholds"
 ///   [serve]

@@ -39,7 +39,7 @@ pub trait SmpExecutor {
     fn mads_sent(&self) -> u64;
 }
 
-impl SmpExecutor for ibscope_mad::engine::Engine {
+impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engine<P> {
     fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
         self.run(requests, |t, r, q| on_done(t, r, q));
     }

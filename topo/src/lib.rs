@@ -16,6 +16,7 @@ pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
 pub mod resolve;
+pub mod responder;
 pub mod routing;
 #[cfg(test)]
 mod test_fixtures;

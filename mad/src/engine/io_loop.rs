@@ -3,13 +3,15 @@
 
 use std::time::{Duration, Instant};
 
+use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
+use super::trace::{Trace, TRACE_ENV};
 use super::{
-    CancelToken, EngineConfig, EngineStats, Ledger, LocalPort, MadError, MadPort, Outcome, Request,
-    Response, TransportError, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING,
+    CancelToken, Dest, EngineConfig, EngineStats, Ledger, LocalPort, MadError, MadPort, Outcome,
+    Request, Response, TransportError, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING,
 };
 use crate::attribute::{Attribute, Class};
 use crate::header::{class, class_version, MadHeader};
-use crate::smp::SmpFrame;
+use crate::smp::{SmpFrame, SmpRoute};
 use crate::umad::UmadPort;
 
 /// The request engine over one local port ([`UmadPort`]; tests drive it over a fake
@@ -29,6 +31,15 @@ pub struct Engine<P: MadPort = UmadPort> {
     lost: Option<MadError>,
     /// Set from outside to stop the running batch and refuse later ones.
     cancel: Option<CancelToken>,
+    /// The adaptive window, carried from batch to batch (see [`super::pacing`]).
+    window: Window,
+    /// Requests in flight to one destination at most.
+    per_destination: usize,
+    /// Round trips measured so far: how soon to resend (see [`super::pacing`]).
+    rtt: RttEstimator,
+    trace: Option<Trace>,
+    /// Where the trace goes when the engine is dropped ([`TRACE_ENV`]).
+    trace_file: Option<std::path::PathBuf>,
 }
 
 fn ceil_ms(d: Duration) -> u32 {
@@ -50,7 +61,12 @@ impl Engine<UmadPort> {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0)
             ^ (std::process::id() << 12);
-        Ok(Engine::with_port(port, config, seed | 1))
+        let mut engine = Engine::with_port(port, config, seed | 1);
+        if let Some(path) = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty()) {
+            engine.enable_trace();
+            engine.trace_file = Some(path.into());
+        }
+        Ok(engine)
     }
 }
 
@@ -66,13 +82,63 @@ impl<P: MadPort> Engine<P> {
             m_key: 0,
             lost: None,
             cancel: None,
+            window: Window::new(INITIAL_WINDOW, config.max_outstanding),
+            per_destination: PER_DESTINATION,
+            rtt: RttEstimator::default(),
+            trace: None,
+            trace_file: None,
         };
         engine.set_config(config);
         engine
     }
 
+    /// Requests in flight to one destination (a LID or a directed route) at most; default
+    /// [`PER_DESTINATION`].
+    pub fn set_per_destination(&mut self, cap: usize) {
+        self.per_destination = cap.max(1);
+    }
+
+    pub fn per_destination(&self) -> usize {
+        self.per_destination
+    }
+
+    /// The adaptive window as it stands: its limit now, its bound, its cuts.
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The round trips measured so far.
+    pub fn rtt(&self) -> RttEstimator {
+        self.rtt
+    }
+
+    /// Start the window over at `initial` (e.g. to measure one fixed window: pass the
+    /// bound).
+    pub fn reset_window(&mut self, initial: usize) {
+        self.window = Window::new(initial, self.config.max_outstanding);
+    }
+
+    /// Record a [`Trace`] from now on.
+    pub fn enable_trace(&mut self) {
+        self.trace.get_or_insert_with(Trace::new);
+    }
+
+    /// The trace so far, if one is recorded.
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
+    }
+
     pub fn local(&self) -> &LocalPort {
         self.port.info()
+    }
+
+    /// The port the engine runs over.
+    pub fn port(&self) -> &P {
+        &self.port
+    }
+
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
     }
 
     pub fn config(&self) -> EngineConfig {
@@ -98,6 +164,7 @@ impl<P: MadPort> Engine<P> {
             max_outstanding: config.max_outstanding.clamp(1, cap),
             ..config
         };
+        self.window.set_max(self.config.max_outstanding);
     }
 
     /// The M_Key every SMP is sent with (IBA 14.2.4): a request built with M_Key 0 gets
@@ -153,6 +220,12 @@ impl<P: MadPort> Engine<P> {
         // Kernel retries 0: the engine resends itself, with a fresh TID.
         self.port.send(agent, &mad, &request.dest, timeout_ms, 0)?;
         self.stats.sent += 1;
+        if let Some(trace) = &mut self.trace {
+            trace.count_send(match &request.dest {
+                Dest::Smp(SmpRoute::Directed(path)) => Some(path.len()),
+                _ => None,
+            });
+        }
         Ok(())
     }
 
@@ -192,12 +265,14 @@ impl<P: MadPort> Engine<P> {
         requests: impl IntoIterator<Item = (T, Request)>,
         mut on_done: impl FnMut(T, Result<Response, MadError>, &mut Vec<(T, Request)>),
     ) {
-        let mut ledger = Ledger::new(
+        let mut ledger = Ledger::paced(
             self.next_tid,
-            self.config.max_outstanding,
+            self.window,
+            self.per_destination,
             self.config.timeout,
             self.config.retries,
         );
+        ledger.set_rtt(self.rtt);
         for (token, request) in requests {
             ledger.push(token, request);
         }
@@ -216,7 +291,10 @@ impl<P: MadPort> Engine<P> {
             if ledger.is_cancelled() || self.is_cancelled() {
                 done.extend(ledger.cancel().into_iter().map(|(t, e)| (t, Err(e))));
             }
-            while let Some((tid, request)) = ledger.next_send(Instant::now()) {
+            // One clock reading per burst of sends (and per burst of replies below): they
+            // take microseconds, and at a million MADs the readings showed in profiles.
+            let now = Instant::now();
+            while let Some((tid, request)) = ledger.next_send(now) {
                 if let Err(e) = self.transmit(tid, request) {
                     let error = self.classify(e);
                     if let Some((t, e)) = ledger.send_failed(tid, error) {
@@ -228,6 +306,12 @@ impl<P: MadPort> Engine<P> {
                     }
                 }
             }
+            self.record(&ledger);
+            if let Some(report) = ledger.unstick() {
+                debug_assert!(false, "requests stranded: {report}");
+                tracing::warn!("requests stranded, let go: {report}");
+                continue;
+            }
             if ledger.in_flight() > 0 {
                 let wait = ledger
                     .next_deadline()
@@ -238,11 +322,14 @@ impl<P: MadPort> Engine<P> {
                 // bursts, which saves a thread hand-off per MAD in the shim (and a
                 // syscall round per MAD on hardware).
                 let mut wait = wait;
+                let mut burst_at = None;
                 for _ in 0..ledger.in_flight() {
                     match self.port.recv(wait) {
                         Ok(Some(rx)) => {
                             self.stats.received += 1;
-                            if let Outcome::Done(t, r) = ledger.on_reply(rx.status, &rx.mad) {
+                            let now = *burst_at.get_or_insert_with(Instant::now);
+                            if let Outcome::Done(t, r) = ledger.on_reply_at(now, rx.status, &rx.mad)
+                            {
                                 // The ledger matched the first MAD; the length and the
                                 // tail of a reassembled RMPP reply come with it.
                                 let r = r.map(|mut response| {
@@ -280,7 +367,53 @@ impl<P: MadPort> Engine<P> {
         self.stats.timeouts += s.timeouts;
         self.stats.unmatched += s.unmatched;
         self.stats.unroutable += s.unroutable;
+        self.stats.window_cuts += s.window_cuts;
+        self.stats.window_cuts_undone += s.window_cuts_undone;
+        self.stats.late_replies += s.late_replies;
+        self.stats.dest_waits += s.dest_waits;
         self.next_tid = ledger.next_tid();
+        self.window = ledger.window();
+        self.rtt = ledger.rtt();
+        self.record(&ledger);
+    }
+
+    /// The engine's totals as one `key value` line for the trace.
+    fn trace_summary(&self) -> String {
+        let s = &self.stats;
+        let (low, high) = self.window.range();
+        format!(
+            "engine sent {} received {} retries {} timeouts {} unmatched {} unroutable {} \
+             window_cuts {} window_cuts_undone {} late_replies {} dest_waits {} window {} \
+             window_low {low} window_high {high} \
+             max_outstanding {} per_destination {} srtt_us {}",
+            s.sent,
+            s.received,
+            s.retries,
+            s.timeouts,
+            s.unmatched,
+            s.unroutable,
+            s.window_cuts,
+            s.window_cuts_undone,
+            s.late_replies,
+            s.dest_waits,
+            self.window.limit(),
+            self.window.max(),
+            self.per_destination,
+            self.rtt.srtt().map_or(0, |d| d.as_micros()),
+        )
+    }
+
+    fn record<T>(&mut self, ledger: &Ledger<T>) {
+        if let Some(trace) = &mut self.trace {
+            trace.record(
+                Instant::now(),
+                ledger.in_flight(),
+                ledger.window().limit(),
+                ledger.queued(),
+                self.stats.sent,
+                self.stats.received,
+            );
+        }
     }
 
     /// One request, waited for.
@@ -333,9 +466,9 @@ impl<P: MadPort> Drop for Engine<P> {
     /// and a late reply meanwhile only lands in a queue nobody reads. The kernel drops such
     /// replies itself: on hardware, and once the transport is gone, the port always closes.
     fn drop(&mut self) {
-        if self.lost.is_some() {
-            // No reply will come: do not wait for one.
-        } else {
+        let mut keep_open = false;
+        // With the transport gone no reply will come: do not wait for one.
+        if self.lost.is_none() {
             self.drain((self.config.timeout * 2).min(Duration::from_secs(1)));
             let unanswered = self.stats.sent.saturating_sub(self.stats.received);
             if unanswered > 0 && self.port.info().is_simulator() {
@@ -343,12 +476,29 @@ impl<P: MadPort> Drop for Engine<P> {
                     unanswered,
                     "replies still due: the simulator's port stays open until exit"
                 );
-                self.port.leave_open();
-                return;
+                keep_open = true;
             }
         }
-        for (_, agent) in std::mem::take(&mut self.agents) {
-            self.port.unregister(agent);
+        if keep_open {
+            self.port.leave_open();
+        } else {
+            for (_, agent) in std::mem::take(&mut self.agents) {
+                self.port.unregister(agent);
+            }
+        }
+        let summary = self.trace_summary();
+        if let Some(trace) = &mut self.trace {
+            trace.notes.push(summary);
+        }
+        if let (Some(trace), Some(path)) = (&self.trace, &self.trace_file) {
+            let written = std::fs::File::create(path).and_then(|f| {
+                let mut out = std::io::BufWriter::new(f);
+                trace.write_to(&mut out)?;
+                std::io::Write::flush(&mut out)
+            });
+            if let Err(e) = written {
+                tracing::warn!("cannot write the MAD trace to {}: {e}", path.display());
+            }
         }
     }
 }

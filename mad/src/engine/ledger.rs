@@ -1,12 +1,19 @@
 //! The pending table of one batch: TIDs, the window, deadlines and retries, driven with
 //! explicit time so it is tested without a fabric. No I/O happens here.
+//!
+//! What goes out when is paced (see [`super::pacing`]): at most the [`Window`]'s limit in
+//! flight, at most `per_destination` to one destination. A request whose destination is
+//! at its cap waits in that destination's queue and moves to the front of the line when
+//! one of its requests there ends, so one busy destination never holds back the others.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::{EngineStats, MadError, Request, Response, TransportError};
+use super::pacing::{DestState, RttEstimator, Window};
+use super::{Dest, EngineStats, MadError, Request, Response, TransportError};
 use crate::header::MAD_SIZE;
-use crate::smp::MadView;
+use crate::smp::{MadView, SmpRoute};
 
 /// ETIMEDOUT in the umad header: the kernel (or the shim, at once) gave the send back
 /// unanswered, e.g. a directed route through a dead port or an unknown LID.
@@ -23,9 +30,31 @@ pub enum Outcome<T> {
     Unmatched,
 }
 
+/// The destination a request counts against: its LID (LID-routed SMPs and GMPs alike), or
+/// its directed route. Two routes to one node count apart: discovery asks a known node
+/// along one route.
+pub(crate) fn dest_key(dest: &Dest) -> u64 {
+    match dest {
+        Dest::Smp(SmpRoute::Lid(lid)) | Dest::Gsi { lid, .. } => (1 << 63) | u64::from(*lid),
+        Dest::Smp(SmpRoute::Directed(path)) => {
+            // FNV-1a over the hops; a collision only makes two routes share a cap.
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for &b in path.hops().iter().chain([path.len() as u8].iter()) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+            h >> 1
+        }
+    }
+}
+
 struct Entry<T> {
     token: T,
     request: Request,
+    /// [`dest_key`] of the request.
+    dest: u64,
+    /// When the first and the latest attempt were sent.
+    first_sent: Option<Instant>,
+    sent_at: Option<Instant>,
     /// Sends so far.
     attempts: u32,
     /// The TID of the latest send (0 before the first).
@@ -99,7 +128,12 @@ impl<E> Slab<E> {
 
 /// The pending table of one batch: TIDs, deadlines and retries, with time passed in.
 pub struct Ledger<T> {
-    window: usize,
+    window: Window,
+    per_destination: usize,
+    dests: foldhash::HashMap<u64, DestState>,
+    /// The last time nothing could be sent, it was the window that held it back (not a
+    /// lack of work, nor destination caps): replies may then grow the window.
+    window_limited: bool,
     timeout: Duration,
     retries: u32,
     next_tid: u32,
@@ -107,9 +141,10 @@ pub struct Ledger<T> {
     entries: Slab<Entry<T>>,
     /// Waiting to be sent; retries go in front.
     ready: VecDeque<u64>,
-    /// (deadline, entry, attempt) in send order, hence in deadline order since the timeout
-    /// is fixed per batch. Finished or resent entries are skipped lazily.
-    timers: VecDeque<(Instant, u64, u32)>,
+    /// (deadline, entry, attempt), nearest first. Finished or resent entries are skipped
+    /// lazily.
+    timers: BinaryHeap<Reverse<(Instant, u64, u32)>>,
+    rtt: RttEstimator,
     by_tid: foldhash::HashMap<u32, u64>,
     in_flight: usize,
     stats: EngineStats,
@@ -118,16 +153,40 @@ pub struct Ledger<T> {
 }
 
 impl<T> Ledger<T> {
+    /// A ledger with a fixed window of `window` (it is only cut by losses) and no cap per
+    /// destination.
     pub fn new(first_tid: u32, window: usize, timeout: Duration, retries: u32) -> Self {
+        Self::paced(
+            first_tid,
+            Window::new(window, window),
+            usize::MAX,
+            timeout,
+            retries,
+        )
+    }
+
+    /// A ledger paced by `window` and at most `per_destination` in flight to one
+    /// destination.
+    pub fn paced(
+        first_tid: u32,
+        window: Window,
+        per_destination: usize,
+        timeout: Duration,
+        retries: u32,
+    ) -> Self {
         Ledger {
-            window: window.max(1),
+            window,
+            per_destination: per_destination.max(1),
+            dests: foldhash::HashMap::default(),
+            window_limited: false,
             timeout,
             retries,
             next_tid: first_tid,
             next_id: 0,
             entries: Slab::new(),
             ready: VecDeque::new(),
-            timers: VecDeque::new(),
+            timers: BinaryHeap::new(),
+            rtt: RttEstimator::default(),
             by_tid: foldhash::HashMap::default(),
             in_flight: 0,
             stats: EngineStats::default(),
@@ -138,11 +197,15 @@ impl<T> Ledger<T> {
     pub fn push(&mut self, token: T, request: Request) {
         let id = self.next_id;
         self.next_id += 1;
+        let dest = dest_key(&request.dest);
         self.entries.push(
             id,
             Entry {
                 token,
                 request,
+                dest,
+                first_sent: None,
+                sent_at: None,
                 attempts: 0,
                 last_tid: 0,
                 older_tids: Vec::new(),
@@ -161,6 +224,49 @@ impl<T> Ledger<T> {
         self.in_flight
     }
 
+    /// Requests not in flight: waiting for the window, their destination or a resend.
+    pub fn queued(&self) -> usize {
+        self.entries.live - self.in_flight
+    }
+
+    /// Nothing in flight, nothing sendable, yet requests wait: a destination's queue was
+    /// not let go when it should have been. Never expected; let every waiting request go
+    /// so the batch cannot hang, and say what was found.
+    pub(crate) fn unstick(&mut self) -> Option<String> {
+        if self.in_flight > 0 || self.cancelled || self.is_idle() || !self.ready.is_empty() {
+            return None;
+        }
+        let waiting: Vec<u64> = self
+            .dests
+            .values_mut()
+            .flat_map(|d| d.waiting.drain(..))
+            .collect();
+        if waiting.is_empty() {
+            return None;
+        }
+        let report = self.stall_report();
+        self.ready.extend(waiting);
+        Some(report)
+    }
+
+    /// The state of the queues, for a stall report.
+    pub(crate) fn stall_report(&self) -> String {
+        let waiting: usize = self.dests.values().map(|d| d.waiting.len()).sum();
+        let stuck = self
+            .dests
+            .values()
+            .filter(|d| d.in_flight == 0 && !d.waiting.is_empty())
+            .count();
+        format!(
+            "{} requests live, {} in flight, {} ready, {waiting} waiting for {} destinations ({stuck} with none in flight), window {}",
+            self.entries.live,
+            self.in_flight,
+            self.ready.len(),
+            self.dests.len(),
+            self.window.limit()
+        )
+    }
+
     /// The TID the next send will get (carry it to the next batch).
     pub fn next_tid(&self) -> u32 {
         self.next_tid
@@ -170,6 +276,28 @@ impl<T> Ledger<T> {
     /// the engine's).
     pub fn stats(&self) -> EngineStats {
         self.stats
+    }
+
+    /// The window as it stands (carry it to the next batch).
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The round-trip estimate as it stands (carry it to the next batch).
+    pub fn rtt(&self) -> RttEstimator {
+        self.rtt
+    }
+
+    /// Start from an earlier batch's round-trip estimate.
+    pub fn set_rtt(&mut self, rtt: RttEstimator) {
+        self.rtt = rtt;
+    }
+
+    /// Requests in flight to the destination of `request`.
+    pub fn in_flight_to(&self, request: &Request) -> usize {
+        self.dests
+            .get(&dest_key(&request.dest))
+            .map_or(0, |d| d.in_flight)
     }
 
     fn alloc_tid(&mut self) -> u32 {
@@ -184,16 +312,32 @@ impl<T> Ledger<T> {
     }
 
     /// The next request to send, if the window has room (and the batch was not
-    /// cancelled): its fresh TID and the request.
+    /// cancelled): its fresh TID and the request. Requests whose destination is at its
+    /// cap are set aside for it and skipped.
     pub fn next_send(&mut self, now: Instant) -> Option<(u32, &Request)> {
-        if self.cancelled || self.in_flight >= self.window {
+        if self.cancelled {
+            return None;
+        }
+        if self.in_flight >= self.window.limit() {
+            self.window_limited = true;
             return None;
         }
         let id = loop {
-            let id = self.ready.pop_front()?;
-            if self.entries.contains(id) {
-                break id;
+            let Some(id) = self.ready.pop_front() else {
+                self.window_limited = false;
+                return None;
+            };
+            let Some(entry) = self.entries.get(id) else {
+                continue;
+            };
+            let dest = self.dests.entry(entry.dest).or_default();
+            if dest.in_flight >= dest.cap(self.per_destination) {
+                dest.waiting.push_back(id);
+                self.stats.dest_waits += 1;
+                continue;
             }
+            dest.in_flight += 1;
+            break id;
         };
         let tid = self.alloc_tid();
         let entry = self.entries.get_mut(id)?;
@@ -203,11 +347,53 @@ impl<T> Ledger<T> {
         }
         entry.last_tid = tid;
         entry.in_flight = true;
+        entry.sent_at = Some(now);
+        entry.first_sent.get_or_insert(now);
         self.in_flight += 1;
         self.by_tid.insert(tid, id);
-        self.timers
-            .push_back((now + self.timeout, id, entry.attempts));
+        let wait = self
+            .rtt
+            .deadline_for(entry.attempts, self.retries + 1, self.timeout);
+        self.timers.push(Reverse((now + wait, id, entry.attempts)));
         Some((tid, &entry.request))
+    }
+
+    /// An attempt to `dest` ended (answered, failed or superseded): free its slot there.
+    fn release(&mut self, dest: u64) {
+        if let Some(d) = self.dests.get_mut(&dest) {
+            d.in_flight = d.in_flight.saturating_sub(1);
+        }
+        self.promote(dest);
+    }
+
+    /// Let the oldest requests waiting for `dest` go next, as many as its cap has room for
+    /// now. Called whenever that room may have grown: a slot freed, the cap raised again,
+    /// or a request of it ended while not in flight (a late reply to an earlier attempt
+    /// can end a request that was waiting, or was already let go but not yet sent: then
+    /// its room must go to the next one). Letting too many go is harmless: whoever finds
+    /// the destination full waits again.
+    fn promote(&mut self, dest: u64) {
+        let Some(d) = self.dests.get_mut(&dest) else {
+            return;
+        };
+        let mut room = d.cap(self.per_destination).saturating_sub(d.in_flight);
+        let mut promoted = Vec::new();
+        while room > 0 {
+            let Some(id) = d.waiting.pop_front() else {
+                break;
+            };
+            if self.entries.contains(id) {
+                promoted.push(id);
+                room -= 1;
+            }
+        }
+        // Oldest first at the front of the line.
+        for id in promoted.into_iter().rev() {
+            self.ready.push_front(id);
+        }
+        if d.in_flight == 0 && d.waiting.is_empty() && !d.lossy && !d.unreachable {
+            self.dests.remove(&dest);
+        }
     }
 
     fn finish(&mut self, id: u64) -> Option<Entry<T>> {
@@ -218,8 +404,44 @@ impl<T> Ledger<T> {
         }
         if entry.in_flight {
             self.in_flight -= 1;
+            self.release(entry.dest);
+        } else {
+            self.promote(entry.dest);
         }
         Some(entry)
+    }
+
+    /// The current attempt of `id` was lost (deadline, or a busy reply) at `now`: the
+    /// window and the destination slow down.
+    fn on_loss(&mut self, id: u64, now: Instant) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        let sent_at = entry.sent_at.unwrap_or(now);
+        if self.window.on_loss(sent_at, now) {
+            self.stats.window_cuts += 1;
+        }
+        self.dests.entry(entry.dest).or_default().lossy = true;
+    }
+
+    /// A reply to the current attempt of `id` arrived at `now`.
+    fn on_answer(&mut self, id: u64, now: Instant) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        if let Some(sent_at) = entry.sent_at {
+            let rtt = now.saturating_duration_since(sent_at);
+            self.window.on_reply(rtt, self.timeout, self.window_limited);
+            // Karn: only a first attempt's reply says how long a round trip takes.
+            if entry.attempts == 1 {
+                self.rtt.sample(rtt);
+            }
+        }
+        let dest = entry.dest;
+        if let Some(d) = self.dests.get_mut(&dest) {
+            d.on_answer();
+        }
+        self.promote(dest);
     }
 
     /// The current attempt failed: queue another, or give up with `error(attempts)`. After
@@ -231,11 +453,17 @@ impl<T> Ledger<T> {
         error: impl FnOnce(u32) -> MadError,
     ) -> Option<(T, MadError)> {
         let entry = self.entries.get_mut(id)?;
+        let dest = entry.dest;
         if entry.in_flight {
             entry.in_flight = false;
             self.in_flight -= 1;
+            self.release(dest);
         }
-        if entry.attempts <= self.retries {
+        let entry = self.entries.get(id)?;
+        // A destination that let a request fail for good by timeout looks unreachable: its
+        // other requests get one attempt each until it answers again.
+        let unreachable = self.dests.get(&dest).is_some_and(|d| d.unreachable);
+        if entry.attempts <= self.retries && !unreachable {
             if self.cancelled {
                 return self.finish(id).map(|e| (e.token, MadError::Cancelled));
             }
@@ -247,6 +475,11 @@ impl<T> Ledger<T> {
         let err = error(attempts);
         if matches!(err, MadError::Timeout { .. }) {
             self.stats.timeouts += 1;
+            if self.cancelled {
+                // Cancelled before its last deadline: no verdict on the destination.
+            } else if let Some(d) = self.dests.get_mut(&dest) {
+                d.unreachable = true;
+            }
         }
         self.finish(id).map(|e| (e.token, err))
     }
@@ -259,6 +492,16 @@ impl<T> Ledger<T> {
 
     /// Account for a received MAD: `umad_status` from the umad header, `mad` the 256 bytes.
     pub fn on_reply(&mut self, umad_status: i32, mad: &[u8; MAD_SIZE]) -> Outcome<T> {
+        self.on_reply_at(Instant::now(), umad_status, mad)
+    }
+
+    /// [`Ledger::on_reply`] with the time it arrived (for the window's round trips).
+    pub fn on_reply_at(
+        &mut self,
+        now: Instant,
+        umad_status: i32,
+        mad: &[u8; MAD_SIZE],
+    ) -> Outcome<T> {
         let Ok(view) = MadView::parse(&mad[..]) else {
             self.stats.unmatched += 1;
             return Outcome::Unmatched;
@@ -274,6 +517,7 @@ impl<T> Ledger<T> {
             return Outcome::Unmatched;
         };
         let latest = entry.in_flight && entry.last_tid == tid;
+        let first_sent = entry.first_sent;
         if umad_status != 0 {
             if umad_status == UMAD_STATUS_TIMEOUT {
                 self.stats.unroutable += 1;
@@ -281,6 +525,11 @@ impl<T> Ledger<T> {
             // A superseded attempt failing says nothing about the one in flight.
             if !latest {
                 return Outcome::Pending;
+            }
+            if umad_status == UMAD_STATUS_TIMEOUT {
+                // A loss: on hardware the kernel's own timeout for this send ran out; the
+                // simulator's shim reports MADs it dropped (a dead route, a lossy port) so.
+                self.on_loss(id, now);
             }
             let done = self.retry_or_fail(id, |attempts| {
                 if umad_status == UMAD_STATUS_TIMEOUT {
@@ -298,12 +547,23 @@ impl<T> Ledger<T> {
         // MadView::status masks the directed-route D bit.
         let status = view.status();
         if status.0 & 0x1 != 0 {
-            // Busy: ask again (bounded by the same retry budget).
+            // Busy: ask again (bounded by the same retry budget), and slow down.
             if !latest {
                 return Outcome::Pending;
             }
+            self.on_loss(id, now);
             let done = self.retry_or_fail(id, |_| MadError::Status(status));
             return done.map_or(Outcome::Pending, |(t, e)| Outcome::Done(t, Err(e)));
+        }
+        self.on_answer(id, now);
+        if !latest {
+            // A reply to an attempt given up on: that timeout was no loss.
+            self.stats.late_replies += 1;
+            if let Some(first) = first_sent {
+                if self.window.on_spurious_loss(first, now) {
+                    self.stats.window_cuts_undone += 1;
+                }
+            }
         }
         let Some(entry) = self.finish(id) else {
             return Outcome::Unmatched;
@@ -322,18 +582,18 @@ impl<T> Ledger<T> {
 
     /// Drop finished or superseded timers from the front.
     fn prune_timers(&mut self) {
-        while let Some(&(_, id, attempt)) = self.timers.front() {
+        while let Some(&Reverse((_, id, attempt))) = self.timers.peek() {
             if self.timer_is_live(id, attempt) {
                 break;
             }
-            self.timers.pop_front();
+            self.timers.pop();
         }
     }
 
     /// The nearest deadline of a request in flight.
     pub fn next_deadline(&mut self) -> Option<Instant> {
         self.prune_timers();
-        self.timers.front().map(|&(d, _, _)| d)
+        self.timers.peek().map(|&Reverse((d, _, _))| d)
     }
 
     /// Handle every deadline at or before `now`: resend (fresh TID) or fail with Timeout.
@@ -341,13 +601,14 @@ impl<T> Ledger<T> {
     pub fn expire(&mut self, now: Instant, failed: &mut Vec<(T, MadError)>) {
         loop {
             self.prune_timers();
-            let Some(&(deadline, id, _)) = self.timers.front() else {
+            let Some(&Reverse((deadline, id, _))) = self.timers.peek() else {
                 return;
             };
             if deadline > now {
                 return;
             }
-            self.timers.pop_front();
+            self.timers.pop();
+            self.on_loss(id, now);
             if let Some(done) = self.retry_or_fail(id, |attempts| MadError::Timeout { attempts }) {
                 failed.push(done);
             }
@@ -362,6 +623,9 @@ impl<T> Ledger<T> {
     pub fn cancel(&mut self) -> Vec<(T, MadError)> {
         self.cancelled = true;
         self.ready.clear();
+        for d in self.dests.values_mut() {
+            d.waiting.clear();
+        }
         let mut out = Vec::new();
         for id in self.entries.ids() {
             if self.entries.get(id).is_some_and(|e| !e.in_flight) {
@@ -390,6 +654,7 @@ impl<T> Ledger<T> {
         }
         self.ready.clear();
         self.timers.clear();
+        self.dests.clear();
         out
     }
 }
@@ -397,7 +662,9 @@ impl<T> Ledger<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attr::NodeInfo;
     use crate::attribute::{Class, SubnMgt};
+    use crate::engine::pacing::MIN_RTO;
     use crate::engine::testing::dr;
     use crate::engine::UmadCall;
     use crate::header::{class, MadHeader, MadStatus};
@@ -796,5 +1063,322 @@ mod tests {
         l.expire(t0 + T, &mut failed);
         assert_eq!(failed, vec![(1, MadError::Timeout { attempts: 1 })]);
         assert_eq!(l.stats().timeouts, 1);
+    }
+
+    fn paced(window: Window, per_destination: usize, retries: u32) -> Ledger<u32> {
+        Ledger::paced(1, window, per_destination, T, retries)
+    }
+
+    /// Send everything the ledger lets out now.
+    fn send_all(l: &mut Ledger<u32>, now: Instant) -> Vec<(u32, Request)> {
+        std::iter::from_fn(|| send(l, now)).collect()
+    }
+
+    #[test]
+    fn destination_keys_tell_lids_and_routes_apart() {
+        use crate::attr::PortCounters;
+        let lid = |l| Request::get::<NodeInfo>(&SmpRoute::Lid(l), 0);
+        assert_eq!(dest_key(&lid(5).dest), dest_key(&lid(5).dest));
+        assert_ne!(dest_key(&lid(5).dest), dest_key(&lid(6).dest));
+        // The SMA and the PMA of one LID count as one destination.
+        let pma = Request::get::<PortCounters>(&5, 0);
+        assert_eq!(dest_key(&pma.dest), dest_key(&lid(5).dest));
+        assert_eq!(dest_key(&dr(&[1, 3]).dest), dest_key(&dr(&[1, 3]).dest));
+        assert_ne!(dest_key(&dr(&[1, 3]).dest), dest_key(&dr(&[3, 1]).dest));
+        assert_ne!(dest_key(&dr(&[1]).dest), dest_key(&dr(&[1, 0]).dest));
+        assert_ne!(dest_key(&dr(&[]).dest), dest_key(&lid(0).dest));
+    }
+
+    #[test]
+    fn a_destination_never_has_more_than_its_cap_in_flight() {
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(64, 64), 4, 0);
+        for i in 0..10 {
+            l.push(i, dr(&[1]));
+        }
+        let sent = send_all(&mut l, t0);
+        assert_eq!(
+            sent.len(),
+            4,
+            "the window has room, the destination has not"
+        );
+        assert_eq!(l.in_flight_to(&dr(&[1])), 4);
+        assert_eq!(l.stats().dest_waits, 6);
+        // One answer frees one slot there, for the oldest waiting request.
+        let (tid, r) = &sent[0];
+        assert!(matches!(
+            l.on_reply(0, &reply(r, *tid, 0)),
+            Outcome::Done(0, _)
+        ));
+        let next = send_all(&mut l, t0);
+        assert_eq!(next.len(), 1);
+        let (token, _) = done(l.on_reply(0, &reply(&next[0].1, next[0].0, 0)));
+        assert_eq!(token, 4, "waiting requests keep their order");
+    }
+
+    #[test]
+    fn a_busy_destination_does_not_hold_back_the_others() {
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 0);
+        // 100 for one switch first, then one each for 8 others.
+        for i in 0..100 {
+            l.push(i, dr(&[1]));
+        }
+        for i in 0..8u8 {
+            l.push(100 + u32::from(i), dr(&[2, i + 1]));
+        }
+        let sent = send_all(&mut l, t0);
+        assert_eq!(sent.len(), 12, "4 to the busy switch, 8 to the others");
+        let others = sent
+            .iter()
+            .filter(|(_, r)| dest_key(&r.dest) != dest_key(&dr(&[1]).dest))
+            .count();
+        assert_eq!(others, 8);
+    }
+
+    #[test]
+    fn the_window_grows_while_replies_come_back_and_caps_at_its_bound() {
+        let mut now = Instant::now();
+        let mut l = paced(Window::new(2, 8), 64, 0);
+        for i in 0..200 {
+            // Spread over many destinations: only the window limits.
+            l.push(i, dr(&[1, (i % 200) as u8 + 1]));
+        }
+        let mut widths = Vec::new();
+        loop {
+            let batch = send_all(&mut l, now);
+            if batch.is_empty() {
+                break;
+            }
+            widths.push(batch.len());
+            now += Duration::from_micros(100);
+            for (tid, r) in &batch {
+                l.on_reply_at(now, 0, &reply(r, *tid, 0));
+            }
+        }
+        // Slow start from 2: 2, 4, 8, then the bound.
+        assert_eq!(&widths[..4], &[2, 4, 8, 8]);
+        assert_eq!(l.window().limit(), 8);
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_timeout_cuts_the_window_and_slows_its_destination_to_one() {
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..6 {
+            l.push(i, dr(&[1]));
+        }
+        l.push(6, dr(&[2]));
+        let sent = send_all(&mut l, t0);
+        assert_eq!(sent.len(), 5);
+        // Everything times out: one loss episode, one cut.
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        assert!(failed.is_empty(), "all resent");
+        assert_eq!(l.window().limit(), 8);
+        assert_eq!(l.stats().window_cuts, 1);
+        let resent = send_all(&mut l, t0 + T);
+        let to_lossy = resent
+            .iter()
+            .filter(|(_, r)| dest_key(&r.dest) == dest_key(&dr(&[1]).dest))
+            .count();
+        assert_eq!(to_lossy, 1, "one at a time to the lossy destination");
+        assert_eq!(resent.len(), 2);
+        // Once it answers, it gets its full cap back.
+        let (tid, r) = resent
+            .iter()
+            .find(|(_, r)| dest_key(&r.dest) == dest_key(&dr(&[1]).dest))
+            .unwrap();
+        assert!(matches!(
+            l.on_reply_at(t0 + T, 0, &reply(r, *tid, 0)),
+            Outcome::Done(..)
+        ));
+        assert_eq!(send_all(&mut l, t0 + T).len(), 4);
+    }
+
+    #[test]
+    fn an_unreachable_destination_gets_one_attempt_per_request() {
+        let mut now = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..8 {
+            l.push(i, dr(&[9]));
+        }
+        let mut failed = Vec::new();
+        let mut sends = 0;
+        while !l.is_idle() {
+            sends += send_all(&mut l, now).len();
+            now += T;
+            l.expire(now, &mut failed);
+        }
+        assert_eq!(failed.len(), 8);
+        assert!(failed
+            .iter()
+            .all(|(_, e)| matches!(e, MadError::Timeout { .. })));
+        // The first request used its 4 attempts (one at a time once lossy); after it
+        // failed the destination looks gone: the other 7 get one attempt each, not 4.
+        assert!(sends < 8 * 4, "{sends} sends for 8 requests");
+        assert!(sends <= 4 + 3 + 7, "{sends} sends");
+    }
+
+    #[test]
+    fn requests_waiting_for_a_destination_end_with_a_cancel() {
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 1, 0);
+        for i in 0..3 {
+            l.push(i, dr(&[1]));
+        }
+        let sent = send_all(&mut l, t0);
+        assert_eq!(sent.len(), 1);
+        let cancelled = l.cancel();
+        assert_eq!(cancelled.len(), 2, "the two waiting for the destination");
+        let (tid, r) = &sent[0];
+        assert!(matches!(
+            l.on_reply(0, &reply(r, *tid, 0)),
+            Outcome::Done(0, Ok(_))
+        ));
+        assert!(l.is_idle());
+        assert!(send(&mut l, t0).is_none());
+    }
+
+    #[test]
+    fn finished_waiters_do_not_stall_the_destination() {
+        // A waiting request that ended another way (send failure of its first attempt is
+        // impossible while waiting; fail_all and cancel clear the queues) is skipped.
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 1, 0);
+        for i in 0..3 {
+            l.push(i, dr(&[1]));
+        }
+        let sent = send_all(&mut l, t0);
+        let (tid, _) = &sent[0];
+        // The request in flight fails locally: the next waiter goes.
+        assert!(l
+            .send_failed(
+                *tid,
+                MadError::from_transport(TransportError::Send { errno: 22 })
+            )
+            .is_some());
+        let next = send_all(&mut l, t0);
+        assert_eq!(next.len(), 1);
+        let (token, _) = done(l.on_reply(0, &reply(&next[0].1, next[0].0, 0)));
+        assert_eq!(token, 1);
+        assert_eq!(send_all(&mut l, t0).len(), 1);
+    }
+
+    #[test]
+    fn resends_follow_the_measured_round_trip_and_the_last_waits_the_timeout() {
+        let t0 = Instant::now();
+        let rtt = Duration::from_micros(200);
+        let mut l = paced(Window::new(32, 32), 16, 2);
+        // Twenty quick round trips teach the ledger what a reply takes.
+        for i in 0..20u8 {
+            l.push(u32::from(i), dr(&[1, i + 1]));
+        }
+        for (tid, r) in send_all(&mut l, t0) {
+            l.on_reply_at(t0 + rtt, 0, &reply(&r, tid, 0));
+        }
+        assert_eq!(l.rtt().srtt(), Some(rtt));
+        // One request is lost: its first resend comes after the floor, not the timeout.
+        l.push(99, dr(&[2]));
+        let t1 = t0 + Duration::from_millis(1);
+        let (first, r) = send(&mut l, t1).unwrap();
+        assert_eq!(l.next_deadline(), Some(t1 + MIN_RTO));
+        let mut failed = Vec::new();
+        l.expire(t1 + MIN_RTO, &mut failed);
+        let t2 = t1 + MIN_RTO;
+        let (_, _) = send(&mut l, t2).unwrap();
+        assert_eq!(l.next_deadline(), Some(t2 + MIN_RTO * 2), "doubled");
+        l.expire(t2 + MIN_RTO * 2, &mut failed);
+        let t3 = t2 + MIN_RTO * 2;
+        send(&mut l, t3).unwrap();
+        assert_eq!(
+            l.next_deadline(),
+            Some(t3 + T),
+            "the last attempt waits it all"
+        );
+        assert!(failed.is_empty());
+        // The first attempt's reply, late, still completes it.
+        let late = l.on_reply_at(t3, 0, &reply(&r, first, 0));
+        assert!(matches!(late, Outcome::Done(99, Ok(_))), "{late:?}");
+        // And the resends did not teach the estimate anything (Karn).
+        assert_eq!(l.rtt().srtt(), Some(rtt));
+    }
+
+    #[test]
+    fn a_late_reply_to_a_waiting_request_does_not_strand_the_others() {
+        // A destination slowed to one at a time after a loss; requests wait behind the
+        // resend. The first attempt's reply comes late, while that request is waiting or
+        // let go but not yet sent: it ends there, and the others must still go.
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..6 {
+            l.push(i, dr(&[1]));
+        }
+        let sent = send_all(&mut l, t0);
+        assert_eq!(sent.len(), 4);
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        // Lossy now: one resend goes, the rest wait.
+        let resent = send_all(&mut l, t0 + T);
+        assert_eq!(resent.len(), 1);
+        // Late replies to the three first attempts whose resends wait: they end there.
+        let (resent_tid, resent_request) = &resent[0];
+        let mut late = 0;
+        for (tid, r) in &sent {
+            if let Outcome::Done(token, Ok(_)) = l.on_reply_at(t0 + T, 0, &reply(r, *tid, 0)) {
+                assert_ne!(token, 99);
+                late += 1;
+            }
+        }
+        // (The one resent was ended by its own late reply too: 4 in all.)
+        assert_eq!(late, 4);
+        assert!(matches!(
+            l.on_reply_at(t0 + T, 0, &reply(resent_request, *resent_tid, 0)),
+            Outcome::Unmatched
+        ));
+        // Two never sent are left: they must go, nothing is in flight to hold them.
+        let rest = send_all(&mut l, t0 + T);
+        assert_eq!(rest.len(), 2, "stranded: {}", l.stall_report());
+        for (tid, r) in rest {
+            assert!(matches!(
+                l.on_reply_at(t0 + T, 0, &reply(&r, tid, 0)),
+                Outcome::Done(..)
+            ));
+        }
+        assert!(l.is_idle());
+    }
+
+    #[test]
+    fn a_request_let_go_but_ended_before_its_send_passes_its_turn_on() {
+        // One at a time after a loss. The slot freed by a failed send goes to the oldest
+        // waiting request (1), which then ends by a late reply to its first attempt before
+        // its resend went out: request 0 must get the slot, or it waits forever with
+        // nothing in flight to let it go.
+        let t0 = Instant::now();
+        let mut l = paced(Window::new(16, 16), 4, 3);
+        for i in 0..3 {
+            l.push(i, dr(&[1]));
+        }
+        let first = send_all(&mut l, t0);
+        assert_eq!(first.len(), 3);
+        let mut failed = Vec::new();
+        l.expire(t0 + T, &mut failed);
+        // Resends go to the front, last expired first: request 2 goes, 1 and 0 wait.
+        let resent = send_all(&mut l, t0 + T);
+        assert_eq!(resent.len(), 1, "lossy: one at a time");
+        assert_eq!(resent[0].1, first[2].1);
+        let error = MadError::from_transport(TransportError::Send { errno: 22 });
+        assert_eq!(l.send_failed(resent[0].0, error).map(|(t, _)| t), Some(2));
+        let (tid, r) = &first[1];
+        assert!(matches!(
+            l.on_reply_at(t0 + T, 0, &reply(r, *tid, 0)),
+            Outcome::Done(1, Ok(_))
+        ));
+        let last = send_all(&mut l, t0 + T);
+        assert_eq!(last.len(), 1, "request 0 stranded: {}", l.stall_report());
+        let (token, _) = done(l.on_reply_at(t0 + T, 0, &reply(&last[0].1, last[0].0, 0)));
+        assert_eq!(token, 0);
+        assert!(l.is_idle());
     }
 }

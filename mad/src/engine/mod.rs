@@ -7,7 +7,9 @@
 //! own window slot until its deadline; it never stalls the others.
 //!
 //! The bookkeeping (pending table, TIDs, deadlines, retries) is the pure [`Ledger`], driven
-//! with explicit time so it is tested without a fabric.
+//! with explicit time so it is tested without a fabric. How much goes out at once is paced
+//! ([`pacing`]): an adaptive window bounded by `max_outstanding`, and at most
+//! [`pacing::PER_DESTINATION`] in flight to one destination.
 //!
 //! A send or receive error that means the transport itself is gone (device removed, the
 //! simulator killed) breaks the engine: everything pending fails at once with
@@ -17,14 +19,17 @@
 //! (a signal handler's poller, say) within one MAD timeout: see [`Engine::run`].
 //!
 //! Files: `request.rs` (what goes out and comes back, typed by attribute), `ledger.rs` (the
-//! pure bookkeeping), `io_loop.rs` (the [`Engine`]: the loop over a port), `error.rs` and
-//! `cancel.rs`.
+//! pure bookkeeping), `pacing.rs` (the window and the cap per destination), `io_loop.rs`
+//! (the [`Engine`]: the loop over a port), `trace.rs` (the in-flight time series),
+//! `error.rs` and `cancel.rs`.
 
 mod cancel;
 mod error;
 mod io_loop;
 mod ledger;
+pub mod pacing;
 mod request;
+pub mod trace;
 
 use std::time::Duration;
 
@@ -44,10 +49,15 @@ pub const SIMULATOR_MAX_OUTSTANDING: usize = 128;
 /// An upper bound for real hardware too: the kernel queues sends per agent, and hundreds of
 /// SMPs in flight only overrun switch SMA queues.
 pub const MAX_OUTSTANDING: usize = 1024;
+/// The default bound of the window: the window itself starts at
+/// [`pacing::INITIAL_WINDOW`] and grows only while replies come back in time, and no
+/// destination sees more than [`pacing::PER_DESTINATION`] of these at once.
+pub const DEFAULT_MAX_OUTSTANDING: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineConfig {
-    /// Requests in flight at once (clamped to 1..=128 under the simulator).
+    /// Requests in flight at once at most: the bound of the adaptive window (clamped to
+    /// 1..=128 under the simulator).
     pub max_outstanding: usize,
     /// Deadline of one attempt.
     pub timeout: Duration,
@@ -58,7 +68,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            max_outstanding: 16,
+            max_outstanding: DEFAULT_MAX_OUTSTANDING,
             timeout: Duration::from_millis(200),
             retries: 3,
         }
@@ -80,6 +90,15 @@ pub struct EngineStats {
     pub unmatched: u64,
     /// Sends given back with umad status ETIMEDOUT (dead route, unknown LID).
     pub unroutable: u64,
+    /// Times the window was cut (a loss episode: timeouts or busy replies).
+    pub window_cuts: u64,
+    /// Cuts taken back: the reply that seemed lost came after all.
+    pub window_cuts_undone: u64,
+    /// Requests completed by a reply to an attempt already resent (its resend was not
+    /// needed).
+    pub late_replies: u64,
+    /// Times a request waited because its destination had its cap in flight.
+    pub dest_waits: u64,
 }
 
 #[cfg(test)]

@@ -1,0 +1,425 @@
+//! ibscope's own cost at scale, without a simulator: one operation on a generated fabric
+//! answered in process by `ibscope_topo::responder`. Run by bench/scale.sh, which runs
+//! each (fabric, size, operation) in a fresh process and tabulates the lines printed here.
+//!
+//!   scale --family fat-tree|rails --hosts N --op OP [--latency-us U] [--loss P] [--window W]
+//!
+//! Fabrics: `fat-tree` is 3-level fat trees of radix 64; `rails` is a rail-optimised
+//! fabric with 8 rails, every host's 8 HCAs (mlx5_0..7) on 8 planes, each plane a 3-level
+//! fat tree of radix 64. One subnet holds at most 49,151 LIDs, so a fabric of more HCAs is
+//! several subnets (planes), as real ones of that size are: rails are always 8 planes, a fat
+//! tree of more than 25,000 HCAs is split into planes of at most 25,000. One process handles
+//! every plane through its own engine (one local HCA per plane, as on a GPU host), keeping
+//! every plane's result, as `serve` or the TUI would.
+//!
+//! Operations (setup, not measured: generating the fabric and, for the operations that need
+//! one, a first discovery):
+//! - `discover`: discovery of every plane;
+//! - `check`: what `ibscope check` does: discovery, links, counters screened by all-ports
+//!   sums, the SM;
+//! - `counters`: what `ibscope counters` does: discovery, then every port's PortCounters
+//!   and PortCountersExtended;
+//! - `route-check`: the route check of every plane (LFTs from min-hop routing);
+//! - `tui`: the TUI's snapshot preparation of a second sweep (the snapshot from discovery
+//!   and counters, then derived rows, summary and events against the first);
+//! - `serve`: `serve`'s render of the /metrics page from a sweep.
+//!
+//! Printed: one line of `key=value`: cpu_s (the process's CPU time during the operation
+//! less the responder's own: building replies and waiting out their latency), wall_s,
+//! rss_mib (peak RSS during the operation), base_mib (RSS before it: the responder's
+//! model and the setup), mads, planes, and for `discover` under latency the ideal time
+//! `mads x latency / window` and the ratio to it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use ibscope::cmd::serve::CounterFamilies;
+use ibscope::tui;
+use ibscope_mad::engine::{Engine, EngineConfig};
+use ibscope_topo::counters::{self, Thresholds};
+use ibscope_topo::discover::{discover, DiscoverOptions};
+use ibscope_topo::export::prometheus::{fabric_page, PageStats, PortFilter};
+use ibscope_topo::findings::{self, CounterReads, Live};
+use ibscope_topo::gen::{fat_tree, FatTreeSpec};
+use ibscope_topo::health::HealthOptions;
+use ibscope_topo::responder::{FabricModel, FabricPort, ResponderOptions, ResponderStats};
+use ibscope_topo::routing::{self, CheckOptions};
+use ibscope_topo::Fabric;
+
+const RADIX: u8 = 64;
+const MAX_PLANE_HOSTS: usize = 25_000;
+const RAILS: usize = 8;
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn usage() -> ! {
+    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve [--latency-us U] [--loss P]");
+    std::process::exit(2)
+}
+
+/// One plane: its generated fabric (kept only for the route check) and its engine.
+struct Plane {
+    fabric: Option<Fabric>,
+    engine: Engine<FabricPort>,
+}
+
+/// LIDs as an SM would give them: one per switch, one per CA port, in node order.
+fn assign_lids(fabric: &mut Fabric) {
+    let ids: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
+    let mut next = 1u16;
+    for id in ids {
+        let node = fabric.node_mut(id);
+        if node.is_switch() {
+            for p in &mut node.ports {
+                p.lid = next;
+            }
+            next += 1;
+        } else {
+            for p in &mut node.ports {
+                p.lid = next;
+                next += 1;
+            }
+        }
+    }
+    fabric.reindex();
+}
+
+fn plane_fabric(hosts: usize, rail: Option<usize>) -> Fabric {
+    let text = fat_tree(&FatTreeSpec::new(3, RADIX, hosts)).unwrap_or_else(|e| {
+        eprintln!("scale: cannot generate {hosts} hosts: {e}");
+        std::process::exit(2)
+    });
+    let mut fabric = ibscope_topo::ibnd::parse(&text).expect("generated text parses");
+    if let Some(r) = rail {
+        // Rail r: every host's HCA r ("gpu-node-0001 mlx5_3").
+        let ids: Vec<_> = fabric
+            .nodes()
+            .filter(|(_, n)| !n.is_switch())
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            let n = fabric.node_mut(id);
+            n.description = n.description.replace("mlx5_0", &format!("mlx5_{r}"));
+        }
+    }
+    assign_lids(&mut fabric);
+    fabric
+}
+
+fn planes(
+    family: &str,
+    hosts: usize,
+    keep_fabric: bool,
+    options: ResponderOptions,
+    config: EngineConfig,
+) -> Vec<Plane> {
+    let layout: Vec<(usize, Option<usize>)> = match family {
+        "fat-tree" => {
+            let n = hosts.div_ceil(MAX_PLANE_HOSTS);
+            (0..n)
+                .map(|i| (hosts / n + usize::from(i < hosts % n), None))
+                .collect()
+        }
+        "rails" => (0..RAILS)
+            .map(|r| (hosts / RAILS + usize::from(r < hosts % RAILS), Some(r)))
+            .collect(),
+        _ => usage(),
+    };
+    layout
+        .into_iter()
+        .enumerate()
+        .map(|(i, (h, rail))| {
+            let mut fabric = plane_fabric(h, rail);
+            if keep_fabric {
+                routing::compute_minhop_lfts(&mut fabric);
+            }
+            let model = FabricModel::from_fabric(&fabric, (i as u64) << 40).unwrap_or_else(|e| {
+                eprintln!("scale: {e}");
+                std::process::exit(2)
+            });
+            let port = FabricPort::new(Arc::new(model), options);
+            let engine = Engine::with_port(port, config, 1 + i as u32);
+            Plane {
+                fabric: keep_fabric.then_some(fabric),
+                engine,
+            }
+        })
+        .collect()
+}
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF always exists.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM).
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Reset the peak RSS to the current RSS (Linux: clear_refs 5).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Time the responders spent building replies and waiting out their latency.
+fn responder_time(planes: &[Plane]) -> Duration {
+    planes
+        .iter()
+        .map(|p| {
+            let s: ResponderStats = p.engine.port().stats;
+            s.busy + s.waited
+        })
+        .sum()
+}
+
+fn mads(planes: &[Plane]) -> u64 {
+    planes.iter().map(|p| p.engine.stats().sent).sum()
+}
+
+fn evaluate(plane: &mut Plane, fabric: &Fabric, thresholds: &Thresholds) -> findings::Evaluation {
+    let sm_lid = plane.engine.local().sm_lid;
+    findings::evaluate(
+        fabric,
+        None,
+        &HealthOptions::default(),
+        thresholds,
+        Some(Live {
+            exec: &mut plane.engine,
+            reads: CounterReads::Screened,
+            sm_lid,
+        }),
+    )
+}
+
+fn sweep_all(plane: &mut Plane, fabric: &Fabric) -> counters::Sample {
+    let targets = counters::targets(fabric, None, None);
+    counters::sweep(&mut plane.engine, fabric, &targets, None)
+}
+
+/// The TUI's snapshot of a sweep, built as its live source builds one.
+fn tui_snapshot(fabric: Fabric, eval: findings::Evaluation, taken_at: SystemTime) -> tui::Snapshot {
+    let counters = eval
+        .sample
+        .map(|sample| {
+            sample
+                .ports
+                .iter()
+                .filter(|p| p.counters.is_some())
+                .map(|p| tui::PortCounterSample {
+                    at: p.at.key(),
+                    counters: p
+                        .effective()
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                    xmit_data_bytes: p.value("PortXmitData"),
+                    rcv_data_bytes: p.value("PortRcvData"),
+                    taken_at,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let health = Arc::new(tui::derive::LinkHealth::from_report(&eval.health));
+    tui::Snapshot {
+        fabric: Arc::new(fabric),
+        health,
+        counters,
+        findings: eval.findings,
+        routes: None,
+        sm: None,
+        taken_at,
+        duration: Duration::ZERO,
+    }
+}
+
+fn discover_plane(plane: &mut Plane) -> Fabric {
+    discover(&mut plane.engine, DiscoverOptions::default(), |_| {})
+}
+
+fn main() {
+    let family = arg("--family").unwrap_or_else(|| usage());
+    let hosts: usize = arg("--hosts")
+        .and_then(|h| h.parse().ok())
+        .unwrap_or_else(|| usage());
+    let op = arg("--op").unwrap_or_else(|| usage());
+    let latency = Duration::from_micros(
+        arg("--latency-us")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
+    let loss: f64 = arg("--loss").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let options = ResponderOptions {
+        latency,
+        loss,
+        seed: 1,
+    };
+    let config = EngineConfig {
+        max_outstanding: arg("--window")
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(EngineConfig::default().max_outstanding),
+        ..EngineConfig::default()
+    };
+    let mut planes = planes(
+        &family,
+        hosts,
+        op == "route-check",
+        ResponderOptions::default(),
+        config,
+    );
+    let thresholds = Thresholds::default();
+
+    // Setup of the operations that start from a discovered fabric.
+    let prior: Vec<Fabric> = match op.as_str() {
+        "tui" | "serve" => planes.iter_mut().map(discover_plane).collect(),
+        _ => Vec::new(),
+    };
+    let mut first_snapshots = Vec::new();
+    let mut sweeps = Vec::new();
+    match op.as_str() {
+        "tui" => {
+            for (plane, fabric) in planes.iter_mut().zip(&prior) {
+                let eval = evaluate(plane, fabric, &thresholds);
+                let snap = tui_snapshot(fabric.clone(), eval, SystemTime::now());
+                first_snapshots.push(tui::state::prepare(None, snap, None).snapshot);
+                let eval = evaluate(plane, fabric, &thresholds);
+                sweeps.push(eval);
+            }
+        }
+        "serve" => {
+            for (plane, fabric) in planes.iter_mut().zip(&prior) {
+                sweeps.push(findings::Evaluation {
+                    sample: Some(sweep_all(plane, fabric)),
+                    ..evaluate_offline(fabric)
+                });
+            }
+        }
+        _ => {}
+    }
+    for p in &mut planes {
+        p.engine.port_mut().set_options(options);
+    }
+
+    let mads_before = mads(&planes);
+    let responder_before = responder_time(&planes);
+    let base_kib = status_kib("VmRSS:");
+    reset_peak();
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
+    let mut complete = true;
+    match op.as_str() {
+        "discover" => {
+            for p in &mut planes {
+                let f = discover_plane(p);
+                complete &= f.report.complete;
+                keep.push(Box::new(f));
+            }
+        }
+        "check" => {
+            for p in &mut planes {
+                let f = discover_plane(p);
+                complete &= f.report.complete;
+                let eval = evaluate(p, &f, &thresholds);
+                keep.push(Box::new((f, eval.findings, eval.sample)));
+            }
+        }
+        "counters" => {
+            for p in &mut planes {
+                let f = discover_plane(p);
+                complete &= f.report.complete;
+                let sample = sweep_all(p, &f);
+                // What `counters --format json` prints.
+                let text = serde_json::to_string(&sample).expect("serializable");
+                keep.push(Box::new((f, sample, text.len())));
+            }
+        }
+        "route-check" => {
+            for p in &planes {
+                let fabric = p.fabric.as_ref().expect("kept for the route check");
+                let report = routing::check(fabric, &CheckOptions::default());
+                complete &= report.is_clean();
+                keep.push(Box::new(report));
+            }
+        }
+        "tui" => {
+            let now = SystemTime::now();
+            for ((fabric, eval), previous) in prior.iter().zip(sweeps).zip(&first_snapshots) {
+                let snap = tui_snapshot(fabric.clone(), eval, now);
+                keep.push(Box::new(tui::state::prepare(Some(previous), snap, None)));
+            }
+        }
+        "serve" => {
+            let families = CounterFamilies::All.names();
+            let errors = HashMap::new();
+            let stats = PageStats {
+                filter: PortFilter::default(),
+                counters: &families,
+                sweeps: 1,
+                discoveries: 1,
+                discovery_seconds: 0.0,
+                scrape_errors: &errors,
+                thresholds: &thresholds,
+                sm: None,
+            };
+            for (fabric, eval) in prior.iter().zip(&sweeps) {
+                let sample = eval.sample.as_ref().expect("swept");
+                let page = fabric_page(fabric, &eval.health, None, sample, &stats);
+                keep.push(Box::new(page.len()));
+            }
+        }
+        _ => usage(),
+    }
+    let wall = t0.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu0);
+    let peak_kib = status_kib("VmHWM:");
+    let responder = responder_time(&planes).saturating_sub(responder_before);
+    let own = cpu.saturating_sub(responder);
+    let sent = mads(&planes) - mads_before;
+    let window = config.max_outstanding as f64;
+    let ideal = sent as f64 * latency.as_secs_f64() / window;
+    let nodes: usize = planes
+        .iter()
+        .map(|p| p.engine.port().model().node_count())
+        .sum();
+    print!(
+        "family={family} hosts={hosts} op={op} planes={} nodes={nodes} cpu_s={:.3} wall_s={:.3} rss_mib={:.0} base_mib={:.0} mads={sent} responder_s={:.3} complete={complete}",
+        planes.len(),
+        own.as_secs_f64(),
+        wall.as_secs_f64(),
+        peak_kib as f64 / 1024.0,
+        base_kib as f64 / 1024.0,
+        responder.as_secs_f64(),
+    );
+    if !latency.is_zero() || loss > 0.0 {
+        let cuts: u64 = planes.iter().map(|p| p.engine.stats().window_cuts).sum();
+        let retries: u64 = planes.iter().map(|p| p.engine.stats().retries).sum();
+        print!(
+            " latency_us={} loss={loss} window={window} ideal_s={ideal:.3} ratio={:.2} retries={retries} window_cuts={cuts}",
+            latency.as_micros(),
+            wall.as_secs_f64() / ideal.max(1e-9)
+        );
+    }
+    println!();
+    drop(keep);
+}
+
+fn evaluate_offline(fabric: &Fabric) -> findings::Evaluation {
+    findings::evaluate_offline(fabric, None, &HealthOptions::default())
+}
