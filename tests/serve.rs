@@ -882,3 +882,32 @@ fn serve_stays_up_while_the_fabric_is_gone_and_recovers() {
         .all(|(_, up, stale)| (*up == Some(0.0)) == (*stale == Some(1.0))));
     eprintln!("{} scrapes, none failed", seen.len());
 }
+
+/// A management port that cannot be opened at start fails the command at once (exit 2, the
+/// reason on stderr), rather than serving 503s while it retries forever; its state
+/// directory goes too.
+#[test]
+fn serve_fails_at_once_when_the_port_cannot_be_opened() {
+    let sim = sim("net");
+    let scratch = temp_dir();
+    let port = free_port();
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args([
+        "-C",
+        "nosuch0",
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .env("TMPDIR", scratch.path());
+    let out = run_with_timeout(cmd, Duration::from_secs(20));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nosuch0"), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(scratch.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

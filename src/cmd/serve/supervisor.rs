@@ -204,7 +204,7 @@ impl Loop {
             while Instant::now() < until && !self.stopping() {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            delay = (delay * 2).min(REOPEN_MAX);
+            delay = next_delay(delay);
         }
     }
 
@@ -346,6 +346,12 @@ impl Loop {
     }
 }
 
+/// The delay before the next new sweeper process when this one also ends without a good
+/// page: twice as long, at most [`REOPEN_MAX`].
+fn next_delay(delay: Duration) -> Duration {
+    (delay * 2).min(REOPEN_MAX)
+}
+
 /// Wait for the child; with a grace, kill it when it has not exited by then.
 fn wait(child: &mut Child, grace: Option<Duration>) -> Option<ExitStatus> {
     let Some(grace) = grace else {
@@ -374,5 +380,21 @@ fn describe(status: Option<ExitStatus>) -> String {
             (None, None) => "unknown status".into(),
         },
         None => "status unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_backs_off_from_one_second_to_thirty() {
+        let mut delay = REOPEN_FIRST;
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            seen.push(delay.as_secs());
+            delay = next_delay(delay);
+        }
+        assert_eq!(seen, [1, 2, 4, 8, 16, 30, 30, 30]);
     }
 }
