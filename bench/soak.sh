@@ -10,8 +10,8 @@
 #   restart  ibsim and OpenSM are killed and started again on the same socket
 #
 # It reports scrapes served and failed (a failed scrape: no answer or not 200), scrape
-# latency p50/p99, the RSS of serve and of its sweeper process near the start and at the
-# end (serve's growth must stay under 10%), and for each fault whether the metrics showed
+# latency p50/p99, the RSS of serve and of its sweeper process after a WARMUP (10 s) and at
+# the end (serve's growth must stay under 10%), and for each fault whether the metrics showed
 # it: unlink/relink by ibscope_port_link_up of that port, jump by the counter's new value,
 # freeze by more ibscope_node_scrape_timeouts_total (or ibscope_up 0), restart by
 # ibscope_up going 0 then 1 with ibscope_port_reopens_total counting it. Exit 0 when no
@@ -32,6 +32,7 @@ SCRAPE_EVERY=${SCRAPE_EVERY:-0.2}
 FAULT_EVERY=${FAULT_EVERY:-4}
 FREEZE=${FREEZE:-3}
 INTERVAL=${INTERVAL:-1}
+WARMUP=${WARMUP:-10}
 PORT=${PORT:-19316}
 # The demo fabric: leaf-0003 port 7 is an uplink, leaf-0002 port 3 a host port.
 FLAP_NODE=${FLAP_NODE:-L0003}
@@ -122,8 +123,9 @@ scraper_pid=$!
 
 started=$(now)
 end=$(echo "$started + $SOAK_SECONDS" | bc)
-# RSS near the start: after the first sweeps, before any fault.
-sleep 2
+# RSS near the start: after WARMUP seconds of sweeps and scrapes (every HTTP thread has
+# served pages by then: the allocator's per-thread arenas are in use), before any fault.
+sleep "$WARMUP"
 serve_rss_start=$(rss_kib "$serve_pid")
 sweeper_rss_start=$(rss_kib "$(sweeper_of "$serve_pid")")
 
