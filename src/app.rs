@@ -18,7 +18,8 @@ use crate::config;
 ///
 /// Defaults come from /etc/ibscope/config.toml and ~/.config/ibscope/config.toml (see
 /// `ibscope config show`), the node-name map from /etc/rdma/ib-node-name-map and the
-/// counter thresholds from /etc/infiniband-diags/error_thresholds when present; flags win.
+/// counter thresholds from /etc/infiniband-diags/error_thresholds (else
+/// /etc/rdma/error_thresholds) when present; flags win.
 ///
 /// Exit codes: 0 ok/healthy/equal, 1 findings or differences, 2 could not run.
 #[derive(Debug, Parser)]

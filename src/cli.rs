@@ -61,7 +61,8 @@ pub struct Global {
     pub node_name_map: Option<PathBuf>,
 
     /// Counter threshold file in force (not a flag): the config file's `thresholds`, else
-    /// /etc/infiniband-diags/error_thresholds when present. `check --thresholds` overrides.
+    /// /etc/infiniband-diags/error_thresholds, else /etc/rdma/error_thresholds, when present.
+    /// `check --thresholds` overrides.
     #[arg(skip)]
     pub thresholds: Option<PathBuf>,
 

@@ -1,7 +1,8 @@
 //! Defaults where operators keep them, and where each setting in force came from.
 //!
 //! Layers, lowest first: built-in defaults; files infiniband-diags' users already keep
-//! (`/etc/rdma/ib-node-name-map`, `/etc/infiniband-diags/error_thresholds`) when present;
+//! (`/etc/rdma/ib-node-name-map`, `/etc/infiniband-diags/error_thresholds`, else
+//! `/etc/rdma/error_thresholds`) when present;
 //! the config files (`/etc/ibscope/config.toml`, then `~/.config/ibscope/config.toml`, a key
 //! of the second winning over the first; `IBSCOPE_CONFIG=FILE` reads that one file
 //! instead); the environment (`IBSCOPE_NODE_NAME_MAP`); command-line flags.
@@ -60,10 +61,15 @@ impl Env {
         self.etc.join("rdma/ib-node-name-map")
     }
 
-    /// ibqueryerrors' default threshold file (IBDIAG_CONFIG_PATH/error_thresholds), where
-    /// Debian's infiniband-diags package installs it.
-    pub fn default_thresholds(&self) -> PathBuf {
-        self.etc.join("infiniband-diags/error_thresholds")
+    /// The threshold files looked for, first present wins: ibqueryerrors' default
+    /// (rdma-core's IBDIAG_CONFIG_PATH/error_thresholds, where Debian's infiniband-diags
+    /// installs it), then `/etc/rdma/error_thresholds`, beside the node-name map, where some
+    /// sites keep their rdma files although ibqueryerrors never reads it there.
+    pub fn default_thresholds(&self) -> [PathBuf; 2] {
+        [
+            self.etc.join("infiniband-diags/error_thresholds"),
+            self.etc.join("rdma/error_thresholds"),
+        ]
     }
 
     /// The config files looked for, in the order they are layered.
@@ -397,22 +403,26 @@ fn apply_global(
 
     let (thresholds, source, note) = match layers.get(|c| c.thresholds.clone()) {
         Some((p, source)) => (Some(p), source, None),
-        None => {
-            let p = env.default_thresholds();
-            if p.exists() {
-                (
-                    Some(p),
-                    Source::Default,
-                    Some("ibqueryerrors' default file, present"),
-                )
-            } else {
-                (
-                    None,
-                    Source::Default,
-                    Some("every error counter at 0; `check --thresholds` overrides"),
-                )
-            }
-        }
+        None => match env
+            .default_thresholds()
+            .into_iter()
+            .position(|p| p.exists())
+        {
+            Some(i) => (
+                Some(env.default_thresholds()[i].clone()),
+                Source::Default,
+                Some(if i == 0 {
+                    "ibqueryerrors' default file, present"
+                } else {
+                    "present; ibqueryerrors itself reads only /etc/infiniband-diags/error_thresholds"
+                }),
+            ),
+            None => (
+                None,
+                Source::Default,
+                Some("every error counter at 0; `check --thresholds` overrides"),
+            ),
+        },
     };
     g.thresholds = thresholds;
     out.push(Setting {

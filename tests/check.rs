@@ -318,9 +318,31 @@ fn screening_falls_back_to_port_reads_when_the_sum_is_lost() {
     let screened = check_json(&sim, &args, 1);
     args.push("--no-screen");
     let plain = check_json(&sim, &args, 1);
+    // The same findings, except how many attempts each message counts: once one request to
+    // L0001 has failed for good, the engine gives its other requests a single attempt, and
+    // which ones were already in flight then depends on timing.
+    let without_attempts = |doc: &Value| -> Vec<Value> {
+        findings(doc)
+            .into_iter()
+            .map(|mut f| {
+                let message = f["message"].as_str().unwrap_or("").to_string();
+                assert!(
+                    !message.contains("attempt")
+                        || message.starts_with("PortCounters: no reply after "),
+                    "{message}"
+                );
+                f["message"] = Value::from(
+                    message
+                        .replace("after 1 attempt(s)", "after N attempt(s)")
+                        .replace("after 2 attempt(s)", "after N attempt(s)"),
+                );
+                f
+            })
+            .collect()
+    };
     assert_eq!(
-        findings(&screened),
-        findings(&plain),
+        without_attempts(&screened),
+        without_attempts(&plain),
         "{screened:#}\n{plain:#}"
     );
     let unreadable: BTreeSet<(String, u64)> = finding_set(&screened)

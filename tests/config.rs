@@ -347,6 +347,15 @@ fn check_takes_the_thresholds_ibqueryerrors_reads() {
     };
     // No file: every error counter at 0, the 5 symbol errors are a finding.
     assert_eq!(symbol_findings(&check(&[])), 1);
+    // A file beside the node-name map is read when ibqueryerrors' own default is absent
+    // (ibqueryerrors reads only IBDIAG_CONFIG_PATH, /etc/infiniband-diags, in rdma-core).
+    let raised_rdma = shipped.replace("#SymbolErrorCounter=10", "SymbolErrorCounter=10");
+    let beside = r.etc_file("rdma/error_thresholds", &raised_rdma);
+    assert_eq!(
+        setting(&r.show(&[], &[]), "thresholds").0,
+        shown(&beside).as_str()
+    );
+    assert_eq!(symbol_findings(&check(&[])), 0);
     // The shipped file where ibqueryerrors looks for it: read, and the same result.
     let default = r.etc_file("infiniband-diags/error_thresholds", &shipped);
     assert_eq!(
@@ -354,6 +363,7 @@ fn check_takes_the_thresholds_ibqueryerrors_reads() {
         (shown(&default).into(), "default".into(), None)
     );
     assert_eq!(symbol_findings(&check(&[])), 1);
+    // ibqueryerrors' file wins over the one beside the node-name map.
     // The operator uncomments a line: 5 is not above 10, no finding.
     let raised = shipped.replace("#SymbolErrorCounter=10", "SymbolErrorCounter=10");
     r.etc_file("infiniband-diags/error_thresholds", &raised);

@@ -15,7 +15,8 @@ use crate::config::Settings;
 ///   ~/.config/ibscope/config.toml    for the user ($XDG_CONFIG_HOME/ibscope/config.toml)
 ///   $IBSCOPE_CONFIG                  this one file instead of both (empty: none)
 /// and, as infiniband-diags reads them, /etc/rdma/ib-node-name-map ($IBSCOPE_NODE_NAME_MAP
-/// overrides; empty: none) and /etc/infiniband-diags/error_thresholds when present.
+/// overrides; empty: none) and /etc/infiniband-diags/error_thresholds (else
+/// /etc/rdma/error_thresholds) when present.
 /// IBSCOPE_ETC replaces /etc in these paths (for tests and packaging).
 ///
 /// A config file (every key optional, named as its flag; paths relative to the file):
