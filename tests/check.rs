@@ -587,3 +587,75 @@ fn offline_file_without_rates_says_so_and_expect_judges_it() {
         "{out}"
     );
 }
+
+/// The value of `name:....N` in perfquery's output.
+fn perfquery_value(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.trim_start_matches('.').trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// A finding about PortRcvErrors or PortXmitDiscards names the causes that counted, from the
+/// port's PortRcvErrorDetails / PortXmitDiscardDetails as perfquery -E / -D read them (with
+/// screening and without); a 16-bit counter at its maximum reads "≥ 65535".
+#[test]
+fn error_findings_name_their_causes() {
+    let sim = sim("net.2sw2path4hca");
+    sim.set_counter("Switch2", 3, "PortRcvErrors", 12).unwrap();
+    for (f, v) in [
+        ("PortRcvErrorDetails.PortMalformedPacketErrors", 8),
+        ("PortRcvErrorDetails.PortDLIDMappingErrors", 4),
+    ] {
+        sim.set_counter("Switch2", 3, f, v).unwrap();
+    }
+    sim.set_counter("Hca1", 1, "PortXmitDiscards", 65535)
+        .unwrap();
+    for screening in [&[][..], &["--no-screen"][..]] {
+        let doc = check_json(&sim, screening, 1);
+        let by_counter = |counter: &str| {
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["kind"] == "counter-above-threshold" && f["counter"] == counter)
+                .unwrap_or_else(|| panic!("no finding on {counter}: {doc}"))
+                .clone()
+        };
+        let rcv = by_counter("PortRcvErrors");
+        assert_eq!(rcv["at"]["node"], "Switch2");
+        assert_eq!(
+            rcv["message"],
+            "PortRcvErrors = 12 (threshold 0); PortRcvErrorDetails: \
+             PortMalformedPktErrors 8, PortDLIDMappingErrors 4"
+        );
+        let lid = rcv["at"]["lid"].as_u64().unwrap().to_string();
+        let pq = assert_success(&reference(&sim, "perfquery", &["-E", &lid, "3"]));
+        let details = rcv["details"]["PortRcvErrorDetails"].as_object().unwrap();
+        assert_eq!(details.len(), 6);
+        for (name, v) in details {
+            assert_eq!(v.as_u64(), Some(perfquery_value(&pq, name)), "{name}");
+        }
+        let discards = by_counter("PortXmitDiscards");
+        assert_eq!(discards["at"]["node"], "Hca1");
+        assert_eq!(discards["saturated"], true);
+        assert_eq!(
+            discards["message"],
+            "PortXmitDiscards ≥ 65535 (threshold 0); PortXmitDiscardDetails: no cause counted"
+        );
+        // The saturation finding of the same counter carries the breakdown too.
+        let saturated = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "counter-saturated")
+            .unwrap();
+        assert_eq!(saturated["counter"], "PortXmitDiscards");
+        assert!(saturated["details"]["PortXmitDiscardDetails"].is_object());
+    }
+    let text = assert_exit(&ibscope(&sim, &["check"]), 1);
+    assert!(
+        text.contains("PortXmitDiscards ≥ 65535: at its maximum, it no longer counts"),
+        "{text}"
+    );
+}

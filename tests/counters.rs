@@ -27,6 +27,24 @@ fn field(text: &str, name: &str) -> Option<u64> {
     })
 }
 
+/// The "(CapMask: 0x1300 CapMask2: 0x0000000)" of perfquery's header line.
+fn perfquery_masks(text: &str) -> (u64, u64) {
+    let hex = |key: &str| {
+        let rest = text
+            .split(key)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        let digits: String = rest
+            .trim_start()
+            .trim_start_matches("0x")
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .collect();
+        u64::from_str_radix(&digits, 16).unwrap()
+    };
+    (hex("CapMask:"), hex("CapMask2:"))
+}
+
 /// perfquery (and perfquery -x) of one port: (counters, extended counters).
 fn perfquery(sim: &Sim, lid: u64, port: u64) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     let (l, p) = (lid.to_string(), port.to_string());
@@ -73,10 +91,18 @@ fn by_port(doc: &Value) -> BTreeMap<(String, u64), Value> {
         .collect()
 }
 
+/// A counter of ibscope's JSON: a number, or `{"value": N, "saturated": true}` for one that
+/// stopped at its maximum. (value, saturated).
+fn reading(v: &Value) -> Option<(u64, bool)> {
+    match v {
+        Value::Object(o) => Some((o.get("value")?.as_u64()?, o.get("saturated")?.as_bool()?)),
+        other => Some((other.as_u64()?, false)),
+    }
+}
+
 fn ours(p: &Value, section: &str, name: &str) -> u64 {
-    let v = p[section][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{section}.{name} missing in {p}"));
+    let (v, _) =
+        reading(&p[section][name]).unwrap_or_else(|| panic!("{section}.{name} missing in {p}"));
     // ibscope reports bytes; perfquery prints 4-octet words.
     if counters::is_data_counter(name) {
         assert_eq!(v % 4, 0, "{name} in bytes must be a multiple of 4");
@@ -133,9 +159,24 @@ fn counters_equal_perfquery_on_every_port() {
     let mid = by_port(&doc);
     let extended = counters::EXTENDED_COUNTER_NAMES;
 
-    for (i, (key, _)) in targets.iter().enumerate() {
+    for (i, (key, lid)) in targets.iter().enumerate() {
         let p = &mid[key];
         assert!(p["errors"].as_array().unwrap().is_empty(), "{p}");
+        if i < 3 {
+            // Both capability masks as perfquery -x prints them. ibsim's CapabilityMask2 is
+            // 0: no 64-bit error counters in PortCountersExtended, and none in ours.
+            let port = key.1.to_string();
+            let x = assert_success(&reference(
+                &sim,
+                "perfquery",
+                &["-x", &lid.to_string(), &port],
+            ));
+            let (mask, mask2) = perfquery_masks(&x);
+            assert_eq!(p["capability_mask"].as_u64(), Some(mask), "{key:?}");
+            assert_eq!(p["capability_mask2"].as_u64(), Some(mask2), "{key:?}");
+            assert_eq!(mask2, 0);
+            assert!(p["extended"].get("SymbolErrorCounter").is_none(), "{p}");
+        }
         for (section, names, b, a) in [
             (
                 "counters",
@@ -171,9 +212,16 @@ fn counters_equal_perfquery_on_every_port() {
             assert_eq!(ours(p, section, name), *v, "{node}[{port}] {f}");
         }
     }
-    // Saturated 32-bit/16-bit counters are flagged.
+    // Saturated 32-bit/16-bit counters are flagged, and not given as plain numbers.
     let hca2 = &mid[&("Hca2".to_string(), 1)];
     assert_eq!(hca2["saturated"], serde_json::json!(["SymbolErrorCounter"]));
+    assert_eq!(
+        hca2["counters"]["SymbolErrorCounter"],
+        serde_json::json!({"value": 65535, "saturated": true})
+    );
+    // The table says so too.
+    let table = assert_success(&ibscope(&sim, &["counters", "Hca2"]));
+    assert!(table.contains("SymbolErrorCounter≥65535"), "{table}");
     let hca3 = &mid[&("Hca3".to_string(), 1)];
     assert!(
         hca3["saturated"]
@@ -182,6 +230,145 @@ fn counters_equal_perfquery_on_every_port() {
             .contains(&Value::from("PortXmitData")),
         "{hca3}"
     );
+}
+
+/// perfquery -E / -D of one port: every field of PortRcvErrorDetails then
+/// PortXmitDiscardDetails, by perfquery's names.
+fn perfquery_details(sim: &Sim, lid: u64, port: u64) -> BTreeMap<String, u64> {
+    use ibscope_mad::attr::perf_attrs::{RCV_ERROR_DETAIL_COUNTERS, XMIT_DISCARD_DETAIL_COUNTERS};
+    let (l, p) = (lid.to_string(), port.to_string());
+    let mut out = BTreeMap::new();
+    for (flag, names) in [
+        ("-E", &RCV_ERROR_DETAIL_COUNTERS[..]),
+        ("-D", &XMIT_DISCARD_DETAIL_COUNTERS[..]),
+    ] {
+        let text = assert_success(&reference(sim, "perfquery", &[flag, &l, &p]));
+        for n in names {
+            let v = field(&text, n).unwrap_or_else(|| panic!("no {n} in:\n{text}"));
+            out.insert(n.to_string(), v);
+        }
+    }
+    out
+}
+
+/// `counters --details`: PortRcvErrorDetails and PortXmitDiscardDetails of every port equal
+/// perfquery -E and -D on the same port, field by field; a 16-bit one at 65535 is marked
+/// saturated. ibsim implements no PortExtendedSpeedsCounters: none is asked (a request
+/// would reach OpenSM, attached at Switch1, which would not survive it).
+#[test]
+fn details_equal_perfquery_on_every_port() {
+    let sim = sim("net.2sw2path4hca");
+    let injected: &[(&str, u8, &str, u64)] = &[
+        (
+            "Switch1",
+            1,
+            "PortRcvErrorDetails.PortMalformedPacketErrors",
+            5,
+        ),
+        ("Switch1", 1, "PortRcvErrorDetails.PortVLMappingErrors", 6),
+        (
+            "Switch2",
+            3,
+            "PortXmitDiscardDetails.PortInactiveDiscards",
+            9,
+        ),
+        (
+            "Switch2",
+            3,
+            "PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards",
+            11,
+        ),
+        ("Hca2", 1, "PortRcvErrorDetails.PortLoopingErrors", 65535),
+        (
+            "Hca3",
+            1,
+            "PortXmitDiscardDetails.PortNeighborMTUDiscards",
+            13,
+        ),
+    ];
+    for (node, port, f, v) in injected {
+        sim.set_counter(node, *port, f, *v).unwrap();
+    }
+    let out = ibscope(
+        &sim,
+        &[
+            "counters",
+            "--details",
+            "--format",
+            "json",
+            "--max-outstanding",
+            "64",
+        ],
+    );
+    let doc: Value = serde_json::from_str(&assert_success(&out)).unwrap();
+    assert!(stderr(&out).contains("PortExtendedSpeedsCounters not read"));
+    let ports = by_port(&doc);
+    assert_eq!(ports.len(), 20);
+    let mut nonzero = 0;
+    for ((node, port), p) in &ports {
+        let lid = p["lid"].as_u64().unwrap();
+        let theirs = perfquery_details(&sim, lid, *port);
+        let details = &p["details"];
+        assert_eq!(
+            details
+                .as_object()
+                .map(|d| d.keys().cloned().collect::<Vec<_>>()),
+            Some(vec![
+                "PortRcvErrorDetails".to_string(),
+                "PortXmitDiscardDetails".to_string()
+            ]),
+            "{node}[{port}]: {p}"
+        );
+        for (name, value) in &theirs {
+            let section = if details["PortRcvErrorDetails"].get(name).is_some() {
+                "PortRcvErrorDetails"
+            } else {
+                "PortXmitDiscardDetails"
+            };
+            let (v, saturated) = reading(&details[section][name])
+                .unwrap_or_else(|| panic!("{node}[{port}] {section}.{name}: {p}"));
+            assert_eq!(v, *value, "{node}[{port}] {name}");
+            assert_eq!(saturated, *value == 65535, "{node}[{port}] {name}");
+            nonzero += usize::from(*value > 0);
+        }
+    }
+    assert_eq!(nonzero, injected.len());
+    // The table lists each port's breakdowns under it.
+    let table = assert_success(&ibscope(&sim, &["counters", "Hca2", "--details"]));
+    assert!(
+        table.contains("    PortRcvErrorDetails: PortLoopingErrors≥65535"),
+        "{table}"
+    );
+    assert!(
+        table.contains("    PortXmitDiscardDetails: all 0"),
+        "{table}"
+    );
+    // CSV: a column per detail counter.
+    let csv = assert_success(&ibscope(
+        &sim,
+        &["counters", "Hca3", "--details", "--format", "csv"],
+    ));
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header
+        .iter()
+        .position(|c| *c == "PortXmitDiscardDetails.PortNeighborMTUDiscards")
+        .unwrap();
+    assert_eq!(row[col], "13");
+    // Prometheus: the breakdown families, valid for promtool.
+    let prom = assert_success(&ibscope(
+        &sim,
+        &["counters", "--details", "--format", "prom"],
+    ));
+    assert!(
+        prom.contains("ibscope_port_malformed_pkt_errors_total{node=\"Switch1\""),
+        "{prom}"
+    );
+    let checked = promtool_check(&prom);
+    assert!(checked.passed(), "promtool: {}", checked.report);
+    // OpenSM is still there: a discovery still finds a master SM.
+    assert_success(&ibscope(&sim, &["sm"]));
 }
 
 #[test]
@@ -218,6 +405,10 @@ fn reset_clears_only_the_named_port() {
             .unwrap();
         sim.set_counter(node, port, "PortCountersExtended.PortXmitData", 1 << 40)
             .unwrap();
+        sim.set_counter(node, port, "PortRcvErrorDetails.PortVLMappingErrors", 5)
+            .unwrap();
+        sim.set_counter(node, port, "PortXmitDiscardDetails.PortInactiveDiscards", 6)
+            .unwrap();
     }
     let all = by_port(&counters_json(&sim, &[]));
     let lid = |n: &str| all[&(n.to_string(), 1)]["lid"].as_u64().unwrap();
@@ -234,11 +425,17 @@ fn reset_clears_only_the_named_port() {
     let (pc, ext) = perfquery(&sim, sw2, 3);
     assert_eq!(pc["SymbolErrorCounter"], 0);
     assert!(ext["PortXmitData"] < 1 << 40, "extended cleared too");
+    // The breakdowns too, as perfquery -E / -D read them.
+    let details = perfquery_details(&sim, sw2, 3);
+    assert!(details.values().all(|v| *v == 0), "{details:?}");
     // The neighbour on the same link and another port of the same switch keep theirs.
     for (lid, port) in [(sw1, 3), (sw2, 1)] {
         let (pc, ext) = perfquery(&sim, lid, port);
         assert_eq!(pc["SymbolErrorCounter"], 17, "lid {lid} port {port}");
         assert!(ext["PortXmitData"] >= 1 << 40, "lid {lid} port {port}");
+        let details = perfquery_details(&sim, lid, port);
+        assert_eq!(details["PortVLMappingErrors"], 5, "lid {lid} port {port}");
+        assert_eq!(details["PortInactiveDiscards"], 6, "lid {lid} port {port}");
     }
     // Without a port (on a switch) --reset refuses; --all clears the whole switch.
     assert_exit(&ibscope(&sim, &["counters", "Switch2", "--reset"]), 2);

@@ -168,6 +168,71 @@ fn matches_ibnetdiscover_on_demo() {
     check_against_ibnetdiscover("demo.topo");
 }
 
+/// The ports of `f` that run FDR10, as (node description, port), sorted.
+fn fdr10_ports(f: &Fabric) -> Vec<(String, u8)> {
+    let mut ports: Vec<(String, u8)> = f
+        .nodes()
+        .flat_map(|(_, n)| {
+            n.ports
+                .iter()
+                .filter(|p| p.speed_active == Some(ibscope_mad::attr::Speed::Fdr10))
+                .map(|p| (n.description.clone(), p.number))
+        })
+        .collect();
+    ports.sort();
+    ports
+}
+
+/// FDR10 comes from Mellanox's vendor attribute, which ibsim answers: the same ports run
+/// FDR10 for ibscope as in ibnetdiscover's output (both sides of Mellanox-to-Mellanox
+/// links; only the switch side of the link to another vendor's HCA, which is not asked).
+#[test]
+fn matches_ibnetdiscover_on_fdr10() {
+    let sim = sim("fdr10.topo");
+    let mine = ours_clean(&sim);
+    let reference = theirs(&sim);
+    assert_same("fdr10", &mine, &reference);
+    let expected: Vec<(String, u8)> = [
+        ("hca-1", 1),
+        ("hca-5", 1),
+        ("sw-fdr10-1", 1),
+        ("sw-fdr10-1", 3),
+        ("sw-fdr10-1", 5),
+        ("sw-fdr10-1", 6),
+        ("sw-fdr10-2", 2),
+        ("sw-fdr10-2", 5),
+        ("sw-fdr10-2", 6),
+    ]
+    .iter()
+    .map(|(n, p)| (n.to_string(), *p))
+    .collect();
+    assert_eq!(fdr10_ports(&mine), expected);
+    assert_eq!(fdr10_ports(&reference), expected);
+    // The ibnetdiscover text ibscope writes says 4xFDR10 where ibnetdiscover does.
+    let text = assert_success(&ibscope(&sim, &["discover", "--format", "ibnetdiscover"]));
+    let reread = ibnd::parse(&text).unwrap();
+    assert_eq!(fdr10_ports(&reread), expected);
+}
+
+/// A node that drops the vendor attribute (ibsim's `Error` on MlnxExtPortInfo) is not a
+/// discovery error: its port reads QDR, as in ibnetdiscover's output, and the run exits 0.
+#[test]
+fn a_node_not_answering_the_vendor_attribute_is_no_error() {
+    let sim = sim("fdr10.topo");
+    sim.set_error_rate("hca-1", 1, 100, Some(0xff90)).unwrap();
+    let mine = ours_clean(&sim);
+    assert!(mine.report.errors.is_empty(), "{:?}", mine.report);
+    let reference = theirs(&sim);
+    assert_same("fdr10, hca-1 silent", &mine, &reference);
+    let hca1 = mine.node(mine.node_by_guid(0x0002_c903_00b0_0000).unwrap());
+    assert_eq!(
+        hca1.port(1).unwrap().speed_active,
+        Some(ibscope_mad::attr::Speed::Qdr)
+    );
+    // Its switch still answers for its own end.
+    assert!(fdr10_ports(&mine).contains(&("sw-fdr10-1".to_string(), 1)));
+}
+
 /// A generated fat tree, written to a file that lives as long as the returned directory.
 fn generated(levels: u8, radix: u8, hosts: usize) -> (tempfile::TempDir, PathBuf) {
     let dir = temp_dir();
@@ -323,7 +388,7 @@ fn link_cut_during_the_sweep_gives_a_consistent_result() {
     );
 }
 
-/// Two routes to switch D (through B and through C). D is found through B first, but
+/// Two routes to switch D (through B, and through E and C). D is found through B first, but
 /// nothing but NodeInfo gets through that way (PortInfo entering D by its port 1 is
 /// dropped), so D is known with no port facts yet. The retry goes through C, which found
 /// D over its own link: discovery is complete, H2 behind D included.
@@ -334,14 +399,18 @@ Hca\t1 \"H1\"
 Switch\t3 \"A\"
 [1]\t\"H1\"[1]
 [2]\t\"B\"[1]
-[3]\t\"C\"[1]
+[3]\t\"E\"[1]
 
 Switch\t2 \"B\"
 [1]\t\"A\"[2]
 [2]\t\"D\"[1]
 
-Switch\t2 \"C\"
+Switch\t2 \"E\"
 [1]\t\"A\"[3]
+[2]\t\"C\"[1]
+
+Switch\t2 \"C\"
+[1]\t\"E\"[2]
 [2]\t\"D\"[2]
 
 Switch\t3 \"D\"
@@ -360,14 +429,16 @@ fn a_switch_cut_off_after_its_node_info_is_reached_another_way() {
     std::fs::write(&topo, TWO_ROUTES).unwrap();
     let sim = sim(path_str(&topo));
     let clean = ours_clean(&sim);
-    assert_eq!(clean.node_count(), 6);
+    assert_eq!(clean.node_count(), 7);
     // PortInfo (0x15) entering D through port 1 (from B) is dropped, all of it.
     sim.set_error_rate("D", 1, 100, Some(0x15)).unwrap();
     let (f, out) = ours(&sim);
     assert_success(&out);
     assert_consistent("two routes", &f);
     let d = f.node(f.nodes_by_description("D")[0]);
-    // The case under test: D was first reached through B (A port 2, then B port 2).
+    // The case under test: D was first reached through B (A port 2, then B port 2). The
+    // other way, through E and C, is two switches longer, so with replies in any order
+    // B's way arrives first.
     assert_eq!(
         d.dr_path.as_deref(),
         Some("0,1,2,2"),
@@ -375,7 +446,7 @@ fn a_switch_cut_off_after_its_node_info_is_reached_another_way() {
     );
     assert!(f.report.complete, "{:?}", f.report);
     assert_eq!(f.link_keys(), clean.link_keys());
-    assert_eq!(f.node_count(), 6);
+    assert_eq!(f.node_count(), 7);
     // The dropped PortInfos were retried: more MADs than the clean run.
     assert!(
         f.report.mads_sent > clean.report.mads_sent,

@@ -123,10 +123,11 @@ fn man_pages_are_valid_roff_and_name_every_command() {
     assert!(stderr(&err).contains("no command `ibscope nosuch`"));
 }
 
-/// groff parses the page with every warning enabled and says nothing.
+/// groff parses the page with every warning enabled and says nothing. `-k` runs preconv
+/// first, as man-db does, so UTF-8 text in the help (such as "≥") is read as such.
 fn assert_roff_ok(page: &Path) {
     let out = Command::new("groff")
-        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
         .arg(page)
         .output()
         .expect("groff (Debian: groff-base; scripts/install-deps.sh installs it)");
@@ -142,7 +143,7 @@ fn assert_roff_ok(page: &Path) {
 fn render_man(roff: &str) -> String {
     use std::io::Write;
     let mut child = Command::new("groff")
-        .args(["-man", "-Tutf8", "-P-c"])
+        .args(["-k", "-man", "-Tutf8", "-P-c"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

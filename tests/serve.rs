@@ -522,6 +522,21 @@ const ERROR_FAMILIES: [&str; 12] = [
     "ibscope_port_vl15_dropped_total",
 ];
 
+/// The breakdowns of PortRcvErrors and PortXmitDiscards (series only for ports where those
+/// counted).
+const DETAIL_FAMILIES: [&str; 10] = [
+    "ibscope_port_local_physical_errors_total",
+    "ibscope_port_malformed_pkt_errors_total",
+    "ibscope_port_buffer_overrun_errors_total",
+    "ibscope_port_dlid_mapping_errors_total",
+    "ibscope_port_vl_mapping_errors_total",
+    "ibscope_port_looping_errors_total",
+    "ibscope_port_inactive_discards_total",
+    "ibscope_port_neighbor_mtu_discards_total",
+    "ibscope_port_sw_lifetime_limit_discards_total",
+    "ibscope_port_sw_hoq_lifetime_limit_discards_total",
+];
+
 const DATA_FAMILIES: [&str; 9] = [
     "ibscope_port_xmit_data_bytes_total",
     "ibscope_port_rcv_data_bytes_total",
@@ -582,6 +597,13 @@ fn serve_trimming_options_keep_the_page_valid_and_only_what_was_asked() {
     sim.set_counter("Switch1", 1, "SymbolErrorCounter", 17)
         .unwrap();
     sim.set_counter("Hca1", 1, "PortXmitDiscards", 42).unwrap();
+    sim.set_counter(
+        "Hca1",
+        1,
+        "PortXmitDiscardDetails.PortNeighborMTUDiscards",
+        40,
+    )
+    .unwrap();
     sim.set_counter(
         "Switch1",
         2,
@@ -666,11 +688,55 @@ fn ports_read(page: &str) -> f64 {
 fn assert_default_page(sim: &Sim, all: &str) {
     assert_eq!(
         family_names(all),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(all), Some(17.0));
     assert_eq!(discards(all), Some(42.0));
     assert_eq!(multicast(all), Some(55.0));
+    // Hca1's PortXmitDiscards counted: its PortXmitDiscardDetails are on the page, as
+    // perfquery -D reads them; no port has a PortRcvErrorDetails series (none counted).
+    let pq = assert_success(&reference(
+        sim,
+        "perfquery",
+        &["-D", &node_lid(all, "Hca1"), "1"],
+    ));
+    for (field, family) in [
+        (
+            "PortInactiveDiscards",
+            "ibscope_port_inactive_discards_total",
+        ),
+        (
+            "PortNeighborMTUDiscards",
+            "ibscope_port_neighbor_mtu_discards_total",
+        ),
+        (
+            "PortSwLifetimeLimitDiscards",
+            "ibscope_port_sw_lifetime_limit_discards_total",
+        ),
+        (
+            "PortSwHOQLifetimeLimitDiscards",
+            "ibscope_port_sw_hoq_lifetime_limit_discards_total",
+        ),
+    ] {
+        let ours = sample_value(all, family, &[("node_name", "Hca1"), ("port", "1")]);
+        assert_eq!(ours, Some(perfquery_field(&pq, field) as f64), "{family}");
+    }
+    assert_eq!(
+        sample_value(
+            all,
+            "ibscope_port_neighbor_mtu_discards_total",
+            &[("node_name", "Hca1"), ("port", "1")]
+        ),
+        Some(40.0)
+    );
+    for family in DETAIL_FAMILIES {
+        let series = all
+            .lines()
+            .filter(|l| l.starts_with(&format!("{family}{{")))
+            .count();
+        let expected = usize::from(family.contains("discards"));
+        assert_eq!(series, expected, "{family}: only Hca1[1] has a breakdown");
+    }
     let pq = assert_success(&reference(
         sim,
         "perfquery",
@@ -691,9 +757,12 @@ fn assert_default_page(sim: &Sim, all: &str) {
 /// --counters errors and data: their families only, the same ports read.
 fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
     let all = &pages["all"];
-    // --counters errors: the 12 error families and none of the data ones.
+    // --counters errors: the 12 error families, the breakdowns and none of the data ones.
     let errors = &pages["errors"];
-    assert_eq!(family_names(errors), expected_families(&[&ERROR_FAMILIES]));
+    assert_eq!(
+        family_names(errors),
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES])
+    );
     assert_eq!(symbol(errors), Some(17.0));
     assert_eq!(discards(errors), Some(42.0));
     assert!(!errors.contains("ibscope_port_xmit_data_bytes_total"));
@@ -712,7 +781,7 @@ fn assert_counter_options_trim_families(pages: &HashMap<&str, String>) {
 fn assert_active_only(all: &str, active: &str) {
     assert_eq!(
         family_names(active),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(active), Some(17.0));
     assert_eq!(discards(active), Some(42.0));
@@ -756,7 +825,7 @@ fn assert_active_only(all: &str, active: &str) {
 fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(
         family_names(switches),
-        expected_families(&[&ERROR_FAMILIES, &DATA_FAMILIES])
+        expected_families(&[&ERROR_FAMILIES, &DETAIL_FAMILIES, &DATA_FAMILIES])
     );
     assert_eq!(symbol(switches), Some(17.0));
     assert_eq!(discards(switches), None, "Hca1[1] is a CA port");

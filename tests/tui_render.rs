@@ -85,6 +85,7 @@ fn sample(guid: u64, port: u8, at: SystemTime, symbol: u64, bytes: u64) -> PortC
     PortCounterSample {
         at: ibscope_topo::PortKey { guid, port },
         counters,
+        saturated: Default::default(),
         xmit_data_bytes: Some(bytes),
         rcv_data_bytes: Some(bytes / 2),
         taken_at: at,
@@ -347,6 +348,26 @@ fn counters_show_rates_and_jumps() {
     assert_eq!(colors[0], Color::Red);
     let h1 = text.lines().find(|l| l.contains("host-1[1]")).unwrap();
     assert!(!h1.contains('▲'));
+}
+
+/// A counter that stopped at its maximum shows as a lower bound in the selected port's
+/// counters: "SymbolErrorCounter≥65535", not "=65535".
+#[test]
+fn saturated_counter_shows_as_a_lower_bound() {
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    let mut snap = snapshot(fixture_fabric(FIXTURE), t0(), None, 65535, 1_000);
+    for c in &mut snap.counters {
+        if c.counters["SymbolErrorCounter"] == 65535 {
+            c.saturated.insert("SymbolErrorCounter".to_string());
+        }
+    }
+    state.apply_snapshot(snap, start);
+    press(&mut state, KeyCode::Char('4'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    assert!(text.contains("SymbolErrorCounter≥65535"), "{text}");
+    assert!(!text.contains("SymbolErrorCounter=65535"), "{text}");
+    assert!(text.contains("LinkDownedCounter=0"), "{text}");
 }
 
 #[test]

@@ -4,8 +4,10 @@
 #![no_main]
 
 use ibscope_mad::attr::{
-    ClassPortInfo, LinearForwardingTableBlock, NodeDescription, NodeInfo, PortCounters,
-    PortCountersExtended, PortInfo, SmInfo, SwitchInfo,
+    ClassPortInfo, LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription, NodeInfo,
+    PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
+    PortExtendedSpeedsCountersRsFec, PortInfo, PortInfoExtended, PortRcvErrorDetails,
+    PortXmitDiscardDetails, SmInfo, SwitchInfo,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -13,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, buf)) = data.split_first() else {
         return;
     };
-    match selector % 9 {
+    match selector % 15 {
         0 => {
             if let Ok(v) = NodeInfo::decode(buf) {
                 let _ = v.to_bytes();
@@ -57,10 +59,41 @@ fuzz_target!(|data: &[u8]| {
                 let _ = format!("{v:?}");
             }
         }
-        _ => {
+        8 => {
             if let Ok(v) = PortCountersExtended::decode(buf) {
                 let _ = v.to_bytes();
+                let _ = v.counters_for(PmaCapabilities::ALL).count();
                 let _ = format!("{v:?}");
+            }
+        }
+        9 => {
+            if let Ok(v) = PortRcvErrorDetails::decode(buf) {
+                let _ = v.to_bytes();
+            }
+        }
+        10 => {
+            if let Ok(v) = PortXmitDiscardDetails::decode(buf) {
+                let _ = v.to_bytes();
+            }
+        }
+        11 => {
+            if let Ok(v) = PortExtendedSpeedsCounters::decode(buf) {
+                let _ = v.to_bytes();
+            }
+        }
+        12 => {
+            if let Ok(v) = PortExtendedSpeedsCountersRsFec::decode(buf) {
+                let _ = v.to_bytes();
+            }
+        }
+        13 => {
+            if let Ok(v) = MlnxExtPortInfo::decode(buf) {
+                let _ = v.to_bytes();
+            }
+        }
+        _ => {
+            if let Ok(v) = PortInfoExtended::decode(buf) {
+                let _ = (v.to_bytes(), v.rs_fec_active());
             }
         }
     }

@@ -10,9 +10,11 @@ pub(crate) mod golden;
 pub use link::{Rate, Speed, SpeedSet, Width, WidthSet};
 pub use perf_attrs::{
     counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterKind, CounterValue,
-    PortCounters, PortCountersExtended, PortSelected,
+    PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
+    PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected, PortXmitDiscardDetails,
 };
 pub use smp_attrs::{
-    capability, capability2, mtu_bytes, LinearForwardingTableBlock, NodeDescription, NodeInfo,
-    NodeType, PhysState, PortInfo, PortState, SmInfo, SmState, SwitchInfo,
+    capability, capability2, mtu_bytes, FecMode, LinearForwardingTableBlock, MlnxExtPortInfo,
+    NodeDescription, NodeInfo, NodeType, PhysState, PortInfo, PortInfoExtended, PortState, SmInfo,
+    SmState, SwitchInfo,
 };

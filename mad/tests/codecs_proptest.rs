@@ -4,8 +4,10 @@
 
 use ibscope_mad::attr::link::SpeedField;
 use ibscope_mad::attr::{
-    mtu_bytes, ClassPortInfo, LinearForwardingTableBlock, NodeDescription, NodeInfo, PortCounters,
-    PortCountersExtended, PortInfo, SmInfo, SwitchInfo,
+    mtu_bytes, ClassPortInfo, LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription,
+    NodeInfo, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
+    PortExtendedSpeedsCountersRsFec, PortInfo, PortInfoExtended, PortRcvErrorDetails,
+    PortXmitDiscardDetails, SmInfo, SwitchInfo,
 };
 use ibscope_mad::header::MadHeader;
 use ibscope_mad::sa::{
@@ -63,6 +65,12 @@ codec_props! {
     class_port_info => ClassPortInfo,
     port_counters => PortCounters,
     port_counters_extended => PortCountersExtended,
+    port_rcv_error_details => PortRcvErrorDetails,
+    port_xmit_discard_details => PortXmitDiscardDetails,
+    port_extended_speeds_counters => PortExtendedSpeedsCounters,
+    port_extended_speeds_counters_rs_fec => PortExtendedSpeedsCountersRsFec,
+    mlnx_ext_port_info => MlnxExtPortInfo,
+    port_info_extended => PortInfoExtended,
     node_record => NodeRecord,
     port_info_record => PortInfoRecord,
     sm_info_record => SmInfoRecord,

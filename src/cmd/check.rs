@@ -20,6 +20,13 @@ use crate::cli::{exit, Global};
 /// master SM (SMInfo of the SM the local port names). Every finding names the node
 /// (display name and GUID), the port and the far end.
 ///
+/// Error counters are the 64-bit ones of PortCountersExtended where the PMA has them
+/// (IsAdditionalPortCountersExtendedSupported), else PortCounters' 16- and 8-bit ones; one
+/// of those at its maximum has stopped counting and reads "≥ 65535" ("saturated": true in
+/// JSON). A finding about PortRcvErrors or PortXmitDiscards names the causes that counted,
+/// from the port's PortRcvErrorDetails or PortXmitDiscardDetails (read for each port where
+/// those counted; "details" in JSON).
+///
 /// Thresholds: every error counter defaults to 0 (any error is reported); PortXmitWait is
 /// only checked when set. Without --thresholds the file in force is the config file's
 /// `thresholds`, else /etc/infiniband-diags/error_thresholds (ibqueryerrors' default), else

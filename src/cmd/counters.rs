@@ -36,7 +36,22 @@ pub enum Format {
 /// UNITS: PortXmitData and PortRcvData are in BYTES everywhere (table, JSON, CSV, prom).
 /// The wire counts 4-octet words; ibscope multiplies by 4 (perfquery prints the words).
 /// Where PortCountersExtended is implemented its 64-bit data/packet counters are used for
-/// the table, rates and prom output; a 32-bit counter at its maximum is marked saturated.
+/// the table, rates and prom output; where its PMA also has
+/// IsAdditionalPortCountersExtendedSupported (ClassPortInfo CapabilityMask2) so are its
+/// 64-bit error counters, which never stop at 65535 or 255 on a fast link.
+///
+/// SATURATION: a 32-, 16- or 8-bit counter at its maximum has stopped counting, and its
+/// value is only a lower bound: the table shows "≥ 65535", JSON
+/// {"value": 65535, "saturated": true} instead of a number (and the port's "saturated"
+/// list names it).
+///
+/// --details also reads, per port, PortRcvErrorDetails (why PortRcvErrors counted) and
+/// PortXmitDiscardDetails (why PortXmitDiscards did), and on ports at an extended speed
+/// (FDR and up) PortExtendedSpeedsCounters: sync header, unknown block and per-lane error
+/// detection and FEC counters, in the RS-FEC layout where the PMA and the port's
+/// PortInfoExtended say RS-FEC is active (as perfquery -T picks it). Two to four more MADs
+/// per port. JSON: "details" per port, by attribute; CSV: a column per counter; prom: a
+/// family per breakdown counter. A PMA that does not implement one is passed over.
 ///
 /// With --interval S: rates per second over each interval (--count N intervals; default
 /// until interrupted). A counter that went backwards was reset: it shows as "reset", never
@@ -52,6 +67,7 @@ pub enum Format {
 ///   ibscope counters sw-leaf-1 17 --interval 1 --count 10
 ///   ibscope counters 0x0002c903000e0b72 --format json
 ///   ibscope counters --format prom > counters.prom
+///   ibscope counters sw-leaf-1 17 --details
 ///   ibscope counters 12 1 --reset
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -75,6 +91,10 @@ pub struct Args {
     /// With --reset: every port of NODE, or of the fabric when no NODE is given.
     #[arg(long, requires = "reset")]
     pub all: bool,
+    /// Also read PortRcvErrorDetails, PortXmitDiscardDetails and (at FDR and up)
+    /// PortExtendedSpeedsCounters of every port.
+    #[arg(long, conflicts_with_all = ["interval", "reset"])]
+    pub details: bool,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -141,12 +161,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     let mut any_errors = false;
-    let mut sample = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
+    let options = sweep_options(a.details, engine.local().is_simulator());
+    let mut sample = counters::sweep_with(&mut engine, &fabric, &targets, names.as_ref(), options);
     let mut sampled_at = Instant::now();
     crate::fabric::ensure_connected(&engine)?;
     report_errors(&sample, &mut any_errors);
     match a.interval {
-        None => print_sample(&mut out, a.format, &sample)?,
+        None => print_sample(&mut out, a.format, &sample, a.details)?,
         Some(secs) => {
             let interval = Duration::from_secs_f64(secs);
             let mut done = 0u64;
@@ -176,6 +197,23 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }))
 }
 
+/// The detail attributes to read: none, or with --details all of them. ibsim implements
+/// no PortExtendedSpeedsCounters: it hands such a request to the subnet manager attached at
+/// that node, which does not survive it, so under the simulator it is not sent.
+fn sweep_options(details: bool, simulator: bool) -> counters::SweepOptions {
+    if !details {
+        return counters::SweepOptions::default();
+    }
+    if simulator {
+        eprintln!("note: PortExtendedSpeedsCounters not read: the simulator does not implement it");
+    }
+    counters::SweepOptions {
+        details: counters::DetailReads::All {
+            extended_speeds: !simulator,
+        },
+    }
+}
+
 fn report_errors(sample: &Sample, any: &mut bool) {
     for p in &sample.ports {
         for e in &p.errors {
@@ -185,11 +223,16 @@ fn report_errors(sample: &Sample, any: &mut bool) {
     }
 }
 
-fn print_sample(out: &mut impl Write, format: Format, sample: &Sample) -> Result<()> {
+fn print_sample(
+    out: &mut impl Write,
+    format: Format,
+    sample: &Sample,
+    details: bool,
+) -> Result<()> {
     match format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(sample)?)?,
         Format::Table => print_table(out, sample)?,
-        Format::Csv => print_csv(out, sample)?,
+        Format::Csv => print_csv(out, sample, details)?,
         Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
     }
     Ok(())
@@ -221,6 +264,24 @@ fn port_label(p: &PortSample) -> String {
     )
 }
 
+/// A counter's value as the table shows it: "≥ 65535" when it stopped at its maximum.
+fn shown(value: String, saturated: bool) -> String {
+    if saturated {
+        format!("≥ {value}")
+    } else {
+        value
+    }
+}
+
+/// "Name=17", or "Name≥65535" for a saturated counter (a space-free token of a list).
+fn named(name: &str, value: u64, saturated: bool) -> String {
+    if saturated {
+        format!("{name}≥{value}")
+    } else {
+        format!("{name}={value}")
+    }
+}
+
 fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
     writeln!(
         out,
@@ -232,26 +293,16 @@ fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
             writeln!(out, "{} (no answer)", port_label(p))?;
             continue;
         }
-        let cell = |name: &str, data: bool| {
-            let v = p.value(name);
-            let mut s = match v {
-                Some(v) if data => bytes(v),
-                Some(v) => v.to_string(),
-                None => "-".into(),
-            };
-            if p.is_saturated(name) {
-                s.push('*');
-            }
-            s
+        let cell = |name: &str, data: bool| match p.value(name) {
+            Some(v) if data => shown(bytes(v), p.is_saturated(name)),
+            Some(v) => shown(v.to_string(), p.is_saturated(name)),
+            None => "-".into(),
         };
         let errors: Vec<String> = counters::ERROR_COUNTERS
             .iter()
             .filter_map(|n| {
                 let v = p.value(n)?;
-                (v > 0).then(|| {
-                    let sat = if p.is_saturated(n) { "*" } else { "" };
-                    format!("{n}={v}{sat}")
-                })
+                (v > 0).then(|| named(n, v, p.is_saturated(n)))
             })
             .collect();
         writeln!(
@@ -265,32 +316,85 @@ fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
             cell("PortXmitWait", false),
             errors.join(" ")
         )?;
+        for (attribute, set) in &p.details.0 {
+            let counted: Vec<String> = set
+                .0
+                .iter()
+                .filter(|r| r.value > 0)
+                .map(|r| named(&r.name, r.value, r.saturated))
+                .collect();
+            let text = if counted.is_empty() {
+                "all 0".to_string()
+            } else {
+                counted.join(" ")
+            };
+            writeln!(out, "    {attribute}: {text}")?;
+        }
     }
     writeln!(
         out,
-        "# {} ports; data in bytes; * = saturated counter (no 64-bit replacement)",
+        "# {} ports; data in bytes; ≥ = saturated: stopped at its maximum (no 64-bit replacement)",
         sample.ports.len()
     )?;
     Ok(())
 }
 
-fn csv_header() -> String {
+/// The detail attributes' counters, as CSV columns `Attribute.Counter`.
+fn detail_columns() -> Vec<String> {
+    use ibscope_mad::attr::perf_attrs;
+    let mut cols = Vec::new();
+    for b in perf_attrs::BREAKDOWNS {
+        cols.extend(
+            b.fields
+                .iter()
+                .filter(|f| f.counter().is_some())
+                .map(|f| format!("{}.{}", b.attribute, f.name)),
+        );
+    }
+    let speeds =
+        <ibscope_mad::attr::PortExtendedSpeedsCounters as ibscope_mad::attribute::Attribute>::NAME;
+    let mut speed_counters: Vec<&str> = perf_attrs::EXTENDED_SPEEDS_COUNTERS.to_vec();
+    for n in perf_attrs::EXTENDED_SPEEDS_RS_FEC_COUNTERS {
+        if !speed_counters.contains(&n) {
+            speed_counters.push(n);
+        }
+    }
+    cols.extend(speed_counters.iter().map(|n| format!("{speeds}.{n}")));
+    cols
+}
+
+/// The PortCountersExtended columns: its counters, the additional (error) ones included.
+fn extended_columns() -> Vec<&'static str> {
+    let mut cols = counters::EXTENDED_COUNTER_NAMES.to_vec();
+    cols.extend(counters::ADDITIONAL_EXTENDED);
+    cols
+}
+
+fn csv_header(details: bool) -> String {
     let mut cols: Vec<String> = ["time_ms", "node", "node_guid", "lid", "port"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
     cols.extend(
-        counters::EXTENDED_COUNTER_NAMES
+        extended_columns()
             .iter()
             .map(|s| format!("PortCountersExtended.{s}")),
     );
+    if details {
+        cols.extend(detail_columns());
+    }
     cols.push("saturated".into());
     cols.join(",")
 }
 
-fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
-    writeln!(out, "{}", csv_header())?;
+fn print_csv(out: &mut impl Write, sample: &Sample, details: bool) -> Result<()> {
+    writeln!(out, "{}", csv_header(details))?;
+    let detail_columns = if details {
+        detail_columns()
+    } else {
+        Vec::new()
+    };
     for p in &sample.ports {
         let mut row = vec![
             sample.time_ms.to_string(),
@@ -299,16 +403,19 @@ fn print_csv(out: &mut impl Write, sample: &Sample) -> Result<()> {
             p.at.lid.to_string(),
             p.at.port.to_string(),
         ];
-        let get = |set: &Option<counters::CounterSet>, n: &str| {
-            set.as_ref()
-                .and_then(|s| s.get(n))
+        let get = |set: Option<&counters::CounterSet>, n: &str| {
+            set.and_then(|s| s.get(n))
                 .map_or(String::new(), |v| v.to_string())
         };
         for n in counters::PORT_COUNTER_NAMES {
-            row.push(get(&p.counters, n));
+            row.push(get(p.counters.as_ref(), n));
         }
-        for n in counters::EXTENDED_COUNTER_NAMES {
-            row.push(get(&p.extended, n));
+        for n in extended_columns() {
+            row.push(get(p.extended.as_ref(), n));
+        }
+        for col in &detail_columns {
+            let (attribute, n) = col.split_once('.').unwrap_or((col, ""));
+            row.push(get(p.details.get(attribute), n));
         }
         row.push(for_csv(&p.saturated.join(" ")));
         writeln!(out, "{}", row.join(","))?;
@@ -417,10 +524,36 @@ mod tests {
 
     #[test]
     fn csv_header_has_every_counter() {
-        let h = csv_header();
+        let h = csv_header(false);
         assert!(h.starts_with("time_ms,node,node_guid,lid,port,SymbolErrorCounter,"));
         assert!(h.contains(",PortCountersExtended.PortXmitData,"));
-        assert!(h.ends_with(",PortCountersExtended.PortMulticastRcvPkts,saturated"));
+        assert!(h.contains(",PortCountersExtended.PortMulticastRcvPkts,"));
+        assert!(h.ends_with(
+            ",PortCountersExtended.VL15Dropped,PortCountersExtended.PortXmitWait,\
+             PortCountersExtended.QP1Dropped,saturated"
+        ));
+        let d = csv_header(true);
+        assert!(d.contains(",PortRcvErrorDetails.PortLocalPhysicalErrors,"));
+        assert!(d.contains(",PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards,"));
+        assert!(d.contains(",PortExtendedSpeedsCounters.FECUncorrectableBlockCtrLane11,"));
+        assert!(d.ends_with(",PortExtendedSpeedsCounters.PortFECCorrectedSymbolCtr,saturated"));
+        // No column twice (the layouts share their first two counters).
+        let cols: Vec<&str> = d.split(',').collect();
+        let mut unique = cols.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), cols.len());
+    }
+
+    #[test]
+    fn saturated_counters_show_as_lower_bounds() {
+        assert_eq!(shown("65535".into(), true), "≥ 65535");
+        assert_eq!(shown("17".into(), false), "17");
+        assert_eq!(
+            named("LinkDownedCounter", 255, true),
+            "LinkDownedCounter≥255"
+        );
+        assert_eq!(named("PortRcvErrors", 3, false), "PortRcvErrors=3");
     }
 
     #[test]

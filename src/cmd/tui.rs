@@ -90,17 +90,7 @@ impl tui::Source for LiveSource {
                     .ports
                     .iter()
                     .filter(|p| p.counters.is_some())
-                    .map(|p| tui::PortCounterSample {
-                        at: p.at.key(),
-                        counters: p
-                            .effective()
-                            .into_iter()
-                            .map(|(k, v)| (k.to_string(), v))
-                            .collect(),
-                        xmit_data_bytes: p.value("PortXmitData"),
-                        rcv_data_bytes: p.value("PortRcvData"),
-                        taken_at,
-                    })
+                    .map(|p| tui::PortCounterSample::from_sweep(p, taken_at))
                     .collect()
             })
             .unwrap_or_default();

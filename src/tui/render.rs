@@ -960,7 +960,16 @@ fn draw_selected_port(frame: &mut Frame, area: Rect, h: &PortHistory) {
         } else {
             Style::new()
         };
-        spans.push(Span::styled(format!("{}={val}  ", for_terminal(k)), style));
+        // A counter at its maximum is a lower bound, not a count.
+        let sign = if h.last.saturated.contains(k) {
+            "≥"
+        } else {
+            "="
+        };
+        spans.push(Span::styled(
+            format!("{}{sign}{val}  ", for_terminal(k)),
+            style,
+        ));
     }
     frame.render_widget(
         Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }),

@@ -3,11 +3,12 @@
 //! A [`Snapshot`] is immutable once made: the sweeper thread builds it and hands it to the UI
 //! thread over a channel, so the UI never waits on the fabric.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use ibscope_topo::counters::PortSample;
 use ibscope_topo::findings;
 pub use ibscope_topo::findings::Finding;
 use ibscope_topo::health::{HealthOptions, PortRef};
@@ -20,8 +21,11 @@ use super::derive::LinkHealth;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortCounterSample {
     pub at: PortKey,
-    /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter".
+    /// Counter values by their spec (perfquery) name, e.g. "SymbolErrorCounter": the best
+    /// of each (64-bit where the PMA has it), and the breakdown counters read.
     pub counters: BTreeMap<String, u64>,
+    /// Counters that stopped at their maximum: their value is a lower bound ("≥").
+    pub saturated: BTreeSet<String>,
     /// Data octets sent / received (PortXmitData / PortRcvData × 4), when read.
     pub xmit_data_bytes: Option<u64>,
     pub rcv_data_bytes: Option<u64>,
@@ -33,6 +37,28 @@ pub struct PortCounterSample {
 pub use ibscope_topo::counters::ERROR_COUNTERS;
 
 impl PortCounterSample {
+    /// One port of a sweep as the TUI keeps it: the best reading of each counter (64-bit
+    /// where the PMA has it), the breakdown counters read, and which of those are saturated.
+    pub fn from_sweep(p: &PortSample, taken_at: SystemTime) -> PortCounterSample {
+        let breakdowns = p.details.0.iter().flat_map(|(_, set)| set.iter());
+        let readings: Vec<(&str, u64)> = p.effective().into_iter().chain(breakdowns).collect();
+        PortCounterSample {
+            at: p.at.key(),
+            saturated: readings
+                .iter()
+                .filter(|(k, _)| p.is_saturated(k))
+                .map(|(k, _)| k.to_string())
+                .collect(),
+            counters: readings
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            xmit_data_bytes: p.value("PortXmitData"),
+            rcv_data_bytes: p.value("PortRcvData"),
+            taken_at,
+        }
+    }
+
     /// Sum of the error counters present in this sample.
     pub fn error_total(&self) -> u64 {
         self.counters
@@ -147,5 +173,47 @@ pub fn finding_subject(f: &Finding) -> String {
         (Some(at), Some(remote)) => format!("{} <-> {}", subject(at), subject(remote)),
         (Some(at), None) => subject(at),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A swept port as `counters --format json` writes it: SymbolErrorCounter replaced by
+    /// its 64-bit form, LinkDownedCounter stopped at 255, one breakdown counted.
+    const SWEPT: &str = r#"{
+      "node": "sw", "node_guid": "0x0000000000000010", "kind": "switch", "port": 2, "lid": 1,
+      "capability_mask": 4608, "capability_mask2": 2,
+      "counters": {"SymbolErrorCounter": {"value": 65535, "saturated": true},
+                   "LinkDownedCounter": {"value": 255, "saturated": true},
+                   "PortRcvErrors": 7, "PortXmitData": 400},
+      "extended": {"PortXmitData": 4000, "SymbolErrorCounter": 123456},
+      "saturated": ["SymbolErrorCounter", "LinkDownedCounter"],
+      "details": {"PortRcvErrorDetails": {"PortLoopingErrors": 7, "PortVLMappingErrors": 0}},
+      "errors": []
+    }"#;
+
+    #[test]
+    fn a_swept_port_keeps_its_best_readings_breakdowns_and_saturation() {
+        let port: PortSample = serde_json::from_str(SWEPT).unwrap();
+        let s = PortCounterSample::from_sweep(&port, std::time::UNIX_EPOCH);
+        assert_eq!(
+            s.at,
+            PortKey {
+                guid: 0x10,
+                port: 2
+            }
+        );
+        assert_eq!(s.counters["SymbolErrorCounter"], 123_456);
+        assert_eq!(s.counters["LinkDownedCounter"], 255);
+        assert_eq!(s.counters["PortLoopingErrors"], 7);
+        assert_eq!(s.counters["PortVLMappingErrors"], 0);
+        // The 64-bit SymbolErrorCounter still counts; the 8-bit LinkDownedCounter does not.
+        assert_eq!(
+            s.saturated.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["LinkDownedCounter"]
+        );
+        assert_eq!(s.xmit_data_bytes, Some(4000));
     }
 }

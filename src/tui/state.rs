@@ -553,6 +553,7 @@ mod tests {
         PortCounterSample {
             at: PortKey { guid: 1, port: 1 },
             counters,
+            saturated: Default::default(),
             xmit_data_bytes: Some(bytes),
             rcv_data_bytes: Some(bytes),
             taken_at: std::time::UNIX_EPOCH + Duration::from_secs(at),

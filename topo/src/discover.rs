@@ -6,6 +6,12 @@
 //! not already known (the link end identified from the other side is never asked again).
 //! Per CA port: one NodeInfo probe, NodeDescription once per node, PortInfo.
 //!
+//! FDR10: on the Mellanox devices libibnetdisc asks ([`MlnxExtPortInfo::answered_by`]), a
+//! port up at QDR with no extended speed active is asked for the vendor attribute
+//! MlnxExtPortInfo, whose LinkSpeedActive says whether it really runs FDR10 (one more SMP
+//! per such port, as ibnetdiscover sends). A node that does not answer it is normal, not a
+//! discovery error: the port keeps the speed PortInfo gave.
+//!
 //! Nothing aborts the sweep: a query that still fails after the transport's retries is
 //! retried once more in a final round, and what still fails is recorded on the node or port
 //! and in [`DiscoveryReport`].
@@ -18,8 +24,8 @@ type FastSet<K> = foldhash::HashSet<K>;
 use std::time::Instant;
 
 use ibscope_mad::attr::{
-    LinearForwardingTableBlock, NodeDescription, NodeInfo, PhysState, PortInfo, PortState,
-    SwitchInfo,
+    LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription, NodeInfo, PhysState, PortInfo,
+    PortState, SwitchInfo,
 };
 use ibscope_mad::engine::{MadError, Request, Response};
 use ibscope_mad::smp::{DrPath, SmpRoute};
@@ -97,6 +103,13 @@ enum Query {
         node: NodeId,
         block: u32,
     },
+    /// Mellanox's MlnxExtPortInfo of a port that may run FDR10, along `path` (a CA port's
+    /// must enter through that port, as its PortInfo did).
+    MlnxExt {
+        node: NodeId,
+        port: u8,
+        path: DrPath,
+    },
 }
 
 struct Sweep {
@@ -115,13 +128,19 @@ struct Sweep {
     port0_caps: FastMap<NodeId, u32>,
     /// External-port PortInfos that arrived before their port 0's: decoded again then.
     speeds_pending: FastMap<NodeId, Vec<(u8, PortInfo)>>,
+    /// The PortInfo of each port asked for MlnxExtPortInfo, to decode its speeds again
+    /// with the answer.
+    mlnx_asked: FastMap<End, PortInfo>,
+    /// MlnxExtPortInfo answers.
+    mlnx: FastMap<End, MlnxExtPortInfo>,
 }
 
-/// The speed facts of a PortInfo; `info.capability_mask` decides on extended speeds.
-fn set_speeds(port: &mut Port, info: &PortInfo) {
-    port.speed_active = info.speed_active();
-    port.speed_supported = info.speeds_supported();
-    port.speed_enabled = info.speeds_enabled();
+/// The speed facts of a PortInfo and the port's MlnxExtPortInfo (when answered);
+/// `info.capability_mask` decides on extended speeds.
+fn set_speeds(port: &mut Port, info: &PortInfo, mlnx: Option<&MlnxExtPortInfo>) {
+    port.speed_active = info.speed_active_with(mlnx);
+    port.speed_supported = info.speeds_supported_with(mlnx);
+    port.speed_enabled = info.speeds_enabled_with(mlnx);
 }
 
 /// Rounds of retries after the sweep for queries that failed in it.
@@ -141,6 +160,9 @@ impl Query {
             Query::PortInfo { port, .. } => Request::get::<PortInfo>(&route, u32::from(*port)),
             Query::SwitchInfo { .. } => Request::get::<SwitchInfo>(&route, 0),
             Query::Lft { block, .. } => Request::get::<LinearForwardingTableBlock>(&route, *block),
+            Query::MlnxExt { port, .. } => {
+                Request::get::<MlnxExtPortInfo>(&route, u32::from(*port))
+            }
         }
     }
 }
@@ -148,7 +170,7 @@ impl Query {
 impl Sweep {
     fn request(&self, q: &Query) -> Option<Request> {
         let path = match q {
-            Query::Probe { path, .. } => path,
+            Query::Probe { path, .. } | Query::MlnxExt { path, .. } => path,
             Query::Description { node }
             | Query::PortInfo { node, .. }
             | Query::SwitchInfo { node }
@@ -187,7 +209,7 @@ impl Sweep {
             Query::Probe {
                 from: Some(end), ..
             } => self.alternate_path(end.node, k)?.child(end.port).ok()?,
-            Query::Probe { from: None, .. } => return None,
+            Query::Probe { from: None, .. } | Query::MlnxExt { .. } => return None,
             Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
                 self.alternate_path(*node, k)?
             }
@@ -221,6 +243,11 @@ impl Sweep {
     ) {
         let resp = match result {
             Ok(r) => r,
+            // Not answering the vendor attribute is normal (libibnetdisc goes on likewise).
+            Err(e) if matches!(q, Query::MlnxExt { .. }) => {
+                tracing::debug!("{}: {e}", self.describe(&q));
+                return;
+            }
             Err(e) => {
                 self.failures.push((q, e));
                 return;
@@ -262,6 +289,10 @@ impl Sweep {
                     }
                 }
                 Err(e) => self.record_decode(&q, &e.to_string()),
+            },
+            Query::MlnxExt { node, port, .. } => match resp.decode::<MlnxExtPortInfo>() {
+                Ok(m) => self.on_mlnx_ext(node, port, m),
+                Err(e) => tracing::debug!("{}: malformed reply: {e}", self.describe(&q)),
             },
         }
     }
@@ -435,6 +466,8 @@ impl Sweep {
         port.width_active = info.width_active();
         port.width_supported = info.widths_supported();
         port.width_enabled = info.widths_enabled();
+        let end = End { node, port: number };
+        let mlnx = self.mlnx.get(&end);
         if is_switch && number != 0 {
             match self.port0_caps.get(&node) {
                 Some(&cap) => set_speeds(
@@ -443,9 +476,10 @@ impl Sweep {
                         capability_mask: cap,
                         ..info.clone()
                     },
+                    mlnx,
                 ),
                 None => {
-                    set_speeds(&mut port, info);
+                    set_speeds(&mut port, info, mlnx);
                     self.speeds_pending
                         .entry(node)
                         .or_default()
@@ -453,8 +487,9 @@ impl Sweep {
                 }
             }
         } else {
-            set_speeds(&mut port, info);
+            set_speeds(&mut port, info, mlnx);
         }
+        self.ask_mlnx_ext(node, number, info, out);
         port.mtu_active = info.neighbor_mtu;
         port.mtu_cap = info.mtu_cap;
         port.capability_mask = info.capability_mask;
@@ -472,7 +507,7 @@ impl Sweep {
             for (p, mut early) in self.speeds_pending.remove(&node).unwrap_or_default() {
                 early.capability_mask = info.capability_mask;
                 if let Some(port) = n.port_mut(p) {
-                    set_speeds(port, &early);
+                    set_speeds(port, &early, self.mlnx.get(&End { node, port: p }));
                 }
             }
             // Port 0's LID is the switch's: index it now, and copy it to the other ports.
@@ -522,6 +557,63 @@ impl Sweep {
         }
     }
 
+    /// Ask MlnxExtPortInfo of a port that may run FDR10, on a device that answers it.
+    fn ask_mlnx_ext(
+        &mut self,
+        node: NodeId,
+        port: u8,
+        info: &PortInfo,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let n = self.fabric.node(node);
+        if port == 0
+            || !info.may_run_fdr10()
+            || !MlnxExtPortInfo::answered_by(n.vendor_id, n.device_id)
+        {
+            return;
+        }
+        let end = End { node, port };
+        if self.mlnx_asked.insert(end, info.clone()).is_some() {
+            return;
+        }
+        if let Some(path) = self.port_path(end) {
+            self.push(Query::MlnxExt { node, port, path }, out);
+        }
+    }
+
+    /// The directed route to ask a port's own attributes along: the switch's, or for a CA
+    /// port the route that enters the CA through that port.
+    fn port_path(&self, end: End) -> Option<DrPath> {
+        if !self.fabric.node(end.node).is_switch() {
+            if let Some(peer) = self.fabric.peer(end) {
+                if self.fabric.node(peer.node).is_switch() {
+                    if let Some(path) = self.paths.get(&peer.node) {
+                        return path.child(peer.port).ok();
+                    }
+                }
+            }
+        }
+        self.paths.get(&end.node).cloned()
+    }
+
+    /// An MlnxExtPortInfo answer: the port's speeds decoded again with it.
+    fn on_mlnx_ext(&mut self, node: NodeId, number: u8, m: MlnxExtPortInfo) {
+        let end = End { node, port: number };
+        let Some(mut info) = self.mlnx_asked.get(&end).cloned() else {
+            return;
+        };
+        if self.fabric.node(node).is_switch() {
+            // External ports decode extended speeds with port 0's capabilities, once known.
+            if let Some(&cap) = self.port0_caps.get(&node) {
+                info.capability_mask = cap;
+            }
+        }
+        if let Some(port) = self.fabric.node_mut(node).port_mut(number) {
+            set_speeds(port, &info, Some(&m));
+        }
+        self.mlnx.insert(end, m);
+    }
+
     fn on_switch_info(&mut self, node: NodeId, info: &SwitchInfo, out: &mut Vec<(Query, Request)>) {
         let read_lft = self.options.read_lft;
         let n = self.fabric.node_mut(node);
@@ -558,6 +650,9 @@ impl Sweep {
             Query::Lft { node, block } => {
                 format!("LinearForwardingTable block {block} of {}", name(node))
             }
+            Query::MlnxExt { node, port, .. } => {
+                format!("MlnxExtPortInfo of port {port} of {}", name(node))
+            }
         }
     }
 }
@@ -579,6 +674,8 @@ pub fn discover<E: SmpExecutor>(
         options,
         port0_caps: FastMap::default(),
         speeds_pending: FastMap::default(),
+        mlnx_asked: FastMap::default(),
+        mlnx: FastMap::default(),
     };
     let root = Query::Probe {
         path: DrPath::local(),
@@ -676,7 +773,9 @@ fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
             from: Some(end), ..
         } => Some((end.node, Some(end.port))),
         Query::Probe { from: None, .. } => None,
-        Query::PortInfo { node, port } => Some((*node, Some(*port))),
+        Query::PortInfo { node, port } | Query::MlnxExt { node, port, .. } => {
+            Some((*node, Some(*port)))
+        }
         Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
             Some((*node, None))
         }
@@ -717,4 +816,327 @@ pub fn summary(report: &DiscoveryReport) -> String {
         report.mads_sent,
         report.duration_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, VecDeque};
+
+    use ibscope_mad::attr::Speed;
+    use ibscope_mad::attribute::{Attribute, Class, SubnMgt};
+    use ibscope_mad::header::MadHeader;
+    use ibscope_mad::smp::SmpRoute;
+    use ibscope_mad::umad::Dest;
+
+    use super::*;
+    use crate::health::{self, HealthOptions};
+
+    /// How a node answers MlnxExtPortInfo of one port.
+    #[derive(Clone, Copy)]
+    enum Mlnx {
+        /// LinkSpeedSupported/Enabled/Active masks.
+        Answers(u8, u8, u8),
+        /// No reply after every retry.
+        Silent,
+    }
+
+    struct FakeNode {
+        info: NodeInfo,
+        description: &'static str,
+        /// PortInfo by port number (a CA's index 0 unused).
+        ports: Vec<PortInfo>,
+        /// Port -> (node index, port) at the far end.
+        links: HashMap<u8, (usize, u8)>,
+        mlnx: HashMap<u8, Mlnx>,
+    }
+
+    /// A fabric in memory answering directed-route SMPs, one request after another.
+    struct FakeSmp {
+        nodes: Vec<FakeNode>,
+        /// (node index, attribute ID, modifier) of every request answered.
+        log: Vec<(usize, u16, u32)>,
+        sent: u64,
+    }
+
+    /// A port up and Active at 4x QDR, SDR..QDR supported and enabled.
+    fn qdr_port(number: u8) -> PortInfo {
+        PortInfo {
+            local_port_num: number,
+            link_width_active: 2,
+            link_width_supported: 3,
+            link_width_enabled: 3,
+            link_speed_supported: 7,
+            link_speed_enabled: 7,
+            link_speed_active: 4,
+            port_state: PortState::Active.code(),
+            port_phys_state: PhysState::LinkUp.code(),
+            lid: u16::from(number) + 1,
+            ..Default::default()
+        }
+    }
+
+    fn node(guid: u64, kind: u8, ports: u8, vendor: u32, device: u16, d: &'static str) -> FakeNode {
+        FakeNode {
+            info: NodeInfo {
+                base_version: 1,
+                class_version: 1,
+                node_type: kind,
+                num_ports: ports,
+                system_image_guid: guid,
+                node_guid: guid,
+                port_guid: guid,
+                vendor_id: vendor,
+                device_id: device,
+                ..Default::default()
+            },
+            description: d,
+            ports: (0..=ports).map(qdr_port).collect(),
+            links: HashMap::new(),
+            mlnx: HashMap::new(),
+        }
+    }
+
+    impl FakeSmp {
+        fn connect(&mut self, a: (usize, u8), b: (usize, u8)) {
+            self.nodes[a.0].links.insert(a.1, b);
+            self.nodes[b.0].links.insert(b.1, a);
+        }
+
+        /// The node at the end of `hops` from node 0, and the port the SMP entered it by.
+        fn walk(&self, hops: &[u8]) -> Option<(usize, u8)> {
+            let mut at = (0, 0);
+            for hop in hops {
+                at = *self.nodes[at.0].links.get(hop)?;
+            }
+            Some(at)
+        }
+
+        fn answer(&mut self, r: &Request) -> Result<Response, MadError> {
+            let Dest::Smp(SmpRoute::Directed(path)) = &r.dest else {
+                panic!("discovery sends directed-route SMPs only")
+            };
+            let (n, entered) = self
+                .walk(path.hops())
+                .ok_or(MadError::Timeout { attempts: 4 })?;
+            let header = r.header().unwrap();
+            let modifier = header.attribute_modifier;
+            self.log.push((n, header.attribute_id, modifier));
+            let node = &self.nodes[n];
+            let port = |m: u32| {
+                let is_ca = node.info.node_type != 2;
+                if is_ca && m == 0 {
+                    entered
+                } else {
+                    m as u8
+                }
+            };
+            let data: Vec<u8> = match header.attribute_id {
+                NodeInfo::ID => NodeInfo {
+                    local_port_num: entered,
+                    ..node.info.clone()
+                }
+                .to_bytes()
+                .to_vec(),
+                NodeDescription::ID => NodeDescription::from_text(node.description)
+                    .to_bytes()
+                    .to_vec(),
+                PortInfo::ID => node.ports[usize::from(port(modifier))].to_bytes().to_vec(),
+                SwitchInfo::ID => SwitchInfo::default().to_bytes().to_vec(),
+                MlnxExtPortInfo::ID => match node.mlnx.get(&port(modifier)) {
+                    Some(Mlnx::Answers(supported, enabled, active)) => MlnxExtPortInfo {
+                        link_speed_supported: *supported,
+                        link_speed_enabled: *enabled,
+                        link_speed_active: *active,
+                        ..Default::default()
+                    }
+                    .to_bytes()
+                    .to_vec(),
+                    Some(Mlnx::Silent) => return Err(MadError::Timeout { attempts: 4 }),
+                    None => panic!("MlnxExtPortInfo asked of node {n} port {modifier}"),
+                },
+                other => panic!("unexpected attribute {other:#x}"),
+            };
+            let mut mad = r.mad;
+            MadHeader::response.write(&mut mad, &true).unwrap();
+            SubnMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
+            Ok(Response::from_mad(mad))
+        }
+    }
+
+    impl SmpExecutor for FakeSmp {
+        fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+            let mut queue: VecDeque<(T, Request)> = requests.into();
+            let mut follow_ups = Vec::new();
+            while let Some((token, request)) = queue.pop_front() {
+                self.sent += 1;
+                let result = self.answer(&request);
+                on_done(token, result, &mut follow_ups);
+                queue.extend(follow_ups.drain(..));
+            }
+        }
+        fn mads_sent(&self) -> u64 {
+            self.sent
+        }
+    }
+
+    const MELLANOX: u32 = 0x02c9;
+    const SWITCHX: u16 = 0xc738;
+    const CONNECTX3: u16 = 0x1003;
+    const FDR10: u8 = 1;
+
+    /// A SwitchX (the local node) with, on port 1, a ConnectX-3 at FDR10; on port 2 a CA of
+    /// another vendor on an FDR10 link (asked on the switch side only); on port 3 a
+    /// ConnectX-3 that never answers the vendor attribute; on port 4 a ConnectX-3 that
+    /// could run FDR10 but trained QDR; on port 5 a ConnectX-3 at FDR by PortInfo's
+    /// extended field (never asked).
+    fn fdr10_fabric() -> FakeSmp {
+        let mut f = FakeSmp {
+            nodes: vec![
+                node(0x10, 2, 5, MELLANOX, SWITCHX, "sw"),
+                node(0x20, 1, 1, MELLANOX, CONNECTX3, "fdr10"),
+                node(0x30, 1, 1, 0x1234, 0x5678, "other-vendor"),
+                node(0x40, 1, 1, MELLANOX, CONNECTX3, "silent"),
+                node(0x50, 1, 1, MELLANOX, CONNECTX3, "trained-qdr"),
+                node(0x60, 1, 1, MELLANOX, CONNECTX3, "fdr"),
+            ],
+            log: Vec::new(),
+            sent: 0,
+        };
+        for (port, ca) in [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)] {
+            f.connect((0, port), (ca, 1));
+        }
+        let sw = &mut f.nodes[0];
+        sw.ports[0].capability_mask = ibscope_mad::attr::capability::IS_EXTENDED_SPEEDS_SUPPORTED;
+        sw.mlnx.insert(1, Mlnx::Answers(FDR10, FDR10, FDR10));
+        sw.mlnx.insert(2, Mlnx::Answers(FDR10, FDR10, FDR10));
+        sw.mlnx.insert(3, Mlnx::Answers(FDR10, FDR10, FDR10));
+        sw.mlnx.insert(4, Mlnx::Answers(FDR10, FDR10, 0));
+        f.nodes[1]
+            .mlnx
+            .insert(1, Mlnx::Answers(FDR10, FDR10, FDR10));
+        f.nodes[3].mlnx.insert(1, Mlnx::Silent);
+        f.nodes[4].mlnx.insert(1, Mlnx::Answers(FDR10, FDR10, 0));
+        for (n, p) in [(0, 5), (5, 1)] {
+            let fdr = &mut f.nodes[n].ports[p];
+            fdr.capability_mask = ibscope_mad::attr::capability::IS_EXTENDED_SPEEDS_SUPPORTED;
+            fdr.link_speed_ext_supported = 1;
+            fdr.link_speed_ext_enabled = 1;
+            fdr.link_speed_ext_active = 1;
+        }
+        f
+    }
+
+    fn speed(fabric: &Fabric, guid: u64, port: u8) -> Option<Speed> {
+        let id = fabric.node_by_guid(guid).unwrap();
+        fabric.node(id).port(port).unwrap().speed_active
+    }
+
+    #[test]
+    fn fdr10_comes_from_the_vendor_attribute_where_the_device_answers_it() {
+        let mut exec = fdr10_fabric();
+        let fabric = discover(&mut exec, DiscoverOptions::default(), |_| {});
+        assert_eq!(fabric.node_count(), 6);
+        assert_eq!(fabric.link_count(), 5);
+        // Both ends of the ConnectX-3 link: FDR10, and FDR10 in what they support.
+        assert_eq!(speed(&fabric, 0x10, 1), Some(Speed::Fdr10));
+        assert_eq!(speed(&fabric, 0x20, 1), Some(Speed::Fdr10));
+        let ca = fabric.node(fabric.node_by_guid(0x20).unwrap());
+        assert!(ca.port(1).unwrap().speed_supported.contains(Speed::Fdr10));
+        assert!(ca.port(1).unwrap().speed_enabled.contains(Speed::Fdr10));
+        // Another vendor's CA is not asked: its end reads QDR, the switch's FDR10, as
+        // ibnetdiscover prints the two sides.
+        assert_eq!(speed(&fabric, 0x10, 2), Some(Speed::Fdr10));
+        assert_eq!(speed(&fabric, 0x30, 1), Some(Speed::Qdr));
+        // A node that does not answer keeps PortInfo's speed, and that is no error.
+        assert_eq!(speed(&fabric, 0x40, 1), Some(Speed::Qdr));
+        assert!(fabric.report.complete, "{:?}", fabric.report.errors);
+        assert!(fabric.report.errors.is_empty());
+        // An extended speed is never asked about.
+        assert_eq!(speed(&fabric, 0x10, 5), Some(Speed::Fdr));
+        assert_eq!(speed(&fabric, 0x60, 1), Some(Speed::Fdr));
+
+        // Who was asked: every Mellanox QDR port, once; nobody else.
+        let mut asked: Vec<(usize, u32)> = exec
+            .log
+            .iter()
+            .filter(|(_, attr, _)| *attr == MlnxExtPortInfo::ID)
+            .map(|(n, _, m)| (*n, *m))
+            .collect();
+        asked.sort_unstable();
+        assert_eq!(
+            asked,
+            vec![(0, 1), (0, 2), (0, 3), (0, 4), (1, 1), (3, 1), (4, 1)]
+        );
+        assert_eq!(fabric.report.mads_sent, exec.sent);
+    }
+
+    #[test]
+    fn fdr10_capable_link_at_qdr_is_degraded() {
+        let mut exec = fdr10_fabric();
+        let fabric = discover(&mut exec, DiscoverOptions::default(), |_| {});
+        let report = health::assess(&fabric, None, &HealthOptions::default());
+        let trained_qdr = report
+            .links
+            .iter()
+            .find(|l| l.a.at.node_guid == 0x50 || l.b.at.node_guid == 0x50)
+            .unwrap();
+        assert!(trained_qdr.degraded, "{trained_qdr:?}");
+        assert_eq!(
+            trained_qdr.could_be.map(|r| r.to_string()),
+            Some("4xFDR10".to_string())
+        );
+        let fdr10 = report
+            .links
+            .iter()
+            .find(|l| l.a.at.node_guid == 0x20 || l.b.at.node_guid == 0x20)
+            .unwrap();
+        assert_eq!(fdr10.active.map(|r| r.to_string()), Some("4xFDR10".into()));
+    }
+
+    /// A switch whose external port's PortInfo (and its vendor answer) arrive before port
+    /// 0's: the speeds decoded again with port 0's capabilities keep FDR10.
+    #[test]
+    fn fdr10_survives_port_0_arriving_last() {
+        let mut exec = fdr10_fabric();
+        // Reorder by answering port 0's PortInfo last: run the sweep with a queue that
+        // defers it once.
+        struct Deferring(FakeSmp);
+        impl SmpExecutor for Deferring {
+            fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+                let mut queue: VecDeque<(T, Request)> = requests.into();
+                let mut deferred = Vec::new();
+                let mut follow_ups = Vec::new();
+                loop {
+                    let Some((token, request)) = queue.pop_front().or_else(|| deferred.pop())
+                    else {
+                        break;
+                    };
+                    let h = request.header().unwrap();
+                    let is_port0 = h.attribute_id == PortInfo::ID
+                        && h.attribute_modifier == 0
+                        && matches!(&request.dest, Dest::Smp(SmpRoute::Directed(p)) if p.is_empty());
+                    if is_port0 && !queue.is_empty() && deferred.is_empty() {
+                        deferred.push((token, request));
+                        continue;
+                    }
+                    self.0.sent += 1;
+                    let result = self.0.answer(&request);
+                    on_done(token, result, &mut follow_ups);
+                    queue.extend(follow_ups.drain(..));
+                }
+            }
+            fn mads_sent(&self) -> u64 {
+                self.0.sent
+            }
+        }
+        exec.log.clear();
+        let mut deferring = Deferring(exec);
+        let fabric = discover(&mut deferring, DiscoverOptions::default(), |_| {});
+        let log = &deferring.0.log;
+        let port0 = log.iter().position(|e| *e == (0, PortInfo::ID, 0)).unwrap();
+        let first_mlnx = log.iter().position(|e| e.1 == MlnxExtPortInfo::ID).unwrap();
+        assert!(first_mlnx < port0, "the test must answer port 0 last");
+        assert_eq!(speed(&fabric, 0x10, 1), Some(Speed::Fdr10));
+        assert_eq!(speed(&fabric, 0x10, 5), Some(Speed::Fdr));
+    }
 }

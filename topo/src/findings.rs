@@ -9,7 +9,7 @@ use ibscope_mad::engine::Request;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{self, Thresholds};
+use crate::counters::{self, Details, PortSample, Thresholds};
 use crate::discover::SmpExecutor;
 use crate::health::{self, HealthOptions, HealthReport, PortRef};
 use crate::model::Fabric;
@@ -271,6 +271,13 @@ pub struct Finding {
     pub value: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<u64>,
+    /// The counter stopped at its maximum: `value` is a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saturated: bool,
+    /// The breakdown of the counter by cause, where its PMA answered it
+    /// (PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of PortXmitDiscards).
+    #[serde(default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
 }
 
 impl Finding {
@@ -284,6 +291,8 @@ impl Finding {
             counter: None,
             value: None,
             threshold: None,
+            saturated: false,
+            details: Details::default(),
         }
     }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
@@ -368,8 +377,52 @@ pub fn fabric_findings(
     findings
 }
 
+/// "= 17", or "≥ 65535" for a counter that stopped at its maximum.
+pub fn counter_value_text(value: u64, saturated: bool) -> String {
+    if saturated {
+        format!("≥ {value}")
+    } else {
+        format!("= {value}")
+    }
+}
+
+/// A finding about counter `name` of port `p`: its value, whether it saturated, and its
+/// breakdown by cause where one was read ("; PortRcvErrorDetails: PortMalformedPktErrors
+/// 7, PortVLMappingErrors 2").
+fn counter_finding(kind: FindingKind, p: &PortSample, name: &str, message: String) -> Finding {
+    let mut f = Finding::new(kind, message).at(p.at.clone(), p.remote.clone());
+    f.counter = Some(name.to_string());
+    f.value = p.value(name);
+    f.saturated = p.is_saturated(name);
+    let breakdown = ibscope_mad::attr::perf_attrs::breakdown_of(name)
+        .and_then(|b| Some((b.attribute, p.details.get(b.attribute)?)));
+    if let Some((attribute, causes)) = breakdown {
+        let counted: Vec<String> = causes
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(cause, v)| {
+                let sat = if causes.is_saturated(cause) {
+                    "≥ "
+                } else {
+                    ""
+                };
+                format!("{cause} {sat}{v}")
+            })
+            .collect();
+        let said = if counted.is_empty() {
+            "no cause counted".to_string()
+        } else {
+            counted.join(", ")
+        };
+        f.message.push_str(&format!("; {attribute}: {said}"));
+        f.details.insert(attribute, causes.clone());
+    }
+    f
+}
+
 /// The findings of one counter sample: unreadable ports, counters above their threshold,
-/// saturated counters with no 64-bit replacement.
+/// saturated counters with no 64-bit replacement. A finding about PortRcvErrors or
+/// PortXmitDiscards says which causes counted where the sweep read their breakdown.
 pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> Vec<Finding> {
     let mut findings = Vec::new();
     for p in &sample.ports {
@@ -381,13 +434,9 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
             continue;
         }
         for (name, value, limit) in thresholds.exceeded(p) {
-            let mut f = Finding::new(
-                FindingKind::CounterAboveThreshold,
-                format!("{name} = {value} (threshold {limit})"),
-            )
-            .at(p.at.clone(), p.remote.clone());
-            f.counter = Some(name);
-            f.value = Some(value);
+            let shown = counter_value_text(value, p.is_saturated(&name));
+            let message = format!("{name} {shown} (threshold {limit})");
+            let mut f = counter_finding(FindingKind::CounterAboveThreshold, p, &name, message);
             f.threshold = Some(limit);
             findings.push(f);
         }
@@ -395,14 +444,14 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
             if !p.is_saturated(name) {
                 continue;
             }
-            let mut f = Finding::new(
+            let value = p.value(name).unwrap_or(0);
+            let message = format!("{name} ≥ {value}: at its maximum, it no longer counts");
+            findings.push(counter_finding(
                 FindingKind::CounterSaturated,
-                format!("{name} is at its maximum and no longer counts"),
-            )
-            .at(p.at.clone(), p.remote.clone());
-            f.counter = Some(name.clone());
-            f.value = p.value(name);
-            findings.push(f);
+                p,
+                name,
+                message,
+            ));
         }
     }
     findings
@@ -545,10 +594,18 @@ pub fn evaluate<E: SmpExecutor>(
     };
     if let Some(live) = live {
         let targets = counters::targets(fabric, None, None);
+        // The breakdown of the errors that counted, so their findings can say why.
+        let options = counters::SweepOptions {
+            details: counters::DetailReads::Explaining,
+        };
         let sample = match live.reads {
-            CounterReads::PerPort => counters::sweep(live.exec, fabric, &targets, names),
+            CounterReads::PerPort => {
+                counters::sweep_with(live.exec, fabric, &targets, names, options)
+            }
             CounterReads::Screened => {
-                let s = counters::sweep_screened(live.exec, fabric, &targets, names, thresholds);
+                let s = counters::sweep_screened_with(
+                    live.exec, fabric, &targets, names, thresholds, options,
+                );
                 eval.screened = s.screened;
                 eval.drilled = s.drilled;
                 s.sample
@@ -642,6 +699,70 @@ mod tests {
             "the SM at LID 1 (GUID 0x00000000000002c9) is Standby, not Master"
         );
         assert!(sm_finding(&SmStatus::NoSmLid).is_some());
+    }
+
+    /// A 16-bit counter at 65535 reads "≥ 65535", says saturated in JSON; a finding about
+    /// PortRcvErrors names the causes its breakdown counted.
+    #[test]
+    fn counter_findings_say_saturated_and_why() {
+        use crate::counters::sample::test_support::{port_sample, wrap};
+        use crate::counters::CounterSet;
+        let mut p = port_sample(
+            &[("SymbolErrorCounter", 65535), ("PortRcvErrors", 9)],
+            None,
+            &["SymbolErrorCounter"],
+        );
+        p.details.insert(
+            "PortRcvErrorDetails",
+            CounterSet::from_pairs([
+                ("PortLocalPhysicalErrors", 0),
+                ("PortMalformedPktErrors", 7),
+                ("PortVLMappingErrors", 2),
+            ]),
+        );
+        let found = counter_findings(&wrap(p), &Thresholds::default());
+        let messages: Vec<(&str, &str)> = found
+            .iter()
+            .map(|f| (f.kind.name(), f.message.as_str()))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                (
+                    "counter-above-threshold",
+                    "SymbolErrorCounter ≥ 65535 (threshold 0)"
+                ),
+                (
+                    "counter-above-threshold",
+                    "PortRcvErrors = 9 (threshold 0); PortRcvErrorDetails: \
+                     PortMalformedPktErrors 7, PortVLMappingErrors 2"
+                ),
+                (
+                    "counter-saturated",
+                    "SymbolErrorCounter ≥ 65535: at its maximum, it no longer counts"
+                ),
+            ]
+        );
+        let json = serde_json::to_value(&found[0]).unwrap();
+        assert_eq!(json["saturated"], true);
+        assert_eq!(json["value"], 65535);
+        let json = serde_json::to_value(&found[1]).unwrap();
+        assert!(json.get("saturated").is_none());
+        assert_eq!(
+            json["details"]["PortRcvErrorDetails"]["PortMalformedPktErrors"],
+            7
+        );
+        // A breakdown where nothing counted says so.
+        let mut q = port_sample(&[("PortXmitDiscards", 3)], None, &[]);
+        q.details.insert(
+            "PortXmitDiscardDetails",
+            CounterSet::from_pairs([("PortInactiveDiscards", 0)]),
+        );
+        let found = counter_findings(&wrap(q), &Thresholds::default());
+        assert_eq!(
+            found[0].message,
+            "PortXmitDiscards = 3 (threshold 0); PortXmitDiscardDetails: no cause counted"
+        );
     }
 
     #[test]

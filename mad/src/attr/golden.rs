@@ -605,3 +605,386 @@ fn sa_attribute_offsets_match_opensm() {
         (28, 32)
     );
 }
+
+// ---- The counters of fast links, the detail attributes, FDR10 ----
+//
+// Captured on examples/fabrics/fdr10.topo (ibsim 0.10, OpenSM 3.3.23): ibsim answers
+// Mellanox's MlnxExtPortInfo (with FDR10 where both ends enable it) and the two detail
+// attributes. It answers neither PortCountersExtended's additional counters (its
+// CapabilityMask2 is 0) nor PortExtendedSpeedsCounters nor PortInfoExtended: those are
+// laid out by hand from rdma-core's libibmad field table (fields.c: IB_PC_EXT_ERR_*,
+// IB_PESC_*, IB_PESC_RSFEC_*, IB_PORT_EXT_*), bit offsets as the table gives them.
+
+/// `smpquery -d -d mlnxextportinfo 6 1`: sw-fdr10-1 port 1, an FDR10 link. smpquery printed
+/// StateChangeEnable 0x00, LinkSpeedSupported 0x01, LinkSpeedEnabled 0x01,
+/// LinkSpeedActive 0x01.
+pub const MLNX_EXT_PORT_INFO_FDR10: &str = "00000000000000010000000100000001000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+/// The same of port 2, a QDR link: every field 0x00.
+pub const MLNX_EXT_PORT_INFO_QDR: &str = "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
+/// `perfquery -d -d -E 6 1` after ibsim's `PerformanceSet` of 3, 5, 7, 11, 13 and 65535.
+pub const RCV_ERROR_DETAILS_SW1_P1: &str = "00010000000300050007000b000dffff0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000010202000000000000000000000000000000000000000000";
+/// `perfquery -d -d -D 6 1` after setting 17, 19, 23 and 65535.
+pub const XMIT_DISCARD_DETAILS_SW1_P1: &str = "00010000001100130017ffff000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000010202000000000000000000000000000000000000000000";
+
+/// A PortInfo of a port that is up at QDR on no extended speed: the one libibnetdisc asks
+/// MlnxExtPortInfo about.
+fn qdr_port_info() -> PortInfo {
+    let mut b = hex(PORT_INFO_HCA1_P1);
+    b[32] = (7 << 4) | 4; // LinkSpeedSupported SDR|DDR|QDR, PortState Active
+    b[35] = (4 << 4) | 7; // LinkSpeedActive QDR, LinkSpeedEnabled SDR|DDR|QDR
+    PortInfo::decode(&b).unwrap()
+}
+
+/// smpquery: LinkSpeedSupported/Enabled/Active 0x01, FDR10's bit; port 2 all zero.
+#[test]
+fn mlnx_ext_port_info_matches_smpquery_and_gives_fdr10() {
+    let b = hex(MLNX_EXT_PORT_INFO_FDR10);
+    let m = MlnxExtPortInfo::decode(&b).unwrap();
+    assert_eq!(
+        (
+            m.state_change_enable,
+            m.link_speed_supported,
+            m.link_speed_enabled,
+            m.link_speed_active
+        ),
+        (0, 1, 1, 1)
+    );
+    assert_eq!(<MlnxExtPortInfo as Attribute>::ID, 0xff90);
+    let names: Vec<&str> = MlnxExtPortInfo::FIELDS.iter().map(|f| f.name).collect();
+    assert_eq!(
+        names,
+        [
+            "StateChangeEnable",
+            "LinkSpeedSupported",
+            "LinkSpeedEnabled",
+            "LinkSpeedActive"
+        ]
+    );
+    assert_reencodes(&b, &m.to_bytes());
+    assert!(MlnxExtPortInfo::decode(&b[..15]).is_err());
+
+    let p = qdr_port_info();
+    assert!(p.may_run_fdr10());
+    assert_eq!(p.speed_active(), Some(Speed::Qdr));
+    assert_eq!(p.speed_active_with(Some(&m)), Some(Speed::Fdr10));
+    assert!(p.speeds_supported_with(Some(&m)).contains(Speed::Fdr10));
+    assert!(p.speeds_enabled_with(Some(&m)).contains(Speed::Fdr10));
+    assert_eq!(p.speeds_supported_with(Some(&m)).best(), Some(Speed::Fdr10));
+
+    let qdr = MlnxExtPortInfo::decode(&hex(MLNX_EXT_PORT_INFO_QDR)).unwrap();
+    assert_eq!(p.speed_active_with(Some(&qdr)), Some(Speed::Qdr));
+    assert!(!p.speeds_supported_with(Some(&qdr)).contains(Speed::Fdr10));
+    assert_eq!(p.speed_active_with(None), Some(Speed::Qdr));
+}
+
+/// An extended speed in PortInfo wins over the vendor bit (ibnetdiscover prints FDR for a
+/// port whose LinkSpeedExtActive says FDR); a port not at QDR is never asked.
+#[test]
+fn extended_speed_wins_over_fdr10_and_only_qdr_ports_are_asked() {
+    let m = MlnxExtPortInfo::decode(&hex(MLNX_EXT_PORT_INFO_FDR10)).unwrap();
+    let mut p = qdr_port_info();
+    p.capability_mask |= capability::IS_EXTENDED_SPEEDS_SUPPORTED;
+    p.link_speed_ext_active = 1;
+    assert!(!p.may_run_fdr10());
+    assert_eq!(p.speed_active_with(Some(&m)), Some(Speed::Fdr));
+    let mut sdr = qdr_port_info();
+    sdr.link_speed_active = 1;
+    assert!(!sdr.may_run_fdr10());
+    let mut down = qdr_port_info();
+    down.port_phys_state = PhysState::Polling.code();
+    assert!(!down.may_run_fdr10());
+}
+
+/// The devices libibnetdisc asks MlnxExtPortInfo of: by device ID, and Bull's by vendor
+/// and device ID.
+#[test]
+fn mlnx_ext_port_info_is_asked_of_the_devices_rdma_core_lists() {
+    for device in [
+        0xc738, 0xc73b, 0xc839, 0xcb20, 0xcf08, 0xcf09, 0xd2f0, 0x1003, 0x1011, 0x101b, 0xa2d2,
+    ] {
+        assert!(MlnxExtPortInfo::answered_by(0x02c9, device), "{device:#x}");
+    }
+    for device in [0xc737, 0xc73c, 0x1002, 0x101c, 0x0000, 0xb924] {
+        assert!(!MlnxExtPortInfo::answered_by(0x02c9, device), "{device:#x}");
+    }
+    // Bull's OEM parts, only under Bull's vendor ID.
+    for device in [0x1b02, 0x1bd3, 0x1bf0, 0x1b33, 0x1bc5] {
+        assert!(MlnxExtPortInfo::answered_by(0x119f, device), "{device:#x}");
+        assert!(!MlnxExtPortInfo::answered_by(0x02c9, device), "{device:#x}");
+    }
+}
+
+/// perfquery -E 6 1: "PortLocalPhysicalErrors 3, PortMalformedPktErrors 5,
+/// PortBufferOverrunErrors 7, PortDLIDMappingErrors 11, PortVLMappingErrors 13,
+/// PortLoopingErrors 65535".
+#[test]
+fn port_rcv_error_details_match_perfquery() {
+    let b = hex(RCV_ERROR_DETAILS_SW1_P1);
+    let d = PortRcvErrorDetails::decode(&b).unwrap();
+    assert_eq!((d.port_select, d.counter_select), (1, 0));
+    let got: Vec<(&str, u64, bool)> = d
+        .counters()
+        .iter()
+        .map(|c| (c.name, c.value, c.saturated()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("PortLocalPhysicalErrors", 3, false),
+            ("PortMalformedPktErrors", 5, false),
+            ("PortBufferOverrunErrors", 7, false),
+            ("PortDLIDMappingErrors", 11, false),
+            ("PortVLMappingErrors", 13, false),
+            ("PortLoopingErrors", 65535, true),
+        ]
+    );
+    assert!(d.counters().iter().all(|c| c.kind == CounterKind::Detail));
+    assert_eq!(<PortRcvErrorDetails as Attribute>::ID, 0x15);
+    assert_reencodes(&b, &d.to_bytes());
+    assert!(PortRcvErrorDetails::decode(&b[..15]).is_err());
+}
+
+/// perfquery -D 6 1: "PortInactiveDiscards 17, PortNeighborMTUDiscards 19,
+/// PortSwLifetimeLimitDiscards 23, PortSwHOQLifetimeLimitDiscards 65535".
+#[test]
+fn port_xmit_discard_details_match_perfquery() {
+    let b = hex(XMIT_DISCARD_DETAILS_SW1_P1);
+    let d = PortXmitDiscardDetails::decode(&b).unwrap();
+    let got: Vec<(&str, u64)> = d.counters().iter().map(|c| (c.name, c.value)).collect();
+    assert_eq!(
+        got,
+        [
+            ("PortInactiveDiscards", 17),
+            ("PortNeighborMTUDiscards", 19),
+            ("PortSwLifetimeLimitDiscards", 23),
+            ("PortSwHOQLifetimeLimitDiscards", 65535),
+        ]
+    );
+    assert_eq!(<PortXmitDiscardDetails as Attribute>::ID, 0x16);
+    assert_reencodes(&b, &d.to_bytes());
+    assert!(PortXmitDiscardDetails::decode(&b[..11]).is_err());
+    // Which PortCounters counter each attribute explains.
+    let explained: Vec<(&str, &str)> = perf_attrs::BREAKDOWNS
+        .iter()
+        .map(|b| (b.explains, b.attribute))
+        .collect();
+    assert_eq!(
+        explained,
+        [
+            ("PortRcvErrors", "PortRcvErrorDetails"),
+            ("PortXmitDiscards", "PortXmitDiscardDetails")
+        ]
+    );
+}
+
+/// ibsim's PortCountersExtended (CapabilityMask2 0) leaves stale bytes where the additional
+/// counters would be (bytes 168-170, inside PortXmitWait's 64-bit field): they are not
+/// counters unless ClassPortInfo says so.
+#[test]
+fn additional_extended_counters_only_with_the_capability() {
+    let b = hex(PORT_COUNTERS_EXT_HCA1_P1);
+    let c = PortCountersExtended::decode(&b).unwrap();
+    let ibsim = ClassPortInfo::decode(&hex(CLASS_PORT_INFO_HCA1)).unwrap();
+    assert!(!ibsim.has_additional_extended_counters());
+    let names: Vec<&str> = c
+        .counters_for(ibsim.capabilities())
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, perf_attrs::EXTENDED_COUNTER_NAMES);
+    assert_ne!(c.port_xmit_wait, 0, "the stale bytes are there");
+}
+
+/// PortCountersExtended with the additional counters, laid out by hand from libibmad's
+/// IB_PC_EXT_ERR_* offsets: CounterSelect2 at bit 32, SymbolErrorCounter at 576, each
+/// following counter 64 bits on, QP1Dropped at 1408. Values above what the 16- and 8-bit
+/// PortCounters fields hold.
+#[test]
+fn golden_port_counters_extended_additional_counters() {
+    let mut b = [0u8; 192];
+    b[1] = 3; // PortSelect
+    b[4..8].copy_from_slice(&0x0000_3fffu32.to_be_bytes()); // CounterSelect2
+    b[8..16].copy_from_slice(&(1u64 << 40).to_be_bytes()); // PortXmitData
+    let additional: [(usize, u64); 14] = [
+        (72, 70_000),        // SymbolErrorCounter: above 65535
+        (80, 300),           // LinkErrorRecoveryCounter: above 255
+        (88, 256),           // LinkDownedCounter
+        (96, 1 << 33),       // PortRcvErrors
+        (104, 5),            // PortRcvRemotePhysicalErrors
+        (112, 6),            // PortRcvSwitchRelayErrors
+        (120, 65_536),       // PortXmitDiscards
+        (128, 7),            // PortXmitConstraintErrors
+        (136, 8),            // PortRcvConstraintErrors
+        (144, 16),           // LocalLinkIntegrityErrors: above 15
+        (152, 17),           // ExcessiveBufferOverrunErrors
+        (160, 9),            // VL15Dropped
+        (168, u64::MAX - 1), // PortXmitWait
+        (176, 10),           // QP1Dropped
+    ];
+    for (at, v) in additional {
+        b[at..at + 8].copy_from_slice(&v.to_be_bytes());
+    }
+    let c = PortCountersExtended::decode(&b).unwrap();
+    assert_eq!((c.port_select, c.counter_select2), (3, 0x3fff));
+    assert_eq!(c.symbol_error_counter, 70_000);
+    assert_eq!(c.link_downed_counter, 256);
+    assert_eq!(c.local_link_integrity_errors, 16);
+    assert_eq!(c.qp1_dropped, 10);
+    let all = PmaCapabilities::new(
+        pma_capability::IS_EXTENDED_WIDTH_SUPPORTED
+            | pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED
+            | pma_capability::IS_QP1_DROPPED_SUPPORTED,
+        pma_capability2::IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED,
+    );
+    let got: Vec<(&str, u64)> = c
+        .counters_for(all)
+        .skip(8)
+        .map(|c| (c.name, c.value))
+        .collect();
+    let expected: Vec<(&str, u64)> = perf_attrs::ADDITIONAL_EXTENDED_COUNTERS
+        .iter()
+        .copied()
+        .zip(additional.iter().map(|(_, v)| *v))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(c.counters_for(all).all(|c| !c.saturated()));
+    // QP1Dropped needs IsQP1DroppedSupported as well.
+    let no_qp1 = PmaCapabilities::new(
+        pma_capability::IS_EXTENDED_WIDTH_SUPPORTED,
+        pma_capability2::IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED,
+    );
+    assert!(!c.counters_for(no_qp1).any(|c| c.name == "QP1Dropped"));
+    assert_eq!(&c.to_bytes()[..], &b[..PortCountersExtended::WIRE_LEN]);
+    assert!(perf_attrs::has_extended_form("SymbolErrorCounter", all));
+    assert!(!perf_attrs::has_extended_form(
+        "SymbolErrorCounter",
+        PmaCapabilities::new(pma_capability::IS_EXTENDED_WIDTH_SUPPORTED, 0)
+    ));
+    assert!(perf_attrs::has_extended_form(
+        "PortXmitData",
+        PmaCapabilities::new(pma_capability::IS_EXTENDED_WIDTH_NO_IETF_SUPPORTED, 0)
+    ));
+    assert!(!perf_attrs::has_extended_form(
+        "PortXmitData",
+        PmaCapabilities::NONE
+    ));
+}
+
+/// PortExtendedSpeedsCounters without RS-FEC, by hand from IB_PESC_*: PortSelect at bit 8,
+/// a 64-bit CounterSelect at 64, SyncHeaderErrorCounter at 128, UnknownBlockCounter 144,
+/// ErrorDetectionCounterLane0..11 16 bits each from 160, FECCorrectableBlockCtrLane0..11
+/// 32 bits each from 352, FECUncorrectableBlockCtrLane0..11 from 736.
+#[test]
+fn golden_port_extended_speeds_counters() {
+    let mut b = [0u8; 192];
+    b[1] = 2;
+    b[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+    b[16..18].copy_from_slice(&1u16.to_be_bytes()); // SyncHeaderErrorCounter
+    b[18..20].copy_from_slice(&2u16.to_be_bytes()); // UnknownBlockCounter
+    for lane in 0..12usize {
+        let v = lane as u16 + 10;
+        b[20 + 2 * lane..22 + 2 * lane].copy_from_slice(&v.to_be_bytes());
+        let corrected = 1000 + lane as u32;
+        b[44 + 4 * lane..48 + 4 * lane].copy_from_slice(&corrected.to_be_bytes());
+        let lost = 2000 + lane as u32;
+        b[92 + 4 * lane..96 + 4 * lane].copy_from_slice(&lost.to_be_bytes());
+    }
+    let c = PortExtendedSpeedsCounters::decode(&b).unwrap();
+    assert_eq!((c.port_select, c.counter_select), (2, u64::MAX));
+    let v = c.counters();
+    let get = |n: &str| v.iter().find(|c| c.name == n).unwrap().value;
+    assert_eq!(get("SyncHeaderErrorCounter"), 1);
+    assert_eq!(get("UnknownBlockCounter"), 2);
+    assert_eq!(get("ErrorDetectionCounterLane0"), 10);
+    assert_eq!(get("ErrorDetectionCounterLane11"), 21);
+    assert_eq!(get("FECCorrectableBlockCtrLane0"), 1000);
+    assert_eq!(get("FECCorrectableBlockCtrLane11"), 1011);
+    assert_eq!(get("FECUncorrectableBlockCtrLane0"), 2000);
+    assert_eq!(get("FECUncorrectableBlockCtrLane11"), 2011);
+    assert_eq!(v.len(), perf_attrs::EXTENDED_SPEEDS_COUNTERS.len());
+    assert!(v.iter().all(|c| c.kind == CounterKind::Physical));
+    assert_eq!(<PortExtendedSpeedsCounters as Attribute>::ID, 0x1f);
+    assert_eq!(
+        &c.to_bytes()[..],
+        &b[..PortExtendedSpeedsCounters::WIRE_LEN]
+    );
+    assert!(PortExtendedSpeedsCounters::decode(&b[..139]).is_err());
+    // The request: PortSelect in byte 1, CounterSelect 64 bits from byte 8.
+    let t = PortExtendedSpeedsCounters::selecting(5, 0xffff);
+    assert_eq!(
+        &t.to_bytes()[..16],
+        &[0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+    );
+}
+
+/// The RS-FEC layout, by hand from IB_PESC_RSFEC_*: the sync header and unknown block
+/// counters where the other layout has them, FECCorrectableSymbolCtrLane0..11 32 bits each
+/// from 352, PortFECCorrectableBlockCtr at 1120, PortFECUncorrectableBlockCtr 1152,
+/// PortFECCorrectedSymbolCtr 1184.
+#[test]
+fn golden_port_extended_speeds_counters_rs_fec() {
+    let mut b = [0u8; 192];
+    b[1] = 4;
+    b[16..18].copy_from_slice(&3u16.to_be_bytes());
+    for lane in 0..12usize {
+        let v = 500 + lane as u32;
+        b[44 + 4 * lane..48 + 4 * lane].copy_from_slice(&v.to_be_bytes());
+    }
+    b[140..144].copy_from_slice(&77u32.to_be_bytes());
+    b[144..148].copy_from_slice(&88u32.to_be_bytes());
+    b[148..152].copy_from_slice(&99u32.to_be_bytes());
+    let c = PortExtendedSpeedsCountersRsFec::decode(&b).unwrap();
+    let got: Vec<(&str, u64)> = c.counters().iter().map(|c| (c.name, c.value)).collect();
+    assert_eq!(got[0], ("SyncHeaderErrorCounter", 3));
+    assert_eq!(got[2], ("FECCorrectableSymbolCtrLane0", 500));
+    assert_eq!(got[13], ("FECCorrectableSymbolCtrLane11", 511));
+    assert_eq!(
+        got[14..],
+        [
+            ("PortFECCorrectableBlockCtr", 77),
+            ("PortFECUncorrectableBlockCtr", 88),
+            ("PortFECCorrectedSymbolCtr", 99)
+        ]
+    );
+    assert_eq!(
+        &c.to_bytes()[..],
+        &b[..PortExtendedSpeedsCountersRsFec::WIRE_LEN]
+    );
+    assert!(PortExtendedSpeedsCountersRsFec::decode(&b[..151]).is_err());
+}
+
+/// PortInfoExtended by hand from IB_PORT_EXT_*: CapMask (32 bits) at 0, FECModeActive at
+/// bit 32, the per-speed supported/enabled masks 16 bits each from 48. The layout choice
+/// perfquery makes from it and the PMA's IsRSFECCountersSupported (bit 14).
+#[test]
+fn golden_port_info_extended_and_the_rs_fec_layout_choice() {
+    let mut b = [0u8; 64];
+    b[0..4].copy_from_slice(&1u32.to_be_bytes()); // IsFECModeSupported
+    b[4..6].copy_from_slice(&2u16.to_be_bytes()); // RS-FEC active
+    b[14..16].copy_from_slice(&0x0007u16.to_be_bytes()); // HDRFECModeSupported
+    b[16..18].copy_from_slice(&0x0004u16.to_be_bytes()); // HDRFECModeEnabled
+    let p = PortInfoExtended::decode(&b).unwrap();
+    assert_eq!(p.fec_mode(), FecMode::RsFec);
+    assert_eq!((p.hdr_fec_mode_supported, p.hdr_fec_mode_enabled), (7, 4));
+    assert!(p.rs_fec_active());
+    assert_eq!(<PortInfoExtended as Attribute>::ID, 0x33);
+    assert_reencodes(&b, &p.to_bytes());
+    let rs_fec_pma = PmaCapabilities::new(pma_capability::IS_RS_FEC_COUNTERS_SUPPORTED, 0);
+    assert!(perf_attrs::extended_speeds_rs_fec(rs_fec_pma, Some(&p)));
+    assert!(!perf_attrs::extended_speeds_rs_fec(
+        PmaCapabilities::NONE,
+        Some(&p)
+    ));
+    assert!(!perf_attrs::extended_speeds_rs_fec(rs_fec_pma, None));
+    for (mode, rs) in [(0u16, false), (1, false), (3, false), (4, true)] {
+        let q = PortInfoExtended {
+            fec_mode_active: mode,
+            ..p.clone()
+        };
+        assert_eq!(q.rs_fec_active(), rs, "mode {mode}");
+    }
+    let unsupported = PortInfoExtended {
+        capability_mask: 0,
+        ..p
+    };
+    assert!(!unsupported.rs_fec_active());
+}

@@ -1,8 +1,9 @@
 //! PerfMgt attribute layouts (IBA 16.1), in the 192-byte GMP data area (MAD offset 64).
 //!
 //! A counter is a row of its attribute's table like any field, with a [`Counter`] role: its
-//! kind (error, data, packets, congestion) and the ClassPortInfo capability it needs. Names,
-//! widths, saturation and the name lists below all come from those rows.
+//! kind (error, data, packets, congestion, a breakdown of an error counter, a physical-layer
+//! count) and the ClassPortInfo capabilities it needs. Names, widths, saturation and the
+//! name lists below all come from those rows.
 
 use crate::attribute::{Attribute, PerfMgt};
 use crate::wire::{FieldSpec, FieldValue, Role};
@@ -40,6 +41,10 @@ wire_struct! {
 }
 
 impl ClassPortInfo {
+    /// CapabilityMask and CapabilityMask2 together.
+    pub fn capabilities(&self) -> PmaCapabilities {
+        PmaCapabilities::new(self.capability_mask, self.capability_mask2)
+    }
     /// PortCountersExtended answers (with or without the unicast/multicast counters).
     pub fn has_extended_counters(&self) -> bool {
         pma_capability::has_extended_counters(self.capability_mask)
@@ -50,6 +55,10 @@ impl ClassPortInfo {
     }
     pub fn has_xmit_wait(&self) -> bool {
         self.capability_mask & pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED != 0
+    }
+    /// PortCountersExtended also carries the error counters, 64 bits wide.
+    pub fn has_additional_extended_counters(&self) -> bool {
+        self.capabilities().covers(ADDITIONAL_EXTENDED)
     }
 }
 
@@ -66,6 +75,9 @@ pub mod pma_capability {
     pub const IS_SAMPLES_ONLY_SUPPORTED: u16 = 1 << 11;
     /// PortCounters.PortXmitWait is implemented. IB_PM_PC_XMIT_WAIT_SUP.
     pub const IS_PORT_XMIT_WAIT_SUPPORTED: u16 = 1 << 12;
+    /// PortExtendedSpeedsCounters has its RS-FEC layout where the port runs RS-FEC.
+    /// IS_PM_RSFEC_COUNTERS_SUP.
+    pub const IS_RS_FEC_COUNTERS_SUPPORTED: u16 = 1 << 14;
     /// PortCounters.QP1Dropped is implemented. IB_PM_IS_QP1_DROP_SUP.
     pub const IS_QP1_DROPPED_SUPPORTED: u16 = 1 << 15;
 
@@ -85,6 +97,35 @@ pub mod pma_capability2 {
     pub const IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED: u32 = 1 << 1;
 }
 
+/// What a PMA implements: its ClassPortInfo CapabilityMask and CapabilityMask2. Also what a
+/// counter needs of them ([`Counter::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct PmaCapabilities {
+    /// See [`pma_capability`].
+    pub mask: u16,
+    /// See [`pma_capability2`] (27 bits).
+    pub mask2: u32,
+}
+
+impl PmaCapabilities {
+    /// Nothing: what a counter every PMA implements needs.
+    pub const NONE: PmaCapabilities = PmaCapabilities::new(0, 0);
+    /// Every bit: the rows of a table whatever the PMA implements.
+    pub const ALL: PmaCapabilities = PmaCapabilities::new(u16::MAX, u32::MAX);
+
+    pub const fn new(mask: u16, mask2: u32) -> PmaCapabilities {
+        PmaCapabilities { mask, mask2 }
+    }
+    /// Every bit of `needs` is set here.
+    pub const fn covers(self, needs: PmaCapabilities) -> bool {
+        self.mask & needs.mask == needs.mask && self.mask2 & needs.mask2 == needs.mask2
+    }
+    /// The bits of both.
+    pub const fn union(self, other: PmaCapabilities) -> PmaCapabilities {
+        PmaCapabilities::new(self.mask | other.mask, self.mask2 | other.mask2)
+    }
+}
+
 /// What a counter counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum CounterKind {
@@ -101,29 +142,49 @@ pub enum CounterKind {
     /// MADs dropped at QP1 for want of resources (QP1Dropped): neither an error counter nor
     /// traffic.
     Resource,
+    /// One cause of an error counter ([`BREAKDOWNS`]): PortRcvErrorDetails breaks
+    /// PortRcvErrors down, PortXmitDiscardDetails PortXmitDiscards.
+    Detail,
+    /// The physical layer of a link at an extended speed (PortExtendedSpeedsCounters):
+    /// 64b/66b sync header and block errors, per-lane error detection and FEC counts.
+    Physical,
 }
 
 /// The counter facts of a table row: see [`Role::Counter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counter {
     pub kind: CounterKind,
-    /// ClassPortInfo CapabilityMask bits a PMA sets when it implements the counter
+    /// ClassPortInfo capability bits a PMA sets when it implements the counter
     /// ([`ALWAYS`]: every PMA does).
-    pub needs: u16,
+    pub needs: PmaCapabilities,
 }
 
 /// No capability bit needed.
-pub const ALWAYS: u16 = 0;
+pub const ALWAYS: PmaCapabilities = PmaCapabilities::NONE;
+
+/// The capabilities of CapabilityMask bits `mask` and CapabilityMask2 bits `mask2`.
+pub const fn needs(mask: u16, mask2: u32) -> PmaCapabilities {
+    PmaCapabilities::new(mask, mask2)
+}
+
+/// The 64-bit error counters of PortCountersExtended (IsAdditionalPortCountersExtendedSupported).
+pub const ADDITIONAL_EXTENDED: PmaCapabilities = needs(
+    0,
+    pma_capability2::IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED,
+);
 
 /// The role of a counter row of a layout table.
-pub const fn counter(kind: CounterKind, needs: u16) -> Role {
+pub const fn counter(kind: CounterKind, needs: PmaCapabilities) -> Role {
     Role::Counter(Counter { kind, needs })
 }
 
 /// What a PMA is assumed to implement when its ClassPortInfo is not known: every counter but
-/// QP1Dropped (whose bits are reserved without IsQP1DroppedSupported).
-pub const ASSUMED_CAPABILITIES: u16 =
-    pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED | pma_capability::IS_EXTENDED_WIDTH_SUPPORTED;
+/// QP1Dropped (whose bits are reserved without IsQP1DroppedSupported) and the 64-bit error
+/// counters of PortCountersExtended.
+pub const ASSUMED_CAPABILITIES: PmaCapabilities = needs(
+    pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED | pma_capability::IS_EXTENDED_WIDTH_SUPPORTED,
+    0,
+);
 
 wire_struct! {
     /// PortCounters (IBA 16.1.3.5). PortXmitData/PortRcvData count 4-octet words. Every
@@ -152,37 +213,284 @@ wire_struct! {
         pub excessive_buffer_overrun_errors: u8 = 156, 4, "ExcessiveBufferOverrunErrors",
             counter(Error, ALWAYS);
         pub qp1_dropped: u16 = 160, 16, "QP1Dropped",
-            counter(Resource, pma_capability::IS_QP1_DROPPED_SUPPORTED);
+            counter(Resource, needs(pma_capability::IS_QP1_DROPPED_SUPPORTED, 0));
         pub vl15_dropped: u16 = 176, 16, "VL15Dropped", counter(Error, ALWAYS);
         pub port_xmit_data: u32 = 192, 32, "PortXmitData", counter(Data, ALWAYS);
         pub port_rcv_data: u32 = 224, 32, "PortRcvData", counter(Data, ALWAYS);
         pub port_xmit_pkts: u32 = 256, 32, "PortXmitPkts", counter(Packets, ALWAYS);
         pub port_rcv_pkts: u32 = 288, 32, "PortRcvPkts", counter(Packets, ALWAYS);
         pub port_xmit_wait: u32 = 320, 32, "PortXmitWait",
-            counter(Congestion, pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED);
+            counter(Congestion, needs(pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED, 0));
     }
 }
+
+/// The unicast/multicast counters of PortCountersExtended.
+const IETF: PmaCapabilities = needs(pma_capability::IS_EXTENDED_WIDTH_SUPPORTED, 0);
+/// QP1Dropped in 64 bits: the additional counters, and QP1Dropped at all.
+const ADDITIONAL_QP1_DROPPED: PmaCapabilities =
+    ADDITIONAL_EXTENDED.union(needs(pma_capability::IS_QP1_DROPPED_SUPPORTED, 0));
 
 wire_struct! {
     /// PortCountersExtended (IBA 16.1.4.6): 64-bit data and packet counters. The four
     /// unicast/multicast counters exist only with IsExtendedWidthSupported (without it,
-    /// IsExtendedWidthSupportedNoIETF, they read 0).
-    pub struct PortCountersExtended (72) attribute(PerfMgt, 0x001d, "PortCountersExtended") {
+    /// IsExtendedWidthSupportedNoIETF, they read 0). With CapabilityMask2
+    /// IsAdditionalPortCountersExtendedSupported it also carries every PortCounters counter
+    /// 64 bits wide (CounterSelect2 and the error counters from byte 72): counters that
+    /// never stop at 65535 or 255 on a fast link. Without that bit those bytes mean nothing
+    /// (ibsim leaves stale buffer contents there).
+    pub struct PortCountersExtended (184) attribute(PerfMgt, 0x001d, "PortCountersExtended") {
         pub port_select: u8 = 8, 8, "PortSelect";
         pub counter_select: u16 = 16, 16, "CounterSelect";
+        /// Which of the additional counters a Set clears.
+        pub counter_select2: u32 = 32, 32, "CounterSelect2";
         pub port_xmit_data: u64 = 64, 64, "PortXmitData", counter(Data, ALWAYS);
         pub port_rcv_data: u64 = 128, 64, "PortRcvData", counter(Data, ALWAYS);
         pub port_xmit_pkts: u64 = 192, 64, "PortXmitPkts", counter(Packets, ALWAYS);
         pub port_rcv_pkts: u64 = 256, 64, "PortRcvPkts", counter(Packets, ALWAYS);
-        pub port_unicast_xmit_pkts: u64 = 320, 64, "PortUnicastXmitPkts",
-            counter(Packets, pma_capability::IS_EXTENDED_WIDTH_SUPPORTED);
-        pub port_unicast_rcv_pkts: u64 = 384, 64, "PortUnicastRcvPkts",
-            counter(Packets, pma_capability::IS_EXTENDED_WIDTH_SUPPORTED);
+        pub port_unicast_xmit_pkts: u64 = 320, 64, "PortUnicastXmitPkts", counter(Packets, IETF);
+        pub port_unicast_rcv_pkts: u64 = 384, 64, "PortUnicastRcvPkts", counter(Packets, IETF);
         pub port_multicast_xmit_pkts: u64 = 448, 64, "PortMulticastXmitPkts",
-            counter(Packets, pma_capability::IS_EXTENDED_WIDTH_SUPPORTED);
+            counter(Packets, IETF);
         pub port_multicast_rcv_pkts: u64 = 512, 64, "PortMulticastRcvPkts",
-            counter(Packets, pma_capability::IS_EXTENDED_WIDTH_SUPPORTED);
+            counter(Packets, IETF);
+        pub symbol_error_counter: u64 = 576, 64, "SymbolErrorCounter",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub link_error_recovery_counter: u64 = 640, 64, "LinkErrorRecoveryCounter",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub link_downed_counter: u64 = 704, 64, "LinkDownedCounter",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub port_rcv_errors: u64 = 768, 64, "PortRcvErrors", counter(Error, ADDITIONAL_EXTENDED);
+        pub port_rcv_remote_physical_errors: u64 = 832, 64, "PortRcvRemotePhysicalErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub port_rcv_switch_relay_errors: u64 = 896, 64, "PortRcvSwitchRelayErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub port_xmit_discards: u64 = 960, 64, "PortXmitDiscards",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub port_xmit_constraint_errors: u64 = 1024, 64, "PortXmitConstraintErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub port_rcv_constraint_errors: u64 = 1088, 64, "PortRcvConstraintErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub local_link_integrity_errors: u64 = 1152, 64, "LocalLinkIntegrityErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub excessive_buffer_overrun_errors: u64 = 1216, 64, "ExcessiveBufferOverrunErrors",
+            counter(Error, ADDITIONAL_EXTENDED);
+        pub vl15_dropped: u64 = 1280, 64, "VL15Dropped", counter(Error, ADDITIONAL_EXTENDED);
+        pub port_xmit_wait: u64 = 1344, 64, "PortXmitWait",
+            counter(Congestion, ADDITIONAL_EXTENDED);
+        pub qp1_dropped: u64 = 1408, 64, "QP1Dropped", counter(Resource, ADDITIONAL_QP1_DROPPED);
     }
+}
+
+wire_struct! {
+    /// PortRcvErrorDetails (IBA 16.1.4.2): why packets counted in PortRcvErrors were
+    /// dropped. Every counter stops at 65535.
+    pub struct PortRcvErrorDetails (16) attribute(PerfMgt, 0x0015, "PortRcvErrorDetails") {
+        pub port_select: u8 = 8, 8, "PortSelect";
+        pub counter_select: u16 = 16, 16, "CounterSelect";
+        pub port_local_physical_errors: u16 = 32, 16, "PortLocalPhysicalErrors",
+            counter(Detail, ALWAYS);
+        pub port_malformed_pkt_errors: u16 = 48, 16, "PortMalformedPktErrors",
+            counter(Detail, ALWAYS);
+        pub port_buffer_overrun_errors: u16 = 64, 16, "PortBufferOverrunErrors",
+            counter(Detail, ALWAYS);
+        pub port_dlid_mapping_errors: u16 = 80, 16, "PortDLIDMappingErrors",
+            counter(Detail, ALWAYS);
+        pub port_vl_mapping_errors: u16 = 96, 16, "PortVLMappingErrors", counter(Detail, ALWAYS);
+        pub port_looping_errors: u16 = 112, 16, "PortLoopingErrors", counter(Detail, ALWAYS);
+    }
+}
+
+wire_struct! {
+    /// PortXmitDiscardDetails (IBA 16.1.4.3): why packets counted in PortXmitDiscards were
+    /// discarded. Every counter stops at 65535.
+    pub struct PortXmitDiscardDetails (12) attribute(PerfMgt, 0x0016, "PortXmitDiscardDetails") {
+        pub port_select: u8 = 8, 8, "PortSelect";
+        pub counter_select: u16 = 16, 16, "CounterSelect";
+        pub port_inactive_discards: u16 = 32, 16, "PortInactiveDiscards", counter(Detail, ALWAYS);
+        pub port_neighbor_mtu_discards: u16 = 48, 16, "PortNeighborMTUDiscards",
+            counter(Detail, ALWAYS);
+        pub port_sw_lifetime_limit_discards: u16 = 64, 16, "PortSwLifetimeLimitDiscards",
+            counter(Detail, ALWAYS);
+        pub port_sw_hoq_lifetime_limit_discards: u16 = 80, 16,
+            "PortSwHOQLifetimeLimitDiscards", counter(Detail, ALWAYS);
+    }
+}
+
+wire_struct! {
+    /// PortExtendedSpeedsCounters (IBA 16.1.4.8), the layout of a port that does not run
+    /// RS-FEC: 64b/66b sync header and unknown-block errors, and per lane the error
+    /// detection, FEC-correctable and FEC-uncorrectable block counts. CounterSelect is 64
+    /// bits here. Which layout a PMA answers with: [`extended_speeds_rs_fec`].
+    pub struct PortExtendedSpeedsCounters (140)
+        attribute(PerfMgt, 0x001f, "PortExtendedSpeedsCounters")
+    {
+        pub port_select: u8 = 8, 8, "PortSelect";
+        pub counter_select: u64 = 64, 64, "CounterSelect";
+        pub sync_header_error_counter: u16 = 128, 16, "SyncHeaderErrorCounter",
+            counter(Physical, ALWAYS);
+        pub unknown_block_counter: u16 = 144, 16, "UnknownBlockCounter", counter(Physical, ALWAYS);
+        pub error_detection_lane0: u16 = 160, 16, "ErrorDetectionCounterLane0",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane1: u16 = 176, 16, "ErrorDetectionCounterLane1",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane2: u16 = 192, 16, "ErrorDetectionCounterLane2",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane3: u16 = 208, 16, "ErrorDetectionCounterLane3",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane4: u16 = 224, 16, "ErrorDetectionCounterLane4",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane5: u16 = 240, 16, "ErrorDetectionCounterLane5",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane6: u16 = 256, 16, "ErrorDetectionCounterLane6",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane7: u16 = 272, 16, "ErrorDetectionCounterLane7",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane8: u16 = 288, 16, "ErrorDetectionCounterLane8",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane9: u16 = 304, 16, "ErrorDetectionCounterLane9",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane10: u16 = 320, 16, "ErrorDetectionCounterLane10",
+            counter(Physical, ALWAYS);
+        pub error_detection_lane11: u16 = 336, 16, "ErrorDetectionCounterLane11",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane0: u32 = 352, 32, "FECCorrectableBlockCtrLane0",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane1: u32 = 384, 32, "FECCorrectableBlockCtrLane1",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane2: u32 = 416, 32, "FECCorrectableBlockCtrLane2",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane3: u32 = 448, 32, "FECCorrectableBlockCtrLane3",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane4: u32 = 480, 32, "FECCorrectableBlockCtrLane4",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane5: u32 = 512, 32, "FECCorrectableBlockCtrLane5",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane6: u32 = 544, 32, "FECCorrectableBlockCtrLane6",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane7: u32 = 576, 32, "FECCorrectableBlockCtrLane7",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane8: u32 = 608, 32, "FECCorrectableBlockCtrLane8",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane9: u32 = 640, 32, "FECCorrectableBlockCtrLane9",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane10: u32 = 672, 32, "FECCorrectableBlockCtrLane10",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_block_lane11: u32 = 704, 32, "FECCorrectableBlockCtrLane11",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane0: u32 = 736, 32, "FECUncorrectableBlockCtrLane0",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane1: u32 = 768, 32, "FECUncorrectableBlockCtrLane1",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane2: u32 = 800, 32, "FECUncorrectableBlockCtrLane2",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane3: u32 = 832, 32, "FECUncorrectableBlockCtrLane3",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane4: u32 = 864, 32, "FECUncorrectableBlockCtrLane4",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane5: u32 = 896, 32, "FECUncorrectableBlockCtrLane5",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane6: u32 = 928, 32, "FECUncorrectableBlockCtrLane6",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane7: u32 = 960, 32, "FECUncorrectableBlockCtrLane7",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane8: u32 = 992, 32, "FECUncorrectableBlockCtrLane8",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane9: u32 = 1024, 32, "FECUncorrectableBlockCtrLane9",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane10: u32 = 1056, 32, "FECUncorrectableBlockCtrLane10",
+            counter(Physical, ALWAYS);
+        pub fec_uncorrectable_block_lane11: u32 = 1088, 32, "FECUncorrectableBlockCtrLane11",
+            counter(Physical, ALWAYS);
+    }
+}
+
+wire_struct! {
+    /// PortExtendedSpeedsCounters of a port that runs RS-FEC (perfquery's "with RS-FEC
+    /// Active"): the same attribute ID, other counters in the per-lane area: corrected
+    /// symbols per lane, and the port's correctable and uncorrectable block and corrected
+    /// symbol counts.
+    pub struct PortExtendedSpeedsCountersRsFec (152)
+        attribute(PerfMgt, 0x001f, "PortExtendedSpeedsCounters")
+    {
+        pub port_select: u8 = 8, 8, "PortSelect";
+        pub counter_select: u64 = 64, 64, "CounterSelect";
+        pub sync_header_error_counter: u16 = 128, 16, "SyncHeaderErrorCounter",
+            counter(Physical, ALWAYS);
+        pub unknown_block_counter: u16 = 144, 16, "UnknownBlockCounter", counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane0: u32 = 352, 32, "FECCorrectableSymbolCtrLane0",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane1: u32 = 384, 32, "FECCorrectableSymbolCtrLane1",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane2: u32 = 416, 32, "FECCorrectableSymbolCtrLane2",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane3: u32 = 448, 32, "FECCorrectableSymbolCtrLane3",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane4: u32 = 480, 32, "FECCorrectableSymbolCtrLane4",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane5: u32 = 512, 32, "FECCorrectableSymbolCtrLane5",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane6: u32 = 544, 32, "FECCorrectableSymbolCtrLane6",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane7: u32 = 576, 32, "FECCorrectableSymbolCtrLane7",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane8: u32 = 608, 32, "FECCorrectableSymbolCtrLane8",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane9: u32 = 640, 32, "FECCorrectableSymbolCtrLane9",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane10: u32 = 672, 32, "FECCorrectableSymbolCtrLane10",
+            counter(Physical, ALWAYS);
+        pub fec_correctable_symbol_lane11: u32 = 704, 32, "FECCorrectableSymbolCtrLane11",
+            counter(Physical, ALWAYS);
+        pub port_fec_correctable_block: u32 = 1120, 32, "PortFECCorrectableBlockCtr",
+            counter(Physical, ALWAYS);
+        pub port_fec_uncorrectable_block: u32 = 1152, 32, "PortFECUncorrectableBlockCtr",
+            counter(Physical, ALWAYS);
+        pub port_fec_corrected_symbol: u32 = 1184, 32, "PortFECCorrectedSymbolCtr",
+            counter(Physical, ALWAYS);
+    }
+}
+
+/// Which PortExtendedSpeedsCounters layout a port's PMA answers with, decided as perfquery
+/// does: the RS-FEC one when the PMA has IsRSFECCountersSupported and the port's
+/// PortInfoExtended says FEC modes are supported and RS-FEC (or RS-FEC2) is active;
+/// `port_info_extended` is `None` where it was not (or could not be) read.
+pub fn extended_speeds_rs_fec(
+    capabilities: PmaCapabilities,
+    port_info_extended: Option<&crate::attr::smp_attrs::PortInfoExtended>,
+) -> bool {
+    capabilities.mask & pma_capability::IS_RS_FEC_COUNTERS_SUPPORTED != 0
+        && port_info_extended.is_some_and(|p| p.rs_fec_active())
+}
+
+/// An attribute that breaks one PortCounters error counter down by cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breakdown {
+    /// The PortCounters counter it explains.
+    pub explains: &'static str,
+    /// The attribute's name.
+    pub attribute: &'static str,
+    /// Its layout table (the counter rows are the causes).
+    pub fields: &'static [FieldSpec],
+}
+
+/// The breakdown attributes: PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of
+/// PortXmitDiscards (IBA 16.1.4.2, 16.1.4.3).
+pub const BREAKDOWNS: [Breakdown; 2] = [
+    Breakdown {
+        explains: PortCounters::port_rcv_errors.spec.name,
+        attribute: <PortRcvErrorDetails as Attribute>::NAME,
+        fields: PortRcvErrorDetails::FIELDS,
+    },
+    Breakdown {
+        explains: PortCounters::port_xmit_discards.spec.name,
+        attribute: <PortXmitDiscardDetails as Attribute>::NAME,
+        fields: PortXmitDiscardDetails::FIELDS,
+    },
+];
+
+/// The breakdown of the PortCounters counter called `counter`, if it has one.
+pub fn breakdown_of(counter: &str) -> Option<&'static Breakdown> {
+    BREAKDOWNS.iter().find(|b| b.explains == counter)
 }
 
 /// One counter of a counters attribute, by its specification name.
@@ -215,15 +523,15 @@ impl CounterValue {
     }
 }
 
-/// The counters among a counters attribute's fields that a PMA with `capability_mask`
+/// The counters among a counters attribute's fields that a PMA with `capabilities`
 /// implements, in table order.
 fn counters_in<'a>(
     fields: impl Iterator<Item = (&'static FieldSpec, FieldValue<'a>)> + 'a,
-    capability_mask: u16,
+    capabilities: PmaCapabilities,
 ) -> impl Iterator<Item = CounterValue> + 'a {
     fields.filter_map(move |(spec, value)| {
         let counter = spec.counter()?;
-        if capability_mask & counter.needs != counter.needs {
+        if !capabilities.covers(counter.needs) {
             return None;
         }
         Some(CounterValue {
@@ -242,6 +550,8 @@ pub trait PortSelected: Attribute<Class = PerfMgt> + Default {
     fn selecting(port: u8, counter_select: u16) -> Self;
     /// The port a reply is for.
     fn port_select(&self) -> u8;
+    /// The counters a PMA with `capabilities` implements, in specification order.
+    fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue>;
 }
 
 /// The counters of the counters attributes, read from their tables, and their selection.
@@ -251,20 +561,22 @@ macro_rules! counter_access {
             fn selecting(port: u8, counter_select: u16) -> Self {
                 Self {
                     port_select: port,
-                    counter_select,
+                    counter_select: counter_select.into(),
                     ..Default::default()
                 }
             }
             fn port_select(&self) -> u8 {
                 self.port_select
             }
+            fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue> {
+                self.counters_for(capabilities).collect()
+            }
         }
 
         impl $ty {
-            /// The counters a PMA with ClassPortInfo CapabilityMask `capability_mask`
-            /// implements, in specification order.
-            pub fn counters_for(&self, capability_mask: u16) -> impl Iterator<Item = CounterValue> + '_ {
-                counters_in(self.fields(), capability_mask)
+            /// The counters a PMA with `capabilities` implements, in specification order.
+            pub fn counters_for(&self, capabilities: PmaCapabilities) -> impl Iterator<Item = CounterValue> + '_ {
+                counters_in(self.fields(), capabilities)
             }
             /// The counters of a PMA with [`ASSUMED_CAPABILITIES`], collected.
             pub fn counters(&self) -> Vec<CounterValue> {
@@ -278,7 +590,14 @@ macro_rules! counter_access {
         }
     )*};
 }
-counter_access!(PortCounters, PortCountersExtended);
+counter_access!(
+    PortCounters,
+    PortCountersExtended,
+    PortRcvErrorDetails,
+    PortXmitDiscardDetails,
+    PortExtendedSpeedsCounters,
+    PortExtendedSpeedsCountersRsFec
+);
 
 /// CounterSelect bits of a PortCounters Set (IBA 16.1.3.5): which counters to clear.
 pub mod counter_select {
@@ -304,8 +623,13 @@ pub mod counter_select {
 // Name lists, computed from the tables at compile time.
 
 /// Whether a row is a counter of `kind` (any kind for `None`) that a PMA with
-/// `capability_mask` implements.
-const fn listed(spec: &FieldSpec, kind: Option<CounterKind>, capability_mask: u16) -> bool {
+/// `capabilities` implements and that needs at least `requiring`.
+const fn listed(
+    spec: &FieldSpec,
+    kind: Option<CounterKind>,
+    capabilities: PmaCapabilities,
+    requiring: PmaCapabilities,
+) -> bool {
     let Role::Counter(c) = spec.role else {
         return false;
     };
@@ -313,7 +637,7 @@ const fn listed(spec: &FieldSpec, kind: Option<CounterKind>, capability_mask: u1
         Some(k) => k as u8 == c.kind as u8,
         None => true,
     };
-    kind_matches && capability_mask & c.needs == c.needs
+    kind_matches && capabilities.covers(c.needs) && c.needs.covers(requiring)
 }
 
 const fn same_name(a: &str, b: &str) -> bool {
@@ -335,7 +659,9 @@ const fn same_name(a: &str, b: &str) -> bool {
 const fn has_counter(in_table: &[FieldSpec], name: &str) -> bool {
     let mut i = 0;
     while i < in_table.len() {
-        if listed(&in_table[i], None, u16::MAX) && same_name(in_table[i].name, name) {
+        if listed(&in_table[i], None, PmaCapabilities::ALL, ALWAYS)
+            && same_name(in_table[i].name, name)
+        {
             return true;
         }
         i += 1;
@@ -343,18 +669,27 @@ const fn has_counter(in_table: &[FieldSpec], name: &str) -> bool {
     false
 }
 
-/// Which rows of `table` a name list takes: counters of `kind` a PMA with `capability_mask`
-/// implements, and of those only the ones `other` has (`Some(true)`), lacks (`Some(false)`),
-/// or either (`None`).
+/// Which rows of `table` a name list takes: counters of `kind` a PMA with `capabilities`
+/// implements that need at least `requiring`, and of those only the ones `other` has
+/// (`Some(true)`), lacks (`Some(false)`), or either (`None`).
 #[derive(Clone, Copy)]
 struct Pick {
     kind: Option<CounterKind>,
-    capability_mask: u16,
+    capabilities: PmaCapabilities,
+    requiring: PmaCapabilities,
     in_other: Option<(&'static [FieldSpec], bool)>,
 }
 
+/// Every counter of a table.
+const ANY_COUNTER: Pick = Pick {
+    kind: None,
+    capabilities: PmaCapabilities::ALL,
+    requiring: ALWAYS,
+    in_other: None,
+};
+
 const fn picked(spec: &FieldSpec, pick: Pick) -> bool {
-    if !listed(spec, pick.kind, pick.capability_mask) {
+    if !listed(spec, pick.kind, pick.capabilities, pick.requiring) {
         return false;
     }
     match pick.in_other {
@@ -387,25 +722,32 @@ const fn names<const N: usize>(table: &[FieldSpec], pick: Pick) -> [&'static str
     out
 }
 
+/// Every counter row of `table`, in table order (a `const` name list).
+macro_rules! all_counters {
+    ($ty:ty) => {
+        names::<{ count(<$ty>::FIELDS, ANY_COUNTER) }>(<$ty>::FIELDS, ANY_COUNTER)
+    };
+}
+
 const PORT_COUNTERS_PICK: Pick = Pick {
-    kind: None,
-    capability_mask: ASSUMED_CAPABILITIES,
-    in_other: None,
+    capabilities: ASSUMED_CAPABILITIES,
+    ..ANY_COUNTER
 };
 const ERROR_PICK: Pick = Pick {
     kind: Some(Error),
-    capability_mask: u16::MAX,
-    in_other: None,
+    ..ANY_COUNTER
 };
 const EXTENDED_ONLY_PICK: Pick = Pick {
-    kind: None,
-    capability_mask: u16::MAX,
     in_other: Some((PortCounters::FIELDS, false)),
+    ..ANY_COUNTER
 };
 const WITH_EXTENDED_FORM_PICK: Pick = Pick {
-    kind: None,
-    capability_mask: u16::MAX,
     in_other: Some((PortCountersExtended::FIELDS, true)),
+    ..ANY_COUNTER
+};
+const ADDITIONAL_PICK: Pick = Pick {
+    requiring: ADDITIONAL_EXTENDED,
+    ..ANY_COUNTER
 };
 
 /// PortCounters' counters of a PMA with [`ASSUMED_CAPABILITIES`], in specification order.
@@ -416,7 +758,8 @@ pub const PORT_COUNTER_NAMES: [&str; count(PortCounters::FIELDS, PORT_COUNTERS_P
 pub const ERROR_COUNTERS: [&str; count(PortCounters::FIELDS, ERROR_PICK)] =
     names(PortCounters::FIELDS, ERROR_PICK);
 
-/// PortCountersExtended's counters, in specification order.
+/// PortCountersExtended's counters of a PMA with [`ASSUMED_CAPABILITIES`] (data and
+/// packets), in specification order.
 pub const EXTENDED_COUNTER_NAMES: [&str; count(PortCountersExtended::FIELDS, PORT_COUNTERS_PICK)] =
     names(PortCountersExtended::FIELDS, PORT_COUNTERS_PICK);
 
@@ -424,19 +767,64 @@ pub const EXTENDED_COUNTER_NAMES: [&str; count(PortCountersExtended::FIELDS, POR
 pub const EXTENDED_ONLY_COUNTERS: [&str; count(PortCountersExtended::FIELDS, EXTENDED_ONLY_PICK)] =
     names(PortCountersExtended::FIELDS, EXTENDED_ONLY_PICK);
 
-/// PortCounters counters PortCountersExtended also has, 64 bits wide (data and packets).
+/// PortCounters counters PortCountersExtended can carry 64 bits wide: data and packets
+/// always, the others with IsAdditionalPortCountersExtendedSupported.
 pub const COUNTERS_WITH_EXTENDED_FORM: [&str;
     count(PortCounters::FIELDS, WITH_EXTENDED_FORM_PICK)] =
     names(PortCounters::FIELDS, WITH_EXTENDED_FORM_PICK);
 
-/// The kind of the counter called `name` in PortCounters or PortCountersExtended.
+/// PortCountersExtended's additional counters (IsAdditionalPortCountersExtendedSupported):
+/// the error counters, PortXmitWait and QP1Dropped, 64 bits wide.
+pub const ADDITIONAL_EXTENDED_COUNTERS: [&str;
+    count(PortCountersExtended::FIELDS, ADDITIONAL_PICK)] =
+    names(PortCountersExtended::FIELDS, ADDITIONAL_PICK);
+
+/// PortRcvErrorDetails' counters.
+pub const RCV_ERROR_DETAIL_COUNTERS: [&str; count(PortRcvErrorDetails::FIELDS, ANY_COUNTER)] =
+    all_counters!(PortRcvErrorDetails);
+
+/// PortXmitDiscardDetails' counters.
+pub const XMIT_DISCARD_DETAIL_COUNTERS: [&str; count(PortXmitDiscardDetails::FIELDS, ANY_COUNTER)] =
+    all_counters!(PortXmitDiscardDetails);
+
+/// PortExtendedSpeedsCounters' counters (the layout without RS-FEC).
+pub const EXTENDED_SPEEDS_COUNTERS: [&str; count(PortExtendedSpeedsCounters::FIELDS, ANY_COUNTER)] =
+    all_counters!(PortExtendedSpeedsCounters);
+
+/// PortExtendedSpeedsCounters' counters in the RS-FEC layout.
+pub const EXTENDED_SPEEDS_RS_FEC_COUNTERS: [&str;
+    count(PortExtendedSpeedsCountersRsFec::FIELDS, ANY_COUNTER)] =
+    all_counters!(PortExtendedSpeedsCountersRsFec);
+
+/// The counter called `name` in PortCounters, PortCountersExtended or a detail attribute:
+/// its row's counter facts.
+fn counter_facts(name: &str) -> Option<Counter> {
+    [
+        PortCounters::FIELDS,
+        PortCountersExtended::FIELDS,
+        PortRcvErrorDetails::FIELDS,
+        PortXmitDiscardDetails::FIELDS,
+        PortExtendedSpeedsCounters::FIELDS,
+        PortExtendedSpeedsCountersRsFec::FIELDS,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|spec| spec.name == name)
+    .and_then(|spec| spec.counter())
+}
+
+/// The kind of the counter called `name` in any counters attribute.
 pub fn counter_kind(name: &str) -> Option<CounterKind> {
-    PortCounters::FIELDS
-        .iter()
-        .chain(PortCountersExtended::FIELDS)
-        .find(|spec| spec.name == name)
-        .and_then(|spec| spec.counter())
-        .map(|c| c.kind)
+    counter_facts(name).map(|c| c.kind)
+}
+
+/// Whether a PMA with `capabilities` answers the PortCounters counter `name` from
+/// PortCountersExtended, 64 bits wide.
+pub fn has_extended_form(name: &str, capabilities: PmaCapabilities) -> bool {
+    pma_capability::has_extended_counters(capabilities.mask)
+        && PortCountersExtended::FIELDS.iter().any(|spec| {
+            spec.name == name && spec.counter().is_some_and(|c| capabilities.covers(c.needs))
+        })
 }
 
 #[cfg(test)]
@@ -481,12 +869,12 @@ mod tests {
         assert_eq!(c.counters().len(), 17);
         assert!(c.get("QP1Dropped").is_none());
         let with_qp1: Vec<_> = c
-            .counters_for(pma_capability::IS_QP1_DROPPED_SUPPORTED)
+            .counters_for(needs(pma_capability::IS_QP1_DROPPED_SUPPORTED, 0))
             .map(|f| (f.name, f.value))
             .collect();
         assert!(with_qp1.contains(&("QP1Dropped", 3)));
         assert!(!with_qp1.iter().any(|(n, _)| *n == "PortXmitWait"));
-        assert_eq!(c.counters_for(0x1200).count(), 17);
+        assert_eq!(c.counters_for(needs(0x1200, 0)).count(), 17);
         assert!(PortCounters::decode(&b[..43]).is_err());
     }
 
@@ -517,8 +905,10 @@ mod tests {
         let mut buf = [0u8; 44];
         all.encode_into(&mut buf).unwrap();
         let decoded = PortCounters::decode(&buf).unwrap();
-        assert!(decoded.counters_for(u16::MAX).all(|c| c.saturated()));
-        assert_eq!(decoded.counters_for(u16::MAX).count(), 18);
+        assert!(decoded
+            .counters_for(PmaCapabilities::ALL)
+            .all(|c| c.saturated()));
+        assert_eq!(decoded.counters_for(PmaCapabilities::ALL).count(), 18);
         assert_eq!(PortCounters::local_link_integrity_errors.spec.max(), 15);
         assert_eq!(PortCounters::port_xmit_wait.spec.max(), 0xffff_ffff);
         let e = PortCountersExtended {
@@ -562,10 +952,22 @@ mod tests {
                 "PortXmitWait"
             ]
         );
+        // Every PortCounters counter has a 64-bit form (the additional counters).
         assert_eq!(
             COUNTERS_WITH_EXTENDED_FORM,
+            *PortCounters::FIELDS
+                .iter()
+                .filter(|f| f.counter().is_some())
+                .map(|f| f.name)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            EXTENDED_COUNTER_NAMES[..4],
             ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"]
         );
+        let mut additional = ERROR_COUNTERS.to_vec();
+        additional.extend(["PortXmitWait", "QP1Dropped"]);
+        assert_eq!(ADDITIONAL_EXTENDED_COUNTERS.to_vec(), additional);
         assert_eq!(
             EXTENDED_ONLY_COUNTERS,
             [
@@ -575,8 +977,16 @@ mod tests {
                 "PortMulticastRcvPkts"
             ]
         );
-        assert_eq!(EXTENDED_COUNTER_NAMES[..4], COUNTERS_WITH_EXTENDED_FORM);
         assert_eq!(EXTENDED_COUNTER_NAMES[4..], EXTENDED_ONLY_COUNTERS);
+        assert_eq!(counter_kind("PortLoopingErrors"), Some(CounterKind::Detail));
+        assert_eq!(
+            counter_kind("PortFECCorrectedSymbolCtr"),
+            Some(CounterKind::Physical)
+        );
+        assert_eq!(RCV_ERROR_DETAIL_COUNTERS.len(), 6);
+        assert_eq!(XMIT_DISCARD_DETAIL_COUNTERS.len(), 4);
+        assert_eq!(EXTENDED_SPEEDS_COUNTERS.len(), 2 + 3 * 12);
+        assert_eq!(EXTENDED_SPEEDS_RS_FEC_COUNTERS.len(), 2 + 12 + 3);
         assert_eq!(counter_kind("PortXmitWait"), Some(CounterKind::Congestion));
         assert_eq!(counter_kind("PortRcvData"), Some(CounterKind::Data));
         assert_eq!(

@@ -397,6 +397,150 @@ impl PortInfo {
     }
 }
 
+/// PortInfo LinkSpeedActive's QDR bit: the value behind which Mellanox hardware hides FDR10.
+const LINK_SPEED_QDR: u8 = 4;
+
+impl PortInfo {
+    /// Whether this port's speed may be FDR10, which only Mellanox's vendor attribute
+    /// ([`MlnxExtPortInfo`]) tells: physically up, LinkSpeedActive QDR and no extended
+    /// speed active. libibnetdisc asks for the vendor attribute in exactly this case (on
+    /// the devices [`MlnxExtPortInfo::answered_by`] names).
+    pub fn may_run_fdr10(&self) -> bool {
+        self.phys_state() == PhysState::LinkUp
+            && self.link_speed_active == LINK_SPEED_QDR
+            && self.link_speed_ext_active == 0
+            && self.link_speed_ext_active2 == 0
+    }
+    /// [`PortInfo::speed_active`] with the port's [`MlnxExtPortInfo`], when read: an
+    /// extended speed wins, then FDR10, then LinkSpeedActive (as ibnetdiscover and
+    /// iblinkinfo print it).
+    pub fn speed_active_with(&self, mlnx: Option<&MlnxExtPortInfo>) -> Option<Speed> {
+        let (ext, ext2) = self.ext_fields(self.link_speed_ext_active, self.link_speed_ext_active2);
+        if ext == 0 && ext2 == 0 && mlnx.is_some_and(|m| m.fdr10(m.link_speed_active)) {
+            return Some(Speed::Fdr10);
+        }
+        self.speed_active()
+    }
+    /// [`PortInfo::speeds_supported`] and FDR10 where the vendor attribute supports it.
+    pub fn speeds_supported_with(&self, mlnx: Option<&MlnxExtPortInfo>) -> SpeedSet {
+        let mut set = self.speeds_supported();
+        if mlnx.is_some_and(|m| m.fdr10(m.link_speed_supported)) {
+            set.insert(Speed::Fdr10);
+        }
+        set
+    }
+    /// [`PortInfo::speeds_enabled`] and FDR10 where the vendor attribute enables it.
+    pub fn speeds_enabled_with(&self, mlnx: Option<&MlnxExtPortInfo>) -> SpeedSet {
+        let mut set = self.speeds_enabled();
+        if mlnx.is_some_and(|m| m.fdr10(m.link_speed_enabled)) {
+            set.insert(Speed::Fdr10);
+        }
+        set
+    }
+}
+
+wire_struct! {
+    /// Mellanox's ExtendedPortInfo, a vendor-specific SMP attribute (ID 0xFF90, the port in
+    /// the modifier): how FDR10 (10.3125 Gb/s per lane, 64b/66b) is negotiated, which the
+    /// standard PortInfo fields cannot express. Layout as rdma-core's libibmad field table
+    /// (IB_MLNX_EXT_PORT_*) gives it; the speed fields are masks whose bit 0 is FDR10.
+    pub struct MlnxExtPortInfo (16) attribute(SubnMgt, 0xff90, "MlnxExtPortInfo") {
+        pub state_change_enable: u8 = 24, 8, "StateChangeEnable";
+        pub link_speed_supported: u8 = 56, 8, "LinkSpeedSupported";
+        pub link_speed_enabled: u8 = 88, 8, "LinkSpeedEnabled";
+        pub link_speed_active: u8 = 120, 8, "LinkSpeedActive";
+    }
+}
+
+impl MlnxExtPortInfo {
+    /// Whether `mask` (one of the speed fields) has FDR10's bit, as [`SPEEDS`] places it.
+    ///
+    /// [`SPEEDS`]: crate::attr::link::SPEEDS
+    pub fn fdr10(&self, mask: u8) -> bool {
+        mask & Speed::Fdr10.facts().bit != 0
+    }
+
+    /// Whether a node answers this attribute: the Mellanox/NVIDIA switch and HCA device IDs
+    /// (SwitchX, Switch-IB, Switch-IB 2, Quantum; ConnectX-3 to ConnectX-6 and their
+    /// virtual functions, Connect-IB, BlueField) and Bull's OEM versions of them under
+    /// vendor ID 0x119f: the list libibnetdisc and infiniband-diags check before asking
+    /// (is_mlnx_ext_port_info_supported). Other devices are not asked.
+    pub fn answered_by(vendor_id: u32, device_id: u16) -> bool {
+        const BULL: u32 = 0x119f;
+        let switch = matches!(
+            device_id,
+            0xc738..=0xc73b | 0xc839 | 0xcb20 | 0xcf08 | 0xcf09 | 0xd2f0
+        );
+        let hca = matches!(device_id, 0x1003..=0x101b | 0xa2d2);
+        let bull_switch = matches!(
+            device_id,
+            0x1b02 | 0x1b50 | 0x1ba0 | 0x1bd0..=0x1bd5 | 0x1bf0
+        );
+        let bull_hca = matches!(
+            device_id,
+            0x1b33
+                | 0x1b73
+                | 0x1b40
+                | 0x1b41
+                | 0x1b60
+                | 0x1b61
+                | 0x1b83
+                | 0x1b93
+                | 0x1b94
+                | 0x1bb4
+                | 0x1bb5
+                | 0x1bc4..=0x1bc6
+        );
+        switch || hca || (vendor_id == BULL && (bull_switch || bull_hca))
+    }
+}
+
+crate::coded_enum! {
+    /// PortInfoExtended FECModeActive (IBA 14.2.5.21; rdma-core's IB_PORT_EXT_*_MODE_ACTIVE).
+    pub enum FecMode: u16 {
+        NoFec = 0, "No FEC", "none";
+        FireCode = 1, "Firecode FEC", "FC";
+        RsFec = 2, "RS-FEC", "RS";
+        LowLatencyRsFec = 3, "Low Latency RS-FEC", "LLRS";
+        RsFec2 = 4, "RS-FEC2", "RS2";
+    }
+}
+
+wire_struct! {
+    /// PortInfoExtended (IBA 14.2.5.21, SMP attribute 0x33), valid where PortInfo
+    /// CapabilityMask2 has IsPortInfoExtendedSupported: which forward error correction a
+    /// port runs, and which it supports and enables per speed.
+    pub struct PortInfoExtended (22) attribute(SubnMgt, 0x0033, "PortInfoExtended") {
+        /// Bit 0: IsFECModeSupported (the FEC fields mean something).
+        pub capability_mask: u32 = 0, 32, "CapMask";
+        /// See [`FecMode`].
+        pub fec_mode_active: u16 = 32, 16, "FECModeActive";
+        pub fdr_fec_mode_supported: u16 = 48, 16, "FDRFECModeSupported";
+        pub fdr_fec_mode_enabled: u16 = 64, 16, "FDRFECModeEnabled";
+        pub edr_fec_mode_supported: u16 = 80, 16, "EDRFECModeSupported";
+        pub edr_fec_mode_enabled: u16 = 96, 16, "EDRFECModeEnabled";
+        pub hdr_fec_mode_supported: u16 = 112, 16, "HDRFECModeSupported";
+        pub hdr_fec_mode_enabled: u16 = 128, 16, "HDRFECModeEnabled";
+        pub ndr_fec_mode_supported: u16 = 144, 16, "NDRFECModeSupported";
+        pub ndr_fec_mode_enabled: u16 = 160, 16, "NDRFECModeEnabled";
+    }
+}
+
+impl PortInfoExtended {
+    /// CapMask IsFECModeSupported.
+    pub const IS_FEC_MODE_SUPPORTED: u32 = 1 << 0;
+
+    pub fn fec_mode(&self) -> FecMode {
+        FecMode::from_code(self.fec_mode_active)
+    }
+    /// FEC modes are supported and RS-FEC (or RS-FEC2) is active: the case in
+    /// which perfquery reads PortExtendedSpeedsCounters in its RS-FEC layout.
+    pub fn rs_fec_active(&self) -> bool {
+        self.capability_mask & Self::IS_FEC_MODE_SUPPORTED != 0
+            && matches!(self.fec_mode(), FecMode::RsFec | FecMode::RsFec2)
+    }
+}
+
 /// MTU code (1..=5) to bytes: 1 = 256 .. 5 = 4096.
 pub fn mtu_bytes(code: u8) -> Option<u32> {
     match code {

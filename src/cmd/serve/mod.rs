@@ -33,12 +33,15 @@ use sweeper::Sweeper;
 ///
 /// Endpoints (GET only; nothing here changes the fabric):
 ///   /metrics   Prometheus text exposition from the last sweep: every port's counters
-///              (64-bit PortCountersExtended where implemented, data in bytes; the same
-///              metric names as `counters --format prom`, less a trailing `_counter`:
-///              ibscope_port_symbol_error_total), link state, width, speed,
-///              degraded flag, node info, per-node scrape errors/timeouts, sweep timing,
-///              and per scrape: ibscope_up (0 while the fabric is unreachable),
-///              ibscope_sample_stale, ibscope_sweep_age_seconds,
+///              (64-bit PortCountersExtended where implemented, the error counters too
+///              where the PMA has them 64 bits wide; data in bytes; the same metric names
+///              as `counters --format prom`, less a trailing `_counter`:
+///              ibscope_port_symbol_error_total), the breakdown of PortRcvErrors and
+///              PortXmitDiscards by cause for ports where those counted
+///              (PortRcvErrorDetails, PortXmitDiscardDetails: ibscope_port_looping_errors_total
+///              ...), link state, width, speed, degraded flag, node info, per-node scrape
+///              errors/timeouts, sweep timing, and per scrape: ibscope_up (0 while the
+///              fabric is unreachable), ibscope_sample_stale, ibscope_sweep_age_seconds,
 ///              ibscope_port_reopens_total.
 ///   /healthz   200 "ok" when the fabric answers and the last sweep succeeded and is fresh
 ///              (younger than 3 x --interval + 5 s), else 503 with the reason.
@@ -84,9 +87,11 @@ pub struct Args {
     /// Seconds between counter sweeps.
     #[arg(long, default_value_t = 10.0, value_name = "S")]
     pub interval: f64,
-    /// Counter families on the page: all 21 (default), errors (the 12 PortCounters error
-    /// counters, SymbolErrorCounter to VL15Dropped) or data (the 9 traffic counters: data,
-    /// packets, unicast/multicast packets, XmitWait). On the 2,048-host benchmark fabric:
+    /// Counter families on the page: all 31 (default), errors (the 12 PortCounters error
+    /// counters, SymbolErrorCounter to VL15Dropped, and the 10 breakdown counters, with
+    /// series only for ports whose PortRcvErrors or PortXmitDiscards counted) or data (the
+    /// 9 traffic counters: data, packets, unicast/multicast packets, XmitWait). On the
+    /// 2,048-host benchmark fabric (no errors, so no breakdown series):
     /// 442,638 series (4.9 MiB gzip), errors 311,454 (3.4 MiB), data 267,726 (3.0 MiB).
     /// Trims the page only: one PortCounters MAD carries every counter. Link, node and
     /// sweep families are always there.
@@ -122,7 +127,8 @@ pub struct Args {
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
 const AFTER_HELP: &str = "\
 Page size: per port 21 counter series, a saturation gauge and up to 8 link gauges (state,
-physical state, active, link up, width, speed, data rate, degraded); per node 3 series.
+physical state, active, link up, width, speed, data rate, degraded); per node 3 series;
+and 6 or 4 breakdown series per port whose PortRcvErrors or PortXmitDiscards counted.
 Measured on the 2,048-host fat tree of bench/serve_scrape.sh (2,396 nodes, 14,576 ports):
   (default)                                         442,638 series, 92 MB text, 4.9 MiB gzip
   --counters errors                                 311,454 series, 3.4 MiB gzip
@@ -140,21 +146,25 @@ then at doubling intervals up to 30 s.";
 /// Which counter families `/metrics` carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CounterFamilies {
-    /// The 12 error counters (as `counters` and thresholds use them).
+    /// The 12 error counters (as `counters` and thresholds use them) and the 10 that break
+    /// PortRcvErrors and PortXmitDiscards down.
     Errors,
     /// The 9 data, packet and wait counters.
     Data,
-    /// All 21.
+    /// All 31.
     All,
 }
 
 impl CounterFamilies {
-    /// The counter names on the page, in page order.
+    /// The counter names on the page, in page order: PortCounters and the extended-only
+    /// ones, then the breakdown counters.
     pub fn names(self) -> Vec<&'static str> {
         counters::all_counter_names()
             .into_iter()
+            .chain(counters::detail_counter_names())
             .filter(|n| {
-                let error = counters::ERROR_COUNTERS.contains(n);
+                let error = counters::ERROR_COUNTERS.contains(n)
+                    || counters::detail_counter_names().contains(n);
                 match self {
                     CounterFamilies::Errors => error,
                     CounterFamilies::Data => !error,
@@ -398,8 +408,9 @@ mod tests {
         let errors = CounterFamilies::Errors.names();
         let data = CounterFamilies::Data.names();
         let all = CounterFamilies::All.names();
-        assert_eq!((errors.len(), data.len(), all.len()), (12, 9, 21));
-        assert_eq!(errors, counters::ERROR_COUNTERS);
+        assert_eq!((errors.len(), data.len(), all.len()), (22, 9, 31));
+        assert_eq!(&errors[..12], counters::ERROR_COUNTERS);
+        assert_eq!(errors[12..], counters::detail_counter_names());
         assert!(data.contains(&"PortXmitData") && data.contains(&"PortMulticastRcvPkts"));
         assert!(data.contains(&"PortXmitWait"));
         assert!(errors.iter().all(|e| !data.contains(e)));

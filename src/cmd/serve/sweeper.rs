@@ -148,7 +148,13 @@ impl Sweeper {
         }
         let d = progress.current.as_ref().expect("discovered above");
         let t = Instant::now();
-        let sample = counters::sweep(engine, &d.fabric, &d.targets, self.names.as_ref());
+        // The breakdown of errors that counted: the page's breakdown families, and the
+        // findings' causes.
+        let options = counters::SweepOptions {
+            details: counters::DetailReads::Explaining,
+        };
+        let sample =
+            counters::sweep_with(engine, &d.fabric, &d.targets, self.names.as_ref(), options);
         let sweep_us = micros(t);
         if !go_on(self, engine)? {
             return Ok(false);

@@ -1,9 +1,12 @@
 //! Port counters through the PMA of every port (PerfMgt class, LID routed).
 //!
 //! MAD budget per node: one ClassPortInfo (its CapabilityMask says whether
-//! PortCountersExtended is implemented); per port one PortCounters and, when implemented,
-//! one PortCountersExtended. Every request goes out through one executor batch; the
-//! extended query follows the node's ClassPortInfo reply, so the window stays full.
+//! PortCountersExtended is implemented, CapabilityMask2 whether it carries the error
+//! counters 64 bits wide); per port one PortCounters and, when implemented, one
+//! PortCountersExtended; with [`SweepOptions`] the breakdown attributes
+//! (PortRcvErrorDetails, PortXmitDiscardDetails) and PortExtendedSpeedsCounters. Every
+//! request goes out through one executor batch; the extended query follows the node's
+//! ClassPortInfo reply, so the window stays full.
 //!
 //! Ports covered, as perfquery and ibqueryerrors do: switch ports 1..=N at the switch's LID
 //! (port 0 only with SwitchInfo.EnhancedPort0: a base port 0 has no PMA counters of its own),
@@ -35,13 +38,16 @@ pub mod thresholds;
 
 pub use delta::{diff, CounterDelta, PortDelta};
 pub use names::{
-    all_counter_names, is_data_counter, known_counter, ERROR_COUNTERS, EXTENDED_COUNTER_NAMES,
-    EXTENDED_ONLY, PORT_COUNTER_NAMES,
+    all_counter_names, detail_counter_names, is_data_counter, known_counter, ADDITIONAL_EXTENDED,
+    ERROR_COUNTERS, EXTENDED_COUNTER_NAMES, EXTENDED_ONLY, PORT_COUNTER_NAMES,
 };
 pub use pma::ALL_PORTS;
 pub use reset::{reset, ResetResult};
-pub use sample::{CounterSet, PortSample, Sample};
+pub use sample::{CounterSet, Details, PortSample, Reading, Sample};
 pub use screen::{screen, Screen};
-pub use sweep::{sweep, sweep_screened, DrilledSwitch, ScreenedSweep, ScreenedSwitch};
+pub use sweep::{
+    sweep, sweep_screened, sweep_screened_with, sweep_with, DetailReads, DrilledSwitch,
+    ScreenedSweep, ScreenedSwitch, SweepOptions,
+};
 pub use targets::{targets, CounterTarget};
 pub use thresholds::{ThresholdError, Thresholds};

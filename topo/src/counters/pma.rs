@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 
 use ibscope_mad::attr::{
-    ClassPortInfo, CounterValue, PortCounters, PortCountersExtended, PortSelected,
+    perf_attrs, ClassPortInfo, CounterValue, PmaCapabilities, PortCounters, PortCountersExtended,
+    PortExtendedSpeedsCounters, PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected,
+    PortXmitDiscardDetails,
 };
 use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::method;
+use ibscope_mad::header::{method, MadStatusCode};
 
 use super::targets::CounterTarget;
 use crate::model::NodeId;
@@ -42,6 +44,93 @@ pub(super) enum Query {
     AllPorts(usize),
     /// PortCountersExtended with PortSelect 0xFF, of group `usize`.
     AllPortsExtended(usize),
+    /// A breakdown attribute of a target.
+    Breakdown(usize, Breakdown),
+    /// The PortInfo that says whether a target's port has PortInfoExtended (port 0's on a
+    /// switch, as perfquery reads it).
+    FecPortInfo(usize),
+    /// The PortInfoExtended that says whether a target's port runs RS-FEC.
+    FecMode(usize),
+    /// PortExtendedSpeedsCounters of a target, in the RS-FEC layout or not.
+    ExtendedSpeeds(usize, bool),
+}
+
+/// The breakdown attributes a sweep reads, in [`perf_attrs::BREAKDOWNS`] order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Breakdown {
+    RcvErrors,
+    XmitDiscards,
+}
+
+impl Breakdown {
+    pub(super) const ALL: [Breakdown; 2] = [Breakdown::RcvErrors, Breakdown::XmitDiscards];
+
+    /// Its facts: which counter it explains, the attribute's name.
+    pub(super) fn facts(self) -> &'static perf_attrs::Breakdown {
+        &perf_attrs::BREAKDOWNS[self as usize]
+    }
+    pub(super) fn request(self, t: &CounterTarget) -> Request {
+        match self {
+            Breakdown::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::GET, 0),
+            Breakdown::XmitDiscards => port_request::<PortXmitDiscardDetails>(t, method::GET, 0),
+        }
+    }
+    /// Its Set clearing every counter of the attribute.
+    pub(super) fn clear(self, t: &CounterTarget) -> Request {
+        match self {
+            Breakdown::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::SET, 0xffff),
+            Breakdown::XmitDiscards => {
+                port_request::<PortXmitDiscardDetails>(t, method::SET, 0xffff)
+            }
+        }
+    }
+    pub(super) fn decode(
+        self,
+        result: Result<Response, MadError>,
+        want: u8,
+    ) -> Result<Vec<CounterValue>, String> {
+        match self {
+            Breakdown::RcvErrors => {
+                decode_reply::<PortRcvErrorDetails>(result, want, PmaCapabilities::ALL)
+            }
+            Breakdown::XmitDiscards => {
+                decode_reply::<PortXmitDiscardDetails>(result, want, PmaCapabilities::ALL)
+            }
+        }
+    }
+}
+
+/// PortExtendedSpeedsCounters of a target, in the RS-FEC layout or not.
+pub(super) fn extended_speeds_request(t: &CounterTarget, rs_fec: bool) -> Request {
+    if rs_fec {
+        port_request::<PortExtendedSpeedsCountersRsFec>(t, method::GET, 0)
+    } else {
+        port_request::<PortExtendedSpeedsCounters>(t, method::GET, 0)
+    }
+}
+
+/// A PortExtendedSpeedsCounters reply in the layout asked for.
+pub(super) fn decode_extended_speeds(
+    result: Result<Response, MadError>,
+    want: u8,
+    rs_fec: bool,
+) -> Result<Vec<CounterValue>, String> {
+    if rs_fec {
+        decode_reply::<PortExtendedSpeedsCountersRsFec>(result, want, PmaCapabilities::ALL)
+    } else {
+        decode_reply::<PortExtendedSpeedsCounters>(result, want, PmaCapabilities::ALL)
+    }
+}
+
+/// The PMA answered that it does not implement the attribute: absent, not an error.
+pub(super) fn not_implemented(result: &Result<Response, MadError>) -> bool {
+    matches!(
+        result,
+        Err(MadError::Status(s)) if matches!(
+            s.code(),
+            MadStatusCode::MethodAttributeUnsupported | MadStatusCode::MethodUnsupported
+        )
+    )
 }
 
 /// Targets grouped by node: the LID ClassPortInfo goes to, and the target indexes.
@@ -60,30 +149,41 @@ pub(super) fn group(targets: &[CounterTarget]) -> Vec<(u16, Vec<usize>)> {
     groups
 }
 
-/// A PortCounters (`extended` false) or PortCountersExtended reply, checked: it must answer
-/// for PortSelect `want` (a PMA that ignores PortSelect would otherwise give another port's
-/// values). The error does not name the attribute; callers add that.
+/// A counters reply of attribute `A`, checked: it must answer for PortSelect `want` (a PMA
+/// that ignores PortSelect would otherwise give another port's values). Its counters are
+/// those a PMA with `capabilities` implements. The error does not name the attribute;
+/// callers add that.
+pub(super) fn decode_reply<A: PortSelected>(
+    result: Result<Response, MadError>,
+    want: u8,
+    capabilities: PmaCapabilities,
+) -> Result<Vec<CounterValue>, String> {
+    let r = result.map_err(|e| e.to_string())?;
+    let c = r
+        .decode::<A>()
+        .map_err(|e| format!("malformed reply: {e}"))?;
+    let port_select = c.port_select();
+    if port_select != want {
+        return Err(format!("reply is for port {port_select} (asked {want})"));
+    }
+    Ok(c.counter_values(capabilities))
+}
+
+/// A PortCounters (`extended` false) or PortCountersExtended reply, checked as
+/// [`decode_reply`] does; PortCounters' counters are those of
+/// [`ASSUMED_CAPABILITIES`](perf_attrs::ASSUMED_CAPABILITIES), PortCountersExtended's those
+/// `capabilities` say the PMA has.
 pub(super) fn decode_counter_reply(
     result: Result<Response, MadError>,
     extended: bool,
     want: u8,
+    capabilities: PmaCapabilities,
 ) -> Result<Vec<CounterValue>, String> {
-    let r = result.map_err(|e| e.to_string())?;
-    let (port_select, values) = if extended {
-        let c = r
-            .decode::<PortCountersExtended>()
-            .map_err(|e| format!("malformed reply: {e}"))?;
-        (c.port_select, c.counters())
+    if extended {
+        decode_reply::<PortCountersExtended>(result, want, capabilities)
     } else {
-        let c = r
-            .decode::<PortCounters>()
-            .map_err(|e| format!("malformed reply: {e}"))?;
-        (c.port_select, c.counters())
-    };
-    if port_select != want {
-        return Err(format!("reply is for port {port_select} (asked {want})"));
+        decode_reply::<PortCounters>(result, want, perf_attrs::ASSUMED_CAPABILITIES)
     }
-    Ok(values)
 }
 
 /// Queue the per-port reads of `members`.
@@ -115,6 +215,35 @@ pub(super) fn push_port_reads(
 mod tests {
     use super::*;
     use ibscope_mad::attribute::{Attribute, PerfMgt};
+
+    #[test]
+    fn breakdowns_follow_the_table() {
+        assert_eq!(
+            Breakdown::RcvErrors.facts().attribute,
+            PortRcvErrorDetails::NAME
+        );
+        assert_eq!(
+            Breakdown::XmitDiscards.facts().attribute,
+            PortXmitDiscardDetails::NAME
+        );
+        let t = CounterTarget {
+            node: NodeId::new(0),
+            port: 3,
+            lid: 9,
+        };
+        for b in Breakdown::ALL {
+            let r = b.request(&t);
+            assert_eq!(
+                r.header().unwrap().attribute_id,
+                if b == Breakdown::RcvErrors {
+                    PortRcvErrorDetails::ID
+                } else {
+                    PortXmitDiscardDetails::ID
+                }
+            );
+            assert_eq!(r.payload::<PerfMgt>()[1], 3);
+        }
+    }
 
     #[test]
     fn payload_puts_port_select_in_byte_1() {

@@ -1,11 +1,12 @@
 //! Clearing counters: the one write of the counters module (`counters --reset`).
 
-use ibscope_mad::attr::{pma_capability, ClassPortInfo, PortCounters, PortCountersExtended};
+use ibscope_mad::attr::{
+    pma_capability, ClassPortInfo, PmaCapabilities, PortCounters, PortCountersExtended,
+};
 use ibscope_mad::engine::Request;
-use ibscope_mad::header::method;
 use serde::Serialize;
 
-use super::pma::{class_port_info_request, group, port_request, Query};
+use super::pma::{class_port_info_request, group, not_implemented, Breakdown, Query};
 use super::targets::CounterTarget;
 use crate::discover::SmpExecutor;
 use crate::health::PortRef;
@@ -23,8 +24,10 @@ pub struct ResetResult {
 }
 
 /// Clear every counter of `targets`: a PortCounters Set with CounterSelect 0xFFFF and
-/// CounterSelect2 0xFF, and, where the PMA implements it, a PortCountersExtended Set with
-/// CounterSelect 0xFF (the 64-bit counters are separate registers).
+/// CounterSelect2 0xFF; where the PMA implements it, a PortCountersExtended Set with
+/// CounterSelect 0xFFFF (the 64-bit counters are separate registers) and, with the
+/// additional counters, CounterSelect2 for them as ibqueryerrors sets it; and Sets of
+/// PortRcvErrorDetails and PortXmitDiscardDetails (a PMA without them is passed over).
 pub fn reset<E: SmpExecutor>(
     exec: &mut E,
     fabric: &Fabric,
@@ -59,17 +62,17 @@ pub fn reset<E: SmpExecutor>(
     }
     exec.execute(batch, &mut |q, result, out| match q {
         Query::ClassPortInfo(g) => {
-            let mask = result
+            let caps = result
                 .ok()
                 .and_then(|r| r.decode::<ClassPortInfo>().ok())
-                .map(|c| c.capability_mask);
-            if mask.is_some_and(pma_capability::has_extended_counters) {
-                for &i in &groups[g].1 {
-                    let t = targets[i];
-                    out.push((
-                        Query::Extended(i),
-                        port_request::<PortCountersExtended>(&t, method::SET, 0xffff),
-                    ));
+                .map(|c| c.capabilities());
+            for &i in &groups[g].1 {
+                let t = targets[i];
+                for b in Breakdown::ALL {
+                    out.push((Query::Breakdown(i, b), b.clear(&t)));
+                }
+                if let Some(caps) = caps.filter(|c| pma_capability::has_extended_counters(c.mask)) {
+                    out.push((Query::Extended(i), clear_extended(&t, caps)));
                 }
             }
         }
@@ -84,8 +87,40 @@ pub fn reset<E: SmpExecutor>(
                 .errors
                 .push(format!("PortCountersExtended Set: {e}")),
         },
+        Query::Breakdown(i, b) => {
+            if result.is_err() && !not_implemented(&result) {
+                let e = result.err().map(|e| e.to_string()).unwrap_or_default();
+                results[i]
+                    .errors
+                    .push(format!("{} Set: {e}", b.facts().attribute));
+            }
+        }
         // Never sent by reset.
-        Query::AllPorts(_) | Query::AllPortsExtended(_) => {}
+        Query::AllPorts(_)
+        | Query::AllPortsExtended(_)
+        | Query::FecPortInfo(_)
+        | Query::FecMode(_)
+        | Query::ExtendedSpeeds(..) => {}
     });
     results
+}
+
+/// The PortCountersExtended Set clearing every counter a PMA with `caps` has: CounterSelect
+/// all ones, and CounterSelect2 for the twelve error counters and PortXmitWait (its bit 12)
+/// with the additional counters, as ibqueryerrors clears them.
+fn clear_extended(t: &CounterTarget, caps: PmaCapabilities) -> Request {
+    let mut counter_select2 = 0;
+    if caps.covers(ibscope_mad::attr::perf_attrs::ADDITIONAL_EXTENDED) {
+        counter_select2 = 0x0fff;
+        if caps.mask & pma_capability::IS_PORT_XMIT_WAIT_SUPPORTED != 0 {
+            counter_select2 |= 1 << 12;
+        }
+    }
+    let clear = PortCountersExtended {
+        port_select: t.port,
+        counter_select: 0xffff,
+        counter_select2,
+        ..Default::default()
+    };
+    Request::set(&t.lid, 0, &clear)
 }

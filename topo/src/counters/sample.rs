@@ -1,10 +1,11 @@
-//! One sweep's values: per port the PortCounters and PortCountersExtended read, data in
-//! bytes, and which 32-bit counters are stuck at their maximum.
+//! One sweep's values: per port the PortCounters and PortCountersExtended read (and the
+//! detail attributes, when read), data in bytes, and which counters stopped at their
+//! maximum.
 
-use ibscope_mad::attr::CounterValue;
+use ibscope_mad::attr::{CounterValue, PmaCapabilities};
 use serde::{Deserialize, Serialize};
 
-use super::names::{EXTENDED_ONLY, HAS_EXTENDED, PORT_COUNTER_NAMES};
+use super::names::{EXTENDED_ONLY, PORT_COUNTER_NAMES};
 use crate::health::PortRef;
 
 /// A decoded counter in the units used here: data counters in bytes.
@@ -16,34 +17,99 @@ pub(super) fn in_bytes(v: &CounterValue) -> u64 {
     }
 }
 
-/// Named counter values in a fixed order; serializes as a JSON object.
+/// One counter as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    /// The specification's name (perfquery's), e.g. "SymbolErrorCounter".
+    pub name: String,
+    /// Data counters in bytes.
+    pub value: u64,
+    /// The counter stopped at its maximum (its field is narrower than 64 bits): `value` is
+    /// a lower bound, not a count.
+    pub saturated: bool,
+}
+
+/// Named counter values in a fixed order. JSON: an object of counter name to value; a
+/// counter that stopped at its maximum is `{"value": N, "saturated": true}` instead of a
+/// plain number, so nothing reads it as a count.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CounterSet(pub Vec<(String, u64)>);
+pub struct CounterSet(pub Vec<Reading>);
 
 impl CounterSet {
     pub fn get(&self, name: &str) -> Option<u64> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.reading(name).map(|r| r.value)
+    }
+    pub fn reading(&self, name: &str) -> Option<&Reading> {
+        self.0.iter().find(|r| r.name == name)
+    }
+    /// The counter is there and stopped at its maximum.
+    pub fn is_saturated(&self, name: &str) -> bool {
+        self.reading(name).is_some_and(|r| r.saturated)
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.0.iter().map(|(n, v)| (n.as_str(), *v))
+        self.0.iter().map(|r| (r.name.as_str(), r.value))
     }
-    /// From decoded wire values: data counters converted to bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// From decoded wire values: data counters converted to bytes, saturation judged on
+    /// the wire value.
     pub(super) fn from_values(values: &[CounterValue]) -> CounterSet {
         CounterSet(
             values
                 .iter()
-                .map(|v| (v.name.to_string(), in_bytes(v)))
+                .map(|v| Reading {
+                    name: v.name.to_string(),
+                    value: in_bytes(v),
+                    saturated: v.saturated(),
+                })
                 .collect(),
         )
     }
+    /// Counters that did not saturate, from (name, value) pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, u64)>) -> CounterSet {
+        CounterSet(
+            pairs
+                .into_iter()
+                .map(|(name, value)| Reading {
+                    name: name.to_string(),
+                    value,
+                    saturated: false,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A saturated counter's JSON form.
+#[derive(Serialize, Deserialize)]
+struct SaturatedValue {
+    value: u64,
+    saturated: bool,
+}
+
+/// A counter's JSON form: a plain number, or a saturated one.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ReadingRepr {
+    Plain(u64),
+    Flagged(SaturatedValue),
 }
 
 impl Serialize for CounterSet {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
+        for r in &self.0 {
+            if r.saturated {
+                let v = SaturatedValue {
+                    value: r.value,
+                    saturated: true,
+                };
+                m.serialize_entry(&r.name, &v)?;
+            } else {
+                m.serialize_entry(&r.name, &r.value)?;
+            }
         }
         m.end()
     }
@@ -62,13 +128,85 @@ impl<'de> Deserialize<'de> for CounterSet {
                 mut map: A,
             ) -> Result<CounterSet, A::Error> {
                 let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, u64>()? {
-                    out.push((k, v));
+                while let Some((name, v)) = map.next_entry::<String, ReadingRepr>()? {
+                    let (value, saturated) = match v {
+                        ReadingRepr::Plain(v) => (v, false),
+                        ReadingRepr::Flagged(f) => (f.value, f.saturated),
+                    };
+                    out.push(Reading {
+                        name,
+                        value,
+                        saturated,
+                    });
                 }
                 Ok(CounterSet(out))
             }
         }
         d.deserialize_map(Visit)
+    }
+}
+
+/// The detail attributes a port answered (PortRcvErrorDetails, PortXmitDiscardDetails,
+/// PortExtendedSpeedsCounters), each by its name with its counters. JSON: an object of
+/// attribute name to counters. PortExtendedSpeedsCounters of a port running RS-FEC has
+/// that layout's counters (FECCorrectableSymbolCtrLane0...).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details(pub Vec<(String, CounterSet)>);
+
+impl Details {
+    pub fn get(&self, attribute: &str) -> Option<&CounterSet> {
+        self.0.iter().find(|(a, _)| a == attribute).map(|(_, c)| c)
+    }
+    /// Adds or replaces an attribute's counters. The attributes stay in one order (the
+    /// breakdowns, then PortExtendedSpeedsCounters), whatever order their replies came in.
+    pub fn insert(&mut self, attribute: &str, counters: CounterSet) {
+        match self.0.iter_mut().find(|(a, _)| a == attribute) {
+            Some(slot) => slot.1 = counters,
+            None => {
+                self.0.push((attribute.to_string(), counters));
+                self.0.sort_by_key(|(a, _)| Details::rank(a));
+            }
+        }
+    }
+    /// Where an attribute goes in the order of [`Details::insert`].
+    fn rank(attribute: &str) -> usize {
+        use ibscope_mad::attr::{perf_attrs::BREAKDOWNS, PortExtendedSpeedsCounters};
+        use ibscope_mad::attribute::Attribute;
+        BREAKDOWNS
+            .iter()
+            .map(|b| b.attribute)
+            .chain([<PortExtendedSpeedsCounters as Attribute>::NAME])
+            .position(|a| a == attribute)
+            .unwrap_or(usize::MAX)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The counter called `name` in any of the attributes.
+    fn reading(&self, name: &str) -> Option<&Reading> {
+        self.0.iter().find_map(|(_, c)| c.reading(name))
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (attribute, counters) in &self.0 {
+            m.serialize_entry(attribute, counters)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Details {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Details, D::Error> {
+        let map = std::collections::BTreeMap::<String, CounterSet>::deserialize(d)?;
+        let mut details = Details::default();
+        for (attribute, counters) in map {
+            details.insert(&attribute, counters);
+        }
+        Ok(details)
     }
 }
 
@@ -81,38 +219,71 @@ pub struct PortSample {
     pub remote: Option<PortRef>,
     /// The PMA's ClassPortInfo CapabilityMask (0x200: PortCountersExtended).
     pub capability_mask: Option<u16>,
+    /// Its CapabilityMask2 (0x2: PortCountersExtended carries the error counters too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability_mask2: Option<u32>,
     /// PortCounters by specification name. PortXmitData/PortRcvData in bytes (the wire
     /// counts 4-octet words; multiplied by 4). `None` if the PMA did not answer.
     pub counters: Option<CounterSet>,
-    /// PortCountersExtended (64-bit) by specification name, data in bytes; `None` when
-    /// not implemented or not answered.
+    /// PortCountersExtended (64-bit) by specification name, data in bytes: the counters the
+    /// PMA implements (the error counters too with IsAdditionalPortCountersExtendedSupported);
+    /// `None` when not implemented or not answered.
     pub extended: Option<CounterSet>,
     /// PortCounters counters at their maximum (they stop counting there).
     pub saturated: Vec<String>,
+    /// The detail attributes read (`counters --details`, or the breakdown of an error
+    /// counter that counted).
+    #[serde(default, skip_serializing_if = "Details::is_empty")]
+    pub details: Details,
     /// Queries of this port that failed.
     pub errors: Vec<String>,
 }
 
 impl PortSample {
-    /// The best value of a counter: the 64-bit extended one where there is one.
-    pub fn value(&self, name: &str) -> Option<u64> {
-        if let Some(ext) = &self.extended {
-            if HAS_EXTENDED.contains(&name) || EXTENDED_ONLY.contains(&name) {
-                if let Some(v) = ext.get(name) {
-                    return Some(v);
-                }
-            }
+    /// A port as a sweep starts it: nothing read yet.
+    pub fn new(at: PortRef, remote: Option<PortRef>) -> PortSample {
+        PortSample {
+            at,
+            remote,
+            capability_mask: None,
+            capability_mask2: None,
+            counters: None,
+            extended: None,
+            saturated: Vec::new(),
+            details: Details::default(),
+            errors: Vec::new(),
         }
-        self.counters.as_ref()?.get(name)
     }
 
-    /// Saturated and not replaced by an extended value: the count is lost.
+    /// What the port's PMA implements, as far as its ClassPortInfo was read.
+    pub fn capabilities(&self) -> PmaCapabilities {
+        PmaCapabilities::new(
+            self.capability_mask.unwrap_or(0),
+            self.capability_mask2.unwrap_or(0),
+        )
+    }
+
+    /// The best reading of a counter: the 64-bit PortCountersExtended one where the PMA
+    /// has it, else PortCounters', else a detail attribute's.
+    pub fn reading(&self, name: &str) -> Option<&Reading> {
+        if let Some(r) = self.extended.as_ref().and_then(|e| e.reading(name)) {
+            return Some(r);
+        }
+        if let Some(r) = self.counters.as_ref().and_then(|c| c.reading(name)) {
+            return Some(r);
+        }
+        self.details.reading(name)
+    }
+
+    /// The best value of a counter (see [`PortSample::reading`]).
+    pub fn value(&self, name: &str) -> Option<u64> {
+        self.reading(name).map(|r| r.value)
+    }
+
+    /// Its best reading stopped at its maximum and has no 64-bit replacement: the count is
+    /// lost.
     pub fn is_saturated(&self, name: &str) -> bool {
-        let replaced = self
-            .extended
-            .as_ref()
-            .is_some_and(|e| e.get(name).is_some());
-        !replaced && self.saturated.iter().any(|s| s == name)
+        self.reading(name).is_some_and(|r| r.saturated)
     }
 
     /// Every counter with its best value, PortCounters order then extended-only ones.
@@ -139,8 +310,8 @@ pub struct Sample {
 
 /// Helpers shared by the counters module's tests.
 #[cfg(test)]
-pub(super) mod test_support {
-    use ibscope_mad::attr::{PortCounters, PortCountersExtended};
+pub(crate) mod test_support {
+    use ibscope_mad::attr::{pma_capability2, PmaCapabilities, PortCounters, PortCountersExtended};
 
     use super::{CounterSet, PortSample, Sample};
     use crate::counters::pma::ALL_PORTS;
@@ -148,9 +319,14 @@ pub(super) mod test_support {
     use crate::model::NodeKind;
 
     /// ibsim's switch PMA: AllPortSelect, PortCountersExtended, PortXmitWait.
-    pub const SWITCH_MASK: u16 = 0x1300;
+    pub const SWITCH_MASK: PmaCapabilities = PmaCapabilities::new(0x1300, 0);
     /// AllPortSelect without PortCountersExtended.
-    pub const NO_EXTENDED_MASK: u16 = 0x1100;
+    pub const NO_EXTENDED_MASK: PmaCapabilities = PmaCapabilities::new(0x1100, 0);
+    /// A fast switch's PMA: as ibsim's, and the 64-bit error counters.
+    pub const ADDITIONAL_MASK: PmaCapabilities = PmaCapabilities::new(
+        0x1300,
+        pma_capability2::IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED,
+    );
 
     pub fn port_ref(guid: u64, port: u8) -> PortRef {
         PortRef {
@@ -162,21 +338,23 @@ pub(super) mod test_support {
         }
     }
 
+    /// A port whose PortCounters are `values` (those in `sat` saturated) and whose
+    /// PortCountersExtended are `ext`.
     pub fn port_sample(
         values: &[(&str, u64)],
         ext: Option<&[(&str, u64)]>,
         sat: &[&str],
     ) -> PortSample {
-        let set =
-            |v: &[(&str, u64)]| CounterSet(v.iter().map(|(n, x)| (n.to_string(), *x)).collect());
+        let mut counters = CounterSet::from_pairs(values.iter().copied());
+        for r in &mut counters.0 {
+            r.saturated = sat.contains(&r.name.as_str());
+        }
         PortSample {
-            at: port_ref(1, 1),
-            remote: None,
-            capability_mask: Some(0x1300),
-            counters: Some(set(values)),
-            extended: ext.map(set),
+            capability_mask: Some(SWITCH_MASK.mask),
+            counters: Some(counters),
+            extended: ext.map(|e| CounterSet::from_pairs(e.iter().copied())),
             saturated: sat.iter().map(|s| s.to_string()).collect(),
-            errors: Vec::new(),
+            ..PortSample::new(port_ref(1, 1), None)
         }
     }
 
@@ -241,7 +419,21 @@ pub(super) mod test_support {
                 port_unicast_xmit_pkts,
                 port_unicast_rcv_pkts,
                 port_multicast_xmit_pkts,
-                port_multicast_rcv_pkts
+                port_multicast_rcv_pkts,
+                symbol_error_counter,
+                link_error_recovery_counter,
+                link_downed_counter,
+                port_rcv_errors,
+                port_rcv_remote_physical_errors,
+                port_rcv_switch_relay_errors,
+                port_xmit_discards,
+                port_xmit_constraint_errors,
+                port_rcv_constraint_errors,
+                local_link_integrity_errors,
+                excessive_buffer_overrun_errors,
+                vl15_dropped,
+                port_xmit_wait,
+                qp1_dropped
             );
         }
         (s, e)
@@ -272,7 +464,7 @@ mod tests {
             .collect();
         assert_eq!(sat, vec!["PortXmitData"]);
         assert_eq!(
-            serde_json::to_string(&CounterSet(vec![("A".into(), 1), ("B".into(), 2)])).unwrap(),
+            serde_json::to_string(&CounterSet::from_pairs([("A", 1), ("B", 2)])).unwrap(),
             r#"{"A":1,"B":2}"#
         );
     }
@@ -297,5 +489,132 @@ mod tests {
         );
         assert!(q.is_saturated("PortXmitData"));
         assert_eq!(p.effective().last(), Some(&("PortUnicastXmitPkts", 9)));
+    }
+}
+
+#[cfg(test)]
+mod saturation_tests {
+    use super::test_support::port_sample as sample;
+    use super::*;
+    use ibscope_mad::attr::{pma_capability, pma_capability2, PortCounters, PortCountersExtended};
+
+    /// A 16-bit counter at 65535 is not a value: JSON says saturated with the value; it
+    /// reads back the same.
+    #[test]
+    fn saturated_counters_are_not_plain_numbers_in_json() {
+        let c = PortCounters {
+            port_select: 1,
+            symbol_error_counter: u16::MAX,
+            port_rcv_errors: 3,
+            ..Default::default()
+        };
+        let set = CounterSet::from_values(&c.counters());
+        let json = serde_json::to_value(&set).unwrap();
+        assert_eq!(
+            json["SymbolErrorCounter"],
+            serde_json::json!({"value": 65535, "saturated": true})
+        );
+        assert_eq!(json["PortRcvErrors"], 3);
+        let text = serde_json::to_string(&set).unwrap();
+        let back: CounterSet = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, set);
+        assert!(back.is_saturated("SymbolErrorCounter"));
+        assert!(!back.is_saturated("PortRcvErrors"));
+    }
+
+    /// With IsAdditionalPortCountersExtendedSupported the 64-bit error counters replace the
+    /// 16-bit ones: not saturated, the real count.
+    #[test]
+    fn additional_extended_error_counters_replace_saturated_ones() {
+        let pc = PortCounters {
+            port_select: 1,
+            symbol_error_counter: u16::MAX,
+            link_downed_counter: u8::MAX,
+            ..Default::default()
+        };
+        let ext = PortCountersExtended {
+            port_select: 1,
+            symbol_error_counter: 1_000_000,
+            link_downed_counter: 300,
+            ..Default::default()
+        };
+        let caps = PmaCapabilities::new(
+            pma_capability::IS_EXTENDED_WIDTH_SUPPORTED,
+            pma_capability2::IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED,
+        );
+        let p = PortSample {
+            capability_mask: Some(caps.mask),
+            capability_mask2: Some(caps.mask2),
+            counters: Some(CounterSet::from_values(&pc.counters())),
+            extended: Some(CounterSet::from_values(
+                &ext.counters_for(caps).collect::<Vec<_>>(),
+            )),
+            saturated: vec!["SymbolErrorCounter".into(), "LinkDownedCounter".into()],
+            ..PortSample::new(test_support::port_ref(1, 1), None)
+        };
+        assert_eq!(p.capabilities(), caps);
+        assert_eq!(p.value("SymbolErrorCounter"), Some(1_000_000));
+        assert_eq!(p.value("LinkDownedCounter"), Some(300));
+        assert!(!p.is_saturated("SymbolErrorCounter"));
+        // Without the capability the same PortCountersExtended reply has no error counters:
+        // the 16-bit value stands, saturated.
+        let q = PortSample {
+            capability_mask2: Some(0),
+            extended: Some(CounterSet::from_values(
+                &ext.counters_for(PmaCapabilities::new(caps.mask, 0))
+                    .collect::<Vec<_>>(),
+            )),
+            ..p.clone()
+        };
+        assert_eq!(q.value("SymbolErrorCounter"), Some(65535));
+        assert!(q.is_saturated("SymbolErrorCounter"));
+    }
+
+    #[test]
+    fn details_are_an_object_of_attributes() {
+        let mut p = sample(&[("PortRcvErrors", 4)], None, &[]);
+        let mut d = Details::default();
+        d.insert(
+            "PortRcvErrorDetails",
+            CounterSet::from_pairs([("PortMalformedPktErrors", 4)]),
+        );
+        p.details = d;
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            json["details"],
+            serde_json::json!({"PortRcvErrorDetails": {"PortMalformedPktErrors": 4}})
+        );
+        assert_eq!(p.value("PortMalformedPktErrors"), Some(4));
+        let back: PortSample = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+        // No details read: no key.
+        let plain = serde_json::to_value(sample(&[], None, &[])).unwrap();
+        assert!(plain.get("details").is_none());
+    }
+
+    /// Replies come back in any order; the attributes are listed in one.
+    #[test]
+    fn details_keep_one_order_whatever_the_replies_order() {
+        let set = || CounterSet::from_pairs([("X", 1)]);
+        let mut d = Details::default();
+        for a in [
+            "PortExtendedSpeedsCounters",
+            "PortXmitDiscardDetails",
+            "PortRcvErrorDetails",
+        ] {
+            d.insert(a, set());
+        }
+        let order: Vec<&str> = d.0.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "PortRcvErrorDetails",
+                "PortXmitDiscardDetails",
+                "PortExtendedSpeedsCounters"
+            ]
+        );
+        let json = serde_json::to_string(&d).unwrap();
+        let back: Details = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
     }
 }

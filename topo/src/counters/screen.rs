@@ -1,9 +1,9 @@
 //! What a switch's all-ports sum rules out: whether its ports need reading one by one.
 
-use ibscope_mad::attr::{pma_capability, CounterValue, PortCounters};
+use ibscope_mad::attr::{CounterValue, PmaCapabilities, PortCounters};
 use serde::Serialize;
 
-use super::names::{has_extended_form, HAS_EXTENDED};
+use super::names::has_extended_form;
 use super::sample::in_bytes;
 use super::thresholds::Thresholds;
 
@@ -29,7 +29,7 @@ pub enum Screen {
 
 /// Whether a switch's ports need per-port reads, from its all-ports PortCounters
 /// (`counters`, as decoded from the wire), its all-ports PortCountersExtended when read,
-/// its PMA CapabilityMask and the thresholds.
+/// its PMA capabilities and the thresholds.
 ///
 /// The findings a per-port read can give are a counter above its threshold
 /// ([`Thresholds::exceeded`]: strictly above) and a saturated counter with no 64-bit
@@ -37,17 +37,17 @@ pub enum Screen {
 /// saturates, so a sum at or below a threshold bounds every port, and a sum that has not
 /// stopped counting means no port has. The 32-bit data and packet counters saturate in any
 /// busy switch's sum: they matter only without PortCountersExtended (where a saturated one
-/// is a finding per port). A threshold on a counter that ports answer from
-/// PortCountersExtended needs the extended sum (`None`: drill down).
+/// is a finding per port); likewise the error counters where PortCountersExtended carries
+/// them too (IsAdditionalPortCountersExtendedSupported). A threshold on a counter that
+/// ports answer from PortCountersExtended needs the extended sum (`None`: drill down).
 pub fn screen(
     counters: &[CounterValue],
     extended: Option<&[CounterValue]>,
-    capability_mask: u16,
+    capabilities: PmaCapabilities,
     thresholds: &Thresholds,
 ) -> Screen {
-    let has_extended = pma_capability::has_extended_counters(capability_mask);
     for c in counters {
-        if has_extended && HAS_EXTENDED.contains(&c.name) {
+        if has_extended_form(c.name, capabilities) {
             continue;
         }
         if sum_may_have_stopped(c) {
@@ -59,7 +59,7 @@ pub fn screen(
     }
     for (name, limit) in &thresholds.limits {
         let name = name.as_str();
-        let from_extended = has_extended && has_extended_form(name);
+        let from_extended = has_extended_form(name, capabilities);
         let source = match (from_extended, extended) {
             (false, _) => counters,
             (true, Some(e)) => e,
@@ -89,10 +89,10 @@ mod tests {
     use crate::counters::names::ERROR_COUNTERS;
     use crate::counters::pma::ALL_PORTS;
     use crate::counters::sample::test_support::{
-        port_ref, saturating_sum, NO_EXTENDED_MASK, SWITCH_MASK,
+        port_ref, saturating_sum, ADDITIONAL_MASK, NO_EXTENDED_MASK, SWITCH_MASK,
     };
     use crate::counters::sample::{CounterSet, PortSample};
-    use ibscope_mad::attr::{PortCounters, PortCountersExtended};
+    use ibscope_mad::attr::{pma_capability, PortCounters, PortCountersExtended};
 
     fn pc(f: impl FnOnce(&mut PortCounters)) -> PortCounters {
         let mut c = PortCounters::default();
@@ -238,7 +238,8 @@ mod tests {
         });
         assert!(is_clean(&screen(&busy.counters(), None, SWITCH_MASK, &t)));
         // IsExtendedWidthSupportedNoIETF is PortCountersExtended too.
-        assert!(is_clean(&screen(&busy.counters(), None, 0x0500, &t)));
+        let no_ietf = PmaCapabilities::new(0x0500, 0);
+        assert!(is_clean(&screen(&busy.counters(), None, no_ietf, &t)));
         let r = reason(screen(&busy.counters(), None, NO_EXTENDED_MASK, &t));
         assert!(r.starts_with("PortXmitData = 4294967295 "), "{r}");
         for field in 0..4 {
@@ -389,25 +390,48 @@ mod tests {
             port_multicast_rcv_pkts: rng.counter(1 << 40),
             ..Default::default()
         };
+        // The 64-bit error counters count on where the narrow ones stopped.
+        let mut e = e;
+        macro_rules! count_on {
+            ($($f:ident: $max:expr),* $(,)?) => {$(
+                let v = u64::from(c.$f);
+                e.$f = if v == $max { v + rng.next() % 1000 } else { v };
+            )*};
+        }
+        count_on!(
+            symbol_error_counter: 0xffff,
+            link_error_recovery_counter: 0xff,
+            link_downed_counter: 0xff,
+            port_rcv_errors: 0xffff,
+            port_rcv_remote_physical_errors: 0xffff,
+            port_rcv_switch_relay_errors: 0xffff,
+            port_xmit_discards: 0xffff,
+            port_xmit_constraint_errors: 0xff,
+            port_rcv_constraint_errors: 0xff,
+            local_link_integrity_errors: 0xf,
+            excessive_buffer_overrun_errors: 0xf,
+            vl15_dropped: 0xffff,
+            port_xmit_wait: 0xffff_ffff,
+        );
         (c, e)
     }
 
     /// A port as the sweep records it.
-    fn as_sample(c: &PortCounters, e: &PortCountersExtended, mask: u16) -> PortSample {
+    fn as_sample(c: &PortCounters, e: &PortCountersExtended, caps: PmaCapabilities) -> PortSample {
         let values = c.counters();
+        let extended: Vec<_> = e.counters_for(caps).collect();
         PortSample {
-            at: port_ref(1, c.port_select),
-            remote: None,
-            capability_mask: Some(mask),
+            capability_mask: Some(caps.mask),
+            capability_mask2: Some(caps.mask2),
             counters: Some(CounterSet::from_values(&values)),
-            extended: pma_capability::has_extended_counters(mask)
-                .then(|| CounterSet::from_values(&e.counters())),
+            extended: pma_capability::has_extended_counters(caps.mask)
+                .then(|| CounterSet::from_values(&extended)),
             saturated: values
                 .iter()
                 .filter(|v| v.saturated())
                 .map(|v| v.name.to_string())
                 .collect(),
-            errors: Vec::new(),
+            ..PortSample::new(port_ref(1, c.port_select), None)
         }
     }
 
@@ -443,10 +467,11 @@ mod tests {
             let n = 1 + (rng.next() % 6) as usize;
             let ports: Vec<_> = (0..n).map(|_| random_port(&mut rng)).collect();
             let t = &threshold_sets[round % threshold_sets.len()];
-            for mask in [SWITCH_MASK, NO_EXTENDED_MASK] {
+            for mask in [SWITCH_MASK, NO_EXTENDED_MASK, ADDITIONAL_MASK] {
                 for quirk in [false, true] {
                     let (s, e) = saturating_sum(&ports, quirk);
-                    let decision = screen(&s.counters(), Some(&e.counters()), mask, t);
+                    let e: Vec<_> = e.counters_for(mask).collect();
+                    let decision = screen(&s.counters(), Some(&e), mask, t);
                     let findings = ports
                         .iter()
                         .filter(|(c, x)| port_has_finding(&as_sample(c, x, mask), t))
@@ -455,7 +480,7 @@ mod tests {
                         clean += 1;
                         assert_eq!(
                             findings, 0,
-                            "screened out with a port finding: {ports:?} {t:?} mask {mask:#x}"
+                            "screened out with a port finding: {ports:?} {t:?} mask {mask:?}"
                         );
                     } else {
                         drilled += 1;

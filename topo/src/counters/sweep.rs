@@ -1,19 +1,25 @@
 //! Reading the counters: every port one by one ([`sweep`]), or as ibqueryerrors does,
 //! switches first as one all-ports sum ([`sweep_screened`]). One executor batch either way.
+//! [`SweepOptions`] adds the detail attributes: the breakdown of an error counter that
+//! counted, or every detail attribute of every port (`counters --details`).
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use ibscope_mad::attr::link::SpeedField;
 use ibscope_mad::attr::{
-    pma_capability, ClassPortInfo, CounterValue, PortCounters, PortCountersExtended,
+    capability, capability2, perf_attrs, pma_capability, ClassPortInfo, CounterValue,
+    PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
+    PortInfoExtended,
 };
 use ibscope_mad::engine::{MadError, Request, Response};
 use ibscope_mad::header::method;
+use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
 
 use super::names::has_extended_form;
 use super::pma::{
-    class_port_info_request, decode_counter_reply, group, port_request, push_port_reads, Query,
-    ALL_PORTS,
+    class_port_info_request, decode_counter_reply, decode_extended_speeds, extended_speeds_request,
+    group, not_implemented, port_request, push_port_reads, Breakdown, Query, ALL_PORTS,
 };
 use super::sample::{CounterSet, PortSample, Sample};
 use super::screen::{screen, Screen};
@@ -31,6 +37,29 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Which detail attributes a sweep reads besides PortCounters and PortCountersExtended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DetailReads {
+    /// None.
+    #[default]
+    None,
+    /// The breakdown of PortRcvErrors (PortRcvErrorDetails) and of PortXmitDiscards
+    /// (PortXmitDiscardDetails) of each port where that counter is above 0: what a finding
+    /// about it needs, one MAD per such port. A PMA that cannot answer is passed over.
+    Explaining,
+    /// Both breakdowns of every port, and with `extended_speeds` also
+    /// PortExtendedSpeedsCounters of every port that runs an extended speed (FDR and up;
+    /// in the RS-FEC layout where the PMA and the port's PortInfoExtended say so, as
+    /// perfquery decides). Failures are the port's errors.
+    All { extended_speeds: bool },
+}
+
+/// How a sweep reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SweepOptions {
+    pub details: DetailReads,
+}
+
 /// A switch whose all-ports sum cleared its ports: they were not read one by one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScreenedSwitch {
@@ -40,6 +69,8 @@ pub struct ScreenedSwitch {
     /// The target ports the sum stood for.
     pub ports: Vec<u8>,
     pub capability_mask: u16,
+    #[serde(default)]
+    pub capability_mask2: u32,
     /// PortCounters summed over every port (PortSelect 0xFF), data in bytes.
     pub counters: CounterSet,
     /// PortCountersExtended summed likewise, when a threshold needed it.
@@ -85,7 +116,18 @@ pub fn sweep<E: SmpExecutor>(
     targets: &[CounterTarget],
     names: Option<&NameMap>,
 ) -> Sample {
-    run_sweep(exec, fabric, targets, names, None).sample
+    sweep_with(exec, fabric, targets, names, SweepOptions::default())
+}
+
+/// [`sweep`], with the detail attributes `options` asks for.
+pub fn sweep_with<E: SmpExecutor>(
+    exec: &mut E,
+    fabric: &Fabric,
+    targets: &[CounterTarget],
+    names: Option<&NameMap>,
+    options: SweepOptions,
+) -> Sample {
+    run_sweep(exec, fabric, targets, names, None, options).sample
 }
 
 /// Read the counters of `targets` as ibqueryerrors does: a switch whose PMA has
@@ -103,20 +145,39 @@ pub fn sweep_screened<E: SmpExecutor>(
     names: Option<&NameMap>,
     thresholds: &Thresholds,
 ) -> ScreenedSweep {
-    run_sweep(exec, fabric, targets, names, Some(thresholds))
+    let options = SweepOptions::default();
+    run_sweep(exec, fabric, targets, names, Some(thresholds), options)
+}
+
+/// [`sweep_screened`], with the detail attributes `options` asks for (of the ports read
+/// one by one).
+pub fn sweep_screened_with<E: SmpExecutor>(
+    exec: &mut E,
+    fabric: &Fabric,
+    targets: &[CounterTarget],
+    names: Option<&NameMap>,
+    thresholds: &Thresholds,
+    options: SweepOptions,
+) -> ScreenedSweep {
+    run_sweep(exec, fabric, targets, names, Some(thresholds), options)
 }
 
 /// A switch's all-ports reads as they come in.
 struct AllPortsState {
-    mask: u16,
+    capabilities: PmaCapabilities,
     counters: Option<Result<Vec<CounterValue>, String>>,
     /// `None` while pending or when not asked for.
     extended: Option<Result<Vec<CounterValue>, String>>,
     want_extended: bool,
 }
 
-/// A switch cleared by its sums: CapabilityMask, PortCounters sum, PortCountersExtended sum.
-type ClearedSums = (u16, Vec<CounterValue>, Option<Vec<CounterValue>>);
+/// A switch cleared by its sums: its PMA's capabilities, PortCounters sum,
+/// PortCountersExtended sum.
+type ClearedSums = (
+    PmaCapabilities,
+    Vec<CounterValue>,
+    Option<Vec<CounterValue>>,
+);
 
 /// The sweep; `screen_with`: screen switches against these thresholds.
 fn run_sweep<E: SmpExecutor>(
@@ -125,11 +186,12 @@ fn run_sweep<E: SmpExecutor>(
     targets: &[CounterTarget],
     names: Option<&NameMap>,
     screen_with: Option<&Thresholds>,
+    options: SweepOptions,
 ) -> ScreenedSweep {
     let started = Instant::now();
     let time_ms = now_ms();
     let sent_before = exec.mads_sent();
-    let mut run = Run::new(fabric, targets, names, screen_with);
+    let mut run = Run::new(fabric, targets, names, screen_with, options);
     let batch = run.first_batch();
     exec.execute(batch, &mut |q, result, out| run.on_done(q, result, out));
     let (ports, screened, drilled) = run.finish();
@@ -146,22 +208,35 @@ fn run_sweep<E: SmpExecutor>(
     }
 }
 
+/// Whether the port of `t` runs an extended speed (FDR and up): the links
+/// PortExtendedSpeedsCounters counts for.
+fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
+    let speed = fabric
+        .node(t.node)
+        .port(t.port)
+        .and_then(|p| p.speed_active);
+    speed.is_some_and(|s| {
+        matches!(
+            s.facts().field,
+            SpeedField::LinkSpeedExt | SpeedField::LinkSpeedExt2
+        )
+    })
+}
+
 /// One sweep in progress: what is asked, and what came back so far.
 struct Run<'a> {
     fabric: &'a Fabric,
     targets: &'a [CounterTarget],
     names: Option<&'a NameMap>,
     screen_with: Option<&'a Thresholds>,
+    options: SweepOptions,
     /// Targets by node: the LID ClassPortInfo goes to, the target indexes.
     groups: Vec<(u16, Vec<usize>)>,
     /// Screened groups: switches. Their PortCounters wait for ClassPortInfo.
     screened_group: Vec<bool>,
-    /// A threshold looks at a counter ports answer from PortCountersExtended: then the
-    /// extended sum is needed too.
-    thresholds_need_extended: bool,
     ports: Vec<PortSample>,
     all_ports: Vec<Option<AllPortsState>>,
-    /// Per group, once its sum cleared it: the mask and the sums.
+    /// Per group, once its sum cleared it: the capabilities and the sums.
     cleared: Vec<Option<ClearedSums>>,
     drilled: Vec<(usize, String)>,
 }
@@ -172,28 +247,23 @@ impl<'a> Run<'a> {
         targets: &'a [CounterTarget],
         names: Option<&'a NameMap>,
         screen_with: Option<&'a Thresholds>,
+        options: SweepOptions,
     ) -> Run<'a> {
         let ports = targets
             .iter()
             .map(|t| {
                 let node = fabric.node(t.node);
-                PortSample {
-                    at: PortRef {
-                        lid: t.lid,
-                        ..PortRef::new(node, t.port, names)
-                    },
-                    remote: fabric
-                        .peer(End {
-                            node: t.node,
-                            port: t.port,
-                        })
-                        .map(|e| PortRef::new(fabric.node(e.node), e.port, names)),
-                    capability_mask: None,
-                    counters: None,
-                    extended: None,
-                    saturated: Vec::new(),
-                    errors: Vec::new(),
-                }
+                let at = PortRef {
+                    lid: t.lid,
+                    ..PortRef::new(node, t.port, names)
+                };
+                let remote = fabric
+                    .peer(End {
+                        node: t.node,
+                        port: t.port,
+                    })
+                    .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
+                PortSample::new(at, remote)
             })
             .collect();
         let groups = group(targets);
@@ -203,18 +273,16 @@ impl<'a> Run<'a> {
                 screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
             })
             .collect();
-        let thresholds_need_extended =
-            screen_with.is_some_and(|t| t.limits.iter().any(|(n, _)| has_extended_form(n)));
         Run {
             fabric,
             targets,
             names,
             screen_with,
+            options,
             all_ports: groups.iter().map(|_| None).collect(),
             cleared: groups.iter().map(|_| None).collect(),
             groups,
             screened_group,
-            thresholds_need_extended,
             ports,
             drilled: Vec::new(),
         }
@@ -243,24 +311,179 @@ impl<'a> Run<'a> {
             Query::ClassPortInfo(g) => self.class_port_info(g, result, out),
             Query::AllPorts(g) => self.all_ports_reply(g, false, result, out),
             Query::AllPortsExtended(g) => self.all_ports_reply(g, true, result, out),
-            Query::Counters(i) => match decode_counter_reply(result, false, self.targets[i].port) {
-                Ok(values) => {
-                    let port = &mut self.ports[i];
-                    port.saturated = values
-                        .iter()
-                        .filter(|v| v.saturated())
-                        .map(|v| v.name.to_string())
-                        .collect();
-                    port.counters = Some(CounterSet::from_values(&values));
+            Query::Counters(i) => self.counters_reply(i, result, out),
+            Query::Extended(i) => {
+                let t = self.targets[i];
+                let caps = self.ports[i].capabilities();
+                match decode_counter_reply(result, true, t.port, caps) {
+                    Ok(values) => self.ports[i].extended = Some(CounterSet::from_values(&values)),
+                    Err(e) => self.ports[i]
+                        .errors
+                        .push(format!("PortCountersExtended: {e}")),
                 }
-                Err(e) => self.ports[i].errors.push(format!("PortCounters: {e}")),
-            },
-            Query::Extended(i) => match decode_counter_reply(result, true, self.targets[i].port) {
-                Ok(values) => self.ports[i].extended = Some(CounterSet::from_values(&values)),
-                Err(e) => self.ports[i]
-                    .errors
-                    .push(format!("PortCountersExtended: {e}")),
-            },
+            }
+            Query::Breakdown(i, b) => self.breakdown_reply(i, b, result),
+            Query::FecPortInfo(i) => self.fec_port_info(i, result, out),
+            Query::FecMode(i) => self.fec_mode(i, result, out),
+            Query::ExtendedSpeeds(i, rs_fec) => {
+                let t = self.targets[i];
+                let name = <PortExtendedSpeedsCounters as ibscope_mad::attribute::Attribute>::NAME;
+                match decode_extended_speeds(result, t.port, rs_fec) {
+                    Ok(values) => self.ports[i]
+                        .details
+                        .insert(name, CounterSet::from_values(&values)),
+                    Err(e) => self.ports[i].errors.push(format!("{name}: {e}")),
+                }
+            }
+        }
+    }
+
+    /// A port's PortCounters: recorded, then the breakdowns the options call for.
+    fn counters_reply(
+        &mut self,
+        i: usize,
+        result: Result<Response, MadError>,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let t = self.targets[i];
+        let caps = self.ports[i].capabilities();
+        let values = match decode_counter_reply(result, false, t.port, caps) {
+            Ok(values) => values,
+            Err(e) => {
+                self.ports[i].errors.push(format!("PortCounters: {e}"));
+                return;
+            }
+        };
+        let port = &mut self.ports[i];
+        port.saturated = values
+            .iter()
+            .filter(|v| v.saturated())
+            .map(|v| v.name.to_string())
+            .collect();
+        port.counters = Some(CounterSet::from_values(&values));
+        for b in Breakdown::ALL {
+            let wanted = match self.options.details {
+                DetailReads::None => false,
+                DetailReads::Explaining => values
+                    .iter()
+                    .any(|v| v.name == b.facts().explains && v.value > 0),
+                DetailReads::All { .. } => true,
+            };
+            if wanted {
+                out.push((Query::Breakdown(i, b), b.request(&t)));
+            }
+        }
+    }
+
+    fn breakdown_reply(&mut self, i: usize, b: Breakdown, result: Result<Response, MadError>) {
+        let attribute = b.facts().attribute;
+        if not_implemented(&result) {
+            return;
+        }
+        match b.decode(result, self.targets[i].port) {
+            Ok(values) => self.ports[i]
+                .details
+                .insert(attribute, CounterSet::from_values(&values)),
+            Err(e) if matches!(self.options.details, DetailReads::All { .. }) => {
+                self.ports[i].errors.push(format!("{attribute}: {e}"))
+            }
+            Err(e) => tracing::debug!(port = %self.ports[i].at, "{attribute}: {e}"),
+        }
+    }
+
+    /// Start reading PortExtendedSpeedsCounters of the members of a group that run an
+    /// extended speed: straight away, or after finding out whether they run RS-FEC.
+    fn ask_extended_speeds(
+        &mut self,
+        g: usize,
+        caps: PmaCapabilities,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        if self.options.details
+            != (DetailReads::All {
+                extended_speeds: true,
+            })
+        {
+            return;
+        }
+        for &i in &self.groups[g].1 {
+            let t = self.targets[i];
+            if !runs_extended_speed(self.fabric, &t) {
+                continue;
+            }
+            if caps.mask & pma_capability::IS_RS_FEC_COUNTERS_SUPPORTED == 0 {
+                out.push((
+                    Query::ExtendedSpeeds(i, false),
+                    extended_speeds_request(&t, false),
+                ));
+                continue;
+            }
+            // perfquery asks PortInfo of the port (port 0 of a switch) whether it has
+            // PortInfoExtended.
+            let port = if self.fabric.node(t.node).is_switch() {
+                0
+            } else {
+                t.port
+            };
+            let request = Request::get::<PortInfo>(&SmpRoute::Lid(t.lid), u32::from(port));
+            out.push((Query::FecPortInfo(i), request));
+        }
+    }
+
+    fn fec_port_info(
+        &mut self,
+        i: usize,
+        result: Result<Response, MadError>,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let t = self.targets[i];
+        let info = match result.map_err(|e| e.to_string()).and_then(|r| {
+            r.decode::<PortInfo>()
+                .map_err(|e| format!("malformed reply: {e}"))
+        }) {
+            Ok(info) => info,
+            Err(e) => {
+                let what = "PortInfo (is the port's FEC mode readable?)";
+                self.ports[i].errors.push(format!("{what}: {e}"));
+                return;
+            }
+        };
+        let has_extended_info = info.capability_mask & capability::IS_CAPABILITY_MASK2_SUPPORTED
+            != 0
+            && info.capability_mask2 & capability2::IS_PORT_INFO_EXTENDED_SUPPORTED != 0;
+        if has_extended_info {
+            let request = Request::get::<PortInfoExtended>(&SmpRoute::Lid(t.lid), t.port.into());
+            out.push((Query::FecMode(i), request));
+        } else {
+            out.push((
+                Query::ExtendedSpeeds(i, false),
+                extended_speeds_request(&t, false),
+            ));
+        }
+    }
+
+    fn fec_mode(
+        &mut self,
+        i: usize,
+        result: Result<Response, MadError>,
+        out: &mut Vec<(Query, Request)>,
+    ) {
+        let t = self.targets[i];
+        match result.map_err(|e| e.to_string()).and_then(|r| {
+            r.decode::<PortInfoExtended>()
+                .map_err(|e| format!("malformed reply: {e}"))
+        }) {
+            Ok(pie) => {
+                let caps = self.ports[i].capabilities();
+                let rs_fec = perf_attrs::extended_speeds_rs_fec(caps, Some(&pie));
+                out.push((
+                    Query::ExtendedSpeeds(i, rs_fec),
+                    extended_speeds_request(&t, rs_fec),
+                ));
+            }
+            Err(e) => self.ports[i]
+                .errors
+                .push(format!("PortInfoExtended (the port's FEC mode): {e}")),
         }
     }
 
@@ -272,15 +495,15 @@ impl<'a> Run<'a> {
         result: Result<Response, MadError>,
         out: &mut Vec<(Query, Request)>,
     ) {
-        let members = &self.groups[g].1;
         let screened = self.screened_group[g];
-        let mask = match result.map_err(|e| e.to_string()).and_then(|r| {
+        let caps = match result.map_err(|e| e.to_string()).and_then(|r| {
             r.decode::<ClassPortInfo>()
-                .map(|c| c.capability_mask)
+                .map(|c| c.capabilities())
                 .map_err(|e| format!("malformed reply: {e}"))
         }) {
-            Ok(m) => m,
+            Ok(c) => c,
             Err(e) => {
+                let members = &self.groups[g].1;
                 for &i in members {
                     self.ports[i].errors.push(format!(
                         "ClassPortInfo: {e} (PortCountersExtended not read)"
@@ -293,11 +516,14 @@ impl<'a> Run<'a> {
                 return;
             }
         };
-        for &i in members {
-            self.ports[i].capability_mask = Some(mask);
+        for &i in &self.groups[g].1 {
+            self.ports[i].capability_mask = Some(caps.mask);
+            self.ports[i].capability_mask2 = Some(caps.mask2);
         }
-        let extended = pma_capability::has_extended_counters(mask);
-        if !(screened && mask & pma_capability::ALL_PORT_SELECT != 0) {
+        self.ask_extended_speeds(g, caps, out);
+        let members = &self.groups[g].1;
+        let extended = pma_capability::has_extended_counters(caps.mask);
+        if !(screened && caps.mask & pma_capability::ALL_PORT_SELECT != 0) {
             // PortCounters already queued unless this group was held for screening.
             push_port_reads(out, self.targets, members, screened, extended);
             return;
@@ -306,7 +532,13 @@ impl<'a> Run<'a> {
             port: ALL_PORTS,
             ..self.targets[members[0]]
         };
-        let want_extended = extended && self.thresholds_need_extended;
+        // A threshold on a counter the ports answer from PortCountersExtended needs the
+        // extended sum.
+        let want_extended = self.screen_with.is_some_and(|t| {
+            t.limits
+                .iter()
+                .any(|(name, _)| has_extended_form(name, caps))
+        });
         out.push((
             Query::AllPorts(g),
             port_request::<PortCounters>(&sum_target, method::GET, 0),
@@ -316,7 +548,7 @@ impl<'a> Run<'a> {
             out.push((Query::AllPortsExtended(g), request));
         }
         self.all_ports[g] = Some(AllPortsState {
-            mask,
+            capabilities: caps,
             counters: None,
             extended: None,
             want_extended,
@@ -335,7 +567,7 @@ impl<'a> Run<'a> {
         let Some(state) = self.all_ports[g].as_mut() else {
             return;
         };
-        let reply = decode_counter_reply(result, extended, ALL_PORTS);
+        let reply = decode_counter_reply(result, extended, ALL_PORTS, state.capabilities);
         if extended {
             state.extended = Some(reply);
         } else {
@@ -349,11 +581,11 @@ impl<'a> Run<'a> {
         let (Some(state), Some(thresholds)) = (self.all_ports[g].take(), self.screen_with) else {
             return;
         };
-        let mask = state.mask;
+        let caps = state.capabilities;
         if let Some(reason) = self.judge_sums(g, state, thresholds) {
             self.drilled.push((g, reason));
             let members = &self.groups[g].1;
-            let extended = pma_capability::has_extended_counters(mask);
+            let extended = pma_capability::has_extended_counters(caps.mask);
             push_port_reads(out, self.targets, members, true, extended);
         }
     }
@@ -379,9 +611,9 @@ impl<'a> Run<'a> {
         };
         match (sum, extended) {
             (Ok(sum), Ok(extended)) => {
-                match screen(&sum, extended.as_deref(), state.mask, thresholds) {
+                match screen(&sum, extended.as_deref(), state.capabilities, thresholds) {
                     Screen::Clean => {
-                        self.cleared[g] = Some((state.mask, sum, extended));
+                        self.cleared[g] = Some((state.capabilities, sum, extended));
                         None
                     }
                     Screen::DrillDown(reason) => Some(reason),
@@ -405,7 +637,7 @@ impl<'a> Run<'a> {
         let mut screened = Vec::new();
         let mut skip = vec![false; self.targets.len()];
         for (g, c) in self.cleared.iter().enumerate() {
-            let Some((mask, sum, extended)) = c else {
+            let Some((caps, sum, extended)) = c else {
                 continue;
             };
             let members = &self.groups[g].1;
@@ -415,7 +647,8 @@ impl<'a> Run<'a> {
             screened.push(ScreenedSwitch {
                 at: self.switch_at(g),
                 ports: members.iter().map(|&i| self.targets[i].port).collect(),
-                capability_mask: *mask,
+                capability_mask: caps.mask,
+                capability_mask2: caps.mask2,
                 counters: CounterSet::from_values(sum),
                 extended: extended.as_ref().map(|e| CounterSet::from_values(e)),
             });
@@ -443,8 +676,9 @@ impl<'a> Run<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::sample::test_support::{saturating_sum, SWITCH_MASK};
+    use crate::counters::sample::test_support::{saturating_sum, ADDITIONAL_MASK, SWITCH_MASK};
     use crate::counters::targets::targets;
+    use ibscope_mad::attr::{PortRcvErrorDetails, PortXmitDiscardDetails};
     use ibscope_mad::attribute::{Attribute, Class, PerfMgt};
     use ibscope_mad::header::MadHeader;
     use std::collections::HashMap;
@@ -467,22 +701,35 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
 [1](31) \t\"S-0000000000000010\"[2]\t\t# lid 3 lmc 0 \"sw\" lid 1 4xSDR
 ";
 
-    /// A PMA per LID, answering at once, one request after another.
+    /// A PMA per LID, answering at once, one request after another; and the SMA of each
+    /// LID for the PortInfo and PortInfoExtended the RS-FEC layout choice asks.
     #[derive(Default)]
     struct FakePma {
         /// (LID, port) -> counters.
         ports: HashMap<(u16, u8), (PortCounters, PortCountersExtended)>,
-        masks: HashMap<u16, u16>,
+        /// (LID, port) -> the breakdowns (zeros where absent).
+        details: HashMap<(u16, u8), (PortRcvErrorDetails, PortXmitDiscardDetails)>,
+        /// (LID, port) -> PortExtendedSpeedsCounters' SyncHeaderErrorCounter, in either
+        /// layout.
+        sync_header_errors: HashMap<(u16, u8), u16>,
+        /// (LID, port) -> PortInfo / PortInfoExtended, answered to LID-routed SMPs.
+        port_infos: HashMap<(u16, u8), PortInfo>,
+        fec: HashMap<(u16, u8), PortInfoExtended>,
+        masks: HashMap<u16, PmaCapabilities>,
         /// LIDs whose ClassPortInfo does not answer.
         no_class_port_info: Vec<u16>,
+        /// LIDs whose PMA does not implement the breakdown attributes.
+        no_details: Vec<u16>,
         /// How PortSelect 0xFF is answered.
         all_ports: AllPortsBehaviour,
         /// (LID, port) whose per-port reads are answered with PortSelect 7.
         wrong_port: Vec<(u16, u8)>,
         executes: usize,
         sent: u64,
-        /// (LID, attribute, PortSelect) of every request, in order.
+        /// (LID, attribute, PortSelect) of every PMA request, in order.
         log: Vec<(u16, u16, u8)>,
+        /// (LID, attribute, modifier) of every SMP.
+        smp_log: Vec<(u16, u16, u32)>,
     }
 
     #[derive(Default, Clone, Copy, PartialEq)]
@@ -494,12 +741,19 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         WrongPort,
     }
 
+    /// A CA's PMA as ibsim's: PortCountersExtended, PortXmitWait.
+    const CA_MASK: PmaCapabilities = PmaCapabilities::new(0x1200, 0);
+
+    fn unsupported() -> MadError {
+        MadError::Status(ibscope_mad::header::MadStatus(3 << 2))
+    }
+
     impl FakePma {
-        fn new(mask_switch: u16) -> FakePma {
+        fn new(mask_switch: PmaCapabilities) -> FakePma {
             let mut f = FakePma::default();
             f.masks.insert(1, mask_switch);
-            f.masks.insert(2, 0x1200);
-            f.masks.insert(3, 0x1200);
+            f.masks.insert(2, CA_MASK);
+            f.masks.insert(3, CA_MASK);
             for p in 1..=4 {
                 f.ports.insert((1, p), Default::default());
             }
@@ -508,70 +762,137 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             f
         }
 
-        fn answer(&self, r: &Request) -> Result<Response, MadError> {
-            let ibscope_mad::umad::Dest::Gsi { lid, .. } = r.dest else {
-                panic!("not a GSI request")
-            };
-            let attribute = r.header().unwrap().attribute_id;
-            let select = r.decode::<PortCounters>().unwrap().port_select;
-            let mut mad = r.mad;
-            let data: Vec<u8> = match attribute {
+        /// The counters of a PMA request, or of PortSelect 0xFF.
+        fn counters(
+            &self,
+            lid: u16,
+            select: u8,
+        ) -> Result<(PortCounters, PortCountersExtended), MadError> {
+            if select != ALL_PORTS {
+                let (mut c, mut e) = self.ports[&(lid, select)].clone();
+                let answered = if self.wrong_port.contains(&(lid, select)) {
+                    7
+                } else {
+                    select
+                };
+                c.port_select = answered;
+                e.port_select = answered;
+                return Ok((c, e));
+            }
+            match self.all_ports {
+                AllPortsBehaviour::Timeout => Err(MadError::Timeout { attempts: 4 }),
+                AllPortsBehaviour::WrongPort => {
+                    let (mut c, mut e) = self.ports[&(lid, 1)].clone();
+                    c.port_select = 1;
+                    e.port_select = 1;
+                    Ok((c, e))
+                }
+                AllPortsBehaviour::Sum => {
+                    let mine: Vec<_> = self
+                        .ports
+                        .iter()
+                        .filter(|((l, _), _)| *l == lid)
+                        .map(|(_, v)| v.clone())
+                        .collect();
+                    Ok(saturating_sum(&mine, false))
+                }
+            }
+        }
+
+        fn answer_pma(&self, lid: u16, attribute: u16, select: u8) -> Result<Vec<u8>, MadError> {
+            let key = (lid, select);
+            Ok(match attribute {
                 ClassPortInfo::ID => {
                     if self.no_class_port_info.contains(&lid) {
                         return Err(MadError::Timeout { attempts: 4 });
                     }
+                    let caps = self.masks[&lid];
                     ClassPortInfo {
-                        capability_mask: self.masks[&lid],
+                        capability_mask: caps.mask,
+                        capability_mask2: caps.mask2,
                         ..Default::default()
                     }
                     .to_bytes()
                     .to_vec()
                 }
-                PortCounters::ID | PortCountersExtended::ID => {
-                    let extended = attribute == PortCountersExtended::ID;
-                    let (c, e) = if select == ALL_PORTS {
-                        match self.all_ports {
-                            AllPortsBehaviour::Timeout => {
-                                return Err(MadError::Timeout { attempts: 4 })
-                            }
-                            AllPortsBehaviour::WrongPort => {
-                                let (mut c, mut e) = self.ports[&(lid, 1)].clone();
-                                c.port_select = 1;
-                                e.port_select = 1;
-                                (c, e)
-                            }
-                            AllPortsBehaviour::Sum => {
-                                let mine: Vec<_> = self
-                                    .ports
-                                    .iter()
-                                    .filter(|((l, _), _)| *l == lid)
-                                    .map(|(_, v)| v.clone())
-                                    .collect();
-                                saturating_sum(&mine, false)
-                            }
-                        }
+                PortCounters::ID => self.counters(lid, select)?.0.to_bytes().to_vec(),
+                PortCountersExtended::ID => self.counters(lid, select)?.1.to_bytes().to_vec(),
+                PortRcvErrorDetails::ID | PortXmitDiscardDetails::ID => {
+                    if self.no_details.contains(&lid) {
+                        return Err(unsupported());
+                    }
+                    let (mut r, mut x) = self.details.get(&key).cloned().unwrap_or_default();
+                    r.port_select = select;
+                    x.port_select = select;
+                    if attribute == PortRcvErrorDetails::ID {
+                        r.to_bytes().to_vec()
                     } else {
-                        let (mut c, mut e) = self.ports[&(lid, select)].clone();
-                        let answered = if self.wrong_port.contains(&(lid, select)) {
-                            7
-                        } else {
-                            select
-                        };
-                        c.port_select = answered;
-                        e.port_select = answered;
-                        (c, e)
-                    };
-                    if extended {
-                        e.to_bytes().to_vec()
-                    } else {
-                        c.to_bytes().to_vec()
+                        x.to_bytes().to_vec()
                     }
                 }
-                other => panic!("unexpected attribute {other:#x}"),
+                PortExtendedSpeedsCounters::ID => {
+                    let sync = self.sync_header_errors.get(&key).copied().unwrap_or(0);
+                    PortExtendedSpeedsCounters {
+                        port_select: select,
+                        sync_header_error_counter: sync,
+                        ..Default::default()
+                    }
+                    .to_bytes()
+                    .to_vec()
+                }
+                other => panic!("unexpected PMA attribute {other:#x}"),
+            })
+        }
+
+        fn answer_smp(&self, lid: u16, attribute: u16, port: u8) -> Result<Vec<u8>, MadError> {
+            let key = (lid, port);
+            Ok(match attribute {
+                PortInfo::ID => self
+                    .port_infos
+                    .get(&key)
+                    .cloned()
+                    .ok_or(unsupported())?
+                    .to_bytes()
+                    .to_vec(),
+                PortInfoExtended::ID => self
+                    .fec
+                    .get(&key)
+                    .cloned()
+                    .ok_or(unsupported())?
+                    .to_bytes()
+                    .to_vec(),
+                other => panic!("unexpected SMP attribute {other:#x}"),
+            })
+        }
+
+        fn answer(&mut self, r: &Request) -> Result<Response, MadError> {
+            let header = r.header().unwrap();
+            let attribute = header.attribute_id;
+            let (data, class): (Vec<u8>, bool) = match &r.dest {
+                ibscope_mad::umad::Dest::Gsi { lid, .. } => {
+                    let select = r.decode::<PortCounters>().unwrap().port_select;
+                    self.log.push((*lid, attribute, select));
+                    (self.answer_pma(*lid, attribute, select)?, true)
+                }
+                ibscope_mad::umad::Dest::Smp(SmpRoute::Lid(lid)) => {
+                    let modifier = header.attribute_modifier;
+                    self.smp_log.push((*lid, attribute, modifier));
+                    (self.answer_smp(*lid, attribute, modifier as u8)?, false)
+                }
+                other => panic!("unexpected destination {other:?}"),
             };
+            let mut mad = r.mad;
             // The response bit is not looked at by the sweep.
             MadHeader::response.write(&mut mad, &true).unwrap();
-            PerfMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
+            let area = if class {
+                PerfMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()
+            } else {
+                ibscope_mad::attribute::SubnMgt::PAYLOAD
+                    .bytes_mut(&mut mad)
+                    .unwrap()
+            };
+            // The extended-speeds layouts are longer than the others but fit the data area.
+            area[..data.len()].copy_from_slice(&data);
             Ok(Response::from_mad(mad))
         }
     }
@@ -587,14 +908,6 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             let mut follow_ups = Vec::new();
             while let Some((token, request)) = queue.pop_front() {
                 self.sent += 1;
-                let ibscope_mad::umad::Dest::Gsi { lid, .. } = request.dest else {
-                    panic!("not a GSI request")
-                };
-                self.log.push((
-                    lid,
-                    request.header().unwrap().attribute_id,
-                    request.decode::<PortCounters>().unwrap().port_select,
-                ));
                 let result = self.answer(&request);
                 on_done(token, result, &mut follow_ups);
                 queue.extend(follow_ups.drain(..));
@@ -736,7 +1049,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
 
     #[test]
     fn sweep_screened_without_all_port_select_reads_ports() {
-        let (s, plain, pma) = both(|| FakePma::new(0x1200), &Thresholds::default());
+        let (s, plain, pma) = both(|| FakePma::new(CA_MASK), &Thresholds::default());
         assert!(s.screened.is_empty() && s.drilled.is_empty());
         assert_eq!(s.sample.ports, plain.ports);
         assert_eq!(s.sample.mads_sent, plain.mads_sent);
@@ -785,5 +1098,217 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             .iter()
             .find(|p| (p.at.lid, p.at.port) == (1, 2));
         assert_eq!(t.exceeded(port2.unwrap()).len(), 1);
+    }
+
+    // ---- the detail attributes and the 64-bit error counters ----
+
+    fn port(s: &Sample, lid: u16, port: u8) -> &PortSample {
+        s.ports
+            .iter()
+            .find(|p| (p.at.lid, p.at.port) == (lid, port))
+            .unwrap()
+    }
+
+    fn with_options(pma: &mut FakePma, options: SweepOptions) -> Sample {
+        let (f, t) = small_fabric();
+        sweep_with(pma, &f, &t, None, options)
+    }
+
+    /// Explaining: the breakdown of a counter that counted, of that port only.
+    #[test]
+    fn sweep_reads_the_breakdown_of_errors_that_counted() {
+        let mut pma = FakePma::new(SWITCH_MASK);
+        pma.ports.get_mut(&(1, 3)).unwrap().0.port_rcv_errors = 9;
+        pma.ports.get_mut(&(2, 1)).unwrap().0.port_xmit_discards = 4;
+        let rcv = PortRcvErrorDetails {
+            port_malformed_pkt_errors: 7,
+            port_vl_mapping_errors: 2,
+            ..Default::default()
+        };
+        pma.details.insert((1, 3), (rcv, Default::default()));
+        let xmit = PortXmitDiscardDetails {
+            port_sw_hoq_lifetime_limit_discards: 4,
+            ..Default::default()
+        };
+        pma.details.insert((2, 1), (Default::default(), xmit));
+        let options = SweepOptions {
+            details: DetailReads::Explaining,
+        };
+        let s = with_options(&mut pma, options);
+        // 3 ClassPortInfo + 6 ports x 2 + one breakdown each for two ports.
+        assert_eq!(s.mads_sent, 17);
+        let sw3 = port(&s, 1, 3);
+        let d = sw3.details.get("PortRcvErrorDetails").unwrap();
+        assert_eq!(d.get("PortMalformedPktErrors"), Some(7));
+        assert_eq!(d.get("PortVLMappingErrors"), Some(2));
+        assert!(sw3.details.get("PortXmitDiscardDetails").is_none());
+        let ca = port(&s, 2, 1);
+        assert_eq!(ca.value("PortSwHOQLifetimeLimitDiscards"), Some(4));
+        assert!(port(&s, 1, 1).details.is_empty());
+        assert!(s.ports.iter().all(|p| p.errors.is_empty()));
+        // A PMA without the breakdowns: no details, no error.
+        let mut bare = FakePma::new(SWITCH_MASK);
+        bare.ports.get_mut(&(1, 3)).unwrap().0.port_rcv_errors = 9;
+        bare.no_details.push(1);
+        let s = with_options(&mut bare, options);
+        assert!(port(&s, 1, 3).details.is_empty());
+        assert!(port(&s, 1, 3).errors.is_empty());
+    }
+
+    /// All: both breakdowns of every port; PortExtendedSpeedsCounters only where asked for
+    /// and only on ports at an extended speed (none on this SDR fabric).
+    #[test]
+    fn sweep_reads_every_breakdown_with_all() {
+        let mut pma = FakePma::new(SWITCH_MASK);
+        let options = SweepOptions {
+            details: DetailReads::All {
+                extended_speeds: true,
+            },
+        };
+        let s = with_options(&mut pma, options);
+        assert_eq!(s.mads_sent, 3 + 6 * 4);
+        for p in &s.ports {
+            let names: Vec<&str> = p.details.0.iter().map(|(a, _)| a.as_str()).collect();
+            assert_eq!(
+                names,
+                ["PortRcvErrorDetails", "PortXmitDiscardDetails"],
+                "{p:?}"
+            );
+        }
+        assert!(!pma
+            .log
+            .iter()
+            .any(|l| l.1 == PortExtendedSpeedsCounters::ID));
+        // A PMA that does not implement them: absent, not an error, even when asked for all.
+        let mut bare = FakePma::new(SWITCH_MASK);
+        bare.no_details.push(2);
+        let s = with_options(&mut bare, options);
+        assert!(port(&s, 2, 1).details.is_empty());
+        assert!(port(&s, 2, 1).errors.is_empty());
+    }
+
+    /// The same fabric at 4xHDR: PortExtendedSpeedsCounters of every port, in the layout
+    /// perfquery would pick. The switch's PMA has no RS-FEC counters (original layout, no
+    /// SMP); ca1's has, and its PortInfoExtended says RS-FEC (RS-FEC layout); ca2's has, but
+    /// its port has no PortInfoExtended (original layout).
+    #[test]
+    fn sweep_reads_extended_speeds_counters_in_the_layout_perfquery_picks() {
+        let f = crate::ibnd::parse(&SMALL_FABRIC.replace("4xSDR", "4xHDR")).unwrap();
+        let t = targets(&f, None, None);
+        let mut pma = FakePma::new(SWITCH_MASK);
+        let rs_fec_pma =
+            PmaCapabilities::new(0x1200 | pma_capability::IS_RS_FEC_COUNTERS_SUPPORTED, 0);
+        pma.masks.insert(2, rs_fec_pma);
+        pma.masks.insert(3, rs_fec_pma);
+        let with_pie = PortInfo {
+            capability_mask: capability::IS_CAPABILITY_MASK2_SUPPORTED,
+            capability_mask2: capability2::IS_PORT_INFO_EXTENDED_SUPPORTED,
+            ..Default::default()
+        };
+        pma.port_infos.insert((2, 1), with_pie);
+        pma.port_infos.insert((3, 1), PortInfo::default());
+        pma.fec.insert(
+            (2, 1),
+            PortInfoExtended {
+                capability_mask: PortInfoExtended::IS_FEC_MODE_SUPPORTED,
+                fec_mode_active: ibscope_mad::attr::FecMode::RsFec.code(),
+                ..Default::default()
+            },
+        );
+        pma.sync_header_errors.insert((1, 2), 5);
+        pma.sync_header_errors.insert((2, 1), 6);
+        let options = SweepOptions {
+            details: DetailReads::All {
+                extended_speeds: true,
+            },
+        };
+        let s = sweep_with(&mut pma, &f, &t, None, options);
+        let pesc = |lid, p| {
+            port(&s, lid, p)
+                .details
+                .get("PortExtendedSpeedsCounters")
+                .unwrap_or_else(|| panic!("no PortExtendedSpeedsCounters at {lid}/{p}"))
+        };
+        assert_eq!(pesc(1, 2).get("SyncHeaderErrorCounter"), Some(5));
+        assert!(pesc(1, 2).get("ErrorDetectionCounterLane0").is_some());
+        let rs = pesc(2, 1);
+        assert_eq!(rs.get("SyncHeaderErrorCounter"), Some(6));
+        assert!(rs.get("FECCorrectableSymbolCtrLane0").is_some());
+        assert!(rs.get("ErrorDetectionCounterLane0").is_none());
+        assert!(pesc(3, 1).get("ErrorDetectionCounterLane0").is_some());
+        // The SMPs perfquery's choice takes: PortInfo of each RS-FEC-capable CA's port,
+        // PortInfoExtended only where PortInfo says it exists.
+        let mut smps = pma.smp_log.clone();
+        smps.sort_unstable();
+        assert_eq!(
+            smps,
+            vec![
+                (2, PortInfo::ID, 1),
+                (2, PortInfoExtended::ID, 1),
+                (3, PortInfo::ID, 1)
+            ]
+        );
+        assert!(s.ports.iter().all(|p| p.errors.is_empty()), "{:?}", s.ports);
+        // Without extended_speeds nothing of this is sent.
+        let mut quiet = FakePma::new(SWITCH_MASK);
+        let plain = SweepOptions {
+            details: DetailReads::All {
+                extended_speeds: false,
+            },
+        };
+        let s = sweep_with(&mut quiet, &f, &t, None, plain);
+        assert!(quiet.smp_log.is_empty());
+        assert!(s
+            .ports
+            .iter()
+            .all(|p| p.details.get("PortExtendedSpeedsCounters").is_none()));
+    }
+
+    /// A switch PMA with IsAdditionalPortCountersExtendedSupported: the error counters come
+    /// from PortCountersExtended, 64 bits wide; past 65535 they are neither saturated nor
+    /// a finding of saturation, and screening reads the extended sum for them.
+    #[test]
+    fn sweep_uses_the_64_bit_error_counters_where_the_pma_has_them() {
+        let pma = || {
+            let mut p = FakePma::new(ADDITIONAL_MASK);
+            let (c, e) = p.ports.get_mut(&(1, 2)).unwrap();
+            c.symbol_error_counter = u16::MAX;
+            e.symbol_error_counter = 123_456;
+            p
+        };
+        let (f, t) = small_fabric();
+        let s = sweep(&mut pma(), &f, &t, None);
+        let p = port(&s, 1, 2);
+        assert_eq!(p.capability_mask2, Some(ADDITIONAL_MASK.mask2));
+        assert_eq!(p.value("SymbolErrorCounter"), Some(123_456));
+        assert!(!p.is_saturated("SymbolErrorCounter"));
+        assert_eq!(
+            p.saturated,
+            vec!["SymbolErrorCounter"],
+            "the 16-bit field is"
+        );
+        // The CA ports' PMAs (ibsim's mask) have no 64-bit error counters.
+        assert!(port(&s, 2, 1)
+            .extended
+            .as_ref()
+            .unwrap()
+            .get("SymbolErrorCounter")
+            .is_none());
+
+        let limit = Thresholds::parse("SymbolErrorCounter=200000\n", "t").unwrap();
+        let mut screened_pma = pma();
+        let screened = sweep_screened(&mut screened_pma, &f, &t, None, &limit);
+        // The 16-bit sum is stuck at 65535 and bounds nothing, but the 64-bit sum (123456)
+        // is below the threshold: the switch is cleared.
+        assert_eq!(screened.screened.len(), 1, "{:?}", screened.drilled);
+        assert!(screened_pma
+            .log
+            .contains(&(1, PortCountersExtended::ID, ALL_PORTS)));
+        let over = Thresholds::parse("SymbolErrorCounter=100000\n", "t").unwrap();
+        let drilled = sweep_screened(&mut pma(), &f, &t, None, &over);
+        assert_eq!(
+            drilled.drilled[0].reason,
+            "SymbolErrorCounter = 123456 in the all-ports sum, above its threshold 100000"
+        );
     }
 }

@@ -86,8 +86,18 @@ fn code_help<'a>(what: &str, codes: impl Iterator<Item = (u8, &'a str)>) -> Stri
     format!("{what} ({}; 0 not read).", known.join(", "))
 }
 
+/// Where a breakdown counter comes from, for its HELP text: "(PMA PortRcvErrorDetails,
+/// where PortRcvErrors counted)".
+fn breakdown_source(name: &str) -> Option<String> {
+    ibscope_mad::attr::perf_attrs::BREAKDOWNS
+        .iter()
+        .find(|b| b.fields.iter().any(|f| f.name == name))
+        .map(|b| format!("(PMA {}, where {} counted)", b.attribute, b.explains))
+}
+
 /// One family per counter of `names`: the best value (64-bit where implemented, data in
-/// bytes) of every port of `ports` that has one. `source` ends the HELP text.
+/// bytes) of every port of `ports` that has one. `source` ends the HELP text (a breakdown
+/// counter's says which attribute it is from).
 fn counter_families<L: AsRef<str>>(
     out: &mut String,
     names: &[&str],
@@ -101,6 +111,7 @@ fn counter_families<L: AsRef<str>>(
         } else {
             ""
         };
+        let source = breakdown_source(name).unwrap_or_else(|| source.to_string());
         family_head(
             out,
             &metric,
@@ -116,7 +127,8 @@ fn counter_families<L: AsRef<str>>(
 }
 
 /// The page of `ibscope counters --format prom`: every counter of every port of `sample`,
-/// labelled by node name, node GUID, LID and port.
+/// labelled by node name, node GUID, LID and port; the breakdown counters too when the
+/// sample has them.
 pub fn counters_page(sample: &Sample) -> String {
     let ports: Vec<(&PortSample, String)> = sample
         .ports
@@ -132,8 +144,12 @@ pub fn counters_page(sample: &Sample) -> String {
             (p, labels)
         })
         .collect();
+    let mut names = counters::all_counter_names();
+    if sample.ports.iter().any(|p| !p.details.is_empty()) {
+        names.extend(counters::detail_counter_names());
+    }
     let mut out = String::new();
-    counter_families(&mut out, &counters::all_counter_names(), "(PMA)", &ports);
+    counter_families(&mut out, &names, "(PMA)", &ports);
     out
 }
 
@@ -622,7 +638,34 @@ mod tests {
                 "PortRcvRemotePhysicalErrors",
                 "ibscope_port_rcv_remote_physical_errors_total",
             ),
+            (
+                "PortDLIDMappingErrors",
+                "ibscope_port_dlid_mapping_errors_total",
+            ),
+            (
+                "PortVLMappingErrors",
+                "ibscope_port_vl_mapping_errors_total",
+            ),
+            (
+                "PortNeighborMTUDiscards",
+                "ibscope_port_neighbor_mtu_discards_total",
+            ),
+            (
+                "PortSwHOQLifetimeLimitDiscards",
+                "ibscope_port_sw_hoq_lifetime_limit_discards_total",
+            ),
         ];
+        // Every counter of the page has its own metric name.
+        let mut all = counters::all_counter_names();
+        all.extend(counters::detail_counter_names());
+        let mut metrics: Vec<String> = all.iter().map(|n| metric_name(n)).collect();
+        metrics.sort();
+        metrics.dedup();
+        assert_eq!(metrics.len(), all.len());
+        assert_eq!(
+            breakdown_source("PortLoopingErrors").as_deref(),
+            Some("(PMA PortRcvErrorDetails, where PortRcvErrors counted)")
+        );
         for (counter, metric) in cases {
             assert_eq!(metric_name(counter), metric);
         }
