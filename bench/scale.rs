@@ -359,6 +359,7 @@ fn main() {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
             let stats = PageStats {
+                fabric: "scale",
                 filter: PortFilter::default(),
                 counters: &families,
                 sweeps: 1,
@@ -370,7 +371,7 @@ fn main() {
             };
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
-                let page = fabric_page(fabric, &eval.health, None, sample, &stats);
+                let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
                 keep.push(Box::new(page.len()));
             }
         }

@@ -105,9 +105,9 @@ scrape() {
         printf '%s %s %s\n' "$t" "$out" "$(awk -v fl="$FLAP_LABEL" -v fp=",port=\"$FLAP_PORT\"," \
             -v jl="$JUMP_LABEL" -v jp=",port=\"$JUMP_PORT\"," '
             BEGIN { fn = "node_name=\"[^\"]*" fl "[^\"]*\""; jn = "node_name=\"[^\"]*" jl "[^\"]*\"" }
-            $1 == "ibscope_up" { up = $2 }
-            $1 == "ibscope_sample_stale" { stale = $2 }
-            $1 == "ibscope_port_reopens_total" { reopens = $2 }
+            $1 ~ /^ibscope_up(\{.*\})?$/ { up = $2 }
+            $1 ~ /^ibscope_sample_stale(\{.*\})?$/ { stale = $2 }
+            $1 ~ /^ibscope_port_reopens_total(\{.*\})?$/ { reopens = $2 }
             /^ibscope_port_symbol_error_total\{/ && $0 ~ jn && index($0, jp) { sym = $NF }
             /^ibscope_port_link_up\{/ && $0 ~ fn && index($0, fp) { link = $NF }
             /^ibscope_node_scrape_timeouts_total\{/ { timeouts += $NF }

@@ -71,6 +71,10 @@ pub enum Command {
     )]
     Host(cmd::host::Args),
     #[command(
+        about = "The servers of a GPU cluster: each HCA's rail, rate, state and leaf switch port"
+    )]
+    Hosts(cmd::hosts::Args),
+    #[command(
         about = "Every link with both ends' width/speed/state and what it could be (iblinkinfo)"
     )]
     Links(cmd::links::Args),
@@ -109,6 +113,10 @@ pub enum Command {
     Completions(cmd::completions::Args),
     #[command(about = "Man pages for ibscope and each of its commands")]
     Man(cmd::man::Args),
+    #[command(
+        about = "Relay one local port's MADs over stdin/stdout for an ibscope elsewhere (ssh)"
+    )]
+    Agent(cmd::agent::Args),
 }
 
 /// The clap command tree (for completions, man pages and tests).
@@ -141,6 +149,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Discover(a) => cmd::discover::run(g, a),
         Command::Diff(a) => cmd::diff::run(g, a),
         Command::Host(a) => cmd::host::run(g, a),
+        Command::Hosts(a) => cmd::hosts::run(g, a),
         Command::Links(a) => cmd::links::run(g, a),
         Command::Port(a) => cmd::port::run(g, a),
         Command::Query(a) => cmd::query::run(g, a),
@@ -153,6 +162,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Config(a) => cmd::config::run(a, settings.as_ref()),
         Command::Completions(a) => cmd::completions::run(a),
         Command::Man(a) => cmd::man::run(a),
+        Command::Agent(a) => cmd::agent::run(g, a),
     }
 }
 

@@ -17,7 +17,10 @@ pub mod exit {
 
 #[derive(Debug, Clone, Args)]
 pub struct Global {
-    /// CA to use (e.g. mlx5_0); default: the first CA found.
+    /// CA to use (e.g. mlx5_0); default: the first CA found. Several fabrics at once:
+    /// `all` (every InfiniBand port of every CA and every [[fabric]] of the config file),
+    /// a list (mlx5_0,mlx5_1), a port (mlx5_0:2), or a fabric's name from the config file.
+    /// Ports on the same subnet are swept once.
     #[arg(short = 'C', long = "ca", global = true, value_name = "CA")]
     pub ca: Option<String>,
 
@@ -65,6 +68,11 @@ pub struct Global {
     /// `check --thresholds` overrides.
     #[arg(skip)]
     pub thresholds: Option<PathBuf>,
+
+    /// The config file's `[[fabric]]` tables (not a flag): names for local ports and
+    /// fabrics reached through `ibscope agent` (see `-C`).
+    #[arg(skip)]
+    pub fabrics: Vec<crate::fabrics::FabricConfig>,
 
     /// More log output on stderr (-v info, -vv debug, -vvv trace); IBSCOPE_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]

@@ -101,6 +101,8 @@ pub struct FileConfig {
     node_name_map: Option<PathBuf>,
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
+    /// `[[fabric]]` tables: named fabrics (see `crate::fabrics`).
+    fabric: Option<Vec<crate::fabrics::FabricConfig>>,
 }
 
 /// The `[serve]` table.
@@ -114,6 +116,7 @@ struct ServeConfig {
     switches_only: Option<bool>,
     allow_remote: Option<bool>,
     rediscover_every: Option<u64>,
+    web_config: Option<PathBuf>,
 }
 
 /// Where a value in force came from.
@@ -255,9 +258,11 @@ impl FileConfig {
     /// Paths in a file are relative to the file's directory.
     fn resolve_paths(&mut self, file: &Path) {
         let dir = file.parent().unwrap_or(Path::new("."));
+        let web = self.serve.as_mut().and_then(|s| s.web_config.as_mut());
         for p in [&mut self.node_name_map, &mut self.thresholds]
             .into_iter()
             .flatten()
+            .chain(web)
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -431,6 +436,32 @@ fn apply_global(
         source,
         note,
     });
+
+    apply_fabrics(g, layers, out)
+}
+
+/// The `[[fabric]]` tables: the last file that has any gives the whole list.
+fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
+    let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
+        Some((list, source)) => {
+            if let Err(e) = crate::fabrics::FabricConfig::validate(&list) {
+                bail!("config file {source}: {e}");
+            }
+            (list, source, None)
+        }
+        None => (
+            Vec::new(),
+            Source::Default,
+            Some("none: fabrics are named CA:port"),
+        ),
+    };
+    g.fabrics = fabrics;
+    out.push(Setting {
+        key: "fabric",
+        value: serde_json::to_value(&g.fabrics).unwrap_or(Value::Null),
+        source,
+        note,
+    });
     Ok(())
 }
 
@@ -542,6 +573,15 @@ fn apply_serve(
         &mut a.rediscover_every,
         layers.serve(|s| s.rediscover_every),
     );
+    let mut web = a.web_config.as_ref().map(|p| p.display().to_string());
+    layer(
+        out,
+        "serve.web-config",
+        flag("web_config", "--web-config"),
+        &mut web,
+        layers.serve(|s| s.web_config.as_ref().map(|p| Some(p.display().to_string()))),
+    );
+    a.web_config = web.map(PathBuf::from);
     Ok(())
 }
 

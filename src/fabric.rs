@@ -20,12 +20,11 @@ pub fn engine_config(g: &Global) -> EngineConfig {
     }
 }
 
-/// Open the CA port named by -C/-P (defaults: first CA, first active port), SMPs carrying
-/// the --m-key.
+/// Open the CA port named by -C/-P (defaults: first CA, first active port; a configured
+/// fabric's name reaches it as configured), SMPs carrying the --m-key. One fabric only:
+/// see [`crate::fabrics`] for commands that take several.
 pub fn open_engine(g: &Global) -> Result<Engine> {
-    let mut engine = Engine::open(g.ca.as_deref(), g.port, engine_config(g))?;
-    engine.set_m_key(g.m_key);
-    Ok(engine)
+    crate::fabrics::open_single(g)
 }
 
 /// Fail with the engine's "lost the connection to the fabric" error once its transport is
@@ -95,7 +94,8 @@ pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     }
 }
 
-/// The fabric to analyse: `--topology FILE` when given, else a live discovery.
+/// The fabric to analyse: `--topology FILE` when given, else a live discovery (of the one
+/// fabric -C names).
 pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
     if let Some(path) = &g.topology {
         return load_file(path);
@@ -129,4 +129,28 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fa
     }
     ensure_connected(engine)?;
     Ok(fabric)
+}
+
+/// The names a `--hosts` value gives: a Slurm hostlist (`gpu-[0001-0064],login1`, as
+/// `scontrol show hostnames` expands it), or `@FILE` holding hostlists separated by
+/// commas, spaces or newlines (`#` comments; `scontrol show hostnames` output works).
+pub fn host_list(arg: &str) -> Result<Vec<String>> {
+    use ibscope_topo::hosts::hostlist;
+    let (text, source) = match arg.strip_prefix('@') {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read host list {path}"))?;
+            let text: Vec<&str> = text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or(""))
+                .collect();
+            (text.join("\n"), format!("host list {path}"))
+        }
+        None => (arg.to_string(), "--hosts".to_string()),
+    };
+    let names = hostlist::expand(&text).with_context(|| format!("{source}: not a hostlist"))?;
+    if names.is_empty() {
+        anyhow::bail!("{source}: no hosts");
+    }
+    Ok(names)
 }

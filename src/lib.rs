@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod fabric;
+pub mod fabrics;
 pub mod output;
 pub mod signals;
 pub mod sim;

@@ -361,8 +361,12 @@ fn details_equal_perfquery_on_every_port() {
         &sim,
         &["counters", "--details", "--format", "prom"],
     ));
+    // Every series starts with its fabric's label, then the node.
     assert!(
-        prom.contains("ibscope_port_malformed_pkt_errors_total{node=\"Switch1\""),
+        prom.lines().any(
+            |l| l.starts_with("ibscope_port_malformed_pkt_errors_total{fabric=")
+                && l.contains(",node=\"Switch1\",")
+        ),
         "{prom}"
     );
     let checked = promtool_check(&prom);
@@ -516,7 +520,7 @@ fn interval_reports_rates_and_resets() {
     assert_eq!(csv.lines().count(), 21, "{csv}");
     let prom = assert_success(&ibscope(&sim, &["counters", "--format", "prom"]));
     assert!(
-        prom.contains("ibscope_port_symbol_error_total{node=\"Switch1\""),
+        prom.contains("ibscope_port_symbol_error_total{fabric=\"ibsim0:0\",node=\"Switch1\""),
         "{prom}"
     );
     // The exposition is valid for promtool, the Prometheus project's own checker.

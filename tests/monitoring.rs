@@ -19,10 +19,11 @@ const DASHBOARD: &str = "examples/grafana/ibscope-fabric.json";
 const RULES: &str = "examples/prometheus/ibscope-alerts.yml";
 const RULE_TESTS: &str = "examples/prometheus/ibscope-alerts.test.yml";
 
-/// Labels the exporter does not have yet: host/rail grouping of CA ports is coming. A
-/// query may name them and find nothing; once the exporter has them they are checked
-/// like every other label.
-const COMING_LABELS: [&str; 2] = ["host", "rail"];
+/// Labels only a GPU fabric's HCA ports carry: `host` where a CA belongs to a server,
+/// `rail` where its device names one (the example fabric's HCAs, "Hca1", have none). A
+/// query may name them and find nothing on a fabric without them; where the page has
+/// them they are checked like every other label.
+const HOST_LABELS: [&str; 2] = ["host", "rail"];
 /// Labels Prometheus adds to every scraped series.
 const TARGET_LABELS: [&str; 2] = ["job", "instance"];
 
@@ -175,7 +176,7 @@ fn families(page: &str) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// Every metric and label `expr` names exists on the page (`up` comes from Prometheus);
-/// the coming host/rail labels may be absent. Returns what is wrong.
+/// the host/rail labels may be absent. Returns what is wrong.
 fn check_refs(what: &str, expr: &str, page: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let refs = promql_refs(expr);
     let mut wrong = Vec::new();
@@ -186,20 +187,20 @@ fn check_refs(what: &str, expr: &str, page: &BTreeMap<String, BTreeSet<String>>)
         TARGET_LABELS.contains(&label)
             || (metric != "up" && page.get(metric).is_some_and(|ls| ls.contains(label)))
     };
-    let coming =
-        |label: &str| COMING_LABELS.contains(&label) && !page.values().any(|ls| ls.contains(label));
+    let optional =
+        |label: &str| HOST_LABELS.contains(&label) && !page.values().any(|ls| ls.contains(label));
     for (metric, labels) in &refs.selectors {
         if metric != "up" && !page.contains_key(metric) {
             wrong.push(format!("{what}: no metric {metric} on the exporter's page"));
         }
         for l in labels {
-            if !known(metric, l) && !coming(l) {
+            if !known(metric, l) && !optional(l) {
                 wrong.push(format!("{what}: {metric} has no label {l}"));
             }
         }
     }
     for l in &refs.grouping {
-        if !refs.selectors.iter().any(|(m, _)| known(m, l)) && !coming(l) {
+        if !refs.selectors.iter().any(|(m, _)| known(m, l)) && !optional(l) {
             wrong.push(format!("{what}: no metric of `{expr}` has label {l}"));
         }
     }
@@ -271,6 +272,7 @@ fn grafana_substitute(expr: &str, job: &str) -> String {
         .replace("$__range", "1h")
         .replace("$__interval", "15s")
         .replace("$job", job)
+        .replace("$fabric", ".*")
 }
 
 #[test]
@@ -287,7 +289,7 @@ fn dashboard_is_importable_and_describes_its_panels() {
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
-    assert_eq!(vars, ["datasource", "job"]);
+    assert_eq!(vars, ["datasource", "job", "fabric"]);
     let mut ids = BTreeSet::new();
     let mut titles = Vec::new();
     for p in dash["panels"].as_array().unwrap() {
@@ -312,17 +314,16 @@ fn dashboard_is_importable_and_describes_its_panels() {
         for t in targets {
             assert_eq!(t["datasource"]["uid"], "${datasource}");
             let expr = t["expr"].as_str().unwrap();
-            // Every query follows the job picker.
-            assert_eq!(
-                promql_refs(expr)
-                    .selectors
-                    .iter()
-                    .filter(|(_, labels)| !labels.iter().any(|l| l == "job"))
-                    .count(),
-                0,
-                "{}: a selector without job: {expr}",
-                p["title"]
-            );
+            // Every query follows the job picker, and the fabric picker (but for `up`,
+            // Prometheus' own series, which has no fabric).
+            for (name, labels) in promql_refs(expr).selectors {
+                let has = |l: &str| labels.iter().any(|x| x == l);
+                assert!(
+                    has("job") && (name == "up" || has("fabric")),
+                    "{}: a selector without job or fabric: {expr}",
+                    p["title"]
+                );
+            }
         }
     }
     // The panels the operators asked for.
@@ -346,7 +347,7 @@ fn dashboard_is_importable_and_describes_its_panels() {
         .unwrap();
     let description = grid["description"].as_str().unwrap();
     assert!(
-        description.contains("fills when the exporter exports the host and rail labels"),
+        description.contains("stays empty on a fabric whose HCAs name no rail"),
         "{description}"
     );
     let expr = grid["targets"][0]["expr"].as_str().unwrap();
@@ -398,7 +399,7 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
     for wanted in [
         "IbscopeExporterDown",
         "IbscopeSweepStale",
-        "IbscopeFabricUnreachable",
+        "IbscopeFabricDown",
         "IbscopeNoMasterSM",
         "IbscopeLinkDegraded",
         "IbscopePortErrorsRising",
@@ -493,26 +494,26 @@ fn dashboard_and_alert_queries_run_against_a_real_scrape() {
             failed.push(format!("{what}: HTTP {code} {doc}\n  {expr}"));
             continue;
         }
-        // A query that filters (a comparison), looks at the coming labels or is
+        // A query that filters (a comparison), groups by the host/rail labels or is
         // `absent()` may be empty on a healthy fabric; every other one has data.
         let flat = expr.split_whitespace().collect::<Vec<_>>().join(" ");
         let filters = [" > ", " == ", " >= ", "absent("]
             .iter()
             .any(|op| flat.contains(op));
-        let coming = COMING_LABELS
+        let by_host = HOST_LABELS
             .iter()
             .any(|l| promql_refs(expr).grouping.iter().any(|g| g == l));
         let empty = doc["data"]["result"]
             .as_array()
             .is_some_and(|r| r.is_empty());
-        if empty && !filters && !coming {
+        if empty && !filters && !by_host {
             failed.push(format!("{what}: no data\n  {expr}"));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 
-    // The host/rail grid stays empty (not one blank cell) while the labels are missing.
-    if !page.values().any(|labels| labels.contains("host")) {
+    // The host/rail grid stays empty (not one blank cell) on a fabric without rails.
+    if !page.values().any(|labels| labels.contains("rail")) {
         let (_, expr) = queries
             .iter()
             .find(|(what, _)| what == "panel \"Host/rail grid\"")
@@ -596,5 +597,130 @@ fn serve_takes_its_defaults_from_the_config_file_and_reports_a_missing_sm() {
         let (_, page) = http_get(port, "/metrics").ok()?;
         (finding(&page, "no-master-sm") == Some(1.0)).then_some(())
     });
+    drop(serve);
+}
+
+/// `line` (a sample line of the exposition) without its host and rail labels.
+fn without_host_rail(line: &str) -> String {
+    let mut out = line.to_string();
+    for label in [",host=\"", ",rail=\""] {
+        if let Some(start) = out.find(label) {
+            let value_end = out[start + label.len()..].find('"').unwrap();
+            out.replace_range(start..start + label.len() + value_end + 1, "");
+        }
+    }
+    out
+}
+
+/// On a GPU fabric (HCAs named as rdma-ndd names them, "gpu-0003 mlx5_2") every series of
+/// an HCA port carries host and rail, they add no series (the page without them has as
+/// many distinct series), and the dashboard's Host/rail grid fills in a real Prometheus:
+/// one cell per server and rail, "degraded" (1) on the one slow rail, 0 elsewhere.
+#[test]
+fn host_rail_labels_fill_the_grid_on_a_rail_fabric() {
+    let scratch = temp_dir();
+    let topo = sim_gen(
+        scratch.path(),
+        "rails.topo",
+        &[
+            "rails",
+            "--hosts",
+            "4",
+            "--rails",
+            "4",
+            "--hosts-per-leaf",
+            "2",
+            "--radix",
+            "8",
+            "--degrade",
+            "G0003R2:1:1xHDR",
+        ],
+    );
+    let sim = sim(&topo);
+    let port = free_port();
+    let log = scratch.path().join("serve.log");
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = start_serve(&sim, &log, &["--listen", &listen, "--interval", "1"], None);
+    wait_healthy(&mut serve, port, &log);
+    let (_, page) = http_get(port, "/metrics").unwrap();
+    let series: Vec<&str> = page
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let ca_series: Vec<&&str> = series
+        .iter()
+        .filter(|l| l.contains("kind=\"ca\"") && l.contains(",port=\""))
+        .collect();
+    assert!(ca_series.len() > 16 * 10, "{}", ca_series.len());
+    for l in &ca_series {
+        assert!(
+            l.contains(",host=\"gpu-000") && l.contains(",rail=\""),
+            "an HCA port series without host and rail: {l}"
+        );
+    }
+    assert!(
+        page.contains(
+            "node_name=\"gpu-0003 mlx5_2\",kind=\"ca\",port=\"1\",host=\"gpu-0003\",rail=\"2\""
+        ),
+        "{page}"
+    );
+    // The slow rail is a finding of check's, counted on the page as check counts it.
+    for (kind, n) in [
+        ("rail-slow", 1.0),
+        ("degraded-link", 1.0),
+        ("rail-down", 0.0),
+    ] {
+        assert_eq!(
+            sample_value(&page, "ibscope_findings", &[("kind", kind)]).unwrap_or(0.0),
+            n,
+            "{kind}"
+        );
+    }
+    // Labels, not series: without them the series stay distinct.
+    let keys = |lines: &[&str]| -> BTreeSet<String> {
+        lines
+            .iter()
+            .map(|l| without_host_rail(l.rsplit_once(' ').unwrap().0))
+            .collect()
+    };
+    assert_eq!(keys(&series).len(), series.len());
+
+    let dash: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join(DASHBOARD)).unwrap())
+            .unwrap();
+    let (_, expr) = dashboard_queries(&dash)
+        .into_iter()
+        .find(|(title, _)| title == "Host/rail grid")
+        .unwrap();
+    let expr = grafana_substitute(&expr, "ibscope");
+    let fam = families(&page);
+    assert_eq!(
+        check_refs("Host/rail grid", &expr, &fam),
+        Vec::<String>::new()
+    );
+    let mut prom = Prometheus::start(scratch.path(), "ibscope", &[port]);
+    let cells = wait_for(Duration::from_secs(30), "the host/rail grid", || {
+        let (code, doc) = prom.try_query(&expr)?;
+        let result = doc["data"]["result"].as_array()?.clone();
+        (code == 200 && result.len() == 16).then_some(result)
+    });
+    let mut grid = BTreeMap::new();
+    for c in &cells {
+        let host = c["metric"]["host"].as_str().unwrap().to_string();
+        let rail = c["metric"]["rail"].as_str().unwrap().to_string();
+        grid.insert((host, rail), c["value"][1].as_str().unwrap().to_string());
+    }
+    for h in 1..=4 {
+        for r in 0..4 {
+            let want = if (h, r) == (3, 2) { "1" } else { "0" };
+            assert_eq!(
+                grid.get(&(format!("gpu-{h:04}"), r.to_string()))
+                    .map(String::as_str),
+                Some(want),
+                "gpu-{h:04} rail {r}: {cells:#?}"
+            );
+        }
+    }
+    drop(prom);
     drop(serve);
 }

@@ -128,8 +128,19 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
         ),
         Some(4.0)
     );
-    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds "));
-    assert!(metrics.contains("\nibscope_sweep_duration_seconds "));
+    // One fabric: its name (the shim's CA and port; attached at a switch: port 0)
+    // labels every series.
+    assert!(metrics.contains("\nibscope_sweep_timestamp_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_sweep_duration_seconds{fabric=\"ibsim0:0\"} "));
+    assert!(metrics.contains("\nibscope_up{fabric=\"ibsim0:0\"} 1\n"));
+    let unlabelled: Vec<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("{fabric=\"ibsim0:0\""))
+        .collect();
+    assert!(
+        unlabelled.is_empty(),
+        "series without the fabric label: {unlabelled:?}"
+    );
 
     assert_findings_are_checks(&sim, &metrics);
     let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
@@ -321,8 +332,10 @@ fn assert_clean_stop<G>(
     assert_eq!(children.len(), 1, "one sweeper process: {children:?}");
     let sweeper = children[0];
     let cmdline = std::fs::read(format!("/proc/{sweeper}/cmdline")).unwrap();
+    // serve's own arguments, then which fabric it sweeps: the one of -C/-P.
+    let cmdline = String::from_utf8_lossy(&cmdline);
     assert!(
-        String::from_utf8_lossy(&cmdline).ends_with("--sweeper-process\0"),
+        cmdline.ends_with("\0--sweeper-process\0--sweeper-fabric\0\0--sweeper-reach\0default\0"),
         "{cmdline:?}"
     );
     let state = std::fs::read_link(format!("/proc/{sweeper}/cwd")).unwrap();
@@ -832,7 +845,7 @@ fn assert_switches_only(all: &str, switches: &str) {
     assert_eq!(port_series(switches, "Hca1", "1"), 0);
     assert!(port_series(all, "Hca1", "1") > 20);
     assert!(
-        switches.contains("ibscope_node_info{node_guid=")
+        switches.contains("ibscope_node_info{fabric=\"ibsim0:0\",node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
 }

@@ -225,6 +225,10 @@ fn screens() -> Vec<(&'static str, GoTo)> {
             Box::new(|s: &mut AppState| press(s, KeyCode::Char('6'))),
         ),
         (
+            "hosts",
+            Box::new(|s: &mut AppState| press(s, KeyCode::Char('7'))),
+        ),
+        (
             "help_nodes",
             Box::new(|s: &mut AppState| {
                 press(s, KeyCode::Char('2'));
@@ -459,6 +463,8 @@ fn keys_move_between_views_and_quit() {
     press(&mut state, KeyCode::BackTab);
     assert_eq!(state.view, View::Overview);
     press(&mut state, KeyCode::BackTab);
+    assert_eq!(state.view, View::Hosts);
+    press(&mut state, KeyCode::BackTab);
     assert_eq!(state.view, View::Events);
     press(&mut state, KeyCode::Char('?'));
     assert!(state.help);
@@ -534,23 +540,32 @@ impl Source for CountingSource {
 /// Keys and sweeper messages fed to the real event loop: `None` in `keys` is a moment
 /// with no key (the loop draws a frame), running out of keys is an error.
 struct Script {
-    messages: std::collections::VecDeque<ibscope::tui::SweepMsg>,
+    /// Each with its fabric's index.
+    messages: std::collections::VecDeque<(usize, ibscope::tui::SweepMsg)>,
     keys: std::collections::VecDeque<Option<KeyCode>>,
-    sweeps_asked: usize,
+    /// The fabric of each sweep asked for.
+    sweeps_asked: Vec<usize>,
 }
 
 impl Script {
     fn new(messages: Vec<ibscope::tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
+        Script::of_fabrics(messages.into_iter().map(|m| (0, m)).collect(), keys)
+    }
+
+    fn of_fabrics(
+        messages: Vec<(usize, ibscope::tui::SweepMsg)>,
+        keys: &[Option<KeyCode>],
+    ) -> Script {
         Script {
             messages: messages.into(),
             keys: keys.iter().copied().collect(),
-            sweeps_asked: 0,
+            sweeps_asked: Vec::new(),
         }
     }
 }
 
 impl ibscope::tui::Events for Script {
-    fn sweep_message(&mut self) -> Option<ibscope::tui::SweepMsg> {
+    fn sweep_message(&mut self) -> Option<(usize, ibscope::tui::SweepMsg)> {
         self.messages.pop_front()
     }
     fn terminal_event(
@@ -562,8 +577,8 @@ impl ibscope::tui::Events for Script {
             None => Err(std::io::Error::other("the script ran out of keys")),
         }
     }
-    fn sweep_now(&mut self) {
-        self.sweeps_asked += 1;
+    fn sweep_now(&mut self, fabric: usize) {
+        self.sweeps_asked.push(fabric);
     }
 }
 
@@ -589,11 +604,11 @@ fn event_loop_runs_scripted_keys() {
     let mut script = Script::new(messages, &keys);
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    ibscope::tui::event_loop(&mut terminal, &mut state, &mut script).unwrap();
+    ibscope::tui::event_loop(&mut terminal, std::slice::from_mut(&mut state), &mut script).unwrap();
     assert!(state.quit && script.keys.is_empty());
     assert_eq!(state.view, View::Nodes);
     assert_eq!(state.nodes.filter, "leaf");
-    assert_eq!(script.sweeps_asked, 1, "r asks the sweeper once");
+    assert_eq!(script.sweeps_asked, [0], "r asks the sweeper once");
     let text = buffer_text(terminal.backend().buffer());
     assert!(text.contains("leaf-1") && text.contains("leaf-2"), "{text}");
     assert!(!text.contains("spine-1"), "{text}");
@@ -608,14 +623,147 @@ fn event_loop_runs_scripted_keys() {
         error: "lost the connection to the fabric".into(),
     }];
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(lost, &[]));
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        std::slice::from_mut(&mut state),
+        &mut Script::new(lost, &[]),
+    );
     assert_eq!(
         e.unwrap_err().to_string(),
         "lost the connection to the fabric"
     );
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(&mut terminal, &mut state, &mut Script::new(vec![], &[]));
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        std::slice::from_mut(&mut state),
+        &mut Script::new(vec![], &[]),
+    );
     assert!(e.unwrap_err().to_string().contains("ran out of keys"));
+}
+
+/// Two fabrics' states, "compute" and "storage" (its hosts named disk-N), each with a
+/// snapshot message from its own sweeper.
+fn two_fabrics() -> (Vec<AppState>, Vec<(usize, ibscope::tui::SweepMsg)>) {
+    use ibscope::tui::{FabricTag, SweepMsg};
+    let mut states = Vec::new();
+    let mut messages = Vec::new();
+    for (index, (name, text)) in [
+        ("compute", FIXTURE.to_string()),
+        ("storage", FIXTURE.replace("host-", "disk-")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
+        state.status.fabric = Some(FabricTag {
+            name: name.into(),
+            index,
+            count: 2,
+        });
+        states.push(state);
+        let snap = Snapshot::from_fabric(ibnd::parse(&text).unwrap(), t0());
+        messages.push((index, SweepMsg::Started));
+        messages.push((index, SweepMsg::Done(Box::new(prepare(None, snap, None)))));
+    }
+    (states, messages)
+}
+
+/// Several fabrics: each sweeper's snapshot goes to its fabric, f shows the next one
+/// (in the same view, the header naming it), r sweeps the one shown, F goes back.
+#[test]
+fn f_switches_fabric_and_the_header_names_it() {
+    let (mut states, messages) = two_fabrics();
+    let keys = [
+        None,
+        Some(KeyCode::Char('2')),
+        None,
+        Some(KeyCode::Char('f')),
+        None,
+        Some(KeyCode::Char('r')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut script = Script::of_fabrics(messages, &keys);
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[1].quit, "q was pressed on the storage fabric");
+    assert_eq!(
+        states[1].view,
+        View::Nodes,
+        "the view is kept across fabrics"
+    );
+    assert_eq!(script.sweeps_asked, [1], "r sweeps the fabric shown");
+    let text = buffer_text(terminal.backend().buffer());
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("fabric storage 2/2"), "{header}");
+    assert!(
+        text.contains("disk-1") && !text.contains("host-1"),
+        "{text}"
+    );
+    let footer = text.lines().last().unwrap();
+    assert!(footer.contains("f fabric"), "{footer}");
+
+    // F from the first fabric wraps to the last; a single fabric has no f at all.
+    let (mut states, messages) = two_fabrics();
+    let keys = [
+        None,
+        Some(KeyCode::Char('F')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut script = Script::of_fabrics(messages, &keys);
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[1].quit);
+    let mut single = AppState::new(None, Duration::from_secs(5), Instant::now());
+    assert_eq!(input::map_key(&single, key(KeyCode::Char('f'))), None);
+    single.view = View::Nodes;
+    assert!(!ibscope::tui::keymap::footer(&single, 200).contains("fabric"));
+}
+
+/// One fabric lost among several: it shows the failure and the others go on; all lost
+/// ends the UI with the error.
+#[test]
+fn a_lost_fabric_among_several_leaves_the_others() {
+    use ibscope::tui::SweepMsg;
+    let lost = |i: usize| {
+        (
+            i,
+            SweepMsg::Lost {
+                error: format!("fabric {i}: lost the connection to the fabric"),
+            },
+        )
+    };
+    let (mut states, mut messages) = two_fabrics();
+    messages.push(lost(1));
+    let keys = [
+        None,
+        Some(KeyCode::Char('f')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+    let mut script = Script::of_fabrics(messages, &keys);
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert!(states[0].status.last_error.is_none());
+    assert!(states[1].status.last_error.is_some());
+    let header = buffer_text(terminal.backend().buffer());
+    let header = header.lines().next().unwrap();
+    assert!(
+        header.contains("fabric storage 2/2") && header.contains("sweep failed"),
+        "{header}"
+    );
+
+    let (mut states, mut messages) = two_fabrics();
+    messages.extend([lost(0), lost(1)]);
+    let e = ibscope::tui::event_loop(
+        &mut terminal,
+        &mut states,
+        &mut Script::of_fabrics(messages, &[None]),
+    );
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "fabric 1: lost the connection to the fabric"
+    );
 }
 
 #[test]
@@ -962,4 +1110,176 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
         "spine-2[1] <-> leaf-1[4]: 1xHDR below fabric norm 4xHDR"
     );
     assert!(!state.events.iter().any(|e| e.kind == EventKind::Recovered));
+}
+
+/// A rail-optimised fabric of 6 servers x 4 rails (4 servers a leaf) at 4xHDR with min-hop
+/// routes and four rail faults: gpu-0002's mlx5_1 gone (its link went down), gpu-0003's
+/// mlx5_2 at 1xHDR, gpu-0004's mlx5_0 and mlx5_3 with each other's cables, gpu-0006's
+/// mlx5_1 Initialize. Counters on gpu-0003's mlx5_2.
+fn rail_state() -> AppState {
+    use ibscope_topo::model::{FabricFile, LinkRecord};
+    let spec = gen::RailsSpec {
+        hosts_per_leaf: 4,
+        ..gen::RailsSpec::new(6, 4, 64)
+    };
+    let mut f = ibnd::parse(&gen::rails(&spec).unwrap()).unwrap();
+    gen::bring_up(
+        &mut f,
+        ibscope_mad::attr::link::Rate::parse("4xHDR").unwrap(),
+    );
+    let mut file: FabricFile = f.to_file();
+    let guid =
+        |file: &FabricFile, d: &str| file.nodes.iter().find(|n| n.description == d).unwrap().guid;
+    let link_of = |file: &FabricFile, g: u64| {
+        file.links
+            .iter()
+            .position(|l| l.a_guid == g || l.b_guid == g)
+            .unwrap()
+    };
+    // Gone.
+    let g = guid(&file, "gpu-0002 mlx5_1");
+    let i = link_of(&file, g);
+    file.links.remove(i);
+    file.nodes.retain(|n| n.guid != g);
+    // Slow: both ends at 1x.
+    let g = guid(&file, "gpu-0003 mlx5_2");
+    let l = file.links[link_of(&file, g)];
+    for (node, port) in [(l.a_guid, l.a_port), (l.b_guid, l.b_port)] {
+        let n = file.nodes.iter_mut().find(|n| n.guid == node).unwrap();
+        let p = n.ports.iter_mut().find(|p| p.number == port).unwrap();
+        p.width_active = Some(ibscope_mad::attr::link::Width::X1);
+    }
+    // Swapped.
+    let (a, b) = (
+        guid(&file, "gpu-0004 mlx5_0"),
+        guid(&file, "gpu-0004 mlx5_3"),
+    );
+    let (ia, ib) = (link_of(&file, a), link_of(&file, b));
+    let far = |l: LinkRecord, me: u64| {
+        if l.a_guid == me {
+            (l.b_guid, l.b_port)
+        } else {
+            (l.a_guid, l.a_port)
+        }
+    };
+    let (fa, fb) = (far(file.links[ia], a), far(file.links[ib], b));
+    file.links[ia] = LinkRecord {
+        a_guid: a,
+        a_port: 1,
+        b_guid: fb.0,
+        b_port: fb.1,
+    };
+    file.links[ib] = LinkRecord {
+        a_guid: b,
+        a_port: 1,
+        b_guid: fa.0,
+        b_port: fa.1,
+    };
+    // Not Active.
+    let g = guid(&file, "gpu-0006 mlx5_1");
+    let n = file.nodes.iter_mut().find(|n| n.guid == g).unwrap();
+    n.ports[0].state = Some(ibscope_mad::attr::PortState::Init);
+    let mut f = Fabric::from_file(file).unwrap();
+    routing::compute_minhop_lfts(&mut f);
+    let slow = guid_of(&f, "gpu-0003 mlx5_2");
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    for (k, at) in [(0u64, t0()), (1, t0() + Duration::from_secs(5))] {
+        let mut snap = Snapshot::from_fabric(f.clone(), at);
+        snap.counters = vec![sample(
+            slow,
+            1,
+            at,
+            3 + 20 * k,
+            1_000_000 + k * 5_000_000_000,
+        )];
+        state.apply_snapshot(snap, start + Duration::from_secs(5 * k));
+    }
+    state.now = start + Duration::from_secs(8);
+    state
+}
+
+/// The cell of `host`'s row under the column headed `rail N`: its text and colour.
+fn grid_cell(buf: &Buffer, host: &str, rail: u8) -> (String, Color) {
+    let text = buffer_text(buf);
+    let header = text.lines().find(|l| l.contains("rail 0")).unwrap();
+    let col = header.find(&format!("rail {rail}")).unwrap();
+    let col = header[..col].chars().count() as u16;
+    let y = text.lines().position(|l| l.starts_with(host)).unwrap() as u16;
+    let cell: String = (col..col + 7).map(|x| buf[(x, y)].symbol()).collect();
+    (cell.trim().to_string(), buf[(col, y)].fg)
+}
+
+#[test]
+fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    assert_eq!(state.view, View::Hosts);
+    let buf = render_buffer(&state, 80, 24);
+    let text = buffer_text(&buf);
+    assert!(
+        text.contains("Hosts: 6 with rails, 4 with rail problems; rails 0-3"),
+        "{text}"
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0001", 0),
+        ("4xHDR".into(), Color::Reset)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0002", 1),
+        ("missing".into(), Color::Red)
+    );
+    assert_eq!(grid_cell(&buf, "gpu-0003", 2), ("1xHDR".into(), Color::Red));
+    assert_eq!(
+        grid_cell(&buf, "gpu-0004", 0),
+        ("4xHDR*".into(), Color::Yellow)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0004", 3),
+        ("4xHDR*".into(), Color::Yellow)
+    );
+    assert_eq!(
+        grid_cell(&buf, "gpu-0005", 0),
+        ("4xHDR".into(), Color::Reset)
+    );
+    assert_eq!(grid_cell(&buf, "gpu-0006", 1), ("Init".into(), Color::Red));
+    insta::assert_snapshot!("hosts_grid_80x24", text);
+    // gpu-0003's rail 2: two rows down, two rails right, Enter.
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Down);
+    press(&mut state, KeyCode::Right);
+    press(&mut state, KeyCode::Char('l'));
+    press(&mut state, KeyCode::Enter);
+    assert!(state.hosts.detail);
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains(" gpu-0003 rail 2 "), "{text}");
+    assert!(text.contains("gpu-0003 mlx5_2[1]"), "{text}");
+    // Offline: the physical state was not read; the leaf's name is its NodeDescription.
+    assert!(
+        text.contains("link: 1xHDR Active/Unknown  <->  MF0;leaf-r2-001:MQM9700/U1[3]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("degraded: 1xHDR below fabric norm 4xHDR"),
+        "{text}"
+    );
+    // 20 symbol errors in 5 s.
+    assert!(text.contains("counters: errors 23 (4.0/s)"), "{text}");
+    assert!(
+        text.contains("[rail-slow] gpu-0003: rail 2 (mlx5_2) runs at 1xHDR"),
+        "{text}"
+    );
+    insta::assert_snapshot!("hosts_detail_160x48", text);
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.hosts.detail);
+    // The missing rail: its finding says where it belongs.
+    press(&mut state, KeyCode::Up);
+    press(&mut state, KeyCode::Left);
+    press(&mut state, KeyCode::Enter);
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains("no HCA of this rail in the fabric"), "{text}");
+    assert!(
+        text.contains("[rail-down] gpu-0002: rail 1 (mlx5_1) is Down"),
+        "{text}"
+    );
 }

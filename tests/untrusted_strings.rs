@@ -353,7 +353,7 @@ fn hostile_description_live() {
     }
     assert!(replaced > 0, "no port named by the hostile description");
     check_prom(
-        &ibscope_topo::export::prometheus::counters_page(&sample),
+        &ibscope_topo::export::prometheus::counters_page(&[("fabric", &sample)]),
         FULL_DESC,
     );
 }

@@ -55,6 +55,8 @@ impl HostFinding {
             kind: NodeKind::Ca,
             port: port.port,
             lid: port.lid.unwrap_or(0),
+            host: None,
+            rail: None,
         };
         HostFinding {
             device: Some(device.name.clone()),

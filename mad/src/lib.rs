@@ -17,8 +17,10 @@
 //! - [`attribute`]: the [`attribute::Attribute`] trait (class, attribute ID, name, codec) and
 //!   the management classes (`SubnMgt`, `PerfMgt`, `SubnAdm`).
 //! - [`codes`]: `coded_enum!` (coded values with spec and short names) and GUID text.
-//! - [`umad`]: the libibumad binding and the umad header; [`engine`]: requests, the pure
-//!   ledger and the I/O loop.
+//! - [`umad`]: the libibumad binding and the umad header; [`relay`]: MADs carried over a
+//!   byte stream to an `ibscope agent` in another process (or on another host);
+//!   [`transport`]: either, as the engine's port; [`engine`]: requests, the pure ledger and
+//!   the I/O loop.
 //!
 //! # Recipes
 //!
@@ -67,9 +69,11 @@ pub mod codes;
 pub mod engine;
 pub mod error;
 pub mod header;
+pub mod relay;
 pub mod sa;
 mod shim_stderr;
 pub mod smp;
+pub mod transport;
 pub mod umad;
 pub mod wire;
 

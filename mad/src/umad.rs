@@ -6,7 +6,7 @@
 //! std uses, so a std::fs read of /sys/class/infiniband would see the real (empty) machine.
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use thiserror::Error;
 
@@ -164,6 +164,9 @@ pub enum TransportError {
         version: u8,
         errno: i32,
     },
+    /// A fabric reached through a relay command (`ibscope agent`) that could not be used.
+    #[error("fabric command `{command}`: {reason}")]
+    Relay { command: String, reason: String },
     #[error("sending a MAD failed: {}", errno_text(*errno))]
     Send { errno: i32 },
     #[error("receiving a MAD failed: {}", errno_text(*errno))]
@@ -249,7 +252,7 @@ pub enum Dest {
 
 impl Dest {
     /// Destination LID, QP and Q_Key as the umad address header wants them.
-    fn address(&self) -> (u16, u32, u32) {
+    pub fn address(&self) -> (u16, u32, u32) {
         match self {
             Dest::Smp(SmpRoute::Lid(lid)) => (*lid, 0, 0),
             Dest::Smp(SmpRoute::Directed(_)) => (PERMISSIVE_LID, 0, 0),
@@ -320,13 +323,38 @@ fn default_rx() -> Vec<u64> {
 /// An opened local CA port with its umad file descriptor.
 #[derive(Debug)]
 pub struct UmadPort {
-    portid: c_int,
+    fd: Arc<PortFd>,
     info: LocalPort,
     /// Receive buffer, kept to avoid an allocation per MAD; grows when a reassembled RMPP
     /// reply needs more (see [`recv_growing`]) and shrinks back after it.
     rx: Vec<u64>,
-    /// Set by [`MadPort::leave_open`]: the descriptor is not closed on drop.
-    leave_open: bool,
+}
+
+/// The umad port id, closed when the last holder ([`UmadPort`], [`UmadReceiver`]) drops.
+#[derive(Debug)]
+struct PortFd(c_int);
+
+impl Drop for PortFd {
+    fn drop(&mut self) {
+        // Closing the fd unregisters any agent left; the engine unregisters after draining.
+        // SAFETY: the id came from umad_open_port and is closed once, by its last holder.
+        unsafe { umad_close_port(self.0) };
+    }
+}
+
+/// The receiving half of a [`UmadPort`] for another thread (`ibscope agent` reads replies
+/// while its main thread sends): `umad_recv` and `umad_send` on one fd may run at once.
+#[derive(Debug)]
+pub struct UmadReceiver {
+    fd: Arc<PortFd>,
+    rx: Vec<u64>,
+}
+
+impl UmadReceiver {
+    /// Wait up to `timeout_ms` (0: just poll) for one MAD.
+    pub fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
+        recv_into(self.fd.0, &mut self.rx, timeout_ms)
+    }
 }
 
 fn init_library() {
@@ -413,14 +441,15 @@ pub fn ca_ports(ca: &str) -> Result<Vec<LocalPort>, TransportError> {
 }
 
 /// Whether a port can carry subnet management traffic at all.
-fn is_ib(p: &LocalPort) -> bool {
+pub fn is_ib(p: &LocalPort) -> bool {
     // Older kernels have no link_layer file: libibumad then leaves it empty, which means IB.
     p.link_layer.is_empty() || p.link_layer == "IB" || p.link_layer == "InfiniBand"
 }
 
 /// Pick the port `open` uses: the named one, else the first active InfiniBand port of the
-/// named (or any) CA, else the first InfiniBand port of the first CA.
-fn choose_port(
+/// named (or any) CA, else the first InfiniBand port of the first CA. `cas` as
+/// [`ca_names`] and [`ca_ports`] give them.
+pub fn choose_port(
     cas: &[(String, Vec<LocalPort>)],
     ca: Option<&str>,
     port: Option<u8>,
@@ -540,10 +569,9 @@ impl UmadPort {
         // SAFETY: no arguments.
         let header = unsafe { umad_size() };
         let port = UmadPort {
-            portid,
+            fd: Arc::new(PortFd(portid)),
             info,
             rx: default_rx(),
-            leave_open: false,
         };
         if header != UMAD_HEADER_LEN {
             return Err(TransportError::HeaderSize { got: header });
@@ -587,7 +615,7 @@ impl MadPort for UmadPort {
         // SAFETY: a NULL method mask means "no unsolicited methods": we only take replies.
         let id = unsafe {
             umad_register(
-                self.portid,
+                self.fd.0,
                 c_int::from(r.mgmt_class),
                 c_int::from(r.version),
                 r.rmpp_version,
@@ -603,7 +631,7 @@ impl MadPort for UmadPort {
 
     fn unregister(&mut self, agent: u32) {
         // SAFETY: plain integers; an unknown agent id only yields an error code.
-        unsafe { umad_unregister(self.portid, agent as c_int) };
+        unsafe { umad_unregister(self.fd.0, agent as c_int) };
     }
 
     /// Send one MAD. `timeout_ms`/`retries` go to the kernel (real hardware); callers keep
@@ -624,7 +652,7 @@ impl MadPort for UmadPort {
         // SAFETY: buf holds the 64-byte header plus the 256-byte MAD the length announces.
         let ret = unsafe {
             umad_send(
-                self.portid,
+                self.fd.0,
                 agent as c_int,
                 buf.as_mut_ptr().cast(),
                 MAD_SIZE as c_int,
@@ -641,17 +669,38 @@ impl MadPort for UmadPort {
 
     /// Wait up to `timeout_ms` (0: just poll) for one MAD.
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
-        let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
-        let portid = self.portid;
-        recv_growing(&mut self.rx, |buf, len| {
-            // SAFETY: buf holds the header plus `*len` bytes of MAD space.
-            unsafe { umad_recv(portid, buf.as_mut_ptr().cast(), len, timeout) }
-        })
+        recv_into(self.fd.0, &mut self.rx, timeout_ms)
     }
 
     fn leave_open(&mut self) {
-        self.leave_open = true;
+        // One holder of the descriptor that is never dropped: the process's exit closes it.
+        std::mem::forget(self.fd.clone());
     }
+}
+
+impl UmadPort {
+    /// A receiver on the same port for another thread; the port stays open until both
+    /// halves are dropped.
+    pub fn receiver(&self) -> UmadReceiver {
+        UmadReceiver {
+            fd: self.fd.clone(),
+            rx: default_rx(),
+        }
+    }
+}
+
+/// `umad_recv` on `portid` into `rx` (grown when a reassembled RMPP reply needs more room,
+/// see [`recv_growing`]).
+fn recv_into(
+    portid: c_int,
+    rx: &mut Vec<u64>,
+    timeout_ms: u32,
+) -> Result<Option<Received>, TransportError> {
+    let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
+    recv_growing(rx, |buf, len| {
+        // SAFETY: buf holds the header plus `*len` bytes of MAD space.
+        unsafe { umad_recv(portid, buf.as_mut_ptr().cast(), len, timeout) }
+    })
 }
 
 /// One receive through `umad_recv` (given as `raw`: the buffer and the MAD length it
@@ -695,17 +744,6 @@ fn recv_growing(
             }
             errno => return Err(TransportError::Recv { errno }),
         }
-    }
-}
-
-impl Drop for UmadPort {
-    fn drop(&mut self) {
-        if self.leave_open {
-            return;
-        }
-        // Closing the fd unregisters any agent left; the engine unregisters after draining.
-        // SAFETY: portid came from umad_open_port and is closed once.
-        unsafe { umad_close_port(self.portid) };
     }
 }
 

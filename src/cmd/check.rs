@@ -10,6 +10,9 @@ use ibscope_topo::findings::{self, CounterReads, Evaluation};
 use ibscope_topo::health::{HealthOptions, Rate};
 use serde::Serialize;
 
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::FabricId;
+
 use crate::cli::{exit, Global};
 
 /// Check the fabric's health in one run.
@@ -45,7 +48,21 @@ use crate::cli::{exit, Global};
 /// in --json ("ports", absent otherwise), or to catch a port whose own counters do not
 /// answer on a switch whose sum is clean.
 ///
-/// With --topology FILE only the links and ports are checked (no counters, no SM).
+/// Hosts and rails (GPU clusters): CAs are grouped into servers by the hostname in their
+/// NodeDescription (rdma-ndd's "%h %d": `gpu-0042 mlx5_3`), each HCA's rail is its
+/// device index (mlx5_3: rail 3), checked against the leaf it is cabled to (the rail of
+/// most HCAs on that leaf). A server lacking a rail most servers have, or with it not
+/// Active, is rail-down; a rail slower than the server's others is rail-slow; an HCA on a
+/// leaf of another rail is rail-misaligned; two HCAs each cabled where the other belongs
+/// are hcas-swapped; with --hosts, each listed host no CA names is host-missing. Each
+/// names the host, rail, HCA and the switch port to fix. See `ibscope hosts`.
+///
+/// With --topology FILE only the links, ports and hosts are checked (no counters, no SM).
+///
+/// Several fabrics (-C all, a list, see -C): each is checked in turn; in text every line
+/// starts with the fabric's name, in JSON each report names its fabric and every finding
+/// carries "fabric" ({"healthy", "fabrics": [...], "failed": [...]}). The exit code is
+/// the worst of all: 2 if one could not be checked, else 1 if one has findings.
 ///
 /// Exit code: 0 healthy, 1 findings, 2 could not run.
 ///
@@ -53,6 +70,9 @@ use crate::cli::{exit, Global};
 ///   ibscope check
 ///   ibscope check --thresholds /etc/ibscope/thresholds.conf --json
 ///   ibscope check --expect 4xHDR
+///   ibscope check --hosts gpu-[0001-0064]         # and name every server that is missing
+///   ibscope check --hosts @/etc/ibscope/hosts --json
+///   ibscope -C all check                   # every fabric this host reaches
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -69,10 +89,20 @@ pub struct Args {
     /// all-ports sum; --json then lists every port's counters ("ports").
     #[arg(long)]
     pub no_screen: bool,
+    /// Hosts the fabric should have: a Slurm hostlist (gpu-[0001-0064],login[1-2]) or
+    /// @FILE; each one no CA names is a host-missing finding.
+    #[arg(long, value_name = "HOSTLIST")]
+    pub hosts: Option<String>,
+    /// Leave out the host and rail findings (a fabric that is no GPU cluster).
+    #[arg(long, conflicts_with = "hosts")]
+    pub no_hosts: bool,
 }
 
 #[derive(Debug, Serialize)]
 struct Report {
+    /// The fabric checked (absent with --topology).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fabric: Option<FabricId>,
     healthy: bool,
     nodes: usize,
     links: usize,
@@ -91,34 +121,139 @@ struct Report {
     /// Links whose active rate is unknown (topology files often give none): the fabric-norm
     /// rule cannot judge them, only --expect can.
     links_without_rate: usize,
+    /// Hosts found (CAs grouped by NodeDescription; see `ibscope hosts`), 0 with --no-hosts.
+    hosts: usize,
+    /// Rails their HCAs are on.
+    rails: Vec<u8>,
     findings: Vec<findings::Finding>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     ports: Option<Vec<counters::PortSample>>,
 }
 
+/// `check -C all --json`: every fabric's report, and those that could not be checked.
+#[derive(Debug, Serialize)]
+struct MultiReport {
+    healthy: bool,
+    fabrics: Vec<Report>,
+    /// Fabrics that could not be opened or checked: name and error.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed: Vec<Failed>,
+}
+
+#[derive(Debug, Serialize)]
+struct Failed {
+    fabric: String,
+    error: String,
+}
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
     let names = crate::fabric::names(g)?;
-    let mut engine = None;
-    let fabric = match &g.topology {
-        Some(path) => crate::fabric::load_file(path)?,
-        None => {
-            let e = engine.insert(crate::fabric::open_engine(g)?);
-            crate::fabric::discover_live(e, DiscoverOptions::default())?
-        }
+    let expected_hosts = a
+        .hosts
+        .as_deref()
+        .map(crate::fabric::host_list)
+        .transpose()?;
+    let health_options = HealthOptions {
+        expect: a.expect,
+        expected_hosts,
+        skip_hosts: a.no_hosts,
     };
+    if let Some(path) = &g.topology {
+        let fabric = crate::fabric::load_file(path)?;
+        let out = check_one(
+            &fabric,
+            None,
+            names.as_ref(),
+            &health_options,
+            &thresholds,
+            a,
+            fabric.id.as_ref(),
+        )?;
+        print_one(a, &out, None)?;
+        return Ok(exit_of(&out));
+    }
+    let mut reports = Vec::new();
+    let ran = crate::fabrics::each(g, |opened, multi| {
+        let mut fabric =
+            crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
+        fabric.id = Some(opened.id.clone());
+        let mut out = check_one(
+            &fabric,
+            Some(&mut opened.engine),
+            names.as_ref(),
+            &health_options,
+            &thresholds,
+            a,
+            Some(&opened.id),
+        )?;
+        if multi {
+            for f in &mut out.findings {
+                f.fabric = Some(opened.id.name.clone());
+            }
+        }
+        if !(multi && a.json) {
+            print_one(a, &out, multi.then_some(&opened.id))?;
+        }
+        let code = exit_of_code(&out);
+        reports.push(out);
+        Ok(code)
+    })?;
+    if crate::fabrics::is_multi(g.ca.as_deref()) && a.json {
+        let failed: Vec<Failed> = ran
+            .failed
+            .iter()
+            .map(|(fabric, error)| Failed {
+                fabric: fabric.clone(),
+                error: error.clone(),
+            })
+            .collect();
+        let doc = MultiReport {
+            healthy: failed.is_empty() && reports.iter().all(|r| r.healthy),
+            fabrics: reports,
+            failed,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(ran.exit_code())
+}
+
+fn exit_of_code(r: &Report) -> u8 {
+    if r.healthy {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }
+}
+
+fn exit_of(r: &Report) -> ExitCode {
+    ExitCode::from(exit_of_code(r))
+}
+
+/// Evaluate one fabric (through `engine` when live) into its report.
+fn check_one(
+    fabric: &ibscope_topo::Fabric,
+    engine: Option<&mut ibscope_mad::engine::Engine>,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    a: &Args,
+    id: Option<&FabricId>,
+) -> Result<Report> {
     let reads = if a.no_screen {
         CounterReads::PerPort
     } else {
         CounterReads::Screened
     };
+    let live = engine.is_some();
+    let mut engine = engine;
     let eval = evaluate(
-        &fabric,
-        names.as_ref(),
-        &HealthOptions { expect: a.expect },
-        &thresholds,
-        engine.as_mut(),
+        fabric,
+        names,
+        health_options,
+        thresholds,
+        engine.as_deref_mut(),
         reads,
     );
     if let Some(e) = &engine {
@@ -131,14 +266,28 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .iter()
         .filter(|l| l.active.is_none())
         .count();
-    let counters_checked = eval.sample.is_some();
+    let started = std::time::Instant::now();
+    let mut sample = eval.sample;
+    if let Some(s) = sample.as_mut() {
+        eval.hosts.annotate_sample(s);
+    }
+    // What the host and rail checks cost (bench/hosts.sh reads this line).
+    tracing::debug!(
+        hosts = eval.hosts.len(),
+        ms = format!(
+            "{:.3}",
+            (eval.hosts_duration + started.elapsed()).as_secs_f64() * 1e3
+        ),
+        "hosts grouped and rails checked"
+    );
+    let counters_checked = sample.is_some() && live;
     let ports_screened: usize = eval.screened.iter().map(|s| s.ports.len()).sum();
-    let ports_sampled = eval.sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
+    let ports_sampled = sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
     for d in &eval.drilled {
         tracing::debug!(switch = %d.at, reason = %d.reason, "all-ports sum: ports read one by one");
     }
-
-    let out = Report {
+    Ok(Report {
+        fabric: id.cloned(),
         healthy: eval.findings.is_empty(),
         nodes: fabric.node_count(),
         links: fabric.link_count(),
@@ -148,33 +297,37 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         screening: counters_checked && reads == CounterReads::Screened,
         switches_screened: eval.screened.len(),
         ports_screened,
-        counter_mads: eval.sample.as_ref().map_or(0, |s| s.mads_sent),
+        counter_mads: sample.as_ref().map_or(0, |s| s.mads_sent),
         links_without_rate,
+        hosts: eval.hosts.len(),
+        rails: eval.hosts.rails(),
         findings: eval.findings,
-        ports: match (reads, eval.sample) {
+        ports: match (reads, sample) {
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
             _ => None,
         },
-    };
+    })
+}
+
+/// One fabric's report on stdout; `fabric` names it when the command checks several (a
+/// heading in JSON lines, a column in text).
+fn print_one(a: &Args, out: &Report, fabric: Option<&FabricId>) -> Result<()> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        print_text(&out);
-        if out.links_without_rate > 0 && a.expect.is_none() {
-            // "healthy" must not read as "no degraded link" when most rates are unknown.
-            println!(
-                "note: {} of {} links carry no active width/speed, so they could not be \
-                 compared with the fabric norm; give the rate they should run at with \
-                 --expect (e.g. --expect 4xHDR)",
-                out.links_without_rate, out.links
-            );
-        }
+        println!("{}", serde_json::to_string_pretty(out)?);
+        return Ok(());
     }
-    Ok(ExitCode::from(if out.healthy {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    print_text(out, fabric);
+    if out.links_without_rate > 0 && a.expect.is_none() {
+        // "healthy" must not read as "no degraded link" when most rates are unknown.
+        let prefix = fabric.map_or(String::new(), |f| format!("{}: ", for_terminal(&f.name)));
+        println!(
+            "{prefix}note: {} of {} links carry no active width/speed, so they could not be \
+             compared with the fabric norm; give the rate they should run at with \
+             --expect (e.g. --expect 4xHDR)",
+            out.links_without_rate, out.links
+        );
+    }
+    Ok(())
 }
 
 /// `findings::evaluate` through an engine when there is one: the counters read as `reads`
@@ -199,9 +352,16 @@ pub fn evaluate(
     findings::evaluate(fabric, names, health_options, thresholds, live)
 }
 
-fn print_text(r: &Report) {
+fn print_text(r: &Report, fabric: Option<&FabricId>) {
+    let prefix = fabric.map_or(String::new(), |f| format!("{}: ", for_terminal(&f.name)));
+    if let Some(f) = fabric {
+        let identity = f.identity_text();
+        if !identity.is_empty() {
+            println!("{prefix}{identity}");
+        }
+    }
     for f in &r.findings {
-        println!("{}", f.text_line());
+        println!("{prefix}{}", f.text_line());
     }
     let scope = if r.counters_checked && r.screening {
         format!(
@@ -215,12 +375,12 @@ fn print_text(r: &Report) {
     };
     if r.healthy {
         println!(
-            "healthy: {} nodes, {} links, {scope} checked",
+            "{prefix}healthy: {} nodes, {} links, {scope} checked",
             r.nodes, r.links
         );
     } else {
         println!(
-            "{} finding(s): {} nodes, {} links, {scope} checked",
+            "{prefix}{} finding(s): {} nodes, {} links, {scope} checked",
             r.findings.len(),
             r.nodes,
             r.links

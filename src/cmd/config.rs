@@ -70,6 +70,23 @@ pub fn run(a: &Args, settings: Option<&Settings>) -> Result<ExitCode> {
     Ok(ExitCode::from(exit::OK))
 }
 
+/// One `[[fabric]]` table, short: "compute (mlx5_0:1)", "storage (command)".
+fn table_summary(v: &serde_json::Value) -> String {
+    let Some(map) = v.as_object() else {
+        return v.to_string();
+    };
+    let name = map.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+    let text = |k: &str| {
+        map.get(k)
+            .map(|v| v.as_str().map_or(v.to_string(), String::from))
+    };
+    match (text("ca"), text("port")) {
+        (Some(ca), Some(port)) => format!("{name} ({ca}:{port})"),
+        (Some(ca), None) => format!("{name} ({ca})"),
+        _ => format!("{name} (command)"),
+    }
+}
+
 fn print_text(s: &Settings) {
     println!("config files (later ones win):");
     if s.files.is_empty() {
@@ -87,6 +104,12 @@ fn print_text(s: &Settings) {
             let value = match &e.value {
                 serde_json::Value::Null => "-".to_string(),
                 serde_json::Value::String(t) => t.clone(),
+                serde_json::Value::Array(items) if items.is_empty() => "-".to_string(),
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .map(table_summary)
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 other => other.to_string(),
             };
             let mut from = e.source.to_string();

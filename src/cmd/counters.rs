@@ -11,6 +11,7 @@ use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_terminal};
 use ibscope_topo::export::prometheus;
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::resolve::{resolve, NameMatch};
 
 use crate::cli::{exit, Global};
@@ -56,6 +57,11 @@ pub enum Format {
 /// With --interval S: rates per second over each interval (--count N intervals; default
 /// until interrupted). A counter that went backwards was reset: it shows as "reset", never
 /// as a negative or huge rate.
+///
+/// Several fabrics (-C all, a list): one sweep of each, labelled: a `## fabric NAME`
+/// heading per table, a leading `fabric` CSV column, one JSON document per fabric, a
+/// `fabric` label on every Prometheus series (there always). NODE, --interval and --reset
+/// take one fabric.
 ///
 /// --reset clears the counters of NODE PORT (a CA's LID names its port), or with --all
 /// every port of NODE, or of the whole fabric without NODE. It is the only command that
@@ -107,7 +113,17 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     let names = crate::fabric::names(g)?;
+    if crate::fabrics::is_multi(g.ca.as_deref()) {
+        if a.reset || a.interval.is_some() || a.node.is_some() {
+            bail!(
+                "NODE, --reset and --interval work on one fabric at a time: pick one with -C \
+                 (a CA, CA:PORT or a [[fabric]] name)"
+            );
+        }
+        return run_each(g, a, names.as_ref());
+    }
     let mut engine = crate::fabric::open_engine(g)?;
+    let fabric_name = fabric_name(g, &engine);
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
     let (only, mut port) = match &a.node {
         Some(text) => {
@@ -159,15 +175,18 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if targets.is_empty() {
         bail!("no port with a LID to read (is an SM running?)");
     }
+    // JSON names each HCA port's host and rail.
+    let hosts = Hosts::group(&fabric, names.as_ref());
     let mut out = std::io::stdout().lock();
     let mut any_errors = false;
     let options = sweep_options(a.details, engine.local().is_simulator());
     let mut sample = counters::sweep_with(&mut engine, &fabric, &targets, names.as_ref(), options);
+    hosts.annotate_sample(&mut sample);
     let mut sampled_at = Instant::now();
     crate::fabric::ensure_connected(&engine)?;
     report_errors(&sample, &mut any_errors);
     match a.interval {
-        None => print_sample(&mut out, a.format, &sample, a.details)?,
+        None => print_sample(&mut out, a.format, &sample, &fabric_name, a.details)?,
         Some(secs) => {
             let interval = Duration::from_secs_f64(secs);
             let mut done = 0u64;
@@ -175,12 +194,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             while a.count.map_or(true, |c| done < c) {
                 let next = sampled_at + interval;
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                let cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
+                let mut cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
                 let now = Instant::now();
+                hosts.annotate_sample(&mut cur);
                 crate::fabric::ensure_connected(&engine)?;
                 report_errors(&cur, &mut any_errors);
                 let deltas = counters::diff(&sample, &cur, now - sampled_at);
-                print_deltas(&mut out, a.format, &cur, &deltas, header)?;
+                print_deltas(&mut out, a.format, &cur, &deltas, header, &fabric_name)?;
                 out.flush()?;
                 header = false;
                 sample = cur;
@@ -195,6 +215,97 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         exit::OK
     }))
+}
+
+/// The name of the one fabric the engine is on: the config's, else CA:port.
+fn fabric_name(g: &Global, engine: &ibscope_mad::engine::Engine) -> String {
+    let local = engine.local();
+    match g.ca.as_deref() {
+        Some(name) if g.fabrics.iter().any(|f| f.name == name) => name.to_string(),
+        _ => g
+            .fabrics
+            .iter()
+            .find(|f| {
+                f.ca.as_deref() == Some(&local.ca_name)
+                    && f.port.map_or(true, |p| p == local.port_num)
+            })
+            .map_or_else(
+                || crate::fabrics::port_name(&local.ca_name, local.port_num),
+                |f| f.name.clone(),
+            ),
+    }
+}
+
+/// `-C all` (or a list): one sweep of every fabric, each labelled. Table: a heading per
+/// fabric; CSV: a leading fabric column; JSON: one document per fabric; prom: one page.
+fn run_each(
+    g: &Global,
+    a: &Args,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let mut samples: Vec<(String, Sample)> = Vec::new();
+    let mut first = true;
+    let ran = crate::fabrics::each(g, |opened, _| {
+        let fabric = crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
+        let targets = counters::targets(&fabric, None, None);
+        let options = sweep_options(a.details, opened.engine.local().is_simulator());
+        let sample = counters::sweep_with(&mut opened.engine, &fabric, &targets, names, options);
+        crate::fabric::ensure_connected(&opened.engine)?;
+        let mut any_errors = false;
+        for p in &sample.ports {
+            for e in &p.errors {
+                any_errors = true;
+                eprintln!(
+                    "warning: {}: {}: {}",
+                    for_terminal(&opened.id.name),
+                    p.at,
+                    for_terminal(e)
+                );
+            }
+        }
+        let name = &opened.id.name;
+        match a.format {
+            Format::Prom => samples.push((name.clone(), sample)),
+            Format::Json => writeln!(out, "{}", labelled_json(&sample, name)?)?,
+            Format::Table => {
+                writeln!(
+                    out,
+                    "## fabric {}: {}",
+                    for_terminal(name),
+                    opened.id.identity_text()
+                )?;
+                print_table(&mut out, &sample)?;
+            }
+            Format::Csv => {
+                if first {
+                    writeln!(out, "fabric,{}", csv_header(a.details))?;
+                }
+                print_csv_rows(&mut out, &sample, Some(name), a.details)?;
+            }
+        }
+        first = false;
+        Ok(if any_errors { exit::FINDINGS } else { exit::OK })
+    })?;
+    if a.format == Format::Prom {
+        let pages: Vec<(&str, &Sample)> = samples.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        out.write_all(prometheus::counters_page(&pages).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(ran.exit_code())
+}
+
+/// A sample's JSON with its fabric's name first.
+fn labelled_json(sample: &Sample, fabric: &str) -> Result<String> {
+    let mut doc = serde_json::Map::new();
+    doc.insert(
+        "fabric".into(),
+        serde_json::Value::String(fabric.to_string()),
+    );
+    if let serde_json::Value::Object(rest) = serde_json::to_value(sample)? {
+        doc.extend(rest);
+    }
+    Ok(serde_json::to_string_pretty(&doc)?)
 }
 
 /// The detail attributes to read: none, or with --details all of them. ibsim implements
@@ -227,13 +338,14 @@ fn print_sample(
     out: &mut impl Write,
     format: Format,
     sample: &Sample,
+    fabric: &str,
     details: bool,
 ) -> Result<()> {
     match format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(sample)?)?,
+        Format::Json => writeln!(out, "{}", labelled_json(sample, fabric)?)?,
         Format::Table => print_table(out, sample)?,
         Format::Csv => print_csv(out, sample, details)?,
-        Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
+        Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
     }
     Ok(())
 }
@@ -390,19 +502,30 @@ fn csv_header(details: bool) -> String {
 
 fn print_csv(out: &mut impl Write, sample: &Sample, details: bool) -> Result<()> {
     writeln!(out, "{}", csv_header(details))?;
+    print_csv_rows(out, sample, None, details)
+}
+
+/// One line per port; `fabric` first when the command reads several.
+fn print_csv_rows(
+    out: &mut impl Write,
+    sample: &Sample,
+    fabric: Option<&str>,
+    details: bool,
+) -> Result<()> {
     let detail_columns = if details {
         detail_columns()
     } else {
         Vec::new()
     };
     for p in &sample.ports {
-        let mut row = vec![
+        let mut row = fabric.map(|f| vec![for_csv(f)]).unwrap_or_default();
+        row.extend([
             sample.time_ms.to_string(),
             for_csv(&p.at.node),
             format!("{:#018x}", p.at.node_guid),
             p.at.lid.to_string(),
             p.at.port.to_string(),
-        ];
+        ]);
         let get = |set: Option<&counters::CounterSet>, n: &str| {
             set.and_then(|s| s.get(n))
                 .map_or(String::new(), |v| v.to_string())
@@ -442,10 +565,12 @@ fn print_deltas(
     sample: &Sample,
     deltas: &[PortDelta],
     header: bool,
+    fabric: &str,
 ) -> Result<()> {
     match format {
         Format::Json => {
             let doc = serde_json::json!({
+                "fabric": fabric,
                 "time_ms": sample.time_ms,
                 "duration_ms": sample.duration_ms,
                 "mads_sent": sample.mads_sent,
@@ -454,7 +579,7 @@ fn print_deltas(
             });
             writeln!(out, "{}", serde_json::to_string(&doc)?)?;
         }
-        Format::Prom => out.write_all(prometheus::counters_page(sample).as_bytes())?,
+        Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
         Format::Csv => {
             if header {
                 writeln!(

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::for_terminal;
 use ibscope_topo::export;
 
 use crate::cli::{exit, Global};
@@ -28,11 +29,17 @@ pub enum Format {
 /// (and in JSON under `report`); the exit code is then 1. Duplicate GUIDs and LIDs are
 /// reported too.
 ///
+/// With several fabrics (-C all, a list): each is discovered and written in turn, the
+/// ibnetdiscover text and DOT after a `fabric NAME` comment, JSON as {"fabrics": [...]}.
+/// Every JSON snapshot names its fabric ("fabric": its name; with several, also the
+/// subnet prefix and master SM GUID that tell them apart).
+///
 /// Examples:
 ///   ibscope discover                          # ibnetdiscover-style text on stdout
 ///   ibscope discover --format json -o fabric.json
 ///   ibscope discover --format dot | dot -Tsvg > fabric.svg
 ///   ibscope --topology fabric.json discover --format dot   # convert a saved snapshot
+///   ibscope -C all discover --format json     # every fabric this host reaches
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -51,7 +58,7 @@ fn export(
     format: Format,
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,
-    out: impl Write,
+    out: &mut dyn Write,
 ) -> Result<()> {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     match format {
@@ -68,27 +75,73 @@ fn export(
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
-    let fabric = crate::fabric::load(g, DiscoverOptions { read_lft: a.lft })?;
-    match &a.output {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            export(a.format, &fabric, names.as_ref(), file)
-                .with_context(|| format!("cannot write {}", path.display()))?
+    let options = DiscoverOptions { read_lft: a.lft };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let write_err = |e: anyhow::Error| match &a.output {
+        Some(path) => e.context(format!("cannot write {}", path.display())),
+        None => e,
+    };
+    if let Some(path) = &g.topology {
+        let fabric = crate::fabric::load_file(path)?;
+        export(a.format, &fabric, names.as_ref(), &mut out).map_err(write_err)?;
+        return Ok(ExitCode::from(exit::OK));
+    }
+    let multi = crate::fabrics::is_multi(g.ca.as_deref());
+    let mut written = 0usize;
+    if multi && a.format == Format::Json {
+        out.write_all(b"{\"fabrics\": [\n")?;
+    }
+    let ran = crate::fabrics::each(g, |opened, multi| {
+        let mut fabric = crate::fabric::discover_live(&mut opened.engine, options.clone())?;
+        fabric.id = Some(opened.id.clone());
+        if multi {
+            match a.format {
+                Format::Json if written > 0 => out.write_all(b",\n")?,
+                Format::Json => {}
+                Format::Ibnetdiscover => writeln!(
+                    out,
+                    "#\n# fabric {}: {}\n#",
+                    for_terminal(&opened.id.name),
+                    opened.id.identity_text()
+                )?,
+                Format::Dot => writeln!(
+                    out,
+                    "// fabric {}: {}",
+                    for_terminal(&opened.id.name),
+                    opened.id.identity_text()
+                )?,
+            }
         }
-        None => export(a.format, &fabric, names.as_ref(), std::io::stdout().lock())?,
+        export(a.format, &fabric, names.as_ref(), &mut out).map_err(write_err)?;
+        written += 1;
+        Ok(report(&fabric, multi.then_some(opened.id.name.as_str())))
+    })?;
+    if multi && a.format == Format::Json {
+        out.write_all(b"]}\n")?;
     }
+    out.flush()?;
+    Ok(ran.exit_code())
+}
+
+/// What discovery ran into, on stderr (`fabric` names it when there are several); the
+/// exit code it calls for.
+fn report(fabric: &ibscope_topo::Fabric, name: Option<&str>) -> u8 {
     let report = &fabric.report;
-    if g.topology.is_none() {
-        eprintln!(
-            "discovered {} nodes ({} switches), {} links with {} MADs in {} ms",
-            fabric.node_count(),
-            fabric.switches().count(),
-            fabric.link_count(),
-            report.mads_sent,
-            report.duration_ms
-        );
-    }
+    let prefix = name.map_or(String::new(), |n| format!("fabric {}: ", for_terminal(n)));
+    eprintln!(
+        "{prefix}discovered {} nodes ({} switches), {} links with {} MADs in {} ms",
+        fabric.node_count(),
+        fabric.switches().count(),
+        fabric.link_count(),
+        report.mads_sent,
+        report.duration_ms
+    );
     // A dead transport fails every remaining query: list a screenful, count the rest
     // (all of them are in the JSON report).
     const SHOWN: usize = 20;
@@ -98,27 +151,27 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .chain(&report.inconsistencies)
         .collect();
     for e in problems.iter().take(SHOWN) {
-        eprintln!("warning: {}", ibscope_topo::escape::for_terminal(e));
+        eprintln!("{prefix}warning: {}", for_terminal(e));
     }
     if problems.len() > SHOWN {
         eprintln!(
-            "warning: ... and {} more (see `--format json`, field report)",
+            "{prefix}warning: ... and {} more (see `--format json`, field report)",
             problems.len() - SHOWN
         );
     }
     for guid in &report.duplicate_guids {
-        eprintln!("warning: duplicate node GUID {guid:#018x}");
+        eprintln!("{prefix}warning: duplicate node GUID {guid:#018x}");
     }
     for lid in &report.duplicate_lids {
-        eprintln!("warning: LID {lid} is claimed by more than one port");
+        eprintln!("{prefix}warning: LID {lid} is claimed by more than one port");
     }
     let clean = report.errors.is_empty()
         && report.inconsistencies.is_empty()
         && report.duplicate_guids.is_empty()
         && report.duplicate_lids.is_empty();
-    Ok(ExitCode::from(if clean || g.topology.is_some() {
+    if clean {
         exit::OK
     } else {
         exit::FINDINGS
-    }))
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions};
+use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions, RailsSpec};
 
 /// Generate a fabric topology (ibnetdiscover format, as ibsim reads it).
 ///
@@ -13,6 +13,8 @@ use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions};
 ///   ibscope sim gen fat-tree --levels 3 --radix 40 --hosts 2048 --rate 4xHDR -o ft2k.topo
 ///   ibscope sim gen ring --switches 4 --hosts-per-switch 1 -o ring4.topo
 ///   ibscope sim gen fat-tree --hosts 64 --degrade L0001:19:1xHDR -o slow-uplink.topo
+///   ibscope sim gen rails --hosts 64 --rails 8 -o gpu64.topo
+///   ibscope sim gen rails --hosts 16 --rails 8 --degrade G0003R5:1:1xHDR -o slow-rail.topo
 ///
 /// --degrade NODE:PORT:RATE runs that link at a lower rate (written on both ends, since
 /// OpenSM re-negotiates a link from one end's enabled set).
@@ -53,6 +55,28 @@ pub enum Shape {
         switches: usize,
         #[arg(long, default_value_t = 1)]
         hosts_per_switch: usize,
+    },
+    /// A rail-optimised GPU cluster: HOSTS servers with one HCA per rail ("gpu-0001
+    /// mlx5_0" .. "mlx5_7"), HCA k of every server on the leaves of rail k, the spines
+    /// shared by every rail. Server h sits on port h % K + 1 of leaf h / K of each rail
+    /// (K = --hosts-per-leaf, default radix/2); each leaf has K uplinks (no
+    /// oversubscription), one to each spine where the spines have the ports, else
+    /// parallel ones to fewer spines. Node ids: HCAs G0001R0 (server 1, rail 0), leaves
+    /// R0L001, spines S0001.
+    #[command(
+        after_help = "Examples:\n  ibscope sim gen rails --hosts 64 --rails 8 -o gpu64.topo\n  ibscope sim gen rails --hosts 1024 --rails 8 --radix 128 -o gpu1k.topo\n  ibscope sim gen rails --hosts 16 --rails 8 --hosts-per-leaf 4 --degrade G0003R5:1:1xHDR -o slow-rail.topo"
+    )]
+    Rails {
+        #[arg(long)]
+        hosts: usize,
+        #[arg(long, default_value_t = 8)]
+        rails: u8,
+        /// Switch port count.
+        #[arg(long, default_value_t = 64)]
+        radix: u8,
+        /// Servers per leaf; default radix/2.
+        #[arg(long)]
+        hosts_per_leaf: Option<usize>,
     },
     /// An X by Y mesh of switches without wrap-around.
     #[command(after_help = "Examples:\n  ibscope sim gen mesh --x 3 --y 3 -o mesh.topo")]
@@ -109,6 +133,19 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
             y,
             hosts_per_switch,
         } => gen::mesh_with(*x, *y, *hosts_per_switch, &options)?,
+        Shape::Rails {
+            hosts,
+            rails,
+            radix,
+            hosts_per_leaf,
+        } => {
+            let mut spec = RailsSpec::new(*hosts, *rails, *radix);
+            if let Some(k) = hosts_per_leaf {
+                spec.hosts_per_leaf = *k;
+            }
+            spec.options = options;
+            gen::rails(&spec)?
+        }
     };
     match &a.output {
         Some(p) => {

@@ -9,6 +9,8 @@ use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
+use ibscope_topo::hosts::Hosts;
+use ibscope_topo::FabricId;
 
 use crate::cli::{exit, Global};
 
@@ -23,6 +25,9 @@ use crate::cli::{exit, Global};
 /// do no better. Ports physically up but not Active, and down/polling/disabled ports, are
 /// listed after the links.
 ///
+/// Several fabrics (-C all, a list): each fabric's list under a `## fabric NAME` heading;
+/// JSON {"fabrics": [...]}, each report naming its fabric ("fabric").
+///
 /// Exit code: 0; with --degraded, 1 when a degraded link or an up-but-not-Active port
 /// was found.
 ///
@@ -36,7 +41,8 @@ pub struct Args {
     /// Show only degraded links and ports up but not Active.
     #[arg(long)]
     pub degraded: bool,
-    /// JSON output (the health report: norms, links, port states).
+    /// JSON output (the health report: norms, links, port states; each HCA end with its
+    /// host and rail where known).
     #[arg(long)]
     pub json: bool,
     /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
@@ -58,24 +64,85 @@ pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
-    let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
-    let mut report = health::assess(&fabric, names.as_ref(), &HealthOptions { expect: a.expect });
+    if let Some(path) = &g.topology {
+        let fabric = crate::fabric::load_file(path)?;
+        let (code, doc) = one(&fabric, names.as_ref(), a, None)?;
+        if let Some(doc) = doc {
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        return Ok(ExitCode::from(code));
+    }
+    let mut docs = Vec::new();
+    let ran = crate::fabrics::each(g, |opened, multi| {
+        let mut fabric =
+            crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
+        fabric.id = Some(opened.id.clone());
+        let (code, doc) = one(&fabric, names.as_ref(), a, multi.then_some(&opened.id))?;
+        match doc {
+            Some(doc) if multi => docs.push(doc),
+            Some(doc) => println!("{}", serde_json::to_string_pretty(&doc)?),
+            None => {}
+        }
+        Ok(code)
+    })?;
+    if a.json && crate::fabrics::is_multi(g.ca.as_deref()) {
+        let failed: Vec<serde_json::Value> = ran
+            .failed
+            .iter()
+            .map(|(name, error)| serde_json::json!({"fabric": name, "error": error}))
+            .collect();
+        let doc = serde_json::json!({"fabrics": docs, "failed": failed});
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    Ok(ran.exit_code())
+}
+
+/// One fabric's links: printed as text (under a heading naming `heading`'s fabric when
+/// there are several), or returned as its JSON document (which names its fabric).
+fn one(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    a: &Args,
+    heading: Option<&FabricId>,
+) -> Result<(u8, Option<serde_json::Value>)> {
+    let mut report = health::assess(
+        fabric,
+        names,
+        &HealthOptions {
+            expect: a.expect,
+            ..Default::default()
+        },
+    );
+    Hosts::group(fabric, names).annotate_health(&mut report);
     let findings = report.degraded().count() + report.up_not_active.len();
     if a.degraded {
         report.links.retain(|l| l.degraded);
         report.down.clear();
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_text(&report);
     }
     let code = if a.degraded && findings > 0 {
         exit::FINDINGS
     } else {
         exit::OK
     };
-    Ok(ExitCode::from(code))
+    if a.json {
+        let mut doc = serde_json::Map::new();
+        if let Some(id) = &fabric.id {
+            doc.insert("fabric".into(), serde_json::to_value(id)?);
+        }
+        if let serde_json::Value::Object(rest) = serde_json::to_value(&report)? {
+            doc.extend(rest);
+        }
+        return Ok((code, Some(serde_json::Value::Object(doc))));
+    }
+    if let Some(id) = heading {
+        println!(
+            "## fabric {}: {}",
+            for_terminal(&id.name),
+            id.identity_text()
+        );
+    }
+    print_text(&report);
+    Ok((code, None))
 }
 
 fn rate_text(r: Option<Rate>) -> String {

@@ -1,5 +1,6 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
+pub mod agent;
 pub mod check;
 pub mod completions;
 pub mod config;
@@ -9,6 +10,7 @@ pub mod diff;
 pub mod discover;
 pub mod gen;
 pub mod host;
+pub mod hosts;
 pub mod links;
 pub mod man;
 pub mod port;

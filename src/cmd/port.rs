@@ -471,6 +471,8 @@ mod tests {
             kind: NodeKind::Switch,
             port: 5,
             lid: 3,
+            host: None,
+            rail: None,
         }
     }
 

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
-use ibscope_topo::routing::{self, CheckOptions, Pattern};
+use ibscope_topo::routing::{self, CheckOptions, Collective, JobHost, ModelOptions, Pattern};
 use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
@@ -55,27 +56,108 @@ pub enum RouteCommand {
         after_help = "Examples:\n  ibscope route check\n  ibscope --topology fabric.json route check --json"
     )]
     Check,
-    /// Place a collective's flows on the actual routes and predict its bandwidth.
+    /// A job's collectives on the actual routes: which link limits each, and the bus
+    /// bandwidth the fabric allows it, as nccl-tests would report it.
     ///
-    /// Flows: ring = host i -> host i+1 (in the order given, wrapping), as one NCCL ring
-    /// channel; pairs = 0->1, 2->3, ...; all-to-all = every ordered pair. Each directed
-    /// link's capacity is width x lane data rate of its active speed; flows sharing links get
-    /// max-min fair shares (progressive filling), so each flow's rate is exact for this
-    /// model. For a ring all-reduce the bus bandwidth is bounded by the slowest ring flow:
-    /// `ring_allreduce_busbw_gbps`. The hottest links are the ones to fix.
+    /// Job mode (no --pattern): the servers of --hosts (a Slurm hostlist such as
+    /// gpu-[0001-0064], as `scontrol show hostnames` expands it, or @FILE; default every
+    /// server; see `ibscope hosts`) in that order, one rank per HCA (one GPU per rail), on
+    /// the rails of --rails. Collectives, NCCL style, every rail at once:
+    ///   ring        on each rail, server i's HCA sends to server i+1's (wrapping)
+    ///   tree        on each rail, two in-order binary trees over the servers, the second
+    ///               shifted by one (NCCL's double binary tree), data up and down each edge
+    ///   all-to-all  on each rail, every server's HCA to every other's
+    /// All flows are placed on the forwarding tables the SM programmed and share each
+    /// directed link's capacity (width x lane data rate) max-min fairly; every flow of a
+    /// collective moves the same bytes, so the slowest flow sets its bandwidth and the
+    /// link that fixed its rate is the limit.
+    ///
+    /// Model (alpha-beta), for S bytes per rank and N = servers x rails ranks:
+    ///   T(S)  = steps x alpha + c x S / B
+    ///   alpha = --step-latency-us + max link hops x --hop-latency-us
+    ///   B     = the slowest flow's rate
+    ///   algbw = S / T;  busbw = algbw x factor (nccl-tests' definitions)
+    ///   ring all_reduce:  c = 2(N-1)/N / rails, 2(N-1) steps, factor 2(N-1)/N
+    ///   tree all_reduce:  c = 1 / (2 rails), 2 x tree depth steps, factor 2(N-1)/N
+    ///   alltoall:         c = 1 / servers, servers-1 steps, factor (N-1)/N
+    /// With every flow at line rate L, the ring's busbw is rails x L. The curve runs from
+    /// 8 B to 16 GiB, doubling (nccl-tests -b 8 -e 16G -f 2), in nccl-tests' columns
+    /// (size B, count, type, redop, root, time us, algbw and busbw GB/s), to put beside
+    /// its output: far below the prediction, look at the hosts; at it, the fabric is the
+    /// limit. Not modelled: NVLink inside a server, NCCL protocols, SHARP, congestion
+    /// control, adaptive routing.
+    ///
+    /// Port mode (--pattern): flows between CA ports in the order given (LIDs, GUIDs or
+    /// names in --hosts or FILE; default every CA port in LID order): ring = i -> i+1,
+    /// pairs = 0->1, 2->3, ..., all-to-all = every ordered pair; the same placement, each
+    /// flow's rate and the hottest links; a ring's busbw is its slowest flow.
+    ///
+    /// Exit code: 0; 1 when flows cannot be placed (a server lacks a rail's HCA, a route
+    /// is broken); 2 when a listed server is not in the fabric.
     #[command(
-        after_help = "Examples:\n  ibscope route load --pattern ring job-hosts.txt    # hosts in NCCL ring order\n  ibscope route load --pattern ring --hosts gpu-01,gpu-02,gpu-03,gpu-04\n  ibscope route load --pattern all-to-all --json"
+        verbatim_doc_comment,
+        after_help = "Examples:\n  ibscope route load --hosts gpu-[0001-0064]                # ring, tree, all-to-all on every rail\n  ibscope route load --hosts \"$SLURM_JOB_NODELIST\" --rails 0-3 --collective ring\n  ibscope route load --hosts @job-hosts.txt --json | jq '.collectives[].busbw'\n  ibscope route load --pattern ring --hosts 12,47,53,60    # CA ports by LID, in ring order"
     )]
     Load {
+        /// Flows between CA ports instead of a job's collectives: ring, pairs, all-to-all.
         #[arg(long, value_parser = parse_pattern)]
-        pattern: Pattern,
-        /// Hosts in ring order, comma-separated (LIDs, GUIDs or names); default: every CA
-        /// port in LID order. May also be given in FILE.
-        #[arg(long, value_delimiter = ',')]
+        pattern: Option<Pattern>,
+        /// The job's servers in order: a Slurm hostlist (gpu-[0001-0064],gpu-0100) or
+        /// @FILE; with --pattern, CA ports (LIDs, GUIDs or names). Repeatable.
+        #[arg(long, value_name = "HOSTLIST")]
         hosts: Vec<String>,
-        /// A file of hosts, one per line (# comments).
+        /// Rails to run on: all (every rail the servers' HCAs are on) or a list (0,1,4-7).
+        #[arg(
+            long,
+            value_name = "all|LIST",
+            default_value = "all",
+            conflicts_with = "pattern"
+        )]
+        rails: String,
+        /// Collectives to predict (comma-separated): ring, tree, all-to-all.
+        #[arg(long, value_delimiter = ',', default_value = "ring,tree,all-to-all",
+              value_parser = parse_collective, conflicts_with = "pattern")]
+        collective: Vec<Collective>,
+        /// Latency of one link hop (switch and cable), microseconds.
+        #[arg(long, default_value_t = ModelOptions::default().hop_latency_us, value_name = "US")]
+        hop_latency_us: f64,
+        /// Software and NIC latency of one message step, microseconds.
+        #[arg(long, default_value_t = ModelOptions::default().step_latency_us, value_name = "US")]
+        step_latency_us: f64,
+        /// Leave out the busbw curves (job mode).
+        #[arg(long)]
+        no_curve: bool,
+        /// A file of servers (or, with --pattern, CA ports), one per line (# comments).
         file: Option<PathBuf>,
     },
+}
+
+fn parse_collective(s: &str) -> Result<Collective, String> {
+    s.parse()
+}
+
+/// `all`, or rails as a list with ranges: `0,1,4-7`.
+fn parse_rails(text: &str, known: &[u8]) -> Result<Vec<u8>> {
+    if text == "all" {
+        return Ok(known.to_vec());
+    }
+    let mut rails = Vec::new();
+    for part in text.split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let num = |t: &str| -> Result<u8> {
+            t.trim()
+                .parse()
+                .with_context(|| format!("--rails {text:?}: {t:?} is not a rail number"))
+        };
+        let (lo, hi) = (num(lo)?, num(hi)?);
+        if lo > hi {
+            bail!("--rails {text:?}: {lo}-{hi} runs backwards");
+        }
+        rails.extend(lo..=hi);
+    }
+    rails.sort_unstable();
+    rails.dedup();
+    Ok(rails)
 }
 
 fn parse_pattern(s: &str) -> Result<Pattern, String> {
@@ -128,39 +210,154 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         RouteCommand::Load {
             pattern,
             hosts,
+            rails,
+            collective,
+            hop_latency_us,
+            step_latency_us,
+            no_curve,
             file,
         } => {
-            let mut list = hosts.clone();
-            if let Some(f) = file {
-                let text = std::fs::read_to_string(f)
-                    .with_context(|| format!("cannot read host list {}", f.display()))?;
-                list.extend(
-                    text.lines()
-                        .map(|l| l.split('#').next().unwrap_or("").trim())
-                        .filter(|l| !l.is_empty())
-                        .map(str::to_string),
-                );
+            let list = load_list(hosts, file.as_deref())?;
+            match pattern {
+                Some(p) => load_pattern(&fabric, names, *p, &list, a.json),
+                None => {
+                    let opts = ModelOptions {
+                        hop_latency_us: *hop_latency_us,
+                        step_latency_us: *step_latency_us,
+                        ..ModelOptions::default()
+                    };
+                    let job = Job {
+                        hosts: &list,
+                        rails,
+                        collectives: collective,
+                        opts,
+                        curve: !no_curve,
+                    };
+                    load_job(&fabric, names, &job, a.json)
+                }
             }
-            let ends: Vec<End> = if list.is_empty() {
-                default_hosts(&fabric)
-            } else {
-                list.iter()
-                    .map(|h| Ok(resolve(&fabric, names, h, NameMatch::Exact)?.end(&fabric)))
-                    .collect::<Result<_>>()?
-            };
-            let report = routing::load(&fabric, *pattern, &ends)?;
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print_load(&report);
-            }
-            Ok(ExitCode::from(if report.flows_unroutable == 0 {
-                exit::OK
-            } else {
-                exit::FINDINGS
-            }))
         }
     }
+}
+
+/// The names of --hosts (each a hostlist or @FILE) and FILE (one or more per line).
+fn load_list(hosts: &[String], file: Option<&std::path::Path>) -> Result<Vec<String>> {
+    let mut list = Vec::new();
+    for h in hosts {
+        list.extend(crate::fabric::host_list(h)?);
+    }
+    if let Some(f) = file {
+        list.extend(crate::fabric::host_list(&format!("@{}", f.display()))?);
+    }
+    Ok(list)
+}
+
+/// Flows between CA ports (`--pattern`).
+fn load_pattern(
+    fabric: &Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    pattern: Pattern,
+    list: &[String],
+    json: bool,
+) -> Result<ExitCode> {
+    let ends: Vec<End> = if list.is_empty() {
+        default_hosts(fabric)
+    } else {
+        list.iter()
+            .map(|h| Ok(resolve(fabric, names, h, NameMatch::Exact)?.end(fabric)))
+            .collect::<Result<_>>()?
+    };
+    let report = routing::load(fabric, pattern, &ends)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_load(&report);
+    }
+    Ok(ExitCode::from(if report.flows_unroutable == 0 {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+/// What `route load` without --pattern predicts.
+struct Job<'a> {
+    hosts: &'a [String],
+    rails: &'a str,
+    collectives: &'a [Collective],
+    opts: ModelOptions,
+    curve: bool,
+}
+
+/// A job's collectives.
+fn load_job(
+    fabric: &Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    job: &Job,
+    json: bool,
+) -> Result<ExitCode> {
+    let all = Hosts::group(fabric, names);
+    let mut chosen: Vec<usize> = Vec::new();
+    if job.hosts.is_empty() {
+        chosen.extend((0..all.len()).filter(|&i| all.hosts()[i].rails().next().is_some()));
+    }
+    for name in job.hosts {
+        let i = all.find(name).with_context(|| {
+            format!(
+                "{name:?} is not in the fabric: no CA's NodeDescription names it (see \
+                 `ibscope hosts`; `ibscope check --hosts` reports every missing one)"
+            )
+        })?;
+        if all.hosts()[i].rails().next().is_none() {
+            bail!("{name:?} has no HCA with a known rail (see `ibscope hosts`)");
+        }
+        if !chosen.contains(&i) {
+            chosen.push(i);
+        }
+    }
+    let mut known: Vec<u8> = chosen
+        .iter()
+        .flat_map(|&i| all.hosts()[i].rails())
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let rails = parse_rails(job.rails, &known)?;
+    let job_hosts: Vec<JobHost> = chosen
+        .iter()
+        .map(|&i| {
+            let h = &all.hosts()[i];
+            JobHost {
+                name: h.name.clone(),
+                hcas: h
+                    .hcas
+                    .iter()
+                    .filter(|c| c.is_up())
+                    .filter_map(|c| Some((c.rail?, c.end())))
+                    .collect(),
+            }
+        })
+        .collect();
+    let mut report = routing::collectives(fabric, &job_hosts, &rails, job.collectives, &job.opts);
+    if !job.curve {
+        for c in &mut report.collectives {
+            c.curve.clear();
+        }
+    }
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        value["host_names"] =
+            serde_json::json!(job_hosts.iter().map(|h| &h.name).collect::<Vec<_>>());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
+        print_job(&report, &names);
+    }
+    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
+    Ok(ExitCode::from(if complete {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
 }
 
 fn for_terminal_lines(text: &str) -> String {
@@ -321,4 +518,89 @@ fn print_load(r: &routing::LoadReport) {
         );
     }
     println!("model: {}", r.model);
+}
+
+/// A job's prediction: per collective its busbw and limit, then the nccl-tests curves.
+fn print_job(r: &routing::JobReport, names: &[&str]) {
+    println!(
+        "job: {} servers ({}), rails {}, {} ranks (one per HCA)",
+        r.hosts,
+        for_terminal(&ibscope_topo::hosts::hostlist::compress(
+            names.iter().copied()
+        )),
+        ibscope_topo::hosts::rail_ranges(&r.rails),
+        r.ranks
+    );
+    for c in &r.collectives {
+        let name = format!("{} ({})", c.op, c.collective);
+        match c.busbw {
+            None => {
+                let why = c.error.as_deref().unwrap_or("no link of known rate");
+                println!("{name}: no prediction: {}", for_terminal(why));
+                for u in &c.unroutable {
+                    println!("  {}", for_terminal(u));
+                }
+            }
+            Some(_) => {
+                println!(
+                    "{name}: busbw {:.2} GB/s for large messages; {} flows, max {} link hops \
+                     (mean {:.1}), alpha {:.2} us x {} steps",
+                    c.busbw.unwrap_or_default(),
+                    c.flows,
+                    c.max_hops,
+                    c.mean_hops,
+                    c.alpha_us,
+                    c.steps
+                );
+                if let Some(l) = &c.limit {
+                    let capacity = l
+                        .capacity_gbps
+                        .map_or_else(|| "capacity unknown".into(), |g| format!("{g:.1} Gb/s"));
+                    let what = if l.hca_link && !l.below_norm {
+                        "the HCA links themselves (the NICs are the limit), first"
+                    } else if l.below_norm {
+                        "a link slower than the job's HCA links"
+                    } else {
+                        "a fabric link"
+                    };
+                    println!(
+                        "  limit: {what}: {} ({capacity}, {} flows; the slowest flow gets \
+                         {:.1} Gb/s)",
+                        for_terminal(&l.channel.to_string()),
+                        l.flows,
+                        l.share_gbps
+                    );
+                }
+            }
+        }
+    }
+    println!("model: {}", routing::MODEL);
+    for c in r.collectives.iter().filter(|c| !c.curve.is_empty()) {
+        print_curve(c);
+    }
+}
+
+/// One collective's curve as nccl-tests prints its out-of-place columns.
+fn print_curve(c: &routing::CollectiveReport) {
+    println!();
+    println!(
+        "# {} ({}), predicted: {} ranks, busbw factor {:.4}",
+        c.op, c.collective, c.ranks, c.busbw_factor
+    );
+    println!(
+        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
+        "size", "count", "type", "redop", "root", "time", "algbw", "busbw"
+    );
+    println!(
+        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)"
+    );
+    for p in &c.curve {
+        println!(
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7.2}  {:>6.2}  {:>6.2}",
+            p.size, p.count, p.dtype, p.redop, p.root, p.time_us, p.algbw, p.busbw
+        );
+    }
+    let avg = c.curve.iter().map(|p| p.busbw).sum::<f64>() / c.curve.len() as f64;
+    println!("# Avg bus bandwidth    : {avg:.4}");
 }

@@ -61,7 +61,9 @@ pub enum SimCommand {
     /// List the simulators started with `sim up` and whether they still run.
     #[command(after_help = "Examples:\n  ibscope sim status")]
     Status,
-    #[command(about = "Generate a topology file (fat trees, rings, meshes, with degraded links)")]
+    #[command(
+        about = "Generate a topology file (fat trees, rings, meshes, rail-optimised GPU clusters; degraded links)"
+    )]
     Gen(crate::cmd::gen::GenArgs),
 }
 

@@ -14,10 +14,15 @@ use crate::tui;
 /// ? shows the help of the current view, q quits. Sweeps run in the background; the header
 /// shows how old the data is.
 ///
+/// Several fabrics (-C all, a list, [[fabric]] tables of the config file): each is swept on
+/// its own, f shows the next one (F the previous) and the header names the one shown. A
+/// fabric that cannot be opened is one error line on stderr; the others are shown.
+///
 /// Examples:
 ///   ibscope tui
 ///   ibscope tui --interval 2 --node-name-map /etc/rdma/ib-node-name-map
 ///   ibscope --topology fabric.json tui      # browse a saved snapshot
+///   ibscope -C all tui                      # every fabric this host reaches; f switches
 #[derive(Debug, Clone, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -31,12 +36,19 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
         bail!("--interval must be at least 0.1 seconds");
     }
     let names = crate::fabric::names(g)?;
-    let source: Box<dyn tui::Source> = match &g.topology {
-        Some(path) => Box::new(tui::FileSource::new(path)),
-        None => Box::new(LiveSource::open(g)?),
+    let fabrics = match &g.topology {
+        Some(path) => vec![tui::FabricSource {
+            name: None,
+            source: Box::new(tui::FileSource::new(path)),
+        }],
+        None if crate::fabrics::is_multi(g.ca.as_deref()) => live_fabrics(g)?,
+        None => vec![tui::FabricSource {
+            name: None,
+            source: Box::new(LiveSource::new(g, crate::fabric::open_engine(g)?)?),
+        }],
     };
     tui::run(
-        source,
+        fabrics,
         tui::Options {
             interval: Duration::from_secs_f64(a.interval),
             names,
@@ -54,13 +66,44 @@ struct LiveSource {
 }
 
 impl LiveSource {
-    fn open(g: &Global) -> anyhow::Result<LiveSource> {
+    fn new(g: &Global, engine: ibscope_mad::engine::Engine) -> anyhow::Result<LiveSource> {
         Ok(LiveSource {
-            engine: crate::fabric::open_engine(g)?,
+            engine,
             names: crate::fabric::names(g)?,
             thresholds: crate::fabric::thresholds(g, None)?,
         })
     }
+}
+
+/// The fabrics `-C` names (one per subnet), each a live source under its name; those that
+/// cannot be opened are one line each on stderr, and none at all is the error.
+fn live_fabrics(g: &Global) -> anyhow::Result<Vec<tui::FabricSource>> {
+    let mut out = Vec::new();
+    let mut failed = Vec::new();
+    for fabric in crate::fabrics::open(g)? {
+        match fabric {
+            Ok(o) => out.push(tui::FabricSource {
+                name: Some(o.id.name.clone()),
+                source: Box::new(LiveSource::new(g, o.engine)?),
+            }),
+            Err(u) => {
+                let line = crate::fabrics::failure_line(&u.name, &u.error);
+                eprintln!("ibscope: error: {line}");
+                failed.push(line);
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!(
+            "no fabric could be opened{}",
+            if failed.is_empty() {
+                ""
+            } else {
+                " (see above)"
+            }
+        );
+    }
+    Ok(out)
 }
 
 impl tui::Source for LiveSource {

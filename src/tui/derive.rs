@@ -533,6 +533,150 @@ pub fn link_rows(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     rows.into_iter().map(|(_, r)| r).collect()
 }
 
+/// What one rail of one host looks like in the Hosts grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellState {
+    /// Active at the host's rate, on a leaf of its rail.
+    Up,
+    /// Up, but its link is degraded or slower than the host's other rails.
+    Degraded,
+    /// Up, but cabled to another rail's leaf (misaligned, or swapped with another HCA).
+    Misplaced,
+    /// In the fabric, not Active.
+    Down,
+    /// A rail the host should have, with no HCA in the fabric.
+    Missing,
+}
+
+impl CellState {
+    /// Red in the grid.
+    pub fn is_bad(self) -> bool {
+        matches!(
+            self,
+            CellState::Degraded | CellState::Down | CellState::Missing
+        )
+    }
+}
+
+/// One cell of the Hosts grid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCell {
+    pub state: CellState,
+    /// Its rate, state or "missing" (safe for a terminal).
+    pub text: String,
+    /// The HCA port (none for a missing one).
+    pub key: Option<PortKey>,
+}
+
+/// A host's row: one cell per rail of the grid (`None`: the host has no HCA there and
+/// none is expected).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRow {
+    /// Raw name (untrusted), for matching findings; [`HostRow::shown`] for the screen.
+    pub name: String,
+    pub shown: String,
+    pub cells: Vec<Option<HostCell>>,
+}
+
+/// The hosts x rails grid of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostGrid {
+    pub rails: Vec<u8>,
+    /// Hosts with at least one HCA of known rail, in name order.
+    pub rows: Vec<HostRow>,
+    /// Hosts with a cell that is not Up.
+    pub with_problems: usize,
+    /// Hosts whose HCAs have no known rail (not in the grid).
+    pub without_rails: usize,
+}
+
+/// The grid: every host with rails, each rail's cell judged by the link health and the
+/// host and rail checks of `check` ([`ibscope_topo::hosts::check`]).
+pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) -> HostGrid {
+    use ibscope_topo::hosts::{self, Hosts, RailIssue};
+    let all = Hosts::group(fabric, names);
+    let rails = all.rails();
+    let mut marks: HashMap<(usize, usize), CellState> = HashMap::new();
+    let mut missing: HashMap<usize, Vec<u8>> = HashMap::new();
+    for issue in hosts::check(fabric, &all) {
+        match issue {
+            RailIssue::Down(d) if d.hca.is_none() => {
+                missing.entry(d.host).or_default().push(d.rail)
+            }
+            RailIssue::Slow { hca, .. } => {
+                marks.insert(hca, CellState::Degraded);
+            }
+            RailIssue::Misaligned { hca } => {
+                marks.insert(hca, CellState::Misplaced);
+            }
+            RailIssue::Swapped { a, b } => {
+                marks.insert(a, CellState::Misplaced);
+                marks.insert(b, CellState::Misplaced);
+            }
+            RailIssue::Down(_) => {}
+        }
+    }
+    let mut grid = HostGrid {
+        rails: rails.clone(),
+        ..Default::default()
+    };
+    for (h, host) in all.hosts().iter().enumerate() {
+        if host.rails().next().is_none() {
+            grid.without_rails += 1;
+            continue;
+        }
+        let mut cells: Vec<Option<HostCell>> = vec![None; rails.len()];
+        for (i, c) in host.hcas.iter().enumerate() {
+            let Some(col) = c.rail.and_then(|r| rails.iter().position(|&x| x == r)) else {
+                continue;
+            };
+            if cells[col].is_some() {
+                continue;
+            }
+            let degraded = fabric
+                .link_at(c.end())
+                .is_some_and(|link| health.is_degraded(link));
+            let state = if !c.is_up() {
+                CellState::Down
+            } else if degraded {
+                CellState::Degraded
+            } else {
+                marks.get(&(h, i)).copied().unwrap_or(CellState::Up)
+            };
+            let rate = Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed));
+            let text = match state {
+                CellState::Down => c.state.map_or("?", PortState::short).to_string(),
+                // Marked in text too, for screens without colour.
+                CellState::Misplaced => format!("{rate}*"),
+                _ => rate,
+            };
+            cells[col] = Some(HostCell {
+                state,
+                text,
+                key: Some(c.key()),
+            });
+        }
+        for r in missing.get(&h).into_iter().flatten() {
+            if let Some(col) = rails.iter().position(|x| x == r) {
+                cells[col] = Some(HostCell {
+                    state: CellState::Missing,
+                    text: "missing".into(),
+                    key: None,
+                });
+            }
+        }
+        if cells.iter().flatten().any(|c| c.state != CellState::Up) {
+            grid.with_problems += 1;
+        }
+        grid.rows.push(HostRow {
+            name: host.name.clone(),
+            shown: escape::for_terminal(&host.name),
+            cells,
+        });
+    }
+    grid
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,6 +826,7 @@ mod tests {
         // --expect moves the bar: every link below 4xNDR.
         let opts = HealthOptions {
             expect: Rate::parse("4xNDR"),
+            ..Default::default()
         };
         assert_eq!(LinkHealth::assess(&f, &opts).degraded_count(), 4);
     }

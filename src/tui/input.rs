@@ -38,6 +38,8 @@ pub fn apply(state: &mut AppState, action: Action) {
         Action::ToggleHelp => state.help = !state.help,
         Action::CloseHelp => state.help = false,
         Action::SweepNow => state.sweep_requested = true,
+        Action::NextFabric => state.fabric_step = 1,
+        Action::PrevFabric => state.fabric_step = -1,
         Action::Up => move_cursor(state, |c, _len, _page| c.up(1)),
         Action::Down => move_cursor(state, |c, len, _| c.down(1, len)),
         Action::PageUp => move_cursor(state, |c, _, page| c.up(page)),
@@ -52,12 +54,18 @@ pub fn apply(state: &mut AppState, action: Action) {
                 }
             }
             View::Routing => state.run_trace(),
+            View::Hosts => state.hosts.detail = !state.derived.host_grid.rows.is_empty(),
             _ => {}
         },
-        Action::Back => {
-            if state.view == View::Nodes {
-                state.nodes.detail = None;
-            }
+        Action::Back => match state.view {
+            View::Nodes => state.nodes.detail = None,
+            View::Hosts => state.hosts.detail = false,
+            _ => {}
+        },
+        Action::Left => state.hosts.rail = state.hosts.rail.saturating_sub(1),
+        Action::Right => {
+            let last = state.derived.host_grid.rails.len().saturating_sub(1);
+            state.hosts.rail = (state.hosts.rail + 1).min(last);
         }
         Action::CycleSort => match state.view {
             View::Nodes => {
@@ -182,6 +190,7 @@ fn move_cursor(state: &mut AppState, f: impl FnOnce(&mut super::state::ListCurso
             (&mut state.routing.hops, len)
         }
         View::Events => (&mut state.event_list, state.events.len()),
+        View::Hosts => (&mut state.hosts.list, state.derived.host_grid.rows.len()),
     };
     let page = cursor.page();
     f(cursor, len, page);

@@ -38,6 +38,12 @@ pub enum Action {
     /// Swap routing source and destination.
     SwapRoute,
     SweepNow,
+    /// Several fabrics: show the next (or previous) one.
+    NextFabric,
+    PrevFabric,
+    /// The column to the left / right (the Hosts grid's rails).
+    Left,
+    Right,
 }
 
 /// Where a binding applies.
@@ -45,12 +51,18 @@ pub enum Action {
 pub enum Place {
     /// Every view, outside text input.
     Every,
+    /// Every view, outside text input, when the UI watches several fabrics.
+    Fabrics,
     /// One view, outside text input.
     In(View),
     /// The node list (Nodes view, no detail open).
     NodeList,
     /// A node's detail pane.
     NodeDetail,
+    /// The hosts x rails grid (Hosts view, no detail open).
+    HostGrid,
+    /// A grid cell's detail (Hosts view).
+    HostDetail,
     /// Typing into a view's text field.
     Typing(View),
     /// The help screen.
@@ -80,7 +92,9 @@ pub struct Binding {
     pub hint: Option<(u8, Hint)>,
 }
 
-use KeyCode::{BackTab, Backspace, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up, F};
+use KeyCode::{
+    BackTab, Backspace, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up, F,
+};
 
 const fn ch(c: char) -> KeyCode {
     KeyCode::Char(c)
@@ -103,13 +117,14 @@ pub const BINDINGS: &[Binding] = &[
             (ch('4'), Action::GoTo(View::ALL[3])),
             (ch('5'), Action::GoTo(View::ALL[4])),
             (ch('6'), Action::GoTo(View::ALL[5])),
+            (ch('7'), Action::GoTo(View::ALL[6])),
             (Tab, Action::NextView),
             (BackTab, Action::PrevView),
         ],
         places: &[Place::Every],
-        shown: "1-6, Tab",
+        shown: "1-7, Tab",
         help: "switch view (Shift-Tab back)",
-        hint: Some((8, Hint::Text("1-6/Tab view"))),
+        hint: Some((8, Hint::Text("1-7/Tab view"))),
     },
     Binding {
         keys: &[(ch('?'), Action::ToggleHelp), (F(1), Action::ToggleHelp)],
@@ -143,6 +158,13 @@ pub const BINDINGS: &[Binding] = &[
         shown: "r",
         help: "sweep now",
         hint: Some((9, Hint::Text("r sweep"))),
+    },
+    Binding {
+        keys: &[(ch('f'), Action::NextFabric), (ch('F'), Action::PrevFabric)],
+        places: &[Place::Fabrics],
+        shown: "f, F",
+        help: "next/previous fabric (with -C all or a list)",
+        hint: Some((5, Hint::Text("f fabric"))),
     },
     Binding {
         keys: &[(ch('/'), Action::StartInput)],
@@ -199,6 +221,32 @@ pub const BINDINGS: &[Binding] = &[
         shown: "x",
         help: "swap From and To",
         hint: Some((4, Hint::Text("x swap"))),
+    },
+    Binding {
+        keys: &[
+            (Left, Action::Left),
+            (ch('h'), Action::Left),
+            (Right, Action::Right),
+            (ch('l'), Action::Right),
+        ],
+        places: &[Place::In(View::Hosts)],
+        shown: "←→ h l",
+        help: "pick a rail",
+        hint: Some((3, Hint::Text("←→ rail"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::HostGrid],
+        shown: "Enter",
+        help: "the rail's HCA: its link and counters",
+        hint: Some((4, Hint::Text("Enter detail"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::HostDetail],
+        shown: "Esc",
+        help: "close the HCA's detail",
+        hint: Some((2, Hint::Text("Esc close"))),
     },
     Binding {
         keys: &[(Enter, Action::InputSubmit)],
@@ -273,9 +321,12 @@ impl Place {
         let plain = !state.help && !typing(state);
         match self {
             Place::Every => plain,
+            Place::Fabrics => plain && state.status.fabric.is_some(),
             Place::In(v) => plain && state.view == v,
             Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
             Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
+            Place::HostGrid => plain && state.view == View::Hosts && !state.hosts.detail,
+            Place::HostDetail => plain && state.view == View::Hosts && state.hosts.detail,
             Place::Typing(v) => !state.help && typing(state) && state.view == v,
             Place::Help => state.help,
         }
@@ -309,6 +360,7 @@ fn list_noun(state: &AppState) -> &'static str {
         View::Counters => "ports",
         View::Routing => "hops",
         View::Events => "events",
+        View::Hosts => "hosts",
     }
 }
 
@@ -351,14 +403,19 @@ pub fn help_lines(view: View) -> Vec<String> {
     let line = |b: &Binding| format!("{:<14}{}", b.shown, b.help);
     let mut lines: Vec<String> = BINDINGS
         .iter()
-        .filter(|b| b.places.contains(&Place::Every))
+        .filter(|b| {
+            b.places
+                .iter()
+                .any(|p| matches!(p, Place::Every | Place::Fabrics))
+        })
         .map(line)
         .collect();
     lines.push(String::new());
     let here = |p: &Place| match *p {
         Place::In(v) | Place::Typing(v) => v == view,
         Place::NodeList | Place::NodeDetail => view == View::Nodes,
-        Place::Every | Place::Help => false,
+        Place::HostGrid | Place::HostDetail => view == View::Hosts,
+        Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
     for b in BINDINGS.iter().filter(|b| b.places.iter().any(here)) {
@@ -390,16 +447,25 @@ mod tests {
     fn states() -> Vec<AppState> {
         let mut out = Vec::new();
         for view in View::ALL {
-            for (detail, editing, help) in [
-                (false, false, false),
-                (true, false, false),
-                (false, true, false),
-                (false, false, true),
+            for (detail, editing, help, several) in [
+                (false, false, false, false),
+                (true, false, false, false),
+                (false, true, false, false),
+                (false, false, true, false),
+                (false, false, false, true),
+                (true, false, false, true),
+                (false, true, false, true),
             ] {
                 let mut s = AppState::new(None, Duration::from_secs(1), Instant::now());
+                s.status.fabric = several.then(|| crate::tui::state::FabricTag {
+                    name: "storage".into(),
+                    index: 1,
+                    count: 2,
+                });
                 s.view = view;
                 s.help = help;
                 s.nodes.detail = detail.then_some(1);
+                s.hosts.detail = detail;
                 s.nodes.editing = editing;
                 s.routing.editing = editing.then_some(RouteField::From);
                 out.push(s);
@@ -446,9 +512,10 @@ mod tests {
             let help = help_lines(view).join("\n");
             for b in BINDINGS.iter().filter(|b| {
                 b.places.iter().any(|p| match *p {
-                    Place::Every => true,
+                    Place::Every | Place::Fabrics => true,
                     Place::In(v) | Place::Typing(v) => v == view,
                     Place::NodeList | Place::NodeDetail => view == View::Nodes,
+                    Place::HostGrid | Place::HostDetail => view == View::Hosts,
                     Place::Help => false,
                 })
             }) {

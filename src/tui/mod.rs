@@ -31,7 +31,7 @@ use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
 
 pub use snapshot::{FileSource, Finding, PortCounterSample, Snapshot, Source};
-pub use state::{AppState, View};
+pub use state::{AppState, FabricTag, View};
 pub use sweeper::{SweepMsg, Sweeper};
 
 /// Options of one UI session.
@@ -76,16 +76,34 @@ fn install_panic_hook() {
     }));
 }
 
-/// Run the UI until the user quits. Sweeps run on a background thread from `source`.
-pub fn run(source: Box<dyn Source>, options: Options) -> anyhow::Result<()> {
+/// One fabric the UI watches: its name (`None`: the only one, and the header names none)
+/// and where its snapshots come from.
+pub struct FabricSource {
+    pub name: Option<String>,
+    pub source: Box<dyn Source>,
+}
+
+/// Run the UI until the user quits. Each fabric is swept on its own background thread
+/// (a slow one never holds up another); `f` switches between them.
+pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !io::stdout().is_terminal() {
         anyhow::bail!("ibscope tui needs a terminal on stdout");
     }
-    let describe = source.describe();
-    let sweeper = Sweeper::spawn(source, options.interval, options.names.clone())?;
-    let mut state = AppState::new(options.names, options.interval, Instant::now());
-    state.status.source = describe;
+    let count = fabrics.len();
+    let mut sweepers = Vec::with_capacity(count);
+    let mut states = Vec::with_capacity(count);
+    for (index, f) in fabrics.into_iter().enumerate() {
+        let mut state = AppState::new(options.names.clone(), options.interval, Instant::now());
+        state.status.source = f.source.describe();
+        state.status.fabric = f.name.map(|name| FabricTag { name, index, count });
+        sweepers.push(Sweeper::spawn(
+            f.source,
+            options.interval,
+            options.names.clone(),
+        )?);
+        states.push(state);
+    }
 
     install_panic_hook();
     // A signal only asks the loop to leave (within one tick), so the terminal is restored
@@ -99,38 +117,49 @@ pub fn run(source: Box<dyn Source>, options: Options) -> anyhow::Result<()> {
 
     let result = event_loop(
         &mut terminal,
-        &mut state,
-        &mut LiveEvents { sweeper: &sweeper },
+        &mut states,
+        &mut LiveEvents {
+            sweepers: &sweepers,
+        },
     );
     // A live sweep in progress is cancelled (its MADs fail within one timeout) so the
     // engine closes cleanly; a fabric that holds it longer is left behind at exit.
-    sweeper.quit(Duration::from_secs(2));
+    for s in &sweepers {
+        s.cancel();
+    }
+    for s in sweepers {
+        s.quit(Duration::from_secs(2));
+    }
     result
 }
 
-/// What the event loop waits on: snapshots from the sweeper, keys from the terminal.
-/// [`run`] gives it the live sweeper and crossterm; a test gives it a script.
+/// What the event loop waits on: snapshots from the sweepers (one per fabric), keys from
+/// the terminal. [`run`] gives it the live sweepers and crossterm; a test gives it a
+/// script.
 pub trait Events {
-    /// A sweeper message that has arrived, if any; never waits.
-    fn sweep_message(&mut self) -> Option<SweepMsg>;
+    /// A sweeper message that has arrived, if any, with its fabric's index; never waits.
+    fn sweep_message(&mut self) -> Option<(usize, SweepMsg)>;
     /// The next terminal event, waiting at most `timeout`; `None` when none came.
     fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>>;
-    /// Ask the sweeper for a sweep now.
-    fn sweep_now(&mut self);
+    /// Ask a fabric's sweeper for a sweep now.
+    fn sweep_now(&mut self, fabric: usize);
     /// A stop signal came (SIGINT, SIGTERM, SIGHUP): leave as for `q`.
     fn stop_requested(&mut self) -> bool {
         false
     }
 }
 
-/// The live session's events: the sweeper's channel and the terminal's input.
+/// The live session's events: the sweepers' channels and the terminal's input.
 struct LiveEvents<'a> {
-    sweeper: &'a Sweeper,
+    sweepers: &'a [Sweeper],
 }
 
 impl Events for LiveEvents<'_> {
-    fn sweep_message(&mut self) -> Option<SweepMsg> {
-        self.sweeper.messages.try_recv().ok()
+    fn sweep_message(&mut self) -> Option<(usize, SweepMsg)> {
+        self.sweepers
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.messages.try_recv().ok().map(|m| (i, m)))
     }
     fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>> {
         if event::poll(timeout)? {
@@ -139,8 +168,10 @@ impl Events for LiveEvents<'_> {
             Ok(None)
         }
     }
-    fn sweep_now(&mut self) {
-        self.sweeper.sweep_now();
+    fn sweep_now(&mut self, fabric: usize) {
+        if let Some(s) = self.sweepers.get(fabric) {
+            s.sweep_now();
+        }
     }
     fn stop_requested(&mut self) -> bool {
         crate::signals::received().is_some()
@@ -150,21 +181,37 @@ impl Events for LiveEvents<'_> {
 /// Redraw at least this often so "updated 3s ago" keeps counting.
 const TICK: Duration = Duration::from_millis(250);
 
-/// Until the user quits (or the fabric is lost): take sweeper messages, draw, map keys
-/// to actions and apply them.
+/// Until the user quits (or every fabric is lost): take sweeper messages into their
+/// fabric's state, draw the fabric shown, map keys to actions and apply them to it.
+/// `states` holds one state per fabric (at least one), in the order of their indexes.
 pub fn event_loop<B: Backend, E: Events>(
     terminal: &mut Terminal<B>,
-    state: &mut AppState,
+    states: &mut [AppState],
     events: &mut E,
 ) -> anyhow::Result<()> {
+    if states.is_empty() {
+        anyhow::bail!("no fabric to show");
+    }
+    let mut shown = 0;
+    let mut lost = vec![false; states.len()];
     loop {
-        while let Some(msg) = events.sweep_message() {
+        while let Some((i, msg)) = events.sweep_message() {
+            let Some(state) = states.get_mut(i) else {
+                continue;
+            };
             if let SweepMsg::Lost { error } = msg {
-                // Nothing more can be read: leave the UI with the one message (exit 2).
-                return Err(anyhow::anyhow!(error));
+                lost[i] = true;
+                // Nothing more can be read from any fabric: leave the UI with the one
+                // message (exit 2). With others still there, this one shows it failed.
+                if lost.iter().all(|l| *l) {
+                    return Err(anyhow::anyhow!(error));
+                }
+                state.sweep_failed(error, std::time::SystemTime::now());
+                continue;
             }
             handle_message(state, msg, Instant::now());
         }
+        let state = &mut states[shown];
         state.now = Instant::now();
         terminal.draw(|f| render::draw(f, state))?;
         let mut wait = TICK;
@@ -184,7 +231,15 @@ pub fn event_loop<B: Backend, E: Events>(
             return Ok(());
         }
         if std::mem::take(&mut state.sweep_requested) {
-            events.sweep_now();
+            events.sweep_now(shown);
+        }
+        let step = std::mem::take(&mut state.fabric_step);
+        if step != 0 {
+            // The next fabric keeps the view (and help) the user is in.
+            let (view, help) = (state.view, state.help);
+            shown = (shown as isize + step).rem_euclid(states.len() as isize) as usize;
+            states[shown].view = view;
+            states[shown].help = help;
         }
     }
 }

@@ -11,7 +11,7 @@ use ibscope_topo::resolve::{lid_of, resolve, NameMatch, Target};
 use ibscope_topo::routing::{self, Hop};
 use ibscope_topo::{End, Fabric, PortKey};
 
-use super::derive::{self, FabricSummary, LinkRow, NodeRow, NodeSort};
+use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
 use super::events::{self, Event, EventKind};
 use super::snapshot::{PortCounterSample, Snapshot};
 
@@ -23,16 +23,18 @@ pub enum View {
     Counters,
     Routing,
     Events,
+    Hosts,
 }
 
 impl View {
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::Overview,
         View::Nodes,
         View::Links,
         View::Counters,
         View::Routing,
         View::Events,
+        View::Hosts,
     ];
     pub fn index(self) -> usize {
         View::ALL.iter().position(|v| *v == self).unwrap_or(0)
@@ -45,6 +47,7 @@ impl View {
             View::Counters => "Counters",
             View::Routing => "Routing",
             View::Events => "Events",
+            View::Hosts => "Hosts",
         }
     }
     pub fn next(self) -> View {
@@ -105,6 +108,17 @@ pub struct Status {
     pub sweeps: u64,
     /// Where snapshots come from ("file net.topo").
     pub source: String,
+    /// Which fabric this is, when the UI watches several (`-C all`, a list).
+    pub fabric: Option<FabricTag>,
+}
+
+/// One fabric among several the UI watches: its name and place, for the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricTag {
+    pub name: String,
+    /// 0-based.
+    pub index: usize,
+    pub count: usize,
 }
 
 /// Rates and history of one port's counters since the UI opened.
@@ -255,6 +269,24 @@ pub struct RoutingView {
     pub hops: ListCursor,
 }
 
+/// The Hosts view: a cursor on the hosts x rails grid, and whether the selected cell's
+/// detail (its HCA's link and counters) is open.
+#[derive(Debug, Default)]
+pub struct HostsView {
+    pub list: ListCursor,
+    /// The selected rail: a column of the grid.
+    pub rail: usize,
+    pub detail: bool,
+}
+
+impl HostsView {
+    /// The selected row and column, kept inside the grid.
+    pub fn clamp(&mut self, grid: &super::derive::HostGrid) {
+        self.list.clamp(grid.rows.len());
+        self.rail = self.rail.min(grid.rails.len().saturating_sub(1));
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct CountersView {
     pub sort: CounterSort,
@@ -269,6 +301,7 @@ pub struct Derived {
     pub summary: FabricSummary,
     pub node_rows: Vec<NodeRow>,
     pub link_rows: Vec<LinkRow>,
+    pub host_grid: HostGrid,
 }
 
 /// A snapshot with everything derived from it, built off the UI thread.
@@ -300,6 +333,7 @@ pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameM
         summary: derive::summarize(&snap.fabric, &snap.health, names),
         node_rows: derive::node_rows(&snap.fabric, names),
         link_rows: derive::link_rows(&snap.fabric, &snap.health, names),
+        host_grid: derive::host_grid(&snap.fabric, &snap.health, names),
     };
     Prepared {
         snapshot: snap,
@@ -314,6 +348,9 @@ pub struct AppState {
     pub quit: bool,
     /// Set by an action asking for an immediate sweep; the event loop takes it.
     pub sweep_requested: bool,
+    /// Set by an action asking for another fabric (+1 next, -1 previous); the event loop
+    /// takes it.
+    pub fabric_step: isize,
     pub now: Instant,
     pub interval: Duration,
     pub status: Status,
@@ -328,6 +365,7 @@ pub struct AppState {
     pub routing: RoutingView,
     pub event_list: ListCursor,
     pub overview_findings: ListCursor,
+    pub hosts: HostsView,
 }
 
 impl AppState {
@@ -337,6 +375,7 @@ impl AppState {
             help: false,
             quit: false,
             sweep_requested: false,
+            fabric_step: 0,
             now,
             interval,
             status: Status::default(),
@@ -351,6 +390,7 @@ impl AppState {
             routing: RoutingView::default(),
             event_list: ListCursor::default(),
             overview_findings: ListCursor::default(),
+            hosts: HostsView::default(),
         }
     }
 
@@ -418,6 +458,7 @@ impl AppState {
         self.refresh_nodes();
         self.refresh_counters();
         self.links.clamp(self.derived.link_rows.len());
+        self.hosts.clamp(&self.derived.host_grid);
         self.event_list.clamp(self.events.len());
         if self.routing.result.is_some() {
             self.run_trace();

@@ -109,6 +109,13 @@ impl Sweeper {
         })
     }
 
+    /// Cancel a sweep in progress and ask the thread to stop, without waiting (so several
+    /// sweepers stop together; [`Sweeper::quit`] then waits).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+        let _ = self.control.send(Control::Stop);
+    }
+
     pub fn sweep_now(&self) {
         let _ = self.control.send(Control::SweepNow);
     }

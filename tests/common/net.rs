@@ -115,16 +115,26 @@ pub struct Prometheus {
 
 impl Prometheus {
     pub fn start(dir: &Path, job: &str, targets: &[u16]) -> Prometheus {
+        let list: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+        Prometheus::start_with(
+            dir,
+            &format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+                list.join(", ")
+            ),
+        )
+    }
+
+    /// Prometheus with `scrape_configs` (YAML list items, indented by two), scraping and
+    /// evaluating every second.
+    pub fn start_with(dir: &Path, scrape_configs: &str) -> Prometheus {
         let port = free_port();
         let yml = dir.join("prometheus.yml");
-        let list: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
         std::fs::write(
             &yml,
             format!(
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-                 scrape_configs:\n  - job_name: {job}\n    static_configs:\n      \
-                 - targets: [{}]\n",
-                list.join(", ")
+                 scrape_configs:\n{scrape_configs}"
             ),
         )
         .unwrap();

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, Details, PortSample, Thresholds};
 use crate::discover::SmpExecutor;
-use crate::health::{self, HealthOptions, HealthReport, PortRef};
-use crate::model::Fabric;
-use crate::namemap::NameMap;
+use crate::health::{self, HealthOptions, HealthReport, PortRef, Rate};
+use crate::hosts::{Hca, Host, Hosts, RailIssue};
+use crate::model::{End, Fabric};
+use crate::namemap::{display_name, NameMap};
 
 /// How grave a finding is. Ordered: `Error` is the worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -54,6 +55,11 @@ pub enum FindingKind {
     DuplicateLid,
     DiscoveryError,
     NoMasterSm,
+    RailDown,
+    RailSlow,
+    RailMisaligned,
+    HcasSwapped,
+    HostMissing,
     HcaPortNotActive,
     HcaRateBelowNorm,
     PcieLinkDegraded,
@@ -85,7 +91,7 @@ pub enum Scope {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 16] = {
+pub const FINDING_KINDS: [KindFacts; 21] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -168,6 +174,36 @@ pub const FINDING_KINDS: [KindFacts; 16] = {
             "no-master-sm",
             Error,
             "no subnet manager answers as master",
+        ),
+        k(
+            RailDown,
+            "rail-down",
+            Error,
+            "a server lacks a rail most servers have, or that rail's HCA port is not Active",
+        ),
+        k(
+            RailSlow,
+            "rail-slow",
+            Warning,
+            "one of a server's rails runs slower than its other rails",
+        ),
+        k(
+            RailMisaligned,
+            "rail-misaligned",
+            Warning,
+            "an HCA is cabled to a leaf switch of another rail",
+        ),
+        k(
+            HcasSwapped,
+            "hcas-swapped",
+            Warning,
+            "two HCAs are each cabled where the other belongs: swap their cables",
+        ),
+        k(
+            HostMissing,
+            "host-missing",
+            Error,
+            "a host of the --hosts list has no CA in the fabric",
         ),
         h(
             HcaPortNotActive,
@@ -271,6 +307,12 @@ pub struct Finding {
     pub value: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<u64>,
+    /// The host the finding is about (its own, or that of the CA port it names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The rail concerned, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u8>,
     /// The counter stopped at its maximum: `value` is a lower bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saturated: bool,
@@ -278,6 +320,9 @@ pub struct Finding {
     /// (PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of PortXmitDiscards).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,
+    /// The fabric it was found on, when a command looks at several (its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<String>,
 }
 
 impl Finding {
@@ -291,8 +336,11 @@ impl Finding {
             counter: None,
             value: None,
             threshold: None,
+            host: None,
+            rail: None,
             saturated: false,
             details: Details::default(),
+            fabric: None,
         }
     }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
@@ -375,6 +423,197 @@ pub fn fabric_findings(
         findings.push(Finding::new(FindingKind::DiscoveryError, e.clone()));
     }
     findings
+}
+
+/// A switch port as findings name it: `"leaf-01" port 5` (untrusted text).
+fn switch_port(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
+    format!(
+        "\"{}\" port {}",
+        display_name(fabric.node(end.node), names),
+        end.port
+    )
+}
+
+/// `rail 3 (mlx5_3)`, or `rail 3` when the device is not known.
+fn rail_text(rail: u8, device: Option<&str>) -> String {
+    match device {
+        Some(d) => format!("rail {rail} ({d})"),
+        None => format!("rail {rail}"),
+    }
+}
+
+/// A finding about one host CA port and its link's far end.
+fn hca_finding(
+    kind: FindingKind,
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    host: &Host,
+    hca: &Hca,
+    message: String,
+) -> Finding {
+    let at = PortRef::new(fabric.node(hca.node), hca.port, names);
+    let remote = fabric
+        .peer(hca.end())
+        .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
+    let mut f = Finding::new(kind, message).at(at, remote);
+    f.host = Some(host.name.clone());
+    f.rail = hca.rail;
+    f
+}
+
+/// The finding of one rail issue, worded for the operator who fixes it: the host, the
+/// rail and its device, and the switch port to go to.
+fn rail_finding(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    hosts: &Hosts,
+    issue: &RailIssue,
+) -> Finding {
+    let list = hosts.hosts();
+    let cable = |hca: &Hca| match &hca.leaf {
+        Some(l) => switch_port(
+            fabric,
+            names,
+            End {
+                node: l.node,
+                port: l.port,
+            },
+        ),
+        None => "no switch".to_string(),
+    };
+    match issue {
+        RailIssue::Down(d) => {
+            let host = &list[d.host];
+            let what = rail_text(d.rail, d.device.as_deref());
+            if let Some(i) = d.hca {
+                let hca = &host.hcas[i];
+                let message = format!(
+                    "{}: {what} is {}, not Active; its cable is at {}",
+                    host.name,
+                    health::state_text(hca.state, hca.phys_state),
+                    cable(hca)
+                );
+                return hca_finding(FindingKind::RailDown, fabric, names, host, hca, message);
+            }
+            let place = match d.expected {
+                Some(e) => format!(
+                    "{}, where its leaf-mates put it, has no link",
+                    switch_port(fabric, names, e)
+                ),
+                None if d.mates > 0 && d.mates_with_rail == 0 => format!(
+                    "none of the {} other hosts on its leaves has rail {} up either: is \
+                     their rail {} leaf in the fabric?",
+                    d.mates, d.rail, d.rail
+                ),
+                None => "the leaf port it belongs on is not known".to_string(),
+            };
+            let mut f = Finding::new(
+                FindingKind::RailDown,
+                format!(
+                    "{}: {what} is Down: its HCA is not in the fabric ({} of {} rails up); {place}",
+                    host.name, d.up, d.norm
+                ),
+            );
+            if let Some(e) = d.expected {
+                f.at = Some(PortRef::new(fabric.node(e.node), e.port, names));
+            }
+            f.host = Some(host.name.clone());
+            f.rail = Some(d.rail);
+            f
+        }
+        RailIssue::Slow { hca, reference } => {
+            let host = &list[hca.0];
+            let c = &host.hcas[hca.1];
+            let message = format!(
+                "{}: {} runs at {}, the host's other rails at {reference}; its cable is at {}",
+                host.name,
+                rail_text(c.rail.unwrap_or_default(), c.device.as_deref()),
+                Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed)),
+                cable(c)
+            );
+            hca_finding(FindingKind::RailSlow, fabric, names, host, c, message)
+        }
+        RailIssue::Misaligned { hca } => {
+            let host = &list[hca.0];
+            let c = &host.hcas[hca.1];
+            let leaf_rail = c.leaf.as_ref().and_then(|l| l.rail).unwrap_or_default();
+            let message = format!(
+                "{}: {} is cabled to {}, a leaf of rail {leaf_rail}",
+                host.name,
+                rail_text(c.rail.unwrap_or_default(), c.device.as_deref()),
+                cable(c)
+            );
+            hca_finding(FindingKind::RailMisaligned, fabric, names, host, c, message)
+        }
+        RailIssue::Swapped { a, b } => {
+            let (ha, hb) = (&list[a.0], &list[b.0]);
+            let (ca, cb) = (&ha.hcas[a.1], &hb.hcas[b.1]);
+            let dev = |c: &Hca| c.device.clone().unwrap_or_else(|| "HCA".into());
+            let rail = |c: &Hca| c.rail.map_or_else(|| "?".into(), |r| r.to_string());
+            // One host: "gpu-3: mlx5_2 (rail 2) and mlx5_3 (rail 3) ..."; two: each named.
+            let (head, name_a, name_b) = if a.0 == b.0 {
+                (format!("{}: ", ha.name), dev(ca), dev(cb))
+            } else {
+                (
+                    String::new(),
+                    format!("{} {}", ha.name, dev(ca)),
+                    format!("{} {}", hb.name, dev(cb)),
+                )
+            };
+            let message = format!(
+                "{head}{name_a} (rail {}) and {name_b} (rail {}) have each other's cables: \
+                 {name_a} is at {} and {name_b} at {}; swap them",
+                rail(ca),
+                rail(cb),
+                cable(ca),
+                cable(cb)
+            );
+            hca_finding(FindingKind::HcasSwapped, fabric, names, ha, ca, message)
+        }
+    }
+}
+
+/// The findings about hosts and rails (see [`crate::hosts`]): rails down or missing,
+/// slower than the host's others, cabled to another rail's leaf, swapped; with
+/// `expected` (a job's or a site's host list), each host of it not in the fabric.
+pub fn host_findings(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    hosts: &Hosts,
+    expected: Option<&[String]>,
+) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = crate::hosts::check(fabric, hosts)
+        .iter()
+        .map(|issue| rail_finding(fabric, names, hosts, issue))
+        .collect();
+    for name in expected.unwrap_or_default() {
+        if hosts.find(name).is_none() {
+            let mut f = Finding::new(
+                FindingKind::HostMissing,
+                format!("{name}: in the --hosts list, but no CA in the fabric names it"),
+            );
+            f.host = Some(name.clone());
+            findings.push(f);
+        }
+    }
+    findings
+}
+
+/// Give every finding that names a host CA port that port's host and rail, on the port
+/// references and on the finding itself.
+pub fn annotate(findings: &mut [Finding], hosts: &Hosts) {
+    for f in findings {
+        for at in f.at.iter_mut().chain(f.remote.iter_mut()) {
+            hosts.annotate(at);
+        }
+        if f.host.is_none() {
+            let from = f.at.iter().chain(&f.remote).find(|p| p.host.is_some());
+            if let Some(p) = from {
+                f.host = p.host.clone();
+                f.rail = p.rail;
+            }
+        }
+    }
 }
 
 /// "= 17", or "≥ 65535" for a counter that stopped at its maximum.
@@ -572,6 +811,10 @@ pub struct Evaluation {
     /// The link and port assessment the findings came from (callers reuse it rather than
     /// assessing the fabric again).
     pub health: HealthReport,
+    /// The fabric's hosts and rails (empty with `skip_hosts`).
+    pub hosts: Hosts,
+    /// How long grouping the hosts and checking their rails took.
+    pub hosts_duration: std::time::Duration,
 }
 
 /// Every finding of a fabric; with a live transport also its counters and its SM.
@@ -584,6 +827,20 @@ pub fn evaluate<E: SmpExecutor>(
 ) -> Evaluation {
     let report = health::assess(fabric, names, health_options);
     let mut findings = fabric_findings(fabric, names, &report);
+    let started = std::time::Instant::now();
+    let hosts = if health_options.skip_hosts {
+        Hosts::default()
+    } else {
+        let hosts = Hosts::group(fabric, names);
+        findings.extend(host_findings(
+            fabric,
+            names,
+            &hosts,
+            health_options.expected_hosts.as_deref(),
+        ));
+        hosts
+    };
+    let mut hosts_duration = started.elapsed();
     let mut eval = Evaluation {
         findings: Vec::new(),
         sample: None,
@@ -591,6 +848,8 @@ pub fn evaluate<E: SmpExecutor>(
         drilled: Vec::new(),
         sm: None,
         health: report,
+        hosts,
+        hosts_duration,
     };
     if let Some(live) = live {
         let targets = counters::targets(fabric, None, None);
@@ -617,6 +876,10 @@ pub fn evaluate<E: SmpExecutor>(
         eval.sm = Some(sm);
         eval.sample = Some(sample);
     }
+    let started = std::time::Instant::now();
+    annotate(&mut findings, &eval.hosts);
+    hosts_duration += started.elapsed();
+    eval.hosts_duration = hosts_duration;
     eval.findings = findings;
     eval
 }

@@ -357,6 +357,116 @@ fn three_levels(layout: &mut Layout, spec: &FatTreeSpec, hosts: &[usize]) -> Res
     Ok(())
 }
 
+/// A rail-optimised GPU cluster: `hosts` servers with one HCA per rail (`gpu-0001
+/// mlx5_0` .. `mlx5_{rails-1}`), HCA k of every server on the leaves of rail k, spines
+/// shared by every rail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RailsSpec {
+    pub hosts: usize,
+    pub rails: u8,
+    /// Servers per leaf (each leaf has as many uplinks: no oversubscription).
+    pub hosts_per_leaf: usize,
+    /// Switch port count.
+    pub radix: u8,
+    pub options: GenOptions,
+}
+
+impl RailsSpec {
+    /// `hosts` servers with `rails` rails on `radix`-port switches, radix/2 servers a leaf.
+    pub fn new(hosts: usize, rails: u8, radix: u8) -> RailsSpec {
+        RailsSpec {
+            hosts,
+            rails,
+            hosts_per_leaf: usize::from(radix / 2),
+            radix,
+            options: GenOptions::default(),
+        }
+    }
+}
+
+/// The node id of server `host`'s HCA on `rail` (1-based host), as the file names it.
+pub fn rails_hca_id(host: usize, rail: u8) -> String {
+    format!("G{host:04}R{rail}")
+}
+
+/// A rail-optimised fabric as an ibsim topology file.
+///
+/// Server h (0-based) has its rail-r HCA on port h % K + 1 of leaf h / K of rail r
+/// (K servers a leaf), so every HCA of a server sits on the same port of its group's
+/// leaves. Each leaf has K uplinks spread over the spines, one link per leaf and spine
+/// where the spines have the ports for it, else several parallel ones to fewer spines
+/// (every leaf reaches every spine: two levels, leaf-spine-leaf between rails).
+pub fn rails(spec: &RailsSpec) -> Result<String, GenError> {
+    let radix = usize::from(spec.radix);
+    let per_leaf = spec.hosts_per_leaf;
+    if spec.hosts == 0 || spec.rails == 0 || per_leaf == 0 {
+        return Err(GenError::Spec(
+            "need at least one host, one rail and one host per leaf".into(),
+        ));
+    }
+    if 2 * per_leaf > radix {
+        return Err(GenError::Spec(format!(
+            "{per_leaf} hosts per leaf need {} ports (as many uplinks), more than radix {radix}",
+            2 * per_leaf
+        )));
+    }
+    let groups = spec.hosts.div_ceil(per_leaf);
+    let leaves = groups * usize::from(spec.rails);
+    let k = (1..=per_leaf)
+        .find(|k| per_leaf % k == 0 && leaves * k <= radix)
+        .ok_or_else(|| {
+            GenError::Spec(format!(
+                "{leaves} leaves need spines of at least {leaves} ports: raise --radix or \
+                 --hosts-per-leaf"
+            ))
+        })?;
+    let spines = per_leaf / k;
+    let mut layout = Layout::default();
+    let mut hcas = Vec::new();
+    for h in 1..=spec.hosts {
+        for r in 0..spec.rails {
+            hcas.push(layout.add(false, rails_hca_id(h, r), format!("gpu-{h:04} mlx5_{r}"), 1));
+        }
+    }
+    let mut leaf_ids = Vec::new();
+    for r in 0..spec.rails {
+        for g in 1..=groups {
+            leaf_ids.push(layout.add(
+                true,
+                format!("R{r}L{g:03}"),
+                format!("MF0;leaf-r{r}-{g:03}:MQM9700/U1"),
+                spec.radix,
+            ));
+        }
+    }
+    let spine_ids: Vec<usize> = (1..=spines)
+        .map(|s| switch(&mut layout, "S", "spine", s, spec.radix))
+        .collect();
+    let rails = usize::from(spec.rails);
+    for (i, &hca) in hcas.iter().enumerate() {
+        let (h, r) = (i / rails, i % rails);
+        let leaf = leaf_ids[r * groups + h / per_leaf];
+        layout.link(hca, 1, leaf, (h % per_leaf + 1) as u8);
+    }
+    for (l, &leaf) in leaf_ids.iter().enumerate() {
+        for j in 0..per_leaf {
+            let spine_port = l * k + j % k + 1;
+            layout.link(
+                leaf,
+                (per_leaf + j + 1) as u8,
+                spine_ids[j / k],
+                spine_port as u8,
+            );
+        }
+    }
+    layout.summary = format!(
+        "rail-optimised, {} hosts x {} rails, {per_leaf} hosts per leaf, {leaves} leaves, \
+         {spines} spines, radix {radix}",
+        spec.hosts, spec.rails
+    );
+    render(&layout, &spec.options)
+}
+
 fn check_ports(hosts_per_switch: usize, fabric_ports: usize) -> Result<u8, GenError> {
     u8::try_from(hosts_per_switch + fabric_ports)
         .ok()
@@ -483,7 +593,7 @@ pub fn bring_up(fabric: &mut Fabric, rate: Rate) {
 mod tests {
     use super::*;
     use crate::ibnd;
-    use crate::model::Fabric;
+    use crate::model::{End, Fabric};
     use ibscope_mad::attr::link::{SpeedSet, WidthSet};
 
     fn degree_ok(f: &Fabric) {
@@ -583,6 +693,43 @@ mod tests {
         assert!(ring(0, 1).is_err());
         assert!(mesh(2, 0, 1).is_err());
         assert!(ring(2, 300).is_err());
+    }
+
+    #[test]
+    fn rails_shape() {
+        let mut spec = RailsSpec {
+            hosts_per_leaf: 8,
+            ..RailsSpec::new(20, 8, 32)
+        };
+        let text = rails(&spec).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        degree_ok(&f);
+        // 3 groups of 8 (the last with 4) per rail, 24 leaves of 8 uplinks: 8 spines.
+        assert_eq!(f.switches().count(), 24 + 8);
+        assert_eq!(f.node_count() - f.switches().count(), 160);
+        assert_eq!(f.link_count(), 160 + 24 * 8);
+        // gpu-0010's HCAs: port 2 of the second leaf of every rail.
+        for r in 0..8u8 {
+            let hca = f.nodes_by_description(&format!("gpu-0010 mlx5_{r}"))[0];
+            let peer = f.peer(End { node: hca, port: 1 }).unwrap();
+            assert_eq!(peer.port, 2);
+            assert_eq!(
+                f.node(peer.node).description,
+                format!("MF0;leaf-r{r}-002:MQM9700/U1")
+            );
+        }
+        spec.options.degraded.push(Degraded {
+            node: rails_hca_id(3, 5),
+            port: 1,
+            rate: "1xHDR".into(),
+        });
+        assert_eq!(rails(&spec).unwrap().matches("lid 0 1xHDR").count(), 2);
+        // Too many leaves for the spines' ports.
+        assert!(rails(&RailsSpec::new(1024, 8, 64)).is_err());
+        assert!(rails(&RailsSpec::new(1024, 8, 128)).is_ok());
+        let mut odd = RailsSpec::new(4, 2, 8);
+        odd.hosts_per_leaf = 5;
+        assert!(rails(&odd).is_err());
     }
 
     #[test]

@@ -61,6 +61,12 @@ pub struct PortRef {
     pub port: u8,
     /// The port's LID (a switch's LID for its external ports), 0 if none.
     pub lid: u16,
+    /// The host a CA port belongs to (see [`crate::hosts`]), where known (untrusted text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its rail, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u8>,
 }
 
 impl PortRef {
@@ -77,6 +83,8 @@ impl PortRef {
             kind: node.kind,
             port,
             lid,
+            host: None,
+            rail: None,
         }
     }
     pub fn key(&self) -> PortKey {
@@ -233,6 +241,11 @@ impl Norms {
 pub struct HealthOptions {
     /// Every link is expected to run at this rate (overrides the derived norm).
     pub expect: Option<Rate>,
+    /// Hosts the fabric should have (`check --hosts`): each one no CA names is a
+    /// `host-missing` finding.
+    pub expected_hosts: Option<Vec<String>>,
+    /// Leave out the host and rail findings (`check --no-hosts`).
+    pub skip_hosts: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -641,6 +654,7 @@ mod tests {
         let f = fabric();
         let opts = HealthOptions {
             expect: Rate::parse("4xNDR"),
+            ..Default::default()
         };
         let report = assess(&f, None, &opts);
         assert_eq!(report.degraded().count(), 4);
@@ -649,6 +663,7 @@ mod tests {
             .contains(&"4xHDR below expected rate 4xNDR".to_string()));
         let opts = HealthOptions {
             expect: Rate::parse("1xHDR"),
+            ..Default::default()
         };
         // Only the spec rule remains.
         let report = assess(&f, None, &opts);

@@ -3,7 +3,9 @@
 
 pub mod model;
 
-pub use model::{End, Fabric, FabricFile, LinkKey, Node, NodeId, NodeKind, Port, PortKey};
+pub use model::{
+    End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
+};
 pub mod counters;
 pub mod diff;
 pub mod discover;
@@ -12,11 +14,13 @@ pub mod export;
 pub mod findings;
 pub mod gen;
 pub mod health;
+pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
 pub mod resolve;
 pub mod responder;
 pub mod routing;
+pub mod subnet;
 #[cfg(test)]
 mod test_fixtures;

@@ -314,6 +314,59 @@ pub struct DiscoveryReport {
     pub duration_ms: u64,
 }
 
+/// Which fabric (subnet) a model is of, when a host reaches several: the name it goes by
+/// (the config file's, else the local CA and port) and, where read, its identity: the
+/// subnet prefix (the local port's GidPrefix) and the master SM's GUID (its SMInfo).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FabricId {
+    pub name: String,
+    #[serde(
+        default,
+        with = "guid::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub subnet_prefix: Option<u64>,
+    #[serde(
+        default,
+        with = "guid::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sm_guid: Option<u64>,
+}
+
+impl FabricId {
+    /// A fabric known by name only (a topology file, a port whose SM did not answer).
+    pub fn named(name: impl Into<String>) -> FabricId {
+        FabricId {
+            name: name.into(),
+            ..FabricId::default()
+        }
+    }
+
+    /// Whether two ports reach the same subnet: same prefix and same master SM. Unknown
+    /// identities are never the same.
+    pub fn same_subnet(&self, other: &FabricId) -> bool {
+        match (
+            self.subnet_prefix,
+            self.sm_guid,
+            other.subnet_prefix,
+            other.sm_guid,
+        ) {
+            (Some(p), Some(g), Some(q), Some(h)) => p == q && g == h,
+            _ => false,
+        }
+    }
+
+    /// "subnet 0xfe80000000000000, SM 0x0002c90300000001" (empty when not read).
+    pub fn identity_text(&self) -> String {
+        match (self.subnet_prefix, self.sm_guid) {
+            (Some(p), Some(g)) => format!("subnet {}, SM {}", guid::text(p), guid::text(g)),
+            (Some(p), None) => format!("subnet {}, no master SM", guid::text(p)),
+            _ => String::new(),
+        }
+    }
+}
+
 /// The fabric graph plus indexes.
 #[derive(Debug, Clone, Default)]
 pub struct Fabric {
@@ -326,6 +379,8 @@ pub struct Fabric {
     /// The port discovery started from.
     pub local: Option<PortKey>,
     pub report: DiscoveryReport,
+    /// Which fabric this is, when known.
+    pub id: Option<FabricId>,
 }
 
 /// Borrowed view of one link with both ends resolved.
@@ -546,6 +601,7 @@ impl Fabric {
                 })
                 .collect(),
             report: self.report.clone(),
+            fabric: self.id.clone(),
         }
     }
 
@@ -577,6 +633,7 @@ impl Fabric {
         }
         fabric.local = file.local;
         fabric.report = file.report;
+        fabric.id = file.fabric;
         Ok(fabric)
     }
 }
@@ -601,6 +658,9 @@ pub struct FabricFile {
     pub links: Vec<LinkRecord>,
     #[serde(default)]
     pub report: DiscoveryReport,
+    /// Which fabric the snapshot is of (absent when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricId>,
 }
 
 impl FabricFile {

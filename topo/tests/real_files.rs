@@ -194,12 +194,103 @@ fn check_file(name: &str, scan: Scan, expected: &[&str]) -> Fabric {
     f
 }
 
+/// The host findings of the SuperPOD file, each checked against the file by hand:
+/// - A09-P1-IBLEAF-03-01 is not in the file: the eleven DGX of group 01 that have HCA-1,
+///   HCA-2 and HCA-6 on port N of leaves 01-01, 02-01 and 04-01 (and the one that calls
+///   itself "localhost") have no rail 5;
+/// - b08-p1-dgx-08-c01's HCA-5 is on port 1 of the rail 6 leaf 04-08 and its HCA-6 on
+///   port 1 of the rail 5 leaf 03-08;
+/// - b06-p1-dgx-06-c07 and -c08 have their other HCAs on ports 7 and 8 of their leaves,
+///   but c07's HCA-2 is on port 8 of 02-06 and c08's on port 7;
+/// - two management servers (UFM: "ubuntu", "B11-P1-CUFM-02") have their mlx5_0 and
+///   mlx5_1 on the leaves of rails 5 and 6: by their device numbering, misaligned.
+fn superpod_host_findings() -> Vec<String> {
+    let leaf = |n: &str| format!("\"MF0;B09-P1-IBLEAF-{n}:MQM9701/U1\"");
+    let misaligned = |host: &str, guid: &str, lid: u16, dev: u8, leaf_n: &str, port: u8| {
+        format!(
+            "[rail-misaligned] \"{host} mlx5_{dev}\" ({guid}) port 1 (lid {lid}) <-> {} ({}) \
+             port {port}: {host}: rail {dev} (mlx5_{dev}) is cabled to {} port {port}, a leaf \
+             of rail {}",
+            leaf(leaf_n),
+            if leaf_n == "03-08" {
+                "0x2c5eab0300c26400"
+            } else {
+                "0x2c5eab0300c26540"
+            },
+            leaf(leaf_n),
+            if leaf_n == "03-08" { 5 } else { 6 }
+        )
+    };
+    let down = |host: &str| {
+        format!(
+            "[rail-down]: {host}: rail 5 (HCA-5) is Down: its HCA is not in the fabric (3 of 4 \
+             rails up); none of the 10 other hosts on its leaves has rail 5 up either: is \
+             their rail 5 leaf in the fabric?"
+        )
+    };
+    let mut out = vec![
+        misaligned("B11-P1-CUFM-02", "0x1070fd0300478cf8", 1, 0, "03-08", 22),
+        misaligned("B11-P1-CUFM-02", "0x5c25730300d765c8", 681, 1, "04-08", 22),
+    ];
+    for c in [1, 3, 4, 9, 12, 13, 14, 15, 17, 18] {
+        out.push(down(&format!("a05-p1-dgx-01-c{c:02}")));
+    }
+    out.push(format!(
+        "[hcas-swapped] \"b06-p1-dgx-06-c07 HCA-2\" (0xe09d730300af11ae) port 1 (lid 293) <-> \
+         {} (0x2c5eab0300c25fc0) port 8: b06-p1-dgx-06-c07 HCA-2 (rail 2) and \
+         b06-p1-dgx-06-c08 HCA-2 (rail 2) have each other's cables: b06-p1-dgx-06-c07 HCA-2 \
+         is at {} port 8 and b06-p1-dgx-06-c08 HCA-2 at {} port 7; swap them",
+        leaf("02-06"),
+        leaf("02-06"),
+        leaf("02-06")
+    ));
+    out.push(format!(
+        "[hcas-swapped] \"b08-p1-dgx-08-c01 HCA-5\" (0xe09d730300859464) port 1 (lid 429) <-> \
+         {} (0x2c5eab0300c26540) port 1: b08-p1-dgx-08-c01: HCA-5 (rail 5) and HCA-6 (rail 6) \
+         have each other's cables: HCA-5 is at {} port 1 and HCA-6 at {} port 1; swap them",
+        leaf("04-08"),
+        leaf("04-08"),
+        leaf("03-08")
+    ));
+    out.push(down("localhost"));
+    out.push(misaligned(
+        "ubuntu",
+        "0xc470bd0300a49432",
+        679,
+        0,
+        "03-08",
+        21,
+    ));
+    out.push(misaligned(
+        "ubuntu",
+        "0xc470bd0300a4943e",
+        680,
+        1,
+        "04-08",
+        21,
+    ));
+    out
+}
+
 /// An NVIDIA DGX SuperPOD (NDR, Quantum-2 MQM9701): 40 switches, 542 host ports and 40
-/// SHARP aggregation nodes (one behind port 65 of every switch), every link 4xNDR.
+/// SHARP aggregation nodes (one behind port 65 of every switch), every link 4xNDR; its
+/// hosts and rails as [`superpod_host_findings`] says.
 #[test]
 fn ndr_superpod_with_aggregation_nodes() {
     let name = "nvidia-topograph-ndr-superpod.ibnd";
-    let f = check_file(name, scan_topology(&read(name)), &[]);
+    let expected = superpod_host_findings();
+    let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+    let f = check_file(name, scan_topology(&read(name)), &expected);
+    let hosts = ibscope_topo::hosts::Hosts::group(&f, None);
+    // 122 servers named by rdma-ndd; 69 CAs with the firmware's description, one host
+    // each (their SystemImageGUIDs differ); the aggregation nodes are no hosts.
+    let named = hosts
+        .hosts()
+        .iter()
+        .filter(|h| h.grouped_by == ibscope_topo::hosts::Grouping::NodeDescription)
+        .count();
+    assert_eq!((named, hosts.len()), (122, 122 + 69));
+    assert_eq!(hosts.rails(), [0, 1, 2, 4, 5, 6]);
     assert_eq!(f.switches().count(), 40);
     let aggregation: Vec<_> = f
         .nodes()

@@ -12,12 +12,12 @@ use super::{
 use crate::attribute::{Attribute, Class};
 use crate::header::{class, class_version, MadHeader};
 use crate::smp::{SmpFrame, SmpRoute};
-use crate::umad::UmadPort;
+use crate::transport::AnyPort;
 
-/// The request engine over one local port ([`UmadPort`]; tests drive it over a fake
-/// [`MadPort`]).
+/// The request engine over one port ([`AnyPort`]: a local umad port or a relay; tests
+/// drive it over a fake [`MadPort`]).
 #[derive(Debug)]
-pub struct Engine<P: MadPort = UmadPort> {
+pub struct Engine<P: MadPort = AnyPort> {
     port: P,
     config: EngineConfig,
     /// Agent per management class, registered on first use.
@@ -42,18 +42,47 @@ pub struct Engine<P: MadPort = UmadPort> {
     trace_file: Option<std::path::PathBuf>,
 }
 
+/// Where an engine's trace goes: the file [`TRACE_ENV`] names for the process's first
+/// engine, then `FILE.1`, `FILE.2`, ... for the engines of further fabrics (`-C all`), so
+/// they do not overwrite each other.
+fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
+    static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    match OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+        0 => path,
+        n => {
+            let mut p = path.into_os_string();
+            p.push(format!(".{n}"));
+            p.into()
+        }
+    }
+}
+
 fn ceil_ms(d: Duration) -> u32 {
     u32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u32::MAX)
 }
 
-impl Engine<UmadPort> {
-    /// Open a local port (see [`UmadPort::open`] for the defaults).
+impl Engine<AnyPort> {
+    /// Open a local port (see [`crate::umad::UmadPort::open`] for the defaults).
     pub fn open(
         ca: Option<&str>,
         port: Option<u8>,
         config: EngineConfig,
     ) -> Result<Engine, TransportError> {
-        let port = UmadPort::open(ca, port)?;
+        Ok(Engine::over(AnyPort::open(ca, port)?, config))
+    }
+
+    /// Reach a port through an agent started by `command` (see [`crate::relay`]);
+    /// `stop` returning true gives up waiting for the agent.
+    pub fn relay(
+        command: &str,
+        config: EngineConfig,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Engine, TransportError> {
+        Ok(Engine::over(AnyPort::relay(command, stop)?, config))
+    }
+
+    /// An engine over `port`, TIDs starting somewhere unpredictable.
+    pub fn over(port: AnyPort, config: EngineConfig) -> Engine {
         // Start TIDs somewhere unpredictable so a stray reply meant for an earlier process
         // on this port is unlikely to match.
         let seed = std::time::SystemTime::now()
@@ -64,9 +93,14 @@ impl Engine<UmadPort> {
         let mut engine = Engine::with_port(port, config, seed | 1);
         if let Some(path) = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty()) {
             engine.enable_trace();
-            engine.trace_file = Some(path.into());
+            engine.trace_file = Some(trace_path(path.into()));
         }
-        Ok(engine)
+        engine
+    }
+
+    /// The relay command, when the port is reached through one.
+    pub fn relay_command(&self) -> Option<&str> {
+        self.port.relay_command()
     }
 }
 
@@ -519,6 +553,18 @@ mod tests {
         assert_eq!(ceil_ms(Duration::ZERO), 0);
         assert_eq!(ceil_ms(Duration::from_micros(1)), 1);
         assert_eq!(ceil_ms(Duration::from_millis(200)), 200);
+    }
+
+    #[test]
+    fn each_engine_of_a_process_traces_to_its_own_file() {
+        let paths: Vec<std::path::PathBuf> =
+            (0..3).map(|_| trace_path("trace.json".into())).collect();
+        assert!(paths[1] != paths[0] && paths[2] != paths[1], "{paths:?}");
+        for p in &paths[1..] {
+            let name = p.to_str().unwrap();
+            let n = name.strip_prefix("trace.json.").unwrap();
+            assert!(n.parse::<usize>().is_ok(), "{name}");
+        }
     }
 
     /// A scripted local port: what each send does is decided by its number (1-based).

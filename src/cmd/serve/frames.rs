@@ -1,19 +1,21 @@
-//! What the sweeper process tells `serve`, over a pipe: one JSON line per message, and for
-//! a page the page's bytes right after it (its text, then its gzip).
+//! What a sweeper process tells `serve`, over a pipe: one JSON line per message, and for
+//! a page the page's text right after it (`serve` cuts it into families and compresses
+//! them).
 
 use std::io::{self, BufRead, Write};
 
+use ibscope_topo::FabricId;
 use serde::{Deserialize, Serialize};
 
 /// One message of the sweeper process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
-    /// The management port is open (`port`: "CA/port").
-    Opened { port: String },
+    /// The management port is open (`port`: "CA/port", or the relay's command); `id` is
+    /// the fabric's name and, with several fabrics, its subnet identity.
+    Opened { port: String, id: FabricId },
     /// A sweep's page; `failure` when the sweep reached no port.
     Page {
         text: String,
-        gzip: Vec<u8>,
         failure: Option<String>,
     },
     /// The transport was lost: the process ends.
@@ -30,10 +32,10 @@ pub enum Frame {
 enum Head {
     Opened {
         port: String,
+        id: FabricId,
     },
     Page {
         text: usize,
-        gzip: usize,
         failure: Option<String>,
     },
     Lost {
@@ -50,14 +52,12 @@ const MAX_PAGE: usize = 1 << 32;
 
 pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
     let head = match frame {
-        Frame::Opened { port } => Head::Opened { port: port.clone() },
-        Frame::Page {
-            text,
-            gzip,
-            failure,
-        } => Head::Page {
+        Frame::Opened { port, id } => Head::Opened {
+            port: port.clone(),
+            id: id.clone(),
+        },
+        Frame::Page { text, failure } => Head::Page {
             text: text.len(),
-            gzip: gzip.len(),
             failure: failure.clone(),
         },
         Frame::Lost { error } => Head::Lost {
@@ -70,9 +70,8 @@ pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
     };
     serde_json::to_writer(&mut *w, &head)?;
     w.write_all(b"\n")?;
-    if let Frame::Page { text, gzip, .. } = frame {
+    if let Frame::Page { text, .. } = frame {
         w.write_all(text.as_bytes())?;
-        w.write_all(gzip)?;
     }
     w.flush()
 }
@@ -85,22 +84,15 @@ pub fn read(r: &mut impl BufRead) -> io::Result<Option<Frame>> {
     }
     let head: Head = serde_json::from_str(line.trim_end()).map_err(io::Error::other)?;
     Ok(Some(match head {
-        Head::Opened { port } => Frame::Opened { port },
-        Head::Page {
-            text,
-            gzip,
-            failure,
-        } => {
-            if text.saturating_add(gzip) > MAX_PAGE {
-                return Err(io::Error::other(format!("a page of {text} + {gzip} bytes")));
+        Head::Opened { port, id } => Frame::Opened { port, id },
+        Head::Page { text, failure } => {
+            if text > MAX_PAGE {
+                return Err(io::Error::other(format!("a page of {text} bytes")));
             }
             let mut t = vec![0u8; text];
             r.read_exact(&mut t)?;
-            let mut g = vec![0u8; gzip];
-            r.read_exact(&mut g)?;
             Frame::Page {
                 text: String::from_utf8(t).map_err(io::Error::other)?,
-                gzip: g,
                 failure,
             }
         }
@@ -119,15 +111,18 @@ mod tests {
         let frames = vec![
             Frame::Opened {
                 port: "ibsim0/1".into(),
+                id: FabricId {
+                    name: "alpha".into(),
+                    subnet_prefix: Some(0xfe80 << 48),
+                    sm_guid: Some(0x0002_c903_0000_0001),
+                },
             },
             Frame::Page {
-                text: "ibscope_up 1\n# a line with \"quotes\"\n".into(),
-                gzip: vec![0x1f, 0x8b, 0, b'\n', 0xff],
+                text: "ibscope_up 1\n# a line with \"quotes\"\n\u{1f}\u{8b}\n".into(),
                 failure: None,
             },
             Frame::Page {
                 text: String::new(),
-                gzip: Vec::new(),
                 failure: Some("none of 4 ports answered".into()),
             },
             Frame::Lost {
@@ -154,8 +149,7 @@ mod tests {
     fn a_cut_or_garbled_stream_is_an_error() {
         let mut buf = Vec::new();
         let page = Frame::Page {
-            text: "abc".into(),
-            gzip: vec![1, 2, 3],
+            text: "abcdef".into(),
             failure: None,
         };
         write(&mut buf, &page).unwrap();

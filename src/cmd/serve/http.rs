@@ -1,5 +1,6 @@
-//! The HTTP side of `serve`: the listener, the page cache the sweeper fills, and the
-//! answers to /metrics (gzip when asked, with an HTTP Date) and /healthz.
+//! The HTTP side of `serve`: the listener, the pages the sweepers fill (one per fabric),
+//! and the answers to /metrics (the fabrics' pages merged family by family, gzip when
+//! asked, with an HTTP Date) and /healthz.
 
 use std::fmt::Write as _;
 use std::io::{Cursor, Write as _};
@@ -10,29 +11,129 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
-/// What the sweeper publishes after each sweep.
+use super::web::BasicAuth;
+
+/// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
+/// compressed (once per sweep, for scrapers that accept gzip). A merged page is one gzip
+/// stream made of these pieces (see [`Deflated`]), so every client reads it, not only
+/// those that read concatenated gzip members.
+#[derive(Debug)]
+pub struct Family {
+    pub name: String,
+    pub head: String,
+    pub body: String,
+    pub head_z: Deflated,
+    pub body_z: Deflated,
+}
+
+/// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
+/// flush, so it ends on a byte boundary with no final block: pieces written one after the
+/// other are one valid stream. With the CRC-32 and length of what it holds, the gzip
+/// trailer of a stream of pieces is the pieces' CRCs combined.
+#[derive(Debug)]
+pub struct Deflated {
+    bytes: Vec<u8>,
+    crc: flate2::Crc,
+}
+
+impl Deflated {
+    /// Fast compression: the page is rebuilt every sweep, so speed matters more than ratio.
+    pub fn new(data: &[u8]) -> Deflated {
+        use flate2::{Compress, Compression, FlushCompress};
+        let mut c = Compress::new(Compression::fast(), false);
+        let mut bytes = Vec::with_capacity(data.len() / 4 + 64);
+        let mut input = data;
+        loop {
+            if bytes.capacity() - bytes.len() < 64 {
+                bytes.reserve(64 + input.len() / 2);
+            }
+            let before = c.total_in();
+            // Compressing into a Vec with room cannot fail.
+            let _ = c.compress_vec(input, &mut bytes, FlushCompress::Sync);
+            input = &input[(c.total_in() - before) as usize..];
+            // The flush is complete once a call leaves output room unused.
+            if input.is_empty() && bytes.len() < bytes.capacity() {
+                break;
+            }
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        Deflated { bytes, crc }
+    }
+}
+
+/// The gzip header (RFC 1952: deflate, no name, no time, unknown OS).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+/// An empty final deflate block (fixed Huffman, end of block): ends a stream of pieces.
+const DEFLATE_END: [u8; 2] = [0x03, 0x00];
+
+/// The gzip stream of `pieces` in order: header, pieces, end, trailer (CRC-32, length).
+fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<&'a [u8]> {
+    let mut crc = flate2::Crc::new();
+    for p in pieces {
+        crc.combine(&p.crc);
+    }
+    trailer[..4].copy_from_slice(&crc.sum().to_le_bytes());
+    trailer[4..].copy_from_slice(&crc.amount().to_le_bytes());
+    let mut parts: Vec<&[u8]> = vec![&GZIP_HEADER];
+    parts.extend(pieces.iter().map(|p| &p.bytes[..]));
+    parts.push(&DEFLATE_END);
+    parts.push(&trailer[..]);
+    parts
+}
+
+/// What a sweeper publishes after each sweep.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The whole exposition except the age family (computed per scrape).
-    pub text: String,
-    /// `text` gzip-compressed once per sweep, for scrapers that accept gzip.
-    pub gzip: Vec<u8>,
+    /// The exposition, family by family, except the per-scrape families (age, up).
+    pub families: Vec<Family>,
     pub finished: Instant,
     /// `None` when the sweep succeeded, else why not.
     pub failure: Option<String>,
 }
 
-/// The last snapshot and the state of the fabric link, shared between the supervisor of
-/// the sweeper process and the HTTP threads. The locks only guard a pointer and a few
-/// fields: a scrape clones the `Arc`, the supervisor swaps in a new one; nothing renders,
-/// compresses or frees a page while holding them.
-#[derive(Debug, Default)]
-pub struct Cache {
-    page: Mutex<Option<Arc<Snapshot>>>,
+impl Snapshot {
+    /// Cut a rendered page into its families and compress each.
+    pub fn new(page: &str, failure: Option<String>) -> Snapshot {
+        let families = prometheus::split_families(page)
+            .into_iter()
+            .map(|(name, head, body)| Family {
+                name: name.to_string(),
+                head: head.to_string(),
+                body: body.to_string(),
+                head_z: Deflated::new(head.as_bytes()),
+                body_z: Deflated::new(body.as_bytes()),
+            })
+            .collect();
+        Snapshot {
+            families,
+            finished: Instant::now(),
+            failure,
+        }
+    }
+
+    /// Bytes of text and of gzip, for the log.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.families.iter().fold((0, 0), |(t, z), f| {
+            (
+                t + f.head.len() + f.body.len(),
+                z + f.head_z.bytes.len() + f.body_z.bytes.len(),
+            )
+        })
+    }
+}
+
+/// One fabric's place on the page: its name, its last snapshot and whether its sweeper
+/// process holds the fabric. A fabric that is lost keeps its last good snapshot, served
+/// marked stale, until its port is open again.
+#[derive(Debug)]
+pub struct Slot {
+    name: Mutex<String>,
+    pub page: Cache,
     link: Mutex<Link>,
 }
 
-/// Whether the sweeper process holds the fabric, as the supervisor last saw it.
+/// Whether a fabric's sweeper process holds the fabric, as its supervisor last saw it.
 #[derive(Debug, Clone)]
 pub struct Link {
     /// The port is open and the last sweep reached the fabric.
@@ -44,6 +145,8 @@ pub struct Link {
     pub since: Instant,
     /// Times the port was opened again after it was lost.
     pub reopens: u64,
+    /// The port reaches a subnet another slot already sweeps: left off the page.
+    pub merged: bool,
 }
 
 impl Default for Link {
@@ -53,26 +156,31 @@ impl Default for Link {
             reason: None,
             since: Instant::now(),
             reopens: 0,
+            merged: false,
         }
     }
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Cache {
-    pub fn load(&self) -> Option<Arc<Snapshot>> {
-        locked(&self.page).clone()
+impl Slot {
+    pub fn new(name: String) -> Slot {
+        Slot {
+            name: Mutex::new(name),
+            page: Cache::default(),
+            link: Mutex::new(Link::default()),
+        }
     }
 
-    /// Publish `snap`; returns the previous snapshot, for the caller to drop outside the
-    /// lock.
-    pub fn store(&self, snap: Arc<Snapshot>) -> Option<Arc<Snapshot>> {
-        locked(&self.page).replace(snap)
+    pub fn name(&self) -> String {
+        locked(&self.name).clone()
+    }
+
+    /// The name the opened fabric has (a single fabric's is known only once it is open).
+    pub fn set_name(&self, name: String) {
+        *locked(&self.name) = name;
     }
 
     pub fn link(&self) -> Link {
@@ -90,7 +198,7 @@ impl Cache {
     }
 
     /// The fabric is unreachable: `reason` says why (the first reason of an outage is
-    /// kept while it lasts, unless `replace`).
+    /// kept while it lasts, unless `replace`). Its last good page stays, served stale.
     pub fn set_down(&self, reason: String, replace: bool) {
         let mut l = locked(&self.link);
         if l.up {
@@ -105,9 +213,130 @@ impl Cache {
     pub fn count_reopen(&self) {
         locked(&self.link).reopens += 1;
     }
+
+    /// Another slot sweeps this one's subnet: this one leaves the page and /healthz.
+    pub fn set_merged(&self) {
+        locked(&self.link).merged = true;
+        drop(self.page.clear());
+    }
+
+    /// `Ok` when the fabric answers and its last sweep succeeded and is younger than
+    /// `max_age`, else why not.
+    fn state(&self, max_age: Duration) -> Result<(), String> {
+        state(self.page.load().as_deref(), &self.link(), max_age)
+    }
 }
 
-/// Check --listen: resolvable, and loopback unless remote access is allowed.
+/// A fabric's health: `Ok` when it answers and its last sweep succeeded and is fresh, else
+/// why not (one line, or two while the last good page is served).
+fn state(snapshot: Option<&Snapshot>, link: &Link, max_age: Duration) -> Result<(), String> {
+    if let (false, Some(why)) = (link.up, &link.reason) {
+        let mut body = format!(
+            "fabric unreachable for {:.0} s: {why}",
+            link.since.elapsed().as_secs_f64()
+        );
+        if let Some(s) = snapshot {
+            let _ = write!(
+                body,
+                "; serving the last good sample, {:.0} s old",
+                s.finished.elapsed().as_secs_f64()
+            );
+        }
+        return Err(body);
+    }
+    match snapshot {
+        None => Err("no sweep finished yet".to_string()),
+        Some(s) => match &s.failure {
+            Some(why) => Err(format!("last sweep failed: {why}")),
+            None if s.finished.elapsed() > max_age => Err(format!(
+                "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
+                s.finished.elapsed().as_secs_f64(),
+                max_age.as_secs_f64()
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
+/// Every fabric's slot. `multi`: the command line named several (then /healthz has one
+/// line per fabric).
+#[derive(Debug)]
+pub struct Pages {
+    pub slots: Vec<Slot>,
+    pub multi: bool,
+}
+
+impl Pages {
+    /// The slots on the page: every one but those merged into another.
+    fn shown(&self) -> impl Iterator<Item = (usize, &Slot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.link().merged)
+    }
+
+    /// /healthz: 200 when every fabric answers and its last sweep succeeded and is fresh,
+    /// else 503; the body says why (one line per fabric when there are several).
+    fn health(&self, max_age: Duration) -> (u16, String) {
+        if !self.multi {
+            return match self.slots.first().map(|s| s.state(max_age)) {
+                Some(Ok(())) => (200, "ok\n".to_string()),
+                Some(Err(why)) => (503, format!("{why}\n")),
+                None => (503, "no fabric\n".to_string()),
+            };
+        }
+        let mut all_ok = true;
+        let mut body = String::new();
+        for (_, slot) in self.shown() {
+            let state = slot.state(max_age);
+            all_ok &= state.is_ok();
+            let _ = writeln!(
+                body,
+                "{}: {}",
+                slot.name(),
+                state.err().unwrap_or_else(|| "ok".to_string())
+            );
+        }
+        (if all_ok { 200 } else { 503 }, body)
+    }
+}
+
+/// The last snapshot, shared between the sweeper and the HTTP threads. The lock only
+/// guards the pointer: a scrape clones the `Arc`, the sweeper swaps in a new one; nothing
+/// renders, compresses or frees a page while holding it.
+#[derive(Debug, Default)]
+pub struct Cache(Mutex<Option<Arc<Snapshot>>>);
+
+impl Cache {
+    pub fn load(&self) -> Option<Arc<Snapshot>> {
+        match self.0.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Publish `snap`; returns the previous snapshot, for the caller to drop outside the
+    /// lock.
+    pub fn store(&self, snap: Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.replace(snap)
+    }
+
+    /// Forget the page; returns it, for the caller to drop outside the lock.
+    pub fn clear(&self) -> Option<Arc<Snapshot>> {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.take()
+    }
+}
+
+/// Check --listen: resolvable, and loopback unless remote access is allowed (by
+/// --allow-remote, or by TLS from --web-config).
 pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     let addrs: Vec<SocketAddr> = text
         .to_socket_addrs()
@@ -119,7 +348,8 @@ pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
     if !allow_remote && !first.ip().is_loopback() {
         bail!(
             "--listen {text}: {} is not a loopback address; the metrics describe the whole \
-             fabric and are served without authentication: add --allow-remote to expose them",
+             fabric and would be served over plain HTTP: give a --web-config with TLS (and \
+             basic_auth_users), or add --allow-remote to expose them anyway",
             first.ip()
         );
     }
@@ -146,14 +376,6 @@ pub fn listener(addr: SocketAddr) -> Result<TcpListener> {
         tracing::debug!("TCP_NODELAY not set on the listener");
     }
     Ok(l)
-}
-
-/// Fast gzip: the page is rebuilt every sweep, so speed matters more than ratio.
-pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(data);
-    enc.finish().unwrap_or_default()
 }
 
 /// Whether the request's Accept-Encoding allows gzip.
@@ -218,10 +440,34 @@ struct Served {
 }
 
 /// Answer one request and log how long it took on this side (at debug level).
-pub fn serve_one(req: tiny_http::Request, cache: &Cache, max_age: Duration) {
+pub fn serve_one(
+    req: tiny_http::Request,
+    pages: &Pages,
+    auth: Option<&BasicAuth>,
+    max_age: Duration,
+) {
     let started = Instant::now();
     let path = req.url().split('?').next().unwrap_or("").to_string();
-    match answer(req, &path, cache, max_age) {
+    let allowed = auth.map_or(true, |a| {
+        let header = req
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str());
+        a.allows(header)
+    });
+    let result = if allowed {
+        answer(req, &path, pages, max_age)
+    } else {
+        let r = text_response(401, "unauthorized\n".into())
+            .with_header(header("WWW-Authenticate", "Basic realm=\"ibscope\""));
+        req.respond(r).map(|()| Served {
+            status: 401,
+            bytes: 0,
+            gzip: false,
+        })
+    };
+    match result {
         Ok(s) => tracing::debug!(
             path,
             status = s.status,
@@ -252,7 +498,7 @@ fn respond_text(req: tiny_http::Request, status: u16, body: String) -> std::io::
 fn answer(
     req: tiny_http::Request,
     path: &str,
-    cache: &Cache,
+    pages: &Pages,
     max_age: Duration,
 ) -> std::io::Result<Served> {
     if *req.method() != tiny_http::Method::Get {
@@ -265,87 +511,114 @@ fn answer(
             gzip: false,
         });
     }
-    let snapshot = cache.load();
-    let link = cache.link();
     match path {
-        "/metrics" => match snapshot {
-            None => respond_text(
-                req,
-                503,
-                match &link.reason {
-                    Some(why) => {
-                        format!("no sweep finished yet; the fabric is unreachable: {why}\n")
-                    }
-                    None => "no sweep finished yet (discovery in progress)\n".into(),
-                },
-            ),
-            Some(snap) => write_metrics(req, &snap, &link, max_age),
-        },
+        "/metrics" => {
+            let snaps: Vec<(usize, Arc<Snapshot>)> = pages
+                .shown()
+                .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
+                .collect();
+            if snaps.is_empty() {
+                let unreachable: Vec<String> = pages
+                    .shown()
+                    .filter_map(|(_, s)| {
+                        let link = s.link();
+                        let why = link.reason.filter(|_| !link.up)?;
+                        Some(if pages.multi {
+                            format!("{}: {why}", s.name())
+                        } else {
+                            why
+                        })
+                    })
+                    .collect();
+                let body = if unreachable.is_empty() {
+                    "no sweep finished yet (discovery in progress)\n".to_string()
+                } else {
+                    format!(
+                        "no sweep finished yet; the fabric is unreachable: {}\n",
+                        unreachable.join("; ")
+                    )
+                };
+                return respond_text(req, 503, body);
+            }
+            write_metrics(req, pages, &snaps, max_age)
+        }
         "/healthz" => {
-            let (status, body) = health(snapshot.as_deref(), &link, max_age);
+            let (status, body) = pages.health(max_age);
             respond_text(req, status, body)
         }
         _ => respond_text(req, 404, "not found: try /metrics or /healthz\n".into()),
     }
 }
 
-/// /healthz: 200 "ok" when the fabric answers and the last sweep succeeded and is fresh,
-/// else 503 and why.
-fn health(snapshot: Option<&Snapshot>, link: &Link, max_age: Duration) -> (u16, String) {
-    if let (false, Some(why)) = (link.up, &link.reason) {
-        let mut body = format!(
-            "fabric unreachable for {:.0} s: {why}\n",
-            link.since.elapsed().as_secs_f64()
-        );
-        if let Some(s) = snapshot {
-            let _ = writeln!(
-                body,
-                "serving the last good sample, {:.0} s old",
-                s.finished.elapsed().as_secs_f64()
-            );
+/// The families of a merged page in order: each family's head once, then every fabric's
+/// samples of it.
+fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<(&str, &Deflated)> {
+    let mut parts = Vec::new();
+    let Some((_, first)) = snaps.first() else {
+        return parts;
+    };
+    for (i, family) in first.families.iter().enumerate() {
+        parts.push((family.head.as_str(), &family.head_z));
+        for (_, snap) in snaps {
+            // Every page has the same families in the same order (one renderer); look
+            // the name up should that ever not hold.
+            let same = snap
+                .families
+                .get(i)
+                .filter(|f| f.name == family.name)
+                .or_else(|| snap.families.iter().find(|f| f.name == family.name));
+            if let Some(f) = same {
+                parts.push((f.body.as_str(), &f.body_z));
+            }
         }
-        return (503, body);
     }
-    match snapshot {
-        None => (503, "no sweep finished yet\n".to_string()),
-        Some(s) => match &s.failure {
-            Some(why) => (503, format!("last sweep failed: {why}\n")),
-            None if s.finished.elapsed() > max_age => (
-                503,
-                format!(
-                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)\n",
-                    s.finished.elapsed().as_secs_f64(),
-                    max_age.as_secs_f64()
-                ),
-            ),
-            None => (200, "ok\n".to_string()),
-        },
-    }
+    parts
 }
 
-/// The page: the cached text (or its gzip) and the per-scrape status families (age, up,
-/// stale), written straight to the socket with a Content-Length. (tiny_http's own writer
-/// would copy it through an 8 KiB buffer in chunked encoding: one write per 8 KiB.)
+/// The page: the fabrics' cached families (text, or their compressed pieces in one gzip
+/// stream) and the per-scrape families (age, up), written straight to the socket with a
+/// Content-Length. (tiny_http's own writer would copy it through an 8 KiB buffer in
+/// chunked encoding.)
 fn write_metrics(
     req: tiny_http::Request,
-    snap: &Snapshot,
-    link: &Link,
+    pages: &Pages,
+    snaps: &[(usize, Arc<Snapshot>)],
     max_age: Duration,
 ) -> std::io::Result<Served> {
-    let age = snap.finished.elapsed();
-    let tail = prometheus::status_families(&prometheus::ServeStatus {
-        up: link.up,
-        stale: !link.up || age > max_age,
-        age_seconds: age.as_secs_f64(),
-        reopens: link.reopens,
-    });
+    let states: Vec<(String, Link, bool, Option<Duration>)> = pages
+        .shown()
+        .map(|(i, slot)| {
+            let age = snaps
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map(|(_, s)| s.finished.elapsed());
+            (slot.name(), slot.link(), slot.state(max_age).is_ok(), age)
+        })
+        .collect();
+    let statuses: Vec<prometheus::FabricStatus<'_>> = states
+        .iter()
+        .map(|(name, link, ok, age)| prometheus::FabricStatus {
+            name,
+            up: *ok,
+            stale: !link.up || age.map_or(true, |a| a > max_age),
+            age_seconds: age.map(|a| a.as_secs_f64()),
+            reopens: link.reopens,
+        })
+        .collect();
+    let tail = prometheus::scrape_families(&statuses);
     let zipped = accepts_gzip(&req);
-    // The cached page is compressed once per sweep; the small age family is a second
-    // gzip member (RFC 1952 allows concatenated members).
-    let (body, tail) = if zipped {
-        (&snap.gzip[..], gzip(tail.as_bytes()))
+    let families = merged(snaps);
+    let tail_z;
+    let mut trailer = [0u8; 8];
+    let parts: Vec<&[u8]> = if zipped {
+        tail_z = Deflated::new(tail.as_bytes());
+        let mut pieces: Vec<&Deflated> = families.iter().map(|(_, z)| *z).collect();
+        pieces.push(&tail_z);
+        gzip_parts(&pieces, &mut trailer)
     } else {
-        (snap.text.as_bytes(), tail.into_bytes())
+        let mut texts: Vec<&[u8]> = families.iter().map(|(t, _)| t.as_bytes()).collect();
+        texts.push(tail.as_bytes());
+        texts
     };
     let version = req.http_version();
     let (major, minor) = (version.0, version.1);
@@ -357,12 +630,13 @@ fn write_metrics(
     if zipped {
         head.push_str("Content-Encoding: gzip\r\n");
     }
-    let len = body.len() + tail.len();
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
     let _ = write!(head, "Content-Length: {len}\r\n\r\n");
     let mut w = req.into_writer();
     w.write_all(head.as_bytes())?;
-    w.write_all(body)?;
-    w.write_all(&tail)?;
+    for part in parts {
+        w.write_all(part)?;
+    }
     w.flush()?;
     Ok(Served {
         status: 200,
@@ -385,54 +659,84 @@ mod tests {
         assert!(listen_addr("nonsense", false).is_err());
     }
 
-    fn snapshot(age: Duration, failure: Option<&str>) -> Snapshot {
-        Snapshot {
-            text: String::new(),
-            gzip: Vec::new(),
-            finished: Instant::now() - age,
-            failure: failure.map(str::to_string),
-        }
+    #[test]
+    fn health_says_why_not_and_keeps_the_last_good_page() {
+        let limit = Duration::from_secs(35);
+        let slot = Slot::new("alpha".into());
+        let page = |age: Duration, failure: Option<&str>| {
+            let mut s = Snapshot::new(
+                "# HELP a A.\n# TYPE a gauge\na 1\n",
+                failure.map(String::from),
+            );
+            s.finished = Instant::now() - age;
+            Arc::new(s)
+        };
+        assert_eq!(slot.state(limit), Err("no sweep finished yet".into()));
+        slot.set_up();
+        drop(slot.page.store(page(Duration::from_secs(1), None)));
+        assert_eq!(slot.state(limit), Ok(()));
+        drop(slot.page.store(page(Duration::from_secs(40), None)));
+        let why = slot.state(limit).unwrap_err();
+        assert!(why.starts_with("last sweep is stale"), "{why}");
+        drop(
+            slot.page
+                .store(page(Duration::ZERO, Some("none of 4 ports answered"))),
+        );
+        assert_eq!(
+            slot.state(limit),
+            Err("last sweep failed: none of 4 ports answered".into())
+        );
+
+        drop(slot.page.store(page(Duration::from_secs(1), None)));
+        slot.set_down("lost the connection".into(), false);
+        slot.set_down("the sweeper process exited".into(), false);
+        let why = slot.state(limit).unwrap_err();
+        assert!(
+            why.starts_with("fabric unreachable for 0 s: lost the connection; ")
+                && why.ends_with("serving the last good sample, 1 s old"),
+            "{why}"
+        );
+        assert!(slot.page.load().is_some(), "the last good page stays");
+        slot.set_up();
+        assert_eq!(slot.state(limit), Ok(()));
+        assert!(slot.link().reason.is_none());
+
+        let pages = Pages {
+            slots: vec![slot, Slot::new("beta".into())],
+            multi: true,
+        };
+        pages.slots[1].set_down("no device".into(), false);
+        let (code, body) = pages.health(limit);
+        assert_eq!(code, 503);
+        assert!(
+            body.starts_with("alpha: ok\nbeta: fabric unreachable for 0 s: no device\n"),
+            "{body}"
+        );
+        pages.slots[1].set_merged();
+        assert_eq!(pages.health(limit), (200, "alpha: ok\n".into()));
     }
 
     #[test]
-    fn health_says_why_not() {
-        let limit = Duration::from_secs(35);
-        let cache = Cache::default();
-        let fresh = snapshot(Duration::from_secs(1), None);
-        assert_eq!(health(None, &cache.link(), limit).0, 503);
-        cache.set_up();
-        assert_eq!(
-            health(Some(&fresh), &cache.link(), limit),
-            (200, "ok\n".into())
-        );
-        let old = snapshot(Duration::from_secs(40), None);
-        let (code, body) = health(Some(&old), &cache.link(), limit);
-        assert!(
-            code == 503 && body.starts_with("last sweep is stale"),
-            "{body}"
-        );
-        let failed = snapshot(Duration::ZERO, Some("none of 4 ports answered"));
-        let (code, body) = health(Some(&failed), &cache.link(), limit);
-        assert_eq!(
-            (code, body.as_str()),
-            (503, "last sweep failed: none of 4 ports answered\n")
-        );
-
-        cache.set_down("lost the connection".into(), false);
-        cache.set_down("the sweeper process exited".into(), false);
-        let (code, body) = health(Some(&fresh), &cache.link(), limit);
-        assert_eq!(code, 503);
-        assert!(
-            body.starts_with("fabric unreachable for 0 s: lost the connection\n"),
-            "{body}"
-        );
-        assert!(
-            body.contains("serving the last good sample, 1 s old"),
-            "{body}"
-        );
-        cache.set_up();
-        assert_eq!(health(Some(&fresh), &cache.link(), limit).0, 200);
-        assert!(cache.link().reason.is_none());
+    fn pieces_make_one_gzip_stream() {
+        use std::io::Read;
+        let texts = [
+            "# HELP a A.\n",
+            "",
+            "a{x=\"1\"} 2\n".repeat(5000).as_str(),
+            "tail\n",
+        ]
+        .map(String::from);
+        let pieces: Vec<Deflated> = texts.iter().map(|t| Deflated::new(t.as_bytes())).collect();
+        let refs: Vec<&Deflated> = pieces.iter().collect();
+        let mut trailer = [0u8; 8];
+        let stream: Vec<u8> = gzip_parts(&refs, &mut trailer).concat();
+        // One member: a decoder that stops after the first member reads it all.
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, texts.concat());
+        assert!(stream.len() < texts.concat().len() / 10, "compressed");
     }
 
     #[test]

@@ -1,20 +1,24 @@
-//! `ibscope serve`: a Prometheus exporter. A sweeper process owns the management port
-//! (discovery, then a counter sweep every --interval) and hands each sweep's page to this
-//! one, which keeps it in a cache and starts a new sweeper process when one ends (the
-//! fabric lost: see `supervisor`). HTTP threads answer from that cache only, so a scrape
-//! never waits on the fabric and never sends a MAD, and the exporter keeps answering while
-//! the fabric is unreachable.
+//! `ibscope serve`: a Prometheus exporter. For each fabric a sweeper process owns the
+//! management port (discovery, then a counter sweep every --interval) and hands each
+//! sweep's page to this one, where that fabric's supervisor thread keeps it in the
+//! fabric's slot and starts a new sweeper process when one ends (the fabric lost: see
+//! `supervisor`). HTTP threads answer from the slots only, so a scrape never waits on a
+//! fabric and never sends a MAD, and the exporter keeps answering while a fabric is
+//! unreachable.
 
 mod frames;
 mod http;
 mod supervisor;
 mod sweeper;
+mod tls;
+mod web;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,8 +28,9 @@ use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
 
 use crate::cli::{exit, Global};
+use crate::fabrics::{Planned, Reach};
 use crate::signals;
-use http::{listen_addr, Cache};
+use http::{listen_addr, Pages, Slot};
 use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
 
@@ -40,44 +45,58 @@ use sweeper::Sweeper;
 ///              PortXmitDiscards by cause for ports where those counted
 ///              (PortRcvErrorDetails, PortXmitDiscardDetails: ibscope_port_looping_errors_total
 ///              ...), link state, width, speed, degraded flag, node info, per-node scrape
-///              errors/timeouts, sweep timing, and per scrape: ibscope_up (0 while the
-///              fabric is unreachable), ibscope_sample_stale, ibscope_sweep_age_seconds,
-///              ibscope_port_reopens_total.
-///   /healthz   200 "ok" when the fabric answers and the last sweep succeeded and is fresh
-///              (younger than 3 x --interval + 5 s), else 503 with the reason.
+///              errors/timeouts, sweep timing, and per scrape, for each fabric:
+///              ibscope_up (0 while it is unreachable), ibscope_sample_stale,
+///              ibscope_sweep_age_seconds, ibscope_port_reopens_total.
+///   /healthz   200 "ok" when every fabric answers and its last sweep succeeded and is
+///              fresh (younger than 3 x --interval + 5 s), else 503 with the reason.
 ///
-/// A sweeper process (this binary, started by serve) discovers the fabric, then sweeps the
-/// counters every --interval seconds, and rediscovers when a sweep sees a topology change
-/// (a switch port whose state differs from the discovered one: one PortInfo per switch
-/// port per sweep; or a port whose LinkDownedCounter moved or whose PMA started or stopped
-/// answering), and every --rediscover-every sweeps. Scrapes are answered from a cache,
-/// never from the fabric.
+/// A sweeper process per fabric (this binary, started by serve) discovers the fabric,
+/// then sweeps the counters every --interval seconds, and rediscovers when a sweep sees a
+/// topology change (a switch port whose state differs from the discovered one: one
+/// PortInfo per switch port per sweep; or a port whose LinkDownedCounter moved or whose
+/// PMA started or stopped answering), and every --rediscover-every sweeps. Scrapes are
+/// answered from a cache, never from the fabric.
 ///
-/// When the fabric becomes unreachable (the HCA resets, the driver reloads, the umad
-/// device or the simulator goes away) serve keeps answering: /metrics serves the last good
-/// sample with ibscope_up 0 and ibscope_sample_stale 1, /healthz says 503 and why. It
-/// reopens the port in a new sweeper process 1 s after the loss, then backs off (2 s, 4 s,
-/// ...) up to 30 s between attempts, and serves fresh data after the first sweep once the
-/// fabric is back. Only a port that cannot be opened at start fails the command (exit 2).
+/// When a fabric becomes unreachable (the HCA resets, the driver reloads, the umad device,
+/// the relay agent or the simulator goes away) serve keeps answering: /metrics serves its
+/// last good sample with ibscope_up 0 and ibscope_sample_stale 1, /healthz says 503 and
+/// why. It reopens the port in a new sweeper process 1 s after the loss, then backs off
+/// (2 s, 4 s, ...) up to 30 s between attempts, and serves fresh data after the first
+/// sweep once the fabric is back. With one fabric, only a port that cannot be opened at
+/// start fails the command (exit 2).
 ///
 /// Page size and how the options trim it: see AFTER_HELP (the end of `serve --help`).
 ///
-/// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweeper abandons its sweep (a
-/// MAD in flight gets its timeout, no retry) and closes the management port, and serve
+/// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweepers abandon their sweeps
+/// (a MAD in flight gets its timeout, no retry) and close the management ports, and serve
 /// exits 0. A second signal exits at once (code 1).
 ///
 /// Defaults for every option below can be kept in the [serve] table of the config file
 /// (see `ibscope config show`); flags win.
 ///
-/// Listens on loopback only unless --allow-remote is given: the metrics name every node
-/// and link of the fabric and there is no authentication or TLS, so exposing them beyond
-/// this host is a decision to make explicitly (or put a reverse proxy in front).
+/// Listens on loopback only unless TLS is configured (--web-config) or --allow-remote is
+/// given: the metrics name every node and link of the fabric, so plain HTTP beyond this
+/// host is a decision to make explicitly. --web-config FILE (the exporter-toolkit format
+/// node_exporter reads) adds TLS (rustls: TLS 1.2 and 1.3) and basic auth with
+/// bcrypt-hashed passwords; every path then asks for them.
+///
+/// Several fabrics (-C all, a list; see -C): one sweeper process per fabric, each on its
+/// own schedule, so a slow or lost fabric never delays another. Every series carries a
+/// `fabric` label (with one fabric too); ibscope_up{fabric} is 1 while the fabric answers
+/// and its last sweep succeeded and is fresh. A fabric whose port cannot be opened, or
+/// whose connection is lost, keeps its last good series marked stale (ibscope_up 0,
+/// ibscope_sample_stale 1) and is opened again with the backoff above. Ports that reach
+/// one subnet are swept once. /healthz then has one line per fabric and says 200 only
+/// when every fabric is up and fresh.
 ///
 /// Examples:
 ///   ibscope serve
 ///   ibscope serve --listen 127.0.0.1:9315 --interval 30 --switches-only
 ///   ibscope serve --counters errors --active-only
 ///   ibscope serve --listen 0.0.0.0:9315 --allow-remote
+///   ibscope serve --listen 0.0.0.0:9315 --web-config /etc/ibscope/web.yml
+///   ibscope -C all serve                  # every fabric this host reaches
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = AFTER_HELP)]
 pub struct Args {
@@ -111,17 +130,31 @@ pub struct Args {
     /// Rediscover the fabric every N sweeps even without a sign of change (0: never).
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub rediscover_every: u64,
-    /// Allow a non-loopback --listen address. Off by default because the metrics describe
-    /// every node and link of the fabric and are served without authentication or TLS.
+    /// Allow a non-loopback --listen address over plain HTTP. Off by default because the
+    /// metrics describe every node and link of the fabric (not needed with TLS from
+    /// --web-config).
     #[arg(long)]
     pub allow_remote: bool,
     /// HTTP worker threads.
     #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub http_threads: u32,
+    /// TLS and basic auth, in the exporter-toolkit's web configuration format (YAML, the
+    /// --web.config.file of node_exporter): tls_server_config (cert_file, key_file,
+    /// min_version TLS12|TLS13, max_version, client_auth_type with client_ca_file) and
+    /// basic_auth_users (user: bcrypt hash). With TLS a non-loopback --listen needs no
+    /// --allow-remote. A file that cannot be used fails at start.
+    #[arg(long, value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
     /// Run as serve's sweeper process: frames on stdout (started by serve itself).
     #[arg(long, hide = true)]
     pub sweeper_process: bool,
+    /// The sweeper process's fabric: its name ("" for the one fabric of -C/-P).
+    #[arg(long, hide = true, requires = "sweeper_process", value_name = "NAME")]
+    pub sweeper_fabric: Option<String>,
+    /// The sweeper process's fabric: how it is reached (see `reach_arg`).
+    #[arg(long, hide = true, requires = "sweeper_process", value_name = "REACH")]
+    pub sweeper_reach: Option<String>,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -185,64 +218,195 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if a.sweeper_process {
         return run_sweeper_process(g, a);
     }
-    let addr = listen_addr(&a.listen, a.allow_remote)?;
+    let web = match &a.web_config {
+        Some(path) => Some(web::WebConfig::load(path)?),
+        None => None,
+    };
+    let tls_config = web.as_ref().and_then(|w| w.tls.clone());
+    let auth = web.and_then(|w| w.auth).map(Arc::new);
+    let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
     // Read now so a bad file fails the command at once, not every sweeper process.
     crate::fabric::names(g)?;
     crate::fabric::thresholds(g, None)?;
+    let planned = crate::fabrics::planned(g)?;
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     let state = crate::statedir::StateDir::create("serve")?;
     // Every thread started from here on (tiny_http's, ours) inherits it.
     signals::block_stop_signals(true);
-    let server = tiny_http::Server::from_listener(http::listener(addr)?, None)
-        .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?;
-    let server = Arc::new(server);
-    let cache = Arc::new(Cache::default());
-    let interval = Duration::from_secs_f64(a.interval);
-    let (events_tx, events) = mpsc::channel::<Event>();
-    let supervisor = Supervisor::spawn(
-        sweeper_args(),
-        state.path().to_path_buf(),
-        cache.clone(),
-        events_tx,
-    )?;
-    let max_age = interval * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &cache, max_age, a.http_threads)?;
+    let started = start(g, a, planned, &state, addr, tls_config, auth);
     signals::block_stop_signals(false);
-
-    let why = wait_for_stop(&events, addr);
-    // Stop: no new requests; the sweeper process sends no new MAD, lets what is in flight
-    // finish and closes the port.
-    let started = Instant::now();
-    stop_http_workers(server, workers);
-    let engine = crate::fabric::engine_config(g);
-    // What the sweeper may still wait for: the attempt in flight (the cancelled engine
-    // sends no retry), the engine's drain of late replies (at most 1 s) before it
-    // unregisters, a render already under way, and its exit. Generous: the engine's own
-    // retries would fit too.
-    let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(2);
-    let sweeps = supervisor.pages();
-    let closed = supervisor.stop(limit);
-    let took = started.elapsed();
-    // Said once the port is closed; the sweeper process may take a moment more to exit.
-    let code = why.map(|signal| report_stop(signal, sweeps, closed, took, limit));
-    supervisor.join();
-    // Only now: the sweeper process kept its files there until it exited.
+    let (running, events) = started?;
+    let scheme = if running.front.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let why = wait_for_stop(
+        &events,
+        &running.pages,
+        &format!("{scheme}://{addr}/metrics"),
+    );
+    let code = running.shut_down(g, why);
+    // Only now: the sweeper processes kept their files there until they exited.
     drop(state);
     code
 }
 
-/// The sweeper process's command line: this one's arguments (the flag that makes it the
-/// sweeper is added by the supervisor).
-fn sweeper_args() -> Vec<OsString> {
-    std::env::args_os().skip(1).collect()
+/// What runs while serving: the HTTP front, its workers and a supervisor per fabric.
+struct Running {
+    pages: Arc<Pages>,
+    supervisors: Vec<Supervisor>,
+    sweeps: Arc<AtomicU64>,
+    server: Arc<tiny_http::Server>,
+    workers: Vec<JoinHandle<()>>,
+    /// The TLS accept loop, when there is TLS, and what stops it.
+    front: Option<JoinHandle<()>>,
+    front_stop: Arc<AtomicBool>,
 }
 
-/// `serve --sweeper-process`: sweep and hand the pages over on stdout until a stop signal
-/// comes or `serve` is gone.
+/// Listen, start a supervisor (and so a sweeper process) per fabric, and the HTTP workers.
+fn start(
+    g: &Global,
+    a: &Args,
+    planned: Vec<Planned>,
+    state: &crate::statedir::StateDir,
+    addr: std::net::SocketAddr,
+    tls_config: Option<Arc<rustls::ServerConfig>>,
+    auth: Option<Arc<web::BasicAuth>>,
+) -> Result<(Running, mpsc::Receiver<Event>)> {
+    let front_stop = Arc::new(AtomicBool::new(false));
+    let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
+    let server = Arc::new(server);
+    let multi = crate::fabrics::is_multi(g.ca.as_deref());
+    let pages = Arc::new(Pages {
+        slots: planned.iter().map(|p| Slot::new(slot_name(g, p))).collect(),
+        multi,
+    });
+    let sweeps = Arc::new(AtomicU64::new(0));
+    let (events_tx, events) = mpsc::channel::<Event>();
+    let shared = supervisor::Shared {
+        dir: state.path().to_path_buf(),
+        pages: pages.clone(),
+        sweeps: sweeps.clone(),
+        subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
+        events: events_tx,
+    };
+    let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut supervisors = Vec::new();
+    for (slot, p) in planned.iter().enumerate() {
+        let mut args = own_args.clone();
+        args.extend(sweeper_args(p));
+        let fabric = supervisor::Fabric { slot, args, multi };
+        supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
+    }
+    let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
+    let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
+    let running = Running {
+        pages,
+        supervisors,
+        sweeps,
+        server,
+        workers,
+        front,
+        front_stop,
+    };
+    Ok((running, events))
+}
+
+/// A fabric's name before its sweeper process opened it: the planned name, or for the
+/// one fabric of -C/-P what names it (its real name, CA:port, comes with the port).
+fn slot_name(g: &Global, p: &Planned) -> String {
+    if !p.name.is_empty() {
+        return p.name.clone();
+    }
+    match (&g.ca, g.port) {
+        (Some(ca), Some(port)) => crate::fabrics::port_name(ca, port),
+        (Some(ca), None) => ca.clone(),
+        _ => "default".to_string(),
+    }
+}
+
+/// The arguments that make a sweeper process of `p`'s fabric.
+fn sweeper_args(p: &Planned) -> Vec<OsString> {
+    vec![
+        "--sweeper-process".into(),
+        "--sweeper-fabric".into(),
+        p.name.clone().into(),
+        "--sweeper-reach".into(),
+        reach_arg(&p.reach).into(),
+    ]
+}
+
+/// How a fabric is reached, as one argument: `default` (-C/-P as given), `local:PORT:CA`,
+/// `relay:COMMAND`.
+fn reach_arg(reach: &Reach) -> String {
+    match reach {
+        Reach::Default { .. } => "default".to_string(),
+        Reach::Local { ca, port } => format!("local:{port}:{ca}"),
+        Reach::Relay { command } => format!("relay:{command}"),
+    }
+}
+
+/// [`reach_arg`] read back; `Default` takes -C/-P from `g`.
+fn parse_reach(g: &Global, text: &str) -> Result<Reach> {
+    let bad = || anyhow!("--sweeper-reach {text:?}: not a fabric's reach");
+    Ok(match text.split_once(':') {
+        None if text == "default" => Reach::Default {
+            ca: g.ca.clone(),
+            port: g.port,
+        },
+        Some(("local", rest)) => {
+            let (port, ca) = rest.split_once(':').ok_or_else(bad)?;
+            Reach::Local {
+                ca: ca.to_string(),
+                port: port.parse().map_err(|_| bad())?,
+            }
+        }
+        Some(("relay", command)) => Reach::Relay {
+            command: command.to_string(),
+        },
+        _ => return Err(bad()),
+    })
+}
+
+/// The HTTP server: on `addr`, or with TLS on a private socket behind the TLS front
+/// (which `front_stop` ends).
+fn http_server(
+    addr: std::net::SocketAddr,
+    tls_config: Option<&Arc<rustls::ServerConfig>>,
+    front_stop: &Arc<AtomicBool>,
+) -> Result<(tiny_http::Server, Option<JoinHandle<()>>)> {
+    match tls_config {
+        Some(config) => {
+            let (inner, inner_addr) = tls::inner_listener()?;
+            let server = tiny_http::Server::from_listener(inner, None)
+                .map_err(|e| anyhow!("cannot serve on a private socket: {e}"))?;
+            let front = tls::spawn(
+                http::listener(addr)?,
+                config.clone(),
+                inner_addr,
+                front_stop.clone(),
+            )?;
+            Ok((server, Some(front)))
+        }
+        None => Ok((
+            tiny_http::Server::from_listener(http::listener(addr)?, None)
+                .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?,
+            None,
+        )),
+    }
+}
+
+/// `serve --sweeper-process`: sweep one fabric and hand the pages over on stdout until a
+/// stop signal comes or `serve` is gone.
 fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
     use std::os::fd::FromRawFd;
     // The stop is serve's to order; a second signal must not cut the clean close short.
     signals::install(signals::STOP_SIGNALS, signals::Second::Wait);
+    let planned = Planned {
+        name: a.sweeper_fabric.clone().unwrap_or_default(),
+        reach: parse_reach(g, a.sweeper_reach.as_deref().unwrap_or("default"))?,
+    };
     // The frames get stdout to themselves: whatever else would print there goes to stderr.
     // SAFETY: dup of fd 1 gives a new descriptor owned by `out` alone; dup2 then points
     // fd 1 at stderr.
@@ -274,6 +438,8 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     let sweeper = Sweeper {
         g: g.clone(),
+        name: planned.name.clone(),
+        planned,
         names: crate::fabric::names(g)?,
         thresholds: crate::fabric::thresholds(g, None)?,
         filter: PortFilter {
@@ -295,22 +461,65 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ExitCode::from(code))
 }
 
+impl Running {
+    /// Stop: no new requests; every sweeper process sends no new MAD, lets what is in
+    /// flight finish and closes its port.
+    fn shut_down(self, g: &Global, why: Result<i32>) -> Result<ExitCode> {
+        let started = Instant::now();
+        let tls = self.front.is_some();
+        // All at once: one fabric's slow stop does not delay another's.
+        for s in &self.supervisors {
+            s.ask_to_stop();
+        }
+        self.front_stop.store(true, Ordering::SeqCst);
+        if let Some(front) = self.front {
+            if finished_within(&front, Duration::from_secs(1)) {
+                let _ = front.join();
+            }
+        }
+        stop_http_workers(self.server, self.workers, tls);
+        let engine = crate::fabric::engine_config(g);
+        // What a sweeper may still wait for: the attempt in flight (the cancelled engine
+        // sends no retry), the engine's drain of late replies (at most 1 s) before it
+        // unregisters, a relay agent's exit (at most 2 s), a render already under way, and
+        // its exit. Generous: the engine's own retries would fit too.
+        let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
+        let deadline = Instant::now() + limit;
+        let mut closed = true;
+        for s in &self.supervisors {
+            closed &= s.stop(deadline.saturating_duration_since(Instant::now()));
+        }
+        let took = started.elapsed();
+        let sweeps = self.sweeps.load(Ordering::SeqCst);
+        drop(self.pages);
+        // Said once the ports are closed; the sweeper processes may take a moment more to
+        // exit.
+        let code = why.map(|signal| report_stop(signal, sweeps, closed, took, limit));
+        for s in self.supervisors {
+            s.join();
+        }
+        code
+    }
+}
+
 fn spawn_http_workers(
     server: &Arc<tiny_http::Server>,
-    cache: &Arc<Cache>,
+    pages: &Arc<Pages>,
+    auth: Option<Arc<web::BasicAuth>>,
     max_age: Duration,
     threads: u32,
 ) -> Result<Vec<JoinHandle<()>>> {
     let mut workers = Vec::new();
     for i in 0..threads {
         let server = server.clone();
-        let cache = cache.clone();
+        let pages = pages.clone();
+        let auth = auth.clone();
         workers.push(
             std::thread::Builder::new()
                 .name(format!("http-{i}"))
                 .spawn(move || {
                     while let Ok(req) = server.recv() {
-                        http::serve_one(req, &cache, max_age);
+                        http::serve_one(req, &pages, auth.as_deref(), max_age);
                     }
                 })?,
         );
@@ -318,28 +527,52 @@ fn spawn_http_workers(
     Ok(workers)
 }
 
-/// Wait for a stop signal, announcing the address once the sweeper opened the port; an
-/// error when the first sweeper process could not open it.
-fn wait_for_stop(events: &mpsc::Receiver<Event>, addr: SocketAddr) -> Result<i32> {
+/// Wait for a stop signal, announcing `url` once a sweeper process opened its port. An
+/// error when the one fabric's port could not be opened at start, or with several, when
+/// none of them could.
+fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Result<i32> {
+    let mut announced = false;
+    let mut not_opened: Vec<String> = Vec::new();
     loop {
         if let Some(signal) = signals::received() {
             return Ok(signal);
         }
         match events.recv_timeout(STOP_POLL) {
-            Ok(Event::Opened(port)) => {
-                tracing::info!("management port {port} open");
-                eprintln!("ibscope serve: listening on http://{addr}/metrics");
+            Ok(Event::Opened { slot, port }) => {
+                tracing::info!(slot, "management port {port} open");
+                if !announced {
+                    eprintln!("ibscope serve: listening on {url}");
+                    announced = true;
+                }
             }
-            Ok(Event::Fatal(e)) => return Err(e),
+            Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
+            Ok(Event::NotOpened { slot, error }) => {
+                let line = crate::fabrics::failure_line(&pages.slots[slot].name(), &error);
+                eprintln!(
+                    "ibscope serve: {line}; trying again in {} s, then less often",
+                    supervisor::REOPEN_FIRST.as_secs()
+                );
+                not_opened.push(line);
+                if !announced && not_opened.len() == pages.slots.len() {
+                    bail!("no fabric could be opened: {}", not_opened.join("; "));
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The supervisor ends only after a stop: wait for the signal.
+            // The supervisors end only after a stop: wait for the signal.
             Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
         }
     }
 }
 
 /// Stop accepting and let the workers finish what they are writing, for a moment.
-fn stop_http_workers(server: Arc<tiny_http::Server>, workers: Vec<JoinHandle<()>>) {
+/// `behind_tls`: the server listens on the TLS front's private abstract socket, which
+/// tiny_http cannot close on drop (it panics looking for the socket's path): it is left
+/// to the process's exit, and the TCP port closes with the front.
+fn stop_http_workers(
+    server: Arc<tiny_http::Server>,
+    workers: Vec<JoinHandle<()>>,
+    behind_tls: bool,
+) {
     for _ in &workers {
         server.unblock();
     }
@@ -353,8 +586,12 @@ fn stop_http_workers(server: Arc<tiny_http::Server>, workers: Vec<JoinHandle<()>
             let _ = w.join();
         }
     }
-    // The last reference: closes the listening socket.
-    drop(server);
+    if behind_tls {
+        std::mem::forget(server);
+    } else {
+        // The last reference: closes the listening socket.
+        drop(server);
+    }
 }
 
 /// The one line on stderr after a signal, and the exit code: 0 when the management port

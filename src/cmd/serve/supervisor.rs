@@ -1,6 +1,8 @@
-//! `serve`'s hold on the fabric: the sweeper runs in a process of its own (this binary,
-//! `serve --sweeper-process`), which the supervisor starts, reads frames from, and starts
-//! again when it ends.
+//! `serve`'s hold on a fabric: each fabric's sweeper runs in a process of its own (this
+//! binary, `serve --sweeper-process`), which that fabric's supervisor thread starts, reads
+//! frames from, and starts again when it ends. The supervisors of several fabrics know
+//! nothing of each other but the subnets they reach, so a slow or lost fabric never
+//! delays another.
 //!
 //! Why a process: a port whose transport is gone (HCA reset, driver reload, the simulator
 //! killed) is reopened by a fresh process. The simulator's shim attaches to ibsim once per
@@ -23,8 +25,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
+use ibscope_topo::FabricId;
+
 use super::frames::{self, Frame};
-use super::http::{Cache, Snapshot};
+use super::http::{Pages, Slot, Snapshot};
 
 /// The delay before the first new sweeper process after a loss.
 pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
@@ -33,13 +37,19 @@ pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 /// How long a sweeper process that said it closed the port gets to exit.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// What the supervisor tells the main thread.
+/// What a supervisor tells the main thread, about its fabric (its slot).
 pub enum Event {
     /// The first sweeper process opened the port ("CA/port").
-    Opened(String),
-    /// The first sweeper process could not open the port: the command fails with this.
-    Fatal(anyhow::Error),
+    Opened { slot: usize, port: String },
+    /// The first sweeper process could not open the port. With one fabric the command
+    /// fails with this (and the supervisor has ended); with several the supervisor keeps
+    /// trying with backoff.
+    NotOpened { slot: usize, error: anyhow::Error },
 }
+
+/// The subnets the fabrics' ports reach, by slot, as their sweeper processes said:
+/// a port on a subnet another slot already sweeps is swept once, by that slot.
+pub type Subnets = Arc<Mutex<Vec<Option<FabricId>>>>;
 
 /// The running sweeper process, shared with the main thread for the stop.
 #[derive(Default)]
@@ -51,65 +61,77 @@ struct Current {
     closed: bool,
 }
 
-/// Handle of the supervisor thread, kept by the main thread.
+/// Handle of a supervisor thread, kept by the main thread.
 pub struct Supervisor {
     stop: Arc<AtomicBool>,
     current: Arc<Mutex<Current>>,
-    pages: Arc<AtomicU64>,
     thread: std::thread::JoinHandle<()>,
+}
+
+/// What one fabric's supervisor is given.
+pub struct Fabric {
+    /// Its slot in `pages`.
+    pub slot: usize,
+    /// The sweeper process's command line (after the program): serve's own, and which
+    /// fabric it is to sweep.
+    pub args: Vec<OsString>,
+    /// Several fabrics: one that cannot be opened at start is tried again, not fatal.
+    pub multi: bool,
+}
+
+/// What every supervisor shares.
+#[derive(Clone)]
+pub struct Shared {
+    /// The sweeper processes' working directory (the simulator's shim keeps a
+    /// `sys-<pid>` there).
+    pub dir: PathBuf,
+    pub pages: Arc<Pages>,
+    /// Pages received so far, of every fabric (for the stop message).
+    pub sweeps: Arc<AtomicU64>,
+    pub subnets: Subnets,
+    pub events: mpsc::Sender<Event>,
 }
 
 /// What the supervisor thread needs.
 struct Loop {
-    /// The sweeper process's command line (after the program).
-    args: Vec<OsString>,
-    /// Its working directory (the simulator's shim keeps a `sys-<pid>` there).
-    dir: PathBuf,
-    cache: Arc<Cache>,
+    fabric: Fabric,
+    shared: Shared,
     stop: Arc<AtomicBool>,
     current: Arc<Mutex<Current>>,
-    pages: Arc<AtomicU64>,
-    events: mpsc::Sender<Event>,
 }
 
-fn lock(m: &Mutex<Current>) -> std::sync::MutexGuard<'_, Current> {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Supervisor {
-    /// Start the supervisor thread; `args` are the sweeper process's arguments.
-    pub fn spawn(
-        args: Vec<OsString>,
-        dir: PathBuf,
-        cache: Arc<Cache>,
-        events: mpsc::Sender<Event>,
-    ) -> Result<Supervisor> {
+    /// Start the supervisor thread of `fabric`.
+    pub fn spawn(fabric: Fabric, shared: Shared) -> Result<Supervisor> {
         let stop = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Current::default()));
-        let pages = Arc::new(AtomicU64::new(0));
+        let name = format!("supervisor-{}", fabric.slot);
         let l = Loop {
-            args,
-            dir,
-            cache,
+            fabric,
+            shared,
             stop: stop.clone(),
             current: current.clone(),
-            pages: pages.clone(),
-            events,
         };
         let thread = std::thread::Builder::new()
-            .name("supervisor".into())
+            .name(name)
             .spawn(move || l.run())?;
         Ok(Supervisor {
             stop,
             current,
-            pages,
             thread,
         })
     }
 
-    /// Pages received so far (the sweeps of every sweeper process).
-    pub fn pages(&self) -> u64 {
-        self.pages.load(Ordering::SeqCst)
+    /// Ask the sweeper process to stop, without waiting (see [`Supervisor::stop`]).
+    pub fn ask_to_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(pid) = lock(&self.current).pid {
+            signal(pid, libc::SIGTERM);
+        }
     }
 
     /// Ask the sweeper process to stop (SIGTERM: it abandons its sweep and closes the
@@ -117,11 +139,7 @@ impl Supervisor {
     /// a process that did neither is killed. True when no port is left open. The process
     /// may still be exiting: [`Supervisor::join`] waits for that.
     pub fn stop(&self, limit: Duration) -> bool {
-        self.stop.store(true, Ordering::SeqCst);
-        let pid = lock(&self.current).pid;
-        if let Some(pid) = pid {
-            signal(pid, libc::SIGTERM);
-        }
+        self.ask_to_stop();
         let deadline = Instant::now() + limit;
         let settled = || self.thread.is_finished() || lock(&self.current).closed;
         while !settled() && Instant::now() < deadline {
@@ -160,6 +178,8 @@ struct Ended {
     good: bool,
     /// Why it ended, as it said (a lost transport) or as its exit status says.
     why: String,
+    /// Its port reaches a subnet another slot sweeps: not started again.
+    merged: bool,
 }
 
 impl Loop {
@@ -167,36 +187,43 @@ impl Loop {
         self.stop.load(Ordering::SeqCst)
     }
 
+    fn slot(&self) -> &Slot {
+        &self.shared.pages.slots[self.fabric.slot]
+    }
+
     fn run(self) {
         let mut delay = REOPEN_FIRST;
         let mut ever_opened = false;
+        let mut attempts = 0u64;
         while !self.stopping() {
+            attempts += 1;
             let ended = match self.spawn() {
                 Ok(child) => self.follow(child, &mut ever_opened),
-                Err(e) if !ever_opened => {
-                    let _ = self.events.send(Event::Fatal(e));
-                    return;
-                }
-                Err(e) => Ok(Ended {
+                Err(e) => Ended {
                     good: false,
                     why: format!("{e:#}"),
-                }),
+                    merged: false,
+                },
             };
-            let ended = match ended {
-                Ok(ended) => ended,
-                Err(fatal) => {
-                    let _ = self.events.send(Event::Fatal(fatal));
-                    return;
-                }
-            };
-            if self.stopping() {
+            if self.stopping() || ended.merged {
                 return;
             }
-            self.cache.set_down(ended.why, false);
+            if !ever_opened && attempts == 1 {
+                let error = anyhow!("{}", ended.why);
+                let _ = self.shared.events.send(Event::NotOpened {
+                    slot: self.fabric.slot,
+                    error,
+                });
+                if !self.fabric.multi {
+                    return;
+                }
+            }
+            self.slot().set_down(ended.why, false);
             if ended.good {
                 delay = REOPEN_FIRST;
             }
             tracing::info!(
+                slot = self.fabric.slot,
                 "the sweeper process ended; a new one in {:.1} s",
                 delay.as_secs_f64()
             );
@@ -211,9 +238,8 @@ impl Loop {
     fn spawn(&self) -> Result<Child> {
         let exe = std::env::current_exe().map_err(|e| anyhow!("locating ibscope: {e}"))?;
         let mut cmd = Command::new(exe);
-        cmd.args(&self.args)
-            .arg("--sweeper-process")
-            .current_dir(&self.dir)
+        cmd.args(&self.fabric.args)
+            .current_dir(&self.shared.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -254,36 +280,41 @@ impl Loop {
         Ok(child)
     }
 
-    /// Read one sweeper process's frames until it ends; an error when the first process
-    /// could not open the port (the command then fails).
-    fn follow(&self, mut child: Child, ever_opened: &mut bool) -> Result<Ended> {
+    /// Read one sweeper process's frames until it ends.
+    fn follow(&self, mut child: Child, ever_opened: &mut bool) -> Ended {
         let mut good = false;
         let mut said: Option<String> = None;
         let mut closed = false;
+        let mut merged = false;
         if let Some(out) = child.stdout.take() {
             let mut out = BufReader::new(out);
             loop {
                 match frames::read(&mut out) {
-                    Ok(Some(Frame::Opened { port })) => {
+                    Ok(Some(Frame::Opened { port, id })) => {
+                        if let Some(sweeper) = self.claim_subnet(&id) {
+                            self.merge_into(&id, &sweeper, child.id());
+                            merged = true;
+                            continue;
+                        }
                         lock(&self.current).open = true;
+                        self.slot().set_name(id.name);
                         if *ever_opened {
-                            self.cache.count_reopen();
+                            self.slot().count_reopen();
                         } else {
-                            let _ = self.events.send(Event::Opened(port));
+                            let _ = self.shared.events.send(Event::Opened {
+                                slot: self.fabric.slot,
+                                port,
+                            });
                         }
                         *ever_opened = true;
                     }
-                    Ok(Some(Frame::Page {
-                        text,
-                        gzip,
-                        failure,
-                    })) => {
-                        self.pages.fetch_add(1, Ordering::SeqCst);
+                    Ok(Some(Frame::Page { text, failure })) => {
+                        self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
                         good |= failure.is_none();
-                        self.publish(text, gzip, failure);
+                        self.publish(&text, failure);
                     }
                     Ok(Some(Frame::Lost { error })) => {
-                        self.cache.set_down(error.clone(), true);
+                        self.slot().set_down(error.clone(), true);
                         said = Some(error);
                     }
                     Ok(Some(Frame::Failed { error })) => said = Some(error),
@@ -305,42 +336,78 @@ impl Loop {
             }
         }
         let status = wait(&mut child, closed.then_some(EXIT_GRACE));
-        lock(&self.current).pid = None;
-        if !*ever_opened && !self.stopping() {
-            return Err(match said {
-                Some(error) => anyhow!("{error}"),
-                None => anyhow!(
+        {
+            let mut c = lock(&self.current);
+            c.pid = None;
+            c.open = false;
+        }
+        let why = said.unwrap_or_else(|| {
+            if *ever_opened {
+                format!("the sweeper process ended ({})", describe(status))
+            } else {
+                format!(
                     "the sweeper process ended before opening the port ({})",
                     describe(status)
-                ),
-            });
+                )
+            }
+        });
+        Ended { good, why, merged }
+    }
+
+    /// Record the subnet this slot's port reaches; the name of the slot that already
+    /// sweeps it, if another does.
+    fn claim_subnet(&self, id: &FabricId) -> Option<String> {
+        let mut subnets = lock(&self.shared.subnets);
+        let other = subnets.iter().enumerate().find_map(|(i, s)| {
+            s.as_ref()
+                .filter(|s| i != self.fabric.slot && s.same_subnet(id))
+                .map(|s| s.name.clone())
+        });
+        if other.is_none() {
+            subnets[self.fabric.slot] = Some(id.clone());
         }
-        let why =
-            said.unwrap_or_else(|| format!("the sweeper process ended ({})", describe(status)));
-        Ok(Ended { good, why })
+        other
+    }
+
+    /// This slot's port reaches a subnet another slot sweeps: say so, leave the page and
+    /// stop the sweeper process (the supervisor then ends).
+    fn merge_into(&self, id: &FabricId, sweeper: &str, pid: u32) {
+        eprintln!(
+            "note: {} reaches the same subnet as {sweeper} ({}): swept once, as {sweeper}",
+            id.name,
+            id.identity_text()
+        );
+        self.slot().set_merged();
+        self.stop.store(true, Ordering::SeqCst);
+        signal(pid, libc::SIGTERM);
     }
 
     /// A page the sweeper process rendered: a page of a sweep that reached no port does
     /// not replace a good one (that stays, marked stale).
-    fn publish(&self, text: String, gzip: Vec<u8>, failure: Option<String>) {
-        let snap = Snapshot {
-            text,
-            gzip,
-            finished: Instant::now(),
-            failure: failure.clone(),
-        };
+    fn publish(&self, text: &str, failure: Option<String>) {
+        let slot = self.slot();
         match failure {
             None => {
-                drop(self.cache.store(Arc::new(snap)));
-                self.cache.set_up();
+                let t = Instant::now();
+                let snap = Snapshot::new(text, None);
+                let (text_len, gzip_len) = snap.sizes();
+                tracing::debug!(
+                    slot = self.fabric.slot,
+                    gzip_us = t.elapsed().as_micros() as u64,
+                    text = text_len,
+                    gzip = gzip_len,
+                    "page cached"
+                );
+                drop(slot.page.store(Arc::new(snap)));
+                slot.set_up();
             }
             Some(why) => {
-                let have_good = self.cache.load().is_some_and(|s| s.failure.is_none());
+                let have_good = slot.page.load().is_some_and(|s| s.failure.is_none());
                 if !have_good {
-                    drop(self.cache.store(Arc::new(snap)));
+                    let snap = Snapshot::new(text, Some(why.clone()));
+                    drop(slot.page.store(Arc::new(snap)));
                 }
-                self.cache
-                    .set_down(format!("the last sweep reached no port: {why}"), true);
+                slot.set_down(format!("the last sweep reached no port: {why}"), true);
             }
         }
     }

@@ -1,5 +1,6 @@
-//! The sweeper of `serve`, run in a process of its own (`serve --sweeper-process`): it owns
-//! the management port, discovers the fabric, sweeps the counters every interval, renders
+//! The sweeper of one fabric of `serve`, run in a process of its own (`serve
+//! --sweeper-process`, one per fabric): it owns the fabric's management port (or its relay
+//! agent), discovers the fabric, sweeps the counters every interval, renders
 //! the page ([`prometheus::fabric_page`]) and hands it to `serve` as a [`Frame`] on stdout;
 //! it rediscovers when the fabric changed under it. When the transport is lost it says so
 //! and ends: `serve` starts another one (see `supervisor`).
@@ -16,15 +17,19 @@ use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
 use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
+use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
 use super::frames::{self, Frame};
-use super::http::gzip;
 use crate::cli::{exit, Global};
+use crate::fabrics::Planned;
 
 pub struct Sweeper {
     pub g: Global,
+    /// The fabric to sweep; its name (the `fabric` label) once opened.
+    pub planned: Planned,
+    pub name: String,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
     pub thresholds: Thresholds,
@@ -48,6 +53,8 @@ struct Discovered {
     targets: Vec<CounterTarget>,
     /// The links' health (degraded or not): it changes only with the fabric.
     health: HealthReport,
+    /// Its hosts and rails (the host and rail labels of HCA ports).
+    hosts: Hosts,
     duration: Duration,
 }
 
@@ -87,8 +94,17 @@ impl Sweeper {
     /// closed (agents unregistered after a drain) before the last frame goes out.
     pub fn run(mut self, sleeper: mpsc::Receiver<()>) -> u8 {
         lower_own_priority();
-        let mut engine = match crate::fabric::open_engine(&self.g) {
-            Ok(e) => e,
+        let stop = self.stop.clone();
+        let opened =
+            crate::fabrics::open_one_until(&self.g, &self.planned, &|| stop.is_cancelled());
+        let mut engine = match opened {
+            Ok(o) => {
+                let local = o.engine.local();
+                let port = format!("{}/{}", local.ca_name, local.port_num);
+                self.name = o.id.name.clone();
+                self.send(&Frame::Opened { port, id: o.id });
+                o.engine
+            }
             Err(e) => {
                 self.send(&Frame::Failed {
                     error: format!("{e:#}"),
@@ -96,9 +112,6 @@ impl Sweeper {
                 return exit::ERROR;
             }
         };
-        let local = engine.local();
-        let port = format!("{}/{}", local.ca_name, local.port_num);
-        self.send(&Frame::Opened { port });
         // A stop then abandons the running sweep within about one MAD timeout.
         engine.set_cancel(Some(self.stop.clone()));
         let mut progress = Progress::default();
@@ -193,7 +206,7 @@ impl Sweeper {
         Ok(!self.stopped())
     }
 
-    /// The page of this sweep, rendered and compressed; `None` when stopped meanwhile.
+    /// The page of this sweep, rendered; `None` when stopped meanwhile.
     fn page(
         &mut self,
         d: &Discovered,
@@ -209,21 +222,14 @@ impl Sweeper {
         if self.stopped() {
             return None;
         }
-        let t = Instant::now();
-        let gzip = gzip(text.as_bytes());
         tracing::debug!(
+            fabric = %self.name,
             sweep_us,
             render_us,
-            gzip_us = micros(t),
             text = text.len(),
-            gzip = gzip.len(),
             "swept"
         );
-        Some(Frame::Page {
-            text,
-            gzip,
-            failure,
-        })
+        Some(Frame::Page { text, failure })
     }
 
     fn discover(&mut self, exec: &mut Engine) -> Discovered {
@@ -239,10 +245,12 @@ impl Sweeper {
             "discovered"
         );
         let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
+        let hosts = Hosts::group(&fabric, self.names.as_ref());
         Discovered {
             fabric,
             targets,
             health,
+            hosts,
             duration: t.elapsed(),
         }
     }
@@ -284,9 +292,11 @@ impl Sweeper {
         prometheus::fabric_page(
             &d.fabric,
             &d.health,
+            &d.hosts,
             self.names.as_ref(),
             sample,
             &PageStats {
+                fabric: &self.name,
                 filter: self.filter,
                 counters: &self.counters,
                 sweeps,

@@ -335,6 +335,8 @@ pub(crate) mod test_support {
             kind: NodeKind::Switch,
             port,
             lid: 1,
+            host: None,
+            rail: None,
         }
     }
 

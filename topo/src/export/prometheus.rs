@@ -17,6 +17,7 @@ use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::{self, for_prometheus_label};
 use crate::findings::{self, Finding};
 use crate::health::HealthReport;
+use crate::hosts::Hosts;
 use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
@@ -70,10 +71,10 @@ fn sample_line(out: &mut String, name: &str, labels: &str, value: impl Display) 
     }
 }
 
-/// A family of one unlabelled sample: HELP, TYPE, the sample.
-fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl Display) {
+/// A family of one sample: HELP, TYPE, the sample with `labels`.
+fn single(out: &mut String, name: &str, labels: &str, kind: &str, help: &str, value: impl Display) {
     family_head(out, name, kind, help);
-    sample_line(out, name, "", value);
+    sample_line(out, name, labels, value);
 }
 
 /// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
@@ -126,26 +127,28 @@ fn counter_families<L: AsRef<str>>(
     }
 }
 
-/// The page of `ibscope counters --format prom`: every counter of every port of `sample`,
-/// labelled by node name, node GUID, LID and port; the breakdown counters too when the
-/// sample has them.
-pub fn counters_page(sample: &Sample) -> String {
-    let ports: Vec<(&PortSample, String)> = sample
-        .ports
+/// The page of `ibscope counters --format prom`: every counter of every port of each
+/// fabric's sample, labelled by fabric, node name, node GUID, LID and port; the breakdown
+/// counters too when a sample has them.
+pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
+    let ports: Vec<(&PortSample, String)> = samples
         .iter()
-        .map(|p| {
-            let labels = format!(
-                "node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
-                for_prometheus_label(&p.at.node),
-                p.at.node_guid,
-                p.at.lid,
-                p.at.port
-            );
-            (p, labels)
+        .flat_map(|(fabric, sample)| {
+            let fabric = fabric_label(fabric);
+            sample.ports.iter().map(move |p| {
+                let labels = format!(
+                    "{fabric},node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
+                    for_prometheus_label(&p.at.node),
+                    p.at.node_guid,
+                    p.at.lid,
+                    p.at.port
+                );
+                (p, labels)
+            })
         })
         .collect();
     let mut names = counters::all_counter_names();
-    if sample.ports.iter().any(|p| !p.details.is_empty()) {
+    if ports.iter().any(|(p, _)| !p.details.is_empty()) {
         names.extend(counters::detail_counter_names());
     }
     let mut out = String::new();
@@ -153,8 +156,31 @@ pub fn counters_page(sample: &Sample) -> String {
     out
 }
 
-/// The age family `serve` appends to its cached page on every scrape.
-pub fn age_family(seconds: f64) -> String {
+/// `fabric="NAME"`: the label every series of a page starts with.
+pub fn fabric_label(name: &str) -> String {
+    format!("fabric=\"{}\"", for_prometheus_label(name))
+}
+
+/// Where `serve` stands with one fabric, as of one scrape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FabricStatus<'a> {
+    /// The fabric's name (its `fabric` label).
+    pub name: &'a str,
+    /// Its last sweep succeeded, is fresh, and its port is open (as /healthz says).
+    pub up: bool,
+    /// Its series are not from a current sweep: the fabric is unreachable (they are the
+    /// last good sample), or its last sweep is older than the freshness limit.
+    pub stale: bool,
+    /// Seconds since the sweep behind its series finished; `None` before the first.
+    pub age_seconds: Option<f64>,
+    /// Times its management port was opened again after it was lost.
+    pub reopens: u64,
+}
+
+/// The families `serve` appends to its cached pages on every scrape, one sample per
+/// fabric: the age of its last sweep (for those with a page), whether it is up, whether
+/// its series are stale, and how often its port was reopened.
+pub fn scrape_families(fabrics: &[FabricStatus<'_>]) -> String {
     let mut out = String::new();
     family_head(
         &mut out,
@@ -162,57 +188,80 @@ pub fn age_family(seconds: f64) -> String {
         "gauge",
         "Seconds since the last sweep finished.",
     );
-    sample_line(
-        &mut out,
-        "ibscope_sweep_age_seconds",
-        "",
-        format!("{seconds:.3}"),
-    );
-    out
-}
-
-/// Where `serve` stands with the fabric, as of one scrape.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ServeStatus {
-    /// The management port is open and the last sweep reached the fabric.
-    pub up: bool,
-    /// The page is not the result of a current sweep: the fabric is unreachable (the page
-    /// is the last good one), or the last sweep is older than the freshness limit.
-    pub stale: bool,
-    /// Seconds since the sweep behind the page finished.
-    pub age_seconds: f64,
-    /// Times the management port was opened again after it was lost.
-    pub reopens: u64,
-}
-
-/// The families `serve` appends to its cached page on every scrape: the age family and
-/// whether the fabric is reachable and the page fresh.
-pub fn status_families(status: &ServeStatus) -> String {
-    let mut out = age_family(status.age_seconds);
-    single(
+    for f in fabrics {
+        if let Some(seconds) = f.age_seconds {
+            let value = format!("{seconds:.3}");
+            sample_line(
+                &mut out,
+                "ibscope_sweep_age_seconds",
+                &fabric_label(f.name),
+                value,
+            );
+        }
+    }
+    let per_fabric = |out: &mut String,
+                      name: &str,
+                      kind: &str,
+                      help: &str,
+                      value: &dyn Fn(&FabricStatus<'_>) -> u64| {
+        family_head(out, name, kind, help);
+        for f in fabrics {
+            sample_line(out, name, &fabric_label(f.name), value(f));
+        }
+    };
+    per_fabric(
         &mut out,
         "ibscope_up",
         "gauge",
-        "1 when the management port is open and the last sweep reached the fabric, 0 while \
-         the fabric is unreachable (the page then holds the last good sample).",
-        u8::from(status.up),
+        "1 if the fabric's port is open and its last sweep succeeded and is fresh (as \
+         /healthz says), else 0: its port could not be opened, the connection to it was lost \
+         (its series are then the last good sample), or its sweeps stopped.",
+        &|f| u64::from(f.up),
     );
-    single(
+    per_fabric(
         &mut out,
         "ibscope_sample_stale",
         "gauge",
-        "1 when the page is not from a current sweep: the fabric is unreachable, or the last \
-         sweep is older than the freshness limit (3 intervals + 5 s).",
-        u8::from(status.stale),
+        "1 when the fabric's series are not from a current sweep: the fabric is unreachable, \
+         or its last sweep is older than the freshness limit (3 intervals + 5 s).",
+        &|f| u64::from(f.stale),
     );
-    single(
+    per_fabric(
         &mut out,
         "ibscope_port_reopens_total",
         "counter",
-        "Times the management port was opened again after the fabric became unreachable.",
-        status.reopens,
+        "Times the fabric's management port was opened again after it became unreachable.",
+        &|f| f.reopens,
     );
     out
+}
+
+/// A page cut into its families (each `# HELP` line starts one): the head (HELP and TYPE
+/// lines) and the samples. `serve` merges the pages of several fabrics family by family,
+/// since a family's samples must stand together under one head.
+pub fn split_families(page: &str) -> Vec<(&str, &str, &str)> {
+    let mut starts: Vec<usize> = page
+        .match_indices("# HELP ")
+        .filter(|(i, _)| *i == 0 || page.as_bytes()[i - 1] == b'\n')
+        .map(|(i, _)| i)
+        .collect();
+    starts.push(page.len());
+    starts
+        .windows(2)
+        .map(|w| {
+            let family = &page[w[0]..w[1]];
+            let name = family["# HELP ".len()..]
+                .split(' ')
+                .next()
+                .unwrap_or_default();
+            // HELP and TYPE: the first two lines.
+            let head_end = family
+                .match_indices('\n')
+                .nth(1)
+                .map_or(family.len(), |(i, _)| i + 1);
+            (name, &family[..head_end], &family[head_end..])
+        })
+        .collect()
 }
 
 /// Which ports have series on the fabric page (and have their counters read).
@@ -248,6 +297,8 @@ pub struct ScrapeErrors {
 /// numbers and the page's trimming.
 #[derive(Debug, Clone, Copy)]
 pub struct PageStats<'a> {
+    /// The fabric's name: every series of the page carries it as its `fabric` label.
+    pub fabric: &'a str,
     pub filter: PortFilter,
     /// Counter families on the page.
     pub counters: &'a [&'static str],
@@ -262,19 +313,33 @@ pub struct PageStats<'a> {
     pub sm: Option<&'a Finding>,
 }
 
-fn node_labels(guid: u64, name: &str, kind: NodeKind) -> String {
+/// `prefix` (the fabric label) and a node's own labels.
+fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
     format!(
-        "node_guid=\"{guid:#018x}\",node_name=\"{}\",kind=\"{}\"",
+        "{prefix},node_guid=\"{guid:#018x}\",node_name=\"{}\",kind=\"{}\"",
         for_prometheus_label(name),
         kind.as_str()
     )
 }
 
-/// The label set of one port: itself and its link's far end (empty values when none).
-fn port_labels(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
+/// The label set of one port: the fabric (`prefix`), the port, its host and rail when it
+/// is a host's HCA port, and its link's far end (empty values when none).
+fn port_labels(
+    prefix: &str,
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    hosts: &Hosts,
+    end: End,
+) -> String {
     let node = fabric.node(end.node);
-    let mut s = node_labels(node.guid, display_name(node, names), node.kind);
+    let mut s = node_labels(prefix, node.guid, display_name(node, names), node.kind);
     let _ = write!(s, ",port=\"{}\"", end.port);
+    if let Some((host, rail)) = hosts.label(node.port_key(end.port)) {
+        let _ = write!(s, ",host=\"{}\"", for_prometheus_label(host));
+        if let Some(rail) = rail {
+            let _ = write!(s, ",rail=\"{rail}\"");
+        }
+    }
     match fabric.peer(end) {
         Some(r) => {
             let rn = fabric.node(r.node);
@@ -299,7 +364,13 @@ struct PortLabels {
 }
 
 impl PortLabels {
-    fn new(fabric: &Fabric, names: Option<&NameMap>, filter: PortFilter) -> PortLabels {
+    fn new(
+        prefix: &str,
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        filter: PortFilter,
+    ) -> PortLabels {
         let mut ends = Vec::new();
         for (id, node) in fabric.nodes() {
             for p in &node.ports {
@@ -310,7 +381,7 @@ impl PortLabels {
                     node: id,
                     port: p.number,
                 };
-                ends.push((end, port_labels(fabric, names, end)));
+                ends.push((end, port_labels(prefix, fabric, names, hosts, end)));
             }
         }
         let by_key = ends
@@ -328,21 +399,25 @@ impl PortLabels {
     /// Labels of every swept port (a switch's port 0 is not among the model's ports).
     fn of_sample<'a>(
         &'a self,
+        prefix: &str,
         fabric: &Fabric,
         names: Option<&NameMap>,
+        hosts: &Hosts,
         sample: &'a Sample,
     ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
         let own = |p: &PortSample| match fabric.node_by_guid(p.at.node_guid) {
             Some(node) => port_labels(
+                prefix,
                 fabric,
                 names,
+                hosts,
                 End {
                     node,
                     port: p.at.port,
                 },
             ),
             None => format!(
-                "node_guid=\"{:#018x}\",port=\"{}\"",
+                "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
                 p.at.node_guid, p.at.port
             ),
         };
@@ -359,17 +434,21 @@ impl PortLabels {
 
 /// The page `ibscope serve` caches after a sweep (everything but the per-scrape age):
 /// counters, saturation, findings, link facts, nodes and the exporter's own numbers.
-/// `health` is `health::assess` of `fabric` (computed once per discovery, not per sweep).
+/// `health` is `health::assess` of `fabric` and `hosts` its hosts (both computed once per
+/// discovery, not per sweep): a host's HCA ports carry `host` and `rail` labels, on the
+/// series they have anyway.
 pub fn fabric_page(
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) -> String {
     let mut out = String::with_capacity(200 * sample.ports.len() * (stats.counters.len() + 10));
-    let labels = PortLabels::new(fabric, names, stats.filter);
-    let swept = labels.of_sample(fabric, names, sample);
+    let prefix = fabric_label(stats.fabric);
+    let labels = PortLabels::new(&prefix, fabric, names, hosts, stats.filter);
+    let swept = labels.of_sample(&prefix, fabric, names, hosts, sample);
     counter_families(
         &mut out,
         stats.counters,
@@ -377,11 +456,11 @@ pub fn fabric_page(
         &swept,
     );
     saturated_family(&mut out, &swept, stats.counters);
-    findings_family(&mut out, fabric, health, names, sample, stats);
+    findings_family(&mut out, fabric, health, hosts, names, sample, stats);
     link_families(&mut out, fabric, &labels);
     degraded_family(&mut out, health, &labels);
-    node_families(&mut out, fabric, names, stats.scrape_errors);
-    exporter_families(&mut out, fabric, sample, stats);
+    node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
+    exporter_families(&mut out, &prefix, fabric, sample, stats);
     out
 }
 
@@ -406,16 +485,19 @@ fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)],
 }
 
 /// The findings `ibscope check` reports, counted by kind: the same policy and thresholds
-/// (the threshold file in force) as `check` without --thresholds.
+/// (the threshold file in force) as `check` without --thresholds; labelled by the fabric
+/// of `stats`.
 fn findings_family(
     out: &mut String,
     fabric: &Fabric,
     health: &HealthReport,
+    hosts: &Hosts,
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
 ) {
     let mut found = findings::fabric_findings(fabric, names, health);
+    found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
     family_head(
@@ -424,8 +506,12 @@ fn findings_family(
         "gauge",
         "Findings of `ibscope check` on the last sweep, by kind and severity.",
     );
+    let prefix = fabric_label(stats.fabric);
     for (kind, n) in findings::count_by_kind(&found, findings::Scope::Fabric) {
-        let labels = format!("kind=\"{kind}\",severity=\"{}\"", kind.severity().as_str());
+        let labels = format!(
+            "{prefix},kind=\"{kind}\",severity=\"{}\"",
+            kind.severity().as_str()
+        );
         sample_line(out, "ibscope_findings", &labels, n);
     }
 }
@@ -516,13 +602,19 @@ type ErrorCount = fn(ScrapeErrors) -> u64;
 
 fn node_families(
     out: &mut String,
+    prefix: &str,
     fabric: &Fabric,
     names: Option<&NameMap>,
     scrape_errors: &HashMap<u64, ScrapeErrors>,
 ) {
     let node_base: Vec<(&Node, String)> = fabric
         .nodes()
-        .map(|(_, n)| (n, node_labels(n.guid, display_name(n, names), n.kind)))
+        .map(|(_, n)| {
+            (
+                n,
+                node_labels(prefix, n.guid, display_name(n, names), n.kind),
+            )
+        })
         .collect();
     family_head(
         out,
@@ -564,7 +656,13 @@ fn node_families(
 }
 
 /// The exporter itself.
-fn exporter_families(out: &mut String, fabric: &Fabric, sample: &Sample, stats: &PageStats<'_>) {
+fn exporter_families(
+    out: &mut String,
+    prefix: &str,
+    fabric: &Fabric,
+    sample: &Sample,
+    stats: &PageStats<'_>,
+) {
     let gauges: [(&str, &str, String); 6] = [
         (
             "ibscope_fabric_nodes",
@@ -598,11 +696,12 @@ fn exporter_families(out: &mut String, fabric: &Fabric, sample: &Sample, stats: 
         ),
     ];
     for (name, help, value) in gauges {
-        single(out, name, "gauge", help, value);
+        single(out, name, prefix, "gauge", help, value);
     }
     single(
         out,
         "ibscope_sweeps_total",
+        prefix,
         "counter",
         "Counter sweeps since the exporter started.",
         stats.sweeps,
@@ -610,6 +709,7 @@ fn exporter_families(out: &mut String, fabric: &Fabric, sample: &Sample, stats: 
     single(
         out,
         "ibscope_discoveries_total",
+        prefix,
         "counter",
         "Fabric discoveries since the exporter started.",
         stats.discoveries,
@@ -617,6 +717,7 @@ fn exporter_families(out: &mut String, fabric: &Fabric, sample: &Sample, stats: 
     single(
         out,
         "ibscope_discovery_duration_seconds",
+        prefix,
         "gauge",
         "How long the last discovery took.",
         format!("{:.6}", stats.discovery_seconds),
@@ -681,37 +782,45 @@ mod tests {
             out,
             "# HELP ibscope_x X.\n# TYPE ibscope_x gauge\nibscope_x{a=\"1\"} 2\nibscope_x 3\n"
         );
-        assert_eq!(
-            age_family(1.5),
+        let status = |name, up, age_seconds, reopens| FabricStatus {
+            name,
+            up,
+            stale: !up,
+            age_seconds,
+            reopens,
+        };
+        let tail = scrape_families(&[
+            status("a", true, Some(1.5), 0),
+            status("b\"", false, None, 2),
+        ]);
+        assert!(tail.starts_with(
             "# HELP ibscope_sweep_age_seconds Seconds since the last sweep finished.\n\
              # TYPE ibscope_sweep_age_seconds gauge\n\
-             ibscope_sweep_age_seconds 1.500\n"
-        );
-    }
-
-    #[test]
-    fn status_families_say_up_stale_and_reopens() {
-        let page = status_families(&ServeStatus {
-            up: false,
-            stale: true,
-            age_seconds: 12.25,
-            reopens: 3,
-        });
-        for line in [
-            "ibscope_sweep_age_seconds 12.250\n",
-            "# TYPE ibscope_up gauge\nibscope_up 0\n",
-            "# TYPE ibscope_sample_stale gauge\nibscope_sample_stale 1\n",
-            "# TYPE ibscope_port_reopens_total counter\nibscope_port_reopens_total 3\n",
+             ibscope_sweep_age_seconds{fabric=\"a\"} 1.500\n# HELP ibscope_up "
+        ));
+        for lines in [
+            "# TYPE ibscope_up gauge\nibscope_up{fabric=\"a\"} 1\nibscope_up{fabric=\"b\\\"\"} 0\n",
+            "# TYPE ibscope_sample_stale gauge\nibscope_sample_stale{fabric=\"a\"} 0\n\
+             ibscope_sample_stale{fabric=\"b\\\"\"} 1\n",
+            "# TYPE ibscope_port_reopens_total counter\nibscope_port_reopens_total{fabric=\"a\"} 0\n\
+             ibscope_port_reopens_total{fabric=\"b\\\"\"} 2\n",
         ] {
-            assert!(page.contains(line), "{line:?} in\n{page}");
+            assert!(tail.contains(lines), "{lines:?} in\n{tail}");
         }
-        let up = status_families(&ServeStatus {
-            up: true,
-            stale: false,
-            age_seconds: 0.0,
-            reopens: 0,
-        });
-        assert!(up.contains("\nibscope_up 1\n") && up.contains("\nibscope_sample_stale 0\n"));
+        let families = split_families(&tail);
+        let names: Vec<&str> = families.iter().map(|f| f.0).collect();
+        assert_eq!(
+            names,
+            [
+                "ibscope_sweep_age_seconds",
+                "ibscope_up",
+                "ibscope_sample_stale",
+                "ibscope_port_reopens_total"
+            ]
+        );
+        assert!(families[0].1.ends_with("gauge\n") && families[0].2.ends_with("1.500\n"));
+        let joined: String = families.iter().map(|f| format!("{}{}", f.1, f.2)).collect();
+        assert_eq!(joined, tail);
     }
 
     #[test]

@@ -161,22 +161,31 @@ pub fn load_with(
         pairs: flows(pattern, hosts.len(), opts)?,
     };
     let idx = Index::new(fabric);
-    let routes = Routes::new(fabric, &idx, hosts, &plan.pairs);
-    let capacity = capacities(fabric, &idx);
+    let (routes, links) = place(fabric, &idx, hosts, &plan.pairs);
+    Ok(report(fabric, &idx, &plan, &routes, &links, opts))
+}
+
+/// Route the flows `pairs` (indexes into `ends`) on the fabric's forwarding tables and
+/// share link capacity among them max-min fairly: what a pattern and a collective are
+/// both built on.
+pub(super) fn place(
+    fabric: &Fabric,
+    idx: &Index,
+    ends: &[End],
+    pairs: &[(usize, usize)],
+) -> (Routes, Links) {
+    let routes = Routes::new(fabric, idx, ends, pairs);
+    let capacity = capacities(fabric, idx);
     let on_links = FlowsPerLink::new(&routes, idx.channels());
     let shares = fill(&routes, &on_links, &capacity);
-    Ok(report(
-        fabric,
-        &idx,
-        &plan,
-        &routes,
-        &Links {
+    (
+        routes,
+        Links {
             capacity,
             count: on_links.count,
             shares,
         },
-        opts,
-    ))
+    )
 }
 
 /// A pattern on a host list: its flows as (source, destination) host indexes.
@@ -212,10 +221,10 @@ fn flows(pattern: Pattern, n: usize, opts: &LoadOptions) -> Result<Vec<(usize, u
 }
 
 /// Every flow routed: its channels in one flat array, or why it has none.
-struct Routes {
+pub(super) struct Routes {
     path_start: Vec<u32>,
     path_chans: Vec<u32>,
-    errors: Vec<Option<TraceError>>,
+    pub errors: Vec<Option<TraceError>>,
     lids: Vec<u16>,
 }
 
@@ -261,7 +270,8 @@ impl Routes {
         self.errors.len()
     }
 
-    fn path(&self, f: usize) -> &[u32] {
+    /// Flow `f`'s channels, source first.
+    pub fn path(&self, f: usize) -> &[u32] {
         &self.path_chans[self.path_start[f] as usize..self.path_start[f + 1] as usize]
     }
 }
@@ -317,11 +327,11 @@ impl FlowsPerLink {
     }
 }
 
-/// The max-min fair shares: per flow its rate and the link that fixed it, per link
-/// whether it saturated.
-struct Shares {
-    rate: Vec<Option<f64>>,
-    bottleneck: Vec<u32>,
+/// The max-min fair shares: per flow its rate and the link that fixed it ([`NONE`]: no
+/// link did), per link whether it saturated.
+pub(super) struct Shares {
+    pub rate: Vec<Option<f64>>,
+    pub bottleneck: Vec<u32>,
     saturated: Vec<bool>,
 }
 
@@ -377,10 +387,10 @@ fn fill(routes: &Routes, links: &FlowsPerLink, capacity: &[Option<f64>]) -> Shar
 }
 
 /// Per channel: capacity, flows crossing it, and the shares the filling gave.
-struct Links {
-    capacity: Vec<Option<f64>>,
-    count: Vec<u32>,
-    shares: Shares,
+pub(super) struct Links {
+    pub capacity: Vec<Option<f64>>,
+    pub count: Vec<u32>,
+    pub shares: Shares,
 }
 
 /// The links carrying most flows, then lowest equal share.
@@ -423,7 +433,7 @@ fn hottest_links(
         .collect()
 }
 
-fn channel_ref(fabric: &Fabric, idx: &Index, c: u32) -> ChannelRef {
+pub(super) fn channel_ref(fabric: &Fabric, idx: &Index, c: u32) -> ChannelRef {
     ChannelRef {
         from: PortRef::new(fabric, idx.end(c)),
         to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),

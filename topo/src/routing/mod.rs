@@ -14,6 +14,8 @@
 //!   `check_lft_balance`'s rule) and credit loops in the channel dependency graph;
 //! - [`load`]: places a traffic pattern (ring, pairs, all-to-all) on its routes and predicts
 //!   each flow's rate with a max-min fair share of link capacity;
+//! - [`collectives`]: a job's NCCL-style collectives (rail-local rings, trees, all-to-all)
+//!   on the same placement, with a latency-bandwidth model of their bus bandwidth;
 //! - [`compute_minhop_lfts`]: a modelling utility that fills LFTs the way a min-hop SM
 //!   would, for what-if planning and tests.
 //!
@@ -28,6 +30,7 @@
 //!   ([`crate::escape::for_terminal`]); the `Display` impls here already do.
 
 mod check;
+mod collective;
 mod dump;
 mod index;
 mod load;
@@ -38,6 +41,10 @@ mod trace;
 pub use check::{
     check, BreakKind, BreakSummary, CdgStats, CheckOptions, CreditLoop, Direction, ForwardingLoop,
     LayerStats, PortLoad, RouteBalance, RouteReport, SwitchLftBalance, UnreachableDest,
+};
+pub use collective::{
+    collectives, Collective, CollectiveReport, CurvePoint, JobHost, JobReport, Limit, ModelOptions,
+    ModelText, MODEL,
 };
 pub use dump::{dump, format_ibroute_like, LftEntry};
 pub use load::{

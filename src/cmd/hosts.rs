@@ -1,0 +1,276 @@
+//! `ibscope hosts`: the servers of a GPU cluster, each HCA with its rail and leaf port.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use ibscope_mad::attr::link::Rate;
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::findings::{self, Finding};
+use ibscope_topo::health;
+use ibscope_topo::hosts::{self, Host, Hosts, RailIssue};
+use serde::Serialize;
+
+use crate::cli::{exit, Global};
+
+/// Every server with its HCAs: rail, LID, rate, state, and the leaf switch and port each
+/// is cabled to.
+///
+/// Servers are CAs grouped by the hostname in their NodeDescription, as rdma-ndd writes
+/// it ("%h %d": `gpu-0042 mlx5_3`), a node-name-map name counting as the description;
+/// a CA whose description names no host (the firmware's `MT4129 ConnectX7 ...`) joins the
+/// server of a named CA with its SystemImageGUID, else stands alone, named by it. SHARP
+/// aggregation nodes and switches' own CAs are no servers.
+///
+/// A rail is the device's index: mlx5_3 is rail 3 (mlx4_1, HCA-6 alike). A bonded
+/// device (mlx5_bond_0) has no rail. Devices named by PCI location (ibp12s0, ibP1p12s0f1)
+/// are ranked by address within their server, each address taking the rank most servers
+/// give it. A leaf's rail is that of most HCAs cabled to it; in a rail-optimised fabric
+/// every HCA of a leaf shares it. A rail missing from a server (its HCA is not in the
+/// fabric, e.g. its link is down) is listed as `missing`, with the leaf port it belongs
+/// on when its neighbours show it. `ibscope check` reports what is wrong.
+///
+/// Exit code: 0; 1 when a host of --hosts is not in the fabric.
+///
+/// Examples:
+///   ibscope hosts
+///   ibscope hosts --hosts gpu-[0001-0016]
+///   ibscope --topology fabric.json hosts --json | jq '.hosts[] | select(.name == "gpu-0042")'
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Only these hosts: a Slurm hostlist (gpu-[0001-0064]) or @FILE.
+    #[arg(long, value_name = "HOSTLIST")]
+    pub hosts: Option<String>,
+    /// Print JSON: hosts, their HCAs and leaf ports, leaves, and the host findings.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One leaf in the JSON.
+#[derive(Debug, Serialize)]
+struct LeafOut {
+    name: String,
+    #[serde(with = "ibscope_mad::codes::guid")]
+    node_guid: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rail: Option<u8>,
+    hcas: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    /// Every rail an HCA is on.
+    rails: Vec<u8>,
+    hosts: Vec<&'a Host>,
+    leaves: Vec<LeafOut>,
+    /// Hosts of --hosts no CA names.
+    missing: Vec<String>,
+    /// The host and rail findings of `check` (of the hosts shown).
+    findings: Vec<Finding>,
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let names = crate::fabric::names(g)?;
+    let wanted = a
+        .hosts
+        .as_deref()
+        .map(crate::fabric::host_list)
+        .transpose()?;
+    let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
+    let names = names.as_ref();
+    let all = Hosts::group(&fabric, names);
+    let issues = hosts::check(&fabric, &all);
+    let mut found = findings::host_findings(&fabric, names, &all, wanted.as_deref());
+    findings::annotate(&mut found, &all);
+    let (shown, missing): (Vec<usize>, Vec<String>) = match &wanted {
+        None => ((0..all.len()).collect(), Vec::new()),
+        Some(list) => {
+            let mut shown = Vec::new();
+            let mut missing = Vec::new();
+            for name in list {
+                match all.find(name) {
+                    Some(i) if !shown.contains(&i) => shown.push(i),
+                    Some(_) => {}
+                    None => missing.push(name.clone()),
+                }
+            }
+            (shown, missing)
+        }
+    };
+    let shown_names: Vec<&str> = shown
+        .iter()
+        .map(|&i| all.hosts()[i].name.as_str())
+        .collect();
+    found.retain(|f| {
+        f.host
+            .as_deref()
+            .is_some_and(|h| shown_names.contains(&h) || missing.iter().any(|m| m == h))
+    });
+    if a.json {
+        let report = Report {
+            rails: all.rails(),
+            hosts: shown.iter().map(|&i| &all.hosts()[i]).collect(),
+            leaves: all
+                .leaves()
+                .map(|l| {
+                    let node = fabric.node(l.node);
+                    LeafOut {
+                        name: ibscope_topo::namemap::display_name(node, names).to_string(),
+                        node_guid: node.guid,
+                        rail: l.rail,
+                        hcas: l.hcas,
+                    }
+                })
+                .collect(),
+            missing: missing.clone(),
+            findings: found,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&fabric, names, &all, &issues, &shown, &missing);
+    }
+    Ok(ExitCode::from(if missing.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+/// One table row.
+type Row = [String; 9];
+
+fn print_text(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    all: &Hosts,
+    issues: &[RailIssue],
+    shown: &[usize],
+    missing: &[String],
+) {
+    let rails = all.rails();
+    let leaves: Vec<_> = all.leaves().collect();
+    let railed = leaves.iter().filter(|l| l.rail.is_some()).count();
+    println!(
+        "# {} hosts, {} HCA ports; rails {}; {} leaves, {railed} of them with a rail",
+        shown.len(),
+        shown
+            .iter()
+            .map(|&i| all.hosts()[i].hcas.len())
+            .sum::<usize>(),
+        if rails.is_empty() {
+            "none known".to_string()
+        } else {
+            hosts::rail_ranges(&rails)
+        },
+        leaves.len()
+    );
+    let mut rows: Vec<Row> = vec![[
+        "HOST",
+        "RAIL",
+        "HCA",
+        "PORT",
+        "LID",
+        "RATE",
+        "STATE",
+        "LEAF",
+        "LEAF-PORT",
+    ]
+    .map(str::to_string)];
+    for &h in shown {
+        rows.extend(host_rows(fabric, names, all, issues, h));
+    }
+    let widths: Vec<usize> = (0..9)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    for m in missing {
+        println!("{}: not in the fabric", for_terminal(m));
+    }
+}
+
+/// A host's rows: its HCA ports, and a `missing` row for each rail it should have and has
+/// no HCA on.
+fn host_rows(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    all: &Hosts,
+    issues: &[RailIssue],
+    h: usize,
+) -> Vec<Row> {
+    let host = &all.hosts()[h];
+    let name = for_terminal(&host.name);
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let mut rows: Vec<(Option<u8>, Row)> = host
+        .hcas
+        .iter()
+        .map(|c| {
+            let (leaf, leaf_port) = match &c.leaf {
+                Some(l) => {
+                    let mut port = l.port.to_string();
+                    if c.is_misaligned() {
+                        port.push_str(&format!(
+                            " (leaf of rail {})",
+                            opt(l.rail.map(|r| r.to_string()))
+                        ));
+                    }
+                    (for_terminal(&l.name), port)
+                }
+                None => ("-".into(), "-".into()),
+            };
+            let row = [
+                name.clone(),
+                opt(c.rail.map(|r| r.to_string())),
+                opt(c.device.as_deref().map(for_terminal)),
+                c.port.to_string(),
+                if c.lid == 0 {
+                    "-".into()
+                } else {
+                    c.lid.to_string()
+                },
+                Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed)),
+                health::state_text(c.state, c.phys_state),
+                leaf,
+                leaf_port,
+            ];
+            (c.rail, row)
+        })
+        .collect();
+    for issue in issues {
+        let RailIssue::Down(d) = issue else { continue };
+        if d.host != h || d.hca.is_some() {
+            continue;
+        }
+        let (leaf, port) = match d.expected {
+            Some(e) => (
+                for_terminal(ibscope_topo::namemap::display_name(
+                    fabric.node(e.node),
+                    names,
+                )),
+                format!("{} (no link)", e.port),
+            ),
+            None => ("?".into(), "?".into()),
+        };
+        let row = [
+            name.clone(),
+            d.rail.to_string(),
+            opt(d.device.as_deref().map(for_terminal)),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "missing".into(),
+            leaf,
+            port,
+        ];
+        rows.push((Some(d.rail), row));
+    }
+    rows.sort_by_key(|(rail, _)| (rail.is_none(), *rail));
+    rows.into_iter().map(|(_, r)| r).collect()
+}
