@@ -32,6 +32,27 @@ pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// A command's JSON output: `value` (an object) with `schema_version` first, the version
+/// every ibscope JSON document shares (the snapshot's; schemas in docs/json/).
+pub fn json_document<T: serde::Serialize>(value: &T) -> Result<Value> {
+    let Value::Object(fields) = serde_json::to_value(value)? else {
+        bail!("internal error: a JSON output must be an object");
+    };
+    let mut doc = serde_json::Map::with_capacity(fields.len() + 1);
+    doc.insert(
+        "schema_version".into(),
+        Value::from(ibscope_topo::model::SCHEMA_VERSION),
+    );
+    doc.extend(fields.into_iter().filter(|(k, _)| k != "schema_version"));
+    Ok(Value::Object(doc))
+}
+
+/// Print [`json_document`] of `value`, pretty.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(&json_document(value)?)?);
+    Ok(())
+}
+
 /// Parse a LID in decimal or 0x-hex; unicast LIDs are 1..=0xbfff.
 pub fn parse_lid(text: &str) -> Result<u16> {
     let t = text.trim();

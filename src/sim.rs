@@ -871,7 +871,8 @@ impl Sim {
             }
             if Instant::now() > deadline {
                 bail!(
-                    "ibsim not ready after {timeout:?}; stdout:\n{}",
+                    "ibsim not ready after {} s; stdout:\n{}",
+                    timeout.as_secs_f64(),
                     tail(&out, 10)
                 );
             }
@@ -909,7 +910,8 @@ impl Sim {
             }
             if Instant::now() > deadline {
                 bail!(
-                    "no SUBNET UP from opensm after {timeout:?}; opensm.log:\n{}",
+                    "no SUBNET UP from opensm after {} s; opensm.log:\n{}",
+                    timeout.as_secs_f64(),
                     tail(&log, 30)
                 );
             }
@@ -1028,7 +1030,10 @@ impl Sim {
                 );
             }
             if Instant::now() > deadline {
-                bail!("ibsim did not process console command {line:?} within {timeout:?}");
+                bail!(
+                    "ibsim did not process console command {line:?} within {} s",
+                    timeout.as_secs_f64()
+                );
             }
             check_interrupted()?;
             std::thread::sleep(Duration::from_millis(5));

@@ -3,8 +3,9 @@
 //! PortInfo and SwitchInfo field smpquery prints must have the same value in ibscope's JSON.
 //!
 //! smpquery prints decoded text ("4X", "1X or 4X", "Active", "VL0-7"); the table below turns
-//! each text back into the raw field value (libibmad's dump conventions), and ibscope's JSON
-//! carries raw values, so the comparison is number against number. A field smpquery prints
+//! each text back into the raw field value (libibmad's dump conventions). ibscope's JSON
+//! gives coded fields by name with their codes under "raw" and GUIDs as hex text: the
+//! codes are compared number against number, and each name with smpquery's text. A field smpquery prints
 //! that the table does not know fails the test: nothing is skipped silently.
 //!
 //! One client at a time per simulator (the shim routes replies to the last registered
@@ -278,6 +279,18 @@ fn json_number(v: &Value) -> Option<u64> {
     }
 }
 
+/// Where ibscope gives a coded field by name: whether the name is smpquery's text (an MTU
+/// in bytes, a width in lower case as ibscope writes widths everywhere).
+fn name_mismatch(render: Render, text: &str, named: &Value) -> Option<String> {
+    let same = match render {
+        NodeType | PortState | PhysState | LinkDownDefault | Vls => named.as_str() == Some(text),
+        Mtu => named.as_u64().map(|b| b.to_string()).as_deref() == Some(text),
+        Widths => named.as_str().map(str::to_uppercase).as_deref() == Some(text),
+        _ => return Some(format!("{named} is named, smpquery prints it raw")),
+    };
+    (!same).then(|| format!("smpquery {text:?}, ibscope {named}"))
+}
+
 /// Compare one smpquery output with one ibscope JSON object; mismatches go to `problems`.
 /// Returns how many fields were compared.
 fn compare_fields(
@@ -305,7 +318,12 @@ fn compare_fields(
                 continue;
             }
         };
-        match ours.get(*key).and_then(json_number) {
+        // A coded field is given by name, its code kept under "raw".
+        let raw = ours.get("raw").and_then(|r| r.get(*key));
+        if let Some(problem) = raw.and_then(|_| name_mismatch(*render, text, &ours[*key])) {
+            problems.push(format!("{what}: {name}: {problem}"));
+        }
+        match raw.or_else(|| ours.get(*key)).and_then(json_number) {
             Some(got) if got == expected => compared += 1,
             Some(got) => problems.push(format!(
                 "{what}: {name} = {text:?} ({expected}) in smpquery, {key} = {got} in ibscope"
@@ -566,4 +584,55 @@ fn decoded_speed_of_switch_external_port_uses_port0_capabilities() {
     assert_eq!(v["capability_mask"], 0, "{out}");
     assert_eq!(v["decoded"]["speed_active"], "HDR", "{out}");
     assert_eq!(v["decoded"]["width_active"], "4x", "{out}");
+}
+
+/// The text output reads as smpquery's does: GUIDs in hex, the node type and the port's
+/// states by name, the same values smpquery prints; no codes (those are JSON's `raw`).
+#[test]
+fn text_gives_guids_in_hex_and_states_by_name_as_smpquery() {
+    let sim = sim("net.2sw2path4hca");
+    let fields = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with(' '))
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect()
+    };
+    for (attribute, port, pairs) in [
+        (
+            "nodeinfo",
+            None,
+            [
+                ("NodeType", "node_type"),
+                ("Guid", "node_guid"),
+                ("PortGuid", "port_guid"),
+            ]
+            .as_slice(),
+        ),
+        (
+            "portinfo",
+            Some("1"),
+            &[
+                ("LinkState", "port_state"),
+                ("PhysLinkState", "port_phys_state"),
+                ("LinkDownDefState", "link_down_default_state"),
+                ("VLCap", "vl_cap"),
+                ("MtuCap", "mtu_cap"),
+            ],
+        ),
+    ] {
+        let mut args = vec![attribute, "-D", "0"];
+        args.extend(port);
+        let theirs = smp_fields(&assert_success(&reference(&sim, "smpquery", &args)));
+        let mut ours_args = vec!["query"];
+        ours_args.extend(&args);
+        let text = assert_success(&ibscope(&sim, &ours_args));
+        let ours = fields(&text);
+        assert!(!ours.iter().any(|(k, _)| k == "raw"), "{text}");
+        for (smp_name, our_name) in pairs {
+            let expected = &theirs.iter().find(|(n, _)| n == smp_name).unwrap().1;
+            let got = &ours.iter().find(|(n, _)| n == our_name).unwrap().1;
+            assert_eq!(got, expected, "{attribute} {our_name}:\n{text}");
+        }
+    }
 }

@@ -333,7 +333,7 @@ fn black_hole_after_unlink_without_resweep() {
         &["route", "dump", "MF0;leaf-0001:MQM8790/U1", "--json"],
     )))
     .unwrap();
-    let via_port5 = dump
+    let via_port5 = dump["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -342,6 +342,15 @@ fn black_hole_after_unlink_without_resweep() {
     assert!(via_port5 > 0);
     // L0001 port 5 goes to S0001 port 1.
     sim.unlink("L0001", 5).unwrap();
+    // The text names the place and the reason in words, no Debug structures.
+    let text = assert_exit(&ibscope(&sim, &["route", "check"]), 1);
+    assert!(
+        text.lines().any(|l| l
+            .starts_with("black hole: port_down at \"MF0;leaf-0001:MQM8790/U1\" (0x")
+            && l.contains("egress port 5 is down or unlinked")),
+        "{text}"
+    );
+    assert!(!text.contains('{') && !text.contains("NodeRef"), "{text}");
     let broken = check_json(&sim, 1);
     let breaks = broken["breaks"].as_array().unwrap();
     let at_leaf = breaks
@@ -464,7 +473,8 @@ fn load_ring_small_fat_tree_by_hand() {
             &[],
         )))
         .unwrap();
-        dump.as_array()
+        dump["entries"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|e| e["lid"] == lid)
@@ -550,7 +560,7 @@ fn load_ring_hot_uplink() {
     // Remote CA LIDs by uplink port (5-8).
     let mut by_port: std::collections::BTreeMap<u64, Vec<u16>> = Default::default();
     let mut local = Vec::new();
-    for e in dump.as_array().unwrap() {
+    for e in dump["entries"].as_array().unwrap() {
         if e["dest"]["node"]["kind"] != "ca" {
             continue;
         }
@@ -581,4 +591,54 @@ fn load_ring_hot_uplink() {
         "min flow {min}, hot link capacity {cap}"
     );
     assert!((r["ring_allreduce_busbw_gbps"].as_f64().unwrap() - min).abs() < 1e-6);
+}
+
+/// Routing needs the switches' forwarding tables: on a topology file (or a snapshot taken
+/// without --lft) every route command says so and exits 2, instead of calling every pair
+/// broken.
+#[test]
+fn route_commands_on_a_topology_without_forwarding_tables_exit_2() {
+    let file = repo_root().join("tests/data/real/nvidia-topograph-ndr-superpod.ibnd");
+    let file = file.to_str().unwrap();
+    let dir = temp_dir();
+    let snap = dir.path().join("no-lft.json");
+    let snap = snap.to_str().unwrap();
+    assert_success(&ibscope_plain(
+        &[
+            "--topology",
+            file,
+            "discover",
+            "--format",
+            "json",
+            "-o",
+            snap,
+        ],
+        &[],
+    ));
+    let spine = "MF0;A10-P1-IBSPINE-04:MQM9701/U1";
+    for topology in [file, snap] {
+        for args in [
+            vec!["route", "check"],
+            vec!["route", "check", "--json"],
+            vec!["route", "dump", spine],
+            vec![
+                "route",
+                "trace",
+                "a07-p1-dgx-03-c12 HCA-1",
+                "a06-p1-dgx-02-c16 HCA-6",
+            ],
+            vec!["route", "load", "--pattern", "ring"],
+        ] {
+            let mut full = vec!["--topology", topology];
+            full.extend(&args);
+            let out = ibscope_plain(&full, &[]);
+            assert_exit(&out, 2);
+            assert_eq!(
+                stderr(&out).trim_end(),
+                "ibscope: error: this topology has no forwarding tables (discover with --lft)",
+                "{args:?} on {topology}"
+            );
+            assert!(stdout(&out).is_empty(), "{args:?}");
+        }
+    }
 }

@@ -271,3 +271,99 @@ fn cli_up_exec_fault_status_down() {
     assert_all_gone(&pids);
     assert_exit(&ibscope_plain(&["sim", "down", "--name", &name], &env), 2);
 }
+
+/// A generated XDR fabric with SHARP aggregation nodes: the file keeps 4xXDR for offline
+/// use, `sim up` says on stderr that ibsim runs it at HDR, and it does: the live links
+/// come up 4xHDR, as ibnetdiscover sees them too. An FDR10 file comes up 4xQDR.
+#[test]
+fn rates_ibsim_cannot_run_come_up_at_the_nearest_it_knows_and_say_so() {
+    let base = temp_dir();
+    let base_str = base.path().to_str().unwrap();
+    let env = [("IBSCOPE_SIM_DIR", base_str)];
+    for (rate, under_ibsim) in [("4xXDR", "4xHDR"), ("4xFDR10", "4xQDR")] {
+        let topo = sim_gen(
+            base.path(),
+            &format!("{rate}.topo"),
+            &[
+                "fat-tree",
+                "--radix",
+                "8",
+                "--hosts",
+                "8",
+                "--rate",
+                rate,
+                "--aggregation-nodes",
+            ],
+        );
+        let offline = assert_success(&ibscope_plain(
+            &["--topology", &topo, "links", "--json"],
+            &[],
+        ));
+        let report: serde_json::Value = serde_json::from_str(&offline).unwrap();
+        let links = report["links"].as_array().unwrap();
+        assert_eq!(links.len(), 8 + 8 + 3, "hosts, uplinks, aggregation nodes");
+        assert!(links.iter().all(|l| l["active"] == rate), "{offline}");
+
+        let name = unique_name("rate");
+        let _guard = DownOnDrop(base.path().join(&name));
+        let up = ibscope_plain(&["sim", "up", &topo, "--name", &name], &env);
+        assert_success(&up);
+        let note = stderr(&up);
+        let speed = |r: &str| r[2..].to_string();
+        assert!(
+            note.contains(&format!(
+                "38 ports the file gives at {} run at {}",
+                speed(rate),
+                speed(under_ibsim)
+            )),
+            "{note}"
+        );
+        let live = assert_success(&ibscope_plain(
+            &["sim", "exec", "--name", &name, "--", "ibnetdiscover"],
+            &env,
+        ));
+        let rates: Vec<&str> = live
+            .lines()
+            .filter(|l| l.starts_with('['))
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        assert_eq!(rates.len(), 38, "{live}");
+        assert!(rates.iter().all(|r| *r == under_ibsim), "{live}");
+        let ours = assert_success(&ibscope_plain(
+            &[
+                "sim",
+                "exec",
+                "--name",
+                &name,
+                "--",
+                &ibscope_bin_str(),
+                "links",
+                "--json",
+            ],
+            &env,
+        ));
+        let report: serde_json::Value = serde_json::from_str(&ours).unwrap();
+        let aggregation = report["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| {
+                l["b"]["kind"] == "aggregation-node" || l["a"]["kind"] == "aggregation-node"
+            })
+            .count();
+        assert_eq!(aggregation, 3, "{ours}");
+        assert!(
+            report["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|l| l["active"] == under_ibsim),
+            "{ours}"
+        );
+        assert_success(&ibscope_plain(&["sim", "down", "--name", &name], &env));
+    }
+}
+
+fn ibscope_bin_str() -> String {
+    ibscope_bin().to_str().unwrap().to_string()
+}

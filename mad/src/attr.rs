@@ -14,7 +14,7 @@ pub use perf_attrs::{
     PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected, PortXmitDiscardDetails,
 };
 pub use smp_attrs::{
-    capability, capability2, mtu_bytes, FecMode, LinearForwardingTableBlock, MlnxExtPortInfo,
-    NodeDescription, NodeInfo, NodeType, PhysState, PortInfo, PortInfoExtended, PortState, SmInfo,
-    SmState, SwitchInfo,
+    capability, capability2, mtu_bytes, FecMode, LinearForwardingTableBlock, LinkDownDefaultState,
+    MlnxExtPortInfo, NodeDescription, NodeInfo, NodeType, PhysState, PortInfo, PortInfoExtended,
+    PortState, SmInfo, SmState, SwitchInfo, VlCount,
 };

@@ -214,7 +214,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             fabrics: reports,
             failed,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::output::print_json(&doc)?;
     }
     Ok(ran.exit_code())
 }
@@ -313,7 +313,7 @@ fn check_one(
 /// heading in JSON lines, a column in text).
 fn print_one(a: &Args, out: &Report, fabric: Option<&FabricId>) -> Result<()> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(out)?);
+        crate::output::print_json(out)?;
         return Ok(());
     }
     print_text(out, fabric);

@@ -63,7 +63,7 @@ pub fn run(a: &Args, settings: Option<&Settings>) -> Result<ExitCode> {
     let settings = settings.ok_or_else(|| anyhow!("no settings were resolved"))?;
     match a.command {
         ConfigCommand::Show { json } if json => {
-            println!("{}", serde_json::to_string_pretty(&settings.to_json())?);
+            crate::output::print_json(&settings.to_json())?;
         }
         ConfigCommand::Show { .. } => print_text(settings),
     }

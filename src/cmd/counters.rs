@@ -305,7 +305,9 @@ fn labelled_json(sample: &Sample, fabric: &str) -> Result<String> {
     if let serde_json::Value::Object(rest) = serde_json::to_value(sample)? {
         doc.extend(rest);
     }
-    Ok(serde_json::to_string_pretty(&doc)?)
+    Ok(serde_json::to_string_pretty(
+        &crate::output::json_document(&doc)?,
+    )?)
 }
 
 /// The detail attributes to read: none, or with --details all of them. ibsim implements
@@ -570,6 +572,7 @@ fn print_deltas(
     match format {
         Format::Json => {
             let doc = serde_json::json!({
+                "schema_version": ibscope_topo::model::SCHEMA_VERSION,
                 "fabric": fabric,
                 "time_ms": sample.time_ms,
                 "duration_ms": sample.duration_ms,

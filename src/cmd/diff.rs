@@ -31,7 +31,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     let new = crate::fabric::load_file(&a.new)?;
     let d = ibscope_topo::diff::diff(&old, &new);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        crate::output::print_json(&d)?;
     } else if d.is_empty() {
         println!("no differences");
     } else {

@@ -15,6 +15,12 @@ use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions, RailsSpec};
 ///   ibscope sim gen fat-tree --hosts 64 --degrade L0001:19:1xHDR -o slow-uplink.topo
 ///   ibscope sim gen rails --hosts 64 --rails 8 -o gpu64.topo
 ///   ibscope sim gen rails --hosts 16 --rails 8 --degrade G0003R5:1:1xHDR -o slow-rail.topo
+///   ibscope sim gen fat-tree --radix 64 --hosts 512 --rate 4xNDR --aggregation-nodes
+///
+/// Every port line carries its link's rate, so `ibscope --topology FILE` reads the fabric
+/// at the rate given, whatever the generation (SDR DDR QDR FDR10 FDR EDR HDR NDR XDR).
+/// ibsim runs lane speeds up to HDR, and FDR10 as QDR: the file enables ibsim up to the
+/// nearest speed it runs, says so in a comment, and `sim up` says so too.
 ///
 /// --degrade NODE:PORT:RATE runs that link at a lower rate (written on both ends, since
 /// OpenSM re-negotiates a link from one end's enabled set).
@@ -23,9 +29,14 @@ use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions, RailsSpec};
 pub struct GenArgs {
     #[command(subcommand)]
     pub shape: Shape,
-    /// Rate of every link, e.g. 4xHDR, 4xEDR, 4xQDR (ibsim 0.10 knows speeds up to HDR).
-    #[arg(long, global = true, default_value = "4xHDR")]
+    /// Rate of every link: WIDTHxSPEED, widths 1 2 4 8 12, speeds SDR DDR QDR FDR10 FDR EDR
+    /// HDR NDR XDR (ibsim runs up to HDR, FDR10 as QDR: see above).
+    #[arg(long, global = true, default_value = "4xHDR", value_parser = rate_text)]
     pub rate: String,
+    /// One SHARP aggregation node per switch, on one more port (as NVIDIA Quantum switches
+    /// show theirs: a CA "Mellanox Technologies Aggregation Node" behind port 65).
+    #[arg(long, global = true)]
+    pub aggregation_nodes: bool,
     /// Run one link slower: NODE:PORT:RATE, e.g. L0001:19:1xHDR (repeatable).
     #[arg(long = "degrade", global = true, value_name = "NODE:PORT:RATE")]
     pub degrade: Vec<String>,
@@ -90,6 +101,11 @@ pub enum Shape {
     },
 }
 
+/// A rate as `--expect` takes it, kept as the text the generator writes.
+fn rate_text(text: &str) -> std::result::Result<String, String> {
+    super::links::parse_rate(text).map(|r| r.to_string())
+}
+
 fn parse_degrade(text: &str) -> Result<Degraded> {
     let parts: Vec<&str> = text.rsplitn(3, ':').collect();
     if parts.len() != 3 {
@@ -108,6 +124,7 @@ fn parse_degrade(text: &str) -> Result<Degraded> {
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
     let options = GenOptions {
         rate: Some(a.rate.clone()),
+        aggregation_nodes: a.aggregation_nodes,
         degraded: a
             .degrade
             .iter()

@@ -110,7 +110,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             ready: a.check.then_some(findings.is_empty()),
             findings: a.check.then_some(findings.as_slice()),
         };
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&crate::output::json_document(&report)?)?
+        )
     } else {
         print_text(&mut out, &host).and_then(|()| match a.check {
             true => print_findings(&mut out, &findings),

@@ -126,7 +126,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             missing: missing.clone(),
             findings: found,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::output::print_json(&report)?;
     } else {
         print_text(&fabric, names, &all, &issues, &shown, &missing);
     }

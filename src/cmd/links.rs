@@ -17,19 +17,24 @@ use crate::cli::{exit, Global};
 /// List links with both ends, their active rate, the rate both ends could run at, and
 /// whether the link is degraded.
 ///
-/// A link is degraded when its active width or speed is below the best both ends support
-/// and enable, or when it runs below the expected rate: --expect, else the most common
-/// rate among links of its class (switch-switch, CA-switch). From a topology file, which
-/// says what ports run at but not what they support, a link below that most common rate is
-/// marked BELOW NORM (capability unknown offline) rather than DEGRADED: older hardware may
-/// do no better. Ports physically up but not Active, and down/polling/disabled ports, are
-/// listed after the links.
+/// A link runs at the lower of what its two ends report. It is DEGRADED when its ends
+/// disagree, when its active width or speed is below the best both ends support and
+/// enable, or when it runs below the expected rate: --expect, else the most common rate
+/// among links of its class (switch-switch, CA-switch; loopback cables do not count) while
+/// its hardware can do better: both ends support that rate (live), or both ends' nodes run
+/// other links at it (a topology file). Below that most common rate with hardware that
+/// can do no better, it is fine (a note says so). From a topology file, which says what
+/// ports run at but not what they support, a link below the norm whose ends run nothing
+/// faster is BELOW NORM (capability unknown offline), a warning: older hardware may do no
+/// better. Loopback cables (two ports of one node cabled together) are marked LOOPBACK.
+/// Ports physically up but not Active, and down/polling/disabled ports, are listed after
+/// the links.
 ///
 /// Several fabrics (-C all, a list): each fabric's list under a `## fabric NAME` heading;
 /// JSON {"fabrics": [...]}, each report naming its fabric ("fabric").
 ///
-/// Exit code: 0; with --degraded, 1 when a degraded link or an up-but-not-Active port
-/// was found.
+/// Exit code: 0; with --degraded, 1 when a link `check` reports (degraded, below the norm,
+/// loopback) or an up-but-not-Active port was found.
 ///
 /// Examples:
 ///   ibscope links
@@ -38,7 +43,8 @@ use crate::cli::{exit, Global};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Show only degraded links and ports up but not Active.
+    /// Show only the links `check` reports (degraded, below the norm with capability
+    /// unknown offline, loopback cables) and ports up but not Active.
     #[arg(long)]
     pub degraded: bool,
     /// JSON output (the health report: norms, links, port states; each HCA end with its
@@ -68,7 +74,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         let fabric = crate::fabric::load_file(path)?;
         let (code, doc) = one(&fabric, names.as_ref(), a, None)?;
         if let Some(doc) = doc {
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            crate::output::print_json(&doc)?;
         }
         return Ok(ExitCode::from(code));
     }
@@ -80,7 +86,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         let (code, doc) = one(&fabric, names.as_ref(), a, multi.then_some(&opened.id))?;
         match doc {
             Some(doc) if multi => docs.push(doc),
-            Some(doc) => println!("{}", serde_json::to_string_pretty(&doc)?),
+            Some(doc) => crate::output::print_json(&doc)?,
             None => {}
         }
         Ok(code)
@@ -92,7 +98,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             .map(|(name, error)| serde_json::json!({"fabric": name, "error": error}))
             .collect();
         let doc = serde_json::json!({"fabrics": docs, "failed": failed});
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        crate::output::print_json(&doc)?;
     }
     Ok(ran.exit_code())
 }
@@ -114,9 +120,10 @@ fn one(
         },
     );
     Hosts::group(fabric, names).annotate_health(&mut report);
-    let findings = report.degraded().count() + report.up_not_active.len();
+    let reported = |l: &LinkAssessment| l.verdict.is_finding() || l.loopback;
+    let findings = report.links.iter().filter(|l| reported(l)).count() + report.up_not_active.len();
     if a.degraded {
-        report.links.retain(|l| l.degraded);
+        report.links.retain(reported);
         report.down.clear();
     }
     let code = if a.degraded && findings > 0 {
@@ -179,11 +186,19 @@ pub fn link_line(l: &LinkAssessment) -> String {
             line.push_str(&format!("  (could be {c})"));
         }
     }
-    if l.capability_unknown {
-        // A topology file: below the norm, but maybe all the hardware can do.
-        line.push_str(&format!("  BELOW NORM: {}", l.reasons.join("; ")));
-    } else if l.degraded {
-        line.push_str(&format!("  DEGRADED: {}", l.reasons.join("; ")));
+    if l.loopback {
+        line.push_str("  LOOPBACK");
+    }
+    if l.verdict.is_finding() {
+        // BELOW NORM: a topology file, below the norm, but maybe all the hardware can do.
+        line.push_str(&format!(
+            "  {}: {}",
+            l.verdict.label(),
+            for_terminal(&l.reasons.join("; "))
+        ));
+    }
+    if !l.notes.is_empty() {
+        line.push_str(&format!("  (note: {})", for_terminal(&l.notes.join("; "))));
     }
     line
 }

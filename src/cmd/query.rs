@@ -4,7 +4,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use ibscope_mad::attr::link::Width;
+use ibscope_mad::attr::{
+    mtu_bytes, LinkDownDefaultState, NodeDescription, NodeInfo, NodeType, PhysState, PortInfo,
+    PortState, SwitchInfo, VlCount,
+};
 use ibscope_mad::attribute::Attribute as _;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use serde_json::{json, Value};
@@ -45,7 +49,9 @@ pub struct Args {
     /// Treat TARGET as a directed route even without commas (`-D 0` is the local node).
     #[arg(short = 'D', long = "direct")]
     pub direct: bool,
-    /// Print JSON (field names as in the IB specification, snake_case).
+    /// Print JSON: field names as in the IB specification, snake_case; GUIDs "0x" + 16 hex
+    /// digits; coded fields (node type, states, MTUs, VLs, active width) by name, their
+    /// codes under "raw"; bit masks as numbers, named under "decoded".
     #[arg(long)]
     pub json: bool,
 }
@@ -106,8 +112,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             serde_json::to_value(engine.get::<SwitchInfo>(&route, 0).with_context(context)?)?
         }
     };
+    let value = name_coded_fields(value);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        output::print_json(&value)?;
     } else {
         println!(
             "# {title} of {}{}",
@@ -117,7 +124,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 _ => String::new(),
             }
         );
-        output::print_fields(&value, 0);
+        // As smpquery: names only (the codes are for scripts).
+        let mut shown = value.clone();
+        if let Value::Object(m) = &mut shown {
+            m.shift_remove(RAW);
+        }
+        output::print_fields(&shown, 0);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -127,6 +139,63 @@ fn describe(route: &SmpRoute) -> String {
         SmpRoute::Lid(l) => format!("LID {l}"),
         SmpRoute::Directed(p) => format!("DR path {p}"),
     }
+}
+
+/// Where the JSON keeps the code of every field it gives by name.
+const RAW: &str = "raw";
+
+/// A field whose value is a code, and its name or meaning.
+type Namer = fn(u8) -> Value;
+
+/// The coded fields of NodeInfo and PortInfo (a bit mask stays a number; `decoded` names
+/// its bits): each given by name, its code kept under `raw`, so scripts read "Active"
+/// and comparisons with smpquery's codes still can.
+const CODED_FIELDS: &[(&str, Namer)] = &[
+    ("node_type", |c| json!(NodeType::from_code(c))),
+    ("port_state", |c| json!(PortState::from_code(c))),
+    ("port_phys_state", |c| json!(PhysState::from_code(c))),
+    ("link_down_default_state", |c| {
+        json!(LinkDownDefaultState::from_code(c))
+    }),
+    ("link_width_active", |c| {
+        Width::from_active(c).map_or(Value::Null, |w| json!(w))
+    }),
+    ("neighbor_mtu", |c| json!(mtu_bytes(c))),
+    ("mtu_cap", |c| json!(mtu_bytes(c))),
+    ("vl_cap", |c| json!(VlCount::from_code(c))),
+    ("operational_vls", |c| json!(VlCount::from_code(c))),
+];
+
+/// 64-bit fields that are identifiers, not quantities.
+const HEX_FIELDS: &[&str] = &["gid_prefix"];
+
+/// Replace every coded field of `value` by its name and keep the codes under [`RAW`].
+fn name_coded_fields(mut value: Value) -> Value {
+    let Value::Object(m) = &mut value else {
+        return value;
+    };
+    let mut raw = serde_json::Map::new();
+    for (key, name) in CODED_FIELDS {
+        let Some(code) = m.get(*key).and_then(Value::as_u64) else {
+            continue;
+        };
+        let Ok(code) = u8::try_from(code) else {
+            continue;
+        };
+        raw.insert((*key).to_string(), json!(code));
+        m.insert((*key).to_string(), name(code));
+    }
+    if !raw.is_empty() {
+        m.insert(RAW.into(), Value::Object(raw));
+    }
+    // 64-bit identifiers as hex text, as smpquery prints them: a JSON number above 2^53
+    // is rounded by many readers (jq 1.6).
+    for key in HEX_FIELDS {
+        if let Some(n) = m.get(*key).and_then(Value::as_u64) {
+            m.insert((*key).to_string(), json!(format!("{n:#018x}")));
+        }
+    }
+    value
 }
 
 /// The fields a person reads first, decoded from their codes.

@@ -12,6 +12,7 @@ use ibscope_topo::routing::{self, CheckOptions, Collective, JobHost, ModelOption
 use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
+use crate::output;
 
 /// Routing analysis from the switches' linear forwarding tables (read live, or from a JSON
 /// snapshot taken with `ibscope discover --lft --format json`).
@@ -164,21 +165,38 @@ fn parse_pattern(s: &str) -> Result<Pattern, String> {
     s.parse()
 }
 
+/// Why routing analysis cannot run on a fabric whose switches' tables were not read.
+pub const NO_FORWARDING_TABLES: &str =
+    "this topology has no forwarding tables (discover with --lft)";
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let fabric = crate::fabric::load(g, DiscoverOptions { read_lft: true })?;
+    if !fabric.has_forwarding_tables() {
+        // A topology file (ibnetdiscover text, or a snapshot taken without --lft): every
+        // route would "break" at the first switch.
+        bail!(NO_FORWARDING_TABLES);
+    }
     let names = names.as_ref();
     match &a.command {
         RouteCommand::Dump { switch } => {
             let id = resolve(&fabric, names, switch, NameMatch::Exact)?.node();
-            if !fabric.node(id).is_switch() {
+            let node = fabric.node(id);
+            if !node.is_switch() {
                 bail!("{switch:?} is not a switch");
             }
-            if a.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&routing::dump(&fabric, id))?
+            if !node.switch.as_ref().is_some_and(|s| s.has_lft()) {
+                bail!(
+                    "the forwarding table of {switch:?} ({}) was not read",
+                    ibscope_mad::codes::guid::text(node.guid)
                 );
+            }
+            if a.json {
+                output::print_json(&serde_json::json!({
+                    "switch": routing::NodeRef::new(&fabric, id),
+                    "lid": node.lid(),
+                    "entries": routing::dump(&fabric, id),
+                }))?;
             } else {
                 print!(
                     "{}",
@@ -197,7 +215,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         RouteCommand::Check => {
             let report = routing::check(&fabric, &CheckOptions::default());
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                output::print_json(&report)?;
             } else {
                 print_check(&report);
             }
@@ -261,7 +279,7 @@ fn load_pattern(
     json: bool,
 ) -> Result<ExitCode> {
     let ends: Vec<End> = if list.is_empty() {
-        default_hosts(fabric)
+        routing::default_hosts(fabric)
     } else {
         list.iter()
             .map(|h| Ok(resolve(fabric, names, h, NameMatch::Exact)?.end(fabric)))
@@ -269,7 +287,7 @@ fn load_pattern(
     };
     let report = routing::load(fabric, pattern, &ends)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        output::print_json(&report)?;
     } else {
         print_load(&report);
     }
@@ -347,7 +365,7 @@ fn load_job(
         let mut value = serde_json::to_value(&report)?;
         value["host_names"] =
             serde_json::json!(job_hosts.iter().map(|h| &h.name).collect::<Vec<_>>());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        output::print_json(&value)?;
     } else {
         let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
         print_job(&report, &names);
@@ -364,38 +382,20 @@ fn for_terminal_lines(text: &str) -> String {
     text.lines().map(|l| for_terminal(l) + "\n").collect()
 }
 
-/// Every CA port with a LID, in LID order.
-fn default_hosts(fabric: &Fabric) -> Vec<End> {
-    let mut v: Vec<(u16, End)> = fabric
-        .nodes()
-        .filter(|(_, n)| !n.is_switch())
-        .flat_map(|(id, n)| {
-            n.ports.iter().filter(|p| p.lid != 0).map(move |p| {
-                (
-                    p.lid,
-                    End {
-                        node: id,
-                        port: p.number,
-                    },
-                )
-            })
-        })
-        .collect();
-    v.sort();
-    v.into_iter().map(|(_, e)| e).collect()
-}
-
 fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode> {
     let partial = routing::trace_partial(fabric, src, dst_lid);
     if json {
         let result = routing::trace(fabric, src, dst_lid);
         let value = match &result {
             Ok(path) => serde_json::to_value(path)?,
-            Err(e) => {
-                serde_json::json!({ "hops": partial.hops, "error": e, "message": e.to_string() })
-            }
+            Err(e) => serde_json::json!({
+                "dst_lid": dst_lid,
+                "hops": partial.hops,
+                "error": e,
+                "message": e.to_string(),
+            }),
         };
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        output::print_json(&value)?;
     } else {
         for (i, hop) in partial.hops.iter().enumerate() {
             let inp = hop
@@ -440,28 +440,29 @@ fn print_check(r: &routing::RouteReport) {
         r.pairs_looping
     );
     println!("hops: max {}, mean {:.2}", r.max_hops, r.mean_hops);
+    // The Display impls escape the fabric's names.
     for b in &r.breaks {
-        println!("black hole: {}", for_terminal(&format!("{b:?}")));
+        println!("black hole: {b}");
     }
     for u in &r.unreachable {
-        println!("unreachable: {}", for_terminal(&format!("{u:?}")));
+        println!("unreachable: {u}");
     }
     for l in &r.loops {
-        println!("forwarding loop: {}", for_terminal(&format!("{l:?}")));
+        println!("forwarding loop: {l}");
     }
     println!(
         "channel dependency graph: {} channels, {} dependencies; credit loops: {}",
         r.cdg.channels, r.cdg.dependencies, r.credit_loops_found
     );
     for c in &r.credit_loops {
-        println!("credit loop: {}", for_terminal(&format!("{c:?}")));
+        println!("credit loop: {c}");
     }
     println!("route balance by layer (routes per directed link):");
     for l in &r.balance.by_layer {
         println!(
             "  layer {:<2} {:<8} {:>5} links  routes min {:>6} max {:>6} mean {:>8.1}  lids {}-{}",
             l.layer.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
-            format!("{:?}", l.direction),
+            l.direction.as_str(),
             l.ports,
             l.routes_min,
             l.routes_max,
@@ -480,7 +481,7 @@ fn print_check(r: &routing::RouteReport) {
         );
     }
     for u in &r.balance.lft_unbalanced {
-        println!("unbalanced LFT: {}", for_terminal(&format!("{u:?}")));
+        println!("unbalanced LFT: {u}");
     }
     for n in &r.notes {
         println!("note: {}", for_terminal(n));

@@ -232,9 +232,36 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     }
     writeln!(err, "  state: {}", sim.state_dir().display())?;
     writeln!(err, "  stop with: ibscope sim down --name {}", sim.name())?;
+    if let Some(note) = speed_note(&a.file) {
+        writeln!(err, "{note}")?;
+    }
     print!("{}", sim.export_lines());
     std::io::stdout().flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What ibsim does with the rates of a file it cannot run (NDR, XDR, FDR10): one line
+/// naming how many ports come up at which speed instead. `None` when ibsim runs the file's
+/// rates, or when ibscope cannot read the file (ibsim may still: it is more lenient).
+fn speed_note(file: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let fabric = ibscope_topo::ibnd::parse(&text).ok()?;
+    let changes = ibscope_topo::gen::ibsim_speed_changes(&fabric);
+    if changes.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = changes
+        .iter()
+        .map(|(file_speed, sim_speed, ports)| {
+            format!("{ports} ports the file gives at {file_speed} run at {sim_speed}")
+        })
+        .collect();
+    Some(format!(
+        "note: ibsim runs lane speeds SDR..HDR, and FDR10 as QDR: in this simulation {}; \
+         `ibscope --topology {}` reads the file's own rates",
+        parts.join(", "),
+        file.display()
+    ))
 }
 
 fn run_down(a: &DownArgs) -> Result<ExitCode> {

@@ -42,7 +42,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut engine = crate::fabric::open_engine(g)?;
     let report = query(&mut engine, !a.no_sa)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::output::print_json(&report)?;
     } else {
         print_text(&report);
     }

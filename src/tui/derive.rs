@@ -29,13 +29,19 @@ pub fn port_name(fabric: &Fabric, names: Option<&NameMap>, key: PortKey) -> Stri
 pub struct LinkVerdict {
     /// The rate the link is held to: `--expect`, else its class's most common rate.
     pub expected: Option<Rate>,
-    /// Why it is degraded, one line per rule that fired; empty when it is not.
+    /// The verdict `check` reports the link by.
+    pub verdict: health::LinkVerdict,
+    /// Why the verdict is not ok, one line per rule that fired; empty when it is.
     pub reasons: Vec<String>,
 }
 
 impl LinkVerdict {
     pub fn degraded(&self) -> bool {
-        !self.reasons.is_empty()
+        self.verdict == health::LinkVerdict::Degraded
+    }
+    /// Below the fabric norm, capability unknown offline (a warning, not degraded).
+    pub fn below_norm(&self) -> bool {
+        self.verdict == health::LinkVerdict::BelowNorm
     }
 }
 
@@ -47,6 +53,7 @@ impl LinkVerdict {
 pub struct LinkHealth {
     links: HashMap<LinkKey, LinkVerdict>,
     degraded: usize,
+    below_norm: usize,
 }
 
 impl LinkHealth {
@@ -63,13 +70,19 @@ impl LinkHealth {
                 let key = LinkKey::new(l.a.at.key(), l.b.at.key());
                 let verdict = LinkVerdict {
                     expected: l.expected,
+                    verdict: l.verdict,
                     reasons: l.reasons.clone(),
                 };
                 (key, verdict)
             })
             .collect();
         let degraded = links.values().filter(|v| v.degraded()).count();
-        LinkHealth { links, degraded }
+        let below_norm = links.values().filter(|v| v.below_norm()).count();
+        LinkHealth {
+            links,
+            degraded,
+            below_norm,
+        }
     }
 
     /// The verdict on one link.
@@ -84,6 +97,11 @@ impl LinkHealth {
     /// Degraded links in the snapshot: the count `check` reports as degraded-link findings.
     pub fn degraded_count(&self) -> usize {
         self.degraded
+    }
+
+    /// Links below the norm with capability unknown: `check`'s link-below-norm findings.
+    pub fn below_norm_count(&self) -> usize {
+        self.below_norm
     }
 }
 
@@ -173,6 +191,8 @@ pub struct FabricSummary {
     pub aggregation_nodes: usize,
     pub links: usize,
     pub degraded: usize,
+    /// Below the norm, capability unknown offline.
+    pub below_norm: usize,
     pub down: usize,
     /// Lowest layer first.
     pub layers: Vec<Layer>,
@@ -181,12 +201,14 @@ pub struct FabricSummary {
     pub ca_names_first_last: Option<(String, String)>,
 }
 
-/// BFS distance from the nearest CA or router (0) for every node it reaches.
+/// BFS distance from the nearest CA or router (0) for every node it reaches. SHARP
+/// aggregation nodes sit inside their switch: they are no CA to count from, and get no
+/// layer.
 pub fn layers_from_cas(fabric: &Fabric) -> HashMap<NodeId, u32> {
     let mut dist = HashMap::with_capacity(fabric.node_count());
     let mut queue = VecDeque::new();
     for (id, n) in fabric.nodes() {
-        if n.kind != NodeKind::Switch {
+        if matches!(n.kind, NodeKind::Ca | NodeKind::Router) {
             dist.insert(id, 0);
             queue.push_back(id);
         }
@@ -195,6 +217,9 @@ pub fn layers_from_cas(fabric: &Fabric) -> HashMap<NodeId, u32> {
     while let Some(id) = queue.pop_front() {
         let d = dist[&id];
         for next in graph.neighbors(id) {
+            if fabric.node(next).kind == NodeKind::AggregationNode {
+                continue;
+            }
             if let std::collections::hash_map::Entry::Vacant(slot) = dist.entry(next) {
                 slot.insert(d + 1);
                 queue.push_back(next);
@@ -230,7 +255,7 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
             NodeKind::Router => s.routers += 1,
             NodeKind::AggregationNode => s.aggregation_nodes += 1,
         }
-        if n.kind != NodeKind::Switch {
+        if matches!(n.kind, NodeKind::Ca | NodeKind::Router) {
             let name = node_name(n, names);
             first_last = Some(match first_last {
                 None => (name.clone(), name),
@@ -243,10 +268,17 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     for link in fabric.links() {
         s.links += 1;
         let down = link_facts(link.a_port(), link.b_port()).down;
-        let degraded = health.is_degraded(link.key());
+        let verdict = health.verdict(link.key());
+        let degraded = verdict.is_some_and(LinkVerdict::degraded);
         let problem = degraded || down;
         s.degraded += usize::from(degraded);
+        s.below_norm += usize::from(verdict.is_some_and(LinkVerdict::below_norm));
         s.down += usize::from(down);
+        let aggregation = |n: &Node| n.kind == NodeKind::AggregationNode;
+        if aggregation(link.a_node) || aggregation(link.b_node) {
+            // A switch's own in-network computing port: not a link between layers.
+            continue;
+        }
         let la = layer_of.get(&link.a.node).copied();
         let lb = layer_of.get(&link.b.node).copied();
         for (me, mine, theirs) in [(link.a.node, la, lb), (link.b.node, lb, la)] {
@@ -829,5 +861,45 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(LinkHealth::assess(&f, &opts).degraded_count(), 4);
+    }
+
+    /// A leaf-spine pair whose switches each have a SHARP aggregation node on an extra
+    /// port, and a host whose topology-file rate is below the norm with nothing to say
+    /// whether its card can do better.
+    #[test]
+    fn aggregation_nodes_stay_out_of_layers_and_below_norm_is_counted_apart() {
+        let text = "Switch 8 \"leaf\"\n[1] \"h1\"[1] # lid 0 4xNDR\n[2] \"h2\"[1] # lid 0 4xNDR\n\
+[3] \"h3\"[1] # lid 0 4xHDR\n[5] \"spine\"[1] # lid 0 4xNDR\n[7] \"agg1\"[1] # lid 0 4xNDR\n\n\
+Switch 8 \"spine\"\n[1] \"leaf\"[5] # lid 0 4xNDR\n[7] \"agg2\"[1] # lid 0 4xNDR\n\n\
+Hca 1 \"h1\"\n[1] \"leaf\"[1]\n\nHca 1 \"h2\"\n[1] \"leaf\"[2]\n\nHca 1 \"h3\"\n[1] \"leaf\"[3]\n\n\
+Hca 1 \"agg1\" # \"Mellanox Technologies Aggregation Node\"\n[1] \"leaf\"[7]\n\n\
+Hca 1 \"agg2\" # \"Mellanox Technologies Aggregation Node\"\n[1] \"spine\"[7]\n";
+        let f = ibscope_topo::ibnd::parse(text).unwrap();
+        let health = LinkHealth::assess(&f, &HealthOptions::default());
+        assert_eq!((health.degraded_count(), health.below_norm_count()), (0, 1));
+        let s = summarize(&f, &health, None);
+        assert_eq!((s.cas, s.aggregation_nodes, s.switches), (3, 2, 2));
+        assert_eq!((s.degraded, s.below_norm, s.down), (0, 1, 0));
+        // The spine is layer 2 (its aggregation node does not make it a leaf), the leaf
+        // link points down from it, and the aggregation links are no layer's links.
+        let layers: Vec<(u32, usize, usize, usize)> = s
+            .layers
+            .iter()
+            .map(|l| (l.layer, l.switches.len(), l.links_down, l.links_lateral))
+            .collect();
+        assert_eq!(layers, [(1, 1, 3, 0), (2, 1, 1, 0)]);
+        assert!(s
+            .layers
+            .iter()
+            .flat_map(|l| &l.switches)
+            .all(|c| c.lateral == 0));
+        let rows = link_rows(&f, &health, None);
+        let low: Vec<&LinkRow> = rows.iter().filter(|r| r.verdict.below_norm()).collect();
+        assert_eq!(low.len(), 1);
+        assert!(!low[0].is_problem());
+        assert_eq!(
+            low[0].verdict.reasons,
+            ["4xHDR below fabric norm 4xNDR (capability unknown offline)"]
+        );
     }
 }

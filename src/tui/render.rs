@@ -15,7 +15,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, 
 use ratatui::Frame;
 
 use super::derive::{
-    link_facts, node_name, port_name, CellState, FabricSummary, Layer, LinkHealth, SwitchChip,
+    link_facts, node_name, port_name, CellState, FabricSummary, Layer, LinkHealth, LinkVerdict,
+    SwitchChip,
 };
 use super::events::EventKind;
 use super::keymap;
@@ -187,7 +188,8 @@ fn view_about(view: View) -> &'static [&'static str] {
             "Every link, problems first.",
             "Expect: the rate it is held to (its class's norm).",
             "Red: degraded (as ibscope check) or not Active;",
-            "the selected link's reasons show below.",
+            "yellow LOW?: below the norm, capability unknown",
+            "offline. The selected link's reasons show below.",
         ],
         View::Counters => &[
             "▲ bold red    error counters rose since the UI opened",
@@ -405,10 +407,23 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
             } else {
                 String::new()
             }),
+            Span::raw(if s.aggregation_nodes > 0 {
+                format!(", {} aggregation nodes", s.aggregation_nodes)
+            } else {
+                String::new()
+            }),
             Span::raw(format!(", {} links  ", s.links)),
             Span::styled(
                 format!("{} degraded, {} down", s.degraded, s.down),
                 if problems > 0 { BAD } else { OK },
+            ),
+            Span::styled(
+                if s.below_norm > 0 {
+                    format!(", {} below norm (capability unknown)", s.below_norm)
+                } else {
+                    String::new()
+                },
+                WARN,
             ),
         ]),
         Line::from(vec![
@@ -673,7 +688,7 @@ fn node_facts(
     for e in &node.errors {
         facts.push(Line::styled(format!("error: {}", for_terminal(e)), RED));
     }
-    // Why a port's link is degraded (the table only colours it).
+    // Why a port's link is degraded or below the norm (the table only colours it).
     for p in &node.ports {
         let verdict = fabric
             .link_at(End {
@@ -681,15 +696,20 @@ fn node_facts(
                 port: p.number,
             })
             .and_then(|link| health.verdict(link))
-            .filter(|v| v.degraded());
+            .filter(|v| v.degraded() || v.below_norm());
         if let Some(v) = verdict {
+            let (what, style) = if v.degraded() {
+                ("degraded", RED)
+            } else {
+                ("below norm", WARN)
+            };
             facts.push(Line::styled(
                 format!(
-                    "port {} degraded: {}",
+                    "port {} {what}: {}",
                     p.number,
                     for_terminal(&v.reasons.join("; "))
                 ),
-                RED,
+                style,
             ));
         }
     }
@@ -789,6 +809,8 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
                 "DOWN"
             } else if r.verdict.degraded() {
                 "DEGR"
+            } else if r.verdict.below_norm() {
+                "LOW?"
             } else {
                 ""
             };
@@ -800,7 +822,13 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
                 r.facts.state_text(),
                 flag.to_string(),
             ]);
-            let style = if r.is_problem() { RED } else { Style::new() };
+            let style = if r.is_problem() {
+                RED
+            } else if r.verdict.below_norm() {
+                WARN
+            } else {
+                Style::new()
+            };
             let style = if i == state.links.selected {
                 style.add_modifier(Modifier::REVERSED)
             } else {
@@ -831,12 +859,7 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
         .title(" Selected link ");
     let inner = block.inner(detail_area);
     frame.render_widget(block, detail_area);
-    let (verdict, style) = if r.verdict.degraded() {
-        let why = for_terminal(&r.verdict.reasons.join("; "));
-        (format!("degraded: {why}"), RED)
-    } else {
-        ("not degraded".to_string(), DIM)
-    };
+    let (verdict, style) = verdict_text(&r.verdict);
     let mut spans = vec![
         Span::raw(format!("{} <-> {}  ", end_text(r.a), end_text(r.b))),
         Span::styled(verdict, style),
@@ -1254,9 +1277,9 @@ fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
         };
         lines.push(Line::styled(
             format!(
-                "L{} {:?}: {} ports {}..{} routes{}",
+                "L{} {}: {} ports {}..{} routes{}",
                 l.layer.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
-                l.direction,
+                l.direction.as_str(),
                 l.ports,
                 l.routes_min,
                 l.routes_max,
@@ -1583,12 +1606,22 @@ fn hca_link_lines(
     if let Some(v) = fabric
         .link_at(end)
         .and_then(|l| health.verdict(l))
-        .filter(|v| v.degraded())
+        .filter(|v| v.degraded() || v.below_norm())
     {
-        lines.push(Line::styled(
-            format!("degraded: {}", for_terminal(&v.reasons.join("; "))),
-            RED,
-        ));
+        let (text, style) = verdict_text(v);
+        lines.push(Line::styled(text, style));
     }
     lines
+}
+
+/// A link's verdict as the Links view and the Hosts detail word it.
+fn verdict_text(v: &LinkVerdict) -> (String, Style) {
+    let why = for_terminal(&v.reasons.join("; "));
+    if v.degraded() {
+        (format!("degraded: {why}"), RED)
+    } else if v.below_norm() {
+        (format!("below norm: {why}"), WARN)
+    } else {
+        ("not degraded".to_string(), DIM)
+    }
 }

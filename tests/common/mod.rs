@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub use ibscope::sim::{Sim, SimOptions};
 
 pub mod net;
+pub mod schema;
 pub mod tmux;
 
 /// Repository root (the ibscope package).

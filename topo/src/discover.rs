@@ -143,6 +143,22 @@ fn set_speeds(port: &mut Port, info: &PortInfo, mlnx: Option<&MlnxExtPortInfo>) 
     port.speed_enabled = info.speeds_enabled_with(mlnx);
 }
 
+/// What a PortInfo says of a port: LID, states, widths, speeds (decoded with the reply's
+/// own CapabilityMask; a switch's external ports are decoded again with port 0's), MTUs.
+pub(crate) fn apply_port_info(port: &mut Port, info: &PortInfo, mlnx: Option<&MlnxExtPortInfo>) {
+    port.lid = info.lid;
+    port.lmc = info.lmc;
+    port.state = Some(info.state());
+    port.phys_state = Some(info.phys_state());
+    port.width_active = info.width_active();
+    port.width_supported = info.widths_supported();
+    port.width_enabled = info.widths_enabled();
+    set_speeds(port, info, mlnx);
+    port.mtu_active = info.neighbor_mtu;
+    port.mtu_cap = info.mtu_cap;
+    port.capability_mask = info.capability_mask;
+}
+
 /// Rounds of retries after the sweep for queries that failed in it.
 const RETRY_ROUNDS: usize = 3;
 
@@ -459,15 +475,9 @@ impl Sweep {
             .port(number)
             .cloned()
             .unwrap_or_else(|| Port::new(number));
-        port.lid = info.lid;
-        port.lmc = info.lmc;
-        port.state = Some(info.state());
-        port.phys_state = Some(info.phys_state());
-        port.width_active = info.width_active();
-        port.width_supported = info.widths_supported();
-        port.width_enabled = info.widths_enabled();
         let end = End { node, port: number };
         let mlnx = self.mlnx.get(&end);
+        apply_port_info(&mut port, info, mlnx);
         if is_switch && number != 0 {
             match self.port0_caps.get(&node) {
                 Some(&cap) => set_speeds(
@@ -479,20 +489,14 @@ impl Sweep {
                     mlnx,
                 ),
                 None => {
-                    set_speeds(&mut port, info, mlnx);
                     self.speeds_pending
                         .entry(node)
                         .or_default()
                         .push((number, info.clone()));
                 }
             }
-        } else {
-            set_speeds(&mut port, info, mlnx);
         }
         self.ask_mlnx_ext(node, number, info, out);
-        port.mtu_active = info.neighbor_mtu;
-        port.mtu_cap = info.mtu_cap;
-        port.capability_mask = info.capability_mask;
         if is_switch && number != 0 {
             // External switch ports report the switch's LID in PortInfo.LID only on port 0.
             if let Some(p0) = &port0 {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, Details, PortSample, Thresholds};
 use crate::discover::SmpExecutor;
-use crate::health::{self, HealthOptions, HealthReport, PortRef, Rate};
+use crate::health::{self, HealthOptions, HealthReport, LinkVerdict, PortRef, Rate};
 use crate::hosts::{Hca, Host, Hosts, RailIssue};
 use crate::model::{End, Fabric};
 use crate::namemap::{display_name, NameMap};
@@ -47,6 +47,8 @@ impl Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FindingKind {
     DegradedLink,
+    LinkBelowNorm,
+    LoopbackCable,
     PortNotActive,
     CounterAboveThreshold,
     CounterSaturated,
@@ -91,7 +93,7 @@ pub enum Scope {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 21] = {
+pub const FINDING_KINDS: [KindFacts; 23] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -125,7 +127,21 @@ pub const FINDING_KINDS: [KindFacts; 21] = {
             DegradedLink,
             "degraded-link",
             Warning,
-            "a link runs below what both ends support and enable, or below the fabric's norm",
+            "a link runs below what both ends support and enable, or below the fabric's norm \
+             while its hardware can do better",
+        ),
+        k(
+            LinkBelowNorm,
+            "link-below-norm",
+            Warning,
+            "a link runs below the fabric's norm and a topology file cannot tell whether its \
+             hardware can do better (capability unknown offline)",
+        ),
+        k(
+            LoopbackCable,
+            "loopback-cable",
+            Warning,
+            "a cable joins two ports of one switch (or one adapter): traffic cannot use it",
         ),
         k(
             PortNotActive,
@@ -366,19 +382,49 @@ impl Finding {
     }
 }
 
+/// The finding kind a link verdict is reported as (`None` for a link that is fine): the
+/// one mapping `check`, `links`, DOT, the TUI and the exporter share.
+pub fn link_finding_kind(verdict: LinkVerdict) -> Option<FindingKind> {
+    match verdict {
+        LinkVerdict::Ok => None,
+        LinkVerdict::Degraded => Some(FindingKind::DegradedLink),
+        LinkVerdict::BelowNorm => Some(FindingKind::LinkBelowNorm),
+    }
+}
+
 /// The findings that need only the fabric and the link assessment made of it: degraded
-/// links, ports up but not Active, duplicate GUIDs and LIDs, discovery errors.
+/// links and links below the norm, loopback cables, ports up but not Active, duplicate
+/// GUIDs and LIDs, discovery errors.
 pub fn fabric_findings(
     fabric: &Fabric,
     names: Option<&NameMap>,
     report: &HealthReport,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for l in report.degraded() {
-        // Each reason names the rates it compares.
+    for l in &report.links {
+        if let Some(kind) = link_finding_kind(l.verdict) {
+            // Each reason names the rates it compares.
+            findings.push(
+                Finding::new(kind, l.reasons.join("; ")).at(l.a.at.clone(), Some(l.b.at.clone())),
+            );
+        }
+    }
+    for l in report.loopbacks() {
         findings.push(
-            Finding::new(FindingKind::DegradedLink, l.reasons.join("; "))
-                .at(l.a.at.clone(), Some(l.b.at.clone())),
+            Finding::new(
+                FindingKind::LoopbackCable,
+                format!(
+                    "port {} is cabled to port {} of the same {}",
+                    l.a.at.port,
+                    l.b.at.port,
+                    if l.a.at.kind == crate::model::NodeKind::Switch {
+                        "switch"
+                    } else {
+                        "node"
+                    }
+                ),
+            )
+            .at(l.a.at.clone(), Some(l.b.at.clone())),
         );
     }
     for p in &report.up_not_active {
@@ -1037,17 +1083,17 @@ Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1
         let eval = evaluate_offline(&f, None, &HealthOptions::default());
         assert_eq!(eval.findings.len(), 1);
         let finding = &eval.findings[0];
-        assert_eq!(finding.kind, FindingKind::DegradedLink);
-        // A topology file has no supported rates: the 1x link may be all its hardware
-        // can do, and the message says so.
+        // A topology file has no supported rates, and h2 runs no other link: its 1x link
+        // may be all its hardware can do. A warning of its own kind says so.
+        assert_eq!(finding.kind, FindingKind::LinkBelowNorm);
+        assert_eq!(finding.severity, Severity::Warning);
         assert_eq!(
             finding.message,
             "1xHDR below fabric norm 4xHDR (capability unknown offline)"
         );
-        assert!(finding.text_line().starts_with("[degraded-link] \"sw1\""));
-        assert_eq!(
-            count_by_kind(&eval.findings, Scope::Fabric)[0],
-            (FindingKind::DegradedLink, 1)
-        );
+        assert!(finding.text_line().starts_with("[link-below-norm] \"sw1\""));
+        let counts = count_by_kind(&eval.findings, Scope::Fabric);
+        assert_eq!(counts[0], (FindingKind::DegradedLink, 0));
+        assert_eq!(counts[1], (FindingKind::LinkBelowNorm, 1));
     }
 }

@@ -2,16 +2,28 @@
 //! ibnetdiscover format as ibsim reads it).
 //!
 //! Node ids are short and stable ("H00001" hosts, "L0001" leaves, "S0001" spines, "A0001"
-//! aggregation, "C0001" core, "X0001" ring/mesh switches); each header also carries a
+//! aggregation switches, "C0001" core, "X0001" ring/mesh switches, "N0001" SHARP
+//! aggregation nodes); each header also carries a
 //! realistic NodeDescription (`# "gpu-node-0001 mlx5_0"`), which ibsim reports instead of
 //! the id. Hosts come first, so ibsim's default attach point (the first node) is a host.
 //!
-//! Rates: `width=` / `speed=` / `extspeed=` lines at the top set every port's enabled
-//! width/speed, so links come up at that rate. A degraded link gets a `# "peer" lid 0 1xHDR`
-//! comment on BOTH ends: ibsim recomputes a link's active rate from the enabled set of
-//! whichever end the SM last writes PortInfo to (measured: OpenSM's later write wins), so a
-//! one-sided override does not survive an SM sweep. Consequence: in ibsim a degraded link's
-//! enabled sets match its active rate on both ends.
+//! Rates: every port line carries its link's rate as ibnetdiscover writes it (`# "peer"
+//! lid 0 4xXDR`), for every generation SDR..XDR and FDR10, so the file read back
+//! (`--topology`) gives every link its rate. ibsim reads that comment as the port's
+//! enabled width and speed, but knows lane speeds only up to HDR (ibsim 0.10), and FDR10
+//! it brings up as QDR: `width=` / `speed=` / `extspeed=` lines at the top enable every
+//! port up to the nearest speed it runs ([`ibsim_speed`]), so under ibsim an NDR or XDR
+//! fabric comes up at HDR (the file says so in a comment, and `sim up` on stderr).
+//!
+//! A degraded link gets its lower rate on BOTH ends: ibsim recomputes a link's active rate
+//! from the enabled set of whichever end the SM last writes PortInfo to (measured:
+//! OpenSM's later write wins), so a one-sided override does not survive an SM sweep.
+//! Consequence: in ibsim a degraded link's enabled sets match its active rate on both ends.
+//!
+//! With [`GenOptions::aggregation_nodes`], every switch gets one more port cabled to a
+//! SHARP aggregation node ("N0001", NodeDescription "Mellanox Technologies Aggregation
+//! Node"), as NVIDIA's Quantum switches show theirs (a one-port CA behind port 65 of a
+//! 64-port switch).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -47,6 +59,8 @@ pub struct GenOptions {
     /// Every link's rate, e.g. "4xHDR"; `None` leaves ibsim's default (4xSDR).
     pub rate: Option<String>,
     pub degraded: Vec<Degraded>,
+    /// One SHARP aggregation node per switch, on an extra port.
+    pub aggregation_nodes: bool,
 }
 
 impl Default for GenOptions {
@@ -54,8 +68,51 @@ impl Default for GenOptions {
         GenOptions {
             rate: Some("4xHDR".into()),
             degraded: Vec::new(),
+            aggregation_nodes: false,
         }
     }
+}
+
+/// Whether ibsim (0.10, Debian's) runs a lane speed: SDR..HDR; not FDR10 (it brings a
+/// port enabled for FDR10 up at QDR: measured), NDR or XDR.
+pub fn ibsim_runs(speed: Speed) -> bool {
+    speed <= Speed::Hdr && speed != Speed::Fdr10
+}
+
+/// The speed ibsim brings a port up at when a topology file gives it `speed` and enables
+/// `enabled` (its `speed=` / `extspeed=` lines or `s=` / `e=` options): `speed` itself when
+/// ibsim runs it; else the fastest enabled speed it runs (SDR when none is enabled: ibsim's
+/// default), and for FDR10 at least QDR.
+pub fn ibsim_speed(speed: Speed, enabled: SpeedSet) -> Speed {
+    if ibsim_runs(speed) {
+        return speed;
+    }
+    let best = enabled.iter().filter(|s| ibsim_runs(*s)).max();
+    match speed {
+        Speed::Fdr10 => best.map_or(Speed::Qdr, |b| b.max(Speed::Qdr)),
+        _ => best.unwrap_or(Speed::Sdr),
+    }
+}
+
+/// Ports of a topology file that ibsim brings up at another speed than the file gives
+/// them: (the file's speed, the speed under ibsim, ports), fastest first.
+pub fn ibsim_speed_changes(fabric: &Fabric) -> Vec<(Speed, Speed, usize)> {
+    let mut changes: BTreeMap<(Speed, Speed), usize> = BTreeMap::new();
+    for (_, node) in fabric.nodes() {
+        for p in &node.ports {
+            if let Some(speed) = p.speed_active {
+                let sim = ibsim_speed(speed, p.speed_enabled);
+                if sim != speed {
+                    *changes.entry((speed, sim)).or_default() += 1;
+                }
+            }
+        }
+    }
+    changes
+        .into_iter()
+        .rev()
+        .map(|((file, sim), n)| (file, sim, n))
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,15 +173,23 @@ impl Layout {
     }
 }
 
-/// ibsim's enabled masks for a "4xHDR" comment: (width, speed, extended speed).
+/// ibsim's enabled masks for a "4xHDR" comment: (width, speed, extended speed), up to the
+/// nearest speed ibsim runs.
 fn enabled_masks(width: Width, speed: Speed) -> (u8, u8, u8) {
     let w = match width {
         Width::X4 => 3,
         Width::X12 => 11,
         other => other.bit(),
     };
-    // Every speed up to this one, in the fields ibsim reads (it has no FDR10 or XDR).
-    let upto: SpeedSet = Speed::ALL.into_iter().filter(|s| *s <= speed).collect();
+    let sim = ibsim_speed(
+        speed,
+        Speed::ALL.into_iter().filter(|s| *s <= speed).collect(),
+    );
+    // Every speed up to that one, in the fields ibsim reads.
+    let upto: SpeedSet = Speed::ALL
+        .into_iter()
+        .filter(|s| *s <= sim && ibsim_runs(*s))
+        .collect();
     (
         w,
         upto.mask(SpeedField::LinkSpeed),
@@ -139,7 +204,35 @@ fn parse_rate(rate: &str) -> Result<(Width, Speed), GenError> {
     }
 }
 
-fn render(layout: &Layout, options: &GenOptions) -> Result<String, GenError> {
+/// One SHARP aggregation node per switch, cabled to one more port of it.
+fn add_aggregation_nodes(layout: &mut Layout) -> Result<(), GenError> {
+    let switches: Vec<usize> = (0..layout.nodes.len())
+        .filter(|&i| layout.nodes[i].switch)
+        .collect();
+    for (n, sw) in switches.into_iter().enumerate() {
+        let port = layout.nodes[sw].ports.checked_add(1).ok_or_else(|| {
+            GenError::Spec("aggregation nodes need a free port number: radix up to 254".into())
+        })?;
+        layout.nodes[sw].ports = port;
+        let node = layout.add(
+            false,
+            format!("N{:04}", n + 1),
+            // What NVIDIA's switches report, and what NodeKind::classify recognises.
+            "Mellanox Technologies Aggregation Node".to_string(),
+            1,
+        );
+        layout.link(sw, port, node, 1);
+    }
+    layout
+        .summary
+        .push_str(", one SHARP aggregation node per switch");
+    Ok(())
+}
+
+fn render(mut layout: Layout, options: &GenOptions) -> Result<String, GenError> {
+    if options.aggregation_nodes {
+        add_aggregation_nodes(&mut layout)?;
+    }
     let mut overrides: BTreeMap<(usize, u8), String> = BTreeMap::new();
     let index: BTreeMap<&str, usize> = layout
         .nodes
@@ -161,11 +254,24 @@ fn render(layout: &Layout, options: &GenOptions) -> Result<String, GenError> {
     }
     let mut out = String::new();
     let _ = writeln!(out, "# generated by ibscope: {}", layout.summary);
+    let mut every_link = None;
     if let Some(rate) = &options.rate {
         let (w, s) = parse_rate(rate)?;
         let (wm, sm, em) = enabled_masks(w, s);
-        let _ = writeln!(out, "# every link at {}x{}", w.lanes(), s.name());
+        let text = format!("{}x{}", w.lanes(), s.name());
+        let _ = writeln!(out, "# every link at {text}");
+        let sim = ibsim_speed(s, Speed::ALL.into_iter().filter(|x| *x <= s).collect());
+        if sim != s {
+            let _ = writeln!(
+                out,
+                "# ibsim runs lane speeds SDR..HDR (FDR10 as QDR): under ibsim these links \
+                 come up at {}x{}",
+                w.lanes(),
+                sim.name()
+            );
+        }
         let _ = writeln!(out, "width={wm}\nspeed={sm}\nextspeed={em}");
+        every_link = Some(text);
     }
     for (i, n) in layout.nodes.iter().enumerate() {
         let kind = if n.switch { "Switch" } else { "Hca" };
@@ -176,7 +282,7 @@ fn render(layout: &Layout, options: &GenOptions) -> Result<String, GenError> {
         );
         for (&port, &(peer, peer_port)) in &n.links {
             let _ = write!(out, "[{port}]\t\"{}\"[{peer_port}]", layout.nodes[peer].id);
-            if let Some(rate) = overrides.get(&(i, port)) {
+            if let Some(rate) = overrides.get(&(i, port)).or(every_link.as_ref()) {
                 let _ = write!(out, "\t# \"{}\" lid 0 {rate}", layout.nodes[peer].id);
             }
             out.push('\n');
@@ -251,7 +357,7 @@ pub fn fat_tree(spec: &FatTreeSpec) -> Result<String, GenError> {
             )))
         }
     }
-    render(&layout, &spec.options)
+    render(layout, &spec.options)
 }
 
 /// Leaves and spines under `hosts`.
@@ -464,7 +570,7 @@ pub fn rails(spec: &RailsSpec) -> Result<String, GenError> {
          {spines} spines, radix {radix}",
         spec.hosts, spec.rails
     );
-    render(&layout, &spec.options)
+    render(layout, &spec.options)
 }
 
 fn check_ports(hosts_per_switch: usize, fabric_ports: usize) -> Result<u8, GenError> {
@@ -511,7 +617,7 @@ pub fn ring_with(
         );
     }
     layout.summary = format!("ring of {switches} switches, {hosts_per_switch} hosts each");
-    render(&layout, options)
+    render(layout, options)
 }
 
 /// An x-by-y mesh (no wrap-around): ports 1 east, 2 west, 3 north, 4 south, hosts on 5...
@@ -554,7 +660,7 @@ pub fn mesh_with(
         );
     }
     layout.summary = format!("{x}x{y} mesh, {hosts_per_switch} hosts per switch");
-    render(&layout, options)
+    render(layout, options)
 }
 
 /// Bring a fabric read from a generated topology up as a subnet manager would, for
@@ -680,6 +786,93 @@ mod tests {
         assert!(matches!(fat_tree(&spec), Err(GenError::Rate(_))));
     }
 
+    /// Every width and every lane speed, FDR10 and XDR included: the file read back gives
+    /// every link that rate, and its ibsim lines enable no more than ibsim runs (ibsim
+    /// 0.10 refuses extspeed above 7).
+    #[test]
+    fn every_generation_is_written_and_read_back() {
+        for width in Width::KNOWN {
+            for speed in Speed::ALL {
+                let rate = format!("{}x{}", width.lanes(), speed.name());
+                let mut spec = FatTreeSpec::new(2, 4, 4);
+                spec.options.rate = Some(rate.clone());
+                let text = fat_tree(&spec).unwrap();
+                let f = ibnd::parse(&text).unwrap();
+                assert_eq!(f.link_count(), 4 + 2 * 2, "{rate}");
+                for l in f.links() {
+                    for p in [l.a_port().unwrap(), l.b_port().unwrap()] {
+                        assert_eq!(p.rate_active().map(|r| r.to_string()), Some(rate.clone()));
+                    }
+                }
+                let setting = |key: &str| -> u8 {
+                    let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+                    line[key.len()..].parse().unwrap()
+                };
+                assert!(setting("extspeed=") <= 7, "{rate}");
+                let enabled = SpeedSet::from_masks(setting("speed="), 0, setting("extspeed="), 0);
+                let sim = ibsim_speed(speed, enabled);
+                assert_eq!(enabled.best(), Some(sim), "{rate}");
+                assert_eq!(
+                    text.contains("under ibsim these links come up at"),
+                    sim != speed,
+                    "{rate}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_speed_ibsim_runs() {
+        let upto = |s: Speed| -> SpeedSet { Speed::ALL.into_iter().filter(|x| *x <= s).collect() };
+        assert_eq!(ibsim_speed(Speed::Hdr, SpeedSet::EMPTY), Speed::Hdr);
+        assert_eq!(ibsim_speed(Speed::Xdr, upto(Speed::Xdr)), Speed::Hdr);
+        assert_eq!(ibsim_speed(Speed::Ndr, upto(Speed::Edr)), Speed::Edr);
+        // No speed lines: ibsim's default, SDR (measured: a 4xNDR comment comes up 4xSDR).
+        assert_eq!(ibsim_speed(Speed::Ndr, SpeedSet::EMPTY), Speed::Sdr);
+        // FDR10 comes up as QDR (measured), or faster when faster is enabled.
+        assert_eq!(ibsim_speed(Speed::Fdr10, SpeedSet::EMPTY), Speed::Qdr);
+        assert_eq!(ibsim_speed(Speed::Fdr10, upto(Speed::Fdr10)), Speed::Qdr);
+        assert_eq!(ibsim_speed(Speed::Fdr10, upto(Speed::Edr)), Speed::Edr);
+        let mut spec = FatTreeSpec::new(2, 4, 4);
+        spec.options.rate = Some("4xXDR".into());
+        let f = ibnd::parse(&fat_tree(&spec).unwrap()).unwrap();
+        // 4 hosts, 2 leaves with 2 uplinks each: 8 links, 16 ports.
+        assert_eq!(ibsim_speed_changes(&f), vec![(Speed::Xdr, Speed::Hdr, 16)]);
+        spec.options.rate = Some("4xHDR".into());
+        let f = ibnd::parse(&fat_tree(&spec).unwrap()).unwrap();
+        assert!(ibsim_speed_changes(&f).is_empty());
+    }
+
+    /// One SHARP aggregation node per switch, on the port after the last: recognised as
+    /// such when read back, and no host.
+    #[test]
+    fn aggregation_nodes_on_every_switch() {
+        let mut spec = FatTreeSpec::new(2, 8, 16);
+        spec.options.aggregation_nodes = true;
+        let text = fat_tree(&spec).unwrap();
+        let f = ibnd::parse(&text).unwrap();
+        let switches: Vec<_> = f.switches().collect();
+        assert_eq!(switches.len(), 4 + 2);
+        let aggregation: Vec<_> = f
+            .nodes()
+            .filter(|(_, n)| n.kind == crate::model::NodeKind::AggregationNode)
+            .collect();
+        assert_eq!(aggregation.len(), switches.len());
+        for (id, sw) in switches {
+            assert_eq!(sw.num_ports, 9);
+            let peer = f.peer(crate::model::End { node: id, port: 9 }).unwrap();
+            assert_eq!(
+                f.node(peer.node).kind,
+                crate::model::NodeKind::AggregationNode
+            );
+        }
+        let hosts = f.nodes().filter(|(_, n)| n.kind.is_host_ca()).count();
+        assert_eq!(hosts, 16);
+        // Hosts still come first: ibsim attaches to the first node.
+        assert!(text.split("\nHca").nth(1).unwrap().contains("\"H00001\""));
+        assert!(text.contains("one SHARP aggregation node per switch"));
+    }
+
     #[test]
     fn bad_specs() {
         assert!(fat_tree(&FatTreeSpec::new(2, 36, 649)).is_err());
@@ -747,6 +940,7 @@ mod tests {
         let opts = GenOptions {
             rate: None,
             degraded: vec![],
+            aggregation_nodes: false,
         };
         let text = ring_with(3, 1, &opts).unwrap();
         assert!(!text.contains("width="));

@@ -2,14 +2,27 @@
 //! against the rate most links of its kind run at; ports that are physically up but not
 //! Active; ports that are down, polling or disabled.
 //!
-//! Two rules mark a link degraded, each with its reason:
+//! A link runs at the lower of what its two ends report (a link whose ends disagree says
+//! so). Rules mark a link degraded, each with its reason:
+//! - the ends disagree on the active width or speed (a half-trained link);
 //! - the spec rule: the active width (speed) is below the best width (speed) both ends
 //!   support *and* enable;
 //! - the fabric-norm rule: the active rate is below the expected rate, either given
-//!   (`--expect 4xHDR`) or the most common active rate among links of the same class
-//!   (switch-switch, CA-switch). Needed because a simulator (and some firmware) narrows a
-//!   port by lowering its enabled set, after which the spec rule cannot see it, and
-//!   because a topology file carries only active rates.
+//!   (`--expect 4xHDR`: always degraded) or the most common active rate among links of the
+//!   same class (switch-switch, CA-switch; loopback cables do not count). Needed because a
+//!   simulator (and some firmware) narrows a port by lowering its enabled set, after which
+//!   the spec rule cannot see it, and because a topology file carries only active rates.
+//!
+//! Below a derived norm, a link is degraded only when its hardware could do better, so
+//! that older cards in a newer fabric (DDR in QDR) are not called degraded:
+//! - live, where each end reports what it supports: when both ends support the norm's
+//!   width (speed) in which the link falls short; otherwise the link is fine and a note
+//!   says what the hardware allows;
+//! - from a topology file, which has active rates only: when both ends' nodes run some
+//!   link at the norm's width (speed) in which this one falls short (a switch or HCA whose
+//!   other ports run 4xQDR can run this one at 4xQDR). Otherwise nothing tells whether the
+//!   hardware can do better: the verdict is [`LinkVerdict::BelowNorm`], "capability
+//!   unknown offline", a warning of its own rather than "degraded".
 
 use std::collections::HashMap;
 
@@ -47,6 +60,42 @@ impl LinkClass {
             LinkClass::CaSwitch => "ca-switch",
             LinkClass::Other => "other",
         }
+    }
+}
+
+/// What the health rules conclude about one link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkVerdict {
+    #[default]
+    Ok,
+    /// A rule found the link running below what it can do (the reasons say which).
+    Degraded,
+    /// Below the fabric norm, but nothing says whether its hardware can do better (a
+    /// topology file carries no supported rates): "capability unknown offline".
+    BelowNorm,
+}
+
+impl LinkVerdict {
+    /// The name JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkVerdict::Ok => "ok",
+            LinkVerdict::Degraded => "degraded",
+            LinkVerdict::BelowNorm => "below-norm",
+        }
+    }
+    /// The label text output puts before the reasons ("DEGRADED: ...").
+    pub fn label(self) -> &'static str {
+        match self {
+            LinkVerdict::Ok => "OK",
+            LinkVerdict::Degraded => "DEGRADED",
+            LinkVerdict::BelowNorm => "BELOW NORM",
+        }
+    }
+    /// Whether `check` reports the link (degraded, or below the norm).
+    pub fn is_finding(self) -> bool {
+        self != LinkVerdict::Ok
     }
 }
 
@@ -156,21 +205,26 @@ pub struct LinkAssessment {
     pub class: LinkClass,
     pub a: LinkEnd,
     pub b: LinkEnd,
-    /// The rate the link runs at (`None` if neither end reports it).
+    /// The rate the link runs at: the lower of what its ends report (`None` if the ends
+    /// do not report a width and a speed between them).
     pub active: Option<Rate>,
     /// The best rate both ends support and enable ("could be"), when both ends report
     /// their sets.
     pub could_be: Option<Rate>,
     /// The rate this link is held to: `--expect`, else its class's most common rate.
     pub expected: Option<Rate>,
+    pub verdict: LinkVerdict,
+    /// `verdict` is [`LinkVerdict::Degraded`].
     pub degraded: bool,
-    /// Why it is degraded, one line per rule that fired.
+    /// Why the verdict is not ok, one line per rule that fired.
     pub reasons: Vec<String>,
-    /// Degraded only by the fabric-norm rule while an end does not report what it
-    /// supports (a topology file): the hardware may do no better, so the reason says
-    /// "capability unknown offline" and `links` does not print it as DEGRADED.
+    /// What the rules saw without finding fault (below the norm, but the hardware
+    /// supports no more).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// A cable between two ports of one node: a finding of its own, left out of the norms.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub capability_unknown: bool,
+    pub loopback: bool,
 }
 
 /// What is wrong with a port's state.
@@ -261,8 +315,17 @@ pub struct HealthReport {
 }
 
 impl HealthReport {
+    /// Links whose verdict is [`LinkVerdict::Degraded`].
     pub fn degraded(&self) -> impl Iterator<Item = &LinkAssessment> {
         self.links.iter().filter(|l| l.degraded)
+    }
+    /// Links `check` reports: degraded, or below the norm with capability unknown.
+    pub fn with_findings(&self) -> impl Iterator<Item = &LinkAssessment> {
+        self.links.iter().filter(|l| l.verdict.is_finding())
+    }
+    /// Links cabled between two ports of one node.
+    pub fn loopbacks(&self) -> impl Iterator<Item = &LinkAssessment> {
+        self.links.iter().filter(|l| l.loopback)
     }
 }
 
@@ -301,22 +364,29 @@ fn could_be_speed(a: &Port, b: &Port) -> Option<Speed> {
 
 /// Whether a port reports the widths and speeds it supports (a live discovery does; a
 /// topology file does not).
-fn capability_known(fabric: &Fabric, end: End) -> bool {
-    fabric
-        .node(end.node)
-        .port(end.port)
-        .is_some_and(|p| !p.width_supported.is_empty() && !p.speed_supported.is_empty())
+fn capability_known(port: Option<&Port>) -> bool {
+    port.is_some_and(|p| !p.width_supported.is_empty() && !p.speed_supported.is_empty())
 }
 
-/// The active rate of a link: an end that reports both width and speed, else whatever the
-/// two ends report between them.
+/// The lower of what two ends report, or whichever reports.
+fn lower<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The active rate of a link: the lower width and the lower speed of what its two ends
+/// report (a link cannot run faster than either end), or what one end reports alone.
 fn active_rate(a: Option<&Port>, b: Option<&Port>) -> Option<Rate> {
-    let width = a
-        .and_then(|p| p.width_active)
-        .or(b.and_then(|p| p.width_active))?;
-    let speed = a
-        .and_then(|p| p.speed_active)
-        .or(b.and_then(|p| p.speed_active))?;
+    let width = lower(
+        a.and_then(|p| p.width_active),
+        b.and_then(|p| p.width_active),
+    )?;
+    let speed = lower(
+        a.and_then(|p| p.speed_active),
+        b.and_then(|p| p.speed_active),
+    )?;
     Some(Rate { width, speed })
 }
 
@@ -378,6 +448,58 @@ pub fn assess(fabric: &Fabric, names: Option<&NameMap>, options: &HealthOptions)
     }
 }
 
+/// The fastest width and speed a node runs its links at, the link at `end` left out: what
+/// a topology file shows the node's hardware can do.
+fn runs_elsewhere(fabric: &Fabric, end: End) -> (Option<Width>, Option<Speed>) {
+    fabric
+        .node(end.node)
+        .ports
+        .iter()
+        .filter(|p| p.number != end.port)
+        .filter(|p| {
+            let other = End {
+                node: end.node,
+                port: p.number,
+            };
+            fabric.peer(other).is_some_and(|peer| peer != end)
+        })
+        .fold((None, None), |(w, s), p| {
+            (w.max(p.width_active), s.max(p.speed_active))
+        })
+}
+
+/// Where a link falls short of its norm: the norm's width and speed where it does.
+#[derive(Clone, Copy)]
+struct Shortfall {
+    width: Option<Width>,
+    speed: Option<Speed>,
+}
+
+impl Shortfall {
+    fn of(act: Rate, norm: Rate) -> Shortfall {
+        Shortfall {
+            width: (act.width < norm.width).then_some(norm.width),
+            speed: (act.speed < norm.speed).then_some(norm.speed),
+        }
+    }
+    /// The parts of the shortfall both ends could run (`width`, `speed` say which), as
+    /// text ("4x", "QDR", "4x and QDR"); `None` when neither.
+    fn reachable(
+        self,
+        width: impl Fn(Width) -> bool,
+        speed: impl Fn(Speed) -> bool,
+    ) -> Option<String> {
+        let parts: Vec<String> = [
+            self.width.filter(|w| width(*w)).map(|w| w.to_string()),
+            self.speed.filter(|s| speed(*s)).map(|s| s.to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(" and "))
+    }
+}
+
 /// A link judged by the spec rule, waiting for the fabric norm.
 struct Pending {
     class: LinkClass,
@@ -385,6 +507,9 @@ struct Pending {
     b: End,
     active: Option<Rate>,
     could_be: Option<Rate>,
+    /// What both ends support, when both report it.
+    supported: Option<(WidthSet, SpeedSet)>,
+    loopback: bool,
     reasons: Vec<String>,
 }
 
@@ -396,20 +521,33 @@ impl Pending {
         let active = active_rate(pa, pb);
         let mut reasons = Vec::new();
         let mut could_be = None;
+        let mut supported = None;
         if let (Some(pa), Some(pb)) = (pa, pb) {
             let w = could_be_width(pa, pb);
             let s = could_be_speed(pa, pb);
             if let (Some(width), Some(speed)) = (w, s) {
                 could_be = Some(Rate { width, speed });
             }
+            if capability_known(Some(pa)) && capability_known(Some(pb)) {
+                supported = Some((
+                    pa.width_supported.intersect(pb.width_supported),
+                    pa.speed_supported.intersect(pb.speed_supported),
+                ));
+            }
             if let (Some(x), Some(y)) = (pa.width_active, pb.width_active) {
                 if x != y {
-                    reasons.push(format!("the ends report different widths ({x} and {y})"));
+                    reasons.push(format!(
+                        "the ends report different widths ({x} and {y}): the link runs at {}",
+                        x.min(y)
+                    ));
                 }
             }
             if let (Some(x), Some(y)) = (pa.speed_active, pb.speed_active) {
                 if x != y {
-                    reasons.push(format!("the ends report different speeds ({x} and {y})"));
+                    reasons.push(format!(
+                        "the ends report different speeds ({x} and {y}): the link runs at {}",
+                        x.min(y)
+                    ));
                 }
             }
             if let (Some(best), Some(act)) = (w, active.map(|r| r.width)) {
@@ -433,11 +571,13 @@ impl Pending {
             b: link.b,
             active,
             could_be,
+            supported,
+            loopback: link.a.node == link.b.node,
             reasons,
         }
     }
 
-    /// The fabric-norm rule, then the verdict.
+    /// The fabric-norm rule (see the module docs), then the verdict.
     fn norm_rule(
         mut self,
         norms: &Norms,
@@ -445,22 +585,51 @@ impl Pending {
         names: Option<&NameMap>,
     ) -> LinkAssessment {
         let expected = norms.get(self.class);
-        let mut capability_unknown = false;
+        let mut notes = Vec::new();
+        let mut below_unknown = false;
         if let (Some(act), Some(norm)) = (self.active, expected) {
             if act.is_below(norm) {
+                let short = Shortfall::of(act, norm);
                 if norms.given {
                     self.reasons
                         .push(format!("{act} below expected rate {norm}"));
-                } else if capability_known(fabric, self.a) && capability_known(fabric, self.b) {
-                    self.reasons.push(format!("{act} below fabric norm {norm}"));
+                } else if let Some((widths, speeds)) = self.supported {
+                    let width = |w| widths.best().is_some_and(|b| b >= w);
+                    let speed = |s| speeds.best().is_some_and(|b| b >= s);
+                    if short.reachable(width, speed).is_some() {
+                        self.reasons.push(format!("{act} below fabric norm {norm}"));
+                    } else {
+                        notes.push(format!(
+                            "{act} below fabric norm {norm}: both ends support at most {}",
+                            Rate::text(widths.best(), speeds.best())
+                        ));
+                    }
                 } else {
-                    capability_unknown = self.reasons.is_empty();
-                    self.reasons.push(format!(
-                        "{act} below fabric norm {norm} (capability unknown offline)"
-                    ));
+                    let (a, b) = (
+                        runs_elsewhere(fabric, self.a),
+                        runs_elsewhere(fabric, self.b),
+                    );
+                    let width = |w| a.0 >= Some(w) && b.0 >= Some(w);
+                    let speed = |s| a.1 >= Some(s) && b.1 >= Some(s);
+                    match short.reachable(width, speed) {
+                        Some(parts) => self.reasons.push(format!(
+                            "{act} below fabric norm {norm}; both ends run other links at {parts}"
+                        )),
+                        None => {
+                            below_unknown = true;
+                            self.reasons.push(format!(
+                                "{act} below fabric norm {norm} (capability unknown offline)"
+                            ));
+                        }
+                    }
                 }
             }
         }
+        let verdict = match (self.reasons.is_empty(), below_unknown) {
+            (true, _) => LinkVerdict::Ok,
+            (false, true) if self.reasons.len() == 1 => LinkVerdict::BelowNorm,
+            (false, _) => LinkVerdict::Degraded,
+        };
         LinkAssessment {
             class: self.class,
             a: LinkEnd::new(fabric.node(self.a.node), self.a.port, names),
@@ -468,20 +637,22 @@ impl Pending {
             active: self.active,
             could_be: self.could_be,
             expected,
-            degraded: !self.reasons.is_empty(),
+            verdict,
+            degraded: verdict == LinkVerdict::Degraded,
             reasons: self.reasons,
-            capability_unknown,
+            notes,
+            loopback: self.loopback,
         }
     }
 }
 
 impl Norms {
-    /// The most common active rate of each link class.
+    /// The most common active rate of each link class; loopback cables do not count.
     fn of(pending: &[Pending]) -> Norms {
         let of = |class: LinkClass| {
             let rates: Vec<Rate> = pending
                 .iter()
-                .filter(|p| p.class == class)
+                .filter(|p| p.class == class && !p.loopback)
                 .filter_map(|p| p.active)
                 .collect();
             most_common(&rates)
@@ -686,8 +857,245 @@ mod tests {
 Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1] \"sw1\"[3]\n";
         let f = crate::ibnd::parse(text).unwrap();
         let report = assess(&f, None, &HealthOptions::default());
-        let bad: Vec<&LinkAssessment> = report.degraded().collect();
+        // h2 runs no other link, so nothing says its card can do 4x: below the norm,
+        // capability unknown, not degraded.
+        assert_eq!(report.degraded().count(), 0);
+        let bad: Vec<&LinkAssessment> = report.with_findings().collect();
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].active, Rate::parse("1xHDR"));
+        assert_eq!(bad[0].verdict, LinkVerdict::BelowNorm);
+        assert_eq!(
+            bad[0].reasons,
+            vec!["1xHDR below fabric norm 4xHDR (capability unknown offline)"]
+        );
+        let json = serde_json::to_value(bad[0]).unwrap();
+        assert_eq!(json["verdict"], "below-norm");
+        assert_eq!(json["degraded"], false);
+    }
+
+    /// A link whose ends report different rates runs at the lower of the two, and says so.
+    #[test]
+    fn ends_that_disagree_run_at_the_lower_rate() {
+        let mut f = fabric();
+        let sw = f.node_by_guid(0x10).unwrap();
+        // Switch side of h1's link says 4xNDR, h1 says 4xHDR; switch side of h4's says
+        // 4xHDR, h4 1xHDR.
+        f.node_mut(sw).port_mut(1).unwrap().speed_active = Some(Speed::Ndr);
+        let h4 = f.node_by_guid(0x24).unwrap();
+        f.node_mut(h4).port_mut(1).unwrap().width_active = Some(Width::X1);
+        let report = assess(&f, None, &HealthOptions::default());
+        let link = |guid| {
+            report
+                .links
+                .iter()
+                .find(|l| l.b.at.node_guid == guid)
+                .unwrap()
+        };
+        assert_eq!(link(0x21).active, Rate::parse("4xHDR"));
+        assert_eq!(link(0x21).verdict, LinkVerdict::Degraded);
+        assert_eq!(
+            link(0x21).reasons,
+            vec!["the ends report different speeds (NDR and HDR): the link runs at HDR"]
+        );
+        assert_eq!(link(0x24).active, Rate::parse("1xHDR"));
+        assert!(link(0x24).reasons[0]
+            .starts_with("the ends report different widths (4x and 1x): the link runs at 1x"));
+    }
+
+    fn qdr_port(n: u8, w: Width, s: Speed, supported: u8) -> Port {
+        Port {
+            width_supported: WidthSet(3),
+            width_enabled: WidthSet(3),
+            speed_supported: SpeedSet::from_masks(supported, 0, 0, 0),
+            speed_enabled: SpeedSet::from_masks(supported, 0, 0, 0),
+            ..port(n, w, s, 3)
+        }
+    }
+
+    /// DDR cards in a QDR fabric, live (each end reports what it supports): a card that
+    /// supports no more than DDR is fine (a note says why it is below the norm); a
+    /// QDR-capable card held at DDR by its enabled set is degraded.
+    #[test]
+    fn older_cards_below_the_norm_are_not_degraded_live() {
+        let mut f = Fabric::new();
+        let mut sw_ports = vec![Port {
+            lid: 1,
+            ..Port::new(0)
+        }];
+        for n in 1..=5 {
+            let speed = if n <= 3 { Speed::Qdr } else { Speed::Ddr };
+            sw_ports.push(qdr_port(n, Width::X4, speed, 7));
+        }
+        let sw = f.add_node(node(0x10, NodeKind::Switch, sw_ports)).unwrap();
+        let mut narrowed = qdr_port(1, Width::X4, Speed::Ddr, 7);
+        narrowed.speed_enabled = SpeedSet::from_masks(3, 0, 0, 0);
+        let hosts = [
+            qdr_port(1, Width::X4, Speed::Qdr, 7),
+            qdr_port(1, Width::X4, Speed::Qdr, 7),
+            qdr_port(1, Width::X4, Speed::Qdr, 7),
+            qdr_port(1, Width::X4, Speed::Ddr, 3),
+            narrowed,
+        ];
+        for (i, p) in hosts.into_iter().enumerate() {
+            let h = f
+                .add_node(node(0x21 + i as u64, NodeKind::Ca, vec![p]))
+                .unwrap();
+            let port = i as u8 + 1;
+            f.connect(End { node: sw, port }, End { node: h, port: 1 })
+                .unwrap();
+        }
+        let report = assess(&f, None, &HealthOptions::default());
+        assert_eq!(report.norms.ca_switch, Rate::parse("4xQDR"));
+        let link = |guid| {
+            report
+                .links
+                .iter()
+                .find(|l| l.b.at.node_guid == guid)
+                .unwrap()
+        };
+        let ddr_card = link(0x24);
+        assert_eq!(ddr_card.verdict, LinkVerdict::Ok);
+        assert!(ddr_card.reasons.is_empty());
+        assert_eq!(
+            ddr_card.notes,
+            vec!["4xDDR below fabric norm 4xQDR: both ends support at most 4xDDR"]
+        );
+        let held_back = link(0x25);
+        assert_eq!(held_back.verdict, LinkVerdict::Degraded);
+        assert_eq!(held_back.reasons, vec!["4xDDR below fabric norm 4xQDR"]);
+        // --expect is the operator's word: every link below it is degraded.
+        let opts = HealthOptions {
+            expect: Rate::parse("4xQDR"),
+            ..Default::default()
+        };
+        let report = assess(&f, None, &opts);
+        assert_eq!(report.degraded().count(), 2);
+    }
+
+    /// A topology file (active rates only): below the norm is degraded where both ends'
+    /// nodes run some other link at the width (speed) this one lacks, else "capability
+    /// unknown offline". Loopback cables do not set the norm.
+    #[test]
+    fn offline_verdicts_go_by_what_each_node_runs_elsewhere() {
+        let text = "Switch 16 \"sw1\"\n\
+[1] \"sw2\"[1] # lid 0 4xQDR\n[2] \"sw2\"[2] # lid 0 4xQDR\n[3] \"sw2\"[3] # lid 0 1xQDR\n\
+[4] \"h1\"[1] # lid 0 4xQDR\n[5] \"h2\"[1] # lid 0 4xQDR\n[6] \"h3\"[1] # lid 0 4xDDR\n\n\
+Switch 16 \"sw2\"\n\
+[1] \"sw1\"[1] # lid 0 4xQDR\n[2] \"sw1\"[2] # lid 0 4xQDR\n[3] \"sw1\"[3] # lid 0 1xQDR\n\
+[4] \"h4\"[1] # lid 0 4xQDR\n[5] \"h4\"[2] # lid 0 4xDDR\n\
+[6] \"sw2\"[7] # lid 0 4xEDR\n[7] \"sw2\"[6] # lid 0 4xEDR\n\
+[8] \"sw2\"[9] # lid 0 4xEDR\n[9] \"sw2\"[8] # lid 0 4xEDR\n\
+[10] \"sw2\"[11] # lid 0 4xEDR\n[11] \"sw2\"[10] # lid 0 4xEDR\n\n\
+Hca 1 \"h1\"\n[1] \"sw1\"[4]\n\nHca 1 \"h2\"\n[1] \"sw1\"[5]\n\nHca 1 \"h3\"\n[1] \"sw1\"[6]\n\n\
+Hca 2 \"h4\"\n[1] \"sw2\"[4]\n[2] \"sw2\"[5]\n";
+        let f = crate::ibnd::parse(text).unwrap();
+        let report = assess(&f, None, &HealthOptions::default());
+        // Three EDR loopbacks against two 4xQDR switch links: without them the norm is QDR.
+        assert_eq!(report.norms.switch_switch, Rate::parse("4xQDR"));
+        assert_eq!(report.loopbacks().count(), 3);
+        assert!(report.loopbacks().all(|l| l.verdict == LinkVerdict::Ok));
+        let by_port = |name: &str, port: u8| {
+            report
+                .links
+                .iter()
+                .find(|l| {
+                    [&l.a, &l.b]
+                        .iter()
+                        .any(|e| e.at.node == name && e.at.port == port)
+                })
+                .unwrap()
+        };
+        let narrow = by_port("sw1", 3);
+        assert_eq!(narrow.verdict, LinkVerdict::Degraded);
+        assert_eq!(
+            narrow.reasons,
+            vec!["1xQDR below fabric norm 4xQDR; both ends run other links at 4x"]
+        );
+        // h3 runs one link, at DDR: its card may be a DDR card.
+        let h3 = by_port("h3", 1);
+        assert_eq!(h3.verdict, LinkVerdict::BelowNorm);
+        assert_eq!(
+            h3.reasons,
+            vec!["4xDDR below fabric norm 4xQDR (capability unknown offline)"]
+        );
+        // h4 runs its other port at QDR: its DDR port is degraded.
+        let h4 = by_port("h4", 2);
+        assert_eq!(h4.verdict, LinkVerdict::Degraded);
+        assert_eq!(
+            h4.reasons,
+            vec!["4xDDR below fabric norm 4xQDR; both ends run other links at QDR"]
+        );
+        let verdicts: Vec<LinkVerdict> = report.links.iter().map(|l| l.verdict).collect();
+        assert_eq!(
+            verdicts.iter().filter(|v| **v != LinkVerdict::Ok).count(),
+            3,
+            "{verdicts:?}"
+        );
+    }
+
+    /// PortInfo bytes of an active 4x port, written from IBA 14.2.5.6's offsets: extended
+    /// speeds (CapabilityMask bits 14, 15) active at NDR, supporting FDR..NDR; with
+    /// `xdr`, also CapabilityMask2 IsExtendedSpeeds2Supported and IsLinkSpeedXDRSupported
+    /// with LinkSpeedExtSupported2 = LinkSpeedExtEnabled2 = XDR, LinkSpeedExtActive2 0.
+    fn ndr_port_info(xdr: bool) -> ibscope_mad::attr::PortInfo {
+        let mut b = [0u8; 64];
+        b[20..24].copy_from_slice(&0x0000_c000u32.to_be_bytes()); // CapabilityMask
+        b[29] = 3; // LinkWidthEnabled 1x|4x
+        b[30] = 3; // LinkWidthSupported 1x|4x
+        b[31] = 2; // LinkWidthActive 4x
+        b[32] = (7 << 4) | 4; // LinkSpeedSupported SDR..QDR, PortState Active
+        b[33] = (5 << 4) | 2; // PortPhysicalState LinkUp, LinkDownDefaultState Polling
+        b[35] = 7; // LinkSpeedActive 0 (see the extended fields), LinkSpeedEnabled SDR..QDR
+        if xdr {
+            b[56] = 0b0000_1001; // LinkSpeedExtActive2 0, Supported2 1, Enabled2 1
+            b[60..62].copy_from_slice(&((1u16 << 11) | (1 << 12)).to_be_bytes());
+        }
+        b[62] = (8 << 4) | 0xf; // LinkSpeedExtActive NDR, LinkSpeedExtSupported FDR..NDR
+        b[63] = 0xf; // LinkSpeedExtEnabled FDR..NDR
+        ibscope_mad::attr::PortInfo::decode(&b).unwrap()
+    }
+
+    /// Two ports as discovery records them from their PortInfo, cabled together.
+    fn pair_from_port_infos(
+        a: &ibscope_mad::attr::PortInfo,
+        b: &ibscope_mad::attr::PortInfo,
+    ) -> Fabric {
+        let mut f = Fabric::new();
+        let mut ids = Vec::new();
+        for (guid, info) in [(0x10, a), (0x20, b)] {
+            let mut p = Port::new(1);
+            crate::discover::apply_port_info(&mut p, info, None);
+            ids.push(f.add_node(node(guid, NodeKind::Ca, vec![p])).unwrap());
+        }
+        let end = |node| End { node, port: 1 };
+        f.connect(end(ids[0]), end(ids[1])).unwrap();
+        f
+    }
+
+    /// An XDR-capable pair trained at NDR is degraded by the spec rule (XDR lives in
+    /// LinkSpeedExt*2); an NDR-only end makes NDR the best the pair can do.
+    #[test]
+    fn xdr_capable_pair_at_ndr_is_degraded() {
+        let (xdr, ndr) = (ndr_port_info(true), ndr_port_info(false));
+        let report = assess(
+            &pair_from_port_infos(&xdr, &xdr),
+            None,
+            &HealthOptions::default(),
+        );
+        let link = &report.links[0];
+        assert_eq!(link.active, Rate::parse("4xNDR"));
+        assert_eq!(link.could_be, Rate::parse("4xXDR"));
+        assert_eq!(link.verdict, LinkVerdict::Degraded);
+        assert_eq!(
+            link.reasons,
+            vec!["speed NDR below XDR, which both ends support and enable"]
+        );
+        let report = assess(
+            &pair_from_port_infos(&xdr, &ndr),
+            None,
+            &HealthOptions::default(),
+        );
+        assert_eq!(report.links[0].could_be, Rate::parse("4xNDR"));
+        assert_eq!(report.links[0].verdict, LinkVerdict::Ok);
     }
 }

@@ -11,10 +11,14 @@ use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
-/// Bumped whenever the JSON snapshot changes incompatibly. Version 2: GUIDs are
-/// `"0x…"` strings, states, widths and speeds are names, width and speed sets are lists of
-/// names. Version 1 snapshots (numbers and masks) are still read.
-pub const SCHEMA_VERSION: u32 = 2;
+/// The version of every JSON document ibscope writes: this snapshot and each command's
+/// `--json` output (its `schema_version`; schemas in docs/json/). Bumped whenever one of
+/// them changes incompatibly. Version 2: GUIDs are `"0x…"` strings, states, widths and
+/// speeds are names, width and speed sets are lists of names. Version 3: every command's
+/// JSON carries `schema_version` and has a schema; links carry a verdict (`ok`,
+/// `degraded`, `below-norm`); the snapshot itself is unchanged from version 2. Snapshots
+/// of versions 1 (numbers and masks) and 2 are still read.
+pub const SCHEMA_VERSION: u32 = 3;
 
 pub type NodeId = NodeIndex<u32>;
 
@@ -515,6 +519,14 @@ impl Fabric {
     }
     pub fn switches(&self) -> impl Iterator<Item = (NodeId, &Node)> {
         self.nodes().filter(|(_, n)| n.is_switch())
+    }
+    /// Whether routing analysis has tables to follow: some switch's forwarding table was
+    /// read, or there is no switch. A topology file, or a discovery without `--lft`, has
+    /// none.
+    pub fn has_forwarding_tables(&self) -> bool {
+        let mut switches = self.switches().peekable();
+        switches.peek().is_none()
+            || switches.any(|(_, n)| n.switch.as_ref().is_some_and(SwitchFacts::has_lft))
     }
 
     pub fn node_by_guid(&self, guid: u64) -> Option<NodeId> {

@@ -119,11 +119,17 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"h2\"
 /// Every width and every speed reads, both ends carry it, and it survives a re-export.
 #[test]
 fn every_width_and_speed() {
-    let rates = [
-        "1xSDR", "4xDDR", "12xQDR", "4xFDR10", "4xFDR", "12xEDR", "2xHDR", "8xNDR", "4xNDR",
-        "1xXDR", "4xXDR", "8xXDR",
-    ];
-    let mut text = String::from("switchguid=0x10(10)\nSwitch\t36 \"S-0000000000000010\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n");
+    // Every width with every speed: 45 links on one switch.
+    let rates: Vec<String> = Width::KNOWN
+        .iter()
+        .flat_map(|w| {
+            Speed::ALL
+                .iter()
+                .map(move |s| format!("{}x{}", w.lanes(), s.name()))
+        })
+        .collect();
+    assert_eq!(rates.len(), 45);
+    let mut text = String::from("switchguid=0x10(10)\nSwitch\t64 \"S-0000000000000010\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n");
     for (i, rate) in rates.iter().enumerate() {
         let n = i + 1;
         text.push_str(&format!(
@@ -141,8 +147,22 @@ fn every_width_and_speed() {
         ));
     }
     let f = ibnd::parse(&text).unwrap();
+    // Written back out as ibnetdiscover text and as a JSON snapshot, read again.
     let back = ibnd::parse(&export::ibnd::write(&f, None)).unwrap();
-    for fabric in [&f, &back] {
+    let mut json = Vec::new();
+    export::json::write_to(&mut json, &f).unwrap();
+    let from_json = export::json::read(std::str::from_utf8(&json).unwrap()).unwrap();
+    // DOT labels every link with its rate.
+    let health = ibscope_topo::health::assess(&f, None, &HealthOptions::default());
+    let dot = export::dot::write(&f, None, &health);
+    for rate in &rates {
+        let edges = dot
+            .lines()
+            .filter(|l| l.contains(&format!("label=\"{rate}\"")))
+            .count();
+        assert_eq!(edges, 1, "{rate} in DOT");
+    }
+    for fabric in [&f, &back, &from_json] {
         let sw = fabric.node(fabric.node_by_guid(0x10).unwrap());
         for (i, rate) in rates.iter().enumerate() {
             let n = i as u8 + 1;

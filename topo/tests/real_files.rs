@@ -354,7 +354,8 @@ fn fdr10_and_qdr_cluster() {
 /// The ibnetdiscover man page's example (`-g` output: a "Non-Chassis Nodes" line). Its
 /// two 1xSDR ends sit on links whose other end reports 4x: the file itself shows the two
 /// ends disagreeing (a link trained at 1x reported differently by each side), which
-/// `check` flags whatever the capabilities.
+/// `check` flags whatever the capabilities. Such a link runs at the lower rate, 1xSDR,
+/// below the 4xSDR every other link of both ends runs at: degraded on that count too.
 #[test]
 fn man_page_example() {
     let name = "ibtopotool-man-page.ibnd";
@@ -364,10 +365,12 @@ fn man_page_example() {
         &[
             "[degraded-link] \"ISR9024 Voltaire\" (0x005442ba00003080) port 10 (lid 6) <-> \
              \"SW-6IB4 Voltaire\" (0x0008f10400410015) port 1: the ends report different \
-             widths (4x and 1x)",
+             widths (4x and 1x): the link runs at 1x; 1xSDR below fabric norm 4xSDR; both \
+             ends run other links at 4x",
             "[degraded-link] \"ISR9024 Voltaire\" (0x005442ba00003080) port 12 (lid 6) <-> \
              \"MT23108 InfiniHost Mellanox Technologies\" (0x0008f10403960558) port 1: the \
-             ends report different widths (4x and 1x)",
+             ends report different widths (4x and 1x): the link runs at 1x; 1xSDR below \
+             fabric norm 4xSDR; both ends run other links at 4x",
         ],
     );
     // lmc 1 on the CAs, and the file was discovered from a CA port.
@@ -383,10 +386,12 @@ fn man_page_example() {
 }
 
 /// A captured stderr line before the topology, and three loopback cables on one
-/// SwitchIB (ports 1-2, 19-21, 29-30). The verdicts: the SX6012 is an FDR switch, so its
-/// uplink at FDR below the switch-switch norm EDR (set by the loopbacks) is the hardware's
-/// best; the QDR and SDR hosts may be older cards or a fault (the SDR one is a ConnectX-4
-/// GUID range, so likely a fault). A file cannot tell: "capability unknown offline".
+/// SwitchIB (ports 1-2, 19-21, 29-30). The verdicts: each loopback is a finding of its
+/// own, and sets no norm, so the one switch-switch link (SwitchIB to the FDR SX6012, at
+/// 4xFDR) is the switch-switch norm and fine. The QDR and SDR hosts run below the CA norm
+/// 4xFDR; each is a one-port record whose card runs nothing else, so a file cannot tell
+/// an older card from a fault (the SDR one is a ConnectX-4 GUID range, so likely a
+/// fault): "capability unknown offline", a warning, not "degraded".
 #[test]
 fn stderr_line_and_loopback_cables() {
     let name = "ibtopotool-nvidia-stderr-loopbacks.ibnd";
@@ -396,20 +401,29 @@ fn stderr_line_and_loopback_cables() {
         name,
         scan_topology(&text),
         &[
-            "[degraded-link] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 3 \
-             (lid 268) <-> \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 1: 4xFDR \
-             below fabric norm 4xEDR (capability unknown offline)",
-            "[degraded-link] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 2 (lid \
-             174) <-> \"r-ufm101 HCA-1\" (0x0002c9030004e938) port 1: 4xQDR below fabric norm \
-             4xFDR (capability unknown offline)",
-            "[degraded-link] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 3 (lid \
-             174) <-> \"r-ufm101 HCA-2\" (0x0002c9030006ba5a) port 1: 4xQDR below fabric norm \
-             4xFDR (capability unknown offline)",
-            "[degraded-link] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 8 (lid \
-             174) <-> \"r-ufm96 HCA-1\" (0xe41d2d03005cf1f8) port 1: 4xSDR below fabric norm \
-             4xFDR (capability unknown offline)",
+            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 2 \
+             (lid 174) <-> \"r-ufm101 HCA-1\" (0x0002c9030004e938) port 1: 4xQDR below fabric \
+             norm 4xFDR (capability unknown offline)",
+            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 3 \
+             (lid 174) <-> \"r-ufm101 HCA-2\" (0x0002c9030006ba5a) port 1: 4xQDR below fabric \
+             norm 4xFDR (capability unknown offline)",
+            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 8 \
+             (lid 174) <-> \"r-ufm96 HCA-1\" (0xe41d2d03005cf1f8) port 1: 4xSDR below fabric \
+             norm 4xFDR (capability unknown offline)",
+            "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 1 \
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 2: \
+             port 1 is cabled to port 2 of the same switch",
+            "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 19 \
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 21: \
+             port 19 is cabled to port 21 of the same switch",
+            "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 29 \
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 30: \
+             port 29 is cabled to port 30 of the same switch",
         ],
     );
+    let health = ibscope_topo::health::assess(&f, None, &HealthOptions::default());
+    assert_eq!(health.norms.switch_switch, Rate::parse("4xFDR"));
+    assert_eq!(health.norms.ca_switch, Rate::parse("4xFDR"));
     let warnings = ibnd::parse_with_warnings(&text).unwrap().warnings;
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].line, 1);

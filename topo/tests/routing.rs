@@ -1013,3 +1013,91 @@ fn minhop_model_reproduces_opensm_minhop_on_the_simulated_fabric() {
     // Two parallel links, balanced: each carries one remote host LID per direction.
     assert!(r.balance.lft_unbalanced.is_empty());
 }
+
+/// Every switch-to-switch directed link of `route check`: leaves (switches with a host
+/// below) at layer 1 pointing up, spines at layer 2 pointing down, nothing lateral. A
+/// SHARP aggregation node on every switch must not make every switch a leaf.
+fn assert_leaf_spine_layers(f: &Fabric, leaves: usize, spines: usize, links: usize) {
+    let r = check(
+        f,
+        &CheckOptions {
+            port_details: true,
+            ..Default::default()
+        },
+    );
+    // Every pair delivered. (Credit loops may remain: the min-hop model routes an
+    // aggregation node on a spine to one on another spine down and up again.)
+    assert_eq!((r.pairs_broken, r.pairs_looping), (0, 0));
+    assert!(r.breaks.is_empty());
+    let is_switch = |k: NodeKind| k == NodeKind::Switch;
+    let switch_links: Vec<_> = r
+        .balance
+        .ports
+        .iter()
+        .filter(|p| is_switch(p.from.node.kind) && is_switch(p.to.node.kind))
+        .collect();
+    assert_eq!(switch_links.len(), 2 * links);
+    let lateral = switch_links
+        .iter()
+        .filter(|p| p.direction == Direction::Lateral)
+        .count();
+    assert_eq!(lateral, 0, "leaf-spine links called lateral");
+    let mut layer_of = std::collections::HashMap::new();
+    for p in &switch_links {
+        match p.direction {
+            Direction::Up => assert_eq!(p.layer, Some(1)),
+            Direction::Down => assert_eq!(p.layer, Some(2)),
+            other => panic!("{other} between switches"),
+        }
+        layer_of.insert(p.from.node.guid, p.layer);
+    }
+    let count = |l| layer_of.values().filter(|&&x| x == Some(l)).count();
+    assert_eq!((count(1), count(2)), (leaves, spines));
+    // The ring's default hosts: host adapters only.
+    let hosts = routing::default_hosts(f);
+    assert!(hosts.iter().all(|e| f.node(e.node).kind == NodeKind::Ca));
+    let aggregation = f
+        .nodes()
+        .filter(|(_, n)| n.kind == NodeKind::AggregationNode)
+        .count();
+    assert_eq!(aggregation, leaves + spines);
+    let report = load(f, Pattern::Ring, &hosts).unwrap();
+    assert_eq!(report.hosts, hosts.len());
+    assert_eq!(report.flows_unroutable, 0);
+}
+
+/// The NDR SuperPOD of tests/data/real (40 Quantum-2 switches, each with its SHARP
+/// aggregation node behind port 65; 542 host ports) routed by the min-hop model.
+#[test]
+fn aggregation_nodes_stay_out_of_layers_and_rings_on_the_superpod() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/real/nvidia-topograph-ndr-superpod.ibnd"
+    );
+    let mut f = ibscope_topo::ibnd::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    compute_minhop_lfts(&mut f);
+    let leaves = f
+        .switches()
+        .filter(|(id, _)| {
+            f.graph()
+                .neighbors(*id)
+                .any(|n| f.node(n).kind == NodeKind::Ca)
+        })
+        .count();
+    assert_eq!(routing::default_hosts(&f).len(), 542);
+    assert_leaf_spine_layers(&f, leaves, 40 - leaves, 532);
+}
+
+/// A generated 2-level fat tree with one aggregation node per switch.
+#[test]
+fn aggregation_nodes_stay_out_of_layers_and_rings_on_a_generated_tree() {
+    use ibscope_topo::gen::{fat_tree, FatTreeSpec};
+    let mut spec = FatTreeSpec::new(2, 8, 16);
+    spec.options.aggregation_nodes = true;
+    let mut f = ibscope_topo::ibnd::parse(&fat_tree(&spec).unwrap()).unwrap();
+    ibscope_topo::gen::bring_up(&mut f, Rate::new(Width::X4, Speed::Hdr));
+    compute_minhop_lfts(&mut f);
+    assert_eq!(routing::default_hosts(&f).len(), 16);
+    // 4 leaves, 2 spines, 4 uplinks per leaf.
+    assert_leaf_spine_layers(&f, 4, 2, 16);
+}

@@ -314,6 +314,28 @@ crate::coded_enum! {
     }
 }
 
+crate::coded_enum! {
+    /// PortInfo LinkDownDefaultState (IBA 14.2.5.6): the physical state a port falls to
+    /// when its link goes down.
+    pub enum LinkDownDefaultState: u8 {
+        NoChange = 0, "NoChange", "-";
+        Sleep = 1, "Sleep", "Sleep";
+        Polling = 2, "Polling", "Polling";
+    }
+}
+
+crate::coded_enum! {
+    /// PortInfo VLCap and OperationalVLs (IBA 14.2.5.6): how many data VLs, as smpquery
+    /// names them.
+    pub enum VlCount: u8 {
+        Vl0 = 1, "VL0", "1";
+        Vl0To1 = 2, "VL0-1", "2";
+        Vl0To3 = 3, "VL0-3", "4";
+        Vl0To7 = 4, "VL0-7", "8";
+        Vl0To14 = 5, "VL0-14", "15";
+    }
+}
+
 impl PortInfo {
     /// Whether the LinkSpeedExt* fields mean anything on this port.
     pub fn has_extended_speeds(&self) -> bool {

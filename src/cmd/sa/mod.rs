@@ -122,7 +122,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 .with_context(|| format!("SA PathRecord query for LID {src} -> LID {dst}"))?;
             let rec = reply.decode::<PathRecord>()?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&rec.to_json())?);
+                output::print_json(&rec.to_json())?;
             } else {
                 output::print_fields(&rec.to_json(), 0);
             }
@@ -158,7 +158,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 
 fn print_one<R: Record>(rec: &R, json: bool) -> Result<ExitCode> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&rec.to_json())?);
+        output::print_json(&rec.to_json())?;
     } else {
         println!("{}", rec.line());
     }
@@ -187,7 +187,7 @@ fn print_table<R: Record + Countable>(
             "received": received,
             "table_size": table_size,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        output::print_json(&v)?;
     } else {
         for r in &listing.records {
             println!("{}", r.line());

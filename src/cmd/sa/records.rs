@@ -1,9 +1,11 @@
 //! How each SA record reads: its JSON object and its one line of text.
 
+use ibscope_mad::attr::link::sa_rate_gbps;
 use ibscope_mad::attr::mtu_bytes;
 use ibscope_mad::attribute::{Attribute, SubnAdm};
 use ibscope_mad::sa::{LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
 use ibscope_topo::escape::for_terminal;
+use ibscope_topo::NodeKind;
 use serde_json::{json, Value};
 
 /// An SA record `sa` lists: its JSON and its text line (already safe for a terminal).
@@ -32,7 +34,7 @@ impl Record for PathRecord {
         path_json(self)
     }
     fn line(&self) -> String {
-        let rate = rate_gbps(self.rate)
+        let rate = sa_rate_gbps(self.rate)
             .map_or_else(|| format!("code {}", self.rate), |g| format!("{g} Gb/s"));
         format!(
             "LID {:<5} -> LID {:<5} SL {:<2} MTU {:<5} rate {rate}  P_Key {:#06x}  hop limit {}",
@@ -95,10 +97,13 @@ impl Record for PortInfoRecord {
 
 pub fn node_json(r: &NodeRecord) -> Value {
     let ni = &r.node_info;
+    let description = r.node_description.text();
     json!({
         "lid": r.lid,
-        "node_type": ni.node_type,
-        "node_kind": match ni.node_type { 1 => "CA", 2 => "Switch", 3 => "Router", _ => "Unknown" },
+        "node_type": ni.kind(),
+        "node_type_code": ni.node_type,
+        // As everywhere in ibscope: "ca", "switch", "router", "aggregation-node".
+        "kind": NodeKind::classify(ni.kind(), &description).map(NodeKind::as_str),
         "num_ports": ni.num_ports,
         "system_image_guid": format!("{:#018x}", ni.system_image_guid),
         "node_guid": format!("{:#018x}", ni.node_guid),
@@ -108,7 +113,7 @@ pub fn node_json(r: &NodeRecord) -> Value {
         "revision": ni.revision,
         "local_port_num": ni.local_port_num,
         "vendor_id": ni.vendor_id,
-        "node_description": r.node_description.text(),
+        "node_description": description,
     })
 }
 
@@ -116,7 +121,7 @@ pub fn node_line(v: &Value) -> String {
     format!(
         "LID {:<5} {:<6} {} port {} ({} ports) {}",
         v["lid"],
-        v["node_kind"].as_str().unwrap_or("?"),
+        v["kind"].as_str().unwrap_or("?"),
         v["port_guid"].as_str().unwrap_or("?"),
         v["local_port_num"],
         v["num_ports"],
@@ -127,34 +132,6 @@ pub fn node_line(v: &Value) -> String {
 /// A GID in IPv6 notation, as saquery prints it (`fe80::20:1`).
 fn gid_text(g: &[u8; 16]) -> String {
     std::net::Ipv6Addr::from(*g).to_string()
-}
-
-/// Gb/s of a PathRecord/PortInfo rate code (IBA 15.2.5.16 rate table).
-pub fn rate_gbps(code: u8) -> Option<f64> {
-    Some(match code {
-        2 => 2.5,
-        3 => 10.0,
-        4 => 30.0,
-        5 => 5.0,
-        6 => 20.0,
-        7 => 40.0,
-        8 => 60.0,
-        9 => 80.0,
-        10 => 120.0,
-        11 => 14.0,
-        12 => 56.0,
-        13 => 112.0,
-        14 => 168.0,
-        15 => 25.0,
-        16 => 100.0,
-        17 => 200.0,
-        18 => 300.0,
-        19 => 28.0,
-        20 => 50.0,
-        21 => 400.0,
-        22 => 600.0,
-        _ => return None,
-    })
 }
 
 pub fn path_json(p: &PathRecord) -> Value {
@@ -178,7 +155,7 @@ pub fn path_json(p: &PathRecord) -> Value {
         "mtu_bytes": mtu_bytes(p.mtu),
         "rate_selector": p.rate_selector,
         "rate": p.rate,
-        "rate_gbps": rate_gbps(p.rate),
+        "rate_gbps": sa_rate_gbps(p.rate),
         "packet_life_time_selector": p.packet_life_time_selector,
         "packet_life_time": p.packet_life_time,
         "preference": p.preference,

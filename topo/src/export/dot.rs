@@ -1,13 +1,14 @@
 //! Graphviz DOT rendering: switches as boxes, CAs as ellipses, routers as diamonds,
 //! aggregation nodes as hexagons; edges labelled with the active rate ("4xHDR") and port
-//! numbers at each end; the links `check` calls degraded red.
+//! numbers at each end; the links `check` calls degraded red, and those below the fabric
+//! norm whose capability a topology file cannot tell ("link-below-norm") orange and dashed.
 
 use std::fmt::Write;
 
 use ibscope_mad::attr::link::Rate;
 
 use crate::escape;
-use crate::health::HealthReport;
+use crate::health::{HealthReport, LinkVerdict};
 use crate::model::{Fabric, Node, NodeKind};
 use crate::namemap::{display_name, NameMap};
 
@@ -17,7 +18,8 @@ fn dot_id(node: &Node) -> String {
 
 /// Render the fabric as an undirected DOT graph. Names (node-name-map, else
 /// NodeDescription) are escaped for DOT labels; `health` is [`crate::health::assess`]'s
-/// report on the same fabric, whose degraded links are drawn red.
+/// report on the same fabric: its verdict colours each link, and its active rate (the
+/// lower of what the two ends report) labels it.
 pub fn write(fabric: &Fabric, names: Option<&NameMap>, health: &HealthReport) -> String {
     let mut out = String::new();
     out.push_str("graph fabric {\n");
@@ -42,25 +44,38 @@ pub fn write(fabric: &Fabric, names: Option<&NameMap>, health: &HealthReport) ->
         );
     }
     // The report lists every link in graph order, as `links()` yields them.
-    for (link, verdict) in fabric.links().zip(&health.links) {
-        let (pa, pb) = (link.a_port(), link.b_port());
-        let width = pa
-            .and_then(|p| p.width_active)
-            .or_else(|| pb.and_then(|p| p.width_active));
-        let speed = pa
-            .and_then(|p| p.speed_active)
-            .or_else(|| pb.and_then(|p| p.speed_active));
+    for (link, assessment) in fabric.links().zip(&health.links) {
         let mut attrs = vec![
             format!("taillabel=\"{}\"", link.a.port),
             format!("headlabel=\"{}\"", link.b.port),
         ];
-        if width.is_some() || speed.is_some() {
-            attrs.push(format!("label=\"{}\"", Rate::text(width, speed)));
+        let label = match assessment.active {
+            Some(rate) => Some(rate.to_string()),
+            None => {
+                // What one end or the other knows (a width without a speed, say).
+                let (pa, pb) = (link.a_port(), link.b_port());
+                let width = pa.and_then(|p| p.width_active);
+                let speed = pa.and_then(|p| p.speed_active);
+                let width = width.or_else(|| pb.and_then(|p| p.width_active));
+                let speed = speed.or_else(|| pb.and_then(|p| p.speed_active));
+                (width.is_some() || speed.is_some()).then(|| Rate::text(width, speed))
+            }
+        };
+        if let Some(label) = label {
+            attrs.push(format!("label=\"{label}\""));
         }
-        if verdict.degraded {
-            attrs.push("color=red".into());
-            attrs.push("fontcolor=red".into());
-            attrs.push("penwidth=3".into());
+        match assessment.verdict {
+            LinkVerdict::Ok => {}
+            LinkVerdict::Degraded => {
+                attrs.push("color=red".into());
+                attrs.push("fontcolor=red".into());
+                attrs.push("penwidth=3".into());
+            }
+            LinkVerdict::BelowNorm => {
+                attrs.push("color=orange".into());
+                attrs.push("fontcolor=orange".into());
+                attrs.push("style=dashed".into());
+            }
         }
         let _ = writeln!(
             out,
@@ -135,15 +150,24 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
     }
 
     /// DOT draws red exactly what `check` calls degraded: the spec rule and the fabric
-    /// norm alike, and nothing where neither fires.
+    /// norm alike, orange what it calls below the norm with capability unknown, and
+    /// nothing where no rule fires.
     #[test]
-    fn red_is_checks_verdict() {
-        // Only active rates (a topology file): the fabric-norm rule alone finds the 1x link.
+    fn colours_are_checks_verdict() {
+        // Only active rates (a topology file), and h2 runs no other link: below the norm,
+        // capability unknown.
         let f = ibnd::parse(FABRIC).unwrap();
         let dot = render(&f);
+        assert!(!dot.contains("red"), "{dot}");
+        let orange: Vec<&str> = dot.lines().filter(|l| l.contains("orange")).collect();
+        assert_eq!(orange.len(), 1, "{dot}");
+        assert!(orange[0].contains("1xHDR") && orange[0].contains("style=dashed"));
+        // The same file live, where each end reports 4x supported: degraded, red.
+        let dot = render(&fabric_with_sets());
         let red: Vec<&str> = dot.lines().filter(|l| l.contains("red")).collect();
         assert_eq!(red.len(), 1, "{dot}");
         assert!(red[0].contains("1xHDR"));
+        assert!(!dot.contains("orange"));
         // Every link at 4xEDR while both ends could do HDR: the spec rule on each.
         let mut f = fabric_with_sets();
         let ids: Vec<_> = f.nodes().map(|(id, _)| id).collect();
@@ -161,7 +185,21 @@ Hca 1 \"h2\"\n[1] \"sw1\"[2]\n";
                 p.width_active = Some(Width::X4);
             }
         }
-        assert!(!render(&healthy).contains("red"));
+        let dot = render(&healthy);
+        assert!(!dot.contains("red") && !dot.contains("orange"), "{dot}");
+        // Ends that disagree: the label is the lower rate.
+        let mut split = ibnd::parse(FABRIC).unwrap();
+        let sw = split.node_by_guid(0x200000).unwrap();
+        split.node_mut(sw).port_mut(2).unwrap().width_active = Some(Width::X4);
+        split.node_mut(sw).port_mut(2).unwrap().speed_active = Some(Speed::Ndr);
+        let h2 = split.node_by_guid(0x100002).unwrap();
+        split.node_mut(h2).port_mut(1).unwrap().width_active = Some(Width::X1);
+        let dot = render(&split);
+        let edge = dot.lines().find(|l| l.contains("taillabel=\"2\"")).unwrap();
+        assert!(
+            edge.contains("label=\"1xHDR\"") && edge.contains("red"),
+            "{dot}"
+        );
     }
 
     #[test]

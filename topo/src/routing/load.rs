@@ -142,6 +142,29 @@ pub struct LoadReport {
     pub model: String,
 }
 
+/// The hosts a pattern runs over when none are named: every port of a host channel
+/// adapter that has a LID, in LID order. Switches, routers and SHARP aggregation nodes
+/// (a switch's in-network reduction engine, which shows up as a CA) run no ranks.
+pub fn default_hosts(fabric: &Fabric) -> Vec<End> {
+    let mut v: Vec<(u16, End)> = fabric
+        .nodes()
+        .filter(|(_, n)| n.kind.is_host_ca())
+        .flat_map(|(id, n)| {
+            n.ports.iter().filter(|p| p.lid != 0).map(move |p| {
+                (
+                    p.lid,
+                    End {
+                        node: id,
+                        port: p.number,
+                    },
+                )
+            })
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, e)| e).collect()
+}
+
 /// [`load_with`] and default options.
 pub fn load(fabric: &Fabric, pattern: Pattern, hosts: &[End]) -> Result<LoadReport, LoadError> {
     load_with(fabric, pattern, hosts, &LoadOptions::default())

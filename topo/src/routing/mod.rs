@@ -48,7 +48,8 @@ pub use collective::{
 };
 pub use dump::{dump, format_ibroute_like, LftEntry};
 pub use load::{
-    load, load_with, FlowResult, LinkLoad, LoadError, LoadOptions, LoadReport, Pattern,
+    default_hosts, load, load_with, FlowResult, LinkLoad, LoadError, LoadOptions, LoadReport,
+    Pattern,
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
 pub use refs::{ChannelRef, Hop, NodeRef, Path, PortRef, MAX_HOPS};

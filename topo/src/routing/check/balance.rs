@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::model::{Fabric, NodeId};
+use crate::model::{Fabric, NodeId, NodeKind};
 use crate::routing::index::{Index, NONE};
 use crate::routing::refs::PortRef;
 
@@ -13,16 +13,21 @@ use super::report::{
 };
 use super::walk::{node_ref, Totals};
 
-/// Hop distance of each switch from the nearest CA: leaves 1, spines 2, ...
-pub(super) fn switch_layers(idx: &Index, ends: &Endpoints) -> Vec<Option<u32>> {
+/// Hop distance of each switch from the nearest CA: leaves 1, spines 2, ... A SHARP
+/// aggregation node (a CA on an extra port of its switch) makes no switch a leaf.
+pub(super) fn switch_layers(fabric: &Fabric, idx: &Index, ends: &Endpoints) -> Vec<Option<u32>> {
     let (sw, sw_of) = (&ends.sw, &ends.sw_of);
     let mut layer: Vec<Option<u32>> = vec![None; sw.len()];
     let mut queue = VecDeque::new();
+    let is_host = |node: u32| {
+        let kind = fabric.node(NodeId::new(node as usize)).kind;
+        kind != NodeKind::Switch && kind != NodeKind::AggregationNode
+    };
     for (x, &s) in sw.iter().enumerate() {
         let i = s.index();
         let has_ca = (idx.base[i] + 1..idx.base[i + 1]).any(|ch| {
             idx.peer(ch)
-                .is_some_and(|p| !idx.is_switch_index(idx.chan_node[p as usize]))
+                .is_some_and(|p| is_host(idx.chan_node[p as usize]))
         });
         if has_ca {
             layer[x] = Some(1);
@@ -162,7 +167,7 @@ pub(super) fn balance(
     totals: &Totals,
     opts: &CheckOptions,
 ) -> RouteBalance {
-    let layers = switch_layers(idx, ends);
+    let layers = switch_layers(fabric, idx, ends);
     let chans = directed_links(idx, ends, &layers);
     let (lids, routes) = (&totals.lids_per_chan, &totals.routes_per_chan);
     let load = |&(ch, layer, direction): &DirectedLink| PortLoad {

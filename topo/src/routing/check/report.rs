@@ -221,3 +221,131 @@ impl RouteReport {
             && self.breaks.is_empty()
     }
 }
+
+impl BreakKind {
+    /// The name JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakKind::NoRoute => "no_route",
+            BreakKind::PortDown => "port_down",
+            BreakKind::Misdelivered => "misdelivered",
+            BreakKind::LftNotRead => "lft_not_read",
+            BreakKind::SourceDown => "source_down",
+        }
+    }
+}
+
+impl Direction {
+    /// The name JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Up => "up",
+            Direction::Down => "down",
+            Direction::Lateral => "lateral",
+            Direction::ToCa => "to_ca",
+            Direction::FromCa => "from_ca",
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// LIDs, comma-separated.
+fn lid_list(lids: &[u16]) -> String {
+    lids.iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `a -> b -> c` of anything that displays.
+fn chain<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(T::to_string)
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+impl std::fmt::Display for BreakSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let port = self.port.map(|p| format!(" port {p}")).unwrap_or_default();
+        let why = match self.kind {
+            BreakKind::NoRoute => "its forwarding table has no entry".to_string(),
+            BreakKind::PortDown => format!("egress{port} is down or unlinked"),
+            BreakKind::Misdelivered => {
+                format!("egress{port} leads to a port that does not own the LID")
+            }
+            BreakKind::LftNotRead => "its forwarding table was not read".to_string(),
+            BreakKind::SourceDown => "the source port is down".to_string(),
+        };
+        write!(
+            f,
+            "{} at {}: {why}; {} pairs, {} destinations",
+            self.kind.as_str(),
+            self.at,
+            self.pairs,
+            self.destinations
+        )?;
+        if !self.example_lids.is_empty() {
+            write!(f, " (LIDs {})", lid_list(&self.example_lids))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for UnreachableDest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LID {} ({}): {} of {} sources do not reach it",
+            self.dst_lid, self.dst, self.sources_failed, self.sources
+        )
+    }
+}
+
+impl std::fmt::Display for ForwardingLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LID {}", self.dst_lid)?;
+        if let Some(dst) = &self.dst {
+            write!(f, " ({dst})")?;
+        }
+        write!(f, ": {} pairs go round {}", self.pairs, chain(&self.cycle))
+    }
+}
+
+impl std::fmt::Display for CreditLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} channels over {} switches; a cycle of {}: {}",
+            self.channels,
+            self.switches,
+            self.cycle_len,
+            chain(&self.cycle)
+        )
+    }
+}
+
+impl std::fmt::Display for SwitchLftBalance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ports: Vec<String> = self
+            .ports
+            .iter()
+            .map(|(p, n)| format!("port {p}: {n}"))
+            .collect();
+        write!(
+            f,
+            "{} {} ports carry {} to {} CA LIDs ({})",
+            self.switch,
+            self.direction,
+            self.min,
+            self.max,
+            ports.join(", ")
+        )
+    }
+}
