@@ -14,10 +14,10 @@
 //!
 //! ```text
 //! cargo build --release -p ibscope-mad --example nodeinfo_rate
-//! cd "$(mktemp -d)"
-//! IBSIM_SOCKNAME=bench ibsim -s -n /work/shared/fabrics/net > ibsim.log 2>&1 & SIM=$!
+//! REPO=$PWD; cd "$(mktemp -d)"
+//! IBSIM_SOCKNAME=bench ibsim -s -n "$REPO/examples/fabrics/net" > ibsim.log 2>&1 & SIM=$!
 //! LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so IBSIM_SOCKNAME=bench \
-//!   SIM_HOST=Hca1 /work/main/target/release/examples/nodeinfo_rate [--count N] [--smpquery N]
+//!   SIM_HOST=Hca1 "$REPO/target/release/examples/nodeinfo_rate" [--count N] [--smpquery N]
 //! kill $SIM
 //! ```
 //!

@@ -1,4 +1,4 @@
-//! The engine against a simulated fabric: a private ibsim on /work/shared/fabrics/net, no SM
+//! The engine against a simulated fabric: a private ibsim on examples/fabrics/net, no SM
 //! (directed-route SMPs need no LIDs), compared with smpquery run under the same shim.
 //!
 //! The engine has to run with libumad2sim preloaded, so each test re-runs this test binary

@@ -842,7 +842,7 @@ fn check_matches_brute_force_tracing_on_a_three_level_tree() {
     assert_eq!(r.credit_loops_found, 0);
 }
 
-// Captured on this machine: ibsim 0.10 with /work/shared/fabrics/net.2sw2path4hca, OpenSM
+// Captured under ibsim 0.10 with examples/fabrics/net.2sw2path4hca, OpenSM
 // 3.3.23 (minhop), then `ibnetdiscover`, `ibroute 1`, `ibroute 3`, `ibtracert 2 6`,
 // `ibtracert 5 4` under the umad2sim shim.
 const SIM_IBND: &str = r#"#

@@ -1,5 +1,5 @@
 //! Replies captured from the reference tools under the simulator (ibsim 0.10 on
-//! /work/shared/fabrics/net with OpenSM 3.3.23; `smpquery -d -d`, `sminfo -d -d`,
+//! examples/fabrics/net with OpenSM 3.3.23; `smpquery -d -d`, `sminfo -d -d`,
 //! `ibroute -d -d`, `perfquery -d -d [-x]` and `saquery -d -d` print the received MADs in hex).
 //! The tests check that decoding gives exactly what those tools printed for the same reply,
 //! and that encoding the decoded value gives the captured bytes back.
