@@ -491,6 +491,35 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
     Ok(kept)
 }
 
+/// The fabrics of the command line, planned but not opened (for `serve`, whose sweeper
+/// processes open them): the one of -C/-P (its name known once opened), or what `plan`
+/// makes of a list, `all` or a configured name. A port on a subnet another port reaches
+/// is found only when both are open.
+pub fn planned(g: &Global) -> Result<Vec<Planned>> {
+    let selection = g.ca.as_deref();
+    let multi = is_multi(selection);
+    let single_named = selection.is_some_and(|s| {
+        !multi && (s.contains(':') || g.fabrics.iter().any(|f| f.name == s.trim()))
+    });
+    if !multi && !single_named {
+        return Ok(vec![Planned {
+            name: String::new(),
+            reach: Reach::Default {
+                ca: g.ca.clone(),
+                port: g.port,
+            },
+        }]);
+    }
+    let (mut planned, skipped) = plan(selection, g.port, &local_cas(), &g.fabrics)?;
+    for s in &skipped {
+        eprintln!("note: {s}: skipped");
+    }
+    if !multi {
+        planned.truncate(1);
+    }
+    Ok(planned)
+}
+
 /// What [`each`] saw: the worst exit code and the fabrics that failed (name, error).
 pub struct Ran {
     pub worst: u8,

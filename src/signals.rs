@@ -1,4 +1,4 @@
-//! Stopping on SIGINT / SIGTERM: one place for the process's signal handling.
+//! Stopping on SIGINT / SIGTERM / SIGHUP: one place for the process's signal handling.
 //!
 //! The handler only records which signal came (an atomic store, async-signal-safe); the
 //! code that waits polls [`received`] and stops cleanly, so cleanup (Drop, closing the
@@ -21,6 +21,10 @@ extern "C" fn on_signal(signal: libc::c_int) {
         unsafe { libc::_exit(1) };
     }
 }
+
+/// The signals that ask a long-running command to stop: Ctrl-C, `kill`, and the terminal
+/// going away.
+pub const STOP_SIGNALS: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// What a second signal does once the first has asked for a clean stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +59,7 @@ pub fn received() -> Option<libc::c_int> {
     }
 }
 
-/// Block (or unblock) SIGTERM and SIGINT in the calling thread. Threads inherit the mask,
+/// Block (or unblock) the [`STOP_SIGNALS`] in the calling thread. Threads inherit the mask,
 /// so blocking before spawning keeps the signals off worker threads: they reach the
 /// thread that unblocks them again, which only waits.
 pub fn block_stop_signals(block: bool) {
@@ -63,8 +67,9 @@ pub fn block_stop_signals(block: bool) {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
+        for &signal in STOP_SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
         let how = if block {
             libc::SIG_BLOCK
         } else {
@@ -74,11 +79,12 @@ pub fn block_stop_signals(block: bool) {
     }
 }
 
-/// "SIGTERM", "SIGINT", or "a signal".
+/// "SIGTERM", "SIGINT", "SIGHUP", or "a signal".
 pub fn name(signal: libc::c_int) -> &'static str {
     match signal {
         libc::SIGTERM => "SIGTERM",
         libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
         _ => "a signal",
     }
 }

@@ -48,6 +48,8 @@ const OPENSM_CONF: &str = "opensm.conf";
 const OPENSM_LOG: &str = "opensm.log";
 const OPENSM_OUT: &str = "opensm.out";
 const CLIENT_DIR: &str = "client";
+/// ibsim's banner once its fabric is built (printed before it binds its sockets).
+const IBSIM_READY: &str = "Network simulator ready";
 
 /// How to start a simulator.
 #[derive(Debug, Clone)]
@@ -346,6 +348,11 @@ impl Proc {
 
     /// Reap if it is our child (also a child from a detached start in this process).
     fn reap(&mut self) -> bool {
+        // No process yet (a start that failed before its spawn): waitpid(0) would reap
+        // any child of ours.
+        if self.pid == 0 {
+            return true;
+        }
         if let Some(child) = self.child.as_mut() {
             return !matches!(child.try_wait(), Ok(None));
         }
@@ -360,7 +367,7 @@ impl Proc {
     /// SIGTERM, then SIGKILL after `grace`; waits until it is gone. Never signals a PID that
     /// no longer belongs to the program we started.
     fn terminate(&mut self, grace: Duration) -> Result<()> {
-        if !self.is_ours_and_alive() {
+        if self.pid == 0 || !self.is_ours_and_alive() {
             self.reap();
             return Ok(());
         }
@@ -451,6 +458,8 @@ pub struct Sim {
     console: Mutex<Option<File>>,
     /// Leave processes running on drop.
     detached: bool,
+    /// Start processes in their own session (they outlive `ibscope sim up`).
+    detach_spawns: bool,
     stopped: bool,
 }
 
@@ -468,51 +477,9 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-/// Temporary state dirs are named `ibscope-sim-<pid>-...`; a process killed without running
-/// destructors leaves its dir behind. Remove those whose process is gone (once per process).
-fn sweep_stale_temp_dirs(base: &Path) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let Ok(entries) = fs::read_dir(base) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ibscope-sim-")) else {
-                continue;
-            };
-            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = fs::remove_dir_all(entry.path());
-            }
-        }
-    });
-}
-
+/// A fresh temporary state directory (`ibscope-sim-<pid>-...`, see [`crate::statedir`]).
 fn make_temp_dir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    sweep_stale_temp_dirs(&base);
-    for _ in 0..100 {
-        let dir = base.join(format!(
-            "ibscope-sim-{}-{:x}",
-            unique_suffix(),
-            nanos() & 0xffff_ffff
-        ));
-        match fs::create_dir(&dir) {
-            Ok(()) => {
-                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    bail!(
-        "could not create a temporary directory under {}",
-        base.display()
-    )
+    crate::statedir::make("sim")
 }
 
 fn mkfifo(path: &Path) -> Result<()> {
@@ -603,32 +570,6 @@ impl Sim {
         let fifo = state_dir.join(CONSOLE_FIFO);
         mkfifo(&fifo)?;
 
-        // From here on, failures must stop what was started: build the Sim early so Drop does.
-        let spawn = |cmd: Command| {
-            if opts.detach {
-                spawn_detached(cmd)
-            } else {
-                spawn_kept(cmd)
-            }
-        };
-
-        let console_read = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&fifo)
-            .with_context(|| format!("opening {}", fifo.display()))?;
-        let mut cmd = Command::new("ibsim");
-        cmd.arg("-s")
-            .args(size.ibsim_limit_args())
-            .arg(&topology)
-            .current_dir(topology.parent().unwrap_or(Path::new("/")))
-            .env("IBSIM_SOCKNAME", &sockname)
-            .env_remove("LD_PRELOAD")
-            .stdin(Stdio::from(console_read))
-            .stdout(File::create(state_dir.join(IBSIM_OUT))?)
-            .stderr(File::create(state_dir.join(IBSIM_ERR))?);
-        let ibsim = spawn(cmd).context("starting ibsim (package ibsim-utils)")?;
-
         let mut sim = Sim {
             name,
             state_dir,
@@ -637,14 +578,20 @@ impl Sim {
             sockname,
             topology,
             size,
-            ibsim: Mutex::new(Proc::from_child(ibsim, "ibsim")),
+            ibsim: Mutex::new(Proc {
+                pid: 0,
+                program: "ibsim",
+                start_time: None,
+                child: None,
+            }),
             opensm: None,
             console: Mutex::new(None),
             detached: false,
+            detach_spawns: opts.detach,
             stopped: false,
         };
-        sim.wait_ibsim_ready()?;
-
+        // From here on, failures must stop what was started: the Sim exists, so Drop does.
+        sim.start_ibsim(false)?;
         if opts.with_sm {
             let mut conf =
                 String::from("# written by ibscope sim\nforce_log_flush TRUE\nsweep_interval 0\n");
@@ -653,21 +600,11 @@ impl Sim {
                 conf.push('\n');
             }
             fs::write(sim.state_dir.join(OPENSM_CONF), conf)?;
-            let out = File::create(sim.state_dir.join(OPENSM_OUT))?;
-            let mut cmd = Command::new("opensm");
-            cmd.args(["-F", OPENSM_CONF, "-f", OPENSM_LOG, "-s", "0"])
-                .current_dir(&sim.state_dir)
-                .envs(sim.env())
-                .env("OSM_TMP_DIR", &sim.state_dir)
-                .env("OSM_CACHE_DIR", &sim.state_dir)
-                .stdin(Stdio::null())
-                .stdout(out.try_clone()?)
-                .stderr(out);
-            let osm = spawn(cmd).context("starting opensm (package opensm)")?;
+            let osm = sim
+                .spawn(sim.opensm_command(false)?)
+                .context("starting opensm (package opensm)")?;
             sim.opensm = Some(Mutex::new(Proc::from_child(osm, "opensm")));
-            let timeout =
-                Duration::from_secs(20) + Duration::from_millis(10 * sim.size.nodes() as u64);
-            sim.wait_subnet_up(0, timeout)?;
+            sim.wait_subnet_up(0, sim.subnet_up_timeout())?;
         }
 
         if opts.detach {
@@ -675,6 +612,125 @@ impl Sim {
             sim.detached = true;
         }
         Ok(sim)
+    }
+
+    /// Spawn in the way this simulator's processes run: in their own session when detached,
+    /// else tied to this process (see [`spawn_kept`]).
+    fn spawn(&self, cmd: Command) -> io::Result<Child> {
+        if self.detach_spawns {
+            spawn_detached(cmd)
+        } else {
+            spawn_kept(cmd)
+        }
+    }
+
+    /// ibsim on this simulator's topology and socket name, its console the FIFO (opened
+    /// read-write by ibsim itself: it then always holds a writer and never sees EOF), its
+    /// output in the state directory (appended to when `append`).
+    fn ibsim_command(&self, append: bool) -> Result<Command> {
+        let fifo = self.state_dir.join(CONSOLE_FIFO);
+        let console_read = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .with_context(|| format!("opening {}", fifo.display()))?;
+        let log = |name: &str| -> Result<File> {
+            let path = self.state_dir.join(name);
+            OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(&path)
+                .with_context(|| format!("opening {}", path.display()))
+        };
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s")
+            .args(self.size.ibsim_limit_args())
+            .arg(&self.topology)
+            .current_dir(self.topology.parent().unwrap_or(Path::new("/")))
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env_remove("LD_PRELOAD")
+            .stdin(Stdio::from(console_read))
+            .stdout(log(IBSIM_OUT)?)
+            .stderr(log(IBSIM_ERR)?);
+        Ok(cmd)
+    }
+
+    /// Start ibsim and wait until it serves its sockets.
+    fn start_ibsim(&self, append: bool) -> Result<()> {
+        let banners = count_in_file(&self.state_dir.join(IBSIM_OUT), IBSIM_READY);
+        let child = self
+            .spawn(self.ibsim_command(append)?)
+            .context("starting ibsim (package ibsim-utils)")?;
+        *self.ibsim.lock().unwrap_or_else(|e| e.into_inner()) = Proc::from_child(child, "ibsim");
+        self.wait_ibsim_ready(if append { banners } else { 0 })
+    }
+
+    /// OpenSM under the shim, attached to this simulator, its files in the state directory
+    /// (opensm.conf written by [`Sim::start`]; the output appended to when `append`).
+    fn opensm_command(&self, append: bool) -> Result<Command> {
+        let out = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(self.state_dir.join(OPENSM_OUT))?;
+        let mut cmd = Command::new("opensm");
+        cmd.args(["-F", OPENSM_CONF, "-f", OPENSM_LOG, "-s", "0"])
+            .current_dir(&self.state_dir)
+            .envs(self.env())
+            .env("OSM_TMP_DIR", &self.state_dir)
+            .env("OSM_CACHE_DIR", &self.state_dir)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        Ok(cmd)
+    }
+
+    fn subnet_up_timeout(&self) -> Duration {
+        Duration::from_secs(20) + Duration::from_millis(10 * self.size.nodes() as u64)
+    }
+
+    /// Kill ibsim at once (SIGKILL), as a crash would, and reap it. Its clients lose the
+    /// fabric; OpenSM, one of them, stays (it hangs once ibsim is gone): [`Sim::restart`]
+    /// brings both back.
+    pub fn kill_ibsim(&self) -> Result<()> {
+        let mut p = self.ibsim.lock().unwrap_or_else(|e| e.into_inner());
+        if p.is_ours_and_alive() {
+            // SAFETY: kill(2) on a PID just verified to be our ibsim.
+            unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGKILL) };
+        }
+        p.terminate(Duration::from_secs(2))
+    }
+
+    /// Stop ibsim and OpenSM, however they are (running, frozen, killed), and start them
+    /// again on the same topology, socket name and state directory: a client that attaches
+    /// again finds the same fabric, brought up anew by OpenSM. Waits for `SUBNET UP`.
+    pub fn restart(&self) -> Result<()> {
+        if let Some(osm) = self.opensm.as_ref() {
+            osm.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .terminate(Duration::from_secs(2))?;
+        }
+        self.ibsim
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .terminate(Duration::from_secs(2))?;
+        *self.console.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.start_ibsim(true)?;
+        if let Some(osm) = self.opensm.as_ref() {
+            let before = count_in_file(&self.state_dir.join(OPENSM_LOG), "SUBNET UP");
+            let child = self
+                .spawn(self.opensm_command(true)?)
+                .context("starting opensm (package opensm)")?;
+            *osm.lock().unwrap_or_else(|e| e.into_inner()) = Proc::from_child(child, "opensm");
+            self.wait_subnet_up(before, self.subnet_up_timeout())?;
+        }
+        if self.detached {
+            self.write_state()?;
+        }
+        Ok(())
     }
 
     /// Find the detached simulator `name` (under [`state_base_dir`]).
@@ -720,6 +776,7 @@ impl Sim {
             }),
             console: Mutex::new(None),
             detached: true,
+            detach_spawns: true,
             stopped: false,
         })
     }
@@ -794,7 +851,9 @@ impl Sim {
         Ok(())
     }
 
-    fn wait_ibsim_ready(&self) -> Result<()> {
+    /// Wait for one more "ready" banner than `banners_before` in ibsim's output, then for a
+    /// console round trip.
+    fn wait_ibsim_ready(&self, banners_before: usize) -> Result<()> {
         let out = self.state_dir.join(IBSIM_OUT);
         let timeout = Duration::from_secs(10) + Duration::from_millis(self.size.nodes() as u64);
         let deadline = Instant::now() + timeout;
@@ -807,7 +866,7 @@ impl Sim {
                     tail(&out, 10)
                 );
             }
-            if count_in_file(&out, "Network simulator ready") > 0 {
+            if count_in_file(&out, IBSIM_READY) > banners_before {
                 break;
             }
             if Instant::now() > deadline {

@@ -399,6 +399,7 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
     for wanted in [
         "IbscopeExporterDown",
         "IbscopeSweepStale",
+        "IbscopeFabricDown",
         "IbscopeNoMasterSM",
         "IbscopeLinkDegraded",
         "IbscopePortErrorsRising",

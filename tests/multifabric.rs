@@ -355,7 +355,8 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
         Some(1.0)
     );
 
-    // Fabric B's simulator dies: its series go, ibscope_up says 0, A keeps sweeping.
+    // Fabric B's simulator dies: its last good series stay, marked stale, ibscope_up
+    // says 0, A keeps sweeping.
     let mut b = b;
     b.stop().unwrap();
     let down = wait_for(Duration::from_secs(30), "beta reported down", || {
@@ -363,10 +364,13 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
         let (_, page) = http_get(port, "/metrics").ok()?;
         (value(&page, "ibscope_up", "beta") == Some(0.0)).then_some(page)
     });
-    assert!(
-        value(&down, "ibscope_fabric_nodes", "beta").is_none(),
-        "beta's series stayed"
+    assert_eq!(
+        value(&down, "ibscope_fabric_nodes", "beta"),
+        Some(4.0),
+        "beta's last good series left the page"
     );
+    assert_eq!(value(&down, "ibscope_sample_stale", "beta"), Some(1.0));
+    assert_eq!(value(&down, "ibscope_sample_stale", "alpha"), Some(0.0));
     let t0 = value(&down, "ibscope_sweep_timestamp_seconds", "alpha").unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let (_, later) = get(port, "/metrics");
@@ -376,14 +380,69 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
     let (code, health) = get(port, "/healthz");
     assert_eq!(code, 503, "{health}");
     assert!(health.contains("alpha: ok\n"), "{health}");
-    assert!(health.contains("beta: "), "{health}");
-    assert!(!health.contains("beta: ok"), "{health}");
+    assert!(health.contains("beta: fabric unreachable for "), "{health}");
+    assert!(health.contains("serving the last good sample"), "{health}");
     let report = promtool_check(&later);
     assert!(report.passed(), "{}", report.report);
     let pid = serve.pid();
     drop(serve);
     assert_all_gone(&[pid]);
     drop(a);
+}
+
+/// Two ports on one subnet under `serve -C all`: the fabric is swept by one sweeper
+/// process, the other port is noted and leaves the page and /healthz. Which of the two
+/// stays is whichever opened first (their sweeper processes start together).
+#[test]
+fn serve_sweeps_ports_on_one_subnet_once() {
+    let (a, b) = two_fabrics();
+    let dir = temp_dir();
+    let cfg = config(
+        dir.path(),
+        &[
+            ("alpha", &a, None),
+            ("alpha2", &a, Some("Hca2")),
+            ("beta", &b, None),
+        ],
+    );
+    let log = dir.path().join("serve.log");
+    let port = free_port();
+    let mut serve = start_serve(&cfg, &log, port);
+    let health = wait_for(Duration::from_secs(30), "healthy", || {
+        serve.assert_running(&log);
+        match http_get(port, "/healthz") {
+            Ok((200, body)) => Some(body),
+            _ => None,
+        }
+    });
+    let err = std::fs::read_to_string(&log).unwrap();
+    let (kept, merged) = if err.contains("note: alpha2 reaches the same subnet as alpha (") {
+        ("alpha", "alpha2")
+    } else {
+        ("alpha2", "alpha")
+    };
+    assert!(
+        err.contains(&format!(
+            "note: {merged} reaches the same subnet as {kept} (subnet 0xfe80000000000000, SM"
+        )),
+        "{err}"
+    );
+    assert_eq!(health, format!("{kept}: ok\nbeta: ok\n"));
+    let (code, page) = get(port, "/metrics");
+    assert_eq!(code, 200);
+    let value = |metric: &str, fabric: &str| sample_value(&page, metric, &[("fabric", fabric)]);
+    assert_eq!(value("ibscope_fabric_nodes", kept), Some(6.0));
+    assert_eq!(value("ibscope_fabric_nodes", "beta"), Some(4.0));
+    assert!(
+        !page.contains(&format!("fabric=\"{merged}\"")),
+        "{merged} is on the page"
+    );
+    let report = promtool_check(&page);
+    assert!(report.passed(), "{}", report.report);
+    let pid = serve.pid();
+    drop(serve);
+    assert_all_gone(&[pid]);
+    drop((a, b));
 }
 
 /// `ibscope -C all tui` in a real terminal (tmux): the header names the fabric shown and

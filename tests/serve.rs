@@ -325,18 +325,35 @@ fn assert_clean_stop<G>(
         .count();
     assert!(
         threads > 2,
-        "sweeper and HTTP threads expected, saw {threads}"
+        "supervisor and HTTP threads expected, saw {threads}"
     );
-    assert_eq!(
-        children_of(pid),
-        Vec::<u32>::new(),
-        "serve starts no process"
+    // One child: the sweeper process, which owns the port, in serve's state directory.
+    let children = children_of(pid);
+    assert_eq!(children.len(), 1, "one sweeper process: {children:?}");
+    let sweeper = children[0];
+    let cmdline = std::fs::read(format!("/proc/{sweeper}/cmdline")).unwrap();
+    // serve's own arguments, then which fabric it sweeps: the one of -C/-P.
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    assert!(
+        cmdline.ends_with("\0--sweeper-process\0--sweeper-fabric\0\0--sweeper-reach\0default\0"),
+        "{cmdline:?}"
     );
-    let fake_sysfs = sim.client_dir().join(format!("sys-{pid}"));
+    let state = std::fs::read_link(format!("/proc/{sweeper}/cwd")).unwrap();
+    let state_name = state.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        state_name.starts_with(&format!("ibscope-serve-{pid}-")),
+        "{}",
+        state.display()
+    );
+    let fake_sysfs = state.join(format!("sys-{sweeper}"));
     assert!(
         fake_sysfs.exists(),
         "the shim's {} while running",
         fake_sysfs.display()
+    );
+    assert!(
+        !sim.client_dir().join(format!("sys-{sweeper}")).exists(),
+        "the sweeper's fake sysfs in the client's directory"
     );
     let guard = prepare(port);
     serve.assert_running(&log);
@@ -399,10 +416,11 @@ fn assert_clean_stop<G>(
     TcpListener::bind(("127.0.0.1", port))
         .unwrap_or_else(|e| panic!("port {port} still taken after exit: {e}"));
     assert!(!pid_alive(pid));
+    assert!(!pid_alive(sweeper), "the sweeper process outlived serve");
     assert!(
-        !fake_sysfs.exists(),
-        "{} left behind: the process did not exit through its normal path",
-        fake_sysfs.display()
+        !state.exists(),
+        "{} left behind: serve did not exit through its normal path",
+        state.display()
     );
     // The simulator still serves other clients (the shim's agents were closed cleanly).
     assert_success(&reference(sim, "perfquery", &[]));
@@ -545,7 +563,7 @@ const DATA_FAMILIES: [&str; 9] = [
 ];
 
 /// Families on every page whatever the options.
-const OTHER_FAMILIES: [&str; 24] = [
+const OTHER_FAMILIES: [&str; 26] = [
     "ibscope_findings",
     "ibscope_port_saturated_counters",
     "ibscope_port_state",
@@ -570,6 +588,8 @@ const OTHER_FAMILIES: [&str; 24] = [
     "ibscope_discovery_duration_seconds",
     "ibscope_sweep_age_seconds",
     "ibscope_up",
+    "ibscope_sample_stale",
+    "ibscope_port_reopens_total",
 ];
 
 fn expected_families(counter_families: &[&[&str]]) -> Vec<String> {
@@ -828,4 +848,148 @@ fn assert_switches_only(all: &str, switches: &str) {
         switches.contains("ibscope_node_info{fabric=\"ibsim0:0\",node_guid=")
             && switches.contains("node_name=\"Hca1\"")
     );
+}
+
+/// What a scraper thread saw: (status, ibscope_up, ibscope_sample_stale) per GET /metrics.
+type Scrapes = std::sync::Arc<std::sync::Mutex<Vec<(u16, Option<f64>, Option<f64>)>>>;
+
+/// GET /metrics every 20 ms until `stop`, recording each answer.
+fn scrape_continuously(
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (Scrapes, std::thread::JoinHandle<()>) {
+    let seen: Scrapes = Default::default();
+    let record = seen.clone();
+    let thread = std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let (code, page) = http_get(port, "/metrics").unwrap_or((0, String::new()));
+            let up = sample_value(&page, "ibscope_up", &[]);
+            let stale = sample_value(&page, "ibscope_sample_stale", &[]);
+            record.lock().unwrap().push((code, up, stale));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    (seen, thread)
+}
+
+/// The fabric goes away under a running exporter and comes back: ibsim killed (as a crash
+/// or a driver reload would take the port), then started again on the same socket with a
+/// new OpenSM. The exporter never fails a scrape, ibscope_up goes 1 -> 0 -> 1, /healthz
+/// says why meanwhile, and the page holds fresh data again once the fabric is back.
+#[test]
+fn serve_stays_up_while_the_fabric_is_gone_and_recovers() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let sim = sim("net");
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let (mut serve, port) = start_serve(&sim, &log, &["--interval", "0.3"]);
+    wait_healthy(&mut serve, port, &log);
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let (seen, scraper) = scrape_continuously(port, stop.clone());
+    let up_now = || sample_value(&get(port, "/metrics").1, "ibscope_up", &[]);
+    wait_for(Duration::from_secs(5), "ibscope_up 1", || {
+        (up_now() == Some(1.0)).then_some(())
+    });
+
+    sim.kill_ibsim().unwrap();
+    wait_for(Duration::from_secs(20), "ibscope_up 0", || {
+        serve.assert_running(&log);
+        (up_now() == Some(0.0)).then_some(())
+    });
+    let (code, page) = get(port, "/metrics");
+    assert_eq!(code, 200, "the last good page is still served");
+    assert_eq!(sample_value(&page, "ibscope_sample_stale", &[]), Some(1.0));
+    assert!(
+        page.contains("ibscope_port_state{"),
+        "the page kept its ports"
+    );
+    let (code, why) = get(port, "/healthz");
+    assert_eq!(code, 503, "{why}");
+    assert!(
+        why.starts_with("fabric unreachable for ")
+            && why.contains("lost the connection to the fabric")
+            && why.contains("serving the last good sample"),
+        "{why}"
+    );
+
+    sim.restart().unwrap();
+    // Data only the new fabric has: the counter is set after the restart.
+    sim.set_counter("Switch1", 1, "SymbolErrorCounter", 4242)
+        .unwrap();
+    wait_for(
+        Duration::from_secs(30),
+        "fresh data after the restart",
+        || {
+            serve.assert_running(&log);
+            let (_, page) = get(port, "/metrics");
+            let symbol = sample_value(
+                &page,
+                "ibscope_port_symbol_error_total",
+                &[("node_name", "Switch1"), ("port", "1")],
+            );
+            (sample_value(&page, "ibscope_up", &[]) == Some(1.0) && symbol == Some(4242.0))
+                .then_some(page)
+        },
+    );
+    let (code, body) = get(port, "/healthz");
+    assert_eq!((code, body.as_str()), (200, "ok\n"));
+    let page = get(port, "/metrics").1;
+    assert_eq!(sample_value(&page, "ibscope_sample_stale", &[]), Some(0.0));
+    assert_eq!(
+        sample_value(&page, "ibscope_port_reopens_total", &[]),
+        Some(1.0)
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::SeqCst);
+    scraper.join().unwrap();
+
+    let seen = seen.lock().unwrap();
+    let failed: Vec<_> = seen.iter().filter(|(code, ..)| *code != 200).collect();
+    assert!(
+        failed.is_empty(),
+        "scrapes failed: {failed:?} of {}",
+        seen.len()
+    );
+    let mut ups: Vec<f64> = seen.iter().filter_map(|(_, up, _)| *up).collect();
+    ups.dedup();
+    assert_eq!(
+        ups,
+        [1.0, 0.0, 1.0],
+        "ibscope_up over {} scrapes",
+        seen.len()
+    );
+    // Stale exactly while down.
+    assert!(seen
+        .iter()
+        .all(|(_, up, stale)| (*up == Some(0.0)) == (*stale == Some(1.0))));
+    eprintln!("{} scrapes, none failed", seen.len());
+}
+
+/// A management port that cannot be opened at start fails the command at once (exit 2, the
+/// reason on stderr), rather than serving 503s while it retries forever; its state
+/// directory goes too.
+#[test]
+fn serve_fails_at_once_when_the_port_cannot_be_opened() {
+    let sim = sim("net");
+    let scratch = temp_dir();
+    let port = free_port();
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args([
+        "-C",
+        "nosuch0",
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .env("TMPDIR", scratch.path());
+    let out = run_with_timeout(cmd, Duration::from_secs(20));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nosuch0"), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(scratch.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

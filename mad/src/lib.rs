@@ -71,6 +71,7 @@ pub mod error;
 pub mod header;
 pub mod relay;
 pub mod sa;
+mod shim_stderr;
 pub mod smp;
 pub mod transport;
 pub mod umad;

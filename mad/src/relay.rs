@@ -722,6 +722,10 @@ impl RelayPort {
                     status,
                     len: MAD_SIZE,
                     mad: *mad,
+                    // A MAD frame carries one MAD: the rest of a reassembled RMPP reply
+                    // does not cross the relay (its first MAD's RMPP header still says how
+                    // much the table held, so an SA query can say it got part of it).
+                    tail: Vec::new(),
                 });
                 Ok(())
             }
@@ -975,6 +979,7 @@ mod tests {
                 status: 0,
                 len: MAD_SIZE,
                 mad: reply,
+                tail: Vec::new(),
             });
             Ok(())
         }

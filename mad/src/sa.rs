@@ -7,10 +7,12 @@
 //! per attribute. Component-mask bit N selects the record's N-th field
 //! in specification order (reserved fields count): the constants below name them.
 //!
-//! RMPP: GetTable replies larger than one MAD arrive as an RMPP transfer (IBA 13.6). This
-//! module does not reassemble RMPP (nor does the engine); [`split_records`] works on one
-//! MAD's payload, or on a payload reassembled elsewhere. Under the simulator an SA reply is
-//! always a single MAD, so single-record SubnAdmGet queries are the default in ibscope.
+//! RMPP: GetTable replies larger than one MAD arrive as an RMPP transfer (IBA 13.6). The
+//! kernel reassembles it for an agent registered for RMPP (the transport registers the SA
+//! class so, as libibmad does) and hands over one buffer: the first segment whole, then the
+//! data of each further segment. [`table`] reads such a reply (or a single MAD), and says
+//! how many records the SA announced and whether a transport without RMPP (the simulator's
+//! shim, which cuts every reply to one MAD) may have cut the table.
 
 use crate::attr::{NodeDescription, NodeInfo, PortInfo, SmInfo};
 use crate::attribute::SubnAdm;
@@ -334,6 +336,82 @@ pub fn records_in_mad<'a>(
     split_records(payload, frame.attribute_offset, record_len, Some(count))
 }
 
+/// Bytes of SA data each RMPP segment carries (IBA 15.2.1.1: a MAD less its 56 bytes of
+/// headers), and the RMPP payload of a segment: that data and the SA header after the RMPP
+/// header, which every segment repeats. The kernel's RMPP sender counts PayloadLength in
+/// these 220-byte units (mad_rmpp.c), OpenSM's own sender likewise for a single segment.
+const SEGMENT_DATA: usize = MAD_SIZE - 56;
+const SEGMENT_PAYLOAD: usize = SEGMENT_DATA + SA_HEADER_AFTER_RMPP;
+
+/// The SA data bytes an RMPP transfer carries, from the first segment's PayloadLength:
+/// each of its `n` segments adds the repeated 20-byte SA header to the count, so
+/// PayloadLength = data + 20 n with n = ceil(PayloadLength / 220).
+pub fn rmpp_data_len(payload_length: u32) -> usize {
+    let paylen = payload_length as usize;
+    let segments = paylen.div_ceil(SEGMENT_PAYLOAD);
+    paylen.saturating_sub(segments * SA_HEADER_AFTER_RMPP)
+}
+
+/// The records of a SubnAdmGetTable reply, as [`table`] found them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table<'a> {
+    /// Each record's bytes (`record_len` of them), in the SA's order.
+    pub records: Vec<&'a [u8]>,
+    /// How many records the SA says the table holds: from the RMPP header's PayloadLength
+    /// of the first segment; `None` when the reply carries no RMPP header (a single MAD
+    /// sent without RMPP, as under the simulator).
+    pub announced: Option<usize>,
+    /// The reply is one whole MAD without RMPP: a transport that does not reassemble RMPP
+    /// cuts a longer table there, so this many records may be only the start of it.
+    pub maybe_cut: bool,
+}
+
+impl Table<'_> {
+    /// The SA announced more records than arrived.
+    pub fn is_short(&self) -> bool {
+        self.announced.is_some_and(|m| m > self.records.len())
+    }
+}
+
+/// Read a SubnAdmGetTable reply: `message` is the reply as delivered (one MAD, possibly
+/// shorter than 256 bytes when the sender sent less, or a kernel-reassembled RMPP transfer:
+/// the first MAD whole, then each further segment's data). Records start at byte 56 and
+/// lie AttributeOffset x 8 bytes apart, as saquery reads them (ibdiag_sa.c: `(len - 56) /
+/// (offset << 3)` records); an AttributeOffset of 0 means no record.
+pub fn table(message: &[u8], record_len: usize) -> Result<Table<'_>, DecodeError> {
+    let mut first = [0u8; MAD_SIZE];
+    let head = message.len().min(MAD_SIZE);
+    first[..head].copy_from_slice(&message[..head]);
+    crate::wire::need(message, SaFrame::data.spec.bytes().start, "SA reply")?;
+    let frame = SaFrame::decode(&first)?;
+    let rmpp = &frame.rmpp;
+    let active = rmpp.rmpp_version != 0 && rmpp.rmpp_flags & rmpp_flags::ACTIVE != 0;
+    if active && rmpp.rmpp_flags & rmpp_flags::FIRST == 0 {
+        return Err(DecodeError::Truncated {
+            what: "SA reply: an RMPP segment other than the first (not reassembled)",
+            need: 2 * MAD_SIZE,
+            got: message.len(),
+        });
+    }
+    let stride = usize::from(frame.attribute_offset) * 8;
+    let data = &message[SaFrame::data.spec.bytes().start..];
+    let records = if stride == 0 {
+        Vec::new()
+    } else {
+        split_records(data, frame.attribute_offset, record_len, None)?
+    };
+    let announced = match (active, stride) {
+        (true, 0) => Some(0),
+        (true, _) if rmpp.data2 != 0 => Some(rmpp_data_len(rmpp.data2) / stride),
+        _ => None,
+    };
+    Ok(Table {
+        maybe_cut: !active && message.len() >= MAD_SIZE && !records.is_empty(),
+        records,
+        announced,
+    })
+}
+
 /// Record sizes: `record_len()` is the record's own length, `padded_len()` the stride the SA
 /// uses between records (AttributeOffset, a whole number of 8-byte words).
 macro_rules! record_lengths {
@@ -567,6 +645,118 @@ mod tests {
         let mad = sa_reply(LinkRecord::ID, &lone);
         let v = MadView::parse(&mad).unwrap();
         assert!(records_in_mad(&v, 8).is_err());
+    }
+
+    /// PayloadLength as the kernel's RMPP sender writes it in the first segment (mad_rmpp.c:
+    /// segments x 220 less the padding of the last) for every data length, read back.
+    #[test]
+    fn rmpp_payload_length_counts_the_sa_header_once_per_segment() {
+        for data in 1..3000usize {
+            let segments = data.div_ceil(200);
+            let paylen = segments * 220 - (segments * 200 - data);
+            assert_eq!(rmpp_data_len(paylen as u32), data, "{data} bytes of data");
+        }
+        // OpenSM's own single-segment sender: data + 20.
+        assert_eq!(rmpp_data_len(112 + 20), 112);
+        assert_eq!(rmpp_data_len(0), 0);
+    }
+
+    /// A GetTable reply carrying `records` records of `stride` bytes (each starting with its
+    /// index + 1), with `rmpp` in its first MAD, delivered in `len` bytes (None: all of it).
+    fn table_reply(rmpp: RmppHeader, stride: usize, records: usize, len: Option<usize>) -> Vec<u8> {
+        let mut header = MadHeader::request(class::SUBN_ADM, method::GET_TABLE, NodeRecord::ID, 0);
+        header.response = true;
+        let frame = SaFrame {
+            rmpp,
+            attribute_offset: (stride / 8) as u16,
+            ..Default::default()
+        };
+        let first = build_sa(&header, &frame, &[]);
+        let mut message = first[..56].to_vec();
+        for i in 0..records {
+            let mut r = vec![0u8; stride];
+            r[0] = i as u8 + 1;
+            message.extend_from_slice(&r);
+        }
+        message.resize(len.unwrap_or(message.len()).max(56), 0);
+        message
+    }
+
+    fn first_segment(paylen: usize, last: bool) -> RmppHeader {
+        RmppHeader {
+            rmpp_version: 1,
+            rmpp_type: 1,
+            rmpp_flags: rmpp_flags::ACTIVE
+                | rmpp_flags::FIRST
+                | if last { rmpp_flags::LAST } else { 0 },
+            data1: 1,
+            data2: paylen as u32,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_reassembled_table_is_read_whole() {
+        // Five NodeRecords (112-byte stride): 560 bytes of data in three segments, the
+        // kernel's buffer 56 + 560 bytes long, PayloadLength 560 + 3 x 20.
+        let message = table_reply(first_segment(620, false), 112, 5, None);
+        assert_eq!(message.len(), 616);
+        let t = table(&message, NodeRecord::WIRE_LEN).unwrap();
+        assert_eq!(t.records.len(), 5);
+        assert_eq!(t.announced, Some(5));
+        assert!(!t.maybe_cut && !t.is_short());
+        let firsts: Vec<u8> = t.records.iter().map(|r| r[0]).collect();
+        assert_eq!(firsts, [1, 2, 3, 4, 5]);
+        assert!(t.records.iter().all(|r| r.len() == NodeRecord::WIRE_LEN));
+        // A transfer that announced more than arrived is short.
+        let cut = &message[..56 + 3 * 112];
+        let t = table(cut, NodeRecord::WIRE_LEN).unwrap();
+        assert_eq!((t.records.len(), t.announced), (3, Some(5)));
+        assert!(t.is_short());
+        // A later segment alone is not a table.
+        let mut middle = message.clone();
+        middle[26] = rmpp_flags::ACTIVE;
+        assert!(table(&middle, NodeRecord::WIRE_LEN).is_err());
+    }
+
+    #[test]
+    fn a_lone_segment_and_an_empty_table() {
+        // Two LinkRecords in one segment the kernel cut to its payload: 56 + 16 bytes.
+        let message = table_reply(first_segment(16 + 20, true), 8, 2, None);
+        let t = table(&message, LinkRecord::WIRE_LEN).unwrap();
+        assert_eq!(
+            (t.records.len(), t.announced, t.maybe_cut),
+            (2, Some(2), false)
+        );
+        // No record: AttributeOffset 0, as OpenSM answers an empty GetTable.
+        let empty = table_reply(first_segment(20, true), 0, 0, None);
+        let t = table(&empty, LinkRecord::WIRE_LEN).unwrap();
+        assert_eq!((t.records.len(), t.announced), (0, Some(0)));
+        assert!(table(&empty[..40], LinkRecord::WIRE_LEN).is_err());
+    }
+
+    /// Under the simulator OpenSM's reply goes out as one MAD whatever its size, RMPPVersion
+    /// 0 and only the Active flag (attr::golden captures one): the shim delivers the bytes
+    /// OpenSM sent, cut at 256.
+    #[test]
+    fn a_single_mad_without_rmpp_may_be_cut() {
+        let simulator = RmppHeader {
+            rmpp_flags: rmpp_flags::ACTIVE,
+            ..Default::default()
+        };
+        // Eight LinkRecords: 56 + 64 bytes, the whole table.
+        let whole = table_reply(simulator.clone(), 8, 8, None);
+        let t = table(&whole, LinkRecord::WIRE_LEN).unwrap();
+        assert_eq!(
+            (t.records.len(), t.announced, t.maybe_cut),
+            (8, None, false)
+        );
+        // Sixteen PathRecords cut at 256 bytes: the three whole ones that fit, as saquery
+        // lists them, and a reply that may be cut.
+        let cut = table_reply(simulator, 64, 16, Some(MAD_SIZE));
+        let t = table(&cut, PathRecord::WIRE_LEN).unwrap();
+        assert_eq!((t.records.len(), t.announced, t.maybe_cut), (3, None, true));
+        assert_eq!(t.records[2][0], 3);
     }
 
     /// The SA framing at its IBA 15.2.1.1 / 13.6.2.1 positions, bytes written by hand:

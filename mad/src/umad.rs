@@ -278,10 +278,55 @@ pub struct Received {
     /// umad header status: 0, or an errno for a send that failed (110 = ETIMEDOUT: the
     /// request came back unanswered, e.g. a dead directed-route port).
     pub status: i32,
-    /// Bytes of MAD received (256 for everything but RMPP).
+    /// Bytes of MAD received: 256 for a whole MAD; fewer when the sender sent a short one
+    /// (an SA reply under the simulator, or a lone RMPP segment the kernel cut to its
+    /// payload); more for an RMPP transfer the kernel reassembled.
     pub len: usize,
-    /// The MAD, zero-padded to 256 bytes if shorter; RMPP payload beyond 256 is dropped.
+    /// The first 256 bytes, zero-padded if `len` is shorter.
     pub mad: [u8; MAD_SIZE],
+    /// The bytes after the first 256 of a reassembled RMPP transfer (the data of its
+    /// further segments, one after the other); empty otherwise (no allocation).
+    pub tail: Vec<u8>,
+}
+
+/// What `umad_register` is called with for one management class. libibmad registers the
+/// SA class, and only it, with RMPP version 1 (rpc.c, `mad_rpc_open_port`): the kernel then
+/// answers the segments' ACKs and hands a GetTable reply over whole, however many MADs it
+/// took. Without it a real kernel delivers no multi-segment reply at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    pub mgmt_class: u8,
+    pub version: u8,
+    pub rmpp_version: u8,
+}
+
+impl Registration {
+    pub fn for_class(mgmt_class: u8, version: u8) -> Registration {
+        Registration {
+            mgmt_class,
+            version,
+            rmpp_version: u8::from(mgmt_class == crate::header::class::SUBN_ADM),
+        }
+    }
+}
+
+/// How many bytes of a MAD the simulator's shim delivers intact: its receiver queues each
+/// MAD in a buffer of `sizeof(struct sim_request)` (288 bytes) laid out as a umad (64-byte
+/// header), so it copies only the first 224 bytes of the MAD, and the read that hands the
+/// MAD over copies 320 bytes out of those 288 (umad2sim.c, `__receiver` and
+/// `umad2sim_read`): bytes 224 to 255 are whatever lies after that buffer on the heap.
+/// Nothing ibscope reads from an SMP or a PMA lies there; an SA reply cut to one MAD does.
+pub const SIMULATOR_INTACT_MAD_BYTES: usize = 224;
+
+/// The largest reply a receive buffer grows to (1 GiB): the kernel reports the size a
+/// reassembled RMPP reply needs, and anything larger than this is refused rather than
+/// allocated (an SA table of a fabric with 4,000 end ports' every path is 1 GiB).
+pub const MAX_REPLY_LEN: usize = 1 << 30;
+
+/// A receive buffer of the default size: the umad header and one MAD. u64 elements keep it
+/// 8-byte aligned, like calloc's.
+fn default_rx() -> Vec<u64> {
+    vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8]
 }
 
 /// An opened local CA port with its umad file descriptor.
@@ -289,8 +334,8 @@ pub struct Received {
 pub struct UmadPort {
     fd: Arc<PortFd>,
     info: LocalPort,
-    /// Receive buffer, kept to avoid an allocation per MAD; grows if RMPP asks for more.
-    /// u64 elements keep it 8-byte aligned like calloc's.
+    /// Receive buffer, kept to avoid an allocation per MAD; grows when a reassembled RMPP
+    /// reply needs more (see [`recv_growing`]) and shrinks back after it.
     rx: Vec<u64>,
 }
 
@@ -323,9 +368,21 @@ impl UmadReceiver {
 
 fn init_library() {
     static INIT: OnceLock<c_int> = OnceLock::new();
-    // umad_init only checks the ABI version today; its failure shows up as "no device" below.
-    // SAFETY: no arguments; safe to call at any time, once suffices.
-    INIT.get_or_init(|| unsafe { umad_init() });
+    INIT.get_or_init(|| {
+        // The first look at the devices is where the simulator's shim attaches to ibsim
+        // and announces it on stderr: keep that line off the terminal.
+        crate::shim_stderr::capture(|| {
+            // umad_init only checks the ABI version today; its failure shows up as "no
+            // device" later.
+            // SAFETY: no arguments; safe to call at any time, once suffices.
+            let ret = unsafe { umad_init() };
+            let mut names = [[0 as c_char; CA_NAME_LEN]; MAX_DEVICES];
+            // SAFETY: the buffer holds MAX_DEVICES names of CA_NAME_LEN bytes, as the call
+            // is told.
+            unsafe { umad_get_cas_names(names.as_mut_ptr(), MAX_DEVICES as c_int) };
+            ret
+        })
+    });
 }
 
 fn c_text(raw: &[c_char]) -> String {
@@ -525,7 +582,7 @@ impl UmadPort {
         let port = UmadPort {
             fd: Arc::new(PortFd(portid)),
             info,
-            rx: vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8],
+            rx: default_rx(),
         };
         if header != UMAD_HEADER_LEN {
             return Err(TransportError::HeaderSize { got: header });
@@ -552,6 +609,8 @@ pub trait MadPort {
     ) -> Result<(), TransportError>;
     /// Wait up to `timeout_ms` (0: just poll) for one MAD; `Ok(None)` on timeout.
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
+    /// Keep the port (and its agents) open when dropped: the process's exit closes it.
+    fn leave_open(&mut self) {}
 }
 
 impl MadPort for UmadPort {
@@ -560,15 +619,17 @@ impl MadPort for UmadPort {
     }
 
     /// Register an agent for a management class; SMI classes (0x01, 0x81) go to QP0, the
-    /// rest to QP1. Returns the agent id.
+    /// rest to QP1. The SA class asks the kernel for RMPP (see [`Registration`]). Returns
+    /// the agent id.
     fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {
+        let r = Registration::for_class(mgmt_class, version);
         // SAFETY: a NULL method mask means "no unsolicited methods": we only take replies.
         let id = unsafe {
             umad_register(
                 self.fd.0,
-                c_int::from(mgmt_class),
-                c_int::from(version),
-                0,
+                c_int::from(r.mgmt_class),
+                c_int::from(r.version),
+                r.rmpp_version,
                 std::ptr::null_mut(),
             )
         };
@@ -621,6 +682,11 @@ impl MadPort for UmadPort {
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
         recv_into(self.fd.0, &mut self.rx, timeout_ms)
     }
+
+    fn leave_open(&mut self) {
+        // One holder of the descriptor that is never dropped: the process's exit closes it.
+        std::mem::forget(self.fd.clone());
+    }
 }
 
 impl UmadPort {
@@ -629,40 +695,63 @@ impl UmadPort {
     pub fn receiver(&self) -> UmadReceiver {
         UmadReceiver {
             fd: self.fd.clone(),
-            rx: vec![0u64; (UMAD_HEADER_LEN + MAD_SIZE) / 8],
+            rx: default_rx(),
         }
     }
 }
 
-/// `umad_recv` on `portid` into `rx` (grown when an RMPP reply needs more room).
+/// `umad_recv` on `portid` into `rx` (grown when a reassembled RMPP reply needs more room,
+/// see [`recv_growing`]).
 fn recv_into(
     portid: c_int,
     rx: &mut Vec<u64>,
     timeout_ms: u32,
 ) -> Result<Option<Received>, TransportError> {
     let timeout = c_int::try_from(timeout_ms).unwrap_or(c_int::MAX);
+    recv_growing(rx, |buf, len| {
+        // SAFETY: buf holds the header plus `*len` bytes of MAD space.
+        unsafe { umad_recv(portid, buf.as_mut_ptr().cast(), len, timeout) }
+    })
+}
+
+/// One receive through `umad_recv` (given as `raw`: the buffer and the MAD length it
+/// holds in, the MAD length read or needed out; the agent id or a negative errno back), as
+/// saquery does it (infiniband-diags ibdiag_sa.c): when a reassembled RMPP reply does not
+/// fit, the kernel keeps it queued and libibumad returns -ENOSPC with the length it needs;
+/// the buffer grows to that and the read is made again. A buffer grown past the default is
+/// given back afterwards, so one large table does not stay allocated.
+fn recv_growing(
+    rx: &mut Vec<u64>,
+    mut raw: impl FnMut(&mut [u64], &mut c_int) -> c_int,
+) -> Result<Option<Received>, TransportError> {
     loop {
         let capacity = rx.len() * 8 - UMAD_HEADER_LEN;
         let mut len = c_int::try_from(capacity).unwrap_or(c_int::MAX);
-        // SAFETY: rx holds the header plus `len` bytes of MAD space.
-        let ret = unsafe { umad_recv(portid, rx.as_mut_ptr().cast(), &mut len, timeout) };
+        let ret = raw(rx, &mut len);
         if ret >= 0 {
-            let bytes = as_bytes(rx);
             let got = usize::try_from(len).unwrap_or(0).min(capacity);
+            let bytes = as_bytes(rx);
             let (status, mad) = decode_umad(bytes, got);
+            let tail = bytes
+                .get(UMAD_HEADER_LEN + MAD_SIZE..UMAD_HEADER_LEN + got)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+            if rx.len() * 8 > UMAD_HEADER_LEN + MAD_SIZE {
+                *rx = default_rx();
+            }
             return Ok(Some(Received {
                 agent: ret as u32,
                 status,
                 len: got,
                 mad,
+                tail,
             }));
         }
+        let needed = usize::try_from(len).unwrap_or(0);
         match -ret {
             libc::ETIMEDOUT | libc::EAGAIN | libc::EINTR => return Ok(None),
-            libc::ENOSPC if len as usize > capacity && (len as usize) < (1 << 20) => {
-                // An RMPP reply bigger than the buffer: the kernel keeps it queued, so
-                // grow and read it again.
-                *rx = vec![0u64; (UMAD_HEADER_LEN + len as usize).div_ceil(8)];
+            libc::ENOSPC if needed > capacity && needed <= MAX_REPLY_LEN => {
+                *rx = vec![0u64; (UMAD_HEADER_LEN + needed).div_ceil(8)];
             }
             errno => return Err(TransportError::Recv { errno }),
         }
@@ -836,6 +925,128 @@ mod tests {
         assert!(!is_transport_gone(libc::ETIMEDOUT));
         assert!(!is_transport_gone(0));
         assert_eq!(errno_description(libc::EIO), "Input/output error");
+    }
+
+    /// libibmad's choice (rpc.c: `rmpp_version = 1` for IB_SA_CLASS, 0 for every other
+    /// class), with the class version the engine passes through.
+    #[test]
+    fn only_the_sa_class_registers_for_rmpp() {
+        use crate::header::{class, class_version};
+        let sa = Registration::for_class(class::SUBN_ADM, class_version(class::SUBN_ADM));
+        assert_eq!(
+            sa,
+            Registration {
+                mgmt_class: 0x03,
+                version: 2,
+                rmpp_version: 1
+            }
+        );
+        for c in [class::SMI_LID, class::SMI_DIRECT, class::PERF] {
+            let r = Registration::for_class(c, class_version(c));
+            assert_eq!((r.mgmt_class, r.rmpp_version), (c, 0), "class {c:#04x}");
+            assert_eq!(r.version, 1);
+        }
+    }
+
+    /// libibumad's `umad_recv` over the kernel's umad read, for a queue of replies (agent,
+    /// status, MAD bytes): a reply longer than the buffer stays queued, the call returns
+    /// -ENOSPC and sets the length to what the reply needs (user_mad.c copy_recv_mad,
+    /// umad.c umad_recv); one that fits is copied after its header.
+    struct KernelQueue {
+        replies: std::collections::VecDeque<(u32, u32, Vec<u8>)>,
+        /// (buffer capacity, result) of every call.
+        calls: Vec<(usize, c_int)>,
+    }
+
+    impl KernelQueue {
+        fn recv(&mut self, buf: &mut [u64], len: &mut c_int) -> c_int {
+            let capacity = usize::try_from(*len).unwrap();
+            let bytes = as_bytes_mut(buf);
+            let ret = match self.replies.front() {
+                None => -libc::ETIMEDOUT,
+                Some((agent, status, mad)) => {
+                    let header = UmadHeader {
+                        agent_id: Host(*agent),
+                        status: Host(*status),
+                        length: Host((UMAD_HEADER_LEN + mad.len()) as u32),
+                        ..Default::default()
+                    };
+                    header.encode_into(bytes).unwrap();
+                    *len = mad.len() as c_int;
+                    if mad.len() > capacity {
+                        -libc::ENOSPC
+                    } else {
+                        bytes[UMAD_HEADER_LEN..UMAD_HEADER_LEN + mad.len()].copy_from_slice(mad);
+                        let agent = *agent as c_int;
+                        self.replies.pop_front();
+                        agent
+                    }
+                }
+            };
+            self.calls.push((capacity, ret));
+            ret
+        }
+    }
+
+    #[test]
+    fn a_reassembled_reply_grows_the_buffer_then_it_shrinks_back() {
+        // A three-segment SA reply as the kernel hands it over: the first MAD whole, then
+        // the 200 data bytes of each further segment.
+        let mut reply = vec![0u8; MAD_SIZE + 2 * 200];
+        reply[0] = 0x01;
+        reply[MAD_SIZE - 1] = 0xaa;
+        reply[MAD_SIZE] = 0xbb;
+        *reply.last_mut().unwrap() = 0xcc;
+        let mut short = vec![0u8; 120];
+        short[0] = 0x01;
+        let mut kernel = KernelQueue {
+            replies: [(7, 0, reply.clone()), (7, 0, short)].into(),
+            calls: Vec::new(),
+        };
+        let mut rx = default_rx();
+        let got = recv_growing(&mut rx, |b, l| kernel.recv(b, l))
+            .unwrap()
+            .unwrap();
+        assert_eq!((got.agent, got.status, got.len), (7, 0, 656));
+        assert_eq!(&got.mad[..], &reply[..MAD_SIZE]);
+        assert_eq!(got.tail, reply[MAD_SIZE..]);
+        // Asked once with room for one MAD, told 656 bytes are needed, asked again.
+        assert_eq!(
+            kernel.calls,
+            vec![(MAD_SIZE, -libc::ENOSPC), (656, 7)],
+            "one retry with the length the kernel asked for"
+        );
+        assert_eq!(rx.len() * 8, UMAD_HEADER_LEN + MAD_SIZE, "shrunk back");
+
+        // A short single MAD (the simulator's SA replies): its length, zero padding, no tail.
+        let got = recv_growing(&mut rx, |b, l| kernel.recv(b, l))
+            .unwrap()
+            .unwrap();
+        assert_eq!((got.len, got.tail.len()), (120, 0));
+        assert_eq!(got.mad[0], 0x01);
+        assert!(got.mad[120..].iter().all(|&b| b == 0));
+        // Nothing queued: a timeout, not an error.
+        assert!(recv_growing(&mut rx, |b, l| kernel.recv(b, l))
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn a_reply_larger_than_the_cap_is_refused_not_allocated() {
+        let mut rx = default_rx();
+        let mut calls = 0;
+        let r = recv_growing(&mut rx, |_, len| {
+            calls += 1;
+            *len = c_int::try_from(MAX_REPLY_LEN + 1).unwrap();
+            -libc::ENOSPC
+        });
+        assert_eq!(
+            r.unwrap_err(),
+            TransportError::Recv {
+                errno: libc::ENOSPC
+            }
+        );
+        assert_eq!((calls, rx.len() * 8), (1, UMAD_HEADER_LEN + MAD_SIZE));
     }
 
     fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {

@@ -1,14 +1,15 @@
 //! `ibscope demo`: a bundled simulated fabric with realistic faults, ibscope attached.
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use crate::cli::Global;
 use crate::sim::{Sim, SimOptions};
+use crate::statedir::StateDir;
 
 /// The demo fabric: 16 GPU nodes on a 2-level fat tree of 8-port switches.
 pub const DEMO_TOPOLOGY: &str = include_str!("../../examples/fabrics/demo.topo");
@@ -46,9 +47,11 @@ pub struct Args {
 }
 
 pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
-    crate::signals::install(&[libc::SIGINT], crate::signals::Second::Wait);
-    let dir = tempfile_dir()?;
-    let topo = dir.join("demo.topo");
+    // A stop signal: the waits for the simulator fail, or the child is told (see
+    // `run_child`); either way Drop stops ibsim and OpenSM and removes the directories.
+    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
+    let dir = StateDir::create("demo")?;
+    let topo = dir.path().join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;
     eprintln!("starting the demo fabric (ibsim + OpenSM): 16 GPU nodes, 6 switches ...");
     let sim = Arc::new(Sim::start(SimOptions::new(topo)).context("starting the simulator")?);
@@ -66,33 +69,61 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
         faults::FLAPPING.1
     );
     let exe = std::env::current_exe().context("locating the ibscope binary")?;
+    // The children run in the simulator's client directory (its state directory), where
+    // the shim keeps their fake sysfs.
     let status = if a.once {
         let mut cmd = sim.command(&exe);
         cmd.arg("check");
         if a.json {
             cmd.arg("--json");
         }
-        cmd.status().context("running ibscope check")?
+        run_child(cmd).context("running ibscope check")?
     } else {
         let stop = Arc::new(AtomicBool::new(false));
         let flapper = {
             let (sim, stop) = (Arc::clone(&sim), Arc::clone(&stop));
             std::thread::spawn(move || flap(&sim, &stop))
         };
-        let status = sim
-            .command(&exe)
-            .args(["tui", "--interval", "2"])
-            .status()
-            .context("running ibscope tui");
+        let mut cmd = sim.command(&exe);
+        cmd.args(["tui", "--interval", "2"]);
+        let status = run_child(cmd).context("running ibscope tui");
         stop.store(true, Ordering::SeqCst);
         let _ = flapper.join();
         status?
     };
     drop(sim);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     Ok(ExitCode::from(
         status.code().unwrap_or(2).clamp(0, 255) as u8
     ))
+}
+
+/// How long a child told of a stop signal gets before it is killed.
+const CHILD_GRACE: Duration = Duration::from_secs(5);
+
+/// Run `cmd` to its end; a stop signal that reaches this process (`kill`, the terminal
+/// closing) is passed on to it, which then stops as it would on its own.
+fn run_child(mut cmd: Command) -> std::io::Result<ExitStatus> {
+    let mut child = cmd.spawn()?;
+    let mut told: Option<Instant> = None;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        match (told, crate::signals::received()) {
+            (None, Some(signal)) => {
+                // SAFETY: kill(2) on our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+                told = Some(Instant::now());
+            }
+            (Some(at), _) if at.elapsed() > CHILD_GRACE => {
+                let _ = child.kill();
+                return child.wait();
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Take the flapping link down and up, with the SM told each time, until asked to stop.
@@ -120,10 +151,4 @@ fn flap(sim: &Sim, stop: &AtomicBool) {
     if down {
         let _ = sim.relink(node, port);
     }
-}
-
-fn tempfile_dir() -> Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!("ibscope-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
 }

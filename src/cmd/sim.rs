@@ -44,6 +44,10 @@ pub enum SimCommand {
         after_help = "Examples:\n  ibscope sim down\n  ibscope sim down --name big\n  ibscope sim down --all"
     )]
     Down(DownArgs),
+    /// Stop ibsim and OpenSM and start them again on the same socket and topology (clients
+    /// must attach again: the shim attaches once per process).
+    #[command(after_help = "Examples:\n  ibscope sim restart\n  ibscope sim restart --name big")]
+    Restart(NameArg),
     /// Run a command under the simulator's shim; exits with the command's exit code.
     #[command(
         after_help = "Examples:\n  ibscope sim exec -- ibnetdiscover\n  ibscope sim exec --node Hca2 -- ibscope links\n  ibscope sim exec --name big -- perfquery -x 1 1"
@@ -170,6 +174,19 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     match &a.command {
         SimCommand::Up(up) => run_up(up),
         SimCommand::Down(down) => run_down(down),
+        SimCommand::Restart(name) => {
+            let sim = Sim::attach(&name.resolve())?;
+            sim.restart()
+                .with_context(|| format!("restarting simulator {:?}", sim.name()))?;
+            eprintln!(
+                "simulator {:?} restarted: ibsim pid {}{}",
+                sim.name(),
+                sim.ibsim_pid(),
+                sim.opensm_pid()
+                    .map_or(String::new(), |p| format!(", opensm pid {p} (SUBNET UP)"))
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         SimCommand::Exec(ex) => run_exec(ex),
         SimCommand::Fault(f) => run_fault(f),
         SimCommand::Status => run_status(),
@@ -178,8 +195,9 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
 }
 
 fn run_up(a: &UpArgs) -> Result<ExitCode> {
-    // Ctrl-C while waiting for SUBNET UP: the waits fail, and Drop stops what was started.
-    crate::signals::install(&[libc::SIGINT], crate::signals::Second::Wait);
+    // A stop signal while waiting for SUBNET UP: the waits fail, and Drop stops what was
+    // started.
+    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     let name = a.name.resolve();
     let opts = SimOptions {
         topology: a.file.clone(),

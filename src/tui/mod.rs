@@ -7,7 +7,7 @@
 //! - [`sweeper`]: a thread that turns a [`Source`] into [`Snapshot`]s on a channel;
 //! - [`derive`](mod@derive) / [`events`](mod@events): what is computed once per snapshot, and what changed.
 //!
-//! The terminal is restored on exit, on error and on panic.
+//! The terminal is restored on exit, on error, on panic and on a stop signal.
 
 pub mod derive;
 pub mod events;
@@ -106,6 +106,9 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
     }
 
     install_panic_hook();
+    // A signal only asks the loop to leave (within one tick), so the terminal is restored
+    // and the sweeper's port closed; a second one changes nothing.
+    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     enable_raw_mode()?;
     let _guard = TerminalGuard;
     execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
@@ -140,6 +143,10 @@ pub trait Events {
     fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>>;
     /// Ask a fabric's sweeper for a sweep now.
     fn sweep_now(&mut self, fabric: usize);
+    /// A stop signal came (SIGINT, SIGTERM, SIGHUP): leave as for `q`.
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
 }
 
 /// The live session's events: the sweepers' channels and the terminal's input.
@@ -165,6 +172,9 @@ impl Events for LiveEvents<'_> {
         if let Some(s) = self.sweepers.get(fabric) {
             s.sweep_now();
         }
+    }
+    fn stop_requested(&mut self) -> bool {
+        crate::signals::received().is_some()
     }
 }
 
@@ -217,7 +227,7 @@ pub fn event_loop<B: Backend, E: Events>(
             }
             wait = Duration::ZERO;
         }
-        if state.quit {
+        if state.quit || events.stop_requested() {
             return Ok(());
         }
         if std::mem::take(&mut state.sweep_requested) {

@@ -963,7 +963,7 @@ mod tests {
             let mut mad = r.mad;
             MadHeader::response.write(&mut mad, &true).unwrap();
             SubnMgt::PAYLOAD.bytes_mut(&mut mad).unwrap()[..data.len()].copy_from_slice(&data);
-            Ok(Response { mad: Box::new(mad) })
+            Ok(Response::from_mad(mad))
         }
     }
 

@@ -648,6 +648,7 @@ impl MadPort for FabricPort {
                 status,
                 len: MAD_SIZE,
                 mad: reply,
+                tail: Vec::new(),
             },
         ));
         self.stats.busy += started.elapsed();
@@ -773,11 +774,9 @@ mod tests {
         assert!(port.recv(0).unwrap().is_none(), "not before its latency");
         let first = port.recv(100).unwrap().expect("a reply");
         assert!(t.elapsed() >= Duration::from_millis(3), "{:?}", t.elapsed());
-        let info = ibscope_mad::engine::Response {
-            mad: Box::new(first.mad),
-        }
-        .decode::<NodeInfo>()
-        .unwrap();
+        let info = ibscope_mad::engine::Response::from_mad(first.mad)
+            .decode::<NodeInfo>()
+            .unwrap();
         assert_eq!(info.node_guid, model.local_port().node_guid);
     }
 

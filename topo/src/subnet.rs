@@ -151,9 +151,7 @@ mod tests {
                         ..Default::default()
                     };
                     info.encode_into(&mut reply[64..]).unwrap();
-                    Ok(Response {
-                        mad: Box::new(reply),
-                    })
+                    Ok(Response::from_mad(reply))
                 } else {
                     match self.sm_guid {
                         Some(guid) => {
@@ -163,9 +161,7 @@ mod tests {
                                 ..Default::default()
                             };
                             sm.encode_into(&mut reply[64..]).unwrap();
-                            Ok(Response {
-                                mad: Box::new(reply),
-                            })
+                            Ok(Response::from_mad(reply))
                         }
                         None => Err(MadError::Timeout { attempts: 4 }),
                     }

@@ -364,6 +364,13 @@ impl<P: MadPort> Engine<P> {
                             let now = *burst_at.get_or_insert_with(Instant::now);
                             if let Outcome::Done(t, r) = ledger.on_reply_at(now, rx.status, &rx.mad)
                             {
+                                // The ledger matched the first MAD; the length and the
+                                // tail of a reassembled RMPP reply come with it.
+                                let r = r.map(|mut response| {
+                                    response.len = rx.len;
+                                    response.tail = rx.tail;
+                                    response
+                                });
                                 done.push((t, r));
                             }
                             wait = 0;
@@ -482,15 +489,36 @@ impl<P: MadPort> Engine<P> {
 }
 
 impl<P: MadPort> Drop for Engine<P> {
+    /// Close the port: unregister the agents after a short drain of late replies.
+    ///
+    /// Under the simulator a reply that arrives for an unregistered agent, or on a closed
+    /// descriptor, makes the shim's receiver thread dereference a NULL queue and kills the
+    /// process (SIGSEGV), possibly while it exits. A frozen or slow ibsim answers long after
+    /// the request was given up, so no drain is ever long enough: when some sent MAD is
+    /// still unanswered after it, the agents stay registered and the port open. The
+    /// process's exit closes them after the shim's own exit handler stopped that thread,
+    /// and a late reply meanwhile only lands in a queue nobody reads. The kernel drops such
+    /// replies itself: on hardware, and once the transport is gone, the port always closes.
     fn drop(&mut self) {
-        // A reply arriving after its agent is unregistered kills the shim's receiver thread:
-        // give late replies (to requests that already timed out) a short while to arrive.
+        let mut keep_open = false;
         // With the transport gone no reply will come: do not wait for one.
         if self.lost.is_none() {
             self.drain((self.config.timeout * 2).min(Duration::from_secs(1)));
+            let unanswered = self.stats.sent.saturating_sub(self.stats.received);
+            if unanswered > 0 && self.port.info().is_simulator() {
+                tracing::debug!(
+                    unanswered,
+                    "replies still due: the simulator's port stays open until exit"
+                );
+                keep_open = true;
+            }
         }
-        for (_, agent) in std::mem::take(&mut self.agents) {
-            self.port.unregister(agent);
+        if keep_open {
+            self.port.leave_open();
+        } else {
+            for (_, agent) in std::mem::take(&mut self.agents) {
+                self.port.unregister(agent);
+            }
         }
         let summary = self.trace_summary();
         if let Some(trace) = &mut self.trace {
@@ -562,6 +590,11 @@ mod tests {
         /// after it was sent (held until then).
         delay_step: Duration,
         held: VecDeque<(Instant, Received)>,
+        /// Appended to every reply as the tail of a reassembled RMPP transfer.
+        reply_tail: Vec<u8>,
+        /// What happened to the port as it was closed: "unregister" per agent, "leave
+        /// open"; shared so a test reads it after the engine is gone.
+        closing: std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>,
     }
 
     impl FakePort {
@@ -593,6 +626,8 @@ mod tests {
                 received_at: Vec::new(),
                 delay_step: Duration::ZERO,
                 held: VecDeque::new(),
+                reply_tail: Vec::new(),
+                closing: Default::default(),
             }
         }
     }
@@ -604,7 +639,12 @@ mod tests {
         fn register(&mut self, mgmt_class: u8, _version: u8) -> Result<u32, TransportError> {
             Ok(u32::from(mgmt_class))
         }
-        fn unregister(&mut self, _agent: u32) {}
+        fn unregister(&mut self, _agent: u32) {
+            self.closing.borrow_mut().push("unregister");
+        }
+        fn leave_open(&mut self) {
+            self.closing.borrow_mut().push("leave open");
+        }
         fn send(
             &mut self,
             agent: u32,
@@ -627,8 +667,9 @@ mod tests {
                 let received = Received {
                     agent,
                     status: 0,
-                    len: MAD_SIZE,
+                    len: MAD_SIZE + self.reply_tail.len(),
                     mad: reply,
+                    tail: self.reply_tail.clone(),
                 };
                 if self.delay_step.is_zero() {
                     self.queue.push_back(received);
@@ -825,6 +866,64 @@ mod tests {
         let (ok, _) = run_batch(&mut engine, 3);
         assert_eq!(ok, 3);
         assert_eq!(engine.port.sends, before + 3);
+    }
+
+    #[test]
+    fn a_reassembled_reply_reaches_the_caller_whole() {
+        let mut port = FakePort::new();
+        port.reply_tail = vec![0xab; 400];
+        let mut engine = fake_engine(port, 4, 0);
+        let template = crate::sa::NodeRecord::default();
+        let reply = engine.call(Request::sa_get_table(1, 0, &template)).unwrap();
+        assert_eq!(reply.len, MAD_SIZE + 400);
+        let message = reply.message();
+        assert_eq!(message.len(), 656);
+        assert_eq!(&message[..MAD_SIZE], &reply.mad[..]);
+        assert!(message[MAD_SIZE..].iter().all(|&b| b == 0xab));
+        let sent = MadHeader::decode(&engine.port.sent[0][..]).unwrap();
+        assert_eq!(
+            (sent.mgmt_class, sent.method),
+            (class::SUBN_ADM, method::GET_TABLE)
+        );
+    }
+
+    /// Closing with a request given up while its reply may still come (ibsim frozen):
+    /// under the simulator the agent stays registered, else it is unregistered.
+    fn close_after_an_unanswered_request(simulator: bool) -> Vec<&'static str> {
+        let mut port = FakePort::new();
+        if simulator {
+            port.info.ca_type = "simulator".into();
+        }
+        port.answer_until = 1;
+        let closing = port.closing.clone();
+        let mut engine = fake_engine(port, 2, 0);
+        let (ok, errors) = run_batch(&mut engine, 2);
+        assert_eq!((ok, errors.len()), (1, 1));
+        assert_eq!(engine.stats().sent, 2);
+        let t = Instant::now();
+        drop(engine);
+        // The drain waited for the late reply (2 x the timeout), then gave up.
+        assert!(t.elapsed() >= FAKE_TIMEOUT * 2, "{:?}", t.elapsed());
+        let seen = closing.borrow().clone();
+        seen
+    }
+
+    #[test]
+    fn a_reply_still_due_keeps_the_simulators_agents_registered() {
+        assert_eq!(close_after_an_unanswered_request(true), ["leave open"]);
+        assert_eq!(
+            close_after_an_unanswered_request(false),
+            ["unregister"],
+            "the kernel drops late replies itself"
+        );
+        // Everything answered: closed as usual, also under the simulator.
+        let mut port = FakePort::new();
+        port.info.ca_type = "simulator".into();
+        let closing = port.closing.clone();
+        let mut engine = fake_engine(port, 2, 0);
+        assert_eq!(run_batch(&mut engine, 3).0, 3);
+        drop(engine);
+        assert_eq!(*closing.borrow(), ["unregister"]);
     }
 
     #[test]

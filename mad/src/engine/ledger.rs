@@ -571,12 +571,7 @@ impl<T> Ledger<T> {
         if !status.is_ok() {
             return Outcome::Done(entry.token, Err(MadError::Status(status)));
         }
-        Outcome::Done(
-            entry.token,
-            Ok(Response {
-                mad: Box::new(*mad),
-            }),
-        )
+        Outcome::Done(entry.token, Ok(Response::from_mad(*mad)))
     }
 
     fn timer_is_live(&self, id: u64, attempt: u32) -> bool {

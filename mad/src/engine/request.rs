@@ -53,7 +53,27 @@ impl Request {
         component_mask: u64,
         template: &R,
     ) -> Self {
-        let mut request = Self::with_value(&sm_lid, method::GET, 0, template);
+        Self::sa_query(method::GET, sm_lid, component_mask, template)
+    }
+
+    /// SubnAdmGetTable(`R`) to the SA at `sm_lid`: every record that matches `template` in
+    /// the fields `component_mask` selects (0: the whole table). The reply may take many
+    /// MADs (RMPP); read it with [`crate::sa::table`] over [`Response::message`].
+    pub fn sa_get_table<R: Attribute<Class = SubnAdm>>(
+        sm_lid: u16,
+        component_mask: u64,
+        template: &R,
+    ) -> Self {
+        Self::sa_query(method::GET_TABLE, sm_lid, component_mask, template)
+    }
+
+    fn sa_query<R: Attribute<Class = SubnAdm>>(
+        method: u8,
+        sm_lid: u16,
+        component_mask: u64,
+        template: &R,
+    ) -> Self {
+        let mut request = Self::with_value(&sm_lid, method, 0, template);
         // A MAD always holds the SA header.
         let _ = SaFrame::component_mask.write(&mut request.mad, &component_mask);
         request
@@ -101,13 +121,39 @@ impl Request {
     }
 }
 
-/// A successful reply: the whole 256-byte MAD.
+/// A successful reply: the MAD, and how much of it the transport delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
+    /// The first 256 bytes, zero-padded when `len` is shorter.
     pub mad: Box<[u8; MAD_SIZE]>,
+    /// Bytes delivered (see [`crate::umad::Received::len`]): 256 for a whole MAD, fewer for
+    /// a short one (the SA's replies under the simulator), more for a reassembled RMPP
+    /// transfer.
+    pub len: usize,
+    /// The bytes after the first 256 of a reassembled RMPP transfer; empty otherwise.
+    pub tail: Vec<u8>,
 }
 
 impl Response {
+    /// A reply of one whole MAD.
+    pub fn from_mad(mad: [u8; MAD_SIZE]) -> Response {
+        Response {
+            mad: Box::new(mad),
+            len: MAD_SIZE,
+            tail: Vec::new(),
+        }
+    }
+
+    /// The reply as delivered: `len` bytes, the first MAD and then the tail of a
+    /// reassembled RMPP transfer.
+    pub fn message(&self) -> Vec<u8> {
+        let head = self.len.min(MAD_SIZE);
+        let mut bytes = Vec::with_capacity(head + self.tail.len());
+        bytes.extend_from_slice(&self.mad[..head]);
+        bytes.extend_from_slice(&self.tail);
+        bytes
+    }
+
     pub fn view(&self) -> Result<MadView<'_>, DecodeError> {
         MadView::parse(&self.mad[..])
     }

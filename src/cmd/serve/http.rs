@@ -123,51 +123,138 @@ impl Snapshot {
     }
 }
 
-/// One fabric's place on the page: its last snapshot and, while it cannot be swept (its
-/// port did not open, or the connection was lost), why.
+/// One fabric's place on the page: its name, its last snapshot and whether its sweeper
+/// process holds the fabric. A fabric that is lost keeps its last good snapshot, served
+/// marked stale, until its port is open again.
 #[derive(Debug)]
 pub struct Slot {
-    pub name: String,
+    name: Mutex<String>,
     pub page: Cache,
-    down: Mutex<Option<String>>,
+    link: Mutex<Link>,
+}
+
+/// Whether a fabric's sweeper process holds the fabric, as its supervisor last saw it.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The port is open and the last sweep reached the fabric.
+    pub up: bool,
+    /// Why not, once the fabric was lost (or a sweep reached nothing); `None` while
+    /// starting.
+    pub reason: Option<String>,
+    /// When `up` last changed.
+    pub since: Instant,
+    /// Times the port was opened again after it was lost.
+    pub reopens: u64,
+    /// The port reaches a subnet another slot already sweeps: left off the page.
+    pub merged: bool,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link {
+            up: false,
+            reason: None,
+            since: Instant::now(),
+            reopens: 0,
+            merged: false,
+        }
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Slot {
     pub fn new(name: String) -> Slot {
         Slot {
-            name,
+            name: Mutex::new(name),
             page: Cache::default(),
-            down: Mutex::new(None),
+            link: Mutex::new(Link::default()),
         }
     }
 
-    /// The fabric cannot be swept: its series leave the page, `ibscope_up` says 0.
-    pub fn set_down(&self, why: String) {
-        drop(self.page.clear());
-        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    pub fn name(&self) -> String {
+        locked(&self.name).clone()
     }
 
+    /// The name the opened fabric has (a single fabric's is known only once it is open).
+    pub fn set_name(&self, name: String) {
+        *locked(&self.name) = name;
+    }
+
+    pub fn link(&self) -> Link {
+        locked(&self.link).clone()
+    }
+
+    /// The fabric answers (again).
     pub fn set_up(&self) {
-        *self.down.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut l = locked(&self.link);
+        if !l.up {
+            l.since = Instant::now();
+        }
+        l.up = true;
+        l.reason = None;
     }
 
-    /// `Ok` when the last sweep succeeded and is younger than `max_age`, else why not.
+    /// The fabric is unreachable: `reason` says why (the first reason of an outage is
+    /// kept while it lasts, unless `replace`). Its last good page stays, served stale.
+    pub fn set_down(&self, reason: String, replace: bool) {
+        let mut l = locked(&self.link);
+        if l.up {
+            l.since = Instant::now();
+        }
+        l.up = false;
+        if replace || l.reason.is_none() {
+            l.reason = Some(reason);
+        }
+    }
+
+    pub fn count_reopen(&self) {
+        locked(&self.link).reopens += 1;
+    }
+
+    /// Another slot sweeps this one's subnet: this one leaves the page and /healthz.
+    pub fn set_merged(&self) {
+        locked(&self.link).merged = true;
+        drop(self.page.clear());
+    }
+
+    /// `Ok` when the fabric answers and its last sweep succeeded and is younger than
+    /// `max_age`, else why not.
     fn state(&self, max_age: Duration) -> Result<(), String> {
-        if let Some(why) = self.down.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Err(why);
+        state(self.page.load().as_deref(), &self.link(), max_age)
+    }
+}
+
+/// A fabric's health: `Ok` when it answers and its last sweep succeeded and is fresh, else
+/// why not (one line, or two while the last good page is served).
+fn state(snapshot: Option<&Snapshot>, link: &Link, max_age: Duration) -> Result<(), String> {
+    if let (false, Some(why)) = (link.up, &link.reason) {
+        let mut body = format!(
+            "fabric unreachable for {:.0} s: {why}",
+            link.since.elapsed().as_secs_f64()
+        );
+        if let Some(s) = snapshot {
+            let _ = write!(
+                body,
+                "; serving the last good sample, {:.0} s old",
+                s.finished.elapsed().as_secs_f64()
+            );
         }
-        match self.page.load() {
-            None => Err("no sweep finished yet".to_string()),
-            Some(s) => match &s.failure {
-                Some(why) => Err(format!("last sweep failed: {why}")),
-                None if s.finished.elapsed() > max_age => Err(format!(
-                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
-                    s.finished.elapsed().as_secs_f64(),
-                    max_age.as_secs_f64()
-                )),
-                None => Ok(()),
-            },
-        }
+        return Err(body);
+    }
+    match snapshot {
+        None => Err("no sweep finished yet".to_string()),
+        Some(s) => match &s.failure {
+            Some(why) => Err(format!("last sweep failed: {why}")),
+            None if s.finished.elapsed() > max_age => Err(format!(
+                "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
+                s.finished.elapsed().as_secs_f64(),
+                max_age.as_secs_f64()
+            )),
+            None => Ok(()),
+        },
     }
 }
 
@@ -180,8 +267,16 @@ pub struct Pages {
 }
 
 impl Pages {
-    /// /healthz: 200 when every fabric's last sweep succeeded and is fresh, else 503; the
-    /// body says why (one line per fabric when there are several).
+    /// The slots on the page: every one but those merged into another.
+    fn shown(&self) -> impl Iterator<Item = (usize, &Slot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.link().merged)
+    }
+
+    /// /healthz: 200 when every fabric answers and its last sweep succeeded and is fresh,
+    /// else 503; the body says why (one line per fabric when there are several).
     fn health(&self, max_age: Duration) -> (u16, String) {
         if !self.multi {
             return match self.slots.first().map(|s| s.state(max_age)) {
@@ -192,13 +287,13 @@ impl Pages {
         }
         let mut all_ok = true;
         let mut body = String::new();
-        for slot in &self.slots {
+        for (_, slot) in self.shown() {
             let state = slot.state(max_age);
             all_ok &= state.is_ok();
             let _ = writeln!(
                 body,
                 "{}: {}",
-                slot.name,
+                slot.name(),
                 state.err().unwrap_or_else(|| "ok".to_string())
             );
         }
@@ -419,17 +514,31 @@ fn answer(
     match path {
         "/metrics" => {
             let snaps: Vec<(usize, Arc<Snapshot>)> = pages
-                .slots
-                .iter()
-                .enumerate()
+                .shown()
                 .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
                 .collect();
             if snaps.is_empty() {
-                return respond_text(
-                    req,
-                    503,
-                    "no sweep finished yet (discovery in progress)\n".into(),
-                );
+                let unreachable: Vec<String> = pages
+                    .shown()
+                    .filter_map(|(_, s)| {
+                        let link = s.link();
+                        let why = link.reason.filter(|_| !link.up)?;
+                        Some(if pages.multi {
+                            format!("{}: {why}", s.name())
+                        } else {
+                            why
+                        })
+                    })
+                    .collect();
+                let body = if unreachable.is_empty() {
+                    "no sweep finished yet (discovery in progress)\n".to_string()
+                } else {
+                    format!(
+                        "no sweep finished yet; the fabric is unreachable: {}\n",
+                        unreachable.join("; ")
+                    )
+                };
+                return respond_text(req, 503, body);
             }
             write_metrics(req, pages, &snaps, max_age)
         }
@@ -476,19 +585,27 @@ fn write_metrics(
     snaps: &[(usize, Arc<Snapshot>)],
     max_age: Duration,
 ) -> std::io::Result<Served> {
-    let states: Vec<(&str, bool, Option<f64>)> = pages
-        .slots
-        .iter()
-        .enumerate()
+    let states: Vec<(String, Link, bool, Option<Duration>)> = pages
+        .shown()
         .map(|(i, slot)| {
             let age = snaps
                 .iter()
                 .find(|(j, _)| *j == i)
-                .map(|(_, s)| s.finished.elapsed().as_secs_f64());
-            (slot.name.as_str(), slot.state(max_age).is_ok(), age)
+                .map(|(_, s)| s.finished.elapsed());
+            (slot.name(), slot.link(), slot.state(max_age).is_ok(), age)
         })
         .collect();
-    let tail = prometheus::scrape_families(&states);
+    let statuses: Vec<prometheus::FabricStatus<'_>> = states
+        .iter()
+        .map(|(name, link, ok, age)| prometheus::FabricStatus {
+            name,
+            up: *ok,
+            stale: !link.up || age.map_or(true, |a| a > max_age),
+            age_seconds: age.map(|a| a.as_secs_f64()),
+            reopens: link.reopens,
+        })
+        .collect();
+    let tail = prometheus::scrape_families(&statuses);
     let zipped = accepts_gzip(&req);
     let families = merged(snaps);
     let tail_z;
@@ -540,6 +657,63 @@ mod tests {
         assert!(e.contains("--allow-remote"), "{e}");
         assert!(listen_addr("0.0.0.0:9315", true).is_ok());
         assert!(listen_addr("nonsense", false).is_err());
+    }
+
+    #[test]
+    fn health_says_why_not_and_keeps_the_last_good_page() {
+        let limit = Duration::from_secs(35);
+        let slot = Slot::new("alpha".into());
+        let page = |age: Duration, failure: Option<&str>| {
+            let mut s = Snapshot::new(
+                "# HELP a A.\n# TYPE a gauge\na 1\n",
+                failure.map(String::from),
+            );
+            s.finished = Instant::now() - age;
+            Arc::new(s)
+        };
+        assert_eq!(slot.state(limit), Err("no sweep finished yet".into()));
+        slot.set_up();
+        drop(slot.page.store(page(Duration::from_secs(1), None)));
+        assert_eq!(slot.state(limit), Ok(()));
+        drop(slot.page.store(page(Duration::from_secs(40), None)));
+        let why = slot.state(limit).unwrap_err();
+        assert!(why.starts_with("last sweep is stale"), "{why}");
+        drop(
+            slot.page
+                .store(page(Duration::ZERO, Some("none of 4 ports answered"))),
+        );
+        assert_eq!(
+            slot.state(limit),
+            Err("last sweep failed: none of 4 ports answered".into())
+        );
+
+        drop(slot.page.store(page(Duration::from_secs(1), None)));
+        slot.set_down("lost the connection".into(), false);
+        slot.set_down("the sweeper process exited".into(), false);
+        let why = slot.state(limit).unwrap_err();
+        assert!(
+            why.starts_with("fabric unreachable for 0 s: lost the connection; ")
+                && why.ends_with("serving the last good sample, 1 s old"),
+            "{why}"
+        );
+        assert!(slot.page.load().is_some(), "the last good page stays");
+        slot.set_up();
+        assert_eq!(slot.state(limit), Ok(()));
+        assert!(slot.link().reason.is_none());
+
+        let pages = Pages {
+            slots: vec![slot, Slot::new("beta".into())],
+            multi: true,
+        };
+        pages.slots[1].set_down("no device".into(), false);
+        let (code, body) = pages.health(limit);
+        assert_eq!(code, 503);
+        assert!(
+            body.starts_with("alpha: ok\nbeta: fabric unreachable for 0 s: no device\n"),
+            "{body}"
+        );
+        pages.slots[1].set_merged();
+        assert_eq!(pages.health(limit), (200, "alpha: ok\n".into()));
     }
 
     #[test]

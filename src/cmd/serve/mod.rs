@@ -1,19 +1,24 @@
-//! `ibscope serve`: a Prometheus exporter. One background thread owns the management port
-//! (discovery, then a counter sweep every --interval); after each sweep it renders the
-//! whole exposition text into a shared cache. HTTP threads answer from that cache only, so a
-//! scrape never waits on the fabric and never sends a MAD.
+//! `ibscope serve`: a Prometheus exporter. For each fabric a sweeper process owns the
+//! management port (discovery, then a counter sweep every --interval) and hands each
+//! sweep's page to this one, where that fabric's supervisor thread keeps it in the
+//! fabric's slot and starts a new sweeper process when one ends (the fabric lost: see
+//! `supervisor`). HTTP threads answer from the slots only, so a scrape never waits on a
+//! fabric and never sends a MAD, and the exporter keeps answering while a fabric is
+//! unreachable.
 
+mod frames;
 mod http;
+mod supervisor;
 mod sweeper;
 mod tls;
 mod web;
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -23,9 +28,10 @@ use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
 
 use crate::cli::{exit, Global};
-use crate::fabrics::Planned;
+use crate::fabrics::{Planned, Reach};
 use crate::signals;
 use http::{listen_addr, Pages, Slot};
+use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
@@ -39,22 +45,32 @@ use sweeper::Sweeper;
 ///              PortXmitDiscards by cause for ports where those counted
 ///              (PortRcvErrorDetails, PortXmitDiscardDetails: ibscope_port_looping_errors_total
 ///              ...), link state, width, speed, degraded flag, node info, per-node scrape
-///              errors/timeouts, sweep timing.
-///   /healthz   200 "ok" when the last sweep succeeded and is fresh (younger than
-///              3 x --interval + 5 s), else 503 with the reason.
+///              errors/timeouts, sweep timing, and per scrape, for each fabric:
+///              ibscope_up (0 while it is unreachable), ibscope_sample_stale,
+///              ibscope_sweep_age_seconds, ibscope_port_reopens_total.
+///   /healthz   200 "ok" when every fabric answers and its last sweep succeeded and is
+///              fresh (younger than 3 x --interval + 5 s), else 503 with the reason.
 ///
-/// A background thread discovers the fabric at start, then sweeps the counters every
-/// --interval seconds, and rediscovers when a sweep sees a topology change (a switch port
-/// whose state differs from the discovered one: one PortInfo per switch port per sweep; or
-/// a port whose LinkDownedCounter moved or whose PMA started or stopped answering), and
-/// every --rediscover-every sweeps. Scrapes are answered from a cache, never from the fabric.
+/// A sweeper process per fabric (this binary, started by serve) discovers the fabric,
+/// then sweeps the counters every --interval seconds, and rediscovers when a sweep sees a
+/// topology change (a switch port whose state differs from the discovered one: one
+/// PortInfo per switch port per sweep; or a port whose LinkDownedCounter moved or whose
+/// PMA started or stopped answering), and every --rediscover-every sweeps. Scrapes are
+/// answered from a cache, never from the fabric.
+///
+/// When a fabric becomes unreachable (the HCA resets, the driver reloads, the umad device,
+/// the relay agent or the simulator goes away) serve keeps answering: /metrics serves its
+/// last good sample with ibscope_up 0 and ibscope_sample_stale 1, /healthz says 503 and
+/// why. It reopens the port in a new sweeper process 1 s after the loss, then backs off
+/// (2 s, 4 s, ...) up to 30 s between attempts, and serves fresh data after the first
+/// sweep once the fabric is back. With one fabric, only a port that cannot be opened at
+/// start fails the command (exit 2).
 ///
 /// Page size and how the options trim it: see AFTER_HELP (the end of `serve --help`).
 ///
-/// Stops on SIGTERM or SIGINT: stops accepting, abandons the running sweep (a MAD in
-/// flight gets its timeout, no retry), closes the management port, and exits 0. A second
-/// signal exits at once (code 1). When the connection to the fabric is lost (the umad
-/// device or the simulator gone) it stops the same way and exits 2 with one error line.
+/// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweepers abandon their sweeps
+/// (a MAD in flight gets its timeout, no retry) and close the management ports, and serve
+/// exits 0. A second signal exits at once (code 1).
 ///
 /// Defaults for every option below can be kept in the [serve] table of the config file
 /// (see `ibscope config show`); flags win.
@@ -65,13 +81,14 @@ use sweeper::Sweeper;
 /// node_exporter reads) adds TLS (rustls: TLS 1.2 and 1.3) and basic auth with
 /// bcrypt-hashed passwords; every path then asks for them.
 ///
-/// Several fabrics (-C all, a list; see -C): one sweeper thread per fabric, each on its
+/// Several fabrics (-C all, a list; see -C): one sweeper process per fabric, each on its
 /// own schedule, so a slow or lost fabric never delays another. Every series carries a
-/// `fabric` label (with one fabric too); ibscope_up{fabric} is 1 while the fabric's last
-/// sweep succeeded and is fresh. A fabric whose port cannot be opened, or whose connection
-/// is lost, leaves the page (ibscope_up 0) and is opened again every --interval; with one
-/// fabric a lost connection ends serve instead. /healthz then has one line per fabric
-/// and says 200 only when every fabric is fresh.
+/// `fabric` label (with one fabric too); ibscope_up{fabric} is 1 while the fabric answers
+/// and its last sweep succeeded and is fresh. A fabric whose port cannot be opened, or
+/// whose connection is lost, keeps its last good series marked stale (ibscope_up 0,
+/// ibscope_sample_stale 1) and is opened again with the backoff above. Ports that reach
+/// one subnet are swept once. /healthz then has one line per fabric and says 200 only
+/// when every fabric is up and fresh.
 ///
 /// Examples:
 ///   ibscope serve
@@ -129,6 +146,15 @@ pub struct Args {
     /// --allow-remote. A file that cannot be used fails at start.
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+    /// Run as serve's sweeper process: frames on stdout (started by serve itself).
+    #[arg(long, hide = true)]
+    pub sweeper_process: bool,
+    /// The sweeper process's fabric: its name ("" for the one fabric of -C/-P).
+    #[arg(long, hide = true, requires = "sweeper_process", value_name = "NAME")]
+    pub sweeper_fabric: Option<String>,
+    /// The sweeper process's fabric: how it is reached (see `reach_arg`).
+    #[arg(long, hide = true, requires = "sweeper_process", value_name = "REACH")]
+    pub sweeper_reach: Option<String>,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -144,9 +170,11 @@ Measured on the 2,048-host fat tree of bench/serve_scrape.sh (2,396 nodes, 14,57
   --switches-only                                   381,198 series, 4.1 MiB gzip
   --counters errors --active-only --switches-only   231,646 series, 2.6 MiB gzip
 
-Stops on SIGTERM or SIGINT: stops accepting, abandons the running sweep (a MAD in flight
-gets its timeout, no retry), closes the management port and exits 0 with one line on
-stderr. A second signal exits at once (code 1).";
+Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, abandons the running sweep (a MAD in
+flight gets its timeout, no retry), closes the management port and exits 0 with one line
+on stderr. A second signal exits at once (code 1). While the fabric is unreachable it
+keeps serving the last good page (ibscope_up 0) and reopens the port 1 s after the loss,
+then at doubling intervals up to 30 s.";
 
 /// Which counter families `/metrics` carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -187,6 +215,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if !(a.interval.is_finite() && a.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
+    if a.sweeper_process {
+        return run_sweeper_process(g, a);
+    }
     let web = match &a.web_config {
         Some(path) => Some(web::WebConfig::load(path)?),
         None => None,
@@ -194,35 +225,37 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let tls_config = web.as_ref().and_then(|w| w.tls.clone());
     let auth = web.and_then(|w| w.auth).map(Arc::new);
     let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
-    let check = Check {
-        names: crate::fabric::names(g)?,
-        thresholds: crate::fabric::thresholds(g, None)?,
-    };
-    signals::install(&[libc::SIGTERM, libc::SIGINT], signals::Second::Exit);
-    // Every thread started from here on (tiny_http's, ours, the transport's) inherits it.
+    // Read now so a bad file fails the command at once, not every sweeper process.
+    crate::fabric::names(g)?;
+    crate::fabric::thresholds(g, None)?;
+    let planned = crate::fabrics::planned(g)?;
+    signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
+    let state = crate::statedir::StateDir::create("serve")?;
+    // Every thread started from here on (tiny_http's, ours) inherits it.
     signals::block_stop_signals(true);
-    let started = start(g, a, &check, addr, tls_config, auth);
+    let started = start(g, a, planned, &state, addr, tls_config, auth);
     signals::block_stop_signals(false);
-    let running = started?;
+    let (running, events) = started?;
     let scheme = if running.front.is_some() {
         "https"
     } else {
         "http"
     };
-    eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics");
-    let why = wait_for_stop(&running.lost)?;
-    running.shut_down(g, why)
+    let why = wait_for_stop(
+        &events,
+        &running.pages,
+        &format!("{scheme}://{addr}/metrics"),
+    );
+    let code = running.shut_down(g, why);
+    // Only now: the sweeper processes kept their files there until they exited.
+    drop(state);
+    code
 }
 
-/// What runs while serving: the HTTP front, its workers and a sweeper per fabric.
+/// What runs while serving: the HTTP front, its workers and a supervisor per fabric.
 struct Running {
-    /// The one fabric's loss of its transport (several fabrics are opened again instead).
-    lost: mpsc::Receiver<anyhow::Error>,
-    /// Set on SIGTERM/SIGINT: the sweepers' engines send nothing more (see Engine::run).
-    stop: CancelToken,
-    /// Dropping them ends the sweepers' sleep.
-    wakers: Vec<mpsc::Sender<()>>,
-    sweepers: Vec<JoinHandle<()>>,
+    pages: Arc<Pages>,
+    supervisors: Vec<Supervisor>,
     sweeps: Arc<AtomicU64>,
     server: Arc<tiny_http::Server>,
     workers: Vec<JoinHandle<()>>,
@@ -231,58 +264,108 @@ struct Running {
     front_stop: Arc<AtomicBool>,
 }
 
-/// What the sweepers judge findings by: the node names and the counter thresholds.
-struct Check {
-    names: Option<ibscope_topo::namemap::NameMap>,
-    thresholds: ibscope_topo::counters::Thresholds,
-}
-
-/// Open the fabrics, listen, start the sweepers and the HTTP workers.
+/// Listen, start a supervisor (and so a sweeper process) per fabric, and the HTTP workers.
 fn start(
     g: &Global,
     a: &Args,
-    check: &Check,
+    planned: Vec<Planned>,
+    state: &crate::statedir::StateDir,
     addr: std::net::SocketAddr,
     tls_config: Option<Arc<rustls::ServerConfig>>,
     auth: Option<Arc<web::BasicAuth>>,
-) -> Result<Running> {
-    let opened = crate::fabrics::open(g)?;
-    if opened.iter().all(|o| o.is_err()) {
-        let lines: Vec<String> = opened
-            .iter()
-            .filter_map(|o| o.as_ref().err())
-            .map(|u| crate::fabrics::failure_line(&u.name, &u.error))
-            .collect();
-        bail!("no fabric could be opened: {}", lines.join("; "));
-    }
+) -> Result<(Running, mpsc::Receiver<Event>)> {
     let front_stop = Arc::new(AtomicBool::new(false));
     let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
     let server = Arc::new(server);
+    let multi = crate::fabrics::is_multi(g.ca.as_deref());
     let pages = Arc::new(Pages {
-        slots: opened
-            .iter()
-            .map(|o| match o {
-                Ok(o) => Slot::new(o.id.name.clone()),
-                Err(u) => Slot::new(u.name.clone()),
-            })
-            .collect(),
-        multi: crate::fabrics::is_multi(g.ca.as_deref()),
+        slots: planned.iter().map(|p| Slot::new(slot_name(g, p))).collect(),
+        multi,
     });
-    let stop = CancelToken::new();
     let sweeps = Arc::new(AtomicU64::new(0));
-    let (lost, wakers, sweepers) = spawn_sweepers(g, a, check, opened, &pages, &stop, &sweeps)?;
+    let (events_tx, events) = mpsc::channel::<Event>();
+    let shared = supervisor::Shared {
+        dir: state.path().to_path_buf(),
+        pages: pages.clone(),
+        sweeps: sweeps.clone(),
+        subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
+        events: events_tx,
+    };
+    let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut supervisors = Vec::new();
+    for (slot, p) in planned.iter().enumerate() {
+        let mut args = own_args.clone();
+        args.extend(sweeper_args(p));
+        let fabric = supervisor::Fabric { slot, args, multi };
+        supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
+    }
     let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
     let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
-    Ok(Running {
-        lost,
-        stop,
-        wakers,
-        sweepers,
+    let running = Running {
+        pages,
+        supervisors,
         sweeps,
         server,
         workers,
         front,
         front_stop,
+    };
+    Ok((running, events))
+}
+
+/// A fabric's name before its sweeper process opened it: the planned name, or for the
+/// one fabric of -C/-P what names it (its real name, CA:port, comes with the port).
+fn slot_name(g: &Global, p: &Planned) -> String {
+    if !p.name.is_empty() {
+        return p.name.clone();
+    }
+    match (&g.ca, g.port) {
+        (Some(ca), Some(port)) => crate::fabrics::port_name(ca, port),
+        (Some(ca), None) => ca.clone(),
+        _ => "default".to_string(),
+    }
+}
+
+/// The arguments that make a sweeper process of `p`'s fabric.
+fn sweeper_args(p: &Planned) -> Vec<OsString> {
+    vec![
+        "--sweeper-process".into(),
+        "--sweeper-fabric".into(),
+        p.name.clone().into(),
+        "--sweeper-reach".into(),
+        reach_arg(&p.reach).into(),
+    ]
+}
+
+/// How a fabric is reached, as one argument: `default` (-C/-P as given), `local:PORT:CA`,
+/// `relay:COMMAND`.
+fn reach_arg(reach: &Reach) -> String {
+    match reach {
+        Reach::Default { .. } => "default".to_string(),
+        Reach::Local { ca, port } => format!("local:{port}:{ca}"),
+        Reach::Relay { command } => format!("relay:{command}"),
+    }
+}
+
+/// [`reach_arg`] read back; `Default` takes -C/-P from `g`.
+fn parse_reach(g: &Global, text: &str) -> Result<Reach> {
+    let bad = || anyhow!("--sweeper-reach {text:?}: not a fabric's reach");
+    Ok(match text.split_once(':') {
+        None if text == "default" => Reach::Default {
+            ca: g.ca.clone(),
+            port: g.port,
+        },
+        Some(("local", rest)) => {
+            let (port, ca) = rest.split_once(':').ok_or_else(bad)?;
+            Reach::Local {
+                ca: ca.to_string(),
+                port: port.parse().map_err(|_| bad())?,
+            }
+        }
+        Some(("relay", command)) => Reach::Relay {
+            command: command.to_string(),
+        },
+        _ => return Err(bad()),
     })
 }
 
@@ -314,131 +397,109 @@ fn http_server(
     }
 }
 
-/// The sweepers' threads: their wakers, and where the one fabric's loss is reported.
-type Sweepers = (
-    mpsc::Receiver<anyhow::Error>,
-    Vec<mpsc::Sender<()>>,
-    Vec<JoinHandle<()>>,
-);
-
-/// A sweeper per fabric, each owning its engine (or opening it again, for a fabric that
-/// did not open). With one fabric it reports the loss of the transport, which ends the
-/// command.
-fn spawn_sweepers(
-    g: &Global,
-    a: &Args,
-    check: &Check,
-    opened: Vec<Result<crate::fabrics::Opened, crate::fabrics::Unreached>>,
-    pages: &Arc<Pages>,
-    stop: &CancelToken,
-    sweeps: &Arc<AtomicU64>,
-) -> Result<Sweepers> {
-    let (lost_tx, lost_rx) = mpsc::channel::<anyhow::Error>();
-    let mut wakers = Vec::new();
-    let mut sweepers = Vec::new();
-    for (slot, fabric) in opened.into_iter().enumerate() {
-        let (planned, engine) = match fabric {
-            Ok(o) => (
-                Planned {
-                    name: o.id.name,
-                    reach: o.reach,
-                },
-                Some(o.engine),
-            ),
-            Err(u) => {
-                eprintln!(
-                    "ibscope serve: {}; trying again every {} s",
-                    crate::fabrics::failure_line(&u.name, &u.error),
-                    a.interval
-                );
-                pages.slots[slot].set_down(format!("{:#}", u.error));
-                (
-                    Planned {
-                        name: u.name,
-                        reach: u.reach,
-                    },
-                    None,
-                )
-            }
-        };
-        let sweeper = Sweeper {
-            g: g.clone(),
-            slot,
-            planned,
-            engine,
-            multi: pages.multi,
-            names: check.names.clone(),
-            thresholds: check.thresholds.clone(),
-            filter: PortFilter {
-                switches_only: a.switches_only,
-                active_only: a.active_only,
-            },
-            counters: a.counters.names(),
-            interval: Duration::from_secs_f64(a.interval),
-            rediscover_every: a.rediscover_every,
-            pages: pages.clone(),
-            stop: stop.clone(),
-            sweeps: sweeps.clone(),
-            own_sweeps: 0,
-            scrape_errors: HashMap::new(),
-            discoveries: 0,
-        };
-        let (wake, sleeper) = mpsc::channel::<()>();
-        wakers.push(wake);
-        let lost = lost_tx.clone();
-        sweepers.push(
-            std::thread::Builder::new()
-                .name(format!("sweeper-{slot}"))
-                .spawn(move || sweeper.run(lost, sleeper))?,
-        );
-    }
-    Ok((lost_rx, wakers, sweepers))
+/// `serve --sweeper-process`: sweep one fabric and hand the pages over on stdout until a
+/// stop signal comes or `serve` is gone.
+fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
+    use std::os::fd::FromRawFd;
+    // The stop is serve's to order; a second signal must not cut the clean close short.
+    signals::install(signals::STOP_SIGNALS, signals::Second::Wait);
+    let planned = Planned {
+        name: a.sweeper_fabric.clone().unwrap_or_default(),
+        reach: parse_reach(g, a.sweeper_reach.as_deref().unwrap_or("default"))?,
+    };
+    // The frames get stdout to themselves: whatever else would print there goes to stderr.
+    // SAFETY: dup of fd 1 gives a new descriptor owned by `out` alone; dup2 then points
+    // fd 1 at stderr.
+    let out = unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 || libc::dup2(2, 1) < 0 {
+            bail!("setting up the sweeper process's output");
+        }
+        std::fs::File::from_raw_fd(fd)
+    };
+    let stop = CancelToken::new();
+    let (wake, sleeper) = mpsc::channel::<()>();
+    let watcher = {
+        let stop = stop.clone();
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        std::thread::Builder::new()
+            .name("stop-watcher".into())
+            .spawn(move || loop {
+                // SAFETY: as above.
+                let orphaned = unsafe { libc::getppid() } != parent;
+                if signals::received().is_some() || orphaned || stop.is_cancelled() {
+                    stop.cancel();
+                    drop(wake);
+                    return;
+                }
+                std::thread::sleep(STOP_POLL);
+            })?
+    };
+    let sweeper = Sweeper {
+        g: g.clone(),
+        name: planned.name.clone(),
+        planned,
+        names: crate::fabric::names(g)?,
+        thresholds: crate::fabric::thresholds(g, None)?,
+        filter: PortFilter {
+            switches_only: a.switches_only,
+            active_only: a.active_only,
+        },
+        counters: a.counters.names(),
+        interval: Duration::from_secs_f64(a.interval),
+        rediscover_every: a.rediscover_every,
+        stop: stop.clone(),
+        out: Box::new(std::io::BufWriter::new(out)),
+        scrape_errors: HashMap::new(),
+        sweeps: 0,
+        discoveries: 0,
+    };
+    let code = sweeper.run(sleeper);
+    stop.cancel();
+    let _ = watcher.join();
+    Ok(ExitCode::from(code))
 }
 
 impl Running {
-    /// Stop: no new requests, no new MADs; let what is in flight finish, then close.
-    fn shut_down(self, g: &Global, why: Stop) -> Result<ExitCode> {
+    /// Stop: no new requests; every sweeper process sends no new MAD, lets what is in
+    /// flight finish and closes its port.
+    fn shut_down(self, g: &Global, why: Result<i32>) -> Result<ExitCode> {
         let started = Instant::now();
-        self.stop.cancel();
-        drop(self.wakers);
+        let tls = self.front.is_some();
+        // All at once: one fabric's slow stop does not delay another's.
+        for s in &self.supervisors {
+            s.ask_to_stop();
+        }
         self.front_stop.store(true, Ordering::SeqCst);
         if let Some(front) = self.front {
             if finished_within(&front, Duration::from_secs(1)) {
                 let _ = front.join();
             }
         }
-        stop_http_workers(self.server, self.workers);
+        stop_http_workers(self.server, self.workers, tls);
         let engine = crate::fabric::engine_config(g);
         // What a sweeper may still wait for: the attempt in flight (the cancelled engine
         // sends no retry), the engine's drain of late replies (at most 1 s) before it
-        // unregisters, a relay agent's exit (at most 2 s) and a render already under way.
-        // Generous: the engine's own retries would fit too.
+        // unregisters, a relay agent's exit (at most 2 s), a render already under way, and
+        // its exit. Generous: the engine's own retries would fit too.
         let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
         let deadline = Instant::now() + limit;
         let mut closed = true;
-        for s in self.sweepers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            closed &= finished_within(&s, left) && s.join().is_ok();
+        for s in &self.supervisors {
+            closed &= s.stop(deadline.saturating_duration_since(Instant::now()));
         }
-        let signal = match why {
-            Stop::Signal(signal) => signal,
-            Stop::Lost(e) => {
-                if !closed {
-                    tracing::warn!("the sweeper did not finish after the transport was lost");
-                }
-                return Err(e);
-            }
-        };
-        let n = self.sweeps.load(Ordering::SeqCst);
-        Ok(report_stop(signal, n, closed, started.elapsed(), limit))
+        let took = started.elapsed();
+        let sweeps = self.sweeps.load(Ordering::SeqCst);
+        drop(self.pages);
+        // Said once the ports are closed; the sweeper processes may take a moment more to
+        // exit.
+        let code = why.map(|signal| report_stop(signal, sweeps, closed, took, limit));
+        for s in self.supervisors {
+            s.join();
+        }
+        code
     }
-}
-
-/// Why the main thread stops serving.
-enum Stop {
-    Signal(i32),
-    /// The sweeper lost the transport (the "lost the connection to the fabric" error).
-    Lost(anyhow::Error),
 }
 
 fn spawn_http_workers(
@@ -466,27 +527,52 @@ fn spawn_http_workers(
     Ok(workers)
 }
 
-/// Wait for a stop signal, or the loss of the one fabric's transport.
-fn wait_for_stop(lost: &mpsc::Receiver<anyhow::Error>) -> Result<Stop> {
+/// Wait for a stop signal, announcing `url` once a sweeper process opened its port. An
+/// error when the one fabric's port could not be opened at start, or with several, when
+/// none of them could.
+fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Result<i32> {
+    let mut announced = false;
+    let mut not_opened: Vec<String> = Vec::new();
     loop {
         if let Some(signal) = signals::received() {
-            return Ok(Stop::Signal(signal));
+            return Ok(signal);
         }
-        match lost.recv_timeout(STOP_POLL) {
-            // The transport went away under a sweep: stop as for a signal, then fail.
-            Ok(e) => return Ok(Stop::Lost(e)),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // Every sweeper ended on its own (none is left to report): nothing more will
-            // be swept.
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                bail!("the sweeper threads ended unexpectedly; the metrics would only get stale")
+        match events.recv_timeout(STOP_POLL) {
+            Ok(Event::Opened { slot, port }) => {
+                tracing::info!(slot, "management port {port} open");
+                if !announced {
+                    eprintln!("ibscope serve: listening on {url}");
+                    announced = true;
+                }
             }
+            Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
+            Ok(Event::NotOpened { slot, error }) => {
+                let line = crate::fabrics::failure_line(&pages.slots[slot].name(), &error);
+                eprintln!(
+                    "ibscope serve: {line}; trying again in {} s, then less often",
+                    supervisor::REOPEN_FIRST.as_secs()
+                );
+                not_opened.push(line);
+                if !announced && not_opened.len() == pages.slots.len() {
+                    bail!("no fabric could be opened: {}", not_opened.join("; "));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The supervisors end only after a stop: wait for the signal.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
         }
     }
 }
 
 /// Stop accepting and let the workers finish what they are writing, for a moment.
-fn stop_http_workers(server: Arc<tiny_http::Server>, workers: Vec<JoinHandle<()>>) {
+/// `behind_tls`: the server listens on the TLS front's private abstract socket, which
+/// tiny_http cannot close on drop (it panics looking for the socket's path): it is left
+/// to the process's exit, and the TCP port closes with the front.
+fn stop_http_workers(
+    server: Arc<tiny_http::Server>,
+    workers: Vec<JoinHandle<()>>,
+    behind_tls: bool,
+) {
     for _ in &workers {
         server.unblock();
     }
@@ -500,8 +586,12 @@ fn stop_http_workers(server: Arc<tiny_http::Server>, workers: Vec<JoinHandle<()>
             let _ = w.join();
         }
     }
-    // The last reference: closes the listening socket.
-    drop(server);
+    if behind_tls {
+        std::mem::forget(server);
+    } else {
+        // The last reference: closes the listening socket.
+        drop(server);
+    }
 }
 
 /// The one line on stderr after a signal, and the exit code: 0 when the management port

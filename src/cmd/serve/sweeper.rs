@@ -1,15 +1,16 @@
-//! A sweeper thread of `serve`, one per fabric: it owns the fabric's management port,
-//! discovers the fabric, sweeps the counters every interval, renders the page
-//! ([`prometheus::fabric_page`]) and publishes it to its [`Slot`] of the pages the HTTP
-//! threads read; it rediscovers when the fabric changed under it. With several fabrics,
-//! a port that cannot be opened or whose connection is lost marks its slot down and is
-//! opened again every interval, while the other sweepers go on.
+//! The sweeper of one fabric of `serve`, run in a process of its own (`serve
+//! --sweeper-process`, one per fabric): it owns the fabric's management port (or its relay
+//! agent), discovers the fabric, sweeps the counters every interval, renders
+//! the page ([`prometheus::fabric_page`]) and hands it to `serve` as a [`Frame`] on stdout;
+//! it rediscovers when the fabric changed under it. When the transport is lost it says so
+//! and ends: `serve` starts another one (see `supervisor`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::io::Write;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use anyhow::Result;
 use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
@@ -20,19 +21,15 @@ use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
-use super::http::{Pages, Snapshot};
-use crate::cli::Global;
+use super::frames::{self, Frame};
+use crate::cli::{exit, Global};
 use crate::fabrics::Planned;
 
 pub struct Sweeper {
     pub g: Global,
-    /// Which fabric: its slot in `pages`, and how to open it again.
-    pub slot: usize,
+    /// The fabric to sweep; its name (the `fabric` label) once opened.
     pub planned: Planned,
-    /// The engine opened at start (`None`: it did not open; try again).
-    pub engine: Option<Engine>,
-    /// Several fabrics: a lost one is opened again; with one, its loss ends `serve`.
-    pub multi: bool,
+    pub name: String,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
     pub thresholds: Thresholds,
@@ -40,15 +37,13 @@ pub struct Sweeper {
     pub counters: Vec<&'static str>,
     pub interval: Duration,
     pub rediscover_every: u64,
-    pub pages: Arc<Pages>,
-    /// The sweeper engine's cancel token, set by the main thread to stop.
+    /// The engine's cancel token, set on a stop signal (or when `serve` is gone).
     pub stop: CancelToken,
-    /// Sweeps of every fabric, for the stop message.
-    pub sweeps: Arc<AtomicU64>,
-    /// Sweeps of this fabric, for its page.
-    pub own_sweeps: u64,
+    /// Where the frames go (`serve`'s pipe).
+    pub out: Box<dyn Write + Send>,
     /// By node GUID, kept across rediscoveries.
     pub scrape_errors: HashMap<u64, ScrapeErrors>,
+    pub sweeps: u64,
     pub discoveries: u64,
 }
 
@@ -69,13 +64,18 @@ struct Progress {
     current: Option<Discovered>,
     previous: Option<Sample>,
     since_discovery: u64,
-    /// Kept one sweep longer than the cache does, so the sweeper (not a scrape) usually
-    /// frees a page.
-    retired: Option<Arc<Snapshot>>,
 }
 
 fn micros(since: Instant) -> u64 {
     since.elapsed().as_micros() as u64
+}
+
+/// Why a sweep ended the loop.
+enum Ended {
+    /// Asked to stop (or `serve` stopped reading).
+    Stopped,
+    /// The transport is gone: the error to report.
+    Lost(anyhow::Error),
 }
 
 impl Sweeper {
@@ -83,103 +83,81 @@ impl Sweeper {
         self.stop.is_cancelled()
     }
 
-    /// Until stopped. The engine is closed (agents unregistered after a drain) when this
-    /// returns. With one fabric, the loss of its transport is sent on `lost` (the main
-    /// thread ends the command with it); with several, the fabric is marked down and its
-    /// port opened again every interval.
-    pub fn run(mut self, lost: mpsc::Sender<anyhow::Error>, sleeper: mpsc::Receiver<()>) {
+    /// Hand `serve` a frame; a `serve` that stopped reading stops us.
+    fn send(&mut self, frame: &Frame) {
+        if frames::write(&mut self.out, frame).is_err() {
+            self.stop.cancel();
+        }
+    }
+
+    /// Until stopped or the transport is lost; the exit code of the process. The engine is
+    /// closed (agents unregistered after a drain) before the last frame goes out.
+    pub fn run(mut self, sleeper: mpsc::Receiver<()>) -> u8 {
         lower_own_priority();
-        let mut engine = self.engine.take();
-        while !self.stopped() {
-            let mut e = match engine.take() {
-                Some(e) => e,
-                None => match crate::fabrics::open_one_until(&self.g, &self.planned, &|| {
-                    self.stop.is_cancelled()
-                }) {
-                    Ok(opened) => {
-                        tracing::info!(fabric = %self.planned.name, "opened again");
-                        self.pages.slots[self.slot].set_up();
-                        opened.engine
-                    }
-                    Err(e) => {
-                        self.pages.slots[self.slot].set_down(format!("{e:#}"));
-                        if !self.sleep(&sleeper, Instant::now()) {
-                            return;
-                        }
-                        continue;
-                    }
-                },
-            };
-            // A stop then abandons the running sweep within about one MAD timeout.
-            e.set_cancel(Some(self.stop.clone()));
-            let Some(error) = self.sweep_until_lost(&mut e, &sleeper) else {
-                return;
-            };
-            // The transport is gone: every MAD would fail at once.
-            drop(e);
-            if !self.multi {
-                let _ = lost.send(error);
-                return;
+        let stop = self.stop.clone();
+        let opened =
+            crate::fabrics::open_one_until(&self.g, &self.planned, &|| stop.is_cancelled());
+        let mut engine = match opened {
+            Ok(o) => {
+                let local = o.engine.local();
+                let port = format!("{}/{}", local.ca_name, local.port_num);
+                self.name = o.id.name.clone();
+                self.send(&Frame::Opened { port, id: o.id });
+                o.engine
             }
-            tracing::warn!(fabric = %self.planned.name, error = %format!("{error:#}"), "lost");
-            self.pages.slots[self.slot].set_down(format!("{error:#}"));
-            if !self.sleep(&sleeper, Instant::now()) {
-                return;
-            }
-        }
-    }
-
-    /// Wait out the interval from `started`; false when the main thread wants us to stop.
-    fn sleep(&self, sleeper: &mpsc::Receiver<()>, started: Instant) -> bool {
-        match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
-            Err(mpsc::RecvTimeoutError::Timeout) => !self.stopped(),
-            // Woken (or the sender gone): the main thread wants us to stop.
-            _ => false,
-        }
-    }
-
-    /// Sweep every interval until stopped (`None`) or the transport is lost (its error).
-    fn sweep_until_lost(
-        &mut self,
-        engine: &mut Engine,
-        sleeper: &mpsc::Receiver<()>,
-    ) -> Option<anyhow::Error> {
-        let gone = std::cell::RefCell::new(None);
-        let lost = |engine: &Engine| match crate::fabric::ensure_connected(engine) {
-            Ok(()) => false,
             Err(e) => {
-                *gone.borrow_mut() = Some(e);
-                true
+                self.send(&Frame::Failed {
+                    error: format!("{e:#}"),
+                });
+                return exit::ERROR;
             }
         };
+        // A stop then abandons the running sweep within about one MAD timeout.
+        engine.set_cancel(Some(self.stop.clone()));
         let mut progress = Progress::default();
-        while !self.stopped() {
+        let ended = loop {
             let started = Instant::now();
-            if !self.sweep_once(engine, &mut progress, &lost) {
-                break;
+            match self.sweep_once(&mut engine, &mut progress) {
+                Ok(true) => {}
+                Ok(false) => break Ended::Stopped,
+                Err(e) => break Ended::Lost(e),
             }
-            if !self.sleep(sleeper, started) {
-                break;
+            match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Woken (or the sender gone): asked to stop.
+                _ => break Ended::Stopped,
+            }
+        };
+        // Late replies drained, agents unregistered (see Engine's Drop).
+        drop(engine);
+        match ended {
+            Ended::Stopped => {
+                self.send(&Frame::Closed);
+                exit::OK
+            }
+            Ended::Lost(e) => {
+                self.send(&Frame::Lost {
+                    error: format!("{e:#}"),
+                });
+                exit::ERROR
             }
         }
-        gone.into_inner()
     }
 
     /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
-    /// False when the sweeper must stop (asked to, or the transport is lost).
-    fn sweep_once(
-        &mut self,
-        engine: &mut Engine,
-        progress: &mut Progress,
-        lost: &dyn Fn(&Engine) -> bool,
-    ) -> bool {
+    /// `Ok(false)` when asked to stop, an error when the transport is lost.
+    fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<bool> {
+        let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
+            crate::fabric::ensure_connected(engine)?;
+            Ok(!this.stopped())
+        };
         if progress.current.is_none() {
             progress.current = Some(self.discover(engine));
             progress.previous = None;
             progress.since_discovery = 0;
         }
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
         let d = progress.current.as_ref().expect("discovered above");
         let t = Instant::now();
@@ -191,31 +169,28 @@ impl Sweeper {
         let sample =
             counters::sweep_with(engine, &d.fabric, &d.targets, self.names.as_ref(), options);
         let sweep_us = micros(t);
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
         // The SM check `check` makes, against the SM the local port names now.
         let local = engine.local().clone();
         let sm_lid = findings::local_master_sm_lid(engine, local.port_num).unwrap_or(local.sm_lid);
         let sm = findings::sm_finding(&findings::read_sm(engine, sm_lid));
-        if lost(engine) || self.stopped() {
-            return false;
+        if !go_on(self, engine)? {
+            return Ok(false);
         }
-        self.sweeps.fetch_add(1, Ordering::SeqCst);
-        self.own_sweeps += 1;
-        let sweeps = self.own_sweeps;
+        self.sweeps += 1;
         progress.since_discovery += 1;
-        let Some(snap) = self.snapshot(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
-            return false;
+        let sweeps = self.sweeps;
+        let Some(frame) = self.page(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
+            return Ok(false);
         };
-        drop(progress.retired.take());
-        progress.retired = self.pages.slots[self.slot].page.store(Arc::new(snap));
+        self.send(&frame);
+        drop(frame);
         let t = Instant::now();
         let states_moved = port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
-        if lost(engine) {
-            return false;
-        }
+        crate::fabric::ensure_connected(engine)?;
         let changed = states_moved
             || progress
                 .previous
@@ -228,18 +203,18 @@ impl Sweeper {
             progress.current = None;
         }
         progress.previous = Some(sample);
-        true
+        Ok(!self.stopped())
     }
 
-    /// The page of this sweep, rendered and compressed; `None` when stopped meanwhile.
-    fn snapshot(
+    /// The page of this sweep, rendered; `None` when stopped meanwhile.
+    fn page(
         &mut self,
         d: &Discovered,
         sample: &Sample,
         sweeps: u64,
         sweep_us: u64,
         sm: Option<&Finding>,
-    ) -> Option<Snapshot> {
+    ) -> Option<Frame> {
         let failure = self.account(sample, d);
         let t = Instant::now();
         let text = self.render(d, sample, sweeps, sm);
@@ -247,19 +222,14 @@ impl Sweeper {
         if self.stopped() {
             return None;
         }
-        let t = Instant::now();
-        let snap = Snapshot::new(&text, failure);
-        let (text_len, gzip_len) = snap.sizes();
         tracing::debug!(
-            fabric = %self.planned.name,
+            fabric = %self.name,
             sweep_us,
             render_us,
-            gzip_us = micros(t),
-            text = text_len,
-            gzip = gzip_len,
+            text = text.len(),
             "swept"
         );
-        Some(snap)
+        Some(Frame::Page { text, failure })
     }
 
     fn discover(&mut self, exec: &mut Engine) -> Discovered {
@@ -326,7 +296,7 @@ impl Sweeper {
             self.names.as_ref(),
             sample,
             &PageStats {
-                fabric: &self.pages.slots[self.slot].name,
+                fabric: &self.name,
                 filter: self.filter,
                 counters: &self.counters,
                 sweeps,

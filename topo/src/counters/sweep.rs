@@ -893,7 +893,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             };
             // The extended-speeds layouts are longer than the others but fit the data area.
             area[..data.len()].copy_from_slice(&data);
-            Ok(Response { mad: Box::new(mad) })
+            Ok(Response::from_mad(mad))
         }
     }
 

@@ -161,10 +161,26 @@ pub fn fabric_label(name: &str) -> String {
     format!("fabric=\"{}\"", for_prometheus_label(name))
 }
 
-/// The families `serve` appends to its cached pages on every scrape: each fabric's
-/// `ibscope_up` (`up`: its last sweep succeeded and is fresh) and, for those with a page,
-/// the age of their last sweep.
-pub fn scrape_families(fabrics: &[(&str, bool, Option<f64>)]) -> String {
+/// Where `serve` stands with one fabric, as of one scrape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FabricStatus<'a> {
+    /// The fabric's name (its `fabric` label).
+    pub name: &'a str,
+    /// Its last sweep succeeded, is fresh, and its port is open (as /healthz says).
+    pub up: bool,
+    /// Its series are not from a current sweep: the fabric is unreachable (they are the
+    /// last good sample), or its last sweep is older than the freshness limit.
+    pub stale: bool,
+    /// Seconds since the sweep behind its series finished; `None` before the first.
+    pub age_seconds: Option<f64>,
+    /// Times its management port was opened again after it was lost.
+    pub reopens: u64,
+}
+
+/// The families `serve` appends to its cached pages on every scrape, one sample per
+/// fabric: the age of its last sweep (for those with a page), whether it is up, whether
+/// its series are stale, and how often its port was reopened.
+pub fn scrape_families(fabrics: &[FabricStatus<'_>]) -> String {
     let mut out = String::new();
     family_head(
         &mut out,
@@ -172,27 +188,51 @@ pub fn scrape_families(fabrics: &[(&str, bool, Option<f64>)]) -> String {
         "gauge",
         "Seconds since the last sweep finished.",
     );
-    for (name, _, age) in fabrics {
-        if let Some(seconds) = age {
+    for f in fabrics {
+        if let Some(seconds) = f.age_seconds {
             let value = format!("{seconds:.3}");
             sample_line(
                 &mut out,
                 "ibscope_sweep_age_seconds",
-                &fabric_label(name),
+                &fabric_label(f.name),
                 value,
             );
         }
     }
-    family_head(
+    let per_fabric = |out: &mut String,
+                      name: &str,
+                      kind: &str,
+                      help: &str,
+                      value: &dyn Fn(&FabricStatus<'_>) -> u64| {
+        family_head(out, name, kind, help);
+        for f in fabrics {
+            sample_line(out, name, &fabric_label(f.name), value(f));
+        }
+    };
+    per_fabric(
         &mut out,
         "ibscope_up",
         "gauge",
-        "1 if the fabric's last sweep succeeded and is fresh (as /healthz says), else 0: \
-         its port could not be opened, the connection to it was lost, or its sweeps stopped.",
+        "1 if the fabric's port is open and its last sweep succeeded and is fresh (as \
+         /healthz says), else 0: its port could not be opened, the connection to it was lost \
+         (its series are then the last good sample), or its sweeps stopped.",
+        &|f| u64::from(f.up),
     );
-    for (name, up, _) in fabrics {
-        sample_line(&mut out, "ibscope_up", &fabric_label(name), u8::from(*up));
-    }
+    per_fabric(
+        &mut out,
+        "ibscope_sample_stale",
+        "gauge",
+        "1 when the fabric's series are not from a current sweep: the fabric is unreachable, \
+         or its last sweep is older than the freshness limit (3 intervals + 5 s).",
+        &|f| u64::from(f.stale),
+    );
+    per_fabric(
+        &mut out,
+        "ibscope_port_reopens_total",
+        "counter",
+        "Times the fabric's management port was opened again after it became unreachable.",
+        &|f| f.reopens,
+    );
     out
 }
 
@@ -745,18 +785,43 @@ mod tests {
             out,
             "# HELP ibscope_x X.\n# TYPE ibscope_x gauge\nibscope_x{a=\"1\"} 2\nibscope_x 3\n"
         );
-        let tail = scrape_families(&[("a", true, Some(1.5)), ("b\"", false, None)]);
+        let status = |name, up, age_seconds, reopens| FabricStatus {
+            name,
+            up,
+            stale: !up,
+            age_seconds,
+            reopens,
+        };
+        let tail = scrape_families(&[
+            status("a", true, Some(1.5), 0),
+            status("b\"", false, None, 2),
+        ]);
         assert!(tail.starts_with(
             "# HELP ibscope_sweep_age_seconds Seconds since the last sweep finished.\n\
              # TYPE ibscope_sweep_age_seconds gauge\n\
              ibscope_sweep_age_seconds{fabric=\"a\"} 1.500\n# HELP ibscope_up "
         ));
-        assert!(tail.ends_with("ibscope_up{fabric=\"a\"} 1\nibscope_up{fabric=\"b\\\"\"} 0\n"));
+        for lines in [
+            "# TYPE ibscope_up gauge\nibscope_up{fabric=\"a\"} 1\nibscope_up{fabric=\"b\\\"\"} 0\n",
+            "# TYPE ibscope_sample_stale gauge\nibscope_sample_stale{fabric=\"a\"} 0\n\
+             ibscope_sample_stale{fabric=\"b\\\"\"} 1\n",
+            "# TYPE ibscope_port_reopens_total counter\nibscope_port_reopens_total{fabric=\"a\"} 0\n\
+             ibscope_port_reopens_total{fabric=\"b\\\"\"} 2\n",
+        ] {
+            assert!(tail.contains(lines), "{lines:?} in\n{tail}");
+        }
         let families = split_families(&tail);
-        assert_eq!(families.len(), 2);
-        assert_eq!(families[0].0, "ibscope_sweep_age_seconds");
+        let names: Vec<&str> = families.iter().map(|f| f.0).collect();
+        assert_eq!(
+            names,
+            [
+                "ibscope_sweep_age_seconds",
+                "ibscope_up",
+                "ibscope_sample_stale",
+                "ibscope_port_reopens_total"
+            ]
+        );
         assert!(families[0].1.ends_with("gauge\n") && families[0].2.ends_with("1.500\n"));
-        assert_eq!(families[1].0, "ibscope_up");
         let joined: String = families.iter().map(|f| format!("{}{}", f.1, f.2)).collect();
         assert_eq!(joined, tail);
     }

@@ -1,0 +1,225 @@
+//! `ibscope sa`: ask the Subnet Administrator (the SM's database) for records, as saquery
+//! does: whole tables (one SubnAdmGetTable each, RMPP-reassembled by the kernel) or single
+//! records.
+
+mod records;
+mod table;
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use ibscope_mad::engine::{Engine, Request};
+use ibscope_mad::sa::{comp_mask, LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
+use serde_json::json;
+
+use crate::cli::{exit, Global};
+use crate::cmd::sm::{sa_error, NO_SM};
+use crate::output;
+use records::Record;
+use table::{Completeness, Countable, Query};
+
+/// Query the SA (Subnet Administration, the SM's database), as saquery does.
+///
+/// Without a key each query asks for the whole table in one SubnAdmGetTable; the kernel
+/// reassembles the reply (RMPP) however many MADs it takes, and every record is listed.
+/// When only part of a table arrives (a transport without RMPP, as under the simulator,
+/// cuts the reply to one MAD), the records that came are listed, stderr says "partial: N
+/// records of a table the SA says holds M" and the exit code is 1. M is the SA's own
+/// count: its RMPP header, or, for a reply cut to one MAD, the records it confirms when
+/// asked for each one alone (the keys come from a discovery of the fabric).
+///
+/// A table query waits at least 1 s per attempt (--timeout-ms when longer): the SA builds
+/// the whole table before it sends the first MAD.
+///
+/// Exit codes: 0 every record listed, 1 partial table, 2 the query failed.
+///
+/// Examples:
+///   ibscope sa nodes                     # every NodeRecord (saquery)
+///   ibscope sa nodes --lid 12            # one (saquery NR 12)
+///   ibscope sa paths                     # every PathRecord (saquery -p)
+///   ibscope sa paths --src 1 --dst 12 --json
+///   ibscope sa links                     # every LinkRecord (saquery LR)
+///   ibscope sa ports --lid 1             # the PortInfoRecords of LID 1 (saquery PIR 1)
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: SaCommand,
+    /// Print JSON: {"records": [...], "complete": bool, "received": N, "table_size": M}
+    /// for a table (table_size null when unknown), the record itself for a single query.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SaCommand {
+    /// NodeRecords: every node port with a LID (`saquery`), or the one behind --lid
+    /// (`saquery NR LID`).
+    #[command(after_help = "Examples:\n  ibscope sa nodes\n  ibscope sa nodes --lid 0x0c --json")]
+    Nodes {
+        /// A LID (decimal or 0x-hex).
+        #[arg(long, value_parser = parse_lid)]
+        lid: Option<u16>,
+    },
+    /// PathRecords: between every pair of end ports (`saquery -p`), or the one for
+    /// --src -> --dst (`saquery -p --slid SRC --dlid DST`).
+    #[command(
+        after_help = "Examples:\n  ibscope sa paths\n  ibscope sa paths --src 1 --dst 12\n  ibscope sa paths --src 1 --dst 12 --json"
+    )]
+    Paths {
+        #[arg(long, value_parser = parse_lid, requires = "dst")]
+        src: Option<u16>,
+        #[arg(long, value_parser = parse_lid, requires = "src")]
+        dst: Option<u16>,
+    },
+    /// LinkRecords: both directions of every link (`saquery LR`), or those from --lid.
+    #[command(after_help = "Examples:\n  ibscope sa links\n  ibscope sa links --lid 1 --json")]
+    Links {
+        /// Only links leaving this LID.
+        #[arg(long, value_parser = parse_lid)]
+        lid: Option<u16>,
+    },
+    /// PortInfoRecords: every port the SA knows (`saquery PIR`), or those of --lid.
+    #[command(after_help = "Examples:\n  ibscope sa ports\n  ibscope sa ports --lid 1")]
+    Ports {
+        /// Only the ports of this LID (a switch's LID names all its ports).
+        #[arg(long, value_parser = parse_lid)]
+        lid: Option<u16>,
+    },
+}
+
+fn parse_lid(s: &str) -> Result<u16, String> {
+    output::parse_lid(s).map_err(|e| e.to_string())
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    if g.topology.is_some() {
+        bail!("`ibscope sa` asks the live SA; it does not work on a saved topology");
+    }
+    let mut engine = crate::fabric::open_engine(g)?;
+    let sm_lid = engine.local().sm_lid;
+    if sm_lid == 0 {
+        bail!(NO_SM);
+    }
+    match &a.command {
+        SaCommand::Nodes { lid: Some(lid) } => {
+            let reply = engine
+                .call(node_request(sm_lid, *lid))
+                .map_err(sa_error)
+                .with_context(|| format!("SA NodeRecord query for LID {lid}"))?;
+            print_one(&reply.decode::<NodeRecord>()?, a.json)
+        }
+        SaCommand::Nodes { lid: None } => {
+            print_table(&mut engine, sm_lid, &Query::<NodeRecord>::whole(), a.json)
+        }
+        SaCommand::Paths {
+            src: Some(src),
+            dst: Some(dst),
+        } => {
+            let reply = engine
+                .call(path_request(sm_lid, *src, *dst))
+                .map_err(sa_error)
+                .with_context(|| format!("SA PathRecord query for LID {src} -> LID {dst}"))?;
+            let rec = reply.decode::<PathRecord>()?;
+            if a.json {
+                output::print_json(&rec.to_json())?;
+            } else {
+                output::print_fields(&rec.to_json(), 0);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SaCommand::Paths { .. } => {
+            print_table(&mut engine, sm_lid, &Query::<PathRecord>::whole(), a.json)
+        }
+        SaCommand::Links { lid } => {
+            let query = Query {
+                mask: lid.map_or(0, |_| comp_mask::link_record::FROM_LID),
+                template: LinkRecord {
+                    from_lid: lid.unwrap_or(0),
+                    ..Default::default()
+                },
+                lid: *lid,
+            };
+            print_table(&mut engine, sm_lid, &query, a.json)
+        }
+        SaCommand::Ports { lid } => {
+            let query = Query {
+                mask: lid.map_or(0, |_| comp_mask::port_info_record::ENDPORT_LID),
+                template: PortInfoRecord {
+                    endport_lid: lid.unwrap_or(0),
+                    ..Default::default()
+                },
+                lid: *lid,
+            };
+            print_table(&mut engine, sm_lid, &query, a.json)
+        }
+    }
+}
+
+fn print_one<R: Record>(rec: &R, json: bool) -> Result<ExitCode> {
+    if json {
+        output::print_json(&rec.to_json())?;
+    } else {
+        println!("{}", rec.line());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// List a table; exit 1 (and say so on stderr) when only part of it arrived.
+fn print_table<R: Record + Countable>(
+    engine: &mut Engine,
+    sm_lid: u16,
+    query: &Query<R>,
+    json: bool,
+) -> Result<ExitCode> {
+    let listing = table::list(engine, sm_lid, query)?;
+    crate::fabric::ensure_connected(engine)?;
+    let received = listing.records.len();
+    let (complete, table_size) = match &listing.completeness {
+        Completeness::Complete => (true, Some(received)),
+        Completeness::Partial { table_size, .. } => (false, Some(*table_size)),
+        Completeness::Unknown { .. } => (false, None),
+    };
+    if json {
+        let v = json!({
+            "records": listing.records.iter().map(Record::to_json).collect::<Vec<_>>(),
+            "complete": complete,
+            "received": received,
+            "table_size": table_size,
+        });
+        output::print_json(&v)?;
+    } else {
+        for r in &listing.records {
+            println!("{}", r.line());
+        }
+    }
+    if let Some(line) = table::partial_message(received, &listing.completeness) {
+        eprintln!("{line}");
+    }
+    Ok(ExitCode::from(if complete {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    }))
+}
+
+/// SubnAdmGet(NodeRecord) by LID.
+fn node_request(sm_lid: u16, lid: u16) -> Request {
+    let template = NodeRecord {
+        lid,
+        ..Default::default()
+    };
+    Request::sa_get(sm_lid, comp_mask::node_record::LID, &template)
+}
+
+/// SubnAdmGet(PathRecord) with SLID, DLID and NumbPath 1.
+fn path_request(sm_lid: u16, src: u16, dst: u16) -> Request {
+    use comp_mask::path_record as pr;
+    let template = PathRecord {
+        slid: src,
+        dlid: dst,
+        numb_path: 1,
+        ..Default::default()
+    };
+    Request::sa_get(sm_lid, pr::SLID | pr::DLID | pr::NUMB_PATH, &template)
+}
