@@ -44,21 +44,8 @@ if [ -n "$OUTSTANDING" ]; then flags=(--max-outstanding "$OUTSTANDING"); fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
-ibscope="$root/target/release/ibscope"
+bench_setup counters
 
-work=$(mktemp -d /tmp/ibscope-bench-counters.XXXXXX)
-export IBSCOPE_SIM_DIR="$work/sims"
-cd "$work" # clients keep their fake sysfs in the current directory
-name=""
-cleanup() {
-    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 # json_number KEY FILE: the first "KEY": number in a JSON file.
 json_number() { grep -o "\"$1\": *[0-9]*" "$2" | head -1 | grep -o '[0-9]*$'; }
 

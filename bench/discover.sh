@@ -27,22 +27,9 @@ if [ -n "$IBSCOPE_OUTSTANDING" ]; then ours_flags=(--max-outstanding "$IBSCOPE_O
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
-ibscope="$root/target/release/ibscope"
+bench_setup discover
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/ibscope-bench.XXXXXX)
-export IBSCOPE_SIM_DIR="$work/sims"
-# Clients keep their fake sysfs in the current directory.
-cd "$work"
-name=""
-cleanup() {
-    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # once LABEL CMD...: one timed run; appends its wall time to WALLS_<LABEL>, keeps the
 # largest RSS in RSS_<LABEL> (KiB) and its stderr in $work/err.LABEL

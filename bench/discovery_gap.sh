@@ -22,22 +22,10 @@ RATE_COUNT=${RATE_COUNT:-20000}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
+bench_setup gap
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p ibscope-mad --example nodeinfo_rate
-ibscope="$root/target/release/ibscope"
 rate="$root/target/release/examples/nodeinfo_rate"
 
-work=$(mktemp -d /tmp/ibscope-bench-gap.XXXXXX)
-export IBSCOPE_SIM_DIR="$work/sims"
-cd "$work" # the shim keeps a fake sysfs in the current directory
-name=""
-cleanup() {
-    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 now_us() { date +%s%6N; }
 
 echo "# $(date -u +%Y-%m-%d) on $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"

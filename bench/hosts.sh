@@ -31,21 +31,8 @@ if [ -n "$OUTSTANDING" ]; then flags=(--max-outstanding "$OUTSTANDING"); fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
-ibscope="$root/target/release/ibscope"
+bench_setup hosts
 
-work=$(mktemp -d /tmp/ibscope-bench-hosts.XXXXXX)
-export IBSCOPE_SIM_DIR="$work/sims"
-cd "$work" # clients keep their fake sysfs in the current directory
-name=""
-cleanup() {
-    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 
 # run LABEL CMD...: one run; appends its wall (s) to $work/walls.LABEL, keeps stdout in
 # $work/out.LABEL and stderr in $work/err.LABEL. Exit status 1 (findings) is accepted.
@@ -105,7 +92,7 @@ printf 'fabric: %s servers x %s rails, %s HCAs, %s switches (radix %s); median o
 printf '\n(1) ibscope check with and without hosts and rails (taking turns)\n'
 printf '  check --json:                  %8.3f s   (%s servers; findings: %s)\n' "$check" "$servers" "$kinds"
 printf '  check --json --no-hosts:       %8.3f s\n' "$nohosts"
-printf '  ratio (check / --no-hosts):    %8sx\n' "$(ratio "$check" "$nohosts")"
+printf '  ratio (check / --no-hosts):    %8sx\n' "$(ratio "$check" "$nohosts" 3)"
 printf '  grouping + rail checks, in check (-vv log): %.1f ms = %s%% of check'"'"'s wall\n' \
     "$hosts_ms" "$(awk -v ms="$hosts_ms" -v s="$check" 'BEGIN { printf "%.2f", ms / 10 / s }')"
 printf '\n(2) ibscope hosts (discovery included)\n'

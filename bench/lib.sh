@@ -14,3 +14,26 @@ settle() {
         sleep 0.5
     done
 }
+
+# bench_setup TAG: builds the release ibscope into $ibscope, makes the run's directory $work
+# (removed on exit, with the simulator named $name stopped if one is up), points the
+# simulator's state there and moves into it: clients under the shim keep their fake sysfs
+# in the current directory.
+bench_setup() {
+    cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
+    ibscope="$root/target/release/ibscope"
+    work=$(mktemp -d "/tmp/ibscope-bench-$1.XXXXXX")
+    export IBSCOPE_SIM_DIR="$work/sims"
+    cd "$work"
+    name=""
+    trap bench_cleanup EXIT
+}
+bench_cleanup() {
+    if [ -n "$name" ]; then "$ibscope" sim down --name "$name" >/dev/null 2>&1 || true; fi
+    rm -rf "$work"
+}
+
+# median: the median of the numbers on stdin, one a line.
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# ratio A B [DIGITS]: A / B (0 when B is 0), with DIGITS decimals (2).
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*f", d, (b > 0 ? a / b : 0) }'; }
