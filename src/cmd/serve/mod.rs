@@ -8,6 +8,7 @@
 
 mod frames;
 mod http;
+mod planes;
 mod supervisor;
 mod sweeper;
 mod tls;
@@ -88,7 +89,9 @@ use sweeper::Sweeper;
 /// whose connection is lost, keeps its last good series marked stale (ibscope_up 0,
 /// ibscope_sample_stale 1) and is opened again with the backoff above. Ports that reach
 /// one subnet are swept once. /healthz then has one line per fabric and says 200 only
-/// when every fabric is up and fresh.
+/// when every fabric is up and fresh. Planes of multi-plane HCA ports (one port GUID in
+/// several fabrics) are compared as `check -C all` does: a plane that disagrees counts in
+/// its fabric's ibscope_findings{kind="planes-disagree"} from that fabric's next sweep.
 ///
 /// Examples:
 ///   ibscope serve
@@ -155,6 +158,10 @@ pub struct Args {
     /// The sweeper process's fabric: how it is reached (see `reach_arg`).
     #[arg(long, hide = true, requires = "sweeper_process", value_name = "REACH")]
     pub sweeper_reach: Option<String>,
+    /// The sweeper process sends its fabric after each discovery (several fabrics: their
+    /// planes are compared).
+    #[arg(long, hide = true, requires = "sweeper_process")]
+    pub sweeper_planes: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -289,6 +296,7 @@ fn start(
         pages: pages.clone(),
         sweeps: sweeps.clone(),
         subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
+        planes: planes::Planes::new(planned.len(), crate::fabric::names(g)?),
         events: events_tx,
     };
     let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -296,6 +304,9 @@ fn start(
     for (slot, p) in planned.iter().enumerate() {
         let mut args = own_args.clone();
         args.extend(sweeper_args(p));
+        if multi {
+            args.push("--sweeper-planes".into());
+        }
         let fabric = supervisor::Fabric { slot, args, multi };
         supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
     }
@@ -449,6 +460,7 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         counters: a.counters.names(),
         interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
+        send_fabric: a.sweeper_planes,
         stop: stop.clone(),
         out: Box::new(std::io::BufWriter::new(out)),
         scrape_errors: HashMap::new(),
