@@ -251,6 +251,18 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
         assert!(!err.contains("ibscope: error"), "{args:?}: {err}");
     }
+    // JSON: one document per fabric, one per line (as --interval writes its samples).
+    let out = run(&cfg, &["-C", "all", "counters", "--format", "json"]);
+    let json = assert_success(&out);
+    let docs: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let named: Vec<&str> = docs.iter().map(|d| d["fabric"].as_str().unwrap()).collect();
+    assert_eq!(named, ["alpha", "beta"], "{json}");
+    assert!(docs
+        .iter()
+        .all(|d| d["ports"].as_array().is_some_and(|p| !p.is_empty())));
     let out = run(&cfg, &["-C", "all", "counters", "--format", "prom"]);
     let page = assert_success(&out);
     let report = promtool_check(&page);
