@@ -316,6 +316,8 @@ impl Loop {
                         let text = self.shared.planes.patch(self.fabric.slot, text);
                         self.publish(&text, failure);
                     }
+                    // A port merged into another slot's subnet is no plane of its own.
+                    Ok(Some(Frame::Fabric { .. })) if merged => {}
                     Ok(Some(Frame::Fabric { snapshot })) => {
                         let name = self.slot().name();
                         if let Err(e) =
