@@ -463,6 +463,33 @@ fn ibsim_killed_under_serve() {
         err.matches("umad2sim_write: cannot write").count() <= 1,
         "the sweeper kept sending after the transport was gone:\n{err}"
     );
+    // serve killed now: the sweeper process started after the loss, waiting inside the
+    // shim for an ibsim that will not come back, ends by itself once serve's stop would
+    // have given up on it (the engine's timeout x attempts + 4 s), not never.
+    let reopening = wait_for_child(serve.pid());
+    drop(serve);
+    let limit =
+        Duration::from_millis(KILLED_TIMEOUT_MS) * (KILLED_RETRIES + 1) + Duration::from_secs(4);
+    let deadline = Instant::now() + limit * 2;
+    while pid_alive(reopening) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !pid_alive(reopening),
+        "the sweeper process outlived the serve that was killed"
+    );
+}
+
+/// The child process of `pid` (a new sweeper process), waiting until there is one.
+fn wait_for_child(pid: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(child) = only_child(pid) {
+            return child;
+        }
+        assert!(Instant::now() < deadline, "no new sweeper process");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// OpenSM dies: `ibscope sm` cannot reach it (exit 2, says so) and `ibscope check` reports

@@ -417,3 +417,72 @@ fn planted_rail_faults_are_named_exactly() {
         "{text}"
     );
 }
+
+/// An HCA recabled to a free port of another rail's leaf (ibsim's console moves the
+/// cable, OpenSM brings it up): `check` names the host, its rail and HCA and the switch
+/// port it is on, and `hosts` shows it on that leaf.
+#[test]
+fn an_hca_on_another_rails_leaf_is_misaligned() {
+    let dir = temp_dir();
+    // 6 servers x 2 rails, 4 a leaf: ports 3 and 4 of each rail's second leaf are free.
+    let topo = sim_gen(
+        dir.path(),
+        "rails.topo",
+        &[
+            "rails",
+            "--hosts",
+            "6",
+            "--rails",
+            "2",
+            "--hosts-per-leaf",
+            "4",
+            "--radix",
+            "8",
+        ],
+    );
+    let sim = sim_with_sm_config(&topo, &["sweep_on_trap FALSE"]);
+    sim.unlink("G0005R1", 1).unwrap();
+    sim.console("Link \"G0005R1\"[1] \"R0L002\"[4]").unwrap();
+    sim.resweep().unwrap();
+
+    let leaf = "MF0;leaf-r0-002:MQM9700/U1";
+    let check = json(&ibscope(&sim, &["check", "--json"]), 1);
+    let found: Vec<&Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"].as_str().unwrap().starts_with("rail-"))
+        .collect();
+    assert_eq!(found.len(), 1, "{check:#}");
+    let f = found[0];
+    assert_eq!(f["kind"], "rail-misaligned", "{f:#}");
+    assert_eq!(
+        (&f["host"], &f["rail"]),
+        (&Value::from("gpu-0005"), &Value::from(1))
+    );
+    let message = f["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        format!("gpu-0005: rail 1 (mlx5_1) is cabled to \"{leaf}\" port 4, a leaf of rail 0"),
+    );
+    let hosts = json(&ibscope(&sim, &["hosts", "--json"]), 0);
+    let hca = hosts["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "gpu-0005")
+        .and_then(|h| {
+            h["hcas"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["rail"] == 1)
+        })
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&hca["leaf"]["name"], &hca["leaf"]["port"]),
+        (&Value::from(leaf), &Value::from(4))
+    );
+    assert_eq!(hca["leaf"]["rail"], 0, "{hca:#}");
+}

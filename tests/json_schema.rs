@@ -46,7 +46,9 @@ fn schemas_are_valid_and_name_every_finding_kind() {
         "counters",
         "diff",
         "discover",
+        "fabrics",
         "host",
+        "hosts",
         "links",
         "query",
         "route-check",
@@ -234,6 +236,48 @@ fn every_command_on_the_simulator() {
         run(args, 0, "query");
     }
     run(&["config", "show", "--json"], 0, "config");
+    // Servers: the 8 hosts, the aggregation nodes not among them.
+    let hosts = run(&["hosts", "--json"], 0, "hosts");
+    assert_eq!(
+        hosts[0]["hosts"].as_array().unwrap().len(),
+        8,
+        "{:#}",
+        hosts[0]
+    );
+    // Several fabrics (-C all: here the one the simulator's shim offers): the envelope,
+    // and each fabric's document against its command's schema, all naming one fabric.
+    let mut named = std::collections::BTreeSet::new();
+    for (args, code, schema) in [
+        (&["-C", "all", "check", "--json"][..], 1, "check"),
+        (&["-C", "all", "links", "--json"], 0, "links"),
+        (
+            &["-C", "all", "discover", "--format", "json"],
+            0,
+            "discover",
+        ),
+        (&["-C", "all", "hosts", "--json"], 0, "hosts"),
+    ] {
+        let doc = run(args, code, "fabrics");
+        let fabrics = doc[0]["fabrics"].as_array().unwrap();
+        assert_eq!(fabrics.len(), 1, "{:#}", doc[0]);
+        if schema == "hosts" {
+            named.insert(fabrics[0]["fabric"].as_str().unwrap().to_string());
+            continue;
+        }
+        named.insert(fabrics[0]["fabric"]["name"].as_str().unwrap().to_string());
+        let mut one = fabrics[0].clone();
+        one["schema_version"] = doc[0]["schema_version"].clone();
+        assert_valid(schema, &args.join(" "), &one.to_string(), false);
+    }
+    let samples = run(
+        &["-C", "all", "counters", "--format", "json"],
+        0,
+        "counters",
+    );
+    assert_eq!(samples.len(), 1);
+    named.insert(samples[0]["fabric"].as_str().unwrap().to_string());
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named.iter().all(|n| n.starts_with("ibsim0:")), "{named:?}");
     // The uplink HOST1's traffic to HOST8 takes pulled, the SM not rerouting: the walk
     // breaks, and the same document says where, in words.
     let host8_lid = snapshot[0]["nodes"]

@@ -251,6 +251,18 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
         assert!(!err.contains("ibscope: error"), "{args:?}: {err}");
     }
+    // JSON: one document per fabric, one per line (as --interval writes its samples).
+    let out = run(&cfg, &["-C", "all", "counters", "--format", "json"]);
+    let json = assert_success(&out);
+    let docs: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let named: Vec<&str> = docs.iter().map(|d| d["fabric"].as_str().unwrap()).collect();
+    assert_eq!(named, ["alpha", "beta"], "{json}");
+    assert!(docs
+        .iter()
+        .all(|d| d["ports"].as_array().is_some_and(|p| !p.is_empty())));
     let out = run(&cfg, &["-C", "all", "counters", "--format", "prom"]);
     let page = assert_success(&out);
     let report = promtool_check(&page);
@@ -388,6 +400,99 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
     drop(serve);
     assert_all_gone(&[pid]);
     drop(a);
+}
+
+/// A fabric that never answers delays no other: its agent command is started but says
+/// nothing (the 30 s wait for an agent's first answer runs), and meanwhile the fabric
+/// listed after it is swept again and again. The silent fabric comes first in the config
+/// file, so serve working through its fabrics in turn would sweep nothing until that wait
+/// ran out.
+#[test]
+fn serve_keeps_sweeping_a_fabric_while_another_never_answers() {
+    let a = sim("net");
+    let dir = temp_dir();
+    let port = free_port();
+    // The silent agent: a sleep only this test starts (its length is the port number).
+    let silent = format!("exec sleep {port}");
+    let cfg = dir.path().join("config.toml");
+    let mut text = format!("[[fabric]]\nname = \"silent\"\ncommand = \"{silent}\"\n\n");
+    text.push_str(&std::fs::read_to_string(config(dir.path(), &[("alpha", &a, None)])).unwrap());
+    std::fs::write(&cfg, text).unwrap();
+    let log = dir.path().join("serve.log");
+    let mut serve = start_serve(&cfg, &log, port);
+    let stamp = |page: &str| {
+        sample_value(
+            page,
+            "ibscope_sweep_timestamp_seconds",
+            &[("fabric", "alpha")],
+        )
+    };
+    let silent_waits = |health: &str| health.contains("silent: no sweep finished yet\n");
+    let first = wait_for(Duration::from_secs(30), "alpha swept", || {
+        serve.assert_running(&log);
+        let (_, page) = http_get(port, "/metrics").ok()?;
+        stamp(&page)
+    });
+    // Three more of alpha's sweeps (--interval 1), all while silent is still being waited
+    // for: /healthz says so before and after each look at the page.
+    wait_for(
+        Duration::from_secs(25),
+        "three more sweeps of alpha",
+        || {
+            serve.assert_running(&log);
+            let (code, health) = http_get(port, "/healthz").ok()?;
+            assert_eq!(code, 503, "{health}");
+            assert!(
+                silent_waits(&health),
+                "silent was given up on first: {health}"
+            );
+            assert!(health.contains("alpha: ok\n"), "{health}");
+            let (_, page) = http_get(port, "/metrics").ok()?;
+            let now = stamp(&page)?;
+            assert_eq!(
+                sample_value(&page, "ibscope_up", &[("fabric", "silent")]),
+                Some(0.0),
+                "{page}"
+            );
+            (now >= first + 3.0).then_some(())
+        },
+    );
+    let (_, health) = get(port, "/healthz");
+    assert!(silent_waits(&health), "{health}");
+    let sleeper = processes_running(&["sleep", &port.to_string()]);
+    assert_eq!(sleeper.len(), 1, "the silent agent runs: {sleeper:?}");
+    // SIGTERM stops serve cleanly, and with it the agent it was still waiting for.
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(serve.pid() as i32, libc::SIGTERM) }, 0);
+    let status = wait_for(Duration::from_secs(30), "serve to stop", || {
+        serve.child.try_wait().unwrap()
+    });
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    assert_all_gone(&sleeper);
+    drop(a);
+}
+
+/// PIDs of the processes whose command line is `argv`.
+fn processes_running(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (cmdline == want && pid_alive(pid)).then_some(pid)
+        })
+        .collect()
 }
 
 /// Two ports on one subnet under `serve -C all`: the fabric is swept by one sweeper

@@ -252,3 +252,125 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
     assert!(row.contains("mlx5_0"), "{row}");
     drop((a, b));
 }
+
+/// `serve -C all` over the two planes: every HCA port series carries its plane (the
+/// `fabric` label) with its host and rail, so each (host, rail, plane) of `hosts` is one
+/// label set on the page, in both planes; and the planes that disagree are counted on
+/// their plane's page as `check -C all` finds them.
+#[test]
+fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
+    use common::net::*;
+    use std::collections::BTreeSet;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    let dir = temp_dir();
+    let topo = plane_topology(dir.path(), "plane.topo", &[]);
+    let (a, b) = (plane_sim(&topo, None), plane_sim(&topo, Some(PREFIX_B)));
+    let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
+    let log = dir.path().join("serve.log");
+    let port = free_port();
+    let mut cmd = Command::new(ibscope_bin());
+    cmd.args(["-C", "all", "serve", "--interval", "1"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env("IBSCOPE_CONFIG", &cfg)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    wait_for(Duration::from_secs(30), "both planes swept", || {
+        serve.assert_running(&log);
+        match http_get(port, "/healthz") {
+            Ok((200, body)) => Some(body),
+            _ => None,
+        }
+    });
+    let (code, page) = get(port, "/metrics");
+    assert_eq!(code, 200);
+    let report = promtool_check(&page);
+    assert!(report.passed(), "{}", report.report);
+
+    let label = |line: &str, key: &str| -> Option<String> {
+        let start = line.find(&format!("{key}=\""))? + key.len() + 2;
+        let len = line[start..].find('"')?;
+        Some(line[start..start + len].to_string())
+    };
+    let mut seen = BTreeSet::new();
+    let ca_series: Vec<&str> = page
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("kind=\"ca\"") && l.contains(",port=\""))
+        .collect();
+    assert!(!ca_series.is_empty(), "{page}");
+    for l in &ca_series {
+        let (Some(fabric), Some(host), Some(rail)) =
+            (label(l, "fabric"), label(l, "host"), label(l, "rail"))
+        else {
+            panic!("an HCA port series without its plane, host and rail: {l}");
+        };
+        // The node's own description agrees with the labels ("gpu-0003 mlx5_1").
+        assert_eq!(
+            label(l, "node_name"),
+            Some(format!("{host} mlx5_{rail}")),
+            "{l}"
+        );
+        seen.insert((host, rail, fabric));
+    }
+    let want: BTreeSet<(String, String, String)> = (1..=4)
+        .flat_map(|h| {
+            (0..2).flat_map(move |r| {
+                ["alpha", "beta"].map(|p| (format!("gpu-{h:04}"), r.to_string(), p.to_string()))
+            })
+        })
+        .collect();
+    assert_eq!(seen, want);
+    let planes_found = |page: &str, fabric: &str| {
+        sample_value(
+            page,
+            "ibscope_findings",
+            &[("fabric", fabric), ("kind", "planes-disagree")],
+        )
+    };
+    assert_eq!(planes_found(&page, "alpha"), Some(0.0));
+    assert_eq!(planes_found(&page, "beta"), Some(0.0));
+    let pid = serve.pid();
+    drop(serve);
+    assert_all_gone(&[pid]);
+    drop(b);
+
+    // Plane beta again with gpu-0003's rail 1 at 1x and gpu-0002's rail 0 link down: the
+    // two planes-disagree findings of `check -C all` are counted on beta's page, none on
+    // alpha's (each fabric's sweeper process sees only its own fabric; serve compares).
+    let slow = plane_topology(dir.path(), "slow.topo", &["--degrade", "G0003R1:1:1xHDR"]);
+    let b = plane_sim(&slow, Some(PREFIX_B));
+    b.unlink("G0002R0", 1).unwrap();
+    b.resweep().unwrap();
+    let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
+    let check = json(&run(&cfg, &["-C", "all", "check", "--json"]), 1);
+    let theirs = findings(&check)
+        .iter()
+        .filter(|f| f.1 == "planes-disagree")
+        .count();
+    assert_eq!(theirs, 2, "{check:#}");
+    let mut cmd = Command::new(ibscope_bin());
+    cmd.args(["-C", "all", "serve", "--interval", "1"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env("IBSCOPE_CONFIG", &cfg)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let page = wait_for(Duration::from_secs(30), "beta's planes counted", || {
+        serve.assert_running(&log);
+        let (_, page) = http_get(port, "/metrics").ok()?;
+        (planes_found(&page, "beta") == Some(theirs as f64)).then_some(page)
+    });
+    assert_eq!(planes_found(&page, "alpha"), Some(0.0), "{page}");
+    let report = promtool_check(&page);
+    assert!(report.passed(), "{}", report.report);
+    let pid = serve.pid();
+    drop(serve);
+    assert_all_gone(&[pid]);
+    drop((a, b));
+}

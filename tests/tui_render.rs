@@ -1285,3 +1285,92 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
         "{text}"
     );
 }
+
+/// Two planes of one rail fabric (4 servers x 2 rails, the same GUIDs in both, as a
+/// planarized HCA port shows them): in plane "beta" gpu-0002's rail 1 runs at 1x. The
+/// planes-disagree finding `check -C all` reports is on beta's overview, and on alpha's
+/// nothing; when beta's next snapshot has the port at 4x again, the finding goes.
+#[test]
+fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
+    use ibscope::tui::{FabricTag, SweepMsg};
+    use ibscope_mad::attr::link::{Rate, Width};
+    use ibscope_topo::findings::FindingKind;
+
+    let plane = |slow: bool| {
+        let spec = gen::RailsSpec {
+            hosts_per_leaf: 2,
+            ..gen::RailsSpec::new(4, 2, 8)
+        };
+        let mut f = ibnd::parse(&gen::rails(&spec).unwrap()).unwrap();
+        gen::bring_up(&mut f, Rate::parse("4xHDR").unwrap());
+        if slow {
+            let id = f
+                .nodes()
+                .find(|(_, n)| n.description == "gpu-0002 mlx5_1")
+                .unwrap()
+                .0;
+            f.node_mut(id).port_mut(1).unwrap().width_active = Some(Width::X1);
+        }
+        f
+    };
+    let done = |i: usize, f: Fabric| {
+        let snap = Snapshot::from_fabric(f, t0());
+        (i, SweepMsg::Done(Box::new(prepare(None, snap, None))))
+    };
+    let mut states: Vec<AppState> = ["alpha", "beta"]
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let mut s = AppState::new(None, Duration::from_secs(5), Instant::now());
+            s.status.fabric = Some(FabricTag {
+                name: name.to_string(),
+                index,
+                count: 2,
+            });
+            s
+        })
+        .collect();
+    let planes_of = |s: &AppState| -> Vec<(Option<String>, Option<u8>, String)> {
+        s.snapshot
+            .as_ref()
+            .unwrap()
+            .findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::PlanesDisagree)
+            .map(|f| (f.host.clone(), f.rail, f.message.clone()))
+            .collect()
+    };
+
+    let messages = vec![done(0, plane(false)), done(1, plane(true))];
+    let keys = [
+        None,
+        Some(KeyCode::Char('f')),
+        None,
+        Some(KeyCode::Char('q')),
+    ];
+    let mut script = Script::of_fabrics(messages, &keys);
+    let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert_eq!(planes_of(&states[0]), vec![]);
+    let beta = planes_of(&states[1]);
+    assert_eq!(beta.len(), 1, "{beta:?}");
+    let (host, rail, message) = &beta[0];
+    assert_eq!((host.as_deref(), *rail), (Some("gpu-0002"), Some(1)));
+    assert!(
+        message.starts_with("gpu-0002: rail 1 (mlx5_1) (port 0x")
+            && message.contains(" plane beta runs at 1xHDR, its other planes at 4xHDR; "),
+        "{message}"
+    );
+    let text = buffer_text(terminal.backend().buffer());
+    assert!(text.lines().next().unwrap().contains("fabric beta 2/2"));
+    assert!(text.contains("plane beta runs at 1xHDR"), "{text}");
+
+    // Beta swept again with the port back at 4x: the planes agree, the finding goes.
+    let mut script = Script::of_fabrics(
+        vec![done(1, plane(false))],
+        &[None, Some(KeyCode::Char('q'))],
+    );
+    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    assert_eq!(planes_of(&states[1]), vec![]);
+    assert_eq!(planes_of(&states[0]), vec![]);
+}

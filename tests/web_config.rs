@@ -113,6 +113,10 @@ fn tls_and_basic_auth_with_curl_and_a_real_prometheus() {
         "{started}"
     );
 
+    // min_version TLS12: a client that speaks at most TLS 1.2 is served too.
+    let (code, _) = curl(&["--cacert", ca, "-u", &right, "--tls-max", "1.2"], &url);
+    assert_eq!(code, 200);
+
     // Wrong password, unknown user, no credentials: 401, every path.
     let wrong = format!("{USER}:not-it");
     let (code, body) = curl(&["--cacert", ca, "-u", &wrong], &url);
@@ -148,6 +152,48 @@ fn tls_and_basic_auth_with_curl_and_a_real_prometheus() {
     let pid = serve.pid();
     drop(serve);
     assert_all_gone(&[pid]);
+}
+
+/// min_version TLS13: a client that offers at most TLS 1.2 gets no answer (the handshake
+/// fails), one that offers 1.3 is served; max_version TLS12 is the other way round.
+#[test]
+fn min_and_max_version_are_held_to() {
+    let sim = sim("net");
+    let dir = temp_dir();
+    let (cert, key) = certificate(dir.path());
+    let ca = cert.to_str().unwrap();
+    let right = format!("{USER}:{PASSWORD}");
+    for (extra, refused, served) in [
+        ("  min_version: TLS13\n", "--tls-max", "--tlsv1.3"),
+        ("  max_version: TLS12\n", "--tlsv1.3", "--tls-max"),
+    ] {
+        let web = web_config(dir.path(), &cert, &key, extra);
+        let log = dir.path().join("serve.log");
+        let port = free_port();
+        let mut serve = start_serve(&sim, &log, port, &web);
+        let url = format!("https://127.0.0.1:{port}/metrics");
+        // `--tls-max 1.2` caps the client at TLS 1.2; `--tlsv1.3` sets 1.3 as its minimum.
+        let args = |flag: &'static str| -> Vec<&str> {
+            let mut v = vec!["--cacert", ca, "-u", &right, flag];
+            if flag == "--tls-max" {
+                v.push("1.2");
+            }
+            v
+        };
+        wait_for(
+            Duration::from_secs(30),
+            "a scrape at the allowed version",
+            || {
+                serve.assert_running(&log);
+                (curl(&args(served), &url).0 == 200).then_some(())
+            },
+        );
+        let (code, body) = curl(&args(refused), &url);
+        assert_eq!(code, 0, "{extra}: {refused} was answered: {body}");
+        let pid = serve.pid();
+        drop(serve);
+        assert_all_gone(&[pid]);
+    }
 }
 
 /// A real Prometheus with its own TLS (ca_file) and basic_auth settings: the target is up

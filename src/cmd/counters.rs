@@ -20,7 +20,8 @@ use crate::cli::{exit, Global};
 pub enum Format {
     /// One line per port: data/packet counters and every non-zero error counter.
     Table,
-    /// One JSON document per sample (with --interval: one per interval, one per line).
+    /// One JSON document per sample (with --interval: one per interval, one per line;
+    /// with several fabrics: one per fabric, one per line).
     Json,
     /// A header line, then one line per port (per interval with --interval).
     Csv,
@@ -59,9 +60,9 @@ pub enum Format {
 /// as a negative or huge rate.
 ///
 /// Several fabrics (-C all, a list): one sweep of each, labelled: a `## fabric NAME`
-/// heading per table, a leading `fabric` CSV column, one JSON document per fabric, a
-/// `fabric` label on every Prometheus series (there always). NODE, --interval and --reset
-/// take one fabric.
+/// heading per table, a leading `fabric` CSV column, one JSON document per fabric (one a
+/// line), a `fabric` label on every Prometheus series (there always). NODE, --interval
+/// and --reset take one fabric.
 ///
 /// --reset clears the counters of NODE PORT (a CA's LID names its port), or with --all
 /// every port of NODE, or of the whole fabric without NODE. It is the only command that
@@ -237,7 +238,8 @@ fn fabric_name(g: &Global, engine: &ibscope_mad::engine::Engine) -> String {
 }
 
 /// `-C all` (or a list): one sweep of every fabric, each labelled. Table: a heading per
-/// fabric; CSV: a leading fabric column; JSON: one document per fabric; prom: one page.
+/// fabric; CSV: a leading fabric column; JSON: one document per fabric, one a line; prom:
+/// one page.
 fn run_each(
     g: &Global,
     a: &Args,
@@ -267,7 +269,13 @@ fn run_each(
         let name = &opened.id.name;
         match a.format {
             Format::Prom => samples.push((name.clone(), sample)),
-            Format::Json => writeln!(out, "{}", labelled_json(&sample, name)?)?,
+            // One document per line, as for --interval: a stream any JSON-lines reader
+            // (and jq) takes apart.
+            Format::Json => writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&labelled_json(&sample, name)?)?
+            )?,
             Format::Table => {
                 writeln!(
                     out,
@@ -295,8 +303,8 @@ fn run_each(
     Ok(ran.exit_code())
 }
 
-/// A sample's JSON with its fabric's name first.
-fn labelled_json(sample: &Sample, fabric: &str) -> Result<String> {
+/// A sample's JSON document with its fabric's name first.
+fn labelled_json(sample: &Sample, fabric: &str) -> Result<serde_json::Value> {
     let mut doc = serde_json::Map::new();
     doc.insert(
         "fabric".into(),
@@ -305,9 +313,7 @@ fn labelled_json(sample: &Sample, fabric: &str) -> Result<String> {
     if let serde_json::Value::Object(rest) = serde_json::to_value(sample)? {
         doc.extend(rest);
     }
-    Ok(serde_json::to_string_pretty(
-        &crate::output::json_document(&doc)?,
-    )?)
+    crate::output::json_document(&doc)
 }
 
 /// The detail attributes to read: none, or with --details all of them. ibsim implements
@@ -344,7 +350,11 @@ fn print_sample(
     details: bool,
 ) -> Result<()> {
     match format {
-        Format::Json => writeln!(out, "{}", labelled_json(sample, fabric)?)?,
+        Format::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&labelled_json(sample, fabric)?)?
+        )?,
         Format::Table => print_table(out, sample)?,
         Format::Csv => print_csv(out, sample, details)?,
         Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,

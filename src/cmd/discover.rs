@@ -30,7 +30,8 @@ pub enum Format {
 /// reported too.
 ///
 /// With several fabrics (-C all, a list): each is discovered and written in turn, the
-/// ibnetdiscover text and DOT after a `fabric NAME` comment, JSON as {"fabrics": [...]}.
+/// ibnetdiscover text and DOT after a `fabric NAME` comment, JSON as {"schema_version",
+/// "fabrics": [...], "failed": [{"fabric", "error"}]}.
 /// Every JSON snapshot names its fabric ("fabric": its name; with several, also the
 /// subnet prefix and master SM GUID that tell them apart).
 ///
@@ -95,7 +96,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let multi = crate::fabrics::is_multi(g.ca.as_deref());
     let mut written = 0usize;
     if multi && a.format == Format::Json {
-        out.write_all(b"{\"fabrics\": [\n")?;
+        // Streamed, one snapshot at a time: the envelope by hand, as print_json would
+        // write it (schema_version first).
+        writeln!(
+            out,
+            "{{\"schema_version\": {}, \"fabrics\": [",
+            ibscope_topo::model::SCHEMA_VERSION
+        )?;
     }
     let ran = crate::fabrics::each(g, |opened, multi| {
         let mut fabric = crate::fabric::discover_live(&mut opened.engine, options.clone())?;
@@ -123,7 +130,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Ok(report(&fabric, multi.then_some(opened.id.name.as_str())))
     })?;
     if multi && a.format == Format::Json {
-        out.write_all(b"]}\n")?;
+        let failed: Vec<serde_json::Value> = ran
+            .failed
+            .iter()
+            .map(|(fabric, error)| serde_json::json!({"fabric": fabric, "error": error}))
+            .collect();
+        writeln!(out, "], \"failed\": {}}}", serde_json::Value::from(failed))?;
     }
     out.flush()?;
     Ok(ran.exit_code())

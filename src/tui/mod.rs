@@ -13,6 +13,7 @@ pub mod derive;
 pub mod events;
 pub mod input;
 pub mod keymap;
+pub mod planes;
 pub mod render;
 pub mod snapshot;
 pub mod state;
@@ -182,7 +183,8 @@ impl Events for LiveEvents<'_> {
 const TICK: Duration = Duration::from_millis(250);
 
 /// Until the user quits (or every fabric is lost): take sweeper messages into their
-/// fabric's state, draw the fabric shown, map keys to actions and apply them to it.
+/// fabric's state (and, with several fabrics, their planes' findings), draw the fabric
+/// shown, map keys to actions and apply them to it.
 /// `states` holds one state per fabric (at least one), in the order of their indexes.
 pub fn event_loop<B: Backend, E: Events>(
     terminal: &mut Terminal<B>,
@@ -195,10 +197,12 @@ pub fn event_loop<B: Backend, E: Events>(
     let mut shown = 0;
     let mut lost = vec![false; states.len()];
     loop {
+        let mut snapshots = false;
         while let Some((i, msg)) = events.sweep_message() {
             let Some(state) = states.get_mut(i) else {
                 continue;
             };
+            snapshots |= matches!(msg, SweepMsg::Done(_));
             if let SweepMsg::Lost { error } = msg {
                 lost[i] = true;
                 // Nothing more can be read from any fabric: leave the UI with the one
@@ -210,6 +214,10 @@ pub fn event_loop<B: Backend, E: Events>(
                 continue;
             }
             handle_message(state, msg, Instant::now());
+        }
+        if snapshots {
+            // A new snapshot of one plane can change what the others' planes disagree on.
+            planes::refresh(states);
         }
         let state = &mut states[shown];
         state.now = Instant::now();

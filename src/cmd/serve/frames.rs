@@ -18,6 +18,9 @@ pub enum Frame {
         text: String,
         failure: Option<String>,
     },
+    /// With several fabrics, after each discovery: the fabric as discovered (the JSON
+    /// snapshot), for the findings only fabrics seen together show (planes).
+    Fabric { snapshot: String },
     /// The transport was lost: the process ends.
     Lost { error: String },
     /// The port could not be opened: the process ends.
@@ -37,6 +40,9 @@ enum Head {
     Page {
         text: usize,
         failure: Option<String>,
+    },
+    Fabric {
+        snapshot: usize,
     },
     Lost {
         error: String,
@@ -60,6 +66,9 @@ pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
             text: text.len(),
             failure: failure.clone(),
         },
+        Frame::Fabric { snapshot } => Head::Fabric {
+            snapshot: snapshot.len(),
+        },
         Frame::Lost { error } => Head::Lost {
             error: error.clone(),
         },
@@ -70,8 +79,11 @@ pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
     };
     serde_json::to_writer(&mut *w, &head)?;
     w.write_all(b"\n")?;
-    if let Frame::Page { text, .. } = frame {
-        w.write_all(text.as_bytes())?;
+    match frame {
+        Frame::Page { text, .. } | Frame::Fabric { snapshot: text } => {
+            w.write_all(text.as_bytes())?
+        }
+        _ => {}
     }
     w.flush()
 }
@@ -85,21 +97,27 @@ pub fn read(r: &mut impl BufRead) -> io::Result<Option<Frame>> {
     let head: Head = serde_json::from_str(line.trim_end()).map_err(io::Error::other)?;
     Ok(Some(match head {
         Head::Opened { port, id } => Frame::Opened { port, id },
-        Head::Page { text, failure } => {
-            if text > MAX_PAGE {
-                return Err(io::Error::other(format!("a page of {text} bytes")));
-            }
-            let mut t = vec![0u8; text];
-            r.read_exact(&mut t)?;
-            Frame::Page {
-                text: String::from_utf8(t).map_err(io::Error::other)?,
-                failure,
-            }
-        }
+        Head::Page { text, failure } => Frame::Page {
+            text: read_text(r, text)?,
+            failure,
+        },
+        Head::Fabric { snapshot } => Frame::Fabric {
+            snapshot: read_text(r, snapshot)?,
+        },
         Head::Lost { error } => Frame::Lost { error },
         Head::Failed { error } => Frame::Failed { error },
         Head::Closed => Frame::Closed,
     }))
+}
+
+/// The `len` bytes of text after a head.
+fn read_text(r: &mut impl BufRead, len: usize) -> io::Result<String> {
+    if len > MAX_PAGE {
+        return Err(io::Error::other(format!("a text of {len} bytes")));
+    }
+    let mut t = vec![0u8; len];
+    r.read_exact(&mut t)?;
+    String::from_utf8(t).map_err(io::Error::other)
 }
 
 #[cfg(test)]
@@ -124,6 +142,9 @@ mod tests {
             Frame::Page {
                 text: String::new(),
                 failure: Some("none of 4 ports answered".into()),
+            },
+            Frame::Fabric {
+                snapshot: "{\"nodes\": []}\n".into(),
             },
             Frame::Lost {
                 error: "lost the connection\nto the fabric".into(),

@@ -8,6 +8,7 @@
 
 mod frames;
 mod http;
+mod planes;
 mod supervisor;
 mod sweeper;
 mod tls;
@@ -88,7 +89,9 @@ use sweeper::Sweeper;
 /// whose connection is lost, keeps its last good series marked stale (ibscope_up 0,
 /// ibscope_sample_stale 1) and is opened again with the backoff above. Ports that reach
 /// one subnet are swept once. /healthz then has one line per fabric and says 200 only
-/// when every fabric is up and fresh.
+/// when every fabric is up and fresh. Planes of multi-plane HCA ports (one port GUID in
+/// several fabrics) are compared as `check -C all` does: a plane that disagrees counts in
+/// its fabric's ibscope_findings{kind="planes-disagree"} from that fabric's next sweep.
 ///
 /// Examples:
 ///   ibscope serve
@@ -155,6 +158,10 @@ pub struct Args {
     /// The sweeper process's fabric: how it is reached (see `reach_arg`).
     #[arg(long, hide = true, requires = "sweeper_process", value_name = "REACH")]
     pub sweeper_reach: Option<String>,
+    /// The sweeper process sends its fabric after each discovery (several fabrics: their
+    /// planes are compared).
+    #[arg(long, hide = true, requires = "sweeper_process")]
+    pub sweeper_planes: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -289,6 +296,7 @@ fn start(
         pages: pages.clone(),
         sweeps: sweeps.clone(),
         subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
+        planes: planes::Planes::new(planned.len(), crate::fabric::names(g)?),
         events: events_tx,
     };
     let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -296,6 +304,9 @@ fn start(
     for (slot, p) in planned.iter().enumerate() {
         let mut args = own_args.clone();
         args.extend(sweeper_args(p));
+        if multi {
+            args.push("--sweeper-planes".into());
+        }
         let fabric = supervisor::Fabric { slot, args, multi };
         supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
     }
@@ -418,22 +429,33 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         std::fs::File::from_raw_fd(fd)
     };
     let stop = CancelToken::new();
+    let finished = Arc::new(AtomicBool::new(false));
     let (wake, sleeper) = mpsc::channel::<()>();
     let watcher = {
         let stop = stop.clone();
+        let finished = finished.clone();
+        let limit = stop_limit(g);
         // SAFETY: getppid has no preconditions.
         let parent = unsafe { libc::getppid() };
         std::thread::Builder::new()
             .name("stop-watcher".into())
-            .spawn(move || loop {
-                // SAFETY: as above.
-                let orphaned = unsafe { libc::getppid() } != parent;
-                if signals::received().is_some() || orphaned || stop.is_cancelled() {
-                    stop.cancel();
-                    drop(wake);
-                    return;
+            .spawn(move || {
+                let asked = loop {
+                    if stop.is_cancelled() {
+                        break false;
+                    }
+                    // SAFETY: as above.
+                    let orphaned = unsafe { libc::getppid() } != parent;
+                    if signals::received().is_some() || orphaned {
+                        break true;
+                    }
+                    std::thread::sleep(STOP_POLL);
+                };
+                stop.cancel();
+                drop(wake);
+                if asked {
+                    end_if_stuck(&finished, limit);
                 }
-                std::thread::sleep(STOP_POLL);
             })?
     };
     let sweeper = Sweeper {
@@ -449,6 +471,7 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         counters: a.counters.names(),
         interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
+        send_fabric: a.sweeper_planes,
         stop: stop.clone(),
         out: Box::new(std::io::BufWriter::new(out)),
         scrape_errors: HashMap::new(),
@@ -456,9 +479,32 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         discoveries: 0,
     };
     let code = sweeper.run(sleeper);
+    finished.store(true, Ordering::SeqCst);
     stop.cancel();
     let _ = watcher.join();
     Ok(ExitCode::from(code))
+}
+
+/// A sweeper process asked to stop (a signal, or `serve` gone) stops within one MAD
+/// timeout, except where no stop reaches: the simulator's shim, opening a port while its
+/// ibsim is gone, waits for it in C, retrying forever. After as long as `serve` itself
+/// would wait (which then kills it), the process ends itself: an orphan of a `serve` that
+/// was killed has no one else to.
+fn end_if_stuck(finished: &AtomicBool, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if finished.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(STOP_POLL);
+    }
+    eprintln!(
+        "ibscope serve: a sweeper process still not stopped {:.1} s after the stop; ending it",
+        limit.as_secs_f64()
+    );
+    // SAFETY: _exit ends the process at once without running destructors, which is the
+    // point: the stuck thread holds the shim's state.
+    unsafe { libc::_exit(i32::from(exit::ERROR)) }
 }
 
 impl Running {
@@ -478,12 +524,7 @@ impl Running {
             }
         }
         stop_http_workers(self.server, self.workers, tls);
-        let engine = crate::fabric::engine_config(g);
-        // What a sweeper may still wait for: the attempt in flight (the cancelled engine
-        // sends no retry), the engine's drain of late replies (at most 1 s) before it
-        // unregisters, a relay agent's exit (at most 2 s), a render already under way, and
-        // its exit. Generous: the engine's own retries would fit too.
-        let limit = engine.timeout * (engine.retries + 1) + Duration::from_secs(4);
+        let limit = stop_limit(g);
         let deadline = Instant::now() + limit;
         let mut closed = true;
         for s in &self.supervisors {
@@ -622,6 +663,15 @@ fn report_stop(
 }
 
 /// How often the main thread looks at the stop flag.
+/// How long a sweeper process gets to stop once asked: the attempt in flight (the
+/// cancelled engine sends no retry), the engine's drain of late replies (at most 1 s)
+/// before it unregisters, a relay agent's exit (at most 2 s), a render already under way,
+/// and its exit. Generous: the engine's own retries would fit too.
+fn stop_limit(g: &Global) -> Duration {
+    let engine = crate::fabric::engine_config(g);
+    engine.timeout * (engine.retries + 1) + Duration::from_secs(4)
+}
+
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Wait until `handle`'s thread ends or `limit` passes; true if it ended.

@@ -89,6 +89,8 @@ pub struct Shared {
     /// Pages received so far, of every fabric (for the stop message).
     pub sweeps: Arc<AtomicU64>,
     pub subnets: Subnets,
+    /// Every fabric's latest discovery, for the planes-disagree findings.
+    pub planes: Arc<super::planes::Planes>,
     pub events: mpsc::Sender<Event>,
 }
 
@@ -311,7 +313,20 @@ impl Loop {
                     Ok(Some(Frame::Page { text, failure })) => {
                         self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
                         good |= failure.is_none();
+                        let text = self.shared.planes.patch(self.fabric.slot, text);
                         self.publish(&text, failure);
+                    }
+                    // A port merged into another slot's subnet is no plane of its own.
+                    Ok(Some(Frame::Fabric { .. })) if merged => {}
+                    Ok(Some(Frame::Fabric { snapshot })) => {
+                        let name = self.slot().name();
+                        if let Err(e) =
+                            self.shared
+                                .planes
+                                .update(self.fabric.slot, &name, &snapshot)
+                        {
+                            tracing::warn!(slot = self.fabric.slot, "planes: {e:#}");
+                        }
                     }
                     Ok(Some(Frame::Lost { error })) => {
                         self.slot().set_down(error.clone(), true);

@@ -37,6 +37,8 @@ pub struct Sweeper {
     pub counters: Vec<&'static str>,
     pub interval: Duration,
     pub rediscover_every: u64,
+    /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
+    pub send_fabric: bool,
     /// The engine's cancel token, set on a stop signal (or when `serve` is gone).
     pub stop: CancelToken,
     /// Where the frames go (`serve`'s pipe).
@@ -152,7 +154,15 @@ impl Sweeper {
             Ok(!this.stopped())
         };
         if progress.current.is_none() {
-            progress.current = Some(self.discover(engine));
+            let d = self.discover(engine);
+            // Not a discovery the transport was lost in the middle of.
+            if self.send_fabric && crate::fabric::ensure_connected(engine).is_ok() {
+                match serde_json::to_string(&d.fabric.to_file()) {
+                    Ok(snapshot) => self.send(&Frame::Fabric { snapshot }),
+                    Err(e) => tracing::warn!("the fabric's snapshot: {e}"),
+                }
+            }
+            progress.current = Some(d);
             progress.previous = None;
             progress.since_discovery = 0;
         }

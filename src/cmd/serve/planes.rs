@@ -1,0 +1,162 @@
+//! Planes under `serve -C all`: the one finding no fabric's sweeper can make alone. Each
+//! sweeper process sends its fabric as discovered (after every discovery); here the
+//! latest of each is kept, the planes of all are worked out as `check -C all` does
+//! (topo's `hosts::planes` and `findings::plane_findings`), and each fabric's page gets
+//! its count of planes-disagree findings in place of the 0 its sweeper wrote. A fabric
+//! lost keeps its last discovery, as its page keeps its last sample.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Result};
+use ibscope_topo::findings::{self, FindingKind};
+use ibscope_topo::hosts::planes::{self, PlaneView};
+use ibscope_topo::hosts::Hosts;
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::{Fabric, FabricFile};
+
+/// One fabric's latest discovery, by slot.
+struct Seen {
+    name: String,
+    fabric: Fabric,
+    hosts: Hosts,
+}
+
+/// The latest discovery of every fabric and each one's planes-disagree count.
+pub struct Planes {
+    names: Option<NameMap>,
+    state: Mutex<(Vec<Option<Seen>>, Vec<usize>)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Planes {
+    pub fn new(slots: usize, names: Option<NameMap>) -> Arc<Planes> {
+        Arc::new(Planes {
+            names,
+            state: Mutex::new(((0..slots).map(|_| None).collect(), vec![0; slots])),
+        })
+    }
+
+    /// Slot `slot` (fabric `name`) was discovered again: `snapshot` is its JSON snapshot.
+    /// Every fabric's count is worked out again.
+    pub fn update(&self, slot: usize, name: &str, snapshot: &str) -> Result<()> {
+        let file: FabricFile =
+            serde_json::from_str(snapshot).map_err(|e| anyhow!("the fabric's snapshot: {e}"))?;
+        let fabric = Fabric::from_file(file).map_err(|e| anyhow!("the fabric's snapshot: {e}"))?;
+        let hosts = Hosts::group(&fabric, self.names.as_ref());
+        let mut state = lock(&self.state);
+        let (seen, counts) = &mut *state;
+        if let Some(s) = seen.get_mut(slot) {
+            *s = Some(Seen {
+                name: name.to_string(),
+                fabric,
+                hosts,
+            });
+        }
+        let views: Vec<(usize, PlaneView)> = seen
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                Some((
+                    i,
+                    PlaneView {
+                        name: &s.name,
+                        fabric: &s.fabric,
+                        hosts: &s.hosts,
+                    },
+                ))
+            })
+            .collect();
+        counts.iter_mut().for_each(|c| *c = 0);
+        if views.len() < 2 {
+            return Ok(());
+        }
+        let only: Vec<PlaneView> = views.iter().map(|(_, v)| *v).collect();
+        let found = findings::plane_findings(&only, &planes::group(&only), self.names.as_ref());
+        for (i, v) in &views {
+            counts[*i] = found
+                .iter()
+                .filter(|f| f.fabric.as_deref() == Some(v.name))
+                .count();
+        }
+        Ok(())
+    }
+
+    /// `page` (slot `slot`'s) with its planes-disagree findings counted.
+    pub fn patch(&self, slot: usize, page: String) -> String {
+        let count = lock(&self.state).1.get(slot).copied().unwrap_or(0);
+        if count == 0 {
+            return page;
+        }
+        let kind = format!("kind=\"{}\"", FindingKind::PlanesDisagree.name());
+        let mut out = String::with_capacity(page.len());
+        for line in page.split_inclusive('\n') {
+            match line.rsplit_once(' ') {
+                Some((series, _))
+                    if line.starts_with("ibscope_findings{") && series.contains(&kind) =>
+                {
+                    out.push_str(&format!("{series} {count}\n"));
+                }
+                _ => out.push_str(line),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibscope_mad::attr::link::{Rate, Width};
+    use ibscope_topo::gen::{self, RailsSpec};
+
+    /// One plane of 4 servers x 2 rails (the same GUIDs every time), as its sweeper sends
+    /// it; `slow` puts gpu-0002's rail 1 at 1x.
+    fn snapshot(slow: bool) -> String {
+        let spec = RailsSpec {
+            hosts_per_leaf: 2,
+            ..RailsSpec::new(4, 2, 8)
+        };
+        let mut f = ibscope_topo::ibnd::parse(&gen::rails(&spec).unwrap()).unwrap();
+        gen::bring_up(&mut f, Rate::parse("4xHDR").unwrap());
+        if slow {
+            let id = f
+                .nodes()
+                .find(|(_, n)| n.description == "gpu-0002 mlx5_1")
+                .unwrap()
+                .0;
+            f.node_mut(id).port_mut(1).unwrap().width_active = Some(Width::X1);
+        }
+        serde_json::to_string(&f.to_file()).unwrap()
+    }
+
+    const PAGE: &str = "# TYPE ibscope_findings gauge\n\
+        ibscope_findings{fabric=\"beta\",kind=\"degraded-link\",severity=\"error\"} 1\n\
+        ibscope_findings{fabric=\"beta\",kind=\"planes-disagree\",severity=\"error\"} 0\n\
+        ibscope_up{fabric=\"beta\"} 1\n";
+
+    #[test]
+    fn the_plane_that_disagrees_gets_the_count_on_its_page() {
+        let planes = Planes::new(3, None);
+        planes.update(1, "beta", &snapshot(true)).unwrap();
+        // One fabric alone has no planes.
+        assert_eq!(planes.patch(1, PAGE.to_string()), PAGE);
+        planes.update(0, "alpha", &snapshot(false)).unwrap();
+        assert_eq!(
+            planes.patch(1, PAGE.to_string()),
+            PAGE.replace(
+                "\"planes-disagree\",severity=\"error\"} 0",
+                "\"planes-disagree\",severity=\"error\"} 1"
+            )
+        );
+        let alpha = PAGE.replace("beta", "alpha");
+        assert_eq!(planes.patch(0, alpha.clone()), alpha);
+        // Beta discovered again at 4x: the planes agree.
+        planes.update(1, "beta", &snapshot(false)).unwrap();
+        assert_eq!(planes.patch(1, PAGE.to_string()), PAGE);
+        assert!(planes.update(2, "gamma", "not json").is_err());
+    }
+}
