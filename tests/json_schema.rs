@@ -47,6 +47,7 @@ fn schemas_are_valid_and_name_every_finding_kind() {
         "diff",
         "discover",
         "host",
+        "hosts",
         "links",
         "query",
         "route-check",
@@ -234,6 +235,20 @@ fn every_command_on_the_simulator() {
         run(args, 0, "query");
     }
     run(&["config", "show", "--json"], 0, "config");
+    let hosts = run(&["hosts", "--json"], 0, "hosts");
+    assert_eq!(
+        hosts[0]["hosts"].as_array().unwrap().len(),
+        8,
+        "{:#}",
+        hosts[0]
+    );
+    // A host of --hosts no CA names: listed as missing, exit 1, the same schema.
+    let hosts = run(
+        &["hosts", "--hosts", "gpu-node-[0001,0099]", "--json"],
+        1,
+        "hosts",
+    );
+    assert_eq!(hosts[0]["missing"], serde_json::json!(["gpu-node-0099"]));
     // The uplink HOST1's traffic to HOST8 takes pulled, the SM not rerouting: the walk
     // breaks, and the same document says where, in words.
     let host8_lid = snapshot[0]["nodes"]
@@ -267,6 +282,7 @@ fn every_command_on_the_simulator() {
     };
     offline(&["links", "--json"], 0, "links");
     offline(&["check", "--json"], 1, "check");
+    offline(&["hosts", "--json"], 0, "hosts");
     offline(&["route", "check", "--json"], 0, "route-check");
     offline(&["route", "dump", LEAF, "--json"], 0, "route-dump");
     offline(
@@ -330,9 +346,13 @@ fn every_offline_command_on_files() {
     let code = out.status.code().unwrap();
     assert!(code == 0 || code == 1, "{}", stderr(&out));
     checked(out, code, "host", &host);
+    // Without --check: the machine only.
+    let host = ["host", "--json"];
+    let out = ibscope_plain(&host, &[("IBSCOPE_SYSFS_ROOT", root.to_str().unwrap())]);
+    checked(out, 0, "host", &host);
 }
 
-/// links, check and discover's snapshot of one topology file (exit 0 or 1: verdicts are
+/// links, check, discover's snapshot and hosts of one topology file (exit 0 or 1: verdicts are
 /// the corpus tests' concern); returns the links document.
 fn offline_documents(file: &Path) -> Value {
     let path = file.to_str().unwrap();
@@ -341,6 +361,7 @@ fn offline_documents(file: &Path) -> Value {
         (["links", "--json"].as_slice(), "links"),
         (&["check", "--json"], "check"),
         (&["discover", "--format", "json"], "discover"),
+        (&["hosts", "--json"], "hosts"),
     ] {
         let mut full = vec!["--topology", path];
         full.extend_from_slice(args);

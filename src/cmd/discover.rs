@@ -95,7 +95,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let multi = crate::fabrics::is_multi(g.ca.as_deref());
     let mut written = 0usize;
     if multi && a.format == Format::Json {
-        out.write_all(b"{\"fabrics\": [\n")?;
+        // One document, streamed: each snapshot is written as it is swept. Its head is
+        // what `output::print_json` puts first in every other document.
+        writeln!(
+            out,
+            "{{\"schema_version\": {}, \"fabrics\": [",
+            ibscope_topo::model::SCHEMA_VERSION
+        )?;
     }
     let ran = crate::fabrics::each(g, |opened, multi| {
         let mut fabric = crate::fabric::discover_live(&mut opened.engine, options.clone())?;

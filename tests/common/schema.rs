@@ -64,14 +64,15 @@ pub fn untrustworthy(v: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Parse `text` (one document, or one per line for `per_line`) and check each against
+/// Parse `text` (one document, or for `per_line` a sequence of them) and check each against
 /// schema `name`; returns the documents.
 pub fn assert_valid(name: &str, what: &str, text: &str, per_line: bool) -> Vec<Value> {
-    // `counters --interval` writes one document per line; a single sample is one document.
+    // `counters --interval` writes one document per line, `-C all counters` one (pretty)
+    // document per fabric; a single sample is one document.
     let docs: Vec<Value> = if per_line && serde_json::from_str::<Value>(text).is_err() {
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: {e}: {l}")))
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .map(|d| d.unwrap_or_else(|e| panic!("{what}: {e}:\n{text}")))
             .collect()
     } else {
         vec![serde_json::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}:\n{text}"))]
