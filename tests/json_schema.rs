@@ -198,6 +198,14 @@ fn every_command_on_the_simulator() {
     );
     // A ring over hosts only: the aggregation nodes stay out.
     assert_eq!(load[0]["hosts"], 8);
+    // Job mode: every collective of the servers on their rails, the same schema.
+    let job = run(
+        &["route", "load", "--rails", "all", "--json"],
+        0,
+        "route-load",
+    );
+    assert_eq!(job[0]["hosts"], 8);
+    assert_eq!(job[0]["collectives"].as_array().unwrap().len(), 3);
     run(&["sm", "--json"], 0, "sm");
     // A whole table arrives as one MAD under the simulator (no RMPP): part of it, exit 1.
     let nodes = run(&["sa", "nodes", "--json"], 1, "sa");
@@ -283,6 +291,11 @@ fn every_command_on_the_simulator() {
     offline(&["links", "--json"], 0, "links");
     offline(&["check", "--json"], 1, "check");
     offline(&["hosts", "--json"], 0, "hosts");
+    offline(
+        &["route", "load", "--rails", "all", "--no-curve", "--json"],
+        0,
+        "route-load",
+    );
     offline(&["route", "check", "--json"], 0, "route-check");
     offline(&["route", "dump", LEAF, "--json"], 0, "route-dump");
     offline(
