@@ -478,7 +478,7 @@ impl Running {
             }
         }
         stop_http_workers(self.server, self.workers, tls);
-        let engine = crate::fabric::engine_config(g);
+        let engine = g.engine_config();
         // What a sweeper may still wait for: the attempt in flight (the cancelled engine
         // sends no retry), the engine's drain of late replies (at most 1 s) before it
         // unregisters, a relay agent's exit (at most 2 s), a render already under way, and
