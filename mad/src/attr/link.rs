@@ -413,7 +413,7 @@ impl Rate {
 
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.width.lanes(), self.speed.name())
+        f.write_str(&Rate::text(Some(self.width), Some(self.speed)))
     }
 }
 
