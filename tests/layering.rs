@@ -196,3 +196,114 @@ fn the_scan_finds_a_planted_cycle_and_nothing_else() {
     // c.rs names a only in a comment, a macro and its tests.
     assert_eq!(imports(root)[&vec!["c".to_string()]], BTreeSet::new());
 }
+
+/// A line with its string and character literals emptied and its comment cut, so that
+/// braces inside them do not count.
+fn braces_of(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            // A character literal ('{', '\''), not a lifetime ('a).
+            '\'' => {
+                let rest: String = chars.clone().take(3).collect();
+                if rest.starts_with('\\') {
+                    let close = chars.clone().skip(1).position(|x| x == '\'');
+                    for _ in 0..close.map_or(0, |p| p + 2) {
+                        chars.next();
+                    }
+                } else if rest.chars().nth(1) == Some('\'') {
+                    chars.next();
+                    chars.next();
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The functions of `text` longer than `limit` lines: (name, first line, length).
+fn long_functions(text: &str, limit: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        let t = t
+            .strip_prefix("pub(crate) ")
+            .or(t.strip_prefix("pub(super) "))
+            .unwrap_or(t);
+        let t = t.strip_prefix("pub ").unwrap_or(t);
+        let t = t.strip_prefix("const ").unwrap_or(t);
+        let t = t.strip_prefix("unsafe ").unwrap_or(t);
+        let Some(rest) = t.strip_prefix("fn ") else {
+            i += 1;
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let (mut depth, mut opened, mut j) = (0i64, false, i);
+        while j < lines.len() {
+            let code = braces_of(lines[j]);
+            if !opened && code.contains(';') && !code.contains('{') {
+                break; // a declaration without a body
+            }
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if opened && depth <= 0 {
+                break;
+            }
+            j += 1;
+        }
+        let length = j - i + 1;
+        if opened && length > limit {
+            out.push((name, i + 1, length));
+        }
+        i = if opened { j + 1 } else { i + 1 };
+    }
+    out
+}
+
+/// CONTRIBUTING.md: no function runs over about 120 lines (the crates' code; tests and
+/// benchmarks tell a story step by step and may run longer).
+#[test]
+fn no_function_runs_over_120_lines() {
+    let repo = common::repo_root();
+    let mut found = Vec::new();
+    for krate in ["mad/src", "topo/src", "host/src", "src"] {
+        for (_, file) in modules(&repo.join(krate)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (name, line, length) in long_functions(&text, 120) {
+                let path = file.strip_prefix(&repo).unwrap().display().to_string();
+                found.push(format!("{path}:{line}: fn {name}: {length} lines"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "long functions:\n{}", found.join("\n"));
+}
+
+/// The measure counts a body's lines, braces in strings, characters and comments aside.
+#[test]
+fn function_length_is_measured_by_its_braces() {
+    let body: String = (0..5).map(|_| "    let x = \"}\"; // }\n").collect();
+    let text = format!(
+        "fn short() {{\n    let c = '{{';\n}}\nfn declared();\npub fn long<'a>(s: &'a str) {{\n{body}}}\n"
+    );
+    assert_eq!(long_functions(&text, 4), [("long".to_string(), 5, 7)]);
+    assert_eq!(long_functions(&text, 7), []);
+}

@@ -836,7 +836,17 @@ fn apply_setting(
     Ok(Setting::Applied)
 }
 
-fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
+/// The links of a topology file: each once, (node index, port) at both ends; which end
+/// each port is cabled to; and the ports a remote block omits, to add to it.
+struct Cabling {
+    links: Vec<((usize, u8), (usize, u8))>,
+    claimed: HashMap<(usize, u8), (usize, u8)>,
+    missing_reverse: Vec<(usize, RawPort)>,
+}
+
+/// Every port line resolved to its remote end and checked against the remote node's
+/// own line for it.
+fn cabling(nodes: &[RawNode]) -> Result<Cabling, ParseError> {
     let mut by_id: HashMap<String, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         if by_id.insert(n.id.clone(), i).is_some() {
@@ -937,6 +947,19 @@ fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
             }
         }
     }
+    Ok(Cabling {
+        links,
+        claimed,
+        missing_reverse,
+    })
+}
+
+fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
+    let Cabling {
+        mut links,
+        claimed,
+        missing_reverse,
+    } = cabling(&nodes)?;
     for (r, port) in missing_reverse {
         if !nodes[r].ports.iter().any(|q| q.number == port.number) {
             nodes[r].ports.push(port);
