@@ -152,10 +152,6 @@ fn one(
     Ok((code, None))
 }
 
-fn rate_text(r: Option<Rate>) -> String {
-    r.map_or_else(|| "?".to_string(), |r| r.to_string())
-}
-
 fn end_text(e: &LinkEnd) -> String {
     format!(
         "{} {:?} ({}) lid {} port {}",
@@ -178,7 +174,7 @@ pub fn link_line(l: &LinkAssessment) -> String {
         "{}  <=>  {}  {} {}",
         end_text(&l.a),
         end_text(&l.b),
-        rate_text(l.active),
+        Rate::text_of(l.active),
         state
     );
     if let Some(c) = l.could_be {
@@ -204,7 +200,7 @@ pub fn link_line(l: &LinkAssessment) -> String {
 }
 
 fn print_text(report: &HealthReport) {
-    let norm = |r: Option<Rate>| rate_text(r);
+    let norm = Rate::text_of;
     println!(
         "# {} {}: switch-switch {}, ca-switch {}",
         report.links.len(),
