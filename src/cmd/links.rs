@@ -7,7 +7,7 @@ use anyhow::Result;
 use ibscope_mad::attr::link::{Speed, Width};
 use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
+use ibscope_topo::escape::{for_terminal, quoted_for_terminal};
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::FabricId;
@@ -154,9 +154,9 @@ fn one(
 
 fn end_text(e: &LinkEnd) -> String {
     format!(
-        "{} {:?} ({}) lid {} port {}",
+        "{} {} ({}) lid {} port {}",
         e.at.kind.as_str(),
-        for_terminal(&e.at.node),
+        quoted_for_terminal(&e.at.node),
         guid::text(e.at.node_guid),
         e.at.lid,
         e.at.port
