@@ -165,11 +165,34 @@ fn every_command_on_the_simulator() {
         .any(|f| f["kind"] == "degraded-link"));
     // Every rate, the newest generation included, is a rate --expect takes.
     run(&["check", "--json", "--expect", "4xXDR"], 1, "check");
-    run(&["counters", "--format", "json"], 0, "counters");
+    // A 16-bit counter at its maximum is written as {"value", "saturated"}, in the
+    // sample and in the breakdown's finding alike.
+    sim.set_counter("L0001", 1, "SymbolErrorCounter", 65535)
+        .unwrap();
+    sim.set_counter("L0001", 1, "PortRcvErrors", 65535).unwrap();
+    let sample = run(&["counters", "--format", "json"], 0, "counters");
+    let saturated = sample[0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| p["counters"]["SymbolErrorCounter"].as_object())
+        .unwrap_or_else(|| panic!("no saturated counter: {:#}", sample[0]));
+    assert_eq!(saturated["value"], 65535);
+    assert_eq!(saturated["saturated"], true);
     run(
         &["counters", "--format", "json", "--details"],
         0,
         "counters",
+    );
+    let check = run(&["check", "--json"], 1, "check");
+    assert!(
+        check[0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["saturated"] == true && f["details"].is_object()),
+        "{:#}",
+        check[0]
     );
     run(
         &[
