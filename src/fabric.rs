@@ -4,45 +4,21 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use ibscope_mad::engine::{Engine, EngineConfig, MadError};
+use ibscope_mad::engine::Engine;
 use ibscope_topo::counters::Thresholds;
 use ibscope_topo::discover::{self, DiscoverOptions};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
 
 use crate::cli::Global;
-
-pub fn engine_config(g: &Global) -> EngineConfig {
-    EngineConfig {
-        max_outstanding: g.max_outstanding as usize,
-        timeout: g.timeout(),
-        retries: g.retries,
-    }
-}
+// The transport's loss is told where engines are opened; every command reaches it here.
+pub use crate::fabrics::{ensure_connected, is_transport_lost};
 
 /// Open the CA port named by -C/-P (defaults: first CA, first active port; a configured
 /// fabric's name reaches it as configured), SMPs carrying the --m-key. One fabric only:
 /// see [`crate::fabrics`] for commands that take several.
 pub fn open_engine(g: &Global) -> Result<Engine> {
     crate::fabrics::open_single(g)
-}
-
-/// Fail with the engine's "lost the connection to the fabric" error once its transport is
-/// gone: a command then ends with that one message (exit 2) instead of one failure per
-/// query.
-pub fn ensure_connected(engine: &Engine) -> Result<()> {
-    match engine.transport_lost() {
-        Some(e) => Err(anyhow::Error::new(e.clone())),
-        None => Ok(()),
-    }
-}
-
-/// Whether an error (anywhere in its chain) is the loss of the transport.
-pub fn is_transport_lost(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<MadError>()
-            .is_some_and(MadError::is_transport_lost)
-    })
 }
 
 /// The node-name map given with --node-name-map, if any.

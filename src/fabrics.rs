@@ -5,63 +5,29 @@
 //! `ibscope agent`, e.g. over ssh). Ports that reach the same subnet are swept once.
 
 use anyhow::{anyhow, bail, Result};
-use ibscope_mad::engine::{Engine, LocalPort, TransportError};
+use ibscope_mad::engine::{Engine, LocalPort, MadError, TransportError};
 use ibscope_mad::umad;
 use ibscope_topo::subnet::{self, Sweep};
 use ibscope_topo::FabricId;
-use serde::{Deserialize, Serialize};
 
-use crate::cli::Global;
+use crate::cli::{FabricConfig, Global};
 
-/// One `[[fabric]]` table of the config file: a name, and how the fabric is reached: a
-/// local CA (and port), or a command that runs `ibscope agent` (see `ibscope agent
-/// --help`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct FabricConfig {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
+/// Fail with the engine's "lost the connection to the fabric" error once its transport is
+/// gone: a command then ends with that one message (exit 2) instead of one failure per
+/// query.
+pub fn ensure_connected(engine: &Engine) -> Result<()> {
+    match engine.transport_lost() {
+        Some(e) => Err(anyhow::Error::new(e.clone())),
+        None => Ok(()),
+    }
 }
 
-impl FabricConfig {
-    /// The checks a list of tables must pass, worded for the file's author.
-    pub fn validate(list: &[FabricConfig]) -> Result<(), String> {
-        for (i, f) in list.iter().enumerate() {
-            let name = f.name.trim();
-            if name.is_empty() || name.contains([',', '"', '\n']) || name == "all" {
-                return Err(format!(
-                    "fabric name {:?}: must be non-empty, not \"all\", without commas or quotes",
-                    f.name
-                ));
-            }
-            if list[..i].iter().any(|g| g.name == f.name) {
-                return Err(format!("fabric {:?} is named twice", f.name));
-            }
-            match (&f.ca, &f.command) {
-                (Some(_), None) => {}
-                (None, Some(c)) if f.port.is_none() && !c.trim().is_empty() => {}
-                (None, Some(_)) if f.port.is_some() => {
-                    return Err(format!(
-                        "fabric {:?}: port goes with ca (give the agent's -P in the command)",
-                        f.name
-                    ))
-                }
-                _ => {
-                    return Err(format!(
-                        "fabric {:?}: give either ca (a local CA) or command (one that runs \
-                         `ibscope agent`)",
-                        f.name
-                    ))
-                }
-            }
-        }
-        Ok(())
-    }
+/// Whether an error (anywhere in its chain) is the loss of the transport.
+pub fn is_transport_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<MadError>()
+            .is_some_and(MadError::is_transport_lost)
+    })
 }
 
 /// How a fabric is reached.
@@ -385,7 +351,7 @@ fn engine_for(
     reach: &Reach,
     stop: &dyn Fn() -> bool,
 ) -> Result<Engine, TransportError> {
-    let config = crate::fabric::engine_config(g);
+    let config = g.engine_config();
     let mut engine = match reach {
         Reach::Local { ca, port } => Engine::open(Some(ca), Some(*port), config)?,
         Reach::Relay { command } => Engine::relay(command, config, stop)?,
@@ -417,7 +383,7 @@ pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) ->
     } else {
         FabricId::named(&name)
     };
-    crate::fabric::ensure_connected(&engine)?;
+    ensure_connected(&engine)?;
     Ok(Opened {
         id,
         reach: planned.reach.clone(),

@@ -46,7 +46,6 @@ fn schemas_are_valid_and_name_every_finding_kind() {
         "counters",
         "diff",
         "discover",
-        "fabrics",
         "host",
         "hosts",
         "links",
@@ -166,11 +165,34 @@ fn every_command_on_the_simulator() {
         .any(|f| f["kind"] == "degraded-link"));
     // Every rate, the newest generation included, is a rate --expect takes.
     run(&["check", "--json", "--expect", "4xXDR"], 1, "check");
-    run(&["counters", "--format", "json"], 0, "counters");
+    // A 16-bit counter at its maximum is written as {"value", "saturated"}, in the
+    // sample and in the breakdown's finding alike.
+    sim.set_counter("L0001", 1, "SymbolErrorCounter", 65535)
+        .unwrap();
+    sim.set_counter("L0001", 1, "PortRcvErrors", 65535).unwrap();
+    let sample = run(&["counters", "--format", "json"], 0, "counters");
+    let saturated = sample[0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| p["counters"]["SymbolErrorCounter"].as_object())
+        .unwrap_or_else(|| panic!("no saturated counter: {:#}", sample[0]));
+    assert_eq!(saturated["value"], 65535);
+    assert_eq!(saturated["saturated"], true);
     run(
         &["counters", "--format", "json", "--details"],
         0,
         "counters",
+    );
+    let check = run(&["check", "--json"], 1, "check");
+    assert!(
+        check[0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["saturated"] == true && f["details"].is_object()),
+        "{:#}",
+        check[0]
     );
     run(
         &[
@@ -199,6 +221,14 @@ fn every_command_on_the_simulator() {
     );
     // A ring over hosts only: the aggregation nodes stay out.
     assert_eq!(load[0]["hosts"], 8);
+    // Job mode: every collective of the servers on their rails, the same schema.
+    let job = run(
+        &["route", "load", "--rails", "all", "--json"],
+        0,
+        "route-load",
+    );
+    assert_eq!(job[0]["hosts"], 8);
+    assert_eq!(job[0]["collectives"].as_array().unwrap().len(), 3);
     run(&["sm", "--json"], 0, "sm");
     // A whole table arrives as one MAD under the simulator (no RMPP): part of it, exit 1.
     let nodes = run(&["sa", "nodes", "--json"], 1, "sa");
@@ -257,7 +287,7 @@ fn every_command_on_the_simulator() {
         ),
         (&["-C", "all", "hosts", "--json"], 0, "hosts"),
     ] {
-        let doc = run(args, code, "fabrics");
+        let doc = run(args, code, schema);
         let fabrics = doc[0]["fabrics"].as_array().unwrap();
         assert_eq!(fabrics.len(), 1, "{:#}", doc[0]);
         if schema == "hosts" {
@@ -278,6 +308,13 @@ fn every_command_on_the_simulator() {
     named.insert(samples[0]["fabric"].as_str().unwrap().to_string());
     assert_eq!(named.len(), 1, "{named:?}");
     assert!(named.iter().all(|n| n.starts_with("ibsim0:")), "{named:?}");
+    // A host of --hosts no CA names: listed as missing, exit 1, the same schema.
+    let hosts = run(
+        &["hosts", "--hosts", "gpu-node-[0001,0099]", "--json"],
+        1,
+        "hosts",
+    );
+    assert_eq!(hosts[0]["missing"], serde_json::json!(["gpu-node-0099"]));
     // The uplink HOST1's traffic to HOST8 takes pulled, the SM not rerouting: the walk
     // breaks, and the same document says where, in words.
     let host8_lid = snapshot[0]["nodes"]
@@ -311,6 +348,12 @@ fn every_command_on_the_simulator() {
     };
     offline(&["links", "--json"], 0, "links");
     offline(&["check", "--json"], 1, "check");
+    offline(&["hosts", "--json"], 0, "hosts");
+    offline(
+        &["route", "load", "--rails", "all", "--no-curve", "--json"],
+        0,
+        "route-load",
+    );
     offline(&["route", "check", "--json"], 0, "route-check");
     offline(&["route", "dump", LEAF, "--json"], 0, "route-dump");
     offline(
@@ -374,9 +417,13 @@ fn every_offline_command_on_files() {
     let code = out.status.code().unwrap();
     assert!(code == 0 || code == 1, "{}", stderr(&out));
     checked(out, code, "host", &host);
+    // Without --check: the machine only.
+    let host = ["host", "--json"];
+    let out = ibscope_plain(&host, &[("IBSCOPE_SYSFS_ROOT", root.to_str().unwrap())]);
+    checked(out, 0, "host", &host);
 }
 
-/// links, check and discover's snapshot of one topology file (exit 0 or 1: verdicts are
+/// links, check, discover's snapshot and hosts of one topology file (exit 0 or 1: verdicts are
 /// the corpus tests' concern); returns the links document.
 fn offline_documents(file: &Path) -> Value {
     let path = file.to_str().unwrap();
@@ -385,6 +432,7 @@ fn offline_documents(file: &Path) -> Value {
         (["links", "--json"].as_slice(), "links"),
         (&["check", "--json"], "check"),
         (&["discover", "--format", "json"], "discover"),
+        (&["hosts", "--json"], "hosts"),
     ] {
         let mut full = vec!["--topology", path];
         full.extend_from_slice(args);

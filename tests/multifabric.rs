@@ -131,7 +131,7 @@ fn check_names_each_fabrics_fault_and_exits_with_the_worst() {
 
     // JSON: a report per fabric, each naming it; every finding carries its fabric.
     let out = run(&cfg, &["-C", "all", "check", "--json"]);
-    let doc: Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
+    let doc = schema::assert_valid("check", "-C all check", &assert_exit(&out, 1), false).remove(0);
     assert_eq!(doc["healthy"], false);
     let reports = doc["fabrics"].as_array().unwrap();
     assert_eq!(reports.len(), 2);
@@ -185,7 +185,8 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         ],
     );
     let out = run(&cfg, &["-C", "all", "discover", "--format", "json"]);
-    let doc: Value = serde_json::from_str(&assert_success(&out)).unwrap();
+    let doc =
+        schema::assert_valid("discover", "-C all discover", &assert_success(&out), false).remove(0);
     let names: Vec<&str> = doc["fabrics"]
         .as_array()
         .unwrap()
@@ -209,8 +210,28 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         &cfg,
         &["--topology", one.to_str().unwrap(), "links", "--json"],
     );
-    let links: Value = serde_json::from_str(&assert_success(&back)).unwrap();
+    let links = schema::assert_valid(
+        "links",
+        "links of a saved fabric",
+        &assert_success(&back),
+        false,
+    )
+    .remove(0);
     assert_eq!(links["fabric"]["name"], "beta");
+    // Several fabrics' JSON: one links document naming each; a counters document each.
+    let out = run(&cfg, &["-C", "all", "links", "--json"]);
+    let links = schema::assert_valid("links", "-C all links", &assert_success(&out), false);
+    let named: Vec<&Value> = links[0]["fabrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["fabric"]["name"])
+        .collect();
+    assert_eq!(named, ["alpha", "beta"], "{:#}", links[0]);
+    let out = run(&cfg, &["-C", "all", "counters", "--format", "json"]);
+    let docs = schema::assert_valid("counters", "-C all counters", &assert_success(&out), true);
+    let named: Vec<&Value> = docs.iter().map(|d| &d["fabric"]).collect();
+    assert_eq!(named, ["alpha", "beta"]);
 
     // links: a heading per fabric; counters: a fabric column, a fabric label.
     let out = run(&cfg, &["-C", "alpha,beta", "links"]);

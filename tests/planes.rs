@@ -76,9 +76,10 @@ fn run(config: &Path, args: &[&str]) -> std::process::Output {
     ibscope_plain(args, &[("IBSCOPE_CONFIG", config.to_str().unwrap())])
 }
 
-fn json(out: &std::process::Output, code: i32) -> Value {
+/// The document, checked against `schema` (docs/json/).
+fn json(out: &std::process::Output, code: i32, schema: &str) -> Value {
     let text = assert_exit(out, code);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    common::schema::assert_valid(schema, schema, &text, false).remove(0)
 }
 
 /// Every finding of a `check -C all --json` document: (fabric, kind, host, rail).
@@ -114,12 +115,12 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
     let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
 
     // Healthy: two fabrics, the same HCAs in both, nothing disagrees.
-    let doc = json(&run(&cfg, &["-C", "all", "check", "--json"]), 0);
+    let doc = json(&run(&cfg, &["-C", "all", "check", "--json"]), 0, "check");
     assert_eq!(doc["fabrics"].as_array().unwrap().len(), 2, "{doc:#}");
     assert_eq!(findings(&doc), vec![], "{doc:#}");
 
     // hosts: every HCA port of the 4 servers x 2 rails is in both planes, by (host, rail).
-    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0);
+    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0, "hosts");
     let planes = hosts["planes"].as_array().unwrap();
     let seen: Vec<(String, u64, Vec<&str>)> = planes
         .iter()
@@ -151,7 +152,7 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
     b.unlink("G0002R0", 1).unwrap();
     b.resweep().unwrap();
     let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
-    let doc = json(&run(&cfg, &["-C", "all", "check", "--json"]), 1);
+    let doc = json(&run(&cfg, &["-C", "all", "check", "--json"]), 1, "check");
     let s = |t: &str| t.to_string();
     assert_eq!(
         findings(&doc),
@@ -216,7 +217,7 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
     assert!(!text.contains("alpha: [planes-disagree]"), "{text}");
 
     // hosts: gpu-0002's rail 0 is missing from plane beta; the same findings.
-    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0);
+    let hosts = json(&run(&cfg, &["-C", "all", "hosts", "--json"]), 0, "hosts");
     let lost = hosts["planes"]
         .as_array()
         .unwrap()
@@ -346,7 +347,7 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
     b.unlink("G0002R0", 1).unwrap();
     b.resweep().unwrap();
     let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
-    let check = json(&run(&cfg, &["-C", "all", "check", "--json"]), 1);
+    let check = json(&run(&cfg, &["-C", "all", "check", "--json"]), 1, "check");
     let theirs = findings(&check)
         .iter()
         .filter(|f| f.1 == "planes-disagree")

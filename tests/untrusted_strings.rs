@@ -284,6 +284,9 @@ fn check_all_formats(run: &dyn Fn(&[&str]) -> Output, desc: &str, live: bool, ds
     // The ibnetdiscover text names the hostile node (made visible, not dropped).
     let text = stdout(&run(&["discover"]));
     assert!(text.contains("evil\\x1b]0;pwned\\x07"), "{text}");
+    // So do the reports, made visible once: no second (Debug) escaping of the escapes.
+    let text = stdout(&run(&["links"]));
+    assert!(text.contains("\"evil\\x1b]0;pwned\\x07"), "{text}");
 
     let out = run(&["discover", "--format", "dot"]);
     assert_clean_run("discover dot", &out);

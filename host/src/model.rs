@@ -10,6 +10,7 @@ use ibscope_mad::codes::guid;
 use serde::{Serialize, Serializer};
 
 use crate::pci::PcieLink;
+pub use crate::pci::Relation;
 
 /// Everything gathered about the host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -335,29 +336,6 @@ fn hex_id<S: Serializer>(id: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
     match id {
         Some(id) => s.serialize_str(&format!("{id:#06x}")),
         None => s.serialize_none(),
-    }
-}
-
-/// How close a GPU sits to an RDMA device. Ordered: closest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Relation {
-    /// Behind one PCIe switch: peer-to-peer traffic need not cross the CPU (nvidia-smi
-    /// topo: PIX/PXB).
-    PcieSwitch,
-    /// Under one PCI host bridge, through the CPU's root complex (PHB).
-    HostBridge,
-    /// Same NUMA node, different host bridges (NODE).
-    NumaNode,
-}
-
-impl Relation {
-    pub fn short(self) -> &'static str {
-        match self {
-            Relation::PcieSwitch => "switch",
-            Relation::HostBridge => "host bridge",
-            Relation::NumaNode => "numa",
-        }
     }
 }
 

@@ -3,8 +3,6 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::model::Relation;
-
 /// One PCIe generation: its transfer rate and what one lane carries after line encoding
 /// (8b/10b for Gen1-2, 128b/130b for Gen3-5; Gen6 is PAM4 with 242/256 FLIT framing).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,6 +103,29 @@ impl Serialize for PcieLink {
             gbps: (self.gbps() * 10.0).round() / 10.0,
         }
         .serialize(s)
+    }
+}
+
+/// How close a GPU sits to an RDMA device. Ordered: closest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Relation {
+    /// Behind one PCIe switch: peer-to-peer traffic need not cross the CPU (nvidia-smi
+    /// topo: PIX/PXB).
+    PcieSwitch,
+    /// Under one PCI host bridge, through the CPU's root complex (PHB).
+    HostBridge,
+    /// Same NUMA node, different host bridges (NODE).
+    NumaNode,
+}
+
+impl Relation {
+    pub fn short(self) -> &'static str {
+        match self {
+            Relation::PcieSwitch => "switch",
+            Relation::HostBridge => "host bridge",
+            Relation::NumaNode => "numa",
+        }
     }
 }
 

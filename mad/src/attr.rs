@@ -1,5 +1,6 @@
 //! Attribute codecs: SMP attributes (IBA 14.2.5) and PerfMgt attributes (IBA 16.1).
 
+pub mod counter_facts;
 pub mod link;
 pub mod perf_attrs;
 pub mod smp_attrs;

@@ -6,8 +6,7 @@
 
 use crate::engine::Request;
 use crate::error::{DecodeError, EncodeError};
-use crate::header::{class, MadHeader};
-use crate::sa::{build_sa, SaFrame};
+use crate::header::class;
 use crate::smp::{build_gmp, build_smp, GmpFrame, SmpFrame, SmpRoute};
 use crate::umad::{Dest, GSI_QKEY};
 use crate::wire::{Region, Slot};
@@ -54,11 +53,12 @@ pub enum SubnMgt {}
 /// Performance management (the PMA of every port, IBA 16.1), over QP1.
 pub enum PerfMgt {}
 
-/// Subnet administration (the SA, served by the master SM over QP1, IBA 15).
+/// Subnet administration (the SA, served by the master SM over QP1, IBA 15). Its requests
+/// are framed where the SA framing is (`sa.rs`).
 pub enum SubnAdm {}
 
 /// A GMP's destination: the agent at `lid` on QP1.
-fn gsi(lid: u16) -> Dest {
+pub(crate) fn gsi(lid: u16) -> Dest {
     Dest::Gsi {
         lid,
         qpn: 1,
@@ -90,24 +90,6 @@ impl Class for PerfMgt {
         Request {
             mad: build_gmp(class::PERF, method, attribute_id, modifier, payload),
             dest: gsi(*lid),
-        }
-    }
-}
-
-impl Class for SubnAdm {
-    type Target = u16;
-    const PAYLOAD: Slot<Region> = SaFrame::data;
-    fn request(
-        sm_lid: &u16,
-        method: u8,
-        attribute_id: u16,
-        modifier: u32,
-        payload: &[u8],
-    ) -> Request {
-        let header = MadHeader::request(class::SUBN_ADM, method, attribute_id, modifier);
-        Request {
-            mad: build_sa(&header, &SaFrame::default(), payload),
-            dest: gsi(*sm_lid),
         }
     }
 }

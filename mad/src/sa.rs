@@ -15,11 +15,12 @@
 //! shim, which cuts every reply to one MAD) may have cut the table.
 
 use crate::attr::{NodeDescription, NodeInfo, PortInfo, SmInfo};
-use crate::attribute::SubnAdm;
+use crate::attribute::{gsi, Class, SubnAdm};
+use crate::engine::Request;
 use crate::error::DecodeError;
-use crate::header::{MadHeader, MadStatus, MAD_SIZE};
+use crate::header::{class, MadHeader, MadStatus, MAD_SIZE};
 use crate::smp::{put_region, MadView};
-use crate::wire::Region;
+use crate::wire::{Region, Slot};
 use crate::wire_struct;
 
 wire_struct! {
@@ -75,6 +76,36 @@ pub fn build_sa(header: &MadHeader, frame: &SaFrame, record: &[u8]) -> [u8; MAD_
     let _ = frame.write_fields(&mut mad);
     put_region(&mut mad, &SaFrame::data, record);
     mad
+}
+
+/// The SA class: requests carry the SA header (no RMPP) and go to the SM's LID on QP1.
+impl Class for SubnAdm {
+    type Target = u16;
+    const PAYLOAD: Slot<Region> = SaFrame::data;
+    fn request(
+        sm_lid: &u16,
+        method: u8,
+        attribute_id: u16,
+        modifier: u32,
+        payload: &[u8],
+    ) -> Request {
+        let header = MadHeader::request(class::SUBN_ADM, method, attribute_id, modifier);
+        Request {
+            mad: build_sa(&header, &SaFrame::default(), payload),
+            dest: gsi(*sm_lid),
+        }
+    }
+}
+
+/// The SA parts of a MAD (parse checked that all 256 bytes are there).
+impl<'a> MadView<'a> {
+    pub fn sa_data(&self) -> &'a [u8] {
+        self.region(&SaFrame::data)
+    }
+    /// SA AttributeOffset: record size in 8-byte words (IBA 15.2.1.1).
+    pub fn sa_attribute_offset(&self) -> u16 {
+        SaFrame::attribute_offset.read(self.bytes()).unwrap_or(0)
+    }
 }
 
 wire_struct! {

@@ -4,7 +4,6 @@
 
 use crate::error::DecodeError;
 use crate::header::{class, MadHeader, MadStatus, MAD_SIZE};
-use crate::sa::SaFrame;
 use crate::wire::{self, Region, Slot};
 use crate::wire_struct;
 
@@ -297,7 +296,7 @@ impl<'a> MadView<'a> {
         SmpFrame::m_key.read(self.bytes).unwrap_or(0)
     }
     /// A region of the MAD: parse checked that all 256 bytes are there.
-    fn region(&self, slot: &Slot<Region>) -> &'a [u8] {
+    pub(crate) fn region(&self, slot: &Slot<Region>) -> &'a [u8] {
         slot.bytes(self.bytes).unwrap_or(&[])
     }
     pub fn smp_data(&self) -> &'a [u8] {
@@ -305,13 +304,6 @@ impl<'a> MadView<'a> {
     }
     pub fn gmp_data(&self) -> &'a [u8] {
         self.region(&GmpFrame::data)
-    }
-    pub fn sa_data(&self) -> &'a [u8] {
-        self.region(&SaFrame::data)
-    }
-    /// SA AttributeOffset: record size in 8-byte words (IBA 15.2.1.1).
-    pub fn sa_attribute_offset(&self) -> u16 {
-        SaFrame::attribute_offset.read(self.bytes).unwrap_or(0)
     }
     /// DR initial and return paths (64 bytes each; index 0 unused).
     pub fn initial_path(&self) -> &'a [u8] {

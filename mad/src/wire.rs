@@ -99,7 +99,7 @@ pub enum Role {
     /// A value: a number, flag, key, nested structure or framed region.
     Value,
     /// A counter of a PerfMgt counters attribute: its kind and the PMA capability it needs.
-    Counter(crate::attr::perf_attrs::Counter),
+    Counter(crate::attr::counter_facts::Counter),
 }
 
 /// One row of a layout table: where a field lies and what the specification calls it.
@@ -130,7 +130,7 @@ impl FieldSpec {
         }
     }
     /// The counter facts of a counter field.
-    pub const fn counter(&self) -> Option<crate::attr::perf_attrs::Counter> {
+    pub const fn counter(&self) -> Option<crate::attr::counter_facts::Counter> {
         match self.role {
             Role::Counter(c) => Some(c),
             Role::Value => None,

@@ -96,8 +96,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let multi = crate::fabrics::is_multi(g.ca.as_deref());
     let mut written = 0usize;
     if multi && a.format == Format::Json {
-        // Streamed, one snapshot at a time: the envelope by hand, as print_json would
-        // write it (schema_version first).
+        // One document, streamed: each snapshot is written as it is swept. Its head is
+        // what `output::print_json` puts first in every other document.
         writeln!(
             out,
             "{{\"schema_version\": {}, \"fabrics\": [",

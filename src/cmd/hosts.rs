@@ -246,7 +246,7 @@ fn host_rows(
                 } else {
                     c.lid.to_string()
                 },
-                Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed)),
+                Rate::text_of(c.rate),
                 health::state_text(c.state, c.phys_state),
                 leaf,
                 leaf_port,
@@ -432,7 +432,7 @@ fn print_planes(ports: &[&PlanedPort]) {
                 opt(device.map(for_terminal)),
                 ibscope_mad::codes::guid::text(p.port_guid),
                 for_terminal(&x.fabric),
-                Rate::text(x.rate.map(|r| r.width), x.rate.map(|r| r.speed)),
+                Rate::text_of(x.rate),
                 health::state_text(x.state, x.phys_state),
                 x.leaf.as_ref().map_or("-".into(), |l| {
                     format!("\"{}\" port {}", for_terminal(&l.name), l.port)

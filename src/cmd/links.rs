@@ -7,7 +7,7 @@ use anyhow::Result;
 use ibscope_mad::attr::link::{Speed, Width};
 use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
+use ibscope_topo::escape::{for_terminal, quoted_for_terminal};
 use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::FabricId;
@@ -152,15 +152,11 @@ fn one(
     Ok((code, None))
 }
 
-fn rate_text(r: Option<Rate>) -> String {
-    r.map_or_else(|| "?".to_string(), |r| r.to_string())
-}
-
 fn end_text(e: &LinkEnd) -> String {
     format!(
-        "{} {:?} ({}) lid {} port {}",
+        "{} {} ({}) lid {} port {}",
         e.at.kind.as_str(),
-        for_terminal(&e.at.node),
+        quoted_for_terminal(&e.at.node),
         guid::text(e.at.node_guid),
         e.at.lid,
         e.at.port
@@ -178,7 +174,7 @@ pub fn link_line(l: &LinkAssessment) -> String {
         "{}  <=>  {}  {} {}",
         end_text(&l.a),
         end_text(&l.b),
-        rate_text(l.active),
+        Rate::text_of(l.active),
         state
     );
     if let Some(c) = l.could_be {
@@ -204,7 +200,7 @@ pub fn link_line(l: &LinkAssessment) -> String {
 }
 
 fn print_text(report: &HealthReport) {
-    let norm = |r: Option<Rate>| rate_text(r);
+    let norm = Rate::text_of;
     println!(
         "# {} {}: switch-switch {}, ca-switch {}",
         report.links.len(),

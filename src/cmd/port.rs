@@ -13,7 +13,7 @@ use ibscope_mad::engine::{Engine, MadError, Request};
 use ibscope_mad::header::method;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
+use ibscope_topo::escape::quoted_for_terminal;
 use ibscope_topo::health::PortRef;
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::resolve::{resolve, NameMatch};
@@ -156,8 +156,8 @@ fn routes_from(fabric: &Fabric, avoid: Option<End>) -> HashMap<NodeId, DrPath> {
 fn node_text(fabric: &Fabric, names: Option<&NameMap>, id: NodeId) -> String {
     let n = fabric.node(id);
     format!(
-        "{:?} ({:#018x})",
-        for_terminal(display_name(n, names)),
+        "{} ({:#018x})",
+        quoted_for_terminal(display_name(n, names)),
         n.guid
     )
 }
@@ -437,8 +437,8 @@ fn apply(
         .map(|p| {
             let n = fabric.node(p.node);
             format!(
-                " (link to {:?} ({:#018x}) port {})",
-                for_terminal(&n.description),
+                " (link to {} ({:#018x}) port {})",
+                quoted_for_terminal(&n.description),
                 n.guid,
                 p.port
             )
@@ -493,7 +493,7 @@ mod tests {
             explain_no_reply(SmpMethod::Set, &at(), Some(&guard(1, 0)), 0, true, &TIMEOUT).unwrap();
         assert_eq!(
             msg,
-            "SubnSet PortInfo to \"sw\\\\x1b[2J1\" (0x0000000000000020) port 5 got no reply: \
+            "SubnSet PortInfo to \"sw\\x1b[2J1\" (0x0000000000000020) port 5 got no reply: \
              the port is M_Key protected (protect bits 1); pass the subnet's M_Key with --m-key"
         );
         // The wrong key sent explicitly: same.
@@ -547,7 +547,7 @@ mod tests {
     fn unreadable_port_info_of_a_node_that_answers_suggests_the_key() {
         let msg = explain_no_reply(SmpMethod::Get, &at(), None, 0, true, &TIMEOUT).unwrap();
         assert!(
-            msg.starts_with("SubnGet PortInfo to \"sw\\\\x1b[2J1\""),
+            msg.starts_with("SubnGet PortInfo to \"sw\\x1b[2J1\""),
             "{msg}"
         );
         assert!(msg.contains("protect bits 2 or 3"));

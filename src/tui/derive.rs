@@ -675,7 +675,7 @@ pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
             } else {
                 marks.get(&(h, i)).copied().unwrap_or(CellState::Up)
             };
-            let rate = Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed));
+            let rate = Rate::text_of(c.rate);
             let text = match state {
                 CellState::Down => c.state.map_or("?", PortState::short).to_string(),
                 // Marked in text too, for screens without colour.

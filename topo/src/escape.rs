@@ -44,6 +44,12 @@ pub fn for_terminal(text: &str) -> String {
     out
 }
 
+/// A fabric string quoted for a terminal line: `"` + [`for_terminal`] + `"`, the one form
+/// in which every report names a node (made visible once, never escaped a second time).
+pub fn quoted_for_terminal(text: &str) -> String {
+    format!("\"{}\"", for_terminal(text))
+}
+
 /// Contents of a Graphviz double-quoted label: unsafe characters made visible as in
 /// [`for_terminal`], then backslash and double quote escaped so DOT shows them literally.
 pub fn for_dot_label(text: &str) -> String {
@@ -125,6 +131,15 @@ mod tests {
         // Ordinary text, backslashes and non-ASCII letters pass.
         assert_eq!(for_terminal("mlx5_0 \\ héllo"), "mlx5_0 \\ héllo");
         assert!(!for_terminal(NASTY).contains('\x1b'));
+    }
+
+    /// Quoted once: controls made visible, backslashes kept as they are.
+    #[test]
+    fn quoted_for_a_terminal() {
+        assert_eq!(
+            quoted_for_terminal("evil\x1b[2J back\\slash"),
+            "\"evil\\x1b[2J back\\slash\""
+        );
     }
 
     #[test]

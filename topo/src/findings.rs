@@ -583,7 +583,7 @@ fn rail_finding(
                 "{}: {} runs at {}, the host's other rails at {reference}; its cable is at {}",
                 host.name,
                 rail_text(c.rail.unwrap_or_default(), c.device.as_deref()),
-                Rate::text(c.rate.map(|r| r.width), c.rate.map(|r| r.speed)),
+                Rate::text_of(c.rate),
                 cable(c)
             );
             hca_finding(FindingKind::RailSlow, fabric, names, host, c, message)
@@ -706,7 +706,7 @@ pub fn plane_findings(
                 let state = match &issue {
                     PlaneIssue::Slower { reference, .. } => format!(
                         "runs at {}, its other planes at {reference}",
-                        Rate::text(p.rate.map(|r| r.width), p.rate.map(|r| r.speed))
+                        Rate::text_of(p.rate)
                     ),
                     _ => format!(
                         "is {}, not Active, while {} {} Active",

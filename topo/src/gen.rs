@@ -31,7 +31,6 @@ use std::fmt::Write;
 use ibscope_mad::attr::link::{Rate, Speed, SpeedField, SpeedSet, Width};
 use ibscope_mad::attr::PortState;
 
-use crate::ibnd::parse_width_speed;
 use crate::model::{Fabric, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -198,10 +197,9 @@ fn enabled_masks(width: Width, speed: Speed) -> (u8, u8, u8) {
 }
 
 fn parse_rate(rate: &str) -> Result<(Width, Speed), GenError> {
-    match parse_width_speed(rate.trim()) {
-        (Some(w), Some(s)) => Ok((w, s)),
-        _ => Err(GenError::Rate(rate.to_string())),
-    }
+    Rate::parse(rate)
+        .map(|r| (r.width, r.speed))
+        .ok_or_else(|| GenError::Rate(rate.to_string()))
 }
 
 /// One SHARP aggregation node per switch, cabled to one more port of it.
@@ -242,7 +240,7 @@ fn render(mut layout: Layout, options: &GenOptions) -> Result<String, GenError> 
         .collect();
     for d in &options.degraded {
         let (w, s) = parse_rate(&d.rate)?;
-        let text = format!("{}x{}", w.lanes(), s.name());
+        let text = Rate::new(w, s).to_string();
         let no_port = || GenError::NoSuchPort {
             node: d.node.clone(),
             port: d.port,
@@ -258,16 +256,15 @@ fn render(mut layout: Layout, options: &GenOptions) -> Result<String, GenError> 
     if let Some(rate) = &options.rate {
         let (w, s) = parse_rate(rate)?;
         let (wm, sm, em) = enabled_masks(w, s);
-        let text = format!("{}x{}", w.lanes(), s.name());
+        let text = Rate::new(w, s).to_string();
         let _ = writeln!(out, "# every link at {text}");
         let sim = ibsim_speed(s, Speed::ALL.into_iter().filter(|x| *x <= s).collect());
         if sim != s {
             let _ = writeln!(
                 out,
                 "# ibsim runs lane speeds SDR..HDR (FDR10 as QDR): under ibsim these links \
-                 come up at {}x{}",
-                w.lanes(),
-                sim.name()
+                 come up at {}",
+                Rate::new(w, sim)
             );
         }
         let _ = writeln!(out, "width={wm}\nspeed={sm}\nextspeed={em}");
@@ -793,7 +790,7 @@ mod tests {
     fn every_generation_is_written_and_read_back() {
         for width in Width::KNOWN {
             for speed in Speed::ALL {
-                let rate = format!("{}x{}", width.lanes(), speed.name());
+                let rate = Rate::new(*width, speed).to_string();
                 let mut spec = FatTreeSpec::new(2, 4, 4);
                 spec.options.rate = Some(rate.clone());
                 let text = fat_tree(&spec).unwrap();
@@ -817,6 +814,15 @@ mod tests {
                     sim != speed,
                     "{rate}"
                 );
+                // Both rates in the comments are the one text form of a rate.
+                assert!(
+                    text.contains(&format!("# every link at {rate}\n")),
+                    "{rate}"
+                );
+                if sim != speed {
+                    let at = format!("come up at {}\n", Rate::new(*width, sim));
+                    assert!(text.contains(&at), "{rate}: {text}");
+                }
             }
         }
     }

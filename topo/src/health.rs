@@ -148,8 +148,8 @@ impl std::fmt::Display for PortRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:?} ({}) port {}",
-            crate::escape::for_terminal(&self.node),
+            "{} ({}) port {}",
+            crate::escape::quoted_for_terminal(&self.node),
             guid::text(self.node_guid),
             self.port
         )

@@ -50,96 +50,8 @@ use ibscope_mad::attr::NodeType;
 
 use crate::escape;
 use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
-
-/// A syntax or consistency error in a text input: where, and what was expected there (or,
-/// when `expected` is empty, `found` is a whole sentence saying what is wrong).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError {
-    /// The file's label (path), when known.
-    pub file: Option<String>,
-    /// 1-based line number.
-    pub line: usize,
-    pub expected: String,
-    /// An excerpt of what was there, made safe for a terminal.
-    pub found: String,
-}
-
-/// The first `max` characters of a line, made safe for a terminal and quoted.
-fn excerpt(text: &str, max: usize) -> String {
-    let mut excerpt: String = text.trim().chars().take(max).collect();
-    if text.trim().chars().count() > max {
-        excerpt.push_str("...");
-    }
-    format!("\"{}\"", escape::for_terminal(&excerpt))
-}
-
-impl ParseError {
-    pub(crate) fn new(line: usize, expected: impl Into<String>, found: &str) -> Self {
-        ParseError {
-            file: None,
-            line,
-            expected: expected.into(),
-            found: excerpt(found, 80),
-        }
-    }
-    /// An error told in one sentence (already made safe for a terminal).
-    pub(crate) fn sentence(line: usize, sentence: String) -> Self {
-        ParseError {
-            file: None,
-            line,
-            expected: String::new(),
-            found: sentence,
-        }
-    }
-    /// Attach a file label.
-    pub fn in_file(mut self, file: impl Into<String>) -> Self {
-        self.file = Some(file.into());
-        self
-    }
-}
-
-impl std::fmt::Display for ParseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(file) = &self.file {
-            write!(f, "{file}: ")?;
-        }
-        write!(f, "line {}: ", self.line)?;
-        if self.expected.is_empty() {
-            f.write_str(&self.found)
-        } else {
-            write!(f, "expected {}, found {}", self.expected, self.found)
-        }
-    }
-}
-
-impl std::error::Error for ParseError {}
-
-/// Something the parser skipped or assumed that the user should hear about (it does not
-/// stop the file from loading).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseWarning {
-    /// 1-based line number (0 for the file as a whole).
-    pub line: usize,
-    /// Made safe for a terminal.
-    pub message: String,
-}
-
-impl std::fmt::Display for ParseWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.line == 0 {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "line {}: {}", self.line, self.message)
-        }
-    }
-}
-
-/// A parsed topology and the warnings met on the way.
-#[derive(Debug, Clone)]
-pub struct Parsed {
-    pub fabric: Fabric,
-    pub warnings: Vec<ParseWarning>,
-}
+use crate::parse_error::excerpt;
+pub use crate::parse_error::{ParseError, ParseWarning, Parsed};
 
 fn kind_index(kind: NodeKind) -> usize {
     match kind.node_type() {
@@ -924,7 +836,17 @@ fn apply_setting(
     Ok(Setting::Applied)
 }
 
-fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
+/// The links of a topology file: each once, (node index, port) at both ends; which end
+/// each port is cabled to; and the ports a remote block omits, to add to it.
+struct Cabling {
+    links: Vec<((usize, u8), (usize, u8))>,
+    claimed: HashMap<(usize, u8), (usize, u8)>,
+    missing_reverse: Vec<(usize, RawPort)>,
+}
+
+/// Every port line resolved to its remote end and checked against the remote node's
+/// own line for it.
+fn cabling(nodes: &[RawNode]) -> Result<Cabling, ParseError> {
     let mut by_id: HashMap<String, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         if by_id.insert(n.id.clone(), i).is_some() {
@@ -1025,6 +947,19 @@ fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
             }
         }
     }
+    Ok(Cabling {
+        links,
+        claimed,
+        missing_reverse,
+    })
+}
+
+fn assemble(mut nodes: Vec<RawNode>) -> Result<Fabric, ParseError> {
+    let Cabling {
+        mut links,
+        claimed,
+        missing_reverse,
+    } = cabling(&nodes)?;
     for (r, port) in missing_reverse {
         if !nodes[r].ports.iter().any(|q| q.number == port.number) {
             nodes[r].ports.push(port);

@@ -23,8 +23,8 @@ use ibscope_mad::attr::NodeType;
 use ibscope_mad::codes::guid;
 
 use crate::escape;
-use crate::ibnd::{ParseError, ParseWarning, Parsed};
 use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
+use crate::parse_error::{ParseError, ParseWarning, Parsed};
 
 /// One end as a report line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

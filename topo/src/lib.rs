@@ -18,6 +18,7 @@ pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod namemap;
+pub mod parse_error;
 pub mod resolve;
 pub mod responder;
 pub mod routing;

@@ -17,8 +17,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::ibnd::ParseError;
 use crate::model::Node;
+use crate::parse_error::ParseError;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameMap {

@@ -377,6 +377,10 @@ impl Rate {
             ),
         }
     }
+    /// The text of a rate that may not be known: `4xHDR`, or `?`.
+    pub fn text_of(rate: Option<Rate>) -> String {
+        Rate::text(rate.map(|r| r.width), rate.map(|r| r.speed))
+    }
     /// Signalling rate in Gb/s (lanes × lane rate).
     pub fn signal_gbps(self) -> f64 {
         f64::from(self.width.lanes()) * self.speed.lane_gbps()
@@ -413,7 +417,7 @@ impl Rate {
 
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.width.lanes(), self.speed.name())
+        f.write_str(&Rate::text(Some(self.width), Some(self.speed)))
     }
 }
 
@@ -541,6 +545,8 @@ mod tests {
     fn rates() {
         let r = Rate::parse("4xHDR").unwrap();
         assert_eq!(r.to_string(), "4xHDR");
+        assert_eq!(Rate::text_of(Some(r)), "4xHDR");
+        assert_eq!(Rate::text_of(None), "?");
         assert_eq!(Rate::parse("1XEDR").unwrap().to_string(), "1xEDR");
         assert_eq!(Rate::parse("4xFDR10").unwrap().speed, Speed::Fdr10);
         assert_eq!(Rate::parse("1xXDR").unwrap().data_gbps(), 200.0);

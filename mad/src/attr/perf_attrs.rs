@@ -5,6 +5,7 @@
 //! count) and the ClassPortInfo capabilities it needs. Names, widths, saturation and the
 //! name lists below all come from those rows.
 
+pub use super::counter_facts::{Counter, CounterKind, PmaCapabilities};
 use crate::attribute::{Attribute, PerfMgt};
 use crate::wire::{FieldSpec, FieldValue, Role};
 use crate::wire_struct;
@@ -95,68 +96,6 @@ pub mod pma_capability2 {
     /// PortCountersExtended also carries the error counters in 64 bits.
     /// IB_PM_IS_ADDL_PORT_CTRS_EXT_SUP.
     pub const IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED: u32 = 1 << 1;
-}
-
-/// What a PMA implements: its ClassPortInfo CapabilityMask and CapabilityMask2. Also what a
-/// counter needs of them ([`Counter::needs`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-pub struct PmaCapabilities {
-    /// See [`pma_capability`].
-    pub mask: u16,
-    /// See [`pma_capability2`] (27 bits).
-    pub mask2: u32,
-}
-
-impl PmaCapabilities {
-    /// Nothing: what a counter every PMA implements needs.
-    pub const NONE: PmaCapabilities = PmaCapabilities::new(0, 0);
-    /// Every bit: the rows of a table whatever the PMA implements.
-    pub const ALL: PmaCapabilities = PmaCapabilities::new(u16::MAX, u32::MAX);
-
-    pub const fn new(mask: u16, mask2: u32) -> PmaCapabilities {
-        PmaCapabilities { mask, mask2 }
-    }
-    /// Every bit of `needs` is set here.
-    pub const fn covers(self, needs: PmaCapabilities) -> bool {
-        self.mask & needs.mask == needs.mask && self.mask2 & needs.mask2 == needs.mask2
-    }
-    /// The bits of both.
-    pub const fn union(self, other: PmaCapabilities) -> PmaCapabilities {
-        PmaCapabilities::new(self.mask | other.mask, self.mask2 | other.mask2)
-    }
-}
-
-/// What a counter counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum CounterKind {
-    /// One of the twelve error counters of IBA 16.1.3.5: what ibqueryerrors and `check`
-    /// look at.
-    Error,
-    /// Data in 4-octet words (PortXmitData, PortRcvData): multiply by 4 for bytes.
-    Data,
-    /// Packets.
-    Packets,
-    /// Ticks a port had data to send and no credit to send it (PortXmitWait): congestion,
-    /// not an error.
-    Congestion,
-    /// MADs dropped at QP1 for want of resources (QP1Dropped): neither an error counter nor
-    /// traffic.
-    Resource,
-    /// One cause of an error counter ([`BREAKDOWNS`]): PortRcvErrorDetails breaks
-    /// PortRcvErrors down, PortXmitDiscardDetails PortXmitDiscards.
-    Detail,
-    /// The physical layer of a link at an extended speed (PortExtendedSpeedsCounters):
-    /// 64b/66b sync header and block errors, per-lane error detection and FEC counts.
-    Physical,
-}
-
-/// The counter facts of a table row: see [`Role::Counter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counter {
-    pub kind: CounterKind,
-    /// ClassPortInfo capability bits a PMA sets when it implements the counter
-    /// ([`ALWAYS`]: every PMA does).
-    pub needs: PmaCapabilities,
 }
 
 /// No capability bit needed.

@@ -3,16 +3,18 @@
 
 use std::time::{Duration, Instant};
 
+use super::cancel::CancelToken;
+use super::config::{EngineConfig, EngineStats, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING};
+use super::error::MadError;
+use super::ledger::{Ledger, Outcome};
 use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
+use super::request::{Request, Response};
 use super::trace::{Trace, TRACE_ENV};
-use super::{
-    CancelToken, Dest, EngineConfig, EngineStats, Ledger, LocalPort, MadError, MadPort, Outcome,
-    Request, Response, TransportError, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING,
-};
 use crate::attribute::{Attribute, Class};
 use crate::header::{class, class_version, MadHeader};
 use crate::smp::{SmpFrame, SmpRoute};
 use crate::transport::AnyPort;
+use crate::umad::{Dest, LocalPort, MadPort, TransportError};
 
 /// The request engine over one port ([`AnyPort`]: a local umad port or a relay; tests
 /// drive it over a fake [`MadPort`]).

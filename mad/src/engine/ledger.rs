@@ -10,10 +10,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::{Duration, Instant};
 
+use super::config::EngineStats;
+use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
-use super::{Dest, EngineStats, MadError, Request, Response, TransportError};
+use super::request::{Request, Response};
 use crate::header::MAD_SIZE;
 use crate::smp::{MadView, SmpRoute};
+use crate::umad::{Dest, TransportError};
 
 /// ETIMEDOUT in the umad header: the kernel (or the shim, at once) gave the send back
 /// unanswered, e.g. a directed route through a dead port or an unknown LID.

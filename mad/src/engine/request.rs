@@ -1,12 +1,12 @@
 //! What the engine sends and gets back: a [`Request`] (a MAD and its destination) built for
 //! a typed attribute, and a [`Response`] decoded as one.
 
-use super::Dest;
 use crate::attribute::{payload, Attribute, Class, SubnAdm};
 use crate::error::DecodeError;
 use crate::header::{method, MadHeader, MAD_SIZE};
 use crate::sa::SaFrame;
 use crate::smp::MadView;
+use crate::umad::Dest;
 
 /// One MAD to send and where to. The TID is filled in by the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ mod table;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use ibscope_mad::engine::{Engine, Request};
+use ibscope_mad::engine::Engine;
 use ibscope_mad::sa::{comp_mask, LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
 use serde_json::json;
 
@@ -16,7 +16,7 @@ use crate::cli::{exit, Global};
 use crate::cmd::sm::{sa_error, NO_SM};
 use crate::output;
 use records::Record;
-use table::{Completeness, Countable, Query};
+use table::{node_request, path_request, Completeness, Countable, Query};
 
 /// Query the SA (Subnet Administration, the SM's database), as saquery does.
 ///
@@ -201,25 +201,4 @@ fn print_table<R: Record + Countable>(
     } else {
         exit::FINDINGS
     }))
-}
-
-/// SubnAdmGet(NodeRecord) by LID.
-fn node_request(sm_lid: u16, lid: u16) -> Request {
-    let template = NodeRecord {
-        lid,
-        ..Default::default()
-    };
-    Request::sa_get(sm_lid, comp_mask::node_record::LID, &template)
-}
-
-/// SubnAdmGet(PathRecord) with SLID, DLID and NumbPath 1.
-fn path_request(sm_lid: u16, src: u16, dst: u16) -> Request {
-    use comp_mask::path_record as pr;
-    let template = PathRecord {
-        slid: src,
-        dlid: dst,
-        numb_path: 1,
-        ..Default::default()
-    };
-    Request::sa_get(sm_lid, pr::SLID | pr::DLID | pr::NUMB_PATH, &template)
 }

@@ -217,7 +217,7 @@ impl Countable for NodeRecord {
         endport_lids(fabric)
             .into_iter()
             .filter(|l| lid.map_or(true, |want| want == *l))
-            .map(|l| super::node_request(sm_lid, l))
+            .map(|l| node_request(sm_lid, l))
             .collect()
     }
 }
@@ -228,7 +228,7 @@ impl Countable for PathRecord {
         let mut out = Vec::with_capacity(lids.len() * lids.len());
         for &s in &lids {
             for &d in &lids {
-                out.push(super::path_request(sm_lid, s, d));
+                out.push(path_request(sm_lid, s, d));
             }
         }
         out
@@ -295,6 +295,27 @@ pub fn partial_message(received: usize, completeness: &Completeness) -> Option<S
             noun(received)
         )),
     }
+}
+
+/// SubnAdmGet(NodeRecord) by LID.
+pub(super) fn node_request(sm_lid: u16, lid: u16) -> Request {
+    let template = NodeRecord {
+        lid,
+        ..Default::default()
+    };
+    Request::sa_get(sm_lid, comp_mask::node_record::LID, &template)
+}
+
+/// SubnAdmGet(PathRecord) with SLID, DLID and NumbPath 1.
+pub(super) fn path_request(sm_lid: u16, src: u16, dst: u16) -> Request {
+    use comp_mask::path_record as pr;
+    let template = PathRecord {
+        slid: src,
+        dlid: dst,
+        numb_path: 1,
+        ..Default::default()
+    };
+    Request::sa_get(sm_lid, pr::SLID | pr::DLID | pr::NUMB_PATH, &template)
 }
 
 #[cfg(test)]

@@ -662,16 +662,16 @@ fn report_stop(
     }
 }
 
-/// How often the main thread looks at the stop flag.
 /// How long a sweeper process gets to stop once asked: the attempt in flight (the
 /// cancelled engine sends no retry), the engine's drain of late replies (at most 1 s)
 /// before it unregisters, a relay agent's exit (at most 2 s), a render already under way,
 /// and its exit. Generous: the engine's own retries would fit too.
 fn stop_limit(g: &Global) -> Duration {
-    let engine = crate::fabric::engine_config(g);
+    let engine = g.engine_config();
     engine.timeout * (engine.retries + 1) + Duration::from_secs(4)
 }
 
+/// How often the main thread looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Wait until `handle`'s thread ends or `limit` passes; true if it ended.

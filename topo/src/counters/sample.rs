@@ -524,6 +524,23 @@ mod saturation_tests {
         assert!(!back.is_saturated("PortRcvErrors"));
     }
 
+    /// A 64-bit counter past 2^53 (a few days of PortXmitData in bytes on a fast link)
+    /// is written with all its digits, an integer (docs/json/README.md: readers that hold
+    /// numbers as doubles round it; the JSON does not), and reads back exactly.
+    #[test]
+    fn counters_past_2_pow_53_keep_every_digit() {
+        let big = (1u64 << 53) + 1;
+        let set = CounterSet::from_pairs([("PortXmitData", big), ("PortRcvData", u64::MAX)]);
+        let text = serde_json::to_string(&set).unwrap();
+        assert_eq!(
+            text,
+            r#"{"PortXmitData":9007199254740993,"PortRcvData":18446744073709551615}"#
+        );
+        let back: CounterSet = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.get("PortXmitData"), Some(big));
+        assert_eq!(back.get("PortRcvData"), Some(u64::MAX));
+    }
+
     /// With IsAdditionalPortCountersExtendedSupported the 64-bit error counters replace the
     /// 16-bit ones: not saturated, the real count.
     #[test]

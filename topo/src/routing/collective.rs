@@ -38,7 +38,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
-use super::load::{channel_ref, place};
+use super::load::{channel_ref, place, Links, Routes};
 use super::refs::ChannelRef;
 use crate::model::{End, Fabric};
 
@@ -418,12 +418,7 @@ fn one(
                 pairs.push((ends.len(), ends.len() + 1));
                 ends.extend([*a, *b]);
             }
-            Err(why) => {
-                report.flows_unroutable += 1;
-                if report.unroutable.len() < 20 && !report.unroutable.contains(why) {
-                    report.unroutable.push(why.clone());
-                }
-            }
+            Err(why) => note_unroutable(&mut report, why.clone()),
         }
     }
     let (routes, links) = place(fabric, idx, &ends, &pairs);
@@ -431,11 +426,7 @@ fn one(
     let mut slowest: Option<(f64, usize)> = None;
     for f in 0..pairs.len() {
         if let Some(e) = &routes.errors[f] {
-            report.flows_unroutable += 1;
-            let why = e.to_string();
-            if report.unroutable.len() < 20 && !report.unroutable.contains(&why) {
-                report.unroutable.push(why);
-            }
+            note_unroutable(&mut report, e.to_string());
             continue;
         }
         let hops = routes.path(f).len();
@@ -470,30 +461,52 @@ fn one(
     report.busbw = Some(busbw_factor * bytes_per_s / bytes_per_flow / 1e9);
     let b = links.shares.bottleneck[f];
     if b != NONE {
-        let channel = channel_ref(fabric, idx, b);
-        let capacity = links.capacity[b as usize];
-        // The usual HCA link rate: the most common capacity of the flows' first links.
-        let mut first: Vec<u64> = (0..pairs.len())
-            .filter_map(|f| links.capacity[*routes.path(f).first()? as usize])
-            .map(|c| (c * 1000.0) as u64)
-            .collect();
-        first.sort_unstable();
-        let usual = first
-            .chunk_by(|a, b| a == b)
-            .max_by_key(|run| run.len())
-            .map(|run| run[0] as f64 / 1000.0);
-        let is_ca = |p: &super::refs::PortRef| p.node.kind != crate::NodeKind::Switch;
-        report.limit = Some(Limit {
-            hca_link: is_ca(&channel.from) || is_ca(&channel.to),
-            below_norm: matches!((capacity, usual), (Some(c), Some(u)) if c < u - 1e-9),
-            channel,
-            capacity_gbps: capacity,
-            flows: links.count[b as usize],
-            share_gbps: rate,
-        });
+        report.limit = Some(limit(fabric, idx, &routes, &links, pairs.len(), b, rate));
     }
     report.curve = curve(c, &report, bytes_per_s, opts);
     report
+}
+
+/// A flow that cannot be placed: counted, and its reason kept (at most 20 distinct ones).
+fn note_unroutable(report: &mut CollectiveReport, why: String) {
+    report.flows_unroutable += 1;
+    if report.unroutable.len() < 20 && !report.unroutable.contains(&why) {
+        report.unroutable.push(why);
+    }
+}
+
+/// The link `b` that limits the slowest flow (at `rate`), and whether it is an HCA's link
+/// below the job's usual HCA link rate (the most common capacity of the flows' first
+/// links).
+fn limit(
+    fabric: &Fabric,
+    idx: &Index,
+    routes: &Routes,
+    links: &Links,
+    flows: usize,
+    b: u32,
+    rate: f64,
+) -> Limit {
+    let channel = channel_ref(fabric, idx, b);
+    let capacity = links.capacity[b as usize];
+    let mut first: Vec<u64> = (0..flows)
+        .filter_map(|f| links.capacity[*routes.path(f).first()? as usize])
+        .map(|c| (c * 1000.0) as u64)
+        .collect();
+    first.sort_unstable();
+    let usual = first
+        .chunk_by(|a, b| a == b)
+        .max_by_key(|run| run.len())
+        .map(|run| run[0] as f64 / 1000.0);
+    let is_ca = |p: &super::refs::PortRef| p.node.kind != crate::NodeKind::Switch;
+    Limit {
+        hca_link: is_ca(&channel.from) || is_ca(&channel.to),
+        below_norm: matches!((capacity, usual), (Some(c), Some(u)) if c < u - 1e-9),
+        channel,
+        capacity_gbps: capacity,
+        flows: links.count[b as usize],
+        share_gbps: rate,
+    }
 }
 
 /// The predicted nccl-tests rows from `min_bytes` to `max_bytes`, doubling.
