@@ -63,7 +63,13 @@ fn loss_slows_ibscope_down_and_it_finishes_complete_without_hammering() {
     let dir = temp_dir();
     let (clean, clean_trace, clean_took) = traced_discovery(&sim, dir.path(), "clean");
     let clean_totals = engine_totals(&clean_trace);
-    assert_eq!(clean_totals["window_cuts"], 0, "{clean_trace}");
+    // Without loss no cut stands: on a loaded machine a reply can come after its resend
+    // went out, and the cut that caused is taken back when it does.
+    assert_eq!(
+        clean_totals["window_cuts"],
+        clean_totals["window_cuts_undone"],
+        "{clean_trace}"
+    );
     assert_eq!(clean_totals["timeouts"], 0);
 
     // A fifth of the MADs through every port of one leaf are dropped.
