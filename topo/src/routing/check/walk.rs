@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Fabric, NodeId};
+use crate::model::{Fabric, NodeId, NO_ROUTE};
 use crate::routing::index::{Index, Step, NONE};
 use crate::routing::refs::{NodeRef, PortRef};
 
@@ -17,6 +17,9 @@ const IN_PROGRESS: u8 = 1;
 const DELIVERED: u8 = 2;
 const BROKEN: u8 = 3;
 const LOOPING: u8 = 4;
+
+/// Destination LIDs whose LFT entries are gathered at once (see [`Walk::lft_block`]).
+const BLOCK: usize = 64;
 
 /// Where the routes to one destination break, or the loop they are caught in.
 struct Event {
@@ -57,6 +60,9 @@ pub(super) struct Totals {
     /// destination LID creating it (0: none).
     pub turn_base: Vec<usize>,
     pub turn_lid: Vec<u16>,
+    /// One bit per turn slot: set once `turn_lid` holds its first LID. Most destinations
+    /// only find turns already seen; the bits (1/16 of `turn_lid`) stay in cache.
+    turn_seen: Vec<u64>,
 }
 
 /// The pass, with its working arrays (indexed by switch number) reused between
@@ -77,6 +83,14 @@ pub(super) struct Walk<'a> {
     stack: Vec<u32>,
     events: Vec<Event>,
     buckets: Vec<Vec<u32>>,
+    /// Per switch: its LFT was read.
+    has_lft: Vec<bool>,
+    /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
+    /// BLOCK`, switch by switch ([`NO_ROUTE`] past a table's end). One destination reads
+    /// one byte of every switch's table: gathered a block at a time, the tables are read
+    /// in order instead of one cache miss per switch and destination.
+    block: Vec<u8>,
+    block_lo: usize,
     /// Per switch: CA destinations delivered; per source: its own LID delivered to its
     /// switch (it does not send to itself).
     delivered_dests: Vec<u64>,
@@ -124,6 +138,9 @@ impl<'a> Walk<'a> {
             stack: Vec::new(),
             events: Vec::new(),
             buckets: Vec::new(),
+            has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
+            block: vec![NO_ROUTE; s_count * BLOCK],
+            block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
             self_delivered: vec![0; ends.sources.len()],
             usable_sources: (ends.sources.len() - ends.down_sources.len()) as u64,
@@ -141,6 +158,7 @@ impl<'a> Walk<'a> {
                 loops_found: 0,
                 turn_base,
                 turn_lid: vec![0; acc],
+                turn_seen: vec![0; acc.div_ceil(64)],
             },
         }
     }
@@ -148,6 +166,7 @@ impl<'a> Walk<'a> {
     /// Every route to one destination LID, owned by channel `owner`.
     pub fn destination(&mut self, lid: u16, owner: u32, is_ca: bool) {
         let d = Dest { lid, owner, is_ca };
+        self.lft_block(lid);
         self.status.fill(UNVISITED);
         self.events.clear();
         let owner_src = self.ends.source_of_chan[owner as usize];
@@ -166,6 +185,22 @@ impl<'a> Walk<'a> {
         let (failed, max_dist) = self.count_pairs(d, self_at, owner_src);
         self.accumulate(d, max_dist);
         self.fold_events(d, failed, self_at);
+    }
+
+    /// Gather the LFT entries of the block holding `lid`, unless already there.
+    fn lft_block(&mut self, lid: u16) {
+        let lo = usize::from(lid) / BLOCK * BLOCK;
+        if lo == self.block_lo {
+            return;
+        }
+        self.block_lo = lo;
+        for (s, row) in self.block.chunks_exact_mut(BLOCK).enumerate() {
+            let table = self.idx.table(self.ends.sw[s].index()).unwrap_or_default();
+            let have = table.get(lo..).unwrap_or_default();
+            let have = &have[..have.len().min(BLOCK)];
+            row[..have.len()].copy_from_slice(have);
+            row[have.len()..].fill(NO_ROUTE);
+        }
     }
 
     /// Follow the LFTs from switch `start` until a switch already resolved, a delivery,
@@ -197,15 +232,16 @@ impl<'a> Walk<'a> {
             self.status[cur] = IN_PROGRESS;
             self.stack.push(cur as u32);
             let at = ends.sw[cur];
-            let step = idx.step(at, d.lid, Some(d.owner));
-            if d.is_ca {
-                if let Some(p) = idx.lft_entry(at.index(), d.lid) {
-                    if p != 0 && u32::from(p) < idx.slots(at.index()) {
-                        let ch = idx.base[at.index()] + u32::from(p);
-                        self.totals.lids_per_chan[ch as usize] += 1;
-                    }
+            let step = if self.has_lft[cur] {
+                let p = self.block[cur * BLOCK + usize::from(d.lid) - self.block_lo];
+                if d.is_ca && p != NO_ROUTE && p != 0 && u32::from(p) < idx.slots(at.index()) {
+                    let ch = idx.base[at.index()] + u32::from(p);
+                    self.totals.lids_per_chan[ch as usize] += 1;
                 }
-            }
+                idx.step_out(at.index(), p, Some(d.owner))
+            } else {
+                Step::LftNotRead
+            };
             let (kind, port) = match step {
                 Step::DeliverSelf | Step::DeliverCa { .. } => {
                     let (dist, port) = match step {
@@ -359,7 +395,9 @@ impl<'a> Walk<'a> {
                     let slot = t.turn_base[next]
                         + usize::from(self.next_in_port[x]) * p
                         + usize::from(self.egress[next]);
-                    if t.turn_lid[slot] == 0 {
+                    let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                    if t.turn_seen[word] & bit == 0 {
+                        t.turn_seen[word] |= bit;
                         t.turn_lid[slot] = d.lid;
                     }
                 }
