@@ -678,10 +678,16 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
 }
 
 fn link_families(out: &mut String, fabric: &Fabric, labels: &PortLabels) {
+    // Each port found once, not once per fact.
+    let ports: Vec<Option<&Port>> = labels
+        .ends
+        .iter()
+        .map(|(e, _)| fabric.node(e.node).port(e.port))
+        .collect();
     for (name, help, fact) in link_facts() {
         family_head(out, name, "gauge", &help);
-        for (e, l) in &labels.ends {
-            if let Some(v) = fabric.node(e.node).port(e.port).and_then(fact) {
+        for ((_, l), port) in labels.ends.iter().zip(&ports) {
+            if let Some(v) = port.and_then(fact) {
                 sample_line(out, name, l, v);
             }
         }
