@@ -2,6 +2,8 @@
 //! detail attributes, when read), data in bytes, and which counters stopped at their
 //! maximum.
 
+use std::borrow::Cow;
+
 use ibscope_mad::attr::{CounterValue, PmaCapabilities};
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +22,9 @@ pub(super) fn in_bytes(v: &CounterValue) -> u64 {
 /// One counter as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
-    /// The specification's name (perfquery's), e.g. "SymbolErrorCounter".
-    pub name: String,
+    /// The specification's name (perfquery's), e.g. "SymbolErrorCounter": the counter
+    /// table's own text when read from a PMA (a sweep holds millions of readings).
+    pub name: Cow<'static, str>,
     /// Data counters in bytes.
     pub value: u64,
     /// The counter stopped at its maximum (its field is narrower than 64 bits): `value` is
@@ -47,7 +50,7 @@ impl CounterSet {
         self.reading(name).is_some_and(|r| r.saturated)
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.0.iter().map(|r| (r.name.as_str(), r.value))
+        self.0.iter().map(|r| (&*r.name, r.value))
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -59,7 +62,7 @@ impl CounterSet {
             values
                 .iter()
                 .map(|v| Reading {
-                    name: v.name.to_string(),
+                    name: Cow::Borrowed(v.name),
                     value: in_bytes(v),
                     saturated: v.saturated(),
                 })
@@ -72,7 +75,7 @@ impl CounterSet {
             pairs
                 .into_iter()
                 .map(|(name, value)| Reading {
-                    name: name.to_string(),
+                    name: Cow::Owned(name.to_string()),
                     value,
                     saturated: false,
                 })
@@ -134,7 +137,7 @@ impl<'de> Deserialize<'de> for CounterSet {
                         ReadingRepr::Flagged(f) => (f.value, f.saturated),
                     };
                     out.push(Reading {
-                        name,
+                        name: Cow::Owned(name),
                         value,
                         saturated,
                     });
@@ -349,7 +352,7 @@ pub(crate) mod test_support {
     ) -> PortSample {
         let mut counters = CounterSet::from_pairs(values.iter().copied());
         for r in &mut counters.0 {
-            r.saturated = sat.contains(&r.name.as_str());
+            r.saturated = sat.contains(&&*r.name);
         }
         PortSample {
             capability_mask: Some(SWITCH_MASK.mask),

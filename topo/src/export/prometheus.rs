@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt::{Display, Write};
+use std::fmt::Write;
 
 use ibscope_mad::attr::{PhysState, PortState};
 
@@ -62,17 +62,51 @@ fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// One sample line.
-fn sample_line(out: &mut String, name: &str, labels: &str, value: impl Display) {
-    if labels.is_empty() {
-        let _ = writeln!(out, "{name} {value}");
-    } else {
-        let _ = writeln!(out, "{name}{{{labels}}} {value}");
+/// A sample's value as written on its line: integers without going through `fmt` (a page
+/// of 100,000 ports has millions of lines), text as it is.
+trait SampleValue {
+    fn put(&self, out: &mut String);
+}
+
+macro_rules! integer_sample_value {
+    ($($t:ty),*) => {$(
+        impl SampleValue for $t {
+            fn put(&self, out: &mut String) {
+                out.push_str(itoa::Buffer::new().format(*self));
+            }
+        }
+    )*};
+}
+integer_sample_value!(u8, u32, u64, usize, i32);
+
+impl SampleValue for String {
+    fn put(&self, out: &mut String) {
+        out.push_str(self);
     }
 }
 
+/// One sample line.
+fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleValue) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        out.push_str(labels);
+        out.push('}');
+    }
+    out.push(' ');
+    value.put(out);
+    out.push('\n');
+}
+
 /// A family of one sample: HELP, TYPE, the sample with `labels`.
-fn single(out: &mut String, name: &str, labels: &str, kind: &str, help: &str, value: impl Display) {
+fn single(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    kind: &str,
+    help: &str,
+    value: impl SampleValue,
+) {
     family_head(out, name, kind, help);
     sample_line(out, name, labels, value);
 }
@@ -105,7 +139,8 @@ fn counter_families<L: AsRef<str>>(
     source: &str,
     ports: &[(&PortSample, L)],
 ) {
-    for &name in names {
+    let best = BestValues::new(names, ports);
+    for (k, &name) in names.iter().enumerate() {
         let metric = metric_name(name);
         let unit = if counters::is_data_counter(name) {
             " in bytes"
@@ -119,11 +154,82 @@ fn counter_families<L: AsRef<str>>(
             "counter",
             &format!("IB {name}{unit} {source}."),
         );
-        for (p, labels) in ports {
-            if let Some(v) = p.value(name) {
+        for (i, (_, labels)) in ports.iter().enumerate() {
+            if let Some(v) = best.value(k, i) {
                 sample_line(out, &metric, labels.as_ref(), v);
             }
         }
+    }
+}
+
+/// The best value of each counter of a page for each port (the one
+/// [`PortSample::value`] gives), counter by counter: found in one pass over each port's
+/// readings instead of a search by name per counter and port, and laid out in the order
+/// the page is written (a counter's family, then the next), so writing a family reads
+/// its values in order instead of every port's readings again.
+struct BestValues {
+    ports: usize,
+    /// Counter `k` of port `i` at `k * ports + i`; `have` says which are there.
+    values: Vec<u64>,
+    have: Vec<u64>,
+}
+
+impl BestValues {
+    fn new<'a, L>(names: &[&str], ports: &[(&'a PortSample, L)]) -> BestValues {
+        const NONE: usize = usize::MAX;
+        let (n, count) = (names.len(), ports.len());
+        let mut best = BestValues {
+            ports: count,
+            values: vec![0; n * count],
+            have: vec![0; (n * count).div_ceil(64)],
+        };
+        // Per (set, position): the counter last found there (NONE: not on the page).
+        // Every port of a sweep mostly has its counters in the same order, so one
+        // comparison of names confirms it.
+        let mut seen: Vec<Vec<(&'a str, usize)>> = Vec::new();
+        for (i, &(p, _)) in ports.iter().enumerate() {
+            // In PortSample::reading's order: the first reading of a counter is its best.
+            let sets = p
+                .extended
+                .iter()
+                .chain(p.counters.iter())
+                .chain(p.details.0.iter().map(|(_, c)| c));
+            for (set_no, set) in sets.enumerate() {
+                if seen.len() <= set_no {
+                    seen.resize(set_no + 1, Vec::new());
+                }
+                let hints = &mut seen[set_no];
+                for (pos, r) in set.0.iter().enumerate() {
+                    let name: &'a str = &r.name;
+                    let k = match hints.get(pos) {
+                        Some(&(last, k)) if last == name => k,
+                        _ => {
+                            let k = names.iter().position(|&c| c == name).unwrap_or(NONE);
+                            if hints.len() <= pos {
+                                hints.resize(pos + 1, ("", NONE));
+                            }
+                            hints[pos] = (name, k);
+                            k
+                        }
+                    };
+                    if k != NONE {
+                        let at = k * count + i;
+                        let (word, bit) = (at / 64, 1u64 << (at % 64));
+                        if best.have[word] & bit == 0 {
+                            best.have[word] |= bit;
+                            best.values[at] = r.value;
+                        }
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// Counter `k` of port `i`, if it has one.
+    fn value(&self, k: usize, i: usize) -> Option<u64> {
+        let at = k * self.ports + i;
+        (self.have[at / 64] & (1u64 << (at % 64)) != 0).then(|| self.values[at])
     }
 }
 
@@ -572,10 +678,16 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
 }
 
 fn link_families(out: &mut String, fabric: &Fabric, labels: &PortLabels) {
+    // Each port found once, not once per fact.
+    let ports: Vec<Option<&Port>> = labels
+        .ends
+        .iter()
+        .map(|(e, _)| fabric.node(e.node).port(e.port))
+        .collect();
     for (name, help, fact) in link_facts() {
         family_head(out, name, "gauge", &help);
-        for (e, l) in &labels.ends {
-            if let Some(v) = fabric.node(e.node).port(e.port).and_then(fact) {
+        for ((_, l), port) in labels.ends.iter().zip(&ports) {
+            if let Some(v) = port.and_then(fact) {
                 sample_line(out, name, l, v);
             }
         }
@@ -635,7 +747,7 @@ fn node_families(
             node.device_id,
             node.system_image_guid
         );
-        sample_line(out, "ibscope_node_info", &labels, 1);
+        sample_line(out, "ibscope_node_info", &labels, 1u8);
     }
     let errors_of = |n: &Node| scrape_errors.get(&n.guid).copied().unwrap_or_default();
     let counted: [(&str, &str, ErrorCount); 2] = [
@@ -837,5 +949,54 @@ mod tests {
             "{help}"
         );
         assert!(help.ends_with("; 0 not read)."), "{help}");
+    }
+
+    /// The page's values are each port's best ones, whatever order and mix of sets the
+    /// ports' readings come in.
+    #[test]
+    fn best_values_are_each_ports_best_reading() {
+        use crate::counters::sample::test_support::port_sample;
+        use crate::counters::{CounterSet, Details};
+        let mut ports = [
+            port_sample(
+                &[("PortXmitData", 8), ("SymbolErrorCounter", 1)],
+                Some(&[("PortXmitData", 1 << 40), ("PortUnicastXmitPkts", 9)]),
+                &[],
+            ),
+            // Another order, no extended counters, a counter twice.
+            port_sample(
+                &[
+                    ("SymbolErrorCounter", 2),
+                    ("PortXmitData", 4),
+                    ("PortXmitData", 5),
+                ],
+                None,
+                &[],
+            ),
+            port_sample(&[], Some(&[("PortUnicastXmitPkts", 3)]), &[]),
+        ];
+        let mut details = Details::default();
+        details.insert(
+            "PortRcvErrorDetails",
+            CounterSet::from_pairs([("PortMalformedPktErrors", 4), ("Unlisted", 1)]),
+        );
+        ports[2].details = details;
+        let names = [
+            "SymbolErrorCounter",
+            "PortXmitData",
+            "PortUnicastXmitPkts",
+            "PortMalformedPktErrors",
+            "PortRcvErrors",
+        ];
+        let labelled: Vec<(&PortSample, &str)> = ports.iter().map(|p| (p, "")).collect();
+        let best = BestValues::new(&names, &labelled);
+        let mut found = 0;
+        for (i, p) in ports.iter().enumerate() {
+            for (k, name) in names.iter().enumerate() {
+                assert_eq!(best.value(k, i), p.value(name), "port {i} {name}");
+                found += usize::from(best.value(k, i).is_some());
+            }
+        }
+        assert_eq!(found, 7);
     }
 }

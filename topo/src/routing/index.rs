@@ -181,13 +181,9 @@ impl<'a> Index<'a> {
     pub fn slots(&self, node: usize) -> u32 {
         self.base[node + 1] - self.base[node]
     }
-    /// The raw LFT entry (already cut at the top), if any.
-    pub fn lft_entry(&self, node: usize, lid: u16) -> Option<u8> {
-        let t = self.lft[node]?;
-        match t.get(usize::from(lid)) {
-            Some(&p) if p != NO_ROUTE => Some(p),
-            _ => None,
-        }
+    /// The node's LFT, cut at its effective top; `None` when not read.
+    pub fn table(&self, node: usize) -> Option<&'a [u8]> {
+        self.lft[node]
     }
 
     /// One forwarding decision of switch `at` for `lid`, whose owning port is `owner`.
@@ -197,10 +193,17 @@ impl<'a> Index<'a> {
         let Some(table) = self.lft[node] else {
             return Step::LftNotRead;
         };
-        let port = match table.get(usize::from(lid)) {
-            Some(&p) if p != NO_ROUTE => p,
-            _ => return Step::NoRoute,
-        };
+        let port = table.get(usize::from(lid)).copied().unwrap_or(NO_ROUTE);
+        self.step_out(node, port, owner)
+    }
+
+    /// The decision of switch `node` whose LFT (read) says `port` ([`NO_ROUTE`]: none)
+    /// for a LID owned by `owner`.
+    #[inline]
+    pub fn step_out(&self, node: usize, port: u8, owner: Option<u32>) -> Step {
+        if port == NO_ROUTE {
+            return Step::NoRoute;
+        }
         let ch = self.base[node] + u32::from(port);
         if port == 0 {
             return if owner == Some(ch) {

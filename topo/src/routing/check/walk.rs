@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Fabric, NodeId};
+use crate::model::{Fabric, NodeId, NO_ROUTE};
 use crate::routing::index::{Index, Step, NONE};
 use crate::routing::refs::{NodeRef, PortRef};
 
@@ -17,6 +17,30 @@ const IN_PROGRESS: u8 = 1;
 const DELIVERED: u8 = 2;
 const BROKEN: u8 = 3;
 const LOOPING: u8 = 4;
+
+/// Destination LIDs whose LFT entries are gathered at once (see [`Walk::lft_block`]).
+const BLOCK: usize = 64;
+
+/// What leaving a switch through one port leads to, precomputed for the pass: one read
+/// instead of the index's channel arrays at every step.
+#[derive(Clone, Copy)]
+struct Hop {
+    /// The port's channel.
+    chan: u32,
+    /// The channel at the far end (NONE: none).
+    peer: u32,
+    /// The far end's switch number, when a switch.
+    next: u32,
+    in_port: u8,
+    kind: u8,
+}
+
+const HOP_PORT0: u8 = 0;
+/// Past the switch's ports, or not usable.
+const HOP_DOWN: u8 = 1;
+const HOP_SWITCH: u8 = 2;
+/// A CA or router port (or none).
+const HOP_OTHER: u8 = 3;
 
 /// Where the routes to one destination break, or the loop they are caught in.
 struct Event {
@@ -57,6 +81,9 @@ pub(super) struct Totals {
     /// destination LID creating it (0: none).
     pub turn_base: Vec<usize>,
     pub turn_lid: Vec<u16>,
+    /// One bit per turn slot: set once `turn_lid` holds its first LID. Most destinations
+    /// only find turns already seen; the bits (1/16 of `turn_lid`) stay in cache.
+    turn_seen: Vec<u64>,
 }
 
 /// The pass, with its working arrays (indexed by switch number) reused between
@@ -77,6 +104,17 @@ pub(super) struct Walk<'a> {
     stack: Vec<u32>,
     events: Vec<Event>,
     buckets: Vec<Vec<u32>>,
+    /// Per switch: its LFT was read.
+    has_lft: Vec<bool>,
+    /// Per switch number `s`: its ports' hops at `hop_base[s]..hop_base[s + 1]`.
+    hops: Vec<Hop>,
+    hop_base: Vec<usize>,
+    /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
+    /// BLOCK`, switch by switch ([`NO_ROUTE`] past a table's end). One destination reads
+    /// one byte of every switch's table: gathered a block at a time, the tables are read
+    /// in order instead of one cache miss per switch and destination.
+    block: Vec<u8>,
+    block_lo: usize,
     /// Per switch: CA destinations delivered; per source: its own LID delivered to its
     /// switch (it does not send to itself).
     delivered_dests: Vec<u64>,
@@ -109,6 +147,7 @@ impl<'a> Walk<'a> {
             acc += p * p;
         }
         turn_base.push(acc);
+        let (hops, hop_base) = hops(idx, ends);
         Walk {
             fabric,
             idx,
@@ -124,6 +163,11 @@ impl<'a> Walk<'a> {
             stack: Vec::new(),
             events: Vec::new(),
             buckets: Vec::new(),
+            has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
+            hops,
+            hop_base,
+            block: vec![NO_ROUTE; s_count * BLOCK],
+            block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
             self_delivered: vec![0; ends.sources.len()],
             usable_sources: (ends.sources.len() - ends.down_sources.len()) as u64,
@@ -141,6 +185,7 @@ impl<'a> Walk<'a> {
                 loops_found: 0,
                 turn_base,
                 turn_lid: vec![0; acc],
+                turn_seen: vec![0; acc.div_ceil(64)],
             },
         }
     }
@@ -148,6 +193,7 @@ impl<'a> Walk<'a> {
     /// Every route to one destination LID, owned by channel `owner`.
     pub fn destination(&mut self, lid: u16, owner: u32, is_ca: bool) {
         let d = Dest { lid, owner, is_ca };
+        self.lft_block(lid);
         self.status.fill(UNVISITED);
         self.events.clear();
         let owner_src = self.ends.source_of_chan[owner as usize];
@@ -168,10 +214,64 @@ impl<'a> Walk<'a> {
         self.fold_events(d, failed, self_at);
     }
 
+    /// Gather the LFT entries of the block holding `lid`, unless already there.
+    fn lft_block(&mut self, lid: u16) {
+        let lo = usize::from(lid) / BLOCK * BLOCK;
+        if lo == self.block_lo {
+            return;
+        }
+        self.block_lo = lo;
+        for (s, row) in self.block.chunks_exact_mut(BLOCK).enumerate() {
+            let table = self.idx.table(self.ends.sw[s].index()).unwrap_or_default();
+            let have = table.get(lo..).unwrap_or_default();
+            let have = &have[..have.len().min(BLOCK)];
+            row[..have.len()].copy_from_slice(have);
+            row[have.len()..].fill(NO_ROUTE);
+        }
+    }
+
+    /// What switch number `cur` does with a packet for `d` (as [`Index::step`]), and the
+    /// LFT entry counted on its channel.
+    #[inline]
+    fn step(&mut self, cur: usize, d: Dest) -> Step {
+        if !self.has_lft[cur] {
+            return Step::LftNotRead;
+        }
+        let port = self.block[cur * BLOCK + usize::from(d.lid) - self.block_lo];
+        let (lo, hi) = (self.hop_base[cur], self.hop_base[cur + 1]);
+        if port == NO_ROUTE {
+            return Step::NoRoute;
+        }
+        if usize::from(port) >= hi - lo {
+            return Step::PortDown { port };
+        }
+        let hop = self.hops[lo + usize::from(port)];
+        if d.is_ca && port != 0 {
+            self.totals.lids_per_chan[hop.chan as usize] += 1;
+        }
+        match hop.kind {
+            HOP_PORT0 if hop.chan == d.owner => Step::DeliverSelf,
+            HOP_PORT0 => Step::Misdelivered { port, peer: None },
+            HOP_DOWN => Step::PortDown { port },
+            _ if hop.peer == d.owner => Step::DeliverCa {
+                port,
+                peer: hop.peer,
+            },
+            HOP_SWITCH => Step::Forward {
+                port,
+                peer: hop.peer,
+            },
+            _ => Step::Misdelivered {
+                port,
+                peer: Some(hop.peer),
+            },
+        }
+    }
+
     /// Follow the LFTs from switch `start` until a switch already resolved, a delivery,
     /// a break or a loop; every switch on the way shares that outcome.
     fn resolve_from(&mut self, start: usize, d: Dest) {
-        let (idx, ends) = (self.idx, self.ends);
+        let ends = self.ends;
         self.stack.clear();
         let mut cur = start;
         let (st, base_dist, e) = loop {
@@ -197,15 +297,7 @@ impl<'a> Walk<'a> {
             self.status[cur] = IN_PROGRESS;
             self.stack.push(cur as u32);
             let at = ends.sw[cur];
-            let step = idx.step(at, d.lid, Some(d.owner));
-            if d.is_ca {
-                if let Some(p) = idx.lft_entry(at.index(), d.lid) {
-                    if p != 0 && u32::from(p) < idx.slots(at.index()) {
-                        let ch = idx.base[at.index()] + u32::from(p);
-                        self.totals.lids_per_chan[ch as usize] += 1;
-                    }
-                }
-            }
+            let step = self.step(cur, d);
             let (kind, port) = match step {
                 Step::DeliverSelf | Step::DeliverCa { .. } => {
                     let (dist, port) = match step {
@@ -219,11 +311,12 @@ impl<'a> Walk<'a> {
                     self.egress[cur] = port;
                     break (DELIVERED, dist, NONE);
                 }
-                Step::Forward { port, peer } => {
+                Step::Forward { port, .. } => {
+                    let hop = self.hops[self.hop_base[cur] + usize::from(port)];
                     self.egress[cur] = port;
-                    self.next[cur] = ends.sw_of[idx.chan_node[peer as usize] as usize];
-                    self.next_in_port[cur] = idx.chan_port[peer as usize];
-                    cur = self.next[cur] as usize;
+                    self.next[cur] = hop.next;
+                    self.next_in_port[cur] = hop.in_port;
+                    cur = hop.next as usize;
                     continue;
                 }
                 Step::Misdelivered { port, .. } => (BreakKind::Misdelivered, Some(port)),
@@ -359,7 +452,9 @@ impl<'a> Walk<'a> {
                     let slot = t.turn_base[next]
                         + usize::from(self.next_in_port[x]) * p
                         + usize::from(self.egress[next]);
-                    if t.turn_lid[slot] == 0 {
+                    let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                    if t.turn_seen[word] & bit == 0 {
+                        t.turn_seen[word] |= bit;
                         t.turn_lid[slot] = d.lid;
                     }
                 }
@@ -437,6 +532,39 @@ impl<'a> Walk<'a> {
         }
         self.totals
     }
+}
+
+/// Every switch's hops, port by port, with each switch's first at its number in the second.
+fn hops(idx: &Index, ends: &Endpoints) -> (Vec<Hop>, Vec<usize>) {
+    let mut hops = Vec::new();
+    let mut base = Vec::with_capacity(ends.sw.len() + 1);
+    for &s in &ends.sw {
+        base.push(hops.len());
+        let node = s.index();
+        for port in 0..idx.slots(node) {
+            let chan = idx.base[node] + port;
+            let peer = idx.peer[chan as usize];
+            let mut hop = Hop {
+                chan,
+                peer,
+                next: NONE,
+                in_port: 0,
+                kind: HOP_OTHER,
+            };
+            if port == 0 {
+                hop.kind = HOP_PORT0;
+            } else if !idx.usable(chan) {
+                hop.kind = HOP_DOWN;
+            } else if idx.is_switch_index(idx.chan_node[peer as usize]) {
+                hop.kind = HOP_SWITCH;
+                hop.next = ends.sw_of[idx.chan_node[peer as usize] as usize];
+                hop.in_port = idx.chan_port[peer as usize];
+            }
+            hops.push(hop);
+        }
+    }
+    base.push(hops.len());
+    (hops, base)
 }
 
 /// Count `pairs` delivered over `hops` links.
