@@ -66,8 +66,7 @@ fn loss_slows_ibscope_down_and_it_finishes_complete_without_hammering() {
     // Without loss no cut stands: on a loaded machine a reply can come after its resend
     // went out, and the cut that caused is taken back when it does.
     assert_eq!(
-        clean_totals["window_cuts"],
-        clean_totals["window_cuts_undone"],
+        clean_totals["window_cuts"], clean_totals["window_cuts_undone"],
         "{clean_trace}"
     );
     assert_eq!(clean_totals["timeouts"], 0);
