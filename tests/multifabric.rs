@@ -580,9 +580,6 @@ fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
     let (a, b) = two_fabrics();
     let dir = temp_dir();
     let cfg = config(dir.path(), &[("alpha", &a, None), ("beta", &b, None)]);
-    let tmux = Tmux {
-        socket: unique_name("ibscope-tui-fabrics"),
-    };
     let marker = dir.path().join("tui-exit");
     let script = format!(
         "env -u LD_PRELOAD -u IBSIM_SOCKNAME IBSCOPE_CONFIG='{cfg}' '{bin}' -C all tui \
@@ -591,19 +588,7 @@ fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
         bin = ibscope_bin().display(),
         marker = marker.display()
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ui",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "bash",
-        "-c",
-        &script,
-    ]);
+    let tmux = Tmux::start("ibscope-tui-fabrics", &script);
     let long = Duration::from_secs(30);
     let alpha = tmux.wait_for(
         &["fabric alpha 1/2", "SymbolErrorCounter = 17", "updated"],

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::tmux::Tmux;
 use common::*;
 
 /// PIDs of live processes whose working directory or command line lies under `dir`.
@@ -207,34 +208,6 @@ fn stop_signals_under_serve_leave_nothing() {
     }
 }
 
-/// A private tmux server, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-t", "ui", "-p"])
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
 /// PIDs of the live processes whose parent is `pid`.
 fn children_of(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
@@ -259,9 +232,6 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// mode, main screen) and that nothing is left.
 fn assert_tui_stops(command: &str, env: &str, ready: &str, signal: i32, name: &str) {
     let scratch = Scratch::new();
-    let tmux = Tmux {
-        socket: unique_name("ibscope-stop"),
-    };
     let done = scratch.root.path().join("done");
     let stty = scratch.root.path().join("stty");
     let script = format!(
@@ -273,19 +243,7 @@ fn assert_tui_stops(command: &str, env: &str, ready: &str, signal: i32, name: &s
         stty = stty.display(),
         done = done.display(),
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ui",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "bash",
-        "-c",
-        &script,
-    ]);
+    let tmux = Tmux::start("ibscope-stop", &script);
     let deadline = Instant::now() + Duration::from_secs(40);
     while !tmux.screen().contains(ready) {
         assert!(

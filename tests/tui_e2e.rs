@@ -28,9 +28,6 @@ fn tui_shows_every_view_counters_and_unlink_events() {
     let sim = sim("demo.topo");
     sim.set_counter("L0002", 3, "SymbolErrorCounter", 1234)
         .expect("inject counter");
-    let tmux = Tmux {
-        socket: unique_name("ibscope-tui"),
-    };
     let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
     let marker = sim.client_dir().join("tui-exit");
     let script = format!(
@@ -39,19 +36,7 @@ fn tui_shows_every_view_counters_and_unlink_events() {
         bin = ibscope_bin().display(),
         marker = marker.display()
     );
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ui",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "bash",
-        "-c",
-        &script,
-    ]);
+    let tmux = Tmux::start("ibscope-tui", &script);
     let long = Duration::from_secs(20);
     // Overview: summary, layers and the planted findings.
     let overview = tmux.wait_for(

@@ -9,6 +9,27 @@ pub struct Tmux {
 }
 
 impl Tmux {
+    /// A server of its own (`prefix` and a unique suffix) running `script` under bash in a
+    /// 160x48 window named `ui`.
+    pub fn start(prefix: &str, script: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: super::unique_name(prefix),
+        };
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "ui",
+            "-x",
+            "160",
+            "-y",
+            "48",
+            "bash",
+            "-c",
+            script,
+        ]);
+        tmux
+    }
     pub fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-L")
