@@ -24,6 +24,37 @@ pub fn exit_quietly_on_closed_stdout() {
     }));
 }
 
+/// A text table: columns padded to their widest cell, two spaces apart. A row with fewer
+/// cells than the widest (`host`'s GID and error lines) runs free after its first.
+pub fn write_columns<R: AsRef<[String]>>(
+    out: &mut impl std::io::Write,
+    rows: &[R],
+) -> std::io::Result<()> {
+    let columns = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|r| r.len() == columns)
+    {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in rows.iter().map(AsRef::as_ref) {
+        let line: Vec<String> = if row.len() == columns {
+            row.iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:<w$}"))
+                .collect()
+        } else {
+            vec![format!("{:<w$}", row[0], w = widths[0]), row[1..].join(" ")]
+        };
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
 /// Whether an error (anywhere in its chain) is a write to a closed pipe.
 pub fn is_closed_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {

@@ -165,7 +165,7 @@ fn print_text(out: &mut impl Write, host: &Host) -> io::Result<()> {
     for d in &host.devices {
         device_rows(d, &mut rows);
     }
-    print_rows(out, &rows)
+    crate::output::write_columns(out, &rows)
 }
 
 /// `mlx5_core 24.10-1.1.4` (all), or each driver with its devices.
@@ -343,30 +343,6 @@ fn ranges(indices: &[usize]) -> String {
         i = j + 1;
     }
     parts.join(",")
-}
-
-/// Columns padded to their widest cell; a row with fewer cells (GID and error lines) runs
-/// free after its first.
-fn print_rows(out: &mut impl Write, rows: &[Vec<String>]) -> io::Result<()> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0; columns];
-    for row in rows.iter().filter(|r| r.len() == columns) {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for row in rows {
-        let line: Vec<String> = if row.len() == columns {
-            row.iter()
-                .zip(&widths)
-                .map(|(cell, w)| format!("{cell:<w$}"))
-                .collect()
-        } else {
-            vec![format!("{:<w$}", row[0], w = widths[0]), row[1..].join(" ")]
-        };
-        writeln!(out, "{}", line.join("  ").trim_end())?;
-    }
-    Ok(())
 }
 
 fn print_findings(out: &mut impl Write, findings: &[HostFinding]) -> io::Result<()> {

@@ -139,7 +139,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         };
         crate::output::print_json(&report)?;
     } else {
-        print_text(&fabric, names, &all, &issues, &shown, &missing);
+        print_text(&fabric, names, &all, &issues, &shown, &missing)?;
     }
     Ok(ExitCode::from(if missing.is_empty() {
         exit::OK
@@ -158,7 +158,7 @@ fn print_text(
     issues: &[RailIssue],
     shown: &[usize],
     missing: &[String],
-) {
+) -> std::io::Result<()> {
     let rails = all.rails();
     let leaves: Vec<_> = all.leaves().collect();
     let railed = leaves.iter().filter(|l| l.rail.is_some()).count();
@@ -191,20 +191,11 @@ fn print_text(
     for &h in shown {
         rows.extend(host_rows(fabric, names, all, issues, h));
     }
-    let widths: Vec<usize> = (0..9)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
+    crate::output::write_columns(&mut std::io::stdout().lock(), &rows)?;
     for m in missing {
         println!("{}: not in the fabric", for_terminal(m));
     }
+    Ok(())
 }
 
 /// A host's rows: its HCA ports, and a `missing` row for each rail it should have and has
@@ -384,9 +375,9 @@ fn run_planes(
             let shown_hosts: Vec<usize> = (0..v.hosts.len())
                 .filter(|&i| keep(&v.hosts.hosts()[i].name))
                 .collect();
-            print_text(v.fabric, names, v.hosts, &issues, &shown_hosts, &[]);
+            print_text(v.fabric, names, v.hosts, &issues, &shown_hosts, &[])?;
         }
-        print_planes(&shown);
+        print_planes(&shown)?;
         for f in &found {
             let fabric = f.fabric.as_deref().unwrap_or_default();
             println!("{}: {}", for_terminal(fabric), f.text_line());
@@ -405,7 +396,7 @@ fn run_planes(
 
 /// The planes table: a row per (host, rail, plane), `missing` where the port is not in a
 /// plane its host has.
-fn print_planes(ports: &[&PlanedPort]) {
+fn print_planes(ports: &[&PlanedPort]) -> std::io::Result<()> {
     let planes: usize = ports.iter().map(|p| p.planes.len()).sum();
     println!(
         "# planes: {} HCA ports in more than one fabric, {planes} planes",
@@ -452,15 +443,5 @@ fn print_planes(ports: &[&PlanedPort]) {
             ]);
         }
     }
-    let widths: Vec<usize> = (0..8)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
+    crate::output::write_columns(&mut std::io::stdout().lock(), &rows)
 }
