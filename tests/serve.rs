@@ -282,26 +282,6 @@ fn start_serve(sim: &Sim, log: &Path, args: &[&str]) -> (KillOnDrop, u16) {
     (KillOnDrop::spawn(cmd, "ibscope serve"), port)
 }
 
-/// PIDs of the live processes whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) && pid_alive(child) {
-            found.push(child);
-        }
-    }
-    found
-}
-
 /// Stop a running `serve` with `signal`, after one scrape and `prepare(port)` (what that
 /// returns is dropped once serve said it stopped); it must exit 0 within 5 s with one line
 /// saying so, free its port, and leave nothing behind. Returns how long it took from the

@@ -208,25 +208,6 @@ fn stop_signals_under_serve_leave_nothing() {
     }
 }
 
-/// PIDs of the live processes whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) && pid_alive(child) {
-            found.push(child);
-        }
-    }
-    found
-}
-
 /// Run `command` (a shell line) in a terminal, wait until the TUI shows `ready`, send
 /// `signal` to the ibscope process, and check the exit code, the terminal after it (cooked
 /// mode, main screen) and that nothing is left.

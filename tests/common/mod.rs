@@ -210,6 +210,26 @@ pub fn assert_exit(out: &Output, code: i32) -> String {
     stdout(out)
 }
 
+/// PIDs of the live processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) && pid_alive(child) {
+            found.push(child);
+        }
+    }
+    found
+}
+
 /// True if a process with this PID exists and is not a zombie.
 pub fn pid_alive(pid: u32) -> bool {
     ibscope::sim::process_alive(pid)
