@@ -49,25 +49,6 @@ bench_setup counters
 # json_number KEY FILE: the first "KEY": number in a JSON file.
 json_number() { grep -o "\"$1\": *[0-9]*" "$2" | head -1 | grep -o '[0-9]*$'; }
 
-# once LABEL CMD...: one timed run; appends its wall time (s) to WALLS_LABEL and keeps its
-# stdout in $work/out.LABEL. Exit status 1 is accepted (both tools use it for "found
-# errors").
-once() {
-    local label=$1; shift
-    local t0 t1 rc=0
-    t0=$(date +%s.%N)
-    "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
-    t1=$(date +%s.%N)
-    if ((rc > 1)); then
-        echo "$label failed (exit $rc):" >&2
-        cat "$work/err.$label" >&2
-        exit 2
-    fi
-    eval "WALLS_$label+=(\"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')\")"
-}
-# median_of LABEL: the median of WALLS_LABEL.
-median_of() { eval "printf '%s\\n' \"\${WALLS_$1[@]}\"" | median; }
-
 topo="$work/ft3-$HOSTS.topo"
 "$ibscope" sim gen fat-tree --levels 3 --radix "$RADIX" --hosts "$HOSTS" -o "$topo" >/dev/null
 name="bench-counters-$$"
@@ -76,11 +57,10 @@ settle "$IBSCOPE_SIM_DIR/$name"
 switches=$(grep -c '^Switch' "$topo")
 
 # The tools take turns, so that a slow stretch of the machine hits them alike.
-WALLS_ibqueryerrors=() WALLS_check=() WALLS_counters=()
 for ((i = 0; i < REPS; i++)); do
-    once ibqueryerrors ibqueryerrors --skip-sl
-    once check "$ibscope" check --json "${flags[@]}"
-    once counters "$ibscope" counters --format json "${flags[@]}"
+    timed ibqueryerrors ibqueryerrors --skip-sl
+    timed check "$ibscope" check --json "${flags[@]}"
+    timed counters "$ibscope" counters --format json "${flags[@]}"
 done
 ibqe=$(median_of ibqueryerrors)
 check=$(median_of check)
@@ -129,7 +109,8 @@ echo "# $(date -u +%Y-%m-%d) on $(nproc) cores, load average: $(cut -d' ' -f1-3 
 printf 'fabric: %s hosts, %s switches; median of %s runs, %s MADs in flight for ibscope\n' \
     "$HOSTS" "$switches" "$REPS" "${OUTSTANDING:-default (adaptive, up to 128)}"
 printf 'every run (s, in turn): ibqueryerrors %s | check %s | counters %s\n' \
-    "${WALLS_ibqueryerrors[*]}" "${WALLS_check[*]}" "${WALLS_counters[*]}"
+    "$(paste -sd" " "$work/walls.ibqueryerrors")" "$(paste -sd" " "$work/walls.check")" \
+    "$(paste -sd" " "$work/walls.counters")"
 printf '\n(1) which ports have errors (clean fabric)\n'
 printf '  ibqueryerrors:                       %8.3f s   (%s)\n' "$ibqe" "$ibqe_summary"
 printf '  ibscope check:                       %8.3f s   (%s ports, %s switches screened by AllPortSelect, %s counter MADs, %s findings)\n' \

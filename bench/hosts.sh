@@ -33,23 +33,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
 bench_setup hosts
 
-
-# run LABEL CMD...: one run; appends its wall (s) to $work/walls.LABEL, keeps stdout in
-# $work/out.LABEL and stderr in $work/err.LABEL. Exit status 1 (findings) is accepted.
-run() {
-    local label=$1; shift
-    local t0 t1 rc=0
-    t0=$(date +%s.%N)
-    "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
-    t1=$(date +%s.%N)
-    if ((rc > 1)); then
-        echo "$label failed (exit $rc):" >&2
-        cat "$work/err.$label" >&2
-        exit 2
-    fi
-    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }' >>"$work/walls.$label"
-}
-
 topo="$work/rails-$HOSTS.topo"
 "$ibscope" sim gen rails --hosts "$HOSTS" --rails "$RAILS" --radix "$RADIX" \
     --degrade G0042R3:1:1xHDR -o "$topo" >/dev/null
@@ -61,14 +44,14 @@ hcas=$(grep -c '^Hca' "$topo")
 
 # (1) taking turns, so both see the same machine.
 for ((i = 0; i < REPS; i++)); do
-    run check "$ibscope" -vv check --json "${flags[@]}"
+    timed check "$ibscope" -vv check --json "${flags[@]}"
     # The log line (colours stripped): ... hosts grouped and rails checked hosts=N ms="X"
     sed 's/\x1b\[[0-9;]*m//g' "$work/err.check" | grep -o 'rails checked.*' |
         grep -o 'ms="\?[0-9.]*' | grep -o '[0-9.]*$' >>"$work/hosts_ms"
-    run nohosts "$ibscope" -vv check --json --no-hosts "${flags[@]}"
+    timed nohosts "$ibscope" -vv check --json --no-hosts "${flags[@]}"
 done
-check=$(median <"$work/walls.check")
-nohosts=$(median <"$work/walls.nohosts")
+check=$(median_of check)
+nohosts=$(median_of nohosts)
 hosts_ms=$(median <"$work/hosts_ms")
 kinds=$(grep -o '"kind": "[a-z-]*"' "$work/out.check" | grep -v '"switch"\|"ca"\|"router"\|"aggregation-node"' |
     sort | uniq -c | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $3 }' | tr -d '"')
@@ -76,11 +59,11 @@ servers=$(grep -o '"hosts": *[0-9]*' "$work/out.check" | head -1 | grep -o '[0-9
 
 # (2)
 for ((i = 0; i < REPS; i++)); do
-    run hosts "$ibscope" hosts "${flags[@]}"
-    run hostsjson "$ibscope" hosts --json "${flags[@]}"
+    timed hosts "$ibscope" hosts "${flags[@]}"
+    timed hostsjson "$ibscope" hosts --json "${flags[@]}"
 done
-hosts=$(median <"$work/walls.hosts")
-hostsjson=$(median <"$work/walls.hostsjson")
+hosts=$(median_of hosts)
+hostsjson=$(median_of hostsjson)
 hosts_bytes=$(wc -c <"$work/out.hostsjson")
 
 "$ibscope" sim down --name "$name" >/dev/null

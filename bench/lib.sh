@@ -37,3 +37,22 @@ bench_cleanup() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # ratio A B [DIGITS]: A / B (0 when B is 0), with DIGITS decimals (2).
 ratio() { awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*f", d, (b > 0 ? a / b : 0) }'; }
+
+# timed LABEL CMD...: one run of CMD; appends its wall time (s) to $work/walls.LABEL and
+# keeps its stdout in $work/out.LABEL, its stderr in $work/err.LABEL. Exit status 1 is
+# accepted (the tools use it for "found something"); anything higher ends the benchmark.
+timed() {
+    local label=$1; shift
+    local t0 t1 rc=0
+    t0=$(date +%s.%N)
+    "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
+    t1=$(date +%s.%N)
+    if ((rc > 1)); then
+        echo "$label failed (exit $rc):" >&2
+        cat "$work/err.$label" >&2
+        exit 2
+    fi
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }' >>"$work/walls.$label"
+}
+# median_of LABEL: the median of LABEL's wall times so far.
+median_of() { median <"$work/walls.$1"; }
