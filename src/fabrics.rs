@@ -486,10 +486,18 @@ pub fn planned(g: &Global) -> Result<Vec<Planned>> {
     Ok(planned)
 }
 
-/// What [`each`] saw: the worst exit code and the fabrics that failed (name, error).
+/// What [`each`] saw: the worst exit code and the fabrics that failed.
 pub struct Ran {
     pub worst: u8,
-    pub failed: Vec<(String, String)>,
+    pub failed: Vec<Failed>,
+}
+
+/// A fabric that could not be opened or whose run failed, as the several-fabric JSON
+/// documents list it under `failed`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Failed {
+    pub fabric: String,
+    pub error: String,
 }
 
 impl Ran {
@@ -523,7 +531,10 @@ pub fn each(
             Err((name, e)) => {
                 eprintln!("ibscope: error: {}", failure_line(&name, &e));
                 ran.worst = crate::cli::exit::ERROR;
-                ran.failed.push((name, format!("{e:#}")));
+                ran.failed.push(Failed {
+                    fabric: name,
+                    error: format!("{e:#}"),
+                });
             }
         }
     }
@@ -544,6 +555,19 @@ pub fn named_error(name: &str, error: anyhow::Error) -> anyhow::Error {
 mod tests {
     use super::*;
     use ibscope_mad::attr::{PhysState, PortState};
+
+    /// The record every several-fabric JSON document lists under `failed`.
+    #[test]
+    fn a_failed_fabric_is_written_as_its_name_then_the_error() {
+        let failed = Failed {
+            fabric: "storage".into(),
+            error: "no such CA".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&[failed]).unwrap(),
+            r#"[{"fabric":"storage","error":"no such CA"}]"#
+        );
+    }
 
     fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {
         LocalPort {

@@ -147,13 +147,7 @@ struct MultiReport {
     fabrics: Vec<Report>,
     /// Fabrics that could not be opened or checked: name and error.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    failed: Vec<Failed>,
-}
-
-#[derive(Debug, Serialize)]
-struct Failed {
-    fabric: String,
-    error: String,
+    failed: Vec<crate::fabrics::Failed>,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -234,14 +228,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     if crate::fabrics::is_multi(g.ca.as_deref()) && a.json {
-        let failed: Vec<Failed> = ran
-            .failed
-            .iter()
-            .map(|(fabric, error)| Failed {
-                fabric: fabric.clone(),
-                error: error.clone(),
-            })
-            .collect();
+        let failed = ran.failed.clone();
         let doc = MultiReport {
             healthy: failed.is_empty() && reports.iter().all(|r| r.healthy),
             fabrics: reports,

@@ -130,12 +130,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Ok(report(&fabric, multi.then_some(opened.id.name.as_str())))
     })?;
     if multi && a.format == Format::Json {
-        let failed: Vec<serde_json::Value> = ran
-            .failed
-            .iter()
-            .map(|(fabric, error)| serde_json::json!({"fabric": fabric, "error": error}))
-            .collect();
-        writeln!(out, "], \"failed\": {}}}", serde_json::Value::from(failed))?;
+        let failed = serde_json::to_string(&ran.failed)?;
+        writeln!(out, "], \"failed\": {failed}}}")?;
     }
     out.flush()?;
     Ok(ran.exit_code())

@@ -293,13 +293,7 @@ struct PlanesReport<'a> {
     /// Each fabric's host findings (with its name) and the planes-disagree findings.
     findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    failed: Vec<Failed>,
-}
-
-#[derive(Debug, Serialize)]
-struct Failed {
-    fabric: String,
-    error: String,
+    failed: Vec<crate::fabrics::Failed>,
 }
 
 /// `hosts` over several fabrics: each one's hosts, then the planes they share.
@@ -358,14 +352,7 @@ fn run_planes(
                 .collect(),
             planes: shown,
             findings: found,
-            failed: ran
-                .failed
-                .iter()
-                .map(|(fabric, error)| Failed {
-                    fabric: fabric.clone(),
-                    error: error.clone(),
-                })
-                .collect(),
+            failed: ran.failed.clone(),
         };
         crate::output::print_json(&report)?;
     } else {

@@ -92,12 +92,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Ok(code)
     })?;
     if a.json && crate::fabrics::is_multi(g.ca.as_deref()) {
-        let failed: Vec<serde_json::Value> = ran
-            .failed
-            .iter()
-            .map(|(name, error)| serde_json::json!({"fabric": name, "error": error}))
-            .collect();
-        let doc = serde_json::json!({"fabrics": docs, "failed": failed});
+        let doc = serde_json::json!({"fabrics": docs, "failed": ran.failed});
         crate::output::print_json(&doc)?;
     }
     Ok(ran.exit_code())
