@@ -54,6 +54,26 @@ impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engin
     }
 }
 
+/// Answer `requests` and the follow-ups they bring, one at a time in order, with
+/// `answer`: how the unit tests' fake fabrics execute. Returns how many were answered.
+#[cfg(test)]
+pub(crate) fn execute_in_order<T>(
+    requests: Vec<(T, Request)>,
+    on_done: &mut OnDone<'_, T>,
+    mut answer: impl FnMut(&Request) -> Result<Response, MadError>,
+) -> u64 {
+    let mut queue: std::collections::VecDeque<(T, Request)> = requests.into();
+    let mut follow_ups = Vec::new();
+    let mut answered = 0;
+    while let Some((token, request)) = queue.pop_front() {
+        answered += 1;
+        let result = answer(&request);
+        on_done(token, result, &mut follow_ups);
+        queue.extend(follow_ups.drain(..));
+    }
+    answered
+}
+
 /// The transport of code that runs without one (an offline evaluation): it cannot be
 /// made, so nothing is ever sent through it.
 pub enum NoTransport {}
@@ -969,14 +989,7 @@ mod tests {
 
     impl SmpExecutor for FakeSmp {
         fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
-            let mut queue: VecDeque<(T, Request)> = requests.into();
-            let mut follow_ups = Vec::new();
-            while let Some((token, request)) = queue.pop_front() {
-                self.sent += 1;
-                let result = self.answer(&request);
-                on_done(token, result, &mut follow_ups);
-                queue.extend(follow_ups.drain(..));
-            }
+            self.sent += super::execute_in_order(requests, on_done, |r| self.answer(r));
         }
         fn mads_sent(&self) -> u64 {
             self.sent

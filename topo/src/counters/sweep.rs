@@ -904,14 +904,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
             on_done: &mut crate::discover::OnDone<'_, T>,
         ) {
             self.executes += 1;
-            let mut queue: std::collections::VecDeque<(T, Request)> = requests.into();
-            let mut follow_ups = Vec::new();
-            while let Some((token, request)) = queue.pop_front() {
-                self.sent += 1;
-                let result = self.answer(&request);
-                on_done(token, result, &mut follow_ups);
-                queue.extend(follow_ups.drain(..));
-            }
+            self.sent += crate::discover::execute_in_order(requests, on_done, |r| self.answer(r));
         }
         fn mads_sent(&self) -> u64 {
             self.sent
