@@ -85,25 +85,30 @@ impl Planes {
         Ok(())
     }
 
-    /// `page` (slot `slot`'s) with its planes-disagree findings counted.
-    pub fn patch(&self, slot: usize, page: String) -> String {
+    /// `page` (slot `slot`'s) with its planes-disagree findings counted: the value of that
+    /// series is replaced where it stands, without copying the rest of the page.
+    pub fn patch(&self, slot: usize, mut page: String) -> String {
         let count = lock(&self.state).1.get(slot).copied().unwrap_or(0);
         if count == 0 {
             return page;
         }
         let kind = format!("kind=\"{}\"", FindingKind::PlanesDisagree.name());
-        let mut out = String::with_capacity(page.len());
+        // Where each such series' value (and its newline) stands.
+        let mut values = Vec::new();
+        let mut start = 0;
         for line in page.split_inclusive('\n') {
-            match line.rsplit_once(' ') {
-                Some((series, _))
-                    if line.starts_with("ibscope_findings{") && series.contains(&kind) =>
-                {
-                    out.push_str(&format!("{series} {count}\n"));
+            if let Some((series, _)) = line.rsplit_once(' ') {
+                if line.starts_with("ibscope_findings{") && series.contains(&kind) {
+                    values.push(start + series.len() + 1..start + line.len());
                 }
-                _ => out.push_str(line),
             }
+            start += line.len();
         }
-        out
+        let value = format!("{count}\n");
+        for range in values.into_iter().rev() {
+            page.replace_range(range, &value);
+        }
+        page
     }
 }
 
