@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use ibscope_mad::attr::link::Rate;
 use ibscope_mad::attr::PortState;
 use ibscope_topo::findings::{Finding, FindingKind};
-use ibscope_topo::health::PortRef;
+use ibscope_topo::model::refs::{NodeRef, PortRef};
 use ibscope_topo::model::NodeKind;
 use serde::Serialize;
 
@@ -50,9 +50,11 @@ impl HostFinding {
     }
     fn port(device: &Device, port: &Port, kind: FindingKind, message: String) -> HostFinding {
         let at = PortRef {
-            node: device.name.clone(),
-            node_guid: device.node_guid.unwrap_or(0),
-            kind: NodeKind::Ca,
+            node: NodeRef {
+                guid: device.node_guid.unwrap_or(0),
+                kind: NodeKind::Ca,
+                name: device.name.clone(),
+            },
             port: port.port,
             lid: port.lid.unwrap_or(0),
             host: None,
@@ -394,7 +396,7 @@ mod tests {
             f[1].finding.message
         );
         let at = f[0].finding.at.as_ref().unwrap();
-        assert_eq!((at.node.as_str(), at.port, at.lid), ("mlx5_1", 1, 11));
+        assert_eq!((at.node.name.as_str(), at.port, at.lid), ("mlx5_1", 1, 11));
         assert!(f[0].text_line().starts_with(
             "[hca-port-not-active] \"mlx5_1\" (0x0c42a10300000006) port 1 (lid 11): "
         ));

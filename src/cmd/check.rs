@@ -304,7 +304,7 @@ fn check_one(
     let ports_screened: usize = eval.screened.iter().map(|s| s.ports.len()).sum();
     let ports_sampled = sample.as_ref().map_or(0, |s| s.ports.len()) + ports_screened;
     for d in &eval.drilled {
-        tracing::debug!(switch = %d.at, reason = %d.reason, "all-ports sum: ports read one by one");
+        tracing::debug!(switch = %d.at.report_text(), reason = %d.reason, "all-ports sum: ports read one by one");
     }
     let report = Report {
         fabric: id.cloned(),

@@ -152,11 +152,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         let mut failed = 0;
         for r in &results {
             if r.errors.is_empty() {
-                eprintln!("reset {}", r.at);
+                eprintln!("reset {}", r.at.report_text());
             } else {
                 failed += 1;
                 for e in &r.errors {
-                    eprintln!("error: {}: {}", r.at, for_terminal(e));
+                    eprintln!("error: {}: {}", r.at.report_text(), for_terminal(e));
                 }
             }
         }
@@ -261,7 +261,7 @@ fn run_each(
                 eprintln!(
                     "warning: {}: {}: {}",
                     for_terminal(&opened.id.name),
-                    p.at,
+                    p.at.report_text(),
                     for_terminal(e)
                 );
             }
@@ -337,7 +337,7 @@ fn report_errors(sample: &Sample, any: &mut bool) {
     for p in &sample.ports {
         for e in &p.errors {
             *any = true;
-            eprintln!("warning: {}: {}", p.at, for_terminal(e));
+            eprintln!("warning: {}: {}", p.at.report_text(), for_terminal(e));
         }
     }
 }
@@ -381,8 +381,8 @@ fn bytes(v: u64) -> String {
 fn port_label(p: &PortSample) -> String {
     format!(
         "{:<24} {:#018x} {:>5} {:>3}",
-        for_terminal(&p.at.node),
-        p.at.node_guid,
+        for_terminal(&p.at.node.name),
+        p.at.node.guid,
         p.at.lid,
         p.at.port
     )
@@ -533,8 +533,8 @@ fn print_csv_rows(
         let mut row = fabric.map(|f| vec![for_csv(f)]).unwrap_or_default();
         row.extend([
             sample.time_ms.to_string(),
-            for_csv(&p.at.node),
-            format!("{:#018x}", p.at.node_guid),
+            for_csv(&p.at.node.name),
+            format!("{:#018x}", p.at.node.guid),
             p.at.lid.to_string(),
             p.at.port.to_string(),
         ]);
@@ -606,8 +606,8 @@ fn print_deltas(
                         out,
                         "{},{},{:#018x},{},{},{},{},{},{},{}",
                         sample.time_ms,
-                        for_csv(&d.at.node),
-                        d.at.node_guid,
+                        for_csv(&d.at.node.name),
+                        d.at.node.guid,
                         d.at.lid,
                         d.at.port,
                         c.name,
@@ -640,8 +640,8 @@ fn print_deltas(
                 writeln!(
                     out,
                     "{:<24} {:#018x} {:>5} {:>3} {:>14} {:>14} {:>12} {:>12}  {}",
-                    for_terminal(&d.at.node),
-                    d.at.node_guid,
+                    for_terminal(&d.at.node.name),
+                    d.at.node.guid,
                     d.at.lid,
                     d.at.port,
                     delta_cell(get("PortXmitData"), true),

@@ -150,9 +150,9 @@ fn one(
 fn end_text(e: &LinkEnd) -> String {
     format!(
         "{} {} ({}) lid {} port {}",
-        e.at.kind.as_str(),
-        quoted_for_terminal(&e.at.node),
-        guid::text(e.at.node_guid),
+        e.at.node.kind.as_str(),
+        quoted_for_terminal(&e.at.node.name),
+        guid::text(e.at.node.guid),
         e.at.lid,
         e.at.port
     )
@@ -212,13 +212,13 @@ fn print_text(report: &HealthReport) {
     }
     let ports = report.up_not_active.iter().chain(report.down.iter());
     for p in ports {
-        let remote = p
-            .remote
-            .as_ref()
-            .map_or_else(|| "no link".to_string(), |r| format!("to {r}"));
+        let remote = p.remote.as_ref().map_or_else(
+            || "no link".to_string(),
+            |r| format!("to {}", r.report_text()),
+        );
         println!(
             "{} {} ({}), {}",
-            p.at,
+            p.at.report_text(),
             p.state_text(),
             p.condition.as_str(),
             remote

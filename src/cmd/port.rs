@@ -14,9 +14,9 @@ use ibscope_mad::header::method;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::quoted_for_terminal;
-use ibscope_topo::health::PortRef;
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::resolve::{resolve, NameMatch};
+use ibscope_topo::PortRef;
 use ibscope_topo::{End, Fabric, NodeId};
 
 use crate::cli::{exit, Global};
@@ -309,10 +309,11 @@ pub fn explain_no_reply(
     node_answered: bool,
     error: &MadError,
 ) -> Option<String> {
+    let at_text = at.report_text();
     if !matches!(error, MadError::Timeout { .. }) {
         return None;
     }
-    let head = format!("{method} PortInfo to {at} got no reply");
+    let head = format!("{method} PortInfo to {at_text} got no reply");
     match guard {
         // Shown as 0 means hidden (a wrong key); shown equal to ours means ours is right.
         Some(info) if info.m_key_protect_bits > 0 && (info.m_key == 0 || info.m_key != sent) => {
@@ -369,6 +370,7 @@ fn apply(
     at: &PortRef,
     action: Action,
 ) -> Result<u8> {
+    let at_text = at.report_text();
     let route = SmpRoute::Directed(plan.route.clone());
     let port = plan.target.port;
     let before = match get_port_info(engine, &route, port) {
@@ -378,19 +380,19 @@ fn apply(
             let guard = guard_info(engine, &route, plan, None);
             let msg =
                 explain_no_reply(SmpMethod::Get, at, guard.as_ref(), engine.m_key(), true, &e)
-                    .unwrap_or_else(|| format!("SubnGet PortInfo to {at}: {e}"));
+                    .unwrap_or_else(|| format!("SubnGet PortInfo to {at_text}: {e}"));
             return Ok(fail(&msg));
         }
     };
     let was = before.phys_state();
     match action {
         Action::Disable if was == PhysState::Disabled => {
-            println!("{at} is already disabled: nothing to do");
+            println!("{at_text} is already disabled: nothing to do");
             return Ok(exit::OK);
         }
         Action::Enable if was != PhysState::Disabled => {
             println!(
-                "{at} is not disabled (PortPhysicalState {}): nothing to do",
+                "{at_text} is not disabled (PortPhysicalState {}): nothing to do",
                 was.name()
             );
             return Ok(exit::OK);
@@ -403,13 +405,13 @@ fn apply(
         crate::fabric::ensure_connected(engine)?;
         if plan.through_target && matches!(e, MadError::Timeout { .. }) {
             return Ok(fail(&format!(
-                "SubnSet PortInfo to {at} got no reply, as expected: it travelled the link it \
+                "SubnSet PortInfo to {at_text} got no reply, as expected: it travelled the link it \
                  disables; the result cannot be read back from here"
             )));
         }
         let guard = guard_info(engine, &route, plan, Some(&before));
         let msg = explain_no_reply(SmpMethod::Set, at, guard.as_ref(), engine.m_key(), true, &e)
-            .unwrap_or_else(|| format!("SubnSet PortInfo to {at}: {e}"));
+            .unwrap_or_else(|| format!("SubnSet PortInfo to {at_text}: {e}"));
         return Ok(fail(&msg));
     }
     let after = match get_port_info(engine, &route, port) {
@@ -417,7 +419,7 @@ fn apply(
         Err(e) => {
             crate::fabric::ensure_connected(engine)?;
             return Ok(fail(&format!(
-                "SubnSet PortInfo to {at} was answered, but reading it back failed: {e}"
+                "SubnSet PortInfo to {at_text} was answered, but reading it back failed: {e}"
             )));
         }
     };
@@ -428,7 +430,7 @@ fn apply(
     };
     if !took {
         return Ok(fail(&format!(
-            "SubnSet PortInfo to {at} was answered, but PortPhysicalState is still {}",
+            "SubnSet PortInfo to {at_text} was answered, but PortPhysicalState is still {}",
             now.name()
         )));
     }
@@ -449,7 +451,7 @@ fn apply(
         Action::Enable => "enabled",
     };
     println!(
-        "{verb} {at}{peer}: PortPhysicalState {} -> {}",
+        "{verb} {at_text}{peer}: PortPhysicalState {} -> {}",
         was.name(),
         now.name()
     );
@@ -462,13 +464,15 @@ fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ibscope_topo::NodeKind;
+    use ibscope_topo::{NodeKind, NodeRef};
 
     fn at() -> PortRef {
         PortRef {
-            node: "sw\x1b[2J1".into(),
-            node_guid: 0x20,
-            kind: NodeKind::Switch,
+            node: NodeRef {
+                guid: 0x20,
+                kind: NodeKind::Switch,
+                name: "sw\x1b[2J1".into(),
+            },
             port: 5,
             lid: 3,
             host: None,

@@ -476,8 +476,8 @@ fn print_check(r: &routing::RouteReport) {
         println!(
             "  {:>6} routes  {} -> {}",
             p.routes,
-            for_terminal(&p.from.to_string()),
-            for_terminal(&p.to.to_string())
+            for_terminal(&p.from.route_text()),
+            for_terminal(&p.to.route_text())
         );
     }
     for u in &r.balance.lft_unbalanced {

@@ -9,11 +9,20 @@ use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_topo::escape;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
 use ibscope_topo::namemap::{display_name, NameMap};
-use ibscope_topo::{End, Fabric, LinkKey, Node, NodeId, NodeKind, Port, PortKey};
+use ibscope_topo::{End, Fabric, LinkKey, Node, NodeId, NodeKind, NodeRef, Port, PortKey};
 
 /// A node's name, safe for a terminal.
 pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
     escape::for_terminal(display_name(node, names))
+}
+
+/// A report's node under its name-map name, safe for a terminal (its reported name when
+/// the node is not in `fabric`).
+pub fn hop_name(fabric: &Fabric, names: Option<&NameMap>, node: &NodeRef) -> String {
+    match fabric.node_by_guid(node.guid) {
+        Some(id) => node_name(fabric.node(id), names),
+        None => escape::for_terminal(&node.name),
+    }
 }
 
 /// "name\[port\]" of a port, safe for a terminal; the GUID when the node is not in `fabric`.

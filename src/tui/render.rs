@@ -15,8 +15,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Sparkline, Table, 
 use ratatui::Frame;
 
 use super::derive::{
-    link_facts, node_name, port_name, CellState, FabricSummary, Layer, LinkHealth, LinkVerdict,
-    SwitchChip,
+    hop_name, link_facts, node_name, port_name, CellState, FabricSummary, Layer, LinkHealth,
+    LinkVerdict, SwitchChip,
 };
 use super::events::EventKind;
 use super::keymap;
@@ -1112,7 +1112,7 @@ fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
             let port = |p: Option<u8>| p.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
             let row = Row::new(vec![
                 i.to_string(),
-                node_name(fabric.node(h.node.id), names),
+                hop_name(fabric, names, &h.node),
                 h.node.kind.short().to_string(),
                 port(h.in_port),
                 port(h.out_port),
@@ -1142,7 +1142,7 @@ fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
     // LFT of the selected hop's switch, around the destination LID.
     let selected_switch = hops
         .get(r.hops.selected)
-        .map(|h| h.node.id)
+        .and_then(|h| fabric.node_by_guid(h.node.guid))
         .filter(|id| fabric.node(*id).is_switch());
     let dst_lid = match &r.result {
         Some(Ok(res)) => Some(res.dst_lid),

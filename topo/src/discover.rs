@@ -1095,7 +1095,7 @@ mod tests {
         let trained_qdr = report
             .links
             .iter()
-            .find(|l| l.a.at.node_guid == 0x50 || l.b.at.node_guid == 0x50)
+            .find(|l| l.a.at.node.guid == 0x50 || l.b.at.node.guid == 0x50)
             .unwrap();
         assert!(trained_qdr.degraded, "{trained_qdr:?}");
         assert_eq!(
@@ -1105,7 +1105,7 @@ mod tests {
         let fdr10 = report
             .links
             .iter()
-            .find(|l| l.a.at.node_guid == 0x20 || l.b.at.node_guid == 0x20)
+            .find(|l| l.a.at.node.guid == 0x20 || l.b.at.node.guid == 0x20)
             .unwrap();
         assert_eq!(fdr10.active.map(|r| r.to_string()), Some("4xFDR10".into()));
     }

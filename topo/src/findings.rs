@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{self, Details, PortSample, Thresholds};
 use crate::discover::SmpExecutor;
-use crate::health::{self, HealthOptions, HealthReport, LinkVerdict, PortRef, Rate};
+use crate::health::{self, HealthOptions, HealthReport, LinkVerdict, Rate};
 use crate::hosts::planes::{self, PlaneIssue, PlaneView, PlanedPort};
 use crate::hosts::{Hca, Host, Hosts, RailIssue};
+use crate::model::refs::PortRef;
 use crate::model::{End, Fabric};
 use crate::namemap::{display_name, NameMap};
 
@@ -378,13 +379,13 @@ impl Finding {
     pub fn text_line(&self) -> String {
         let mut line = format!("[{}]", self.kind);
         if let Some(at) = &self.at {
-            line.push_str(&format!(" {at}"));
+            line.push_str(&format!(" {}", at.report_text()));
             if at.lid != 0 {
                 line.push_str(&format!(" (lid {})", at.lid));
             }
         }
         if let Some(remote) = &self.remote {
-            line.push_str(&format!(" <-> {remote}"));
+            line.push_str(&format!(" <-> {}", remote.report_text()));
         }
         line.push_str(&format!(": {}", crate::escape::for_terminal(&self.message)));
         line
@@ -426,7 +427,7 @@ pub fn fabric_findings(
                     "port {} is cabled to port {} of the same {}",
                     l.a.at.port,
                     l.b.at.port,
-                    if l.a.at.kind == crate::model::NodeKind::Switch {
+                    if l.a.at.node.kind == crate::model::NodeKind::Switch {
                         "switch"
                     } else {
                         "node"

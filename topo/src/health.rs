@@ -29,11 +29,11 @@ use std::collections::HashMap;
 pub use ibscope_mad::attr::link::Rate;
 use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
 use ibscope_mad::attr::{PhysState, PortState};
-use ibscope_mad::codes::guid;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{End, Fabric, LinkRef, Node, NodeKind, Port, PortKey};
-use crate::namemap::{display_name, NameMap};
+use crate::model::refs::PortRef;
+use crate::model::{End, Fabric, LinkRef, Node, NodeKind, Port};
+use crate::namemap::NameMap;
 
 /// Which links are compared with each other for the fabric norm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -96,63 +96,6 @@ impl LinkVerdict {
     /// Whether `check` reports the link (degraded, or below the norm).
     pub fn is_finding(self) -> bool {
         self != LinkVerdict::Ok
-    }
-}
-
-/// A port named for a report: node display name and GUID, port number, LID.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortRef {
-    /// Node-name-map name, else NodeDescription (untrusted text: escape before display).
-    pub node: String,
-    #[serde(with = "guid")]
-    pub node_guid: u64,
-    pub kind: NodeKind,
-    pub port: u8,
-    /// The port's LID (a switch's LID for its external ports), 0 if none.
-    pub lid: u16,
-    /// The host a CA port belongs to (see [`crate::hosts`]), where known (untrusted text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    /// Its rail, where known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rail: Option<u8>,
-}
-
-impl PortRef {
-    pub fn new(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
-        let lid = node
-            .port(port)
-            .map(|p| p.lid)
-            .filter(|&l| l != 0)
-            .or_else(|| node.lid())
-            .unwrap_or(0);
-        PortRef {
-            node: display_name(node, names).to_string(),
-            node_guid: node.guid,
-            kind: node.kind,
-            port,
-            lid,
-            host: None,
-            rail: None,
-        }
-    }
-    pub fn key(&self) -> PortKey {
-        PortKey {
-            guid: self.node_guid,
-            port: self.port,
-        }
-    }
-}
-
-impl std::fmt::Display for PortRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}) port {}",
-            crate::escape::quoted_for_terminal(&self.node),
-            guid::text(self.node_guid),
-            self.port
-        )
     }
 }
 
@@ -791,7 +734,7 @@ mod tests {
         assert_eq!(report.norms.ca_switch, Rate::parse("4xHDR"));
         let degraded: Vec<(u64, Vec<String>)> = report
             .degraded()
-            .map(|l| (l.b.at.node_guid, l.reasons.clone()))
+            .map(|l| (l.b.at.node.guid, l.reasons.clone()))
             .collect();
         assert_eq!(degraded.len(), 2, "{degraded:?}");
         // h2: narrowed on both ends' enabled sets: only the norm sees it.
@@ -806,13 +749,13 @@ mod tests {
                 "1xHDR below fabric norm 4xHDR"
             ]
         );
-        let h3 = report.links.iter().find(|l| l.b.at.node_guid == 0x23);
+        let h3 = report.links.iter().find(|l| l.b.at.node.guid == 0x23);
         assert_eq!(h3.unwrap().could_be, Rate::parse("4xHDR"));
         // Ports: 4 is up but Init, 5 is polling.
         assert_eq!(report.up_not_active.len(), 1);
         assert_eq!(report.up_not_active[0].at.port, 4);
         assert_eq!(
-            report.up_not_active[0].remote.as_ref().map(|r| r.node_guid),
+            report.up_not_active[0].remote.as_ref().map(|r| r.node.guid),
             Some(0x24)
         );
         assert_eq!(report.down.len(), 1);
@@ -888,7 +831,7 @@ Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1
             report
                 .links
                 .iter()
-                .find(|l| l.b.at.node_guid == guid)
+                .find(|l| l.b.at.node.guid == guid)
                 .unwrap()
         };
         assert_eq!(link(0x21).active, Rate::parse("4xHDR"));
@@ -950,7 +893,7 @@ Hca 1 \"h1\"\n[1] \"sw1\"[1]\n\nHca 1 \"h2\"\n[1] \"sw1\"[2]\n\nHca 1 \"h3\"\n[1
             report
                 .links
                 .iter()
-                .find(|l| l.b.at.node_guid == guid)
+                .find(|l| l.b.at.node.guid == guid)
                 .unwrap()
         };
         let ddr_card = link(0x24);
@@ -1001,7 +944,7 @@ Hca 2 \"h4\"\n[1] \"sw2\"[4]\n[2] \"sw2\"[5]\n";
                 .find(|l| {
                     [&l.a, &l.b]
                         .iter()
-                        .any(|e| e.at.node == name && e.at.port == port)
+                        .any(|e| e.at.node.name == name && e.at.port == port)
                 })
                 .unwrap()
         };

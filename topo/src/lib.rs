@@ -3,6 +3,8 @@
 
 pub mod model;
 
+pub use model::refs::{NodeRef, PortRef};
+
 pub use model::{
     End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
 };

@@ -523,7 +523,11 @@ fn ring_of_four_lowest_port_minhop_has_a_credit_loop() {
         assert_eq!(ch.from.port, 1, "clockwise channels: {ch}");
         assert_eq!(ch.to.port, 2);
     }
-    let froms: std::collections::BTreeSet<_> = c.cycle.iter().map(|ch| ch.from.node.id).collect();
+    let froms: std::collections::BTreeSet<_> = c
+        .cycle
+        .iter()
+        .map(|ch| f.node_by_guid(ch.from.node.guid).unwrap())
+        .collect();
     assert_eq!(froms, xs.iter().copied().collect());
     // The routes behind it: distance-2 routes, 3 links... 4 links host to host.
     assert!(!c.example_routes.is_empty());
@@ -720,8 +724,8 @@ fn load_all_to_all_is_max_min_fair_not_equal_share() {
         assert!(
             close(fl.rate_gbps.unwrap(), want),
             "{} -> {}: {:?}",
-            fl.src,
-            fl.dst,
+            fl.src.route_text(),
+            fl.dst.route_text(),
             fl.rate_gbps
         );
     }
@@ -808,7 +812,10 @@ fn check_matches_brute_force_tracing_on_a_three_level_tree() {
             let out: Vec<(NodeId, u8)> = p
                 .hops
                 .iter()
-                .filter_map(|h| h.out_port.map(|o| (h.node.id, o)))
+                .filter_map(|h| {
+                    h.out_port
+                        .map(|o| (f.node_by_guid(h.node.guid).unwrap(), o))
+                })
                 .collect();
             for &c in &out {
                 *routes.entry(c).or_default() += 1;
@@ -833,10 +840,16 @@ fn check_matches_brute_force_tracing_on_a_three_level_tree() {
     assert_eq!(r.pairs_ok, n * (n - 1));
     for pl in &r.balance.ports {
         let want = routes
-            .get(&(pl.from.node.id, pl.from.port))
+            .get(&(f.node_by_guid(pl.from.node.guid).unwrap(), pl.from.port))
             .copied()
             .unwrap_or(0);
-        assert_eq!(pl.routes, want, "{} -> {}", pl.from, pl.to);
+        assert_eq!(
+            pl.routes,
+            want,
+            "{} -> {}",
+            pl.from.route_text(),
+            pl.to.route_text()
+        );
     }
     assert_eq!(r.cdg.dependencies, turns.len());
     assert_eq!(r.credit_loops_found, 0);

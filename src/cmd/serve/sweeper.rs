@@ -275,7 +275,7 @@ impl Sweeper {
             if p.counters.is_some() {
                 answered += 1;
             }
-            let e = self.scrape_errors.entry(p.at.node_guid).or_default();
+            let e = self.scrape_errors.entry(p.at.node.guid).or_default();
             for msg in &p.errors {
                 e.errors += 1;
                 if msg.contains("no reply after") {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::sample::{PortSample, Sample};
-use crate::health::PortRef;
+use crate::model::refs::PortRef;
 use crate::model::PortKey;
 
 /// One counter's change between two samples.

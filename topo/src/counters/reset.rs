@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::pma::{class_port_info_request, group, not_implemented, Breakdown, Query};
 use super::targets::CounterTarget;
 use crate::discover::SmpExecutor;
-use crate::health::PortRef;
+use crate::model::refs::PortRef;
 use crate::model::Fabric;
 use crate::namemap::NameMap;
 

@@ -8,7 +8,7 @@ use ibscope_mad::attr::{CounterValue, PmaCapabilities};
 use serde::{Deserialize, Serialize};
 
 use super::names::{EXTENDED_ONLY, PORT_COUNTER_NAMES};
-use crate::health::PortRef;
+use crate::model::refs::PortRef;
 
 /// A decoded counter in the units used here: data counters in bytes.
 pub(super) fn in_bytes(v: &CounterValue) -> u64 {
@@ -318,7 +318,7 @@ pub(crate) mod test_support {
 
     use super::{CounterSet, PortSample, Sample};
     use crate::counters::pma::ALL_PORTS;
-    use crate::health::PortRef;
+    use crate::model::refs::PortRef;
     use crate::model::NodeKind;
 
     /// ibsim's switch PMA: AllPortSelect, PortCountersExtended, PortXmitWait.
@@ -333,9 +333,11 @@ pub(crate) mod test_support {
 
     pub fn port_ref(guid: u64, port: u8) -> PortRef {
         PortRef {
-            node: "n".into(),
-            node_guid: guid,
-            kind: NodeKind::Switch,
+            node: crate::model::refs::NodeRef {
+                guid,
+                kind: NodeKind::Switch,
+                name: "n".into(),
+            },
             port,
             lid: 1,
             host: None,

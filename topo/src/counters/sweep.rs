@@ -26,7 +26,7 @@ use super::screen::{screen, Screen};
 use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
-use crate::health::PortRef;
+use crate::model::refs::PortRef;
 use crate::model::{End, Fabric};
 use crate::namemap::NameMap;
 
@@ -387,7 +387,7 @@ impl<'a> Run<'a> {
             Err(e) if matches!(self.options.details, DetailReads::All { .. }) => {
                 self.ports[i].errors.push(format!("{attribute}: {e}"))
             }
-            Err(e) => tracing::debug!(port = %self.ports[i].at, "{attribute}: {e}"),
+            Err(e) => tracing::debug!(port = %self.ports[i].at.report_text(), "{attribute}: {e}"),
         }
     }
 

@@ -244,8 +244,8 @@ pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
             sample.ports.iter().map(move |p| {
                 let labels = format!(
                     "{fabric},node=\"{}\",node_guid=\"{:#018x}\",lid=\"{}\",port=\"{}\"",
-                    for_prometheus_label(&p.at.node),
-                    p.at.node_guid,
+                    for_prometheus_label(&p.at.node.name),
+                    p.at.node.guid,
                     p.at.lid,
                     p.at.port
                 );
@@ -511,7 +511,7 @@ impl PortLabels {
         hosts: &Hosts,
         sample: &'a Sample,
     ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
-        let own = |p: &PortSample| match fabric.node_by_guid(p.at.node_guid) {
+        let own = |p: &PortSample| match fabric.node_by_guid(p.at.node.guid) {
             Some(node) => port_labels(
                 prefix,
                 fabric,
@@ -524,7 +524,7 @@ impl PortLabels {
             ),
             None => format!(
                 "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
-                p.at.node_guid, p.at.port
+                p.at.node.guid, p.at.port
             ),
         };
         sample

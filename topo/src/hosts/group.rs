@@ -21,7 +21,7 @@ use ibscope_mad::codes::guid;
 use serde::Serialize;
 
 use super::name::{self, natural_cmp, Described, DeviceIndex, PciName};
-use crate::health::PortRef;
+use crate::model::refs::PortRef;
 use crate::model::{End, Fabric, Node, NodeId, PortKey};
 use crate::namemap::{display_name, NameMap};
 

@@ -374,6 +374,6 @@ mod tests {
             leaf.port
         );
         assert_eq!(f.message, want);
-        assert_eq!(f.at.as_ref().unwrap().node_guid, b.node(id).guid);
+        assert_eq!(f.at.as_ref().unwrap().node.guid, b.node(id).guid);
     }
 }

@@ -498,7 +498,7 @@ fn limit(
         .chunk_by(|a, b| a == b)
         .max_by_key(|run| run.len())
         .map(|run| run[0] as f64 / 1000.0);
-    let is_ca = |p: &super::refs::PortRef| p.node.kind != crate::NodeKind::Switch;
+    let is_ca = |p: &crate::model::refs::PortRef| p.node.kind != crate::NodeKind::Switch;
     Limit {
         hca_link: is_ca(&channel.from) || is_ca(&channel.to),
         below_norm: matches!((capacity, usual), (Some(c), Some(u)) if c < u - 1e-9),

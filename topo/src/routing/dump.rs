@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::index;
-use super::refs::PortRef;
 use crate::escape;
+use crate::model::refs::{route_port, PortRef};
 use crate::model::{End, Fabric, NodeId, NO_ROUTE};
 
 /// One entry of a switch's LFT, destination resolved.
@@ -13,8 +13,10 @@ pub struct LftEntry {
     pub lid: u16,
     pub port: u8,
     /// The port that owns the LID, when known.
+    #[serde(with = "route_port::option")]
     pub dest: Option<PortRef>,
     /// What the egress port is linked to (`None` for port 0 or an unlinked port).
+    #[serde(with = "route_port::option")]
     pub peer: Option<PortRef>,
 }
 
@@ -36,11 +38,11 @@ pub fn dump(fabric: &Fabric, switch: NodeId) -> Vec<LftEntry> {
         out.push(LftEntry {
             lid,
             port,
-            dest: fabric.port_by_lid(lid).map(|e| PortRef::new(fabric, e)),
+            dest: fabric.port_by_lid(lid).map(|e| PortRef::at(fabric, e)),
             peer: if port == 0 {
                 None
             } else {
-                fabric.peer(egress).map(|e| PortRef::new(fabric, e))
+                fabric.peer(egress).map(|e| PortRef::at(fabric, e))
             },
         });
     }
@@ -76,9 +78,10 @@ pub fn format_ibroute_like(fabric: &Fabric, switch: NodeId) -> String {
     s.push_str("  Lid  Out   Destination\n       Port     Info \n");
     for e in &entries {
         let _ = write!(s, "0x{:04x} {:03} : ", e.lid, e.port);
-        match &e.dest {
+        // `dest` is the port owning the LID: the same lookup again, for its node.
+        match fabric.port_by_lid(e.lid).filter(|_| e.dest.is_some()) {
             Some(d) => {
-                let n = fabric.node(d.node.id);
+                let n = fabric.node(d.node);
                 let kind = n.kind.node_type().name();
                 let port_guid = n.port(d.port).map(|p| p.guid).unwrap_or(0);
                 let _ = writeln!(

@@ -23,8 +23,9 @@ use ibscope_mad::attr::link::Speed;
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
-use super::refs::{ChannelRef, PortRef};
+use super::refs::ChannelRef;
 use super::trace::{trace_with_index, TraceError};
+use crate::model::refs::{route_port, PortRef};
 use crate::model::{End, Fabric};
 
 /// Which flows a pattern makes from an ordered host list.
@@ -92,7 +93,9 @@ pub enum LoadError {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowResult {
+    #[serde(with = "route_port")]
     pub src: PortRef,
+    #[serde(with = "route_port")]
     pub dst: PortRef,
     pub dst_lid: u16,
     pub link_hops: usize,
@@ -271,7 +274,7 @@ impl Routes {
             r.path_start.push(r.path_chans.len() as u32);
             let Some(lid) = lid_of(hosts[j]) else {
                 r.errors[f] = Some(TraceError::NoLid {
-                    at: PortRef::new(fabric, hosts[j]),
+                    at: PortRef::at(fabric, hosts[j]),
                 });
                 continue;
             };
@@ -458,8 +461,8 @@ fn hottest_links(
 
 pub(super) fn channel_ref(fabric: &Fabric, idx: &Index, c: u32) -> ChannelRef {
     ChannelRef {
-        from: PortRef::new(fabric, idx.end(c)),
-        to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),
+        from: PortRef::at(fabric, idx.end(c)),
+        to: PortRef::at(fabric, idx.end(idx.peer[c as usize])),
     }
 }
 
@@ -479,8 +482,8 @@ fn report(
     let flow_result = |f: usize| {
         let (i, j) = pairs[f];
         FlowResult {
-            src: PortRef::new(fabric, hosts[i]),
-            dst: PortRef::new(fabric, hosts[j]),
+            src: PortRef::at(fabric, hosts[i]),
+            dst: PortRef::at(fabric, hosts[j]),
             dst_lid: routes.lids[f],
             link_hops: routes.path(f).len(),
             rate_gbps: rate[f],

@@ -38,6 +38,7 @@ mod minhop;
 mod refs;
 mod trace;
 
+pub use crate::model::refs::{NodeRef, PortRef};
 pub use check::{
     check, BreakKind, BreakSummary, CdgStats, CheckOptions, CreditLoop, Direction, ForwardingLoop,
     LayerStats, PortLoad, RouteBalance, RouteReport, SwitchLftBalance, UnreachableDest,
@@ -52,5 +53,5 @@ pub use load::{
     Pattern,
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
-pub use refs::{ChannelRef, Hop, NodeRef, Path, PortRef, MAX_HOPS};
+pub use refs::{ChannelRef, Hop, Path, MAX_HOPS};
 pub use trace::{trace, trace_partial, PartialTrace, TraceError};

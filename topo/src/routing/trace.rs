@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, Step};
-use super::refs::{Hop, NodeRef, Path, PortRef, MAX_HOPS};
+use super::refs::{Hop, Path, MAX_HOPS};
+use crate::model::refs::{route_port, NodeRef, PortRef};
 use crate::model::{End, Fabric, NodeId};
 
 /// Where and why a route breaks.
@@ -25,14 +26,24 @@ pub enum TraceError {
     #[error("LFT of switch {switch} was not read")]
     LftNotRead { switch: NodeRef },
     /// Delivered to a port that does not own the LID (a CA, or a switch's port 0).
-    #[error("LID {lid} delivered to {at}, which does not own it")]
-    Misdelivered { at: PortRef, lid: u16 },
+    #[error("LID {lid} delivered to {}, which does not own it", .at.route_text())]
+    Misdelivered {
+        #[serde(with = "route_port")]
+        at: PortRef,
+        lid: u16,
+    },
     /// The destination port has no LID to address it by.
-    #[error("{at} has no LID")]
-    NoLid { at: PortRef },
+    #[error("{} has no LID", .at.route_text())]
+    NoLid {
+        #[serde(with = "route_port")]
+        at: PortRef,
+    },
     /// The source port does not exist, is not linked, or is down.
-    #[error("source port {at} is down or unlinked")]
-    SourceDown { at: PortRef },
+    #[error("source port {} is down or unlinked", .at.route_text())]
+    SourceDown {
+        #[serde(with = "route_port")]
+        at: PortRef,
+    },
 }
 
 /// A trace that may have broken: the hops walked so far and the error, if any.
@@ -40,6 +51,9 @@ pub enum TraceError {
 pub struct PartialTrace {
     pub hops: Vec<Hop>,
     pub error: Option<TraceError>,
+    /// The node of the last hop, for code (not serialized).
+    #[serde(skip)]
+    pub last: Option<NodeId>,
 }
 
 /// The route from `src` (a CA port, or a switch: any port, the walk starts at its LFT) to
@@ -49,21 +63,20 @@ pub fn trace(fabric: &Fabric, src: End, dst_lid: u16) -> Result<Path, TraceError
     if let Some(e) = partial.error {
         return Err(e);
     }
-    let dst = partial
-        .hops
-        .last()
-        .map(|h| PortRef {
-            node: h.node.clone(),
+    let dst = match (partial.last, partial.hops.last()) {
+        (Some(node), Some(h)) => End {
+            node,
             port: h.in_port.unwrap_or(src.port),
-        })
-        .unwrap_or_else(|| PortRef::new(fabric, src));
+        },
+        _ => src,
+    };
     // A switch destination is its port 0, whatever port the packet came in on.
     let dst = match fabric.port_by_lid(dst_lid) {
-        Some(owner) if owner.node == dst.node.id => PortRef::new(fabric, owner),
-        _ => dst,
+        Some(owner) if owner.node == dst.node => PortRef::at(fabric, owner),
+        _ => PortRef::at(fabric, dst),
     };
     Ok(Path {
-        src: PortRef::new(fabric, src),
+        src: PortRef::at(fabric, src),
         dst_lid,
         dst,
         hops: partial.hops,
@@ -88,6 +101,7 @@ pub(crate) fn trace_with_index(
         dst_lid,
         owner: fabric.port_by_lid(dst_lid).and_then(|e| index.channel(e)),
         hops: Vec::new(),
+        last: None,
     };
     // (current switch, port it came in on)
     let (at, in_port) = if fabric.node(src.node).is_switch() {
@@ -110,6 +124,7 @@ struct Walk<'a> {
     /// The channel of the port owning `dst_lid`.
     owner: Option<u32>,
     hops: Vec<Hop>,
+    last: Option<NodeId>,
 }
 
 impl Walk<'_> {
@@ -117,10 +132,12 @@ impl Walk<'_> {
         PartialTrace {
             hops: self.hops,
             error,
+            last: self.last,
         }
     }
 
     fn hop(&mut self, node: NodeId, in_port: Option<u8>, out_port: Option<u8>) {
+        self.last = Some(node);
         self.hops.push(Hop {
             node: NodeRef::new(self.fabric, node),
             in_port,
@@ -132,7 +149,7 @@ impl Walk<'_> {
     /// it is entered by, `Err` when the trace ends here (delivered: `None`, or broken).
     fn leave_source(&mut self, src: End) -> Result<(NodeId, Option<u8>), Option<TraceError>> {
         let (fabric, index) = (self.fabric, self.index);
-        let src_ref = PortRef::new(fabric, src);
+        let src_ref = PortRef::at(fabric, src);
         let Some(ch) = index.channel(src) else {
             return Err(Some(TraceError::SourceDown { at: src_ref }));
         };
@@ -152,7 +169,7 @@ impl Walk<'_> {
         }
         if !index.is_switch(peer_end.node) {
             self.hop(peer_end.node, Some(peer_end.port), None);
-            let at = PortRef::new(fabric, peer_end);
+            let at = PortRef::at(fabric, peer_end);
             let lid = self.dst_lid;
             return Err(Some(TraceError::Misdelivered { at, lid }));
         }
@@ -204,7 +221,7 @@ impl Walk<'_> {
                         // Port 0: the switch's own management port.
                         None => End { node: at, port },
                     };
-                    let at = PortRef::new(fabric, end);
+                    let at = PortRef::at(fabric, end);
                     Some(TraceError::Misdelivered { at, lid })
                 }
                 Step::PortDown { port } => Some(TraceError::PortDown {

@@ -3,9 +3,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::model::refs::PortRef;
 use crate::model::{Fabric, NodeId, NodeKind};
 use crate::routing::index::{Index, NONE};
-use crate::routing::refs::PortRef;
 
 use super::endpoints::Endpoints;
 use super::report::{
@@ -171,8 +171,8 @@ pub(super) fn balance(
     let chans = directed_links(idx, ends, &layers);
     let (lids, routes) = (&totals.lids_per_chan, &totals.routes_per_chan);
     let load = |&(ch, layer, direction): &DirectedLink| PortLoad {
-        from: PortRef::new(fabric, idx.end(ch)),
-        to: PortRef::new(fabric, idx.end(idx.peer[ch as usize])),
+        from: PortRef::at(fabric, idx.end(ch)),
+        to: PortRef::at(fabric, idx.end(idx.peer[ch as usize])),
         layer,
         direction,
         lids: lids[ch as usize],

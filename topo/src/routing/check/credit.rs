@@ -5,9 +5,10 @@ use std::collections::HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use crate::model::refs::PortRef;
 use crate::model::Fabric;
 use crate::routing::index::Index;
-use crate::routing::refs::{ChannelRef, Path, PortRef};
+use crate::routing::refs::{ChannelRef, Path};
 use crate::routing::trace::trace;
 
 use super::endpoints::Endpoints;
@@ -108,8 +109,8 @@ pub(super) fn credit_loops(
                 .iter()
                 .take(16)
                 .map(|&c| ChannelRef {
-                    from: PortRef::new(fabric, idx.end(c)),
-                    to: PortRef::new(fabric, idx.end(idx.peer[c as usize])),
+                    from: PortRef::at(fabric, idx.end(c)),
+                    to: PortRef::at(fabric, idx.end(idx.peer[c as usize])),
                 })
                 .collect(),
             cycle_len: chans.len(),

@@ -22,9 +22,9 @@ pub use report::{
     LayerStats, PortLoad, RouteBalance, RouteReport, SwitchLftBalance, UnreachableDest,
 };
 
+use crate::model::refs::NodeRef;
 use crate::model::Fabric;
 use crate::routing::index::Index;
-use crate::routing::refs::NodeRef;
 
 use endpoints::Endpoints;
 use walk::{node_ref, Totals, Walk};

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::routing::refs::{ChannelRef, NodeRef, Path, PortRef};
+use crate::model::refs::{route_port, NodeRef, PortRef};
+use crate::routing::refs::{ChannelRef, Path};
 
 /// What [`check`](super::check) looks at and how much it reports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +68,7 @@ pub struct BreakSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnreachableDest {
     pub dst_lid: u16,
+    #[serde(with = "route_port")]
     pub dst: PortRef,
     /// Sources that do not reach it, of `sources` that try.
     pub sources_failed: u64,
@@ -77,6 +79,7 @@ pub struct UnreachableDest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ForwardingLoop {
     pub dst_lid: u16,
+    #[serde(with = "route_port::option")]
     pub dst: Option<PortRef>,
     /// The switches of the cycle, in forwarding order.
     pub cycle: Vec<NodeRef>,
@@ -102,7 +105,9 @@ pub enum Direction {
 /// Load of one directed link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortLoad {
+    #[serde(with = "route_port")]
     pub from: PortRef,
+    #[serde(with = "route_port")]
     pub to: PortRef,
     /// Layer of the `from` node: CAs 0, leaves 1, ...; `None` for a switch no CA reaches.
     pub layer: Option<u32>,
@@ -303,7 +308,10 @@ impl std::fmt::Display for UnreachableDest {
         write!(
             f,
             "LID {} ({}): {} of {} sources do not reach it",
-            self.dst_lid, self.dst, self.sources_failed, self.sources
+            self.dst_lid,
+            self.dst.route_text(),
+            self.sources_failed,
+            self.sources
         )
     }
 }
@@ -312,7 +320,7 @@ impl std::fmt::Display for ForwardingLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LID {}", self.dst_lid)?;
         if let Some(dst) = &self.dst {
-            write!(f, " ({dst})")?;
+            write!(f, " ({})", dst.route_text())?;
         }
         write!(f, ": {} pairs go round {}", self.pairs, chain(&self.cycle))
     }

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
+use crate::model::refs::{NodeRef, PortRef};
 use crate::model::{Fabric, NodeId, NO_ROUTE};
 use crate::routing::index::{Index, Step, NONE};
-use crate::routing::refs::{NodeRef, PortRef};
 
 use super::endpoints::Endpoints;
 use super::report::{BreakKind, CheckOptions, ForwardingLoop, UnreachableDest};
@@ -473,7 +473,7 @@ impl<'a> Walk<'a> {
                 if t.loops.len() < self.opts.max_examples {
                     t.loops.push(ForwardingLoop {
                         dst_lid: d.lid,
-                        dst: Some(PortRef::new(fabric, idx.end(d.owner))),
+                        dst: Some(PortRef::at(fabric, idx.end(d.owner))),
                         cycle: e
                             .cycle
                             .iter()
@@ -497,7 +497,7 @@ impl<'a> Walk<'a> {
             if t.unreachable.len() < self.opts.max_examples {
                 t.unreachable.push(UnreachableDest {
                     dst_lid: d.lid,
-                    dst: PortRef::new(fabric, idx.end(d.owner)),
+                    dst: PortRef::at(fabric, idx.end(d.owner)),
                     sources_failed: failed,
                     sources: tried,
                 });

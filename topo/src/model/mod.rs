@@ -11,6 +11,8 @@ use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
+pub mod refs;
+
 /// The version of every JSON document ibscope writes: this snapshot and each command's
 /// `--json` output (its `schema_version`; schemas in docs/json/). Bumped whenever one of
 /// them changes incompatibly. Version 2: GUIDs are `"0x…"` strings, states, widths and
