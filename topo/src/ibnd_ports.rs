@@ -23,7 +23,7 @@ use ibscope_mad::attr::NodeType;
 use ibscope_mad::codes::guid;
 
 use crate::escape;
-use crate::model::{End, Fabric, Node, NodeKind, Port, SwitchFacts};
+use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey, SwitchFacts};
 use crate::parse_error::{ParseError, ParseWarning, Parsed};
 
 /// One end as a report line names it.
@@ -33,6 +33,15 @@ struct PortEnd {
     lid: u16,
     port: u8,
     guid: u64,
+}
+
+impl PortEnd {
+    fn key(&self) -> PortKey {
+        PortKey {
+            guid: self.guid,
+            port: self.port,
+        }
+    }
 }
 
 /// One line of the report.
@@ -155,7 +164,7 @@ pub(crate) fn is_ports_report(text: &str) -> bool {
 }
 
 /// (port GUID, port) -> (far port GUID, far port, the line that said so).
-type Peers = HashMap<(u64, u8), (u64, u8, usize)>;
+type Peers = HashMap<PortKey, (PortKey, usize)>;
 
 /// What is known of one node so far.
 #[derive(Debug)]
@@ -179,8 +188,8 @@ fn problem(line: usize, what: String) -> ParseError {
 }
 
 /// `0x0002c903007b78b0 port 3`.
-fn end_text((port_guid, port): (u64, u8)) -> String {
-    format!("{} port {port}", guid::text(port_guid))
+fn end_text(end: PortKey) -> String {
+    format!("{} port {}", guid::text(end.guid), end.port)
 }
 
 /// Record one end: its node (created on first sight) and its port.
@@ -268,36 +277,30 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
         let Some((remote, remote_name)) = &rec.remote else {
             continue;
         };
-        if (remote.guid, remote.port) == (rec.own.guid, rec.own.port) {
+        let (own, far) = (rec.own.key(), remote.key());
+        if far == own {
             return Err(problem(
                 lineno,
-                format!(
-                    "{} is cabled to itself",
-                    end_text((remote.guid, remote.port))
-                ),
+                format!("{} is cabled to itself", end_text(far)),
             ));
         }
         note_end(&mut drafts, &mut order, remote, remote_name, lineno)?;
-        let pairs = [
-            ((rec.own.guid, rec.own.port), (remote.guid, remote.port)),
-            ((remote.guid, remote.port), (rec.own.guid, rec.own.port)),
-        ];
-        for (here, there) in pairs {
+        for (here, there) in [(own, far), (far, own)] {
             match peers.get(&here) {
-                Some(&(g, p, l)) if (g, p) != there => {
+                Some(&(seen, l)) if seen != there => {
                     return Err(problem(
                         lineno,
                         format!(
                             "{} is cabled to {} here and to {} on line {l}",
                             end_text(here),
                             end_text(there),
-                            end_text((g, p))
+                            end_text(seen)
                         ),
                     ));
                 }
                 Some(_) => {}
                 None => {
-                    peers.insert(here, (there.0, there.1, lineno));
+                    peers.insert(here, (there, lineno));
                 }
             }
         }
@@ -359,22 +362,22 @@ fn build(
     }
     let mut links: Vec<_> = peers.iter().collect();
     links.sort_unstable();
-    for (&(a_guid, a_port), &(b_guid, b_port, line)) in links {
-        if (a_guid, a_port) > (b_guid, b_port) {
+    for (&here, &(there, line)) in links {
+        if here > there {
             continue;
         }
-        let (Some(&a), Some(&b)) = (ids.get(&a_guid), ids.get(&b_guid)) else {
+        let (Some(&a), Some(&b)) = (ids.get(&here.guid), ids.get(&there.guid)) else {
             continue;
         };
         fabric
             .connect(
                 End {
                     node: a,
-                    port: a_port,
+                    port: here.port,
                 },
                 End {
                     node: b,
-                    port: b_port,
+                    port: there.port,
                 },
             )
             .map_err(|e| problem(line, e.to_string()))?;
