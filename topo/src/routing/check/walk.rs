@@ -22,25 +22,20 @@ const LOOPING: u8 = 4;
 const BLOCK: usize = 64;
 
 /// What leaving a switch through one port leads to, precomputed for the pass: one read
-/// instead of the index's channel arrays at every step.
+/// instead of the index's channel arrays at every step. Eight bytes, so that the table
+/// (read at a random switch and port at every step) stays half as large in cache; the
+/// port's own channel is its switch's `chan_base` plus the port.
 #[derive(Clone, Copy)]
 struct Hop {
-    /// The port's channel.
-    chan: u32,
-    /// The channel at the far end (NONE: none).
+    /// The channel at the far end (NONE: none; [`PEER_DOWN`]: port 0, or not usable).
     peer: u32,
-    /// The far end's switch number, when a switch.
-    next: u32,
-    in_port: u8,
-    kind: u8,
+    /// When the far end is a switch: its switch number `<< 8 | ` the port it enters by;
+    /// NONE otherwise.
+    link: u32,
 }
 
-const HOP_PORT0: u8 = 0;
-/// Past the switch's ports, or not usable.
-const HOP_DOWN: u8 = 1;
-const HOP_SWITCH: u8 = 2;
-/// A CA or router port (or none).
-const HOP_OTHER: u8 = 3;
+/// The `peer` of a port that is not usable (never a channel: channels are fewer).
+const PEER_DOWN: u32 = u32::MAX - 1;
 
 /// Where the routes to one destination break, or the loop they are caught in.
 struct Event {
@@ -103,12 +98,16 @@ pub(super) struct Walk<'a> {
     w: Vec<u64>,
     stack: Vec<u32>,
     events: Vec<Event>,
-    buckets: Vec<Vec<u32>>,
+    /// The switches delivering the current destination, each after its successor (as
+    /// they were resolved): backwards, every switch comes before the one it forwards to.
+    order: Vec<u32>,
     /// Per switch: its LFT was read.
     has_lft: Vec<bool>,
     /// Per switch number `s`: its ports' hops at `hop_base[s]..hop_base[s + 1]`.
     hops: Vec<Hop>,
     hop_base: Vec<usize>,
+    /// Per switch number: the channel of its port 0.
+    chan_base: Vec<u32>,
     /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
     /// BLOCK`, switch by switch ([`NO_ROUTE`] past a table's end). One destination reads
     /// one byte of every switch's table: gathered a block at a time, the tables are read
@@ -147,6 +146,8 @@ impl<'a> Walk<'a> {
             acc += p * p;
         }
         turn_base.push(acc);
+        // Switch numbers are packed with a port in a Hop's 32-bit link.
+        assert!(s_count < 1 << 24, "too many switches for the route check");
         let (hops, hop_base) = hops(idx, ends);
         Walk {
             fabric,
@@ -162,10 +163,11 @@ impl<'a> Walk<'a> {
             w: vec![0; s_count],
             stack: Vec::new(),
             events: Vec::new(),
-            buckets: Vec::new(),
+            order: Vec::new(),
             has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
             hops,
             hop_base,
+            chan_base: ends.sw.iter().map(|&s| idx.base[s.index()]).collect(),
             block: vec![NO_ROUTE; s_count * BLOCK],
             block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
@@ -196,6 +198,7 @@ impl<'a> Walk<'a> {
         self.lft_block(lid);
         self.status.fill(UNVISITED);
         self.events.clear();
+        self.order.clear();
         let owner_src = self.ends.source_of_chan[owner as usize];
         // Where the destination itself sits as a source (it does not send to itself).
         let self_at = if owner_src != NONE && self.idx.usable(owner) {
@@ -209,8 +212,8 @@ impl<'a> Walk<'a> {
                 self.resolve_from(start, d);
             }
         }
-        let (failed, max_dist) = self.count_pairs(d, self_at, owner_src);
-        self.accumulate(d, max_dist);
+        let failed = self.count_pairs(d, self_at, owner_src);
+        self.accumulate(d);
         self.fold_events(d, failed, self_at);
     }
 
@@ -245,26 +248,34 @@ impl<'a> Walk<'a> {
         if usize::from(port) >= hi - lo {
             return Step::PortDown { port };
         }
-        let hop = self.hops[lo + usize::from(port)];
         if d.is_ca && port != 0 {
-            self.totals.lids_per_chan[hop.chan as usize] += 1;
+            self.totals.lids_per_chan[(self.chan_base[cur] + u32::from(port)) as usize] += 1;
         }
-        match hop.kind {
-            HOP_PORT0 if hop.chan == d.owner => Step::DeliverSelf,
-            HOP_PORT0 => Step::Misdelivered { port, peer: None },
-            HOP_DOWN => Step::PortDown { port },
-            _ if hop.peer == d.owner => Step::DeliverCa {
+        if port == 0 {
+            return if self.chan_base[cur] == d.owner {
+                Step::DeliverSelf
+            } else {
+                Step::Misdelivered { port, peer: None }
+            };
+        }
+        let hop = self.hops[lo + usize::from(port)];
+        if hop.peer == PEER_DOWN {
+            Step::PortDown { port }
+        } else if hop.peer == d.owner {
+            Step::DeliverCa {
                 port,
                 peer: hop.peer,
-            },
-            HOP_SWITCH => Step::Forward {
+            }
+        } else if hop.link != NONE {
+            Step::Forward {
                 port,
                 peer: hop.peer,
-            },
-            _ => Step::Misdelivered {
+            }
+        } else {
+            Step::Misdelivered {
                 port,
                 peer: Some(hop.peer),
-            },
+            }
         }
     }
 
@@ -309,14 +320,16 @@ impl<'a> Walk<'a> {
                     self.dist[cur] = dist;
                     self.next[cur] = NONE;
                     self.egress[cur] = port;
+                    self.order.push(cur as u32);
                     break (DELIVERED, dist, NONE);
                 }
                 Step::Forward { port, .. } => {
                     let hop = self.hops[self.hop_base[cur] + usize::from(port)];
+                    let next = hop.link >> 8;
                     self.egress[cur] = port;
-                    self.next[cur] = hop.next;
-                    self.next_in_port[cur] = hop.in_port;
-                    cur = hop.next as usize;
+                    self.next[cur] = next;
+                    self.next_in_port[cur] = hop.link as u8;
+                    cur = next as usize;
                     continue;
                 }
                 Step::Misdelivered { port, .. } => (BreakKind::Misdelivered, Some(port)),
@@ -344,16 +357,16 @@ impl<'a> Walk<'a> {
             if st == DELIVERED {
                 dist += 1;
                 self.dist[x] = dist;
+                self.order.push(x as u32);
             }
         }
     }
 
     /// Pairs: the sources attached to each switch share its fate; sources linked back to
-    /// back reach only their peer. Returns (pairs that failed, farthest delivering switch).
-    fn count_pairs(&mut self, d: Dest, self_at: u32, owner_src: u32) -> (u64, usize) {
+    /// back reach only their peer. Returns the pairs that failed.
+    fn count_pairs(&mut self, d: Dest, self_at: u32, owner_src: u32) -> u64 {
         let t = &mut self.totals;
         let mut failed = 0u64;
-        let mut max_dist = 0usize;
         for x in 0..self.ends.sw.len() {
             let mut k = self.ends.attach_count[x];
             if self_at == x as u32 {
@@ -362,7 +375,6 @@ impl<'a> Walk<'a> {
             match self.status[x] {
                 DELIVERED => {
                     let dd = usize::from(self.dist[x]);
-                    max_dist = max_dist.max(dd);
                     if k > 0 {
                         t.pairs_ok += k;
                         add_hops(&mut t.hist, dd + 1, k);
@@ -409,58 +421,47 @@ impl<'a> Walk<'a> {
                 });
             }
         }
-        (failed, max_dist)
+        failed
     }
 
-    /// Accumulate sources down the destination's tree, farthest switches first: link
+    /// Accumulate sources down the destination's tree, each switch before its successor: link
     /// route counts and the channel dependencies (turns) the routes create.
-    fn accumulate(&mut self, d: Dest, max_dist: usize) {
+    fn accumulate(&mut self, d: Dest) {
         let (idx, ends) = (self.idx, self.ends);
         let cdg = d.is_ca || self.opts.cdg_switch_destinations;
-        if self.buckets.len() <= max_dist {
-            self.buckets.resize(max_dist + 1, Vec::new());
-        }
-        for b in self.buckets.iter_mut() {
-            b.clear();
-        }
-        for x in 0..ends.sw.len() {
-            if self.status[x] == DELIVERED {
-                self.buckets[usize::from(self.dist[x])].push(x as u32);
-            }
-        }
         let t = &mut self.totals;
-        for b in self.buckets.iter().rev() {
-            for &x in b {
-                let x = x as usize;
-                let wx = self.w[x];
-                if wx == 0 {
-                    continue;
-                }
-                let at = ends.sw[x].index();
-                if d.is_ca && self.egress[x] != 0 {
-                    t.routes_per_chan[(idx.base[at] + u32::from(self.egress[x])) as usize] += wx;
-                }
-                let next = self.next[x];
-                if next == NONE {
-                    continue;
-                }
-                let next = next as usize;
-                self.w[next] += wx;
-                // Dependency (x -> next) then (next -> its next): both switch-to-switch.
-                if cdg && self.next[next] != NONE {
-                    let p = idx.slots(ends.sw[next].index()) as usize;
-                    let slot = t.turn_base[next]
-                        + usize::from(self.next_in_port[x]) * p
-                        + usize::from(self.egress[next]);
-                    let (word, bit) = (slot / 64, 1u64 << (slot % 64));
-                    if t.turn_seen[word] & bit == 0 {
-                        t.turn_seen[word] |= bit;
-                        t.turn_lid[slot] = d.lid;
-                    }
+        for &x in self.order.iter().rev() {
+            let x = x as usize;
+            let wx = self.w[x];
+            if wx == 0 {
+                continue;
+            }
+            let at = ends.sw[x].index();
+            if d.is_ca && self.egress[x] != 0 {
+                t.routes_per_chan[(idx.base[at] + u32::from(self.egress[x])) as usize] += wx;
+            }
+            let next = self.next[x];
+            if next == NONE {
+                continue;
+            }
+            let next = next as usize;
+            self.w[next] += wx;
+            // Dependency (x -> next) then (next -> its next): both switch-to-switch.
+            if cdg && self.next[next] != NONE {
+                let p = idx.slots(ends.sw[next].index()) as usize;
+                let slot = t.turn_base[next]
+                    + usize::from(self.next_in_port[x]) * p
+                    + usize::from(self.egress[next]);
+                let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                if t.turn_seen[word] & bit == 0 {
+                    t.turn_seen[word] |= bit;
+                    t.turn_lid[slot] = d.lid;
                 }
             }
         }
-        self.w.fill(0);
+        for &x in &self.order {
+            self.w[x as usize] = 0;
+        }
     }
 
     /// Fold this destination's events into the totals.
@@ -544,21 +545,12 @@ fn hops(idx: &Index, ends: &Endpoints) -> (Vec<Hop>, Vec<usize>) {
         for port in 0..idx.slots(node) {
             let chan = idx.base[node] + port;
             let peer = idx.peer[chan as usize];
-            let mut hop = Hop {
-                chan,
-                peer,
-                next: NONE,
-                in_port: 0,
-                kind: HOP_OTHER,
-            };
-            if port == 0 {
-                hop.kind = HOP_PORT0;
-            } else if !idx.usable(chan) {
-                hop.kind = HOP_DOWN;
+            let mut hop = Hop { peer, link: NONE };
+            if port == 0 || !idx.usable(chan) {
+                hop.peer = PEER_DOWN;
             } else if idx.is_switch_index(idx.chan_node[peer as usize]) {
-                hop.kind = HOP_SWITCH;
-                hop.next = ends.sw_of[idx.chan_node[peer as usize] as usize];
-                hop.in_port = idx.chan_port[peer as usize];
+                let next = ends.sw_of[idx.chan_node[peer as usize] as usize];
+                hop.link = next << 8 | u32::from(idx.chan_port[peer as usize]);
             }
             hops.push(hop);
         }
