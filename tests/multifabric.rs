@@ -334,19 +334,6 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
     );
 }
 
-/// `serve -C all` on `port`, its stderr in `log`.
-fn start_serve(config: &Path, log: &Path, port: u16) -> KillOnDrop {
-    let mut cmd = Command::new(ibscope_bin());
-    cmd.args(["-C", "all", "serve", "--interval", "1"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env_remove("LD_PRELOAD")
-        .env_remove("IBSIM_SOCKNAME")
-        .env("IBSCOPE_CONFIG", config)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap());
-    KillOnDrop::spawn(cmd, "ibscope serve")
-}
-
 #[test]
 fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
     let (a, b) = two_fabrics();
@@ -354,14 +341,8 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
     let cfg = config(dir.path(), &[("alpha", &a, None), ("beta", &b, None)]);
     let log = dir.path().join("serve.log");
     let port = free_port();
-    let mut serve = start_serve(&cfg, &log, port);
-    wait_for(Duration::from_secs(30), "both fabrics healthy", || {
-        serve.assert_running(&log);
-        match http_get(port, "/healthz") {
-            Ok((200, body)) => Some(body),
-            _ => None,
-        }
-    });
+    let mut serve = start_serve_all(&cfg, &log, port);
+    wait_every_fabric_healthy(&mut serve, port, &log, "both fabrics healthy");
     let (code, page) = get(port, "/metrics");
     assert_eq!(code, 200);
     let report = promtool_check(&page);
@@ -440,7 +421,7 @@ fn serve_keeps_sweeping_a_fabric_while_another_never_answers() {
     text.push_str(&std::fs::read_to_string(config(dir.path(), &[("alpha", &a, None)])).unwrap());
     std::fs::write(&cfg, text).unwrap();
     let log = dir.path().join("serve.log");
-    let mut serve = start_serve(&cfg, &log, port);
+    let mut serve = start_serve_all(&cfg, &log, port);
     let stamp = |page: &str| {
         sample_value(
             page,
@@ -533,14 +514,8 @@ fn serve_sweeps_ports_on_one_subnet_once() {
     );
     let log = dir.path().join("serve.log");
     let port = free_port();
-    let mut serve = start_serve(&cfg, &log, port);
-    let health = wait_for(Duration::from_secs(30), "healthy", || {
-        serve.assert_running(&log);
-        match http_get(port, "/healthz") {
-            Ok((200, body)) => Some(body),
-            _ => None,
-        }
-    });
+    let mut serve = start_serve_all(&cfg, &log, port);
+    let health = wait_every_fabric_healthy(&mut serve, port, &log, "healthy");
     let err = std::fs::read_to_string(&log).unwrap();
     let (kept, merged) = if err.contains("note: alpha2 reaches the same subnet as alpha (") {
         ("alpha", "alpha2")

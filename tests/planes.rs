@@ -262,8 +262,6 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
 fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
     use common::net::*;
     use std::collections::BTreeSet;
-    use std::process::{Command, Stdio};
-    use std::time::Duration;
 
     let dir = temp_dir();
     let topo = plane_topology(dir.path(), "plane.topo", &[]);
@@ -271,22 +269,8 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
     let cfg = config(dir.path(), &[("alpha", &a), ("beta", &b)]);
     let log = dir.path().join("serve.log");
     let port = free_port();
-    let mut cmd = Command::new(ibscope_bin());
-    cmd.args(["-C", "all", "serve", "--interval", "1"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env_remove("LD_PRELOAD")
-        .env_remove("IBSIM_SOCKNAME")
-        .env("IBSCOPE_CONFIG", &cfg)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
-    wait_for(Duration::from_secs(30), "both planes swept", || {
-        serve.assert_running(&log);
-        match http_get(port, "/healthz") {
-            Ok((200, body)) => Some(body),
-            _ => None,
-        }
-    });
+    let mut serve = start_serve_all(&cfg, &log, port);
+    wait_every_fabric_healthy(&mut serve, port, &log, "both planes swept");
     let (code, page) = get(port, "/metrics");
     assert_eq!(code, 200);
     let report = promtool_check(&page);
@@ -353,20 +337,16 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
         .filter(|f| f.1 == "planes-disagree")
         .count();
     assert_eq!(theirs, 2, "{check:#}");
-    let mut cmd = Command::new(ibscope_bin());
-    cmd.args(["-C", "all", "serve", "--interval", "1"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env_remove("LD_PRELOAD")
-        .env_remove("IBSIM_SOCKNAME")
-        .env("IBSCOPE_CONFIG", &cfg)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
-    let page = wait_for(Duration::from_secs(30), "beta's planes counted", || {
-        serve.assert_running(&log);
-        let (_, page) = http_get(port, "/metrics").ok()?;
-        (planes_found(&page, "beta") == Some(theirs as f64)).then_some(page)
-    });
+    let mut serve = start_serve_all(&cfg, &log, port);
+    let page = wait_for(
+        std::time::Duration::from_secs(30),
+        "beta's planes counted",
+        || {
+            serve.assert_running(&log);
+            let (_, page) = http_get(port, "/metrics").ok()?;
+            (planes_found(&page, "beta") == Some(theirs as f64)).then_some(page)
+        },
+    );
     assert_eq!(planes_found(&page, "alpha"), Some(0.0), "{page}");
     let report = promtool_check(&page);
     assert!(report.passed(), "{}", report.report);

@@ -79,6 +79,19 @@ pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String
     Ok((code, body.to_string()))
 }
 
+/// `ibscope -C all serve` over the fabrics of `config` on `port`, its stderr in `log`.
+pub fn start_serve_all(config: &Path, log: &Path, port: u16) -> KillOnDrop {
+    let mut cmd = Command::new(super::ibscope_bin());
+    cmd.args(["-C", "all", "serve", "--interval", "1"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env("IBSCOPE_CONFIG", config)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    KillOnDrop::spawn(cmd, "ibscope serve")
+}
+
 /// Wait until `f` returns Some, or panic after `limit`.
 #[track_caller]
 pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -176,13 +189,54 @@ impl Prometheus {
 /// Wait until `ibscope serve` on `port` says it is healthy (`serve` still running).
 #[track_caller]
 pub fn wait_healthy(serve: &mut KillOnDrop, port: u16, log: &Path) {
-    wait_for(Duration::from_secs(20), "/healthz to say ok", || {
+    let ok = |code: u16, body: &str| code == 200 && body.trim() == "ok";
+    healthz_until(
+        serve,
+        port,
+        log,
+        Duration::from_secs(20),
+        "/healthz to say ok",
+        ok,
+    );
+}
+
+/// The body of the first 200 from `/healthz` of `serve -C all` (every fabric healthy; the
+/// body names them) within 30 s, `what` naming what that means.
+#[track_caller]
+pub fn wait_every_fabric_healthy(
+    serve: &mut KillOnDrop,
+    port: u16,
+    log: &Path,
+    what: &str,
+) -> String {
+    healthz_until(
+        serve,
+        port,
+        log,
+        Duration::from_secs(30),
+        what,
+        |code, _| code == 200,
+    )
+}
+
+/// The body of the first `/healthz` answer `accept` takes, failing at once with `log` when
+/// `serve` has ended, or after `limit`.
+#[track_caller]
+fn healthz_until(
+    serve: &mut KillOnDrop,
+    port: u16,
+    log: &Path,
+    limit: Duration,
+    what: &str,
+    accept: impl Fn(u16, &str) -> bool,
+) -> String {
+    wait_for(limit, what, || {
         serve.assert_running(log);
         match http_get(port, "/healthz") {
-            Ok((200, body)) if body.trim() == "ok" => Some(()),
+            Ok((code, body)) if accept(code, &body) => Some(body),
             _ => None,
         }
-    });
+    })
 }
 
 /// The value of the one sample of `metric` whose labels include every `want` pair.
