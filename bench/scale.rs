@@ -30,6 +30,10 @@
 //! model and the setup), mads, out_mib (the text `counters` or `serve` produced), planes,
 //! and for `discover` under latency the ideal time `mads x latency / window` and the ratio
 //! to it.
+//!
+//! `--out FILE` also writes what the operation produced, outside the measured time (the
+//! JSON of `counters` and `route-check`, serve's pages), every plane's after the other,
+//! so that a change meant to be faster can be shown to print the same bytes (`cmp`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -60,7 +64,7 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve [--latency-us U] [--loss P]");
+    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve [--latency-us U] [--loss P] [--window W] [--out FILE]");
     std::process::exit(2)
 }
 
@@ -255,6 +259,7 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
     );
+    let out_file = arg("--out");
     let loss: f64 = arg("--loss").and_then(|v| v.parse().ok()).unwrap_or(0.0);
     let options = ResponderOptions {
         latency,
@@ -317,6 +322,9 @@ fn main() {
     let mut complete = true;
     // Bytes of text the operation produced (counters' JSON, serve's page), for scale.
     let mut out_bytes = 0usize;
+    // What the operation produced, kept only for --out (which then adds to the peak RSS).
+    let mut produced: Vec<String> = Vec::new();
+    let mut reports = Vec::new();
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
@@ -341,7 +349,10 @@ fn main() {
                 // What `counters --format json` prints.
                 let text = serde_json::to_string(&sample).expect("serializable");
                 out_bytes += text.len();
-                keep.push(Box::new((f, sample, text.len())));
+                keep.push(Box::new((f, sample)));
+                if out_file.is_some() {
+                    produced.push(text);
+                }
             }
         }
         "route-check" => {
@@ -349,7 +360,12 @@ fn main() {
                 let fabric = p.fabric.as_ref().expect("kept for the route check");
                 let report = routing::check(fabric, &CheckOptions::default());
                 complete &= report.is_clean();
-                keep.push(Box::new(report));
+                if out_file.is_some() {
+                    // Serialized only to be written out, after the clock has stopped.
+                    reports.push(report);
+                } else {
+                    keep.push(Box::new(report));
+                }
             }
         }
         "tui" => {
@@ -377,7 +393,9 @@ fn main() {
                 let sample = eval.sample.as_ref().expect("swept");
                 let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
                 out_bytes += page.len();
-                keep.push(Box::new(page.len()));
+                if out_file.is_some() {
+                    produced.push(page);
+                }
             }
         }
         _ => usage(),
@@ -414,7 +432,18 @@ fn main() {
         );
     }
     println!();
+    if let Some(path) = out_file {
+        let mut text = produced.concat();
+        for report in &reports {
+            text.push_str(&serde_json::to_string(report).expect("serializable"));
+        }
+        std::fs::write(&path, text).unwrap_or_else(|e| {
+            eprintln!("scale: cannot write {path}: {e}");
+            std::process::exit(1)
+        });
+    }
     drop(keep);
+    drop(produced);
 }
 
 fn evaluate_offline(fabric: &Fabric) -> findings::Evaluation {
