@@ -154,7 +154,19 @@ pub mod guid {
 
     /// `0x0002c90300000001`.
     pub fn text(guid: u64) -> String {
-        format!("{guid:#018x}")
+        text_in(guid, &mut [0; 18]).to_string()
+    }
+
+    /// [`text`] written into `buf`: JSON writes a GUID per port reference, millions in a
+    /// sweep's document, without a String each.
+    fn text_in(guid: u64, buf: &mut [u8; 18]) -> &str {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        buf[..2].copy_from_slice(b"0x");
+        for (i, b) in buf[2..].iter_mut().enumerate() {
+            *b = DIGITS[((guid >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        // ASCII by construction.
+        std::str::from_utf8(buf).unwrap_or_default()
     }
 
     /// Parse `0x` + 1..=16 hex digits (or a decimal number): nothing after the digits.
@@ -170,7 +182,7 @@ pub mod guid {
     /// serde `with` for a `u64` GUID: writes the hex string, reads it or a bare number
     /// (snapshots of schema version 1).
     pub fn serialize<S: Serializer>(guid: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&text(*guid))
+        s.serialize_str(text_in(*guid, &mut [0; 18]))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -286,6 +298,13 @@ mod tests {
         );
         assert!(serde_json::from_str::<Sample>("300").is_err());
         assert!(serde_json::from_str::<Sample>("\"Nine\"").is_err());
+    }
+
+    #[test]
+    fn guid_text_is_0x_and_16_lower_hex_digits() {
+        for g in [0, 1, 0xe09d7303007a4bd8, u64::MAX, 0x0002_c903_0000_0001] {
+            assert_eq!(guid::text(g), format!("{g:#018x}"));
+        }
     }
 
     #[test]

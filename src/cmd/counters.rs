@@ -271,11 +271,7 @@ fn run_each(
             Format::Prom => samples.push((name.clone(), sample)),
             // One document per line, as for --interval: a stream any JSON-lines reader
             // (and jq) takes apart.
-            Format::Json => writeln!(
-                out,
-                "{}",
-                serde_json::to_string(&labelled_json(&sample, name)?)?
-            )?,
+            Format::Json => write_labelled_json(&mut out, &sample, name, false)?,
             Format::Table => {
                 writeln!(
                     out,
@@ -303,17 +299,45 @@ fn run_each(
     Ok(ran.exit_code())
 }
 
-/// A sample's JSON document with its fabric's name first.
-fn labelled_json(sample: &Sample, fabric: &str) -> Result<serde_json::Value> {
-    let mut doc = serde_json::Map::new();
-    doc.insert(
-        "fabric".into(),
-        serde_json::Value::String(fabric.to_string()),
-    );
-    if let serde_json::Value::Object(rest) = serde_json::to_value(sample)? {
-        doc.extend(rest);
+/// A sample's JSON document: `schema_version` and its fabric's name first, then the
+/// sample's fields (what [`crate::output::json_document`] makes of it). Written straight
+/// from the sample: at 100k HCAs a `serde_json::Value` of it takes gigabytes and seconds.
+#[derive(serde::Serialize)]
+struct LabelledSample<'a> {
+    schema_version: u32,
+    fabric: &'a str,
+    #[serde(flatten)]
+    sample: &'a Sample,
+}
+
+impl<'a> LabelledSample<'a> {
+    fn new(sample: &'a Sample, fabric: &'a str) -> Self {
+        LabelledSample {
+            schema_version: ibscope_topo::model::SCHEMA_VERSION,
+            fabric,
+            sample,
+        }
     }
-    crate::output::json_document(&doc)
+}
+
+/// Write a sample's JSON document and a newline, pretty or on one line.
+fn write_labelled_json(
+    out: &mut impl Write,
+    sample: &Sample,
+    fabric: &str,
+    pretty: bool,
+) -> Result<()> {
+    // Stdout flushes at every newline: buffer the document's millions of lines.
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+    let doc = LabelledSample::new(sample, fabric);
+    if pretty {
+        serde_json::to_writer_pretty(&mut w, &doc)?;
+    } else {
+        serde_json::to_writer(&mut w, &doc)?;
+    }
+    writeln!(w)?;
+    w.flush()?;
+    Ok(())
 }
 
 /// The detail attributes to read: none, or with --details all of them. ibsim implements
@@ -350,11 +374,7 @@ fn print_sample(
     details: bool,
 ) -> Result<()> {
     match format {
-        Format::Json => writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&labelled_json(sample, fabric)?)?
-        )?,
+        Format::Json => write_labelled_json(out, sample, fabric, true)?,
         Format::Table => print_table(out, sample)?,
         Format::Csv => print_csv(out, sample, details)?,
         Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
@@ -659,6 +679,81 @@ fn print_deltas(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the document was when built as a `serde_json::Value`: the reference the
+    /// direct writer must match byte for byte.
+    fn labelled_json_by_value(sample: &Sample, fabric: &str, pretty: bool) -> String {
+        let mut doc = serde_json::Map::new();
+        doc.insert("fabric".into(), fabric.into());
+        if let serde_json::Value::Object(rest) = serde_json::to_value(sample).unwrap() {
+            doc.extend(rest);
+        }
+        let doc = crate::output::json_document(&doc).unwrap();
+        if pretty {
+            serde_json::to_string_pretty(&doc).unwrap() + "\n"
+        } else {
+            serde_json::to_string(&doc).unwrap() + "\n"
+        }
+    }
+
+    #[test]
+    fn json_is_written_as_the_value_document_was() {
+        use ibscope_topo::counters::{CounterSet, Details};
+        use ibscope_topo::model::refs::{NodeRef, PortRef};
+        use ibscope_topo::model::NodeKind;
+        let at = |name: &str, kind, port| PortRef {
+            node: NodeRef {
+                guid: 0x0002_c903_0000_0001 + u64::from(port),
+                kind,
+                name: name.into(),
+            },
+            port,
+            lid: 7,
+            host: None,
+            rail: None,
+        };
+        let mut saturated = CounterSet::from_pairs([("SymbolErrorCounter", 65535), ("X", 0)]);
+        saturated.0[0].saturated = true;
+        let mut details = Details::default();
+        details.insert("PortRcvErrorDetails", CounterSet::from_pairs([("A", 1)]));
+        let read = PortSample {
+            capability_mask: Some(0x1300),
+            capability_mask2: Some(2),
+            counters: Some(saturated),
+            extended: Some(CounterSet::default()),
+            saturated: vec!["SymbolErrorCounter".into()],
+            details,
+            errors: vec!["PortCountersExtended: \"timeout\"\n".into()],
+            ..PortSample::new(
+                PortRef {
+                    host: Some("gpu-1".into()),
+                    rail: Some(3),
+                    ..at("ca \"q\" \u{7}", NodeKind::Ca, 1)
+                },
+                Some(at("sw", NodeKind::Switch, 9)),
+            )
+        };
+        let unread = PortSample::new(at("sw", NodeKind::Switch, 2), None);
+        let sample = Sample {
+            time_ms: 1,
+            duration_ms: 2,
+            mads_sent: 3,
+            data_unit: "bytes".into(),
+            ports: vec![read, unread],
+        };
+        let empty = Sample {
+            ports: Vec::new(),
+            ..sample.clone()
+        };
+        for s in [&sample, &empty] {
+            for pretty in [true, false] {
+                let mut out = Vec::new();
+                write_labelled_json(&mut out, s, "fab\"ric", pretty).unwrap();
+                let out = String::from_utf8(out).unwrap();
+                assert_eq!(out, labelled_json_by_value(s, "fab\"ric", pretty));
+            }
+        }
+    }
 
     #[test]
     fn csv_header_has_every_counter() {

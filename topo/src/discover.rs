@@ -40,13 +40,21 @@ use crate::model::{
 pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut Vec<(T, Request)>) + 'a;
 
 pub trait SmpExecutor {
-    fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>);
+    fn execute<T>(
+        &mut self,
+        requests: impl IntoIterator<Item = (T, Request)>,
+        on_done: &mut OnDone<'_, T>,
+    );
     /// MADs sent so far (for the report and benchmarks).
     fn mads_sent(&self) -> u64;
 }
 
 impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engine<P> {
-    fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+    fn execute<T>(
+        &mut self,
+        requests: impl IntoIterator<Item = (T, Request)>,
+        on_done: &mut OnDone<'_, T>,
+    ) {
         self.run(requests, |t, r, q| on_done(t, r, q));
     }
     fn mads_sent(&self) -> u64 {
@@ -58,11 +66,11 @@ impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engin
 /// `answer`: how the unit tests' fake fabrics execute. Returns how many were answered.
 #[cfg(test)]
 pub(crate) fn execute_in_order<T>(
-    requests: Vec<(T, Request)>,
+    requests: impl IntoIterator<Item = (T, Request)>,
     on_done: &mut OnDone<'_, T>,
     mut answer: impl FnMut(&Request) -> Result<Response, MadError>,
 ) -> u64 {
-    let mut queue: std::collections::VecDeque<(T, Request)> = requests.into();
+    let mut queue: std::collections::VecDeque<(T, Request)> = requests.into_iter().collect();
     let mut follow_ups = Vec::new();
     let mut answered = 0;
     while let Some((token, request)) = queue.pop_front() {
@@ -79,7 +87,7 @@ pub(crate) fn execute_in_order<T>(
 pub enum NoTransport {}
 
 impl SmpExecutor for NoTransport {
-    fn execute<T>(&mut self, _: Vec<(T, Request)>, _: &mut OnDone<'_, T>) {
+    fn execute<T>(&mut self, _: impl IntoIterator<Item = (T, Request)>, _: &mut OnDone<'_, T>) {
         match *self {}
     }
     fn mads_sent(&self) -> u64 {
@@ -988,7 +996,11 @@ mod tests {
     }
 
     impl SmpExecutor for FakeSmp {
-        fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+        fn execute<T>(
+            &mut self,
+            requests: impl IntoIterator<Item = (T, Request)>,
+            on_done: &mut OnDone<'_, T>,
+        ) {
             self.sent += super::execute_in_order(requests, on_done, |r| self.answer(r));
         }
         fn mads_sent(&self) -> u64 {
@@ -1119,8 +1131,12 @@ mod tests {
         // defers it once.
         struct Deferring(FakeSmp);
         impl SmpExecutor for Deferring {
-            fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
-                let mut queue: VecDeque<(T, Request)> = requests.into();
+            fn execute<T>(
+                &mut self,
+                requests: impl IntoIterator<Item = (T, Request)>,
+                on_done: &mut OnDone<'_, T>,
+            ) {
+                let mut queue: VecDeque<(T, Request)> = requests.into_iter().collect();
                 let mut deferred = Vec::new();
                 let mut follow_ups = Vec::new();
                 loop {

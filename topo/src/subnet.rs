@@ -133,7 +133,11 @@ mod tests {
     }
 
     impl SmpExecutor for Fake {
-        fn execute<T>(&mut self, requests: Vec<(T, Request)>, on_done: &mut OnDone<'_, T>) {
+        fn execute<T>(
+            &mut self,
+            requests: impl IntoIterator<Item = (T, Request)>,
+            on_done: &mut OnDone<'_, T>,
+        ) {
             for (t, req) in requests {
                 let view = MadView::parse(&req.mad[..]).unwrap();
                 let attr = view.header.attribute_id;

@@ -59,6 +59,54 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
     }
 }
 
+/// The requests of a batch the ledger has not taken yet: the rest of the caller's batch,
+/// then the follow-ups pushed meanwhile, in that order (the order the ledger's queue would
+/// have given them). The ledger takes them one at a time as it runs out of requests to
+/// send, so a batch of a million requests is not held twice, in the caller's list and in
+/// the pending table.
+struct Intake<T, I: Iterator<Item = (T, Request)>> {
+    batch: std::iter::Peekable<std::iter::Fuse<I>>,
+    later: std::collections::VecDeque<(T, Request)>,
+}
+
+impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
+    fn new(batch: I) -> Self {
+        Intake {
+            batch: batch.fuse().peekable(),
+            later: std::collections::VecDeque::new(),
+        }
+    }
+
+    fn is_empty(&mut self) -> bool {
+        self.later.is_empty() && self.batch.peek().is_none()
+    }
+
+    /// Requests not taken (the batch's as far as its iterator knows).
+    fn len(&self) -> usize {
+        self.batch.size_hint().0 + self.later.len()
+    }
+
+    fn next(&mut self) -> Option<(T, Request)> {
+        self.batch.next().or_else(|| self.later.pop_front())
+    }
+
+    /// A follow-up: behind what is not taken yet, else straight to the ledger.
+    fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: Request) {
+        if self.is_empty() {
+            ledger.push(token, request);
+        } else {
+            self.later.push_back((token, request));
+        }
+    }
+
+    /// Everything left, to the ledger (to fail or cancel it all at once).
+    fn hand_all(&mut self, ledger: &mut Ledger<T>) {
+        while let Some((token, request)) = self.next() {
+            ledger.push(token, request);
+        }
+    }
+}
+
 fn ceil_ms(d: Duration) -> u32 {
     u32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u32::MAX)
 }
@@ -309,83 +357,33 @@ impl<P: MadPort> Engine<P> {
             self.config.retries,
         );
         ledger.set_rtt(self.rtt);
-        for (token, request) in requests {
-            ledger.push(token, request);
-        }
+        let mut intake = Intake::new(requests.into_iter());
         let mut follow_ups = Vec::new();
         let mut done: Vec<(T, Result<Response, MadError>)> = Vec::new();
         let mut failed = Vec::new();
         // A receive error that does not mean the transport is gone still leaves this
         // batch unable to read replies: fail whatever is left of it with that error.
         let mut broken: Option<MadError> = None;
-        while !ledger.is_idle() {
+        while !(ledger.is_idle() && intake.is_empty()) {
             if let Some(error) = self.lost.as_ref().or(broken.as_ref()) {
+                intake.hand_all(&mut ledger);
                 done.extend(ledger.fail_all(error).into_iter().map(|(t, e)| (t, Err(e))));
             }
             // Once cancelled, the batch stays so (a reset of the token counts from the next
             // batch): follow-ups pushed since the last turn fail here.
             if ledger.is_cancelled() || self.is_cancelled() {
+                intake.hand_all(&mut ledger);
                 done.extend(ledger.cancel().into_iter().map(|(t, e)| (t, Err(e))));
             }
-            // One clock reading per burst of sends (and per burst of replies below): they
-            // take microseconds, and at a million MADs the readings showed in profiles.
-            let now = Instant::now();
-            while let Some((tid, request)) = ledger.next_send(now) {
-                if let Err(e) = self.transmit(tid, request) {
-                    let error = self.classify(e);
-                    if let Some((t, e)) = ledger.send_failed(tid, error) {
-                        done.push((t, Err(e)));
-                    }
-                    if let Some(lost) = &self.lost {
-                        done.extend(ledger.fail_all(lost).into_iter().map(|(t, e)| (t, Err(e))));
-                        break;
-                    }
-                }
-            }
-            self.record(&ledger);
+            self.send_burst(&mut ledger, &mut intake, &mut done);
+            self.record(&ledger, intake.len());
             if let Some(report) = ledger.unstick() {
                 debug_assert!(false, "requests stranded: {report}");
                 tracing::warn!("requests stranded, let go: {report}");
                 continue;
             }
             if ledger.in_flight() > 0 {
-                let wait = ledger
-                    .next_deadline()
-                    .map(|d| ceil_ms(d.saturating_duration_since(Instant::now())))
-                    .unwrap_or(0);
-                // Block for the first reply only, then take whatever else is already
-                // queued before refilling the window: replies and sends then move in
-                // bursts, which saves a thread hand-off per MAD in the shim (and a
-                // syscall round per MAD on hardware).
-                let mut wait = wait;
-                let mut burst_at = None;
-                for _ in 0..ledger.in_flight() {
-                    match self.port.recv(wait) {
-                        Ok(Some(rx)) => {
-                            self.stats.received += 1;
-                            let now = *burst_at.get_or_insert_with(Instant::now);
-                            if let Outcome::Done(t, r) = ledger.on_reply_at(now, rx.status, &rx.mad)
-                            {
-                                // The ledger matched the first MAD; the length and the
-                                // tail of a reassembled RMPP reply come with it.
-                                let r = r.map(|mut response| {
-                                    response.len = rx.len;
-                                    response.tail = rx.tail;
-                                    response
-                                });
-                                done.push((t, r));
-                            }
-                            wait = 0;
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            let error = self.classify(e);
-                            tracing::error!(%error, "umad receive failed; failing pending MADs");
-                            broken = Some(error);
-                            break;
-                        }
-                    }
-                }
+                self.receive_burst(&mut ledger, &mut done, &mut broken);
                 if self.lost.is_none() && broken.is_none() {
                     ledger.expire(Instant::now(), &mut failed);
                     done.extend(failed.drain(..).map(|(t, e)| (t, Err(e))));
@@ -394,7 +392,7 @@ impl<P: MadPort> Engine<P> {
             for (token, result) in done.drain(..) {
                 on_done(token, result, &mut follow_ups);
                 for (t, r) in follow_ups.drain(..) {
-                    ledger.push(t, r);
+                    intake.add(&mut ledger, t, r);
                 }
             }
         }
@@ -410,7 +408,88 @@ impl<P: MadPort> Engine<P> {
         self.next_tid = ledger.next_tid();
         self.window = ledger.window();
         self.rtt = ledger.rtt();
-        self.record(&ledger);
+        self.record(&ledger, 0);
+    }
+
+    /// Send while the window and the destination caps allow, handing the ledger the
+    /// batch's requests one at a time as it runs out of requests ready to go.
+    fn send_burst<T, I: Iterator<Item = (T, Request)>>(
+        &mut self,
+        ledger: &mut Ledger<T>,
+        intake: &mut Intake<T, I>,
+        done: &mut Vec<(T, Result<Response, MadError>)>,
+    ) {
+        // One clock reading per burst of sends (and per burst of replies): they take
+        // microseconds, and at a million MADs the readings showed in profiles.
+        let now = Instant::now();
+        loop {
+            if !ledger.has_ready() {
+                if let Some((token, request)) = intake.next() {
+                    ledger.push(token, request);
+                }
+            }
+            let Some((tid, request)) = ledger.next_send(now) else {
+                // What the ledger had went to destinations at their cap while the window
+                // has room: the next requests of the batch may go.
+                if ledger.has_room() && !intake.is_empty() {
+                    continue;
+                }
+                break;
+            };
+            if let Err(e) = self.transmit(tid, request) {
+                let error = self.classify(e);
+                if let Some((t, e)) = ledger.send_failed(tid, error) {
+                    done.push((t, Err(e)));
+                }
+                if let Some(lost) = &self.lost {
+                    intake.hand_all(ledger);
+                    done.extend(ledger.fail_all(lost).into_iter().map(|(t, e)| (t, Err(e))));
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Block for the first reply only, then take whatever else is already queued before
+    /// refilling the window: replies and sends then move in bursts, which saves a thread
+    /// hand-off per MAD in the shim (and a syscall round per MAD on hardware).
+    fn receive_burst<T>(
+        &mut self,
+        ledger: &mut Ledger<T>,
+        done: &mut Vec<(T, Result<Response, MadError>)>,
+        broken: &mut Option<MadError>,
+    ) {
+        let mut wait = ledger
+            .next_deadline()
+            .map(|d| ceil_ms(d.saturating_duration_since(Instant::now())))
+            .unwrap_or(0);
+        let mut burst_at = None;
+        for _ in 0..ledger.in_flight() {
+            match self.port.recv(wait) {
+                Ok(Some(rx)) => {
+                    self.stats.received += 1;
+                    let now = *burst_at.get_or_insert_with(Instant::now);
+                    if let Outcome::Done(t, r) = ledger.on_reply_at(now, rx.status, &rx.mad) {
+                        // The ledger matched the first MAD; the length and the tail of a
+                        // reassembled RMPP reply come with it.
+                        let r = r.map(|mut response| {
+                            response.len = rx.len;
+                            response.tail = rx.tail;
+                            response
+                        });
+                        done.push((t, r));
+                    }
+                    wait = 0;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let error = self.classify(e);
+                    tracing::error!(%error, "umad receive failed; failing pending MADs");
+                    *broken = Some(error);
+                    break;
+                }
+            }
+        }
     }
 
     /// The engine's totals as one `key value` line for the trace.
@@ -439,13 +518,15 @@ impl<P: MadPort> Engine<P> {
         )
     }
 
-    fn record<T>(&mut self, ledger: &Ledger<T>) {
+    /// Note the state in the trace; `not_taken`: requests of the batch the ledger has not
+    /// taken yet (they count as queued).
+    fn record<T>(&mut self, ledger: &Ledger<T>, not_taken: usize) {
         if let Some(trace) = &mut self.trace {
             trace.record(
                 Instant::now(),
                 ledger.in_flight(),
                 ledger.window().limit(),
-                ledger.queued(),
+                ledger.queued() + not_taken,
                 self.stats.sent,
                 self.stats.received,
             );

@@ -227,6 +227,17 @@ impl<T> Ledger<T> {
         self.in_flight
     }
 
+    /// Requests wait in the line to be sent (not counting those set aside for a
+    /// destination at its cap).
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The window has room for another send (and the batch was not cancelled).
+    pub fn has_room(&self) -> bool {
+        !self.cancelled && self.in_flight < self.window.limit()
+    }
+
     /// Requests not in flight: waiting for the window, their destination or a resend.
     pub fn queued(&self) -> usize {
         self.entries.live - self.in_flight

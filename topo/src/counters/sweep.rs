@@ -26,7 +26,7 @@ use super::screen::{screen, Screen};
 use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
-use crate::model::refs::PortRef;
+use crate::model::refs::{NodeRef, PortRef};
 use crate::model::{End, Fabric};
 use crate::namemap::NameMap;
 
@@ -191,9 +191,22 @@ fn run_sweep<E: SmpExecutor>(
     let started = Instant::now();
     let time_ms = now_ms();
     let sent_before = exec.mads_sent();
-    let mut run = Run::new(fabric, targets, names, screen_with, options);
-    let batch = run.first_batch();
-    exec.execute(batch, &mut |q, result, out| run.on_done(q, result, out));
+    let groups = group(targets);
+    let screened_group: Vec<bool> = groups
+        .iter()
+        .map(|(_, members)| {
+            screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
+        })
+        .collect();
+    let plan = Plan {
+        targets,
+        groups: &groups,
+        screened_group: &screened_group,
+    };
+    let mut run = Run::new(fabric, plan, names, screen_with, options);
+    exec.execute(plan.first_batch(), &mut |q, result, out| {
+        run.on_done(q, result, out)
+    });
     let (ports, screened, drilled) = run.finish();
     ScreenedSweep {
         sample: Sample {
@@ -223,6 +236,37 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
     })
 }
 
+/// What a sweep reads: the targets, by node.
+#[derive(Clone, Copy)]
+struct Plan<'a> {
+    targets: &'a [CounterTarget],
+    /// Targets by node: the LID ClassPortInfo goes to, the target indexes.
+    groups: &'a [(u16, Vec<usize>)],
+    /// Screened groups: switches. Their PortCounters wait for ClassPortInfo.
+    screened_group: &'a [bool],
+}
+
+impl<'a> Plan<'a> {
+    /// ClassPortInfo of every node, and the PortCounters of every port not held for
+    /// screening: made as the engine takes them (a million requests at 100k HCAs).
+    fn first_batch(self) -> impl Iterator<Item = (Query, Request)> + 'a {
+        let targets = self.targets;
+        let screened = self.screened_group;
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(move |(g, (lid, members))| {
+                let reads = if screened[g] { &[][..] } else { &members[..] };
+                let counters = reads.iter().map(move |&i| {
+                    let request = port_request::<PortCounters>(&targets[i], method::GET, 0);
+                    (Query::Counters(i), request)
+                });
+                std::iter::once((Query::ClassPortInfo(g), class_port_info_request(*lid)))
+                    .chain(counters)
+            })
+    }
+}
+
 /// One sweep in progress: what is asked, and what came back so far.
 struct Run<'a> {
     fabric: &'a Fabric,
@@ -231,9 +275,9 @@ struct Run<'a> {
     screen_with: Option<&'a Thresholds>,
     options: SweepOptions,
     /// Targets by node: the LID ClassPortInfo goes to, the target indexes.
-    groups: Vec<(u16, Vec<usize>)>,
+    groups: &'a [(u16, Vec<usize>)],
     /// Screened groups: switches. Their PortCounters wait for ClassPortInfo.
-    screened_group: Vec<bool>,
+    screened_group: &'a [bool],
     ports: Vec<PortSample>,
     all_ports: Vec<Option<AllPortsState>>,
     /// Per group, once its sum cleared it: the capabilities and the sums.
@@ -244,18 +288,22 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn new(
         fabric: &'a Fabric,
-        targets: &'a [CounterTarget],
+        plan: Plan<'a>,
         names: Option<&'a NameMap>,
         screen_with: Option<&'a Thresholds>,
         options: SweepOptions,
     ) -> Run<'a> {
+        let targets = plan.targets;
         let ports = targets
             .iter()
             .map(|t| {
-                let node = fabric.node(t.node);
+                // The target's LID is the port's (its PMA's): no need to look the port up.
                 let at = PortRef {
+                    node: NodeRef::named(fabric.node(t.node), names),
+                    port: t.port,
                     lid: t.lid,
-                    ..PortRef::new(node, t.port, names)
+                    host: None,
+                    rail: None,
                 };
                 let remote = fabric
                     .peer(End {
@@ -266,39 +314,19 @@ impl<'a> Run<'a> {
                 PortSample::new(at, remote)
             })
             .collect();
-        let groups = group(targets);
-        let screened_group = groups
-            .iter()
-            .map(|(_, members)| {
-                screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
-            })
-            .collect();
         Run {
             fabric,
             targets,
             names,
             screen_with,
             options,
-            all_ports: groups.iter().map(|_| None).collect(),
-            cleared: groups.iter().map(|_| None).collect(),
-            groups,
-            screened_group,
+            all_ports: plan.groups.iter().map(|_| None).collect(),
+            cleared: plan.groups.iter().map(|_| None).collect(),
+            groups: plan.groups,
+            screened_group: plan.screened_group,
             ports,
             drilled: Vec::new(),
         }
-    }
-
-    /// ClassPortInfo of every node, and the PortCounters of every port not held for
-    /// screening.
-    fn first_batch(&self) -> Vec<(Query, Request)> {
-        let mut batch = Vec::new();
-        for (g, (lid, members)) in self.groups.iter().enumerate() {
-            batch.push((Query::ClassPortInfo(g), class_port_info_request(*lid)));
-            if !self.screened_group[g] {
-                push_port_reads(&mut batch, self.targets, members, true, false);
-            }
-        }
-        batch
     }
 
     fn on_done(
@@ -900,7 +928,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
     impl SmpExecutor for FakePma {
         fn execute<T>(
             &mut self,
-            requests: Vec<(T, Request)>,
+            requests: impl IntoIterator<Item = (T, Request)>,
             on_done: &mut crate::discover::OnDone<'_, T>,
         ) {
             self.executes += 1;
