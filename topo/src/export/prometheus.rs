@@ -84,6 +84,12 @@ impl SampleValue for String {
     }
 }
 
+impl SampleValue for &str {
+    fn put(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
 /// One sample line.
 fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleValue) {
     out.push_str(name);
@@ -499,43 +505,70 @@ fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
 }
 
 fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: NodeKind) {
-    let _ = write!(
-        s,
-        "{prefix},node_guid=\"{guid:#018x}\",node_name=\"{}\",kind=\"{}\"",
-        for_prometheus_label(name),
-        kind.as_str()
-    );
+    s.push_str(prefix);
+    s.push_str(",node_guid=\"");
+    push_guid(s, guid);
+    s.push_str("\",node_name=\"");
+    push_label_value(s, name);
+    s.push_str("\",kind=\"");
+    s.push_str(kind.as_str());
+    s.push('"');
 }
 
-/// Appends the label set of one port to `s`: the fabric (`prefix`), the port, its host
-/// and rail when it is a host's HCA port, and its link's far end (empty values when none).
+/// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
+fn push_guid(s: &mut String, guid: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    s.push_str("0x");
+    for nibble in (0..16).rev() {
+        s.push(char::from(HEX[(guid >> (nibble * 4)) as usize & 0xf]));
+    }
+}
+
+/// A label value escaped: most need no escaping, and are copied as they are.
+fn push_label_value(s: &mut String, text: &str) {
+    if text.contains(['\\', '"', '\n']) {
+        s.push_str(&for_prometheus_label(text));
+    } else {
+        s.push_str(text);
+    }
+}
+
+/// Appends the label set of one port to `s`: `node` (the fabric label and the node's own,
+/// from [`push_node_labels`]), the port, its host and rail when it is a host's HCA port,
+/// and its link's far end (empty values when none).
 fn push_port_labels(
     s: &mut String,
-    prefix: &str,
+    node: &str,
     fabric: &Fabric,
     names: Option<&NameMap>,
     hosts: &Hosts,
     end: End,
 ) {
-    let node = fabric.node(end.node);
-    push_node_labels(s, prefix, node.guid, display_name(node, names), node.kind);
-    let _ = write!(s, ",port=\"{}\"", end.port);
-    if let Some((host, rail)) = hosts.label(node.port_key(end.port)) {
-        let _ = write!(s, ",host=\"{}\"", for_prometheus_label(host));
+    let mut number = itoa::Buffer::new();
+    s.push_str(node);
+    s.push_str(",port=\"");
+    s.push_str(number.format(end.port));
+    s.push('"');
+    if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
+        s.push_str(",host=\"");
+        push_label_value(s, host);
+        s.push('"');
         if let Some(rail) = rail {
-            let _ = write!(s, ",rail=\"{rail}\"");
+            s.push_str(",rail=\"");
+            s.push_str(number.format(rail));
+            s.push('"');
         }
     }
     match fabric.peer(end) {
         Some(r) => {
             let rn = fabric.node(r.node);
-            let _ = write!(
-                s,
-                ",remote_guid=\"{:#018x}\",remote_name=\"{}\",remote_port=\"{}\"",
-                rn.guid,
-                for_prometheus_label(display_name(rn, names)),
-                r.port
-            );
+            s.push_str(",remote_guid=\"");
+            push_guid(s, rn.guid);
+            s.push_str("\",remote_name=\"");
+            push_label_value(s, display_name(rn, names));
+            s.push_str("\",remote_port=\"");
+            s.push_str(number.format(r.port));
+            s.push('"');
         }
         None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
     }
@@ -551,7 +584,7 @@ struct PortLabels {
     spans: Vec<(usize, usize)>,
     /// The model's ports: the first rows.
     ends: Vec<(End, PortKey)>,
-    by_key: HashMap<PortKey, usize>,
+    by_key: foldhash::HashMap<PortKey, usize>,
 }
 
 impl PortLabels {
@@ -562,23 +595,32 @@ impl PortLabels {
         hosts: &Hosts,
         filter: PortFilter,
     ) -> PortLabels {
+        // Most label sets are 200-250 bytes: one reservation instead of a dozen copies.
+        let ports: usize = fabric.nodes().map(|(_, n)| n.ports.len()).sum();
         let mut labels = PortLabels {
-            text: String::new(),
+            text: String::with_capacity(ports * 256),
             spans: Vec::new(),
             ends: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: foldhash::HashMap::default(),
         };
+        // A node's own labels, the same on each of its ports (a switch has dozens).
+        let mut node_part = String::new();
         for (id, node) in fabric.nodes() {
+            node_part.clear();
             for p in &node.ports {
                 if (node.is_switch() && p.number == 0) || !filter.keeps(node, p.number) {
                     continue;
+                }
+                if node_part.is_empty() {
+                    let name = display_name(node, names);
+                    push_node_labels(&mut node_part, prefix, node.guid, name, node.kind);
                 }
                 let end = End {
                     node: id,
                     port: p.number,
                 };
                 let start = labels.text.len();
-                push_port_labels(&mut labels.text, prefix, fabric, names, hosts, end);
+                push_port_labels(&mut labels.text, &node_part, fabric, names, hosts, end);
                 labels.spans.push((start, labels.text.len()));
                 labels.ends.push((end, node.port_key(p.number)));
             }
@@ -630,7 +672,10 @@ impl PortLabels {
                                 node,
                                 port: p.at.port,
                             };
-                            push_port_labels(&mut self.text, prefix, fabric, names, hosts, end);
+                            let n = fabric.node(node);
+                            let name = display_name(n, names);
+                            let node_part = node_labels(prefix, n.guid, name, n.kind);
+                            push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
                         }
                         None => {
                             let _ = write!(
@@ -806,18 +851,6 @@ enum FactValue {
     Rate(f64),
 }
 
-impl SampleValue for FactValue {
-    fn put(&self, out: &mut String) {
-        match *self {
-            FactValue::Whole(n) => n.put(out),
-            // As `f64::to_string` writes it.
-            FactValue::Rate(r) => {
-                let _ = write!(out, "{r}");
-            }
-        }
-    }
-}
-
 fn link_facts() -> [(&'static str, String, LinkFact); 7] {
     [
         (
@@ -878,11 +911,25 @@ fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
         .iter()
         .map(|(e, _)| fabric.node(e.node).port(e.port))
         .collect();
+    // A fabric has a few distinct rates: each written once, as `f64::to_string` writes it.
+    let mut rates: Vec<(u64, String)> = Vec::new();
     for (name, help, fact) in link_facts() {
         out.head(name, "gauge", &help);
         for (row, port) in ports.iter().enumerate() {
-            if let Some(v) = port.and_then(fact) {
-                out.sample(name, labels.row(row), v);
+            match port.and_then(fact) {
+                Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n),
+                Some(FactValue::Rate(rate)) => {
+                    let bits = rate.to_bits();
+                    let at = match rates.iter().position(|&(b, _)| b == bits) {
+                        Some(at) => at,
+                        None => {
+                            rates.push((bits, rate.to_string()));
+                            rates.len() - 1
+                        }
+                    };
+                    out.sample(name, labels.row(row), rates[at].1.as_str());
+                }
+                None => {}
             }
         }
     }
@@ -1128,6 +1175,21 @@ mod tests {
         assert!(families[0].1.ends_with("gauge\n") && families[0].2.ends_with("1.500\n"));
         let joined: String = families.iter().map(|f| format!("{}{}", f.1, f.2)).collect();
         assert_eq!(joined, tail);
+    }
+
+    /// The label writers that skip `fmt` write what `fmt` and the escaper write.
+    #[test]
+    fn label_writers_match_fmt() {
+        for guid in [0, 1, 0x0002_c903_00ab_cdef, u64::MAX] {
+            let mut s = String::new();
+            push_guid(&mut s, guid);
+            assert_eq!(s, format!("{guid:#018x}"));
+        }
+        for text in ["plain", "q\"uote", "back\\slash", "new\nline", ""] {
+            let mut s = String::new();
+            push_label_value(&mut s, text);
+            assert_eq!(s, for_prometheus_label(text));
+        }
     }
 
     #[test]
