@@ -512,7 +512,7 @@ fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: N
     push_label_value(s, name);
     s.push_str("\",kind=\"");
     s.push_str(kind.as_str());
-    s.push('"');
+    s.push_str("\"");
 }
 
 /// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
@@ -526,7 +526,7 @@ fn push_guid(s: &mut String, guid: u64) {
 
 /// A label value escaped: most need no escaping, and are copied as they are.
 fn push_label_value(s: &mut String, text: &str) {
-    if text.contains(['\\', '"', '\n']) {
+    if text.contains(|c| matches!(c, '\\' | '\u{22}' | '\n')) {
         s.push_str(&for_prometheus_label(text));
     } else {
         s.push_str(text);
@@ -548,15 +548,15 @@ fn push_port_labels(
     s.push_str(node);
     s.push_str(",port=\"");
     s.push_str(number.format(end.port));
-    s.push('"');
+    s.push_str("\"");
     if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
         s.push_str(",host=\"");
         push_label_value(s, host);
-        s.push('"');
+        s.push_str("\"");
         if let Some(rail) = rail {
             s.push_str(",rail=\"");
             s.push_str(number.format(rail));
-            s.push('"');
+            s.push_str("\"");
         }
     }
     match fabric.peer(end) {
@@ -568,7 +568,7 @@ fn push_port_labels(
             push_label_value(s, display_name(rn, names));
             s.push_str("\",remote_port=\"");
             s.push_str(number.format(r.port));
-            s.push('"');
+            s.push_str("\"");
         }
         None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
     }
@@ -1126,6 +1126,27 @@ mod tests {
         }
     }
 
+    /// The label writers that skip `fmt` write what `fmt` and the escaper write.
+    #[test]
+    fn label_writers_match_fmt() {
+        for guid in [0, 1, 0x0002_c903_00ab_cdef, u64::MAX] {
+            let mut s = String::new();
+            push_guid(&mut s, guid);
+            assert_eq!(s, format!("{guid:#018x}"));
+        }
+        for text in [
+            "plain",
+            "q\u{22}uote",
+            "back\u{5c}slash",
+            "new\u{a}line",
+            "",
+        ] {
+            let mut s = String::new();
+            push_label_value(&mut s, text);
+            assert_eq!(s, for_prometheus_label(text));
+        }
+    }
+
     #[test]
     fn families_have_help_and_type() {
         let mut out = String::new();
@@ -1175,21 +1196,6 @@ mod tests {
         assert!(families[0].1.ends_with("gauge\n") && families[0].2.ends_with("1.500\n"));
         let joined: String = families.iter().map(|f| format!("{}{}", f.1, f.2)).collect();
         assert_eq!(joined, tail);
-    }
-
-    /// The label writers that skip `fmt` write what `fmt` and the escaper write.
-    #[test]
-    fn label_writers_match_fmt() {
-        for guid in [0, 1, 0x0002_c903_00ab_cdef, u64::MAX] {
-            let mut s = String::new();
-            push_guid(&mut s, guid);
-            assert_eq!(s, format!("{guid:#018x}"));
-        }
-        for text in ["plain", "q\"uote", "back\\slash", "new\nline", ""] {
-            let mut s = String::new();
-            push_label_value(&mut s, text);
-            assert_eq!(s, for_prometheus_label(text));
-        }
     }
 
     #[test]
