@@ -512,7 +512,7 @@ fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: N
     push_label_value(s, name);
     s.push_str("\",kind=\"");
     s.push_str(kind.as_str());
-    s.push_str("\"");
+    s.push('"');
 }
 
 /// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
@@ -526,7 +526,7 @@ fn push_guid(s: &mut String, guid: u64) {
 
 /// A label value escaped: most need no escaping, and are copied as they are.
 fn push_label_value(s: &mut String, text: &str) {
-    if text.contains(|c| matches!(c, '\\' | '\u{22}' | '\n')) {
+    if text.contains(['\\', '"', '\n']) {
         s.push_str(&for_prometheus_label(text));
     } else {
         s.push_str(text);
@@ -548,15 +548,15 @@ fn push_port_labels(
     s.push_str(node);
     s.push_str(",port=\"");
     s.push_str(number.format(end.port));
-    s.push_str("\"");
+    s.push('"');
     if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
         s.push_str(",host=\"");
         push_label_value(s, host);
-        s.push_str("\"");
+        s.push('"');
         if let Some(rail) = rail {
             s.push_str(",rail=\"");
             s.push_str(number.format(rail));
-            s.push_str("\"");
+            s.push('"');
         }
     }
     match fabric.peer(end) {
@@ -568,7 +568,7 @@ fn push_port_labels(
             push_label_value(s, display_name(rn, names));
             s.push_str("\",remote_port=\"");
             s.push_str(number.format(r.port));
-            s.push_str("\"");
+            s.push('"');
         }
         None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
     }
