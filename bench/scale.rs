@@ -22,7 +22,13 @@
 //! - `route-check`: the route check of every plane (LFTs from min-hop routing);
 //! - `tui`: the TUI's snapshot preparation of a second sweep (the snapshot from discovery
 //!   and counters, then derived rows, summary and events against the first);
-//! - `serve`: `serve`'s render of the /metrics page from a sweep.
+//! - `serve`: `serve`'s render of the /metrics page from a sweep, each plane's page held
+//!   whole as `serve` holds it;
+//! - `serve-stream`: the same render handed out family by family in pieces of whole lines
+//!   (`write_fabric_page`) to a sink that only counts them: the render's own cost,
+//!   without holding the page;
+//! - `serve-gzip`: `serve-stream` with every family compressed as it comes (fast deflate
+//!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
 //!
 //! Printed: one line of `key=value`: cpu_s (the process's CPU time during the operation
 //! less the responder's own: building replies and waiting out their latency), wall_s,
@@ -44,7 +50,9 @@ use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
-use ibscope_topo::export::prometheus::{fabric_page, PageStats, PortFilter};
+use ibscope_topo::export::prometheus::{
+    fabric_page, write_fabric_page, PageSink, PageStats, PortFilter,
+};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -64,7 +72,7 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve [--latency-us U] [--loss P] [--window W] [--out FILE]");
+    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve|serve-stream|serve-gzip [--latency-us U] [--loss P] [--window W] [--out FILE]");
     std::process::exit(2)
 }
 
@@ -283,7 +291,9 @@ fn main() {
 
     // Setup of the operations that start from a discovered fabric.
     let prior: Vec<Fabric> = match op.as_str() {
-        "tui" | "serve" => planes.iter_mut().map(discover_plane).collect(),
+        "tui" | "serve" | "serve-stream" | "serve-gzip" => {
+            planes.iter_mut().map(discover_plane).collect()
+        }
         _ => Vec::new(),
     };
     let mut first_snapshots = Vec::new();
@@ -298,7 +308,7 @@ fn main() {
                 sweeps.push(eval);
             }
         }
-        "serve" => {
+        "serve" | "serve-stream" | "serve-gzip" => {
             for (plane, fabric) in planes.iter_mut().zip(&prior) {
                 sweeps.push(findings::Evaluation {
                     sample: Some(sweep_all(plane, fabric)),
@@ -322,6 +332,8 @@ fn main() {
     let mut complete = true;
     // Bytes of text the operation produced (counters' JSON, serve's page), for scale.
     let mut out_bytes = 0usize;
+    // Bytes of deflate (`serve-gzip`).
+    let mut gzip_bytes = 0usize;
     // What the operation produced, kept only for --out (which then adds to the peak RSS).
     let mut produced: Vec<String> = Vec::new();
     let mut reports = Vec::new();
@@ -375,7 +387,7 @@ fn main() {
                 keep.push(Box::new(tui::state::prepare(Some(previous), snap, None)));
             }
         }
-        "serve" => {
+        "serve" | "serve-stream" | "serve-gzip" => {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
             let stats = PageStats {
@@ -391,11 +403,26 @@ fn main() {
             };
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
-                let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
-                out_bytes += page.len();
-                if out_file.is_some() {
-                    produced.push(page);
+                if op == "serve" {
+                    let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
+                    out_bytes += page.len();
+                    if out_file.is_some() {
+                        produced.push(page);
+                    }
+                    continue;
                 }
+                let mut sink = StreamSink {
+                    bytes: 0,
+                    text: out_file.as_ref().map(|_| String::new()),
+                    deflate: (op == "serve-gzip").then(Deflating::default),
+                };
+                let (health, hosts) = (&eval.health, &eval.hosts);
+                write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                out_bytes += sink.bytes;
+                if let Some(d) = sink.deflate {
+                    gzip_bytes += d.finish();
+                }
+                produced.extend(sink.text);
             }
         }
         _ => usage(),
@@ -422,6 +449,9 @@ fn main() {
         out_bytes as f64 / (1024.0 * 1024.0),
         responder.as_secs_f64(),
     );
+    if gzip_bytes > 0 {
+        print!(" gzip_mib={:.0}", gzip_bytes as f64 / (1024.0 * 1024.0));
+    }
     if !latency.is_zero() || loss > 0.0 {
         let cuts: u64 = planes.iter().map(|p| p.engine.stats().window_cuts).sum();
         let retries: u64 = planes.iter().map(|p| p.engine.stats().retries).sum();
@@ -444,6 +474,84 @@ fn main() {
     }
     drop(keep);
     drop(produced);
+}
+
+/// Where `serve-stream` and `serve-gzip` hand the page: counted, compressed for
+/// `serve-gzip`, kept as text only for --out.
+struct StreamSink {
+    bytes: usize,
+    text: Option<String>,
+    deflate: Option<Deflating>,
+}
+
+impl PageSink for StreamSink {
+    fn family(&mut self, _name: &str, head: &str) {
+        // The samples before are a piece, the head another.
+        if let Some(d) = &mut self.deflate {
+            d.end_piece();
+        }
+        self.samples(head);
+        if let Some(d) = &mut self.deflate {
+            d.end_piece();
+        }
+    }
+
+    fn samples(&mut self, lines: &str) {
+        self.bytes += lines.len();
+        if let Some(text) = &mut self.text {
+            text.push_str(lines);
+        }
+        if let Some(d) = &mut self.deflate {
+            d.put(lines.as_bytes(), flate2::FlushCompress::None);
+        }
+    }
+}
+
+/// A page compressed as `serve` compresses it: fast deflate, each family's head and its
+/// samples a piece of their own ended by a sync flush, with the CRC-32 of the text.
+struct Deflating {
+    compress: flate2::Compress,
+    crc: flate2::Crc,
+    out: Vec<u8>,
+}
+
+impl Default for Deflating {
+    fn default() -> Self {
+        Deflating {
+            compress: flate2::Compress::new(flate2::Compression::fast(), false),
+            crc: flate2::Crc::new(),
+            out: Vec::new(),
+        }
+    }
+}
+
+impl Deflating {
+    fn put(&mut self, mut input: &[u8], flush: flate2::FlushCompress) {
+        self.crc.update(input);
+        loop {
+            if self.out.capacity() - self.out.len() < 4096 {
+                self.out.reserve(self.out.len().max(1 << 16));
+            }
+            let before = self.compress.total_in();
+            // Compressing into a Vec with room cannot fail.
+            let _ = self.compress.compress_vec(input, &mut self.out, flush);
+            input = &input[(self.compress.total_in() - before) as usize..];
+            if input.is_empty() && self.out.len() < self.out.capacity() {
+                break;
+            }
+        }
+    }
+
+    /// Ends a piece (a head, or a family's samples) as `serve` does.
+    fn end_piece(&mut self) {
+        self.put(&[], flate2::FlushCompress::Sync);
+    }
+
+    /// Bytes of deflate written.
+    fn finish(mut self) -> usize {
+        self.end_piece();
+        self.out.len()
+    }
 }
 
 fn evaluate_offline(fabric: &Fabric) -> findings::Evaluation {

@@ -7,7 +7,6 @@
 //! Samples are written straight into the page (no per-family list of label copies): at
 //! 16k ports and 40 series each, rendering is most of a sweep's CPU time.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -85,6 +84,12 @@ impl SampleValue for String {
     }
 }
 
+impl SampleValue for &str {
+    fn put(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
 /// One sample line.
 fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleValue) {
     out.push_str(name);
@@ -98,17 +103,95 @@ fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleVal
     out.push('\n');
 }
 
+/// Receives a page as it is rendered: each family's head (its HELP and TYPE lines), then
+/// its samples in pieces of whole lines. A 100,000-HCA fabric's page is a gigabyte of
+/// text: a sink that compresses or sends each piece as it comes need not hold it whole.
+pub trait PageSink {
+    /// A family starts; `head` is its HELP and TYPE lines.
+    fn family(&mut self, name: &str, head: &str);
+    /// More samples of the family last started: whole lines.
+    fn samples(&mut self, lines: &str);
+}
+
+/// Pieces of samples a [`PageSink`] gets: big enough that handing one over costs little,
+/// small enough to stay in the CPU's cache while it is written and read again.
+const PIECE_BYTES: usize = 1 << 18;
+
+/// The page being written: either the whole text, or the piece of samples not yet handed
+/// to the sink.
+struct Page<'s> {
+    text: String,
+    sink: Option<&'s mut dyn PageSink>,
+}
+
+impl<'s> Page<'s> {
+    /// A page held whole; `capacity` reserved up front (an estimate: too much only costs
+    /// address space, too little a reallocation).
+    fn whole(capacity: usize) -> Page<'s> {
+        Page {
+            text: String::with_capacity(capacity),
+            sink: None,
+        }
+    }
+
+    fn streamed(sink: &'s mut dyn PageSink) -> Page<'s> {
+        Page {
+            text: String::with_capacity(PIECE_BYTES + 4096),
+            sink: Some(sink),
+        }
+    }
+
+    /// HELP and TYPE of a family; its samples follow at once.
+    fn head(&mut self, name: &str, kind: &str, help: &str) {
+        match self.sink.as_mut() {
+            None => family_head(&mut self.text, name, kind, help),
+            Some(sink) => {
+                if !self.text.is_empty() {
+                    sink.samples(&self.text);
+                    self.text.clear();
+                }
+                let mut head = String::new();
+                family_head(&mut head, name, kind, help);
+                sink.family(name, &head);
+            }
+        }
+    }
+
+    #[inline]
+    fn sample(&mut self, name: &str, labels: &str, value: impl SampleValue) {
+        sample_line(&mut self.text, name, labels, value);
+        if self.text.len() >= PIECE_BYTES {
+            if let Some(sink) = self.sink.as_mut() {
+                sink.samples(&self.text);
+                self.text.clear();
+            }
+        }
+    }
+
+    /// The whole page's text, or (streamed) an empty string once the last samples are
+    /// handed over.
+    fn finish(mut self) -> String {
+        if let Some(sink) = self.sink.as_mut() {
+            if !self.text.is_empty() {
+                sink.samples(&self.text);
+            }
+            return String::new();
+        }
+        self.text
+    }
+}
+
 /// A family of one sample: HELP, TYPE, the sample with `labels`.
 fn single(
-    out: &mut String,
+    out: &mut Page<'_>,
     name: &str,
     labels: &str,
     kind: &str,
     help: &str,
     value: impl SampleValue,
 ) {
-    family_head(out, name, kind, help);
-    sample_line(out, name, labels, value);
+    out.head(name, kind, help);
+    out.sample(name, labels, value);
 }
 
 /// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
@@ -134,7 +217,7 @@ fn breakdown_source(name: &str) -> Option<String> {
 /// bytes) of every port of `ports` that has one. `source` ends the HELP text (a breakdown
 /// counter's says which attribute it is from).
 fn counter_families<L: AsRef<str>>(
-    out: &mut String,
+    out: &mut Page<'_>,
     names: &[&str],
     source: &str,
     ports: &[(&PortSample, L)],
@@ -148,15 +231,10 @@ fn counter_families<L: AsRef<str>>(
             ""
         };
         let source = breakdown_source(name).unwrap_or_else(|| source.to_string());
-        family_head(
-            out,
-            &metric,
-            "counter",
-            &format!("IB {name}{unit} {source}."),
-        );
+        out.head(&metric, "counter", &format!("IB {name}{unit} {source}."));
         for (i, (_, labels)) in ports.iter().enumerate() {
             if let Some(v) = best.value(k, i) {
-                sample_line(out, &metric, labels.as_ref(), v);
+                out.sample(&metric, labels.as_ref(), v);
             }
         }
     }
@@ -257,9 +335,9 @@ pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
     if ports.iter().any(|(p, _)| !p.details.is_empty()) {
         names.extend(counters::detail_counter_names());
     }
-    let mut out = String::new();
+    let mut out = Page::whole(0);
     counter_families(&mut out, &names, "(PMA)", &ports);
-    out
+    out.finish()
 }
 
 /// `fabric="NAME"`: the label every series of a page starts with.
@@ -421,52 +499,92 @@ pub struct PageStats<'a> {
 
 /// `prefix` (the fabric label) and a node's own labels.
 fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
-    format!(
-        "{prefix},node_guid=\"{guid:#018x}\",node_name=\"{}\",kind=\"{}\"",
-        for_prometheus_label(name),
-        kind.as_str()
-    )
+    let mut s = String::new();
+    push_node_labels(&mut s, prefix, guid, name, kind);
+    s
 }
 
-/// The label set of one port: the fabric (`prefix`), the port, its host and rail when it
-/// is a host's HCA port, and its link's far end (empty values when none).
-fn port_labels(
-    prefix: &str,
+fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: NodeKind) {
+    s.push_str(prefix);
+    s.push_str(",node_guid=\"");
+    push_guid(s, guid);
+    s.push_str("\",node_name=\"");
+    push_label_value(s, name);
+    s.push_str("\",kind=\"");
+    s.push_str(kind.as_str());
+    s.push('"');
+}
+
+/// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
+fn push_guid(s: &mut String, guid: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    s.push_str("0x");
+    for nibble in (0..16).rev() {
+        s.push(char::from(HEX[(guid >> (nibble * 4)) as usize & 0xf]));
+    }
+}
+
+/// A label value escaped: most need no escaping, and are copied as they are.
+fn push_label_value(s: &mut String, text: &str) {
+    if text.contains(['\\', '"', '\n']) {
+        s.push_str(&for_prometheus_label(text));
+    } else {
+        s.push_str(text);
+    }
+}
+
+/// Appends the label set of one port to `s`: `node` (the fabric label and the node's own,
+/// from [`push_node_labels`]), the port, its host and rail when it is a host's HCA port,
+/// and its link's far end (empty values when none).
+fn push_port_labels(
+    s: &mut String,
+    node: &str,
     fabric: &Fabric,
     names: Option<&NameMap>,
     hosts: &Hosts,
     end: End,
-) -> String {
-    let node = fabric.node(end.node);
-    let mut s = node_labels(prefix, node.guid, display_name(node, names), node.kind);
-    let _ = write!(s, ",port=\"{}\"", end.port);
-    if let Some((host, rail)) = hosts.label(node.port_key(end.port)) {
-        let _ = write!(s, ",host=\"{}\"", for_prometheus_label(host));
+) {
+    let mut number = itoa::Buffer::new();
+    s.push_str(node);
+    s.push_str(",port=\"");
+    s.push_str(number.format(end.port));
+    s.push('"');
+    if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
+        s.push_str(",host=\"");
+        push_label_value(s, host);
+        s.push('"');
         if let Some(rail) = rail {
-            let _ = write!(s, ",rail=\"{rail}\"");
+            s.push_str(",rail=\"");
+            s.push_str(number.format(rail));
+            s.push('"');
         }
     }
     match fabric.peer(end) {
         Some(r) => {
             let rn = fabric.node(r.node);
-            let _ = write!(
-                s,
-                ",remote_guid=\"{:#018x}\",remote_name=\"{}\",remote_port=\"{}\"",
-                rn.guid,
-                for_prometheus_label(display_name(rn, names)),
-                r.port
-            );
+            s.push_str(",remote_guid=\"");
+            push_guid(s, rn.guid);
+            s.push_str("\",remote_name=\"");
+            push_label_value(s, display_name(rn, names));
+            s.push_str("\",remote_port=\"");
+            s.push_str(number.format(r.port));
+            s.push('"');
         }
         None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
     }
-    s
 }
 
 /// The ports the model describes (every switch port 1..N and every CA or router port,
-/// less what the filter leaves out), each with its label set, built once per page.
+/// less what the filter leaves out), each with its label set, built once per page; then
+/// rows of swept ports the model does not list. All label sets are in one string, one
+/// after the other, so the page's many passes over them read memory in order.
 struct PortLabels {
-    ends: Vec<(End, String)>,
-    by_key: HashMap<PortKey, usize>,
+    text: String,
+    /// Where each row's labels are in `text`.
+    spans: Vec<(usize, usize)>,
+    /// The model's ports: the first rows.
+    ends: Vec<(End, PortKey)>,
+    by_key: foldhash::HashMap<PortKey, usize>,
 }
 
 impl PortLabels {
@@ -477,64 +595,104 @@ impl PortLabels {
         hosts: &Hosts,
         filter: PortFilter,
     ) -> PortLabels {
-        let mut ends = Vec::new();
+        // Most label sets are 200-250 bytes: one reservation instead of a dozen copies.
+        let ports: usize = fabric.nodes().map(|(_, n)| n.ports.len()).sum();
+        let mut labels = PortLabels {
+            text: String::with_capacity(ports * 256),
+            spans: Vec::new(),
+            ends: Vec::new(),
+            by_key: foldhash::HashMap::default(),
+        };
+        // A node's own labels, the same on each of its ports (a switch has dozens).
+        let mut node_part = String::new();
         for (id, node) in fabric.nodes() {
+            node_part.clear();
             for p in &node.ports {
                 if (node.is_switch() && p.number == 0) || !filter.keeps(node, p.number) {
                     continue;
+                }
+                if node_part.is_empty() {
+                    let name = display_name(node, names);
+                    push_node_labels(&mut node_part, prefix, node.guid, name, node.kind);
                 }
                 let end = End {
                     node: id,
                     port: p.number,
                 };
-                ends.push((end, port_labels(prefix, fabric, names, hosts, end)));
+                let start = labels.text.len();
+                push_port_labels(&mut labels.text, &node_part, fabric, names, hosts, end);
+                labels.spans.push((start, labels.text.len()));
+                labels.ends.push((end, node.port_key(p.number)));
             }
         }
-        let by_key = ends
+        labels.by_key = labels
+            .ends
             .iter()
             .enumerate()
-            .map(|(i, (e, _))| (fabric.node(e.node).port_key(e.port), i))
+            .map(|(i, &(_, key))| (key, i))
             .collect();
-        PortLabels { ends, by_key }
+        labels
+    }
+
+    fn row(&self, row: usize) -> &str {
+        let (start, end) = self.spans[row];
+        &self.text[start..end]
     }
 
     fn get(&self, key: PortKey) -> Option<&str> {
-        self.by_key.get(&key).map(|&i| self.ends[i].1.as_str())
+        self.by_key.get(&key).map(|&i| self.row(i))
     }
 
-    /// Labels of every swept port (a switch's port 0 is not among the model's ports).
-    fn of_sample<'a>(
-        &'a self,
+    /// The row of each swept port, in the sample's order. A port the model does not list
+    /// (a switch's port 0) gets a row of its own.
+    fn add_sample(
+        &mut self,
         prefix: &str,
         fabric: &Fabric,
         names: Option<&NameMap>,
         hosts: &Hosts,
-        sample: &'a Sample,
-    ) -> Vec<(&'a PortSample, Cow<'a, str>)> {
-        let own = |p: &PortSample| match fabric.node_by_guid(p.at.node.guid) {
-            Some(node) => port_labels(
-                prefix,
-                fabric,
-                names,
-                hosts,
-                End {
-                    node,
-                    port: p.at.port,
-                },
-            ),
-            None => format!(
-                "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
-                p.at.node.guid, p.at.port
-            ),
-        };
-        sample
-            .ports
-            .iter()
-            .map(|p| match self.get(p.at.key()) {
-                Some(labels) => (p, Cow::Borrowed(labels)),
-                None => (p, Cow::Owned(own(p))),
-            })
-            .collect()
+        sample: &Sample,
+    ) -> Vec<usize> {
+        let mut rows = Vec::with_capacity(sample.ports.len());
+        let mut next = 0;
+        for p in &sample.ports {
+            let key = p.at.key();
+            // A sweep mostly reads ports in the model's order: try the row after the last.
+            let known = match self.ends.get(next) {
+                Some(&(_, k)) if k == key => Some(next),
+                _ => self.by_key.get(&key).copied(),
+            };
+            let row = match known {
+                Some(row) => row,
+                None => {
+                    let start = self.text.len();
+                    match fabric.node_by_guid(p.at.node.guid) {
+                        Some(node) => {
+                            let end = End {
+                                node,
+                                port: p.at.port,
+                            };
+                            let n = fabric.node(node);
+                            let name = display_name(n, names);
+                            let node_part = node_labels(prefix, n.guid, name, n.kind);
+                            push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
+                        }
+                        None => {
+                            let _ = write!(
+                                self.text,
+                                "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
+                                p.at.node.guid, p.at.port
+                            );
+                        }
+                    }
+                    self.spans.push((start, self.text.len()));
+                    self.spans.len() - 1
+                }
+            };
+            next = row + 1;
+            rows.push(row);
+        }
+        rows
     }
 }
 
@@ -551,10 +709,44 @@ pub fn fabric_page(
     sample: &Sample,
     stats: &PageStats<'_>,
 ) -> String {
-    let mut out = String::with_capacity(200 * sample.ports.len() * (stats.counters.len() + 10));
+    render(fabric, health, hosts, names, sample, stats, None)
+}
+
+/// [`fabric_page`] handed to `sink` family by family, in pieces, instead of held whole.
+pub fn write_fabric_page(
+    fabric: &Fabric,
+    health: &HealthReport,
+    hosts: &Hosts,
+    names: Option<&NameMap>,
+    sample: &Sample,
+    stats: &PageStats<'_>,
+    sink: &mut dyn PageSink,
+) {
+    render(fabric, health, hosts, names, sample, stats, Some(sink));
+}
+
+fn render(
+    fabric: &Fabric,
+    health: &HealthReport,
+    hosts: &Hosts,
+    names: Option<&NameMap>,
+    sample: &Sample,
+    stats: &PageStats<'_>,
+    sink: Option<&mut dyn PageSink>,
+) -> String {
     let prefix = fabric_label(stats.fabric);
-    let labels = PortLabels::new(&prefix, fabric, names, hosts, stats.filter);
-    let swept = labels.of_sample(&prefix, fabric, names, hosts, sample);
+    let mut labels = PortLabels::new(&prefix, fabric, names, hosts, stats.filter);
+    let rows = labels.add_sample(&prefix, fabric, names, hosts, sample);
+    let swept: Vec<(&PortSample, &str)> = sample
+        .ports
+        .iter()
+        .zip(&rows)
+        .map(|(p, &row)| (p, labels.row(row)))
+        .collect();
+    let mut out = match sink {
+        Some(sink) => Page::streamed(sink),
+        None => Page::whole(page_estimate(fabric, &labels, &swept, stats)),
+    };
     counter_families(
         &mut out,
         stats.counters,
@@ -568,13 +760,38 @@ pub fn fabric_page(
     degraded_family(&mut out, health, &labels);
     node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
     exporter_families(&mut out, &prefix, fabric, sample, stats);
-    out
+    out.finish()
 }
 
-fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)], on_page: &[&str]) {
+/// At least the bytes of the page (a line's name, braces and value take less than
+/// `LINE`; a node's lines less than `NODE`), so it is written without reallocations.
+/// What is reserved but not written is never touched: it costs no memory.
+fn page_estimate(
+    fabric: &Fabric,
+    labels: &PortLabels,
+    swept: &[(&PortSample, &str)],
+    stats: &PageStats<'_>,
+) -> usize {
+    const LINE: usize = 96;
+    const NODE: usize = 1024;
+    let swept_bytes: usize = swept.iter().map(|(_, l)| l.len() + LINE).sum();
+    let model_bytes: usize = (0..labels.ends.len())
+        .map(|row| labels.row(row).len() + LINE)
+        .sum();
+    let link_families = link_facts().len() + 1;
+    swept_bytes * (stats.counters.len() + 1)
+        + model_bytes * link_families
+        + fabric.node_count() * NODE
+        + (1 << 20)
+}
+
+fn saturated_family<L: AsRef<str>>(
+    out: &mut Page<'_>,
+    swept: &[(&PortSample, L)],
+    on_page: &[&str],
+) {
     let name = "ibscope_port_saturated_counters";
-    family_head(
-        out,
+    out.head(
         name,
         "gauge",
         "Counters of the port on this page stuck at their maximum without a 64-bit replacement.",
@@ -586,7 +803,7 @@ fn saturated_family<L: AsRef<str>>(out: &mut String, swept: &[(&PortSample, L)],
                 .iter()
                 .filter(|s| on_page.contains(&s.as_str()) && p.is_saturated(s))
                 .count();
-            sample_line(out, name, labels.as_ref(), n);
+            out.sample(name, labels.as_ref(), n);
         }
     }
 }
@@ -609,9 +826,8 @@ fn page_findings(
 }
 
 /// [`page_findings`] counted by kind.
-fn findings_family(out: &mut String, prefix: &str, found: &[Finding]) {
-    family_head(
-        out,
+fn findings_family(out: &mut Page<'_>, prefix: &str, found: &[Finding]) {
+    out.head(
         "ibscope_findings",
         "gauge",
         "Findings of `ibscope check` on the last sweep, by kind and severity.",
@@ -621,12 +837,19 @@ fn findings_family(out: &mut String, prefix: &str, found: &[Finding]) {
             "{prefix},kind=\"{kind}\",severity=\"{}\"",
             kind.severity().as_str()
         );
-        sample_line(out, "ibscope_findings", &labels, n);
+        out.sample("ibscope_findings", &labels, n);
     }
 }
 
 /// A gauge per link fact from the last discovery: its value of each port, if any.
-type LinkFact = fn(&Port) -> Option<String>;
+type LinkFact = fn(&Port) -> Option<FactValue>;
+
+/// A link fact's value: a code or count, or a rate in Gb/s.
+#[derive(Clone, Copy)]
+enum FactValue {
+    Whole(u32),
+    Rate(f64),
+}
 
 fn link_facts() -> [(&'static str, String, LinkFact); 7] {
     [
@@ -636,7 +859,7 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
                 "PortState",
                 PortState::KNOWN.iter().map(|s| (s.code(), s.name())),
             ),
-            |p| Some(p.state.map_or(0, PortState::code).to_string()),
+            |p| Some(FactValue::Whole(p.state.map_or(0, PortState::code).into())),
         ),
         (
             "ibscope_port_phys_state",
@@ -644,60 +867,77 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
                 "PortPhysicalState",
                 PhysState::KNOWN.iter().map(|s| (s.code(), s.name())),
             ),
-            |p| Some(p.phys_state.map_or(0, PhysState::code).to_string()),
+            |p| {
+                Some(FactValue::Whole(
+                    p.phys_state.map_or(0, PhysState::code).into(),
+                ))
+            },
         ),
         (
             "ibscope_port_active",
             "1 if the port is Active, else 0.".into(),
-            |p| Some(u8::from(p.is_active()).to_string()),
+            |p| Some(FactValue::Whole(p.is_active().into())),
         ),
         (
             "ibscope_port_link_up",
             "1 if the port is physically LinkUp, else 0.".into(),
-            |p| Some(u8::from(p.is_phys_up()).to_string()),
+            |p| Some(FactValue::Whole(p.is_phys_up().into())),
         ),
         (
             "ibscope_port_width_lanes",
             "Active link width in lanes (ports with a link only).".into(),
-            |p| p.width_active.map(|w| w.lanes().to_string()),
+            |p| p.width_active.map(|w| FactValue::Whole(w.lanes())),
         ),
         (
             "ibscope_port_speed_gbps_per_lane",
             "Active link speed: signalling rate of one lane in Gb/s.".into(),
-            |p| p.speed_active.map(|s| s.lane_gbps().to_string()),
+            |p| p.speed_active.map(|s| FactValue::Rate(s.lane_gbps())),
         ),
         (
             "ibscope_port_data_rate_gbps",
             "Active data rate of the link in Gb/s (lanes x lane data rate after encoding).".into(),
             |p| {
                 let (w, s) = (p.width_active?, p.speed_active?);
-                Some((f64::from(w.lanes()) * s.lane_data_gbps()).to_string())
+                Some(FactValue::Rate(f64::from(w.lanes()) * s.lane_data_gbps()))
             },
         ),
     ]
 }
 
-fn link_families(out: &mut String, fabric: &Fabric, labels: &PortLabels) {
+fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
     // Each port found once, not once per fact.
     let ports: Vec<Option<&Port>> = labels
         .ends
         .iter()
         .map(|(e, _)| fabric.node(e.node).port(e.port))
         .collect();
+    // A fabric has a few distinct rates: each written once, as `f64::to_string` writes it.
+    let mut rates: Vec<(u64, String)> = Vec::new();
     for (name, help, fact) in link_facts() {
-        family_head(out, name, "gauge", &help);
-        for ((_, l), port) in labels.ends.iter().zip(&ports) {
-            if let Some(v) = port.and_then(fact) {
-                sample_line(out, name, l, v);
+        out.head(name, "gauge", &help);
+        for (row, port) in ports.iter().enumerate() {
+            match port.and_then(fact) {
+                Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n),
+                Some(FactValue::Rate(rate)) => {
+                    let bits = rate.to_bits();
+                    let at = match rates.iter().position(|&(b, _)| b == bits) {
+                        Some(at) => at,
+                        None => {
+                            rates.push((bits, rate.to_string()));
+                            rates.len() - 1
+                        }
+                    };
+                    out.sample(name, labels.row(row), rates[at].1.as_str());
+                }
+                None => {}
             }
         }
     }
 }
 
 /// Degraded flag of both ends of every link (healthy ones as 0).
-fn degraded_family(out: &mut String, health: &HealthReport, labels: &PortLabels) {
-    family_head(
-        out,
+fn degraded_family(out: &mut Page<'_>, health: &HealthReport, labels: &PortLabels) {
+    out.head(
         "ibscope_port_degraded",
         "gauge",
         "1 if the port's link runs below what both ends could do or below the fabric norm.",
@@ -706,7 +946,7 @@ fn degraded_family(out: &mut String, health: &HealthReport, labels: &PortLabels)
         let value = u8::from(link.degraded);
         for end in [&link.a, &link.b] {
             if let Some(l) = labels.get(end.at.key()) {
-                sample_line(out, "ibscope_port_degraded", l, value);
+                out.sample("ibscope_port_degraded", l, value);
             }
         }
     }
@@ -716,7 +956,7 @@ fn degraded_family(out: &mut String, health: &HealthReport, labels: &PortLabels)
 type ErrorCount = fn(ScrapeErrors) -> u64;
 
 fn node_families(
-    out: &mut String,
+    out: &mut Page<'_>,
     prefix: &str,
     fabric: &Fabric,
     names: Option<&NameMap>,
@@ -731,8 +971,7 @@ fn node_families(
             )
         })
         .collect();
-    family_head(
-        out,
+    out.head(
         "ibscope_node_info",
         "gauge",
         "One per discovered node; its facts are labels.",
@@ -747,7 +986,7 @@ fn node_families(
             node.device_id,
             node.system_image_guid
         );
-        sample_line(out, "ibscope_node_info", &labels, 1u8);
+        out.sample("ibscope_node_info", &labels, 1u8);
     }
     let errors_of = |n: &Node| scrape_errors.get(&n.guid).copied().unwrap_or_default();
     let counted: [(&str, &str, ErrorCount); 2] = [
@@ -763,16 +1002,16 @@ fn node_families(
         ),
     ];
     for (name, help, count) in counted {
-        family_head(out, name, "counter", help);
+        out.head(name, "counter", help);
         for (node, base) in &node_base {
-            sample_line(out, name, base, count(errors_of(node)));
+            out.sample(name, base, count(errors_of(node)));
         }
     }
 }
 
 /// The exporter itself.
 fn exporter_families(
-    out: &mut String,
+    out: &mut Page<'_>,
     prefix: &str,
     fabric: &Fabric,
     sample: &Sample,
@@ -884,6 +1123,27 @@ mod tests {
         );
         for (counter, metric) in cases {
             assert_eq!(metric_name(counter), metric);
+        }
+    }
+
+    /// The label writers that skip `fmt` write what `fmt` and the escaper write.
+    #[test]
+    fn label_writers_match_fmt() {
+        for guid in [0, 1, 0x0002_c903_00ab_cdef, u64::MAX] {
+            let mut s = String::new();
+            push_guid(&mut s, guid);
+            assert_eq!(s, format!("{guid:#018x}"));
+        }
+        for text in [
+            "plain",
+            "q\u{22}uote",
+            "back\u{5c}slash",
+            "new\u{a}line",
+            "",
+        ] {
+            let mut s = String::new();
+            push_label_value(&mut s, text);
+            assert_eq!(s, for_prometheus_label(text));
         }
     }
 
