@@ -19,7 +19,7 @@ const BROKEN: u8 = 3;
 const LOOPING: u8 = 4;
 
 /// Destination LIDs whose LFT entries are gathered at once (see [`Walk::lft_block`]).
-const BLOCK: usize = 64;
+const BLOCK: usize = 32;
 
 /// What leaving a switch through one port leads to, precomputed for the pass: one read
 /// instead of the index's channel arrays at every step. Eight bytes, so that the table
@@ -36,6 +36,10 @@ struct Hop {
 
 /// The `peer` of a port that is not usable (never a channel: channels are fewer).
 const PEER_DOWN: u32 = u32::MAX - 1;
+
+/// Gathered links at or above this are no switch-to-switch link (switch numbers are below
+/// 2^24, so `next << 8 | port` is below it): the step is worked out from the port.
+const NOT_A_LINK: u32 = u32::MAX - 0xff;
 
 /// Where the routes to one destination break, or the loop they are caught in.
 struct Event {
@@ -108,11 +112,20 @@ pub(super) struct Walk<'a> {
     hop_base: Vec<usize>,
     /// Per switch number: the channel of its port 0.
     chan_base: Vec<u32>,
+    /// Per switch and port: its hop's `link` when the port leads to a switch, else
+    /// [`NOT_A_LINK`]; at `hop_base`, like `hops`.
+    links: Vec<u32>,
     /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
-    /// BLOCK`, switch by switch ([`NO_ROUTE`] past a table's end). One destination reads
-    /// one byte of every switch's table: gathered a block at a time, the tables are read
-    /// in order instead of one cache miss per switch and destination.
-    block: Vec<u8>,
+    /// BLOCK`, destination by destination ([`NO_ROUTE`] past a table's end), and the
+    /// link each leaves by. One destination reads one entry of every switch's table:
+    /// gathered a block at a time, the tables are read in order, and each destination's
+    /// pass reads contiguous memory instead of a cache line per switch.
+    block_ports: Vec<u8>,
+    block_links: Vec<u32>,
+    /// The block's LFT entries switch by switch, as copied from the tables.
+    staged: Vec<u8>,
+    /// Per switch number: its port slots.
+    slots: Vec<u32>,
     block_lo: usize,
     /// Per switch: CA destinations delivered; per source: its own LID delivered to its
     /// switch (it does not send to itself).
@@ -128,6 +141,8 @@ struct Dest {
     lid: u16,
     owner: u32,
     is_ca: bool,
+    /// The owner is a switch port with a link: a switch-to-switch link may deliver.
+    owner_linked_switch: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -149,6 +164,10 @@ impl<'a> Walk<'a> {
         // Switch numbers are packed with a port in a Hop's 32-bit link.
         assert!(s_count < 1 << 24, "too many switches for the route check");
         let (hops, hop_base) = hops(idx, ends);
+        let links = hops
+            .iter()
+            .map(|h| if h.link == NONE { NOT_A_LINK } else { h.link })
+            .collect();
         Walk {
             fabric,
             idx,
@@ -167,14 +186,18 @@ impl<'a> Walk<'a> {
             has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
             hops,
             hop_base,
+            links,
             chan_base: ends.sw.iter().map(|&s| idx.base[s.index()]).collect(),
-            block: vec![NO_ROUTE; s_count * BLOCK],
+            block_ports: vec![NO_ROUTE; s_count * BLOCK],
+            block_links: vec![NOT_A_LINK; s_count * BLOCK],
+            staged: vec![NO_ROUTE; s_count * BLOCK],
+            slots: ends.sw.iter().map(|&s| idx.slots(s.index())).collect(),
             block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
             self_delivered: vec![0; ends.sources.len()],
             usable_sources: (ends.sources.len() - ends.down_sources.len()) as u64,
             totals: Totals {
-                lids_per_chan: vec![0; idx.channels()],
+                lids_per_chan: lids_per_chan(idx, ends),
                 routes_per_chan: vec![0; idx.channels()],
                 hist: Vec::new(),
                 pairs_ok: 0,
@@ -194,7 +217,14 @@ impl<'a> Walk<'a> {
 
     /// Every route to one destination LID, owned by channel `owner`.
     pub fn destination(&mut self, lid: u16, owner: u32, is_ca: bool) {
-        let d = Dest { lid, owner, is_ca };
+        let idx = self.idx;
+        let d = Dest {
+            lid,
+            owner,
+            is_ca,
+            owner_linked_switch: idx.is_switch_index(idx.chan_node[owner as usize])
+                && idx.peer(owner).is_some(),
+        };
         self.lft_block(lid);
         self.status.fill(UNVISITED);
         self.events.clear();
@@ -217,39 +247,45 @@ impl<'a> Walk<'a> {
         self.fold_events(d, failed, self_at);
     }
 
-    /// Gather the LFT entries of the block holding `lid`, unless already there.
+    /// Gather the LFT entries of the block holding `lid`, unless already there: first
+    /// every table's slice (short copies, whose cache misses overlap), then turned
+    /// destination by destination.
     fn lft_block(&mut self, lid: u16) {
         let lo = usize::from(lid) / BLOCK * BLOCK;
         if lo == self.block_lo {
             return;
         }
         self.block_lo = lo;
-        for (s, row) in self.block.chunks_exact_mut(BLOCK).enumerate() {
+        for (s, row) in self.staged.chunks_exact_mut(BLOCK).enumerate() {
             let table = self.idx.table(self.ends.sw[s].index()).unwrap_or_default();
             let have = table.get(lo..).unwrap_or_default();
             let have = &have[..have.len().min(BLOCK)];
             row[..have.len()].copy_from_slice(have);
             row[have.len()..].fill(NO_ROUTE);
         }
+        let s_count = self.ends.sw.len();
+        for (s, row) in self.staged.chunks_exact(BLOCK).enumerate() {
+            let links = &self.links[self.hop_base[s]..self.hop_base[s + 1]];
+            for (off, &port) in row.iter().enumerate() {
+                self.block_ports[off * s_count + s] = port;
+                self.block_links[off * s_count + s] =
+                    links.get(usize::from(port)).copied().unwrap_or(NOT_A_LINK);
+            }
+        }
     }
 
-    /// What switch number `cur` does with a packet for `d` (as [`Index::step`]), and the
-    /// LFT entry counted on its channel.
-    #[inline]
-    fn step(&mut self, cur: usize, d: Dest) -> Step {
+    /// What switch number `cur` does with a packet for `d` whose LFT entry is `port`
+    /// (as [`Index::step`]).
+    fn step(&self, cur: usize, port: u8, d: Dest) -> Step {
         if !self.has_lft[cur] {
             return Step::LftNotRead;
         }
-        let port = self.block[cur * BLOCK + usize::from(d.lid) - self.block_lo];
         let (lo, hi) = (self.hop_base[cur], self.hop_base[cur + 1]);
         if port == NO_ROUTE {
             return Step::NoRoute;
         }
         if usize::from(port) >= hi - lo {
             return Step::PortDown { port };
-        }
-        if d.is_ca && port != 0 {
-            self.totals.lids_per_chan[(self.chan_base[cur] + u32::from(port)) as usize] += 1;
         }
         if port == 0 {
             return if self.chan_base[cur] == d.owner {
@@ -308,7 +344,16 @@ impl<'a> Walk<'a> {
             self.status[cur] = IN_PROGRESS;
             self.stack.push(cur as u32);
             let at = ends.sw[cur];
-            let step = self.step(cur, d);
+            let i = (usize::from(d.lid) - self.block_lo) * ends.sw.len() + cur;
+            let (port, link) = (self.block_ports[i], self.block_links[i]);
+            if link < NOT_A_LINK && !d.owner_linked_switch {
+                self.egress[cur] = port;
+                self.next[cur] = link >> 8;
+                self.next_in_port[cur] = link as u8;
+                cur = (link >> 8) as usize;
+                continue;
+            }
+            let step = self.step(cur, port, d);
             let (kind, port) = match step {
                 Step::DeliverSelf | Step::DeliverCa { .. } => {
                     let (dist, port) = match step {
@@ -427,7 +472,6 @@ impl<'a> Walk<'a> {
     /// Accumulate sources down the destination's tree, each switch before its successor: link
     /// route counts and the channel dependencies (turns) the routes create.
     fn accumulate(&mut self, d: Dest) {
-        let (idx, ends) = (self.idx, self.ends);
         let cdg = d.is_ca || self.opts.cdg_switch_destinations;
         let t = &mut self.totals;
         for &x in self.order.iter().rev() {
@@ -436,9 +480,8 @@ impl<'a> Walk<'a> {
             if wx == 0 {
                 continue;
             }
-            let at = ends.sw[x].index();
             if d.is_ca && self.egress[x] != 0 {
-                t.routes_per_chan[(idx.base[at] + u32::from(self.egress[x])) as usize] += wx;
+                t.routes_per_chan[(self.chan_base[x] + u32::from(self.egress[x])) as usize] += wx;
             }
             let next = self.next[x];
             if next == NONE {
@@ -448,7 +491,7 @@ impl<'a> Walk<'a> {
             self.w[next] += wx;
             // Dependency (x -> next) then (next -> its next): both switch-to-switch.
             if cdg && self.next[next] != NONE {
-                let p = idx.slots(ends.sw[next].index()) as usize;
+                let p = self.slots[next] as usize;
                 let slot = t.turn_base[next]
                     + usize::from(self.next_in_port[x]) * p
                     + usize::from(self.egress[next]);
@@ -533,6 +576,36 @@ impl<'a> Walk<'a> {
         }
         self.totals
     }
+}
+
+/// Per channel: the CA destination LIDs its switch's LFT sends out of it (port 0, ports
+/// beyond the switch's and unset entries aside). Table by table, in order.
+fn lids_per_chan(idx: &Index, ends: &Endpoints) -> Vec<u32> {
+    let mut lids_per_chan = vec![0u32; idx.channels()];
+    let ca_lids: Vec<usize> = ends
+        .dests
+        .iter()
+        .filter(|d| d.2)
+        .map(|d| usize::from(d.0))
+        .collect();
+    let mut count = [0u32; 256];
+    for &s in &ends.sw {
+        let Some(table) = idx.table(s.index()) else {
+            continue;
+        };
+        count.fill(0);
+        for &lid in &ca_lids {
+            if let Some(&port) = table.get(lid) {
+                count[usize::from(port)] += 1;
+            }
+        }
+        let slots = idx.slots(s.index()) as usize;
+        let base = idx.base[s.index()] as usize;
+        for port in 1..slots.min(usize::from(NO_ROUTE)) {
+            lids_per_chan[base + port] += count[port];
+        }
+    }
+    lids_per_chan
 }
 
 /// Every switch's hops, port by port, with each switch's first at its number in the second.
