@@ -18,6 +18,10 @@ const DELIVERED: u8 = 2;
 const BROKEN: u8 = 3;
 const LOOPING: u8 = 4;
 
+/// `clean_dist` of a switch not reached yet, and of one on the path being followed.
+const DIST_UNKNOWN: u16 = u16::MAX;
+const DIST_PENDING: u16 = u16::MAX - 1;
+
 /// Destination LIDs whose LFT entries are gathered at once (see [`Walk::lft_block`]).
 const BLOCK: usize = 32;
 
@@ -126,6 +130,11 @@ pub(super) struct Walk<'a> {
     staged: Vec<u8>,
     /// Per switch number: its port slots.
     slots: Vec<u32>,
+    /// Per switch: links to the current clean destination ([`DIST_UNKNOWN`] between
+    /// destinations).
+    clean_dist: Vec<u16>,
+    /// CA destinations that every switch delivered (counted here, not per switch).
+    clean_ca_dests: u64,
     block_lo: usize,
     /// Per switch: CA destinations delivered; per source: its own LID delivered to its
     /// switch (it does not send to itself).
@@ -192,6 +201,8 @@ impl<'a> Walk<'a> {
             block_links: vec![NOT_A_LINK; s_count * BLOCK],
             staged: vec![NO_ROUTE; s_count * BLOCK],
             slots: ends.sw.iter().map(|&s| idx.slots(s.index())).collect(),
+            clean_dist: vec![DIST_UNKNOWN; s_count],
+            clean_ca_dests: 0,
             block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
             self_delivered: vec![0; ends.sources.len()],
@@ -226,9 +237,7 @@ impl<'a> Walk<'a> {
                 && idx.peer(owner).is_some(),
         };
         self.lft_block(lid);
-        self.status.fill(UNVISITED);
         self.events.clear();
-        self.order.clear();
         let owner_src = self.ends.source_of_chan[owner as usize];
         // Where the destination itself sits as a source (it does not send to itself).
         let self_at = if owner_src != NONE && self.idx.usable(owner) {
@@ -237,6 +246,13 @@ impl<'a> Walk<'a> {
         } else {
             NONE
         };
+        if self.clean_destination(d, self_at, owner_src) {
+            let failed = self.count_direct(d);
+            self.fold_events(d, failed, self_at);
+            return;
+        }
+        self.status.fill(UNVISITED);
+        self.order.clear();
         for start in 0..self.ends.sw.len() {
             if self.status[start] == UNVISITED {
                 self.resolve_from(start, d);
@@ -444,6 +460,14 @@ impl<'a> Walk<'a> {
                 }
             }
         }
+        failed + self.count_direct(d)
+    }
+
+    /// Pairs from the sources linked back to back, which reach only their peer. Returns
+    /// the pairs that failed.
+    fn count_direct(&mut self, d: Dest) -> u64 {
+        let t = &mut self.totals;
+        let mut failed = 0u64;
         for &c in &self.ends.direct {
             if c == d.owner {
                 continue;
@@ -467,6 +491,141 @@ impl<'a> Walk<'a> {
             }
         }
         failed
+    }
+
+    /// The switch that should deliver `d` (the owner's, or the owner's peer's), and at
+    /// how many links from the destination it is, when its LFT does deliver.
+    fn delivering_switch(&self, d: Dest) -> Option<(usize, u16)> {
+        let idx = self.idx;
+        let owner_node = idx.chan_node[d.owner as usize];
+        let node = if idx.is_switch_index(owner_node) {
+            owner_node
+        } else {
+            idx.chan_node[idx.peer(d.owner)? as usize]
+        };
+        let sw = self.ends.sw_of[node as usize];
+        if sw == NONE {
+            return None;
+        }
+        let sw = sw as usize;
+        let i = (usize::from(d.lid) - self.block_lo) * self.ends.sw.len() + sw;
+        match self.step(sw, self.block_ports[i], d) {
+            Step::DeliverSelf => Some((sw, 0)),
+            Step::DeliverCa { .. } => Some((sw, 1)),
+            _ => None,
+        }
+    }
+
+    /// The pass for a destination that every switch but the one delivering it forwards
+    /// over a switch-to-switch link, without loops: nothing breaks, so the general pass's
+    /// bookkeeping is not needed. `false`, with nothing counted, for any other.
+    fn clean_destination(&mut self, d: Dest, self_at: u32, owner_src: u32) -> bool {
+        let s_count = self.ends.sw.len();
+        if d.owner_linked_switch || s_count >= usize::from(DIST_PENDING) {
+            return false;
+        }
+        let Some((own, own_dist)) = self.delivering_switch(d) else {
+            return false;
+        };
+        let col = (usize::from(d.lid) - self.block_lo) * s_count;
+        let links = &self.block_links[col..col + s_count];
+        // The delivering switch's entry is no link; any other such entry breaks a route.
+        if links.iter().filter(|&&l| l >= NOT_A_LINK).count() != 1 {
+            return false;
+        }
+        if !self.clean_distances(col, own, own_dist) {
+            return false;
+        }
+        let t = &mut self.totals;
+        for (x, &attached) in self.ends.attach_count.iter().enumerate() {
+            let k = attached - u64::from(self_at == x as u32);
+            if k > 0 {
+                t.pairs_ok += k;
+                add_hops(&mut t.hist, usize::from(self.clean_dist[x]) + 1, k);
+                self.w[x] = k;
+            }
+        }
+        if d.is_ca {
+            self.clean_ca_dests += 1;
+            if self_at != NONE {
+                self.self_delivered[owner_src as usize] += 1;
+            }
+        }
+        self.clean_dist.fill(DIST_UNKNOWN);
+        self.clean_accumulate(d, col, own);
+        true
+    }
+
+    /// Every switch's links to the destination into `clean_dist`, and `order` (each
+    /// switch after the one it forwards to). `false`, with `clean_dist` reset, on a loop.
+    fn clean_distances(&mut self, col: usize, own: usize, own_dist: u16) -> bool {
+        let s_count = self.ends.sw.len();
+        let links = &self.block_links[col..col + s_count];
+        let dist = &mut self.clean_dist;
+        dist[own] = own_dist;
+        self.order.clear();
+        self.order.push(own as u32);
+        for start in 0..s_count {
+            if dist[start] != DIST_UNKNOWN {
+                continue;
+            }
+            self.stack.clear();
+            let mut cur = start;
+            while dist[cur] == DIST_UNKNOWN {
+                dist[cur] = DIST_PENDING;
+                self.stack.push(cur as u32);
+                cur = (links[cur] >> 8) as usize;
+            }
+            if dist[cur] == DIST_PENDING {
+                dist.fill(DIST_UNKNOWN);
+                return false;
+            }
+            let mut k = dist[cur];
+            for &x in self.stack.iter().rev() {
+                k += 1;
+                dist[x as usize] = k;
+                self.order.push(x);
+            }
+        }
+        true
+    }
+
+    /// [`Walk::accumulate`] for a clean destination, reading the gathered column.
+    fn clean_accumulate(&mut self, d: Dest, col: usize, own: usize) {
+        let cdg = d.is_ca || self.opts.cdg_switch_destinations;
+        let s_count = self.ends.sw.len();
+        let links = &self.block_links[col..col + s_count];
+        let ports = &self.block_ports[col..col + s_count];
+        let t = &mut self.totals;
+        for &x in self.order.iter().rev() {
+            let x = x as usize;
+            let wx = self.w[x];
+            if wx == 0 {
+                continue;
+            }
+            if d.is_ca && ports[x] != 0 {
+                t.routes_per_chan[(self.chan_base[x] + u32::from(ports[x])) as usize] += wx;
+            }
+            if x == own {
+                continue;
+            }
+            let next = (links[x] >> 8) as usize;
+            self.w[next] += wx;
+            // Dependency (x -> next) then (next -> its next): both switch-to-switch.
+            if cdg && next != own {
+                let slot = t.turn_base[next]
+                    + usize::from(links[x] as u8) * self.slots[next] as usize
+                    + usize::from(ports[next]);
+                let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                if t.turn_seen[word] & bit == 0 {
+                    t.turn_seen[word] |= bit;
+                    t.turn_lid[slot] = d.lid;
+                }
+            }
+        }
+        for &x in &self.order {
+            self.w[x as usize] = 0;
+        }
     }
 
     /// Accumulate sources down the destination's tree, each switch before its successor: link
@@ -571,7 +730,8 @@ impl<'a> Walk<'a> {
         for (x, list) in ends.attached.iter().enumerate() {
             for &c in list {
                 let si = ends.source_of_chan[c as usize] as usize;
-                t.routes_per_chan[c as usize] += self.delivered_dests[x] - self.self_delivered[si];
+                t.routes_per_chan[c as usize] +=
+                    self.delivered_dests[x] + self.clean_ca_dests - self.self_delivered[si];
             }
         }
         self.totals
