@@ -18,8 +18,12 @@ const DELIVERED: u8 = 2;
 const BROKEN: u8 = 3;
 const LOOPING: u8 = 4;
 
+/// `clean_dist` of a switch not reached yet, and of one on the path being followed.
+const DIST_UNKNOWN: u16 = u16::MAX;
+const DIST_PENDING: u16 = u16::MAX - 1;
+
 /// Destination LIDs whose LFT entries are gathered at once (see [`Walk::lft_block`]).
-const BLOCK: usize = 64;
+const BLOCK: usize = 32;
 
 /// What leaving a switch through one port leads to, precomputed for the pass: one read
 /// instead of the index's channel arrays at every step. Eight bytes, so that the table
@@ -36,6 +40,10 @@ struct Hop {
 
 /// The `peer` of a port that is not usable (never a channel: channels are fewer).
 const PEER_DOWN: u32 = u32::MAX - 1;
+
+/// Gathered links at or above this are no switch-to-switch link (switch numbers are below
+/// 2^24, so `next << 8 | port` is below it): the step is worked out from the port.
+const NOT_A_LINK: u32 = u32::MAX - 0xff;
 
 /// Where the routes to one destination break, or the loop they are caught in.
 struct Event {
@@ -108,11 +116,25 @@ pub(super) struct Walk<'a> {
     hop_base: Vec<usize>,
     /// Per switch number: the channel of its port 0.
     chan_base: Vec<u32>,
+    /// Per switch and port: its hop's `link` when the port leads to a switch, else
+    /// [`NOT_A_LINK`]; at `hop_base`, like `hops`.
+    links: Vec<u32>,
     /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
-    /// BLOCK`, switch by switch ([`NO_ROUTE`] past a table's end). One destination reads
-    /// one byte of every switch's table: gathered a block at a time, the tables are read
-    /// in order instead of one cache miss per switch and destination.
-    block: Vec<u8>,
+    /// BLOCK`, destination by destination ([`NO_ROUTE`] past a table's end), and the
+    /// link each leaves by. One destination reads one entry of every switch's table:
+    /// gathered a block at a time, the tables are read in order, and each destination's
+    /// pass reads contiguous memory instead of a cache line per switch.
+    block_ports: Vec<u8>,
+    block_links: Vec<u32>,
+    /// The block's LFT entries switch by switch, as copied from the tables.
+    staged: Vec<u8>,
+    /// Per switch number: its port slots.
+    slots: Vec<u32>,
+    /// Per switch: links to the current clean destination ([`DIST_UNKNOWN`] between
+    /// destinations).
+    clean_dist: Vec<u16>,
+    /// CA destinations that every switch delivered (counted here, not per switch).
+    clean_ca_dests: u64,
     block_lo: usize,
     /// Per switch: CA destinations delivered; per source: its own LID delivered to its
     /// switch (it does not send to itself).
@@ -128,6 +150,8 @@ struct Dest {
     lid: u16,
     owner: u32,
     is_ca: bool,
+    /// The owner is a switch port with a link: a switch-to-switch link may deliver.
+    owner_linked_switch: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -149,6 +173,10 @@ impl<'a> Walk<'a> {
         // Switch numbers are packed with a port in a Hop's 32-bit link.
         assert!(s_count < 1 << 24, "too many switches for the route check");
         let (hops, hop_base) = hops(idx, ends);
+        let links = hops
+            .iter()
+            .map(|h| if h.link == NONE { NOT_A_LINK } else { h.link })
+            .collect();
         Walk {
             fabric,
             idx,
@@ -167,14 +195,20 @@ impl<'a> Walk<'a> {
             has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
             hops,
             hop_base,
+            links,
             chan_base: ends.sw.iter().map(|&s| idx.base[s.index()]).collect(),
-            block: vec![NO_ROUTE; s_count * BLOCK],
+            block_ports: vec![NO_ROUTE; s_count * BLOCK],
+            block_links: vec![NOT_A_LINK; s_count * BLOCK],
+            staged: vec![NO_ROUTE; s_count * BLOCK],
+            slots: ends.sw.iter().map(|&s| idx.slots(s.index())).collect(),
+            clean_dist: vec![DIST_UNKNOWN; s_count],
+            clean_ca_dests: 0,
             block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
             self_delivered: vec![0; ends.sources.len()],
             usable_sources: (ends.sources.len() - ends.down_sources.len()) as u64,
             totals: Totals {
-                lids_per_chan: vec![0; idx.channels()],
+                lids_per_chan: lids_per_chan(idx, ends),
                 routes_per_chan: vec![0; idx.channels()],
                 hist: Vec::new(),
                 pairs_ok: 0,
@@ -194,11 +228,16 @@ impl<'a> Walk<'a> {
 
     /// Every route to one destination LID, owned by channel `owner`.
     pub fn destination(&mut self, lid: u16, owner: u32, is_ca: bool) {
-        let d = Dest { lid, owner, is_ca };
+        let idx = self.idx;
+        let d = Dest {
+            lid,
+            owner,
+            is_ca,
+            owner_linked_switch: idx.is_switch_index(idx.chan_node[owner as usize])
+                && idx.peer(owner).is_some(),
+        };
         self.lft_block(lid);
-        self.status.fill(UNVISITED);
         self.events.clear();
-        self.order.clear();
         let owner_src = self.ends.source_of_chan[owner as usize];
         // Where the destination itself sits as a source (it does not send to itself).
         let self_at = if owner_src != NONE && self.idx.usable(owner) {
@@ -207,6 +246,13 @@ impl<'a> Walk<'a> {
         } else {
             NONE
         };
+        if self.clean_destination(d, self_at, owner_src) {
+            let failed = self.count_direct(d);
+            self.fold_events(d, failed, self_at);
+            return;
+        }
+        self.status.fill(UNVISITED);
+        self.order.clear();
         for start in 0..self.ends.sw.len() {
             if self.status[start] == UNVISITED {
                 self.resolve_from(start, d);
@@ -217,39 +263,45 @@ impl<'a> Walk<'a> {
         self.fold_events(d, failed, self_at);
     }
 
-    /// Gather the LFT entries of the block holding `lid`, unless already there.
+    /// Gather the LFT entries of the block holding `lid`, unless already there: first
+    /// every table's slice (short copies, whose cache misses overlap), then turned
+    /// destination by destination.
     fn lft_block(&mut self, lid: u16) {
         let lo = usize::from(lid) / BLOCK * BLOCK;
         if lo == self.block_lo {
             return;
         }
         self.block_lo = lo;
-        for (s, row) in self.block.chunks_exact_mut(BLOCK).enumerate() {
+        for (s, row) in self.staged.chunks_exact_mut(BLOCK).enumerate() {
             let table = self.idx.table(self.ends.sw[s].index()).unwrap_or_default();
             let have = table.get(lo..).unwrap_or_default();
             let have = &have[..have.len().min(BLOCK)];
             row[..have.len()].copy_from_slice(have);
             row[have.len()..].fill(NO_ROUTE);
         }
+        let s_count = self.ends.sw.len();
+        for (s, row) in self.staged.chunks_exact(BLOCK).enumerate() {
+            let links = &self.links[self.hop_base[s]..self.hop_base[s + 1]];
+            for (off, &port) in row.iter().enumerate() {
+                self.block_ports[off * s_count + s] = port;
+                self.block_links[off * s_count + s] =
+                    links.get(usize::from(port)).copied().unwrap_or(NOT_A_LINK);
+            }
+        }
     }
 
-    /// What switch number `cur` does with a packet for `d` (as [`Index::step`]), and the
-    /// LFT entry counted on its channel.
-    #[inline]
-    fn step(&mut self, cur: usize, d: Dest) -> Step {
+    /// What switch number `cur` does with a packet for `d` whose LFT entry is `port`
+    /// (as [`Index::step`]).
+    fn step(&self, cur: usize, port: u8, d: Dest) -> Step {
         if !self.has_lft[cur] {
             return Step::LftNotRead;
         }
-        let port = self.block[cur * BLOCK + usize::from(d.lid) - self.block_lo];
         let (lo, hi) = (self.hop_base[cur], self.hop_base[cur + 1]);
         if port == NO_ROUTE {
             return Step::NoRoute;
         }
         if usize::from(port) >= hi - lo {
             return Step::PortDown { port };
-        }
-        if d.is_ca && port != 0 {
-            self.totals.lids_per_chan[(self.chan_base[cur] + u32::from(port)) as usize] += 1;
         }
         if port == 0 {
             return if self.chan_base[cur] == d.owner {
@@ -308,7 +360,16 @@ impl<'a> Walk<'a> {
             self.status[cur] = IN_PROGRESS;
             self.stack.push(cur as u32);
             let at = ends.sw[cur];
-            let step = self.step(cur, d);
+            let i = (usize::from(d.lid) - self.block_lo) * ends.sw.len() + cur;
+            let (port, link) = (self.block_ports[i], self.block_links[i]);
+            if link < NOT_A_LINK && !d.owner_linked_switch {
+                self.egress[cur] = port;
+                self.next[cur] = link >> 8;
+                self.next_in_port[cur] = link as u8;
+                cur = (link >> 8) as usize;
+                continue;
+            }
+            let step = self.step(cur, port, d);
             let (kind, port) = match step {
                 Step::DeliverSelf | Step::DeliverCa { .. } => {
                     let (dist, port) = match step {
@@ -399,6 +460,14 @@ impl<'a> Walk<'a> {
                 }
             }
         }
+        failed + self.count_direct(d)
+    }
+
+    /// Pairs from the sources linked back to back, which reach only their peer. Returns
+    /// the pairs that failed.
+    fn count_direct(&mut self, d: Dest) -> u64 {
+        let t = &mut self.totals;
+        let mut failed = 0u64;
         for &c in &self.ends.direct {
             if c == d.owner {
                 continue;
@@ -424,10 +493,144 @@ impl<'a> Walk<'a> {
         failed
     }
 
+    /// The switch that should deliver `d` (the owner's, or the owner's peer's), and at
+    /// how many links from the destination it is, when its LFT does deliver.
+    fn delivering_switch(&self, d: Dest) -> Option<(usize, u16)> {
+        let idx = self.idx;
+        let owner_node = idx.chan_node[d.owner as usize];
+        let node = if idx.is_switch_index(owner_node) {
+            owner_node
+        } else {
+            idx.chan_node[idx.peer(d.owner)? as usize]
+        };
+        let sw = self.ends.sw_of[node as usize];
+        if sw == NONE {
+            return None;
+        }
+        let sw = sw as usize;
+        let i = (usize::from(d.lid) - self.block_lo) * self.ends.sw.len() + sw;
+        match self.step(sw, self.block_ports[i], d) {
+            Step::DeliverSelf => Some((sw, 0)),
+            Step::DeliverCa { .. } => Some((sw, 1)),
+            _ => None,
+        }
+    }
+
+    /// The pass for a destination that every switch but the one delivering it forwards
+    /// over a switch-to-switch link, without loops: nothing breaks, so the general pass's
+    /// bookkeeping is not needed. `false`, with nothing counted, for any other.
+    fn clean_destination(&mut self, d: Dest, self_at: u32, owner_src: u32) -> bool {
+        let s_count = self.ends.sw.len();
+        if d.owner_linked_switch || s_count >= usize::from(DIST_PENDING) {
+            return false;
+        }
+        let Some((own, own_dist)) = self.delivering_switch(d) else {
+            return false;
+        };
+        let col = (usize::from(d.lid) - self.block_lo) * s_count;
+        let links = &self.block_links[col..col + s_count];
+        // The delivering switch's entry is no link; any other such entry breaks a route.
+        if links.iter().filter(|&&l| l >= NOT_A_LINK).count() != 1 {
+            return false;
+        }
+        if !self.clean_distances(col, own, own_dist) {
+            return false;
+        }
+        let t = &mut self.totals;
+        for (x, &attached) in self.ends.attach_count.iter().enumerate() {
+            let k = attached - u64::from(self_at == x as u32);
+            if k > 0 {
+                t.pairs_ok += k;
+                add_hops(&mut t.hist, usize::from(self.clean_dist[x]) + 1, k);
+                self.w[x] = k;
+            }
+        }
+        if d.is_ca {
+            self.clean_ca_dests += 1;
+            if self_at != NONE {
+                self.self_delivered[owner_src as usize] += 1;
+            }
+        }
+        self.clean_dist.fill(DIST_UNKNOWN);
+        self.clean_accumulate(d, col, own);
+        true
+    }
+
+    /// Every switch's links to the destination into `clean_dist`, and `order` (each
+    /// switch after the one it forwards to). `false`, with `clean_dist` reset, on a loop.
+    fn clean_distances(&mut self, col: usize, own: usize, own_dist: u16) -> bool {
+        let s_count = self.ends.sw.len();
+        let links = &self.block_links[col..col + s_count];
+        let dist = &mut self.clean_dist;
+        dist[own] = own_dist;
+        self.order.clear();
+        self.order.push(own as u32);
+        for start in 0..s_count {
+            if dist[start] != DIST_UNKNOWN {
+                continue;
+            }
+            self.stack.clear();
+            let mut cur = start;
+            while dist[cur] == DIST_UNKNOWN {
+                dist[cur] = DIST_PENDING;
+                self.stack.push(cur as u32);
+                cur = (links[cur] >> 8) as usize;
+            }
+            if dist[cur] == DIST_PENDING {
+                dist.fill(DIST_UNKNOWN);
+                return false;
+            }
+            let mut k = dist[cur];
+            for &x in self.stack.iter().rev() {
+                k += 1;
+                dist[x as usize] = k;
+                self.order.push(x);
+            }
+        }
+        true
+    }
+
+    /// [`Walk::accumulate`] for a clean destination, reading the gathered column.
+    fn clean_accumulate(&mut self, d: Dest, col: usize, own: usize) {
+        let cdg = d.is_ca || self.opts.cdg_switch_destinations;
+        let s_count = self.ends.sw.len();
+        let links = &self.block_links[col..col + s_count];
+        let ports = &self.block_ports[col..col + s_count];
+        let t = &mut self.totals;
+        for &x in self.order.iter().rev() {
+            let x = x as usize;
+            let wx = self.w[x];
+            if wx == 0 {
+                continue;
+            }
+            if d.is_ca && ports[x] != 0 {
+                t.routes_per_chan[(self.chan_base[x] + u32::from(ports[x])) as usize] += wx;
+            }
+            if x == own {
+                continue;
+            }
+            let next = (links[x] >> 8) as usize;
+            self.w[next] += wx;
+            // Dependency (x -> next) then (next -> its next): both switch-to-switch.
+            if cdg && next != own {
+                let slot = t.turn_base[next]
+                    + usize::from(links[x] as u8) * self.slots[next] as usize
+                    + usize::from(ports[next]);
+                let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                if t.turn_seen[word] & bit == 0 {
+                    t.turn_seen[word] |= bit;
+                    t.turn_lid[slot] = d.lid;
+                }
+            }
+        }
+        for &x in &self.order {
+            self.w[x as usize] = 0;
+        }
+    }
+
     /// Accumulate sources down the destination's tree, each switch before its successor: link
     /// route counts and the channel dependencies (turns) the routes create.
     fn accumulate(&mut self, d: Dest) {
-        let (idx, ends) = (self.idx, self.ends);
         let cdg = d.is_ca || self.opts.cdg_switch_destinations;
         let t = &mut self.totals;
         for &x in self.order.iter().rev() {
@@ -436,9 +639,8 @@ impl<'a> Walk<'a> {
             if wx == 0 {
                 continue;
             }
-            let at = ends.sw[x].index();
             if d.is_ca && self.egress[x] != 0 {
-                t.routes_per_chan[(idx.base[at] + u32::from(self.egress[x])) as usize] += wx;
+                t.routes_per_chan[(self.chan_base[x] + u32::from(self.egress[x])) as usize] += wx;
             }
             let next = self.next[x];
             if next == NONE {
@@ -448,7 +650,7 @@ impl<'a> Walk<'a> {
             self.w[next] += wx;
             // Dependency (x -> next) then (next -> its next): both switch-to-switch.
             if cdg && self.next[next] != NONE {
-                let p = idx.slots(ends.sw[next].index()) as usize;
+                let p = self.slots[next] as usize;
                 let slot = t.turn_base[next]
                     + usize::from(self.next_in_port[x]) * p
                     + usize::from(self.egress[next]);
@@ -528,11 +730,42 @@ impl<'a> Walk<'a> {
         for (x, list) in ends.attached.iter().enumerate() {
             for &c in list {
                 let si = ends.source_of_chan[c as usize] as usize;
-                t.routes_per_chan[c as usize] += self.delivered_dests[x] - self.self_delivered[si];
+                t.routes_per_chan[c as usize] +=
+                    self.delivered_dests[x] + self.clean_ca_dests - self.self_delivered[si];
             }
         }
         self.totals
     }
+}
+
+/// Per channel: the CA destination LIDs its switch's LFT sends out of it (port 0, ports
+/// beyond the switch's and unset entries aside). Table by table, in order.
+fn lids_per_chan(idx: &Index, ends: &Endpoints) -> Vec<u32> {
+    let mut lids_per_chan = vec![0u32; idx.channels()];
+    let ca_lids: Vec<usize> = ends
+        .dests
+        .iter()
+        .filter(|d| d.2)
+        .map(|d| usize::from(d.0))
+        .collect();
+    let mut count = [0u32; 256];
+    for &s in &ends.sw {
+        let Some(table) = idx.table(s.index()) else {
+            continue;
+        };
+        count.fill(0);
+        for &lid in &ca_lids {
+            if let Some(&port) = table.get(lid) {
+                count[usize::from(port)] += 1;
+            }
+        }
+        let slots = idx.slots(s.index()) as usize;
+        let base = idx.base[s.index()] as usize;
+        for port in 1..slots.min(usize::from(NO_ROUTE)) {
+            lids_per_chan[base + port] += count[port];
+        }
+    }
+    lids_per_chan
 }
 
 /// Every switch's hops, port by port, with each switch's first at its number in the second.
