@@ -89,6 +89,18 @@ pub(super) struct Totals {
     turn_seen: Vec<u64>,
 }
 
+impl Totals {
+    /// Record that a route to `lid` makes the turn in `slot`, if no route made it before.
+    #[inline]
+    fn note_turn(&mut self, slot: usize, lid: u16) {
+        let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+        if self.turn_seen[word] & bit == 0 {
+            self.turn_seen[word] |= bit;
+            self.turn_lid[slot] = lid;
+        }
+    }
+}
+
 /// The pass, with its working arrays (indexed by switch number) reused between
 /// destinations.
 pub(super) struct Walk<'a> {
@@ -616,11 +628,7 @@ impl<'a> Walk<'a> {
                 let slot = t.turn_base[next]
                     + usize::from(links[x] as u8) * self.slots[next] as usize
                     + usize::from(ports[next]);
-                let (word, bit) = (slot / 64, 1u64 << (slot % 64));
-                if t.turn_seen[word] & bit == 0 {
-                    t.turn_seen[word] |= bit;
-                    t.turn_lid[slot] = d.lid;
-                }
+                t.note_turn(slot, d.lid);
             }
         }
         for &x in &self.order {
@@ -654,11 +662,7 @@ impl<'a> Walk<'a> {
                 let slot = t.turn_base[next]
                     + usize::from(self.next_in_port[x]) * p
                     + usize::from(self.egress[next]);
-                let (word, bit) = (slot / 64, 1u64 << (slot % 64));
-                if t.turn_seen[word] & bit == 0 {
-                    t.turn_seen[word] |= bit;
-                    t.turn_lid[slot] = d.lid;
-                }
+                t.note_turn(slot, d.lid);
             }
         }
         for &x in &self.order {
