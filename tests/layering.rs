@@ -198,23 +198,18 @@ fn the_scan_finds_a_planted_cycle_and_nothing_else() {
 }
 
 /// A line with its string and character literals emptied and its comment cut, so that
-/// braces inside them do not count.
-fn braces_of(line: &str) -> String {
+/// braces inside them do not count. `in_string` carries a string literal that runs on
+/// past the end of a line into the next one.
+fn braces_of(line: &str, in_string: &mut bool) -> String {
     let mut out = String::new();
     let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
+    loop {
+        if *in_string {
+            *in_string = !skip_string(&mut chars);
+        }
+        let Some(c) = chars.next() else { break };
         match c {
-            '"' => {
-                while let Some(d) = chars.next() {
-                    match d {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        _ => {}
-                    }
-                }
-            }
+            '"' => *in_string = true,
             // A character literal ('{', '\''), not a lifetime ('a).
             '\'' => {
                 let rest: String = chars.clone().take(3).collect();
@@ -233,6 +228,20 @@ fn braces_of(line: &str) -> String {
         }
     }
     out
+}
+
+/// Skip the rest of a string literal; whether its closing quote was on this line.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
+    while let Some(d) = chars.next() {
+        match d {
+            '\\' => {
+                chars.next();
+            }
+            '"' => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The functions of `text` longer than `limit` lines: (name, first line, length).
@@ -258,8 +267,9 @@ fn long_functions(text: &str, limit: usize) -> Vec<(String, usize, usize)> {
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
         let (mut depth, mut opened, mut j) = (0i64, false, i);
+        let mut in_string = false;
         while j < lines.len() {
-            let code = braces_of(lines[j]);
+            let code = braces_of(lines[j], &mut in_string);
             if !opened && code.contains(';') && !code.contains('{') {
                 break; // a declaration without a body
             }
@@ -306,4 +316,7 @@ fn function_length_is_measured_by_its_braces() {
     );
     assert_eq!(long_functions(&text, 4), [("long".to_string(), 5, 7)]);
     assert_eq!(long_functions(&text, 7), []);
+    // A string over several lines: its braces are text, the function ends where it ends.
+    let text = "fn page() {\n    let s = \"a {\n}} b\n{\";\n}\nfn next() {\n}\n";
+    assert_eq!(long_functions(text, 3), [("page".to_string(), 1, 5)]);
 }
