@@ -195,20 +195,24 @@ pub(super) fn push_port_reads(
     extended: bool,
 ) {
     for &i in members {
-        let t = targets[i];
         if counters {
-            out.push((
-                Query::Counters(i),
-                port_request::<PortCounters>(&t, method::GET, 0),
-            ));
+            out.push(counters_read(targets, i));
         }
         if extended {
             out.push((
                 Query::Extended(i),
-                port_request::<PortCountersExtended>(&t, method::GET, 0),
+                port_request::<PortCountersExtended>(&targets[i], method::GET, 0),
             ));
         }
     }
+}
+
+/// The PortCounters read of target `i`.
+pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, Request) {
+    (
+        Query::Counters(i),
+        port_request::<PortCounters>(&targets[i], method::GET, 0),
+    )
 }
 
 #[cfg(test)]

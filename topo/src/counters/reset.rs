@@ -37,10 +37,7 @@ pub fn reset<E: SmpExecutor>(
     let mut results: Vec<ResetResult> = targets
         .iter()
         .map(|t| ResetResult {
-            at: PortRef {
-                lid: t.lid,
-                ..PortRef::new(fabric.node(t.node), t.port, names)
-            },
+            at: PortRef::with_lid(fabric.node(t.node), t.port, t.lid, names),
             extended: false,
             errors: Vec::new(),
         })

@@ -18,15 +18,16 @@ use serde::{Deserialize, Serialize};
 
 use super::names::has_extended_form;
 use super::pma::{
-    class_port_info_request, decode_counter_reply, decode_extended_speeds, extended_speeds_request,
-    group, not_implemented, port_request, push_port_reads, Breakdown, Query, ALL_PORTS,
+    class_port_info_request, counters_read, decode_counter_reply, decode_extended_speeds,
+    extended_speeds_request, group, not_implemented, port_request, push_port_reads, Breakdown,
+    Query, ALL_PORTS,
 };
 use super::sample::{CounterSet, PortSample, Sample};
 use super::screen::{screen, Screen};
 use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
-use crate::model::refs::{NodeRef, PortRef};
+use crate::model::refs::PortRef;
 use crate::model::{End, Fabric};
 use crate::namemap::NameMap;
 
@@ -257,10 +258,7 @@ impl<'a> Plan<'a> {
             .enumerate()
             .flat_map(move |(g, (lid, members))| {
                 let reads = if screened[g] { &[][..] } else { &members[..] };
-                let counters = reads.iter().map(move |&i| {
-                    let request = port_request::<PortCounters>(&targets[i], method::GET, 0);
-                    (Query::Counters(i), request)
-                });
+                let counters = reads.iter().map(move |&i| counters_read(targets, i));
                 std::iter::once((Query::ClassPortInfo(g), class_port_info_request(*lid)))
                     .chain(counters)
             })
@@ -297,14 +295,7 @@ impl<'a> Run<'a> {
         let ports = targets
             .iter()
             .map(|t| {
-                // The target's LID is the port's (its PMA's): no need to look the port up.
-                let at = PortRef {
-                    node: NodeRef::named(fabric.node(t.node), names),
-                    port: t.port,
-                    lid: t.lid,
-                    host: None,
-                    rail: None,
-                };
+                let at = PortRef::with_lid(fabric.node(t.node), t.port, t.lid, names);
                 let remote = fabric
                     .peer(End {
                         node: t.node,
@@ -654,10 +645,7 @@ impl<'a> Run<'a> {
     /// The switch of group `g`, at port 0 (its PMA).
     fn switch_at(&self, g: usize) -> PortRef {
         let t = self.targets[self.groups[g].1[0]];
-        PortRef {
-            lid: t.lid,
-            ..PortRef::new(self.fabric.node(t.node), 0, self.names)
-        }
+        PortRef::with_lid(self.fabric.node(t.node), 0, t.lid, self.names)
     }
 
     /// The ports read one by one, the switches their sums cleared, and those drilled into.

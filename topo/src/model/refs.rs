@@ -77,6 +77,11 @@ impl PortRef {
             .filter(|&l| l != 0)
             .or_else(|| node.lid())
             .unwrap_or(0);
+        PortRef::with_lid(node, port, lid, names)
+    }
+    /// [`PortRef::new`] with the LID already known (a counter target's, its PMA's), so
+    /// the port is not looked up again.
+    pub fn with_lid(node: &Node, port: u8, lid: u16, names: Option<&NameMap>) -> PortRef {
         PortRef {
             node: NodeRef::named(node, names),
             port,
