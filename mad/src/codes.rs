@@ -157,9 +157,9 @@ pub mod guid {
         text_in(guid, &mut [0; 18]).to_string()
     }
 
-    /// [`text`] written into `buf`: JSON writes a GUID per port reference, millions in a
-    /// sweep's document, without a String each.
-    fn text_in(guid: u64, buf: &mut [u8; 18]) -> &str {
+    /// [`text`] written into `buf`: JSON and the exporter's labels write a GUID per port
+    /// reference, millions in a sweep's document or page, without a String each.
+    pub fn text_in(guid: u64, buf: &mut [u8; 18]) -> &str {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         buf[..2].copy_from_slice(b"0x");
         for (i, b) in buf[2..].iter_mut().enumerate() {

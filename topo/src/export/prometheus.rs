@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use ibscope_mad::attr::{PhysState, PortState};
+use ibscope_mad::codes::guid;
 
 use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::{self, for_prometheus_label};
@@ -517,11 +518,7 @@ fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: N
 
 /// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
 fn push_guid(s: &mut String, guid: u64) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    s.push_str("0x");
-    for nibble in (0..16).rev() {
-        s.push(char::from(HEX[(guid >> (nibble * 4)) as usize & 0xf]));
-    }
+    s.push_str(guid::text_in(guid, &mut [0; 18]));
 }
 
 /// A label value escaped: most need no escaping, and are copied as they are.
