@@ -68,6 +68,17 @@ pub fn for_dot_label(text: &str) -> String {
 /// quote and line feed escaped as the format defines; nothing else needs it.
 pub fn for_prometheus_label(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    push_prometheus_label(&mut out, text);
+    out
+}
+
+/// [`for_prometheus_label`] appended to `out`: a page writes millions of label values,
+/// most of which need no escaping and are copied as they are.
+pub fn push_prometheus_label(out: &mut String, text: &str) {
+    if !text.contains(['\\', '"', '\n']) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -76,7 +87,6 @@ pub fn for_prometheus_label(text: &str) -> String {
             _ => out.push(c),
         }
     }
-    out
 }
 
 /// One CSV field per RFC 4180: quoted (with inner quotes doubled) when it holds a comma,
@@ -153,6 +163,18 @@ mod tests {
     fn prometheus_label() {
         assert_eq!(for_prometheus_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         assert_eq!(for_prometheus_label("plain"), "plain");
+        // Appended to what is there, copied as is when nothing needs escaping.
+        for (text, escaped) in [
+            ("plain", "plain"),
+            ("q\u{22}uote", "q\\\"uote"),
+            ("back\u{5c}slash", "back\\\\slash"),
+            ("new\u{a}line", "new\\nline"),
+            ("", ""),
+        ] {
+            let mut s = String::from("x=");
+            push_prometheus_label(&mut s, text);
+            assert_eq!(s, format!("x={escaped}"));
+        }
     }
 
     #[test]

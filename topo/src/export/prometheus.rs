@@ -510,7 +510,7 @@ fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: N
     s.push_str(",node_guid=\"");
     push_guid(s, guid);
     s.push_str("\",node_name=\"");
-    push_label_value(s, name);
+    escape::push_prometheus_label(s, name);
     s.push_str("\",kind=\"");
     s.push_str(kind.as_str());
     s.push('"');
@@ -519,15 +519,6 @@ fn push_node_labels(s: &mut String, prefix: &str, guid: u64, name: &str, kind: N
 /// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
 fn push_guid(s: &mut String, guid: u64) {
     s.push_str(guid::text_in(guid, &mut [0; 18]));
-}
-
-/// A label value escaped: most need no escaping, and are copied as they are.
-fn push_label_value(s: &mut String, text: &str) {
-    if text.contains(['\\', '"', '\n']) {
-        s.push_str(&for_prometheus_label(text));
-    } else {
-        s.push_str(text);
-    }
 }
 
 /// Appends the label set of one port to `s`: `node` (the fabric label and the node's own,
@@ -548,7 +539,7 @@ fn push_port_labels(
     s.push('"');
     if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
         s.push_str(",host=\"");
-        push_label_value(s, host);
+        escape::push_prometheus_label(s, host);
         s.push('"');
         if let Some(rail) = rail {
             s.push_str(",rail=\"");
@@ -562,7 +553,7 @@ fn push_port_labels(
             s.push_str(",remote_guid=\"");
             push_guid(s, rn.guid);
             s.push_str("\",remote_name=\"");
-            push_label_value(s, display_name(rn, names));
+            escape::push_prometheus_label(s, display_name(rn, names));
             s.push_str("\",remote_port=\"");
             s.push_str(number.format(r.port));
             s.push('"');
@@ -1123,24 +1114,13 @@ mod tests {
         }
     }
 
-    /// The label writers that skip `fmt` write what `fmt` and the escaper write.
+    /// The GUID label writer, which skips `fmt`, writes what `fmt` writes.
     #[test]
     fn label_writers_match_fmt() {
         for guid in [0, 1, 0x0002_c903_00ab_cdef, u64::MAX] {
             let mut s = String::new();
             push_guid(&mut s, guid);
             assert_eq!(s, format!("{guid:#018x}"));
-        }
-        for text in [
-            "plain",
-            "q\u{22}uote",
-            "back\u{5c}slash",
-            "new\u{a}line",
-            "",
-        ] {
-            let mut s = String::new();
-            push_label_value(&mut s, text);
-            assert_eq!(s, for_prometheus_label(text));
         }
     }
 
