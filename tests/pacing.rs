@@ -108,7 +108,14 @@ fn loss_slows_ibscope_down_and_it_finishes_complete_without_hammering() {
         "{sent} sent for {answered} answered"
     );
     assert!(sent < clean_totals["sent"] as f64 * 1.56, "{t:?}");
-    assert!(t["retries"] <= t["sent"] - clean_totals["sent"].min(t["sent"]) + t["late_replies"]);
+    // Resends are counted against this run's own first attempts: under loss discovery
+    // may reach a node by another path, so the clean run's count of first sends is no
+    // baseline (it differed by 10 in one CI run and the comparison failed).
+    let first_attempts = t["sent"].saturating_sub(t["retries"]);
+    assert!(
+        t["retries"] as f64 <= first_attempts as f64 * 0.56 + t["late_replies"] as f64,
+        "{t:?}"
+    );
     // Bounded in time: a resend waits the measured round trip (doubled per resend), not
     // the 200 ms timeout; only a request's last attempt waits that long.
     assert!(took < Duration::from_secs(30), "{took:?}");
