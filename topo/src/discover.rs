@@ -1160,6 +1160,37 @@ mod tests {
         }
     }
 
+    /// A LID claimed by two ports is reported once, a switch's external ports repeating
+    /// port 0's LID are no claim, and one port claiming a LID is no duplicate.
+    #[test]
+    fn duplicate_lids_are_the_lids_of_two_ports() {
+        let mut f = Fabric::new();
+        let port = |number, lid| Port {
+            number,
+            lid,
+            ..Port::new(number)
+        };
+        let switch = Node {
+            guid: 1,
+            kind: NodeKind::Switch,
+            ports: vec![port(0, 5), port(1, 5), port(2, 5)],
+            ..Node::default()
+        };
+        let ca = |guid, ports| Node {
+            guid,
+            kind: NodeKind::Ca,
+            ports,
+            ..Node::default()
+        };
+        f.add_node(switch).unwrap();
+        f.add_node(ca(2, vec![port(1, 9), port(2, 7)])).unwrap();
+        f.add_node(ca(3, vec![port(1, 9)])).unwrap();
+        f.add_node(ca(4, vec![port(1, 7), port(2, 0)])).unwrap();
+        f.add_node(ca(5, vec![port(1, 9), port(2, 3)])).unwrap();
+        finish(&mut f);
+        assert_eq!(f.report.duplicate_lids, vec![7, 9]);
+    }
+
     fn speed(fabric: &Fabric, guid: u64, port: u8) -> Option<Speed> {
         let id = fabric.node_by_guid(guid).unwrap();
         fabric.node(id).port(port).unwrap().speed_active
