@@ -38,7 +38,8 @@
 //! to it.
 //!
 //! `--out FILE` also writes what the operation produced, outside the measured time (the
-//! JSON of `counters` and `route-check`, serve's pages), every plane's after the other,
+//! JSON of `counters` and `route-check`, serve's pages, the snapshot `discover` found),
+//! every plane's after the other,
 //! so that a change meant to be faster can be shown to print the same bytes (`cmp`).
 
 use std::collections::HashMap;
@@ -337,12 +338,18 @@ fn main() {
     // What the operation produced, kept only for --out (which then adds to the peak RSS).
     let mut produced: Vec<String> = Vec::new();
     let mut reports = Vec::new();
+    let mut snapshots: Vec<Fabric> = Vec::new();
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
                 let f = discover_plane(p);
                 complete &= f.report.complete;
-                keep.push(Box::new(f));
+                if out_file.is_some() {
+                    // Serialized only to be written out, after the clock has stopped.
+                    snapshots.push(f);
+                } else {
+                    keep.push(Box::new(f));
+                }
             }
         }
         "check" => {
@@ -466,6 +473,9 @@ fn main() {
         let mut text = produced.concat();
         for report in &reports {
             text.push_str(&serde_json::to_string(report).expect("serializable"));
+        }
+        for fabric in &snapshots {
+            text.push_str(&serde_json::to_string(&fabric.to_file()).expect("serializable"));
         }
         std::fs::write(&path, text).unwrap_or_else(|e| {
             eprintln!("scale: cannot write {path}: {e}");

@@ -217,6 +217,17 @@ impl Node {
             Err(_) => None,
         }
     }
+    /// Port `number`, added (in order, with nothing known of it) if not there yet.
+    pub fn port_entry(&mut self, number: u8) -> &mut Port {
+        let i = match self.ports.binary_search_by_key(&number, |p| p.number) {
+            Ok(i) => i,
+            Err(i) => {
+                self.ports.insert(i, Port::new(number));
+                i
+            }
+        };
+        &mut self.ports[i]
+    }
     /// Insert or replace a port, keeping the list sorted.
     pub fn set_port(&mut self, port: Port) {
         match self.ports.binary_search_by_key(&port.number, |p| p.number) {
@@ -442,6 +453,19 @@ impl Fabric {
         Ok(id)
     }
 
+    /// [`Fabric::add_node`] indexed by node GUID alone: lookups by port GUID, LID or name
+    /// do not find the node until [`Fabric::reindex`]. For discovery, which adds a node
+    /// before its ports, LIDs and description are read and reindexes once at the end.
+    pub(crate) fn add_node_guid_indexed(&mut self, node: Node) -> Result<NodeId, ModelError> {
+        if self.by_guid.contains_key(&node.guid) {
+            return Err(ModelError::DuplicateGuid(node.guid));
+        }
+        let guid = node.guid;
+        let id = self.graph.add_node(node);
+        self.by_guid.insert(guid, id);
+        Ok(id)
+    }
+
     fn index_node(&mut self, id: NodeId) {
         let node = &self.graph[id];
         let name = node.description.clone();
@@ -479,6 +503,7 @@ impl Fabric {
         self.by_port_guid.clear();
         self.by_lid.clear();
         self.by_name.clear();
+        self.by_guid.reserve(self.graph.node_count());
         let ids: Vec<NodeId> = self.graph.node_indices().collect();
         for id in ids {
             self.by_guid.insert(self.graph[id].guid, id);
