@@ -491,6 +491,9 @@ pub trait PortSelected: Attribute<Class = PerfMgt> + Default {
     fn port_select(&self) -> u8;
     /// The counters a PMA with `capabilities` implements, in specification order.
     fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue>;
+    /// [`PortSelected::counter_values`], appended to `out`: a sweep reuses one buffer for
+    /// its million replies.
+    fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>);
 }
 
 /// The counters of the counters attributes, read from their tables, and their selection.
@@ -509,6 +512,9 @@ macro_rules! counter_access {
             }
             fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue> {
                 self.counters_for(capabilities).collect()
+            }
+            fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>) {
+                out.extend(self.counters_for(capabilities));
             }
         }
 
