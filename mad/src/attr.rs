@@ -10,8 +10,8 @@ pub(crate) mod golden;
 
 pub use link::{Rate, Speed, SpeedSet, Width, WidthSet};
 pub use perf_attrs::{
-    counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterKind, CounterValue,
-    PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
+    counter_select, pma_capability, pma_capability2, ClassPortInfo, CounterKind, CounterName,
+    CounterValue, PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
     PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected, PortXmitDiscardDetails,
 };
 pub use smp_attrs::{

@@ -432,11 +432,113 @@ pub fn breakdown_of(counter: &str) -> Option<&'static Breakdown> {
     BREAKDOWNS.iter().find(|b| b.explains == counter)
 }
 
+/// A counter's name held one pointer wide (a `&str` takes two): a sweep at 100k HCAs keeps
+/// some twenty million. It compares, hashes and prints as the name it holds.
+#[derive(Clone, Copy)]
+pub struct CounterName(&'static &'static str);
+
+impl CounterName {
+    /// The name a field table row holds.
+    pub const fn of(name: &'static &'static str) -> CounterName {
+        CounterName(name)
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        self.0
+    }
+
+    /// `name` as a [`CounterName`]: a counter of the PMA attributes' tables is found there;
+    /// any other name (JSON read back from a later version, or written by hand) is stored
+    /// once for the rest of the process.
+    pub fn intern(name: &str) -> CounterName {
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock, PoisonError};
+        static KNOWN: OnceLock<HashMap<&'static str, CounterName>> = OnceLock::new();
+        static OTHERS: Mutex<Vec<CounterName>> = Mutex::new(Vec::new());
+        let known = KNOWN.get_or_init(|| {
+            COUNTER_TABLES
+                .iter()
+                .flat_map(|table| table.iter())
+                .map(|spec| (spec.name, CounterName(&spec.name)))
+                .collect()
+        });
+        if let Some(&n) = known.get(name) {
+            return n;
+        }
+        let mut others = OTHERS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&n) = others.iter().find(|n| n.as_str() == name) {
+            return n;
+        }
+        let text: &'static str = Box::leak(name.into());
+        let n = CounterName(Box::leak(Box::new(text)));
+        others.push(n);
+        n
+    }
+}
+
+impl std::ops::Deref for CounterName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl PartialEq for CounterName {
+    fn eq(&self, other: &CounterName) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for CounterName {}
+
+impl PartialEq<str> for CounterName {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == other
+    }
+}
+
+impl PartialEq<&str> for CounterName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other
+    }
+}
+
+impl std::hash::Hash for CounterName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl std::fmt::Debug for CounterName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.0, f)
+    }
+}
+
+impl std::fmt::Display for CounterName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// The field tables of the counters attributes.
+const COUNTER_TABLES: [&[FieldSpec]; 6] = [
+    PortCounters::FIELDS,
+    PortCountersExtended::FIELDS,
+    PortRcvErrorDetails::FIELDS,
+    PortXmitDiscardDetails::FIELDS,
+    PortExtendedSpeedsCounters::FIELDS,
+    PortExtendedSpeedsCountersRsFec::FIELDS,
+];
+
 /// One counter of a counters attribute, by its specification name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CounterValue {
     /// The name in the specification (and perfquery's output), e.g. "SymbolErrorCounter".
     pub name: &'static str,
+    /// `name`, one pointer wide (what a sweep's readings keep).
+    #[serde(skip)]
+    pub short_name: CounterName,
     pub value: u64,
     /// Width of the counter on the wire: a value of `2^bits - 1` is saturated.
     pub bits: u32,
@@ -475,6 +577,7 @@ fn counters_in<'a>(
         }
         Some(CounterValue {
             name: spec.name,
+            short_name: CounterName(&spec.name),
             value: value.as_u64()?,
             bits: spec.bit_width as u32,
             kind: counter.kind,
@@ -491,6 +594,9 @@ pub trait PortSelected: Attribute<Class = PerfMgt> + Default {
     fn port_select(&self) -> u8;
     /// The counters a PMA with `capabilities` implements, in specification order.
     fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue>;
+    /// [`PortSelected::counter_values`], appended to `out`: a sweep reuses one buffer for
+    /// its million replies.
+    fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>);
 }
 
 /// The counters of the counters attributes, read from their tables, and their selection.
@@ -509,6 +615,9 @@ macro_rules! counter_access {
             }
             fn counter_values(&self, capabilities: PmaCapabilities) -> Vec<CounterValue> {
                 self.counters_for(capabilities).collect()
+            }
+            fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>) {
+                out.extend(self.counters_for(capabilities));
             }
         }
 
@@ -951,5 +1060,29 @@ mod tests {
         };
         assert!(noietf.has_extended_counters() && !noietf.has_ietf_counters());
         assert!(!ClassPortInfo::default().has_extended_counters());
+    }
+}
+
+#[cfg(test)]
+mod counter_name_tests {
+    use super::*;
+
+    /// A decoded counter's short name is its table row's; a name read back from text is
+    /// the same name, and one no table has is kept and compares as itself.
+    #[test]
+    fn counter_names_compare_as_their_text() {
+        let c = PortCounters {
+            symbol_error_counter: 3,
+            ..Default::default()
+        };
+        let first = c.counters()[0];
+        assert_eq!(first.short_name, first.name);
+        assert_eq!(CounterName::intern("SymbolErrorCounter"), first.short_name);
+        let other = CounterName::intern("NotACounterOfAnyTable");
+        assert_eq!(other, "NotACounterOfAnyTable");
+        assert_eq!(other, CounterName::intern("NotACounterOfAnyTable"));
+        assert_ne!(other, first.short_name);
+        assert_eq!(other.to_string(), "NotACounterOfAnyTable");
+        assert_eq!(std::mem::size_of::<CounterName>(), std::mem::size_of::<usize>());
     }
 }

@@ -158,6 +158,19 @@ pub(super) fn decode_reply<A: PortSelected>(
     want: u8,
     capabilities: PmaCapabilities,
 ) -> Result<Vec<CounterValue>, String> {
+    let mut values = Vec::new();
+    decode_reply_into::<A>(result, want, capabilities, &mut values)?;
+    Ok(values)
+}
+
+/// [`decode_reply`] into `out` (cleared first; left empty on an error).
+fn decode_reply_into<A: PortSelected>(
+    result: Result<Response, MadError>,
+    want: u8,
+    capabilities: PmaCapabilities,
+    out: &mut Vec<CounterValue>,
+) -> Result<(), String> {
+    out.clear();
     let r = result.map_err(|e| e.to_string())?;
     let c = r
         .decode::<A>()
@@ -166,7 +179,8 @@ pub(super) fn decode_reply<A: PortSelected>(
     if port_select != want {
         return Err(format!("reply is for port {port_select} (asked {want})"));
     }
-    Ok(c.counter_values(capabilities))
+    c.counter_values_into(capabilities, out);
+    Ok(())
 }
 
 /// A PortCounters (`extended` false) or PortCountersExtended reply, checked as
@@ -179,10 +193,26 @@ pub(super) fn decode_counter_reply(
     want: u8,
     capabilities: PmaCapabilities,
 ) -> Result<Vec<CounterValue>, String> {
+    let mut values = Vec::new();
+    decode_counter_reply_into(result, extended, want, capabilities, &mut values)?;
+    Ok(values)
+}
+
+/// [`decode_counter_reply`] into `out` (cleared first; left empty on an error): a port's
+/// reply is turned into its [`CounterSet`](super::CounterSet) straight away, so the buffer
+/// serves every reply of a sweep.
+pub(super) fn decode_counter_reply_into(
+    result: Result<Response, MadError>,
+    extended: bool,
+    want: u8,
+    capabilities: PmaCapabilities,
+    out: &mut Vec<CounterValue>,
+) -> Result<(), String> {
     if extended {
-        decode_reply::<PortCountersExtended>(result, want, capabilities)
+        decode_reply_into::<PortCountersExtended>(result, want, capabilities, out)
     } else {
-        decode_reply::<PortCounters>(result, want, perf_attrs::ASSUMED_CAPABILITIES)
+        let assumed = perf_attrs::ASSUMED_CAPABILITIES;
+        decode_reply_into::<PortCounters>(result, want, assumed, out)
     }
 }
 

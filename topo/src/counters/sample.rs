@@ -2,9 +2,7 @@
 //! detail attributes, when read), data in bytes, and which counters stopped at their
 //! maximum.
 
-use std::borrow::Cow;
-
-use ibscope_mad::attr::{CounterValue, PmaCapabilities};
+use ibscope_mad::attr::{CounterName, CounterValue, PmaCapabilities};
 use serde::{Deserialize, Serialize};
 
 use super::names::{EXTENDED_ONLY, PORT_COUNTER_NAMES};
@@ -23,8 +21,8 @@ pub(super) fn in_bytes(v: &CounterValue) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     /// The specification's name (perfquery's), e.g. "SymbolErrorCounter": the counter
-    /// table's own text when read from a PMA (a sweep holds millions of readings).
-    pub name: Cow<'static, str>,
+    /// table's own text, one pointer wide (a sweep holds millions of readings).
+    pub name: CounterName,
     /// Data counters in bytes.
     pub value: u64,
     /// The counter stopped at its maximum (its field is narrower than 64 bits): `value` is
@@ -62,7 +60,7 @@ impl CounterSet {
             values
                 .iter()
                 .map(|v| Reading {
-                    name: Cow::Borrowed(v.name),
+                    name: v.short_name,
                     value: in_bytes(v),
                     saturated: v.saturated(),
                 })
@@ -75,7 +73,7 @@ impl CounterSet {
             pairs
                 .into_iter()
                 .map(|(name, value)| Reading {
-                    name: Cow::Owned(name.to_string()),
+                    name: CounterName::intern(name),
                     value,
                     saturated: false,
                 })
@@ -109,9 +107,9 @@ impl Serialize for CounterSet {
                     value: r.value,
                     saturated: true,
                 };
-                m.serialize_entry(&r.name, &v)?;
+                m.serialize_entry(&*r.name, &v)?;
             } else {
-                m.serialize_entry(&r.name, &r.value)?;
+                m.serialize_entry(&*r.name, &r.value)?;
             }
         }
         m.end()
@@ -137,7 +135,7 @@ impl<'de> Deserialize<'de> for CounterSet {
                         ReadingRepr::Flagged(f) => (f.value, f.saturated),
                     };
                     out.push(Reading {
-                        name: Cow::Owned(name),
+                        name: CounterName::intern(&name),
                         value,
                         saturated,
                     });

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::names::has_extended_form;
 use super::pma::{
-    class_port_info_request, counters_read, decode_counter_reply, decode_extended_speeds,
-    extended_speeds_request, group, not_implemented, port_request, push_port_reads, Breakdown,
-    Query, ALL_PORTS,
+    class_port_info_request, counters_read, decode_counter_reply, decode_counter_reply_into,
+    decode_extended_speeds, extended_speeds_request, group, not_implemented, port_request,
+    push_port_reads, Breakdown, Query, ALL_PORTS,
 };
 use super::sample::{CounterSet, PortSample, Sample};
 use super::screen::{screen, Screen};
@@ -28,7 +28,7 @@ use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
 use crate::model::refs::PortRef;
-use crate::model::{End, Fabric};
+use crate::model::{End, Fabric, Node};
 use crate::namemap::NameMap;
 
 fn now_ms() -> u64 {
@@ -237,6 +237,22 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
     })
 }
 
+/// The far end of a target's link as [`PortRef::new`] names it. The port is looked up
+/// where a node's sorted port list nearly always has it (a switch lists port 0 first, a
+/// CA starts at 1) before searching: at 100k HCAs the search's scattered reads showed.
+fn remote_ref(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
+    let at_index = |i: usize| node.ports.get(i).filter(|p| p.number == port);
+    let found = at_index(usize::from(port))
+        .or_else(|| usize::from(port).checked_sub(1).and_then(at_index))
+        .or_else(|| node.port(port));
+    let lid = found
+        .map(|p| p.lid)
+        .filter(|&l| l != 0)
+        .or_else(|| node.lid())
+        .unwrap_or(0);
+    PortRef::with_lid(node, port, lid, names)
+}
+
 /// What a sweep reads: the targets, by node.
 #[derive(Clone, Copy)]
 struct Plan<'a> {
@@ -265,6 +281,58 @@ impl<'a> Plan<'a> {
     }
 }
 
+/// The ports of a sweep's targets, each made when a read first needs it: a port a
+/// screening sum clears is never made (at 100k HCAs most switch ports, each with two
+/// named port references).
+struct Ports<'a> {
+    fabric: &'a Fabric,
+    targets: &'a [CounterTarget],
+    names: Option<&'a NameMap>,
+    slots: Vec<Option<PortSample>>,
+}
+
+impl<'a> Ports<'a> {
+    fn new(fabric: &'a Fabric, targets: &'a [CounterTarget], names: Option<&'a NameMap>) -> Self {
+        Ports {
+            fabric,
+            targets,
+            names,
+            slots: targets.iter().map(|_| None).collect(),
+        }
+    }
+
+    /// The port of target `i`, made now if nothing touched it yet.
+    fn get(&mut self, i: usize) -> &mut PortSample {
+        let (fabric, names, t) = (self.fabric, self.names, self.targets[i]);
+        self.slots[i].get_or_insert_with(|| new_port(fabric, &t, names))
+    }
+
+    /// Every port in target order but those `skip` marks; a port nothing touched is as
+    /// made (nothing read).
+    fn finish(self, skip: &[bool]) -> Vec<PortSample> {
+        let (fabric, names, targets) = (self.fabric, self.names, self.targets);
+        self.slots
+            .into_iter()
+            .zip(targets)
+            .zip(skip)
+            .filter(|(_, skip)| !**skip)
+            .map(|((p, t), _)| p.unwrap_or_else(|| new_port(fabric, t, names)))
+            .collect()
+    }
+}
+
+/// Target `t`'s port as a sweep starts it: named, with the far end of its link.
+fn new_port(fabric: &Fabric, t: &CounterTarget, names: Option<&NameMap>) -> PortSample {
+    let at = PortRef::with_lid(fabric.node(t.node), t.port, t.lid, names);
+    let remote = fabric
+        .peer(End {
+            node: t.node,
+            port: t.port,
+        })
+        .map(|e| remote_ref(fabric.node(e.node), e.port, names));
+    PortSample::new(at, remote)
+}
+
 /// One sweep in progress: what is asked, and what came back so far.
 struct Run<'a> {
     fabric: &'a Fabric,
@@ -276,11 +344,13 @@ struct Run<'a> {
     groups: &'a [(u16, Vec<usize>)],
     /// Screened groups: switches. Their PortCounters wait for ClassPortInfo.
     screened_group: &'a [bool],
-    ports: Vec<PortSample>,
+    ports: Ports<'a>,
     all_ports: Vec<Option<AllPortsState>>,
     /// Per group, once its sum cleared it: the capabilities and the sums.
     cleared: Vec<Option<ClearedSums>>,
     drilled: Vec<(usize, String)>,
+    /// The counters of the reply at hand, decoded (one buffer for every reply).
+    values: Vec<CounterValue>,
 }
 
 impl<'a> Run<'a> {
@@ -292,19 +362,7 @@ impl<'a> Run<'a> {
         options: SweepOptions,
     ) -> Run<'a> {
         let targets = plan.targets;
-        let ports = targets
-            .iter()
-            .map(|t| {
-                let at = PortRef::with_lid(fabric.node(t.node), t.port, t.lid, names);
-                let remote = fabric
-                    .peer(End {
-                        node: t.node,
-                        port: t.port,
-                    })
-                    .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
-                PortSample::new(at, remote)
-            })
-            .collect();
+        let ports = Ports::new(fabric, targets, names);
         Run {
             fabric,
             targets,
@@ -317,6 +375,7 @@ impl<'a> Run<'a> {
             screened_group: plan.screened_group,
             ports,
             drilled: Vec::new(),
+            values: Vec::new(),
         }
     }
 
@@ -333,10 +392,13 @@ impl<'a> Run<'a> {
             Query::Counters(i) => self.counters_reply(i, result, out),
             Query::Extended(i) => {
                 let t = self.targets[i];
-                let caps = self.ports[i].capabilities();
-                match decode_counter_reply(result, true, t.port, caps) {
-                    Ok(values) => self.ports[i].extended = Some(CounterSet::from_values(&values)),
-                    Err(e) => self.ports[i]
+                let caps = self.ports.get(i).capabilities();
+                let values = &mut self.values;
+                match decode_counter_reply_into(result, true, t.port, caps, values) {
+                    Ok(()) => self.ports.get(i).extended = Some(CounterSet::from_values(values)),
+                    Err(e) => self
+                        .ports
+                        .get(i)
                         .errors
                         .push(format!("PortCountersExtended: {e}")),
                 }
@@ -348,10 +410,12 @@ impl<'a> Run<'a> {
                 let t = self.targets[i];
                 let name = <PortExtendedSpeedsCounters as ibscope_mad::attribute::Attribute>::NAME;
                 match decode_extended_speeds(result, t.port, rs_fec) {
-                    Ok(values) => self.ports[i]
+                    Ok(values) => self
+                        .ports
+                        .get(i)
                         .details
                         .insert(name, CounterSet::from_values(&values)),
-                    Err(e) => self.ports[i].errors.push(format!("{name}: {e}")),
+                    Err(e) => self.ports.get(i).errors.push(format!("{name}: {e}")),
                 }
             }
         }
@@ -365,21 +429,20 @@ impl<'a> Run<'a> {
         out: &mut Vec<(Query, Request)>,
     ) {
         let t = self.targets[i];
-        let caps = self.ports[i].capabilities();
-        let values = match decode_counter_reply(result, false, t.port, caps) {
-            Ok(values) => values,
-            Err(e) => {
-                self.ports[i].errors.push(format!("PortCounters: {e}"));
-                return;
-            }
-        };
-        let port = &mut self.ports[i];
+        let caps = self.ports.get(i).capabilities();
+        let values = &mut self.values;
+        if let Err(e) = decode_counter_reply_into(result, false, t.port, caps, values) {
+            self.ports.get(i).errors.push(format!("PortCounters: {e}"));
+            return;
+        }
+        let values = &self.values;
+        let port = self.ports.get(i);
         port.saturated = values
             .iter()
             .filter(|v| v.saturated())
             .map(|v| v.name.to_string())
             .collect();
-        port.counters = Some(CounterSet::from_values(&values));
+        port.counters = Some(CounterSet::from_values(values));
         for b in Breakdown::ALL {
             let wanted = match self.options.details {
                 DetailReads::None => false,
@@ -400,13 +463,17 @@ impl<'a> Run<'a> {
             return;
         }
         match b.decode(result, self.targets[i].port) {
-            Ok(values) => self.ports[i]
+            Ok(values) => self
+                .ports
+                .get(i)
                 .details
                 .insert(attribute, CounterSet::from_values(&values)),
             Err(e) if matches!(self.options.details, DetailReads::All { .. }) => {
-                self.ports[i].errors.push(format!("{attribute}: {e}"))
+                self.ports.get(i).errors.push(format!("{attribute}: {e}"))
             }
-            Err(e) => tracing::debug!(port = %self.ports[i].at.report_text(), "{attribute}: {e}"),
+            Err(e) => {
+                tracing::debug!(port = %self.ports.get(i).at.report_text(), "{attribute}: {e}")
+            }
         }
     }
 
@@ -463,7 +530,7 @@ impl<'a> Run<'a> {
             Ok(info) => info,
             Err(e) => {
                 let what = "PortInfo (is the port's FEC mode readable?)";
-                self.ports[i].errors.push(format!("{what}: {e}"));
+                self.ports.get(i).errors.push(format!("{what}: {e}"));
                 return;
             }
         };
@@ -493,14 +560,16 @@ impl<'a> Run<'a> {
                 .map_err(|e| format!("malformed reply: {e}"))
         }) {
             Ok(pie) => {
-                let caps = self.ports[i].capabilities();
+                let caps = self.ports.get(i).capabilities();
                 let rs_fec = perf_attrs::extended_speeds_rs_fec(caps, Some(&pie));
                 out.push((
                     Query::ExtendedSpeeds(i, rs_fec),
                     extended_speeds_request(&t, rs_fec),
                 ));
             }
-            Err(e) => self.ports[i]
+            Err(e) => self
+                .ports
+                .get(i)
                 .errors
                 .push(format!("PortInfoExtended (the port's FEC mode): {e}")),
         }
@@ -524,7 +593,7 @@ impl<'a> Run<'a> {
             Err(e) => {
                 let members = &self.groups[g].1;
                 for &i in members {
-                    self.ports[i].errors.push(format!(
+                    self.ports.get(i).errors.push(format!(
                         "ClassPortInfo: {e} (PortCountersExtended not read)"
                     ));
                 }
@@ -535,14 +604,21 @@ impl<'a> Run<'a> {
                 return;
             }
         };
-        for &i in &self.groups[g].1 {
-            self.ports[i].capability_mask = Some(caps.mask);
-            self.ports[i].capability_mask2 = Some(caps.mask2);
+        let sums = screened && caps.mask & pma_capability::ALL_PORT_SELECT != 0;
+        // The ports of a switch read as a sum are made only if it is drilled into (they
+        // get their capabilities then), unless PortExtendedSpeedsCounters reads of them go
+        // out now.
+        let reads_speeds = self.options.details
+            == (DetailReads::All {
+                extended_speeds: true,
+            });
+        if !sums || reads_speeds {
+            self.set_capabilities(g, caps);
         }
         self.ask_extended_speeds(g, caps, out);
         let members = &self.groups[g].1;
         let extended = pma_capability::has_extended_counters(caps.mask);
-        if !(screened && caps.mask & pma_capability::ALL_PORT_SELECT != 0) {
+        if !sums {
             // PortCounters already queued unless this group was held for screening.
             push_port_reads(out, self.targets, members, screened, extended);
             return;
@@ -574,6 +650,15 @@ impl<'a> Run<'a> {
         });
     }
 
+    /// Every port of group `g` has a PMA with `caps`.
+    fn set_capabilities(&mut self, g: usize, caps: PmaCapabilities) {
+        for &i in &self.groups[g].1 {
+            let port = self.ports.get(i);
+            port.capability_mask = Some(caps.mask);
+            port.capability_mask2 = Some(caps.mask2);
+        }
+    }
+
     /// One of a switch's all-ports sums; once both are in, clear the switch or read its
     /// ports one by one.
     fn all_ports_reply(
@@ -603,6 +688,7 @@ impl<'a> Run<'a> {
         let caps = state.capabilities;
         if let Some(reason) = self.judge_sums(g, state, thresholds) {
             self.drilled.push((g, reason));
+            self.set_capabilities(g, caps);
             let members = &self.groups[g].1;
             let extended = pma_capability::has_extended_counters(caps.mask);
             push_port_reads(out, self.targets, members, true, extended);
@@ -678,14 +764,7 @@ impl<'a> Run<'a> {
                 reason,
             })
             .collect();
-        let ports = self
-            .ports
-            .into_iter()
-            .zip(skip)
-            .filter(|(_, skip)| !skip)
-            .map(|(p, _)| p)
-            .collect();
-        (ports, screened, drilled)
+        (self.ports.finish(&skip), screened, drilled)
     }
 }
 
