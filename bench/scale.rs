@@ -22,11 +22,13 @@
 //! - `route-check`: the route check of every plane (LFTs from min-hop routing);
 //! - `tui`: the TUI's snapshot preparation of a second sweep (the snapshot from discovery
 //!   and counters, then derived rows, summary and events against the first);
-//! - `serve`: `serve`'s render of the /metrics page from a sweep, each plane's page held
-//!   whole as `serve` holds it;
-//! - `serve-stream`: the same render handed out family by family in pieces of whole lines
-//!   (`write_fabric_page`) to a sink that only counts them: the render's own cost,
-//!   without holding the page;
+//! - `serve`: what `serve` does with a sweep to have the /metrics page ready: the render
+//!   handed out family by family (`write_fabric_page`) to the sweeper's own compressor
+//!   (`PageDeflater`: each family's samples compressed as they come), every family held
+//!   compressed, with its head, as `serve` holds it (the pipe between the two processes
+//!   left out);
+//! - `serve-stream`: the same render to a sink that only counts the pieces: the render's
+//!   own cost, without holding the page;
 //! - `serve-gzip`: `serve-stream` with every family compressed as it comes (fast deflate
 //!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
 //!
@@ -34,8 +36,8 @@
 //! less the responder's own: building replies and waiting out their latency), wall_s,
 //! rss_mib (peak RSS during the operation), base_mib (RSS before it: the responder's
 //! model and the setup), mads, out_mib (the text `counters` or `serve` produced), planes,
-//! and for `discover` under latency the ideal time `mads x latency / window` and the ratio
-//! to it.
+//! gzip_mib (the compressed bytes of `serve` and `serve-gzip`), and for `discover` under
+//! latency the ideal time `mads x latency / window` and the ratio to it.
 //!
 //! `--out FILE` also writes what the operation produced, outside the measured time (the
 //! JSON of `counters` and `route-check`, serve's pages, the snapshot `discover` found),
@@ -46,14 +48,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::CounterFamilies;
+use ibscope::cmd::serve::{CounterFamilies, Deflated, PageDeflater};
 use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
-use ibscope_topo::export::prometheus::{
-    fabric_page, write_fabric_page, PageSink, PageStats, PortFilter,
-};
+use ibscope_topo::export::prometheus::{write_fabric_page, PageSink, PageStats, PortFilter};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -339,6 +339,8 @@ fn main() {
     let mut produced: Vec<String> = Vec::new();
     let mut reports = Vec::new();
     let mut snapshots: Vec<Fabric> = Vec::new();
+    // `serve`'s pages, family by family, compressed.
+    let mut held_pages = Vec::new();
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
@@ -411,11 +413,21 @@ fn main() {
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
                 if op == "serve" {
-                    let page = fabric_page(fabric, &eval.health, &eval.hosts, None, sample, &stats);
-                    out_bytes += page.len();
-                    if out_file.is_some() {
-                        produced.push(page);
+                    // Each family as the parent holds it: name, head and compressed head,
+                    // samples as the sweeper compressed them.
+                    let mut held: Vec<(String, String, Deflated, Deflated)> = Vec::new();
+                    let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+                        let head_z = Deflated::new(head.as_bytes());
+                        held.push((name.into(), head.into(), head_z, body.clone()));
+                    });
+                    let (health, hosts) = (&eval.health, &eval.hosts);
+                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                    sink.finish();
+                    for (_, head, head_z, body) in &held {
+                        out_bytes += head.len() + body.text_len() as usize;
+                        gzip_bytes += head_z.bytes().len() + body.bytes().len();
                     }
+                    held_pages.push(held);
                     continue;
                 }
                 let mut sink = StreamSink {
@@ -469,6 +481,19 @@ fn main() {
         );
     }
     println!();
+    if out_file.is_some() {
+        // The text a scrape without gzip gets: heads, samples inflated.
+        for held in &held_pages {
+            let mut page = Vec::new();
+            for (_, head, _, body) in held {
+                page.extend_from_slice(head.as_bytes());
+                let text = body.inflate().expect("the page's own pieces inflate");
+                page.extend_from_slice(text.as_bytes());
+            }
+            produced.push(String::from_utf8(page).expect("the page is text"));
+        }
+    }
+    drop(held_pages);
     if let Some(path) = out_file {
         let mut text = produced.concat();
         for report in &reports {

@@ -11,75 +11,32 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
+use super::pieces::{gzip_parts, Deflated};
 use super::web::BasicAuth;
 
-/// One family of a fabric's page: its head (HELP, TYPE) and its samples, as text and
-/// compressed (once per sweep, for scrapers that accept gzip). A merged page is one gzip
+/// One family of a fabric's page: its head (HELP, TYPE) as text and compressed, and its
+/// samples compressed (by the sweeper, as they were rendered). A merged page is one gzip
 /// stream made of these pieces (see [`Deflated`]), so every client reads it, not only
-/// those that read concatenated gzip members.
+/// those that read concatenated gzip members; a scraper that does not accept gzip gets
+/// the samples inflated as they are written.
 #[derive(Debug)]
 pub struct Family {
     pub name: String,
     pub head: String,
-    pub body: String,
     pub head_z: Deflated,
-    pub body_z: Deflated,
+    pub body: Deflated,
 }
 
-/// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
-/// flush, so it ends on a byte boundary with no final block: pieces written one after the
-/// other are one valid stream. With the CRC-32 and length of what it holds, the gzip
-/// trailer of a stream of pieces is the pieces' CRCs combined.
-#[derive(Debug)]
-pub struct Deflated {
-    bytes: Vec<u8>,
-    crc: flate2::Crc,
-}
-
-impl Deflated {
-    /// Fast compression: the page is rebuilt every sweep, so speed matters more than ratio.
-    pub fn new(data: &[u8]) -> Deflated {
-        use flate2::{Compress, Compression, FlushCompress};
-        let mut c = Compress::new(Compression::fast(), false);
-        let mut bytes = Vec::with_capacity(data.len() / 4 + 64);
-        let mut input = data;
-        loop {
-            if bytes.capacity() - bytes.len() < 64 {
-                bytes.reserve(64 + input.len() / 2);
-            }
-            let before = c.total_in();
-            // Compressing into a Vec with room cannot fail.
-            let _ = c.compress_vec(input, &mut bytes, FlushCompress::Sync);
-            input = &input[(c.total_in() - before) as usize..];
-            // The flush is complete once a call leaves output room unused.
-            if input.is_empty() && bytes.len() < bytes.capacity() {
-                break;
-            }
+impl Family {
+    pub fn new(name: String, head: String, body: Deflated) -> Family {
+        let head_z = Deflated::new(head.as_bytes());
+        Family {
+            name,
+            head,
+            head_z,
+            body,
         }
-        let mut crc = flate2::Crc::new();
-        crc.update(data);
-        Deflated { bytes, crc }
     }
-}
-
-/// The gzip header (RFC 1952: deflate, no name, no time, unknown OS).
-const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-/// An empty final deflate block (fixed Huffman, end of block): ends a stream of pieces.
-const DEFLATE_END: [u8; 2] = [0x03, 0x00];
-
-/// The gzip stream of `pieces` in order: header, pieces, end, trailer (CRC-32, length).
-fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<&'a [u8]> {
-    let mut crc = flate2::Crc::new();
-    for p in pieces {
-        crc.combine(&p.crc);
-    }
-    trailer[..4].copy_from_slice(&crc.sum().to_le_bytes());
-    trailer[4..].copy_from_slice(&crc.amount().to_le_bytes());
-    let mut parts: Vec<&[u8]> = vec![&GZIP_HEADER];
-    parts.extend(pieces.iter().map(|p| &p.bytes[..]));
-    parts.push(&DEFLATE_END);
-    parts.push(&trailer[..]);
-    parts
 }
 
 /// What a sweeper publishes after each sweep.
@@ -93,18 +50,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Cut a rendered page into its families and compress each.
-    pub fn new(page: &str, failure: Option<String>) -> Snapshot {
-        let families = prometheus::split_families(page)
-            .into_iter()
-            .map(|(name, head, body)| Family {
-                name: name.to_string(),
-                head: head.to_string(),
-                body: body.to_string(),
-                head_z: Deflated::new(head.as_bytes()),
-                body_z: Deflated::new(body.as_bytes()),
-            })
-            .collect();
+    pub fn new(families: Vec<Family>, failure: Option<String>) -> Snapshot {
         Snapshot {
             families,
             finished: Instant::now(),
@@ -116,8 +62,8 @@ impl Snapshot {
     pub fn sizes(&self) -> (usize, usize) {
         self.families.iter().fold((0, 0), |(t, z), f| {
             (
-                t + f.head.len() + f.body.len(),
-                z + f.head_z.bytes.len() + f.body_z.bytes.len(),
+                t + f.head.len() + f.body.text_len() as usize,
+                z + f.head_z.bytes().len() + f.body.bytes().len(),
             )
         })
     }
@@ -550,15 +496,31 @@ fn answer(
     }
 }
 
+/// A part of a merged page: a family's head, or one fabric's samples of it.
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    Head(&'a Family),
+    Samples(&'a Deflated),
+}
+
+impl Part<'_> {
+    fn deflated(&self) -> &Deflated {
+        match self {
+            Part::Head(f) => &f.head_z,
+            Part::Samples(z) => z,
+        }
+    }
+}
+
 /// The families of a merged page in order: each family's head once, then every fabric's
 /// samples of it.
-fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<(&str, &Deflated)> {
+fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<Part<'_>> {
     let mut parts = Vec::new();
     let Some((_, first)) = snaps.first() else {
         return parts;
     };
     for (i, family) in first.families.iter().enumerate() {
-        parts.push((family.head.as_str(), &family.head_z));
+        parts.push(Part::Head(family));
         for (_, snap) in snaps {
             // Every page has the same families in the same order (one renderer); look
             // the name up should that ever not hold.
@@ -568,17 +530,51 @@ fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<(&str, &Deflated)> {
                 .filter(|f| f.name == family.name)
                 .or_else(|| snap.families.iter().find(|f| f.name == family.name));
             if let Some(f) = same {
-                parts.push((f.body.as_str(), &f.body_z));
+                parts.push(Part::Samples(&f.body));
             }
         }
     }
     parts
 }
 
-/// The page: the fabrics' cached families (text, or their compressed pieces in one gzip
-/// stream) and the per-scrape families (age, up), written straight to the socket with a
-/// Content-Length. (tiny_http's own writer would copy it through an 8 KiB buffer in
-/// chunked encoding.)
+/// Bytes of a page's body: its parts and the per-scrape `tail`, as gzip or as text.
+fn page_len(parts: &[Part<'_>], tail: &str, gzip: Option<&[&[u8]]>) -> u64 {
+    match gzip {
+        Some(stream) => stream.iter().map(|p| p.len() as u64).sum(),
+        None => {
+            parts
+                .iter()
+                .map(|p| match p {
+                    Part::Head(f) => f.head.len() as u64,
+                    Part::Samples(z) => z.text_len(),
+                })
+                .sum::<u64>()
+                + tail.len() as u64
+        }
+    }
+}
+
+/// The page's body as text: heads as they are, samples inflated as they are written.
+fn write_text(w: &mut dyn std::io::Write, parts: &[Part<'_>], tail: &str) -> std::io::Result<()> {
+    let mut inflate = flate2::Decompress::new(false);
+    let mut buf = vec![0u8; INFLATE_BUF];
+    for part in parts {
+        match part {
+            Part::Head(f) => w.write_all(f.head.as_bytes())?,
+            Part::Samples(z) => z.inflate_into(&mut inflate, &mut buf, w)?,
+        }
+    }
+    w.write_all(tail.as_bytes())
+}
+
+/// Text inflated at a time for a scraper without gzip: what a socket takes in a write or
+/// two, small enough to stay in the CPU's cache.
+const INFLATE_BUF: usize = 1 << 18;
+
+/// The page: the fabrics' cached families (their compressed pieces in one gzip stream, or
+/// inflated to text) and the per-scrape families (age, up), written straight to the
+/// socket with a Content-Length. (tiny_http's own writer would copy it through an 8 KiB
+/// buffer in chunked encoding.)
 fn write_metrics(
     req: tiny_http::Request,
     pages: &Pages,
@@ -607,18 +603,16 @@ fn write_metrics(
         .collect();
     let tail = prometheus::scrape_families(&statuses);
     let zipped = accepts_gzip(&req);
-    let families = merged(snaps);
+    let parts = merged(snaps);
     let tail_z;
     let mut trailer = [0u8; 8];
-    let parts: Vec<&[u8]> = if zipped {
+    let stream: Option<Vec<&[u8]>> = if zipped {
         tail_z = Deflated::new(tail.as_bytes());
-        let mut pieces: Vec<&Deflated> = families.iter().map(|(_, z)| *z).collect();
+        let mut pieces: Vec<&Deflated> = parts.iter().map(Part::deflated).collect();
         pieces.push(&tail_z);
-        gzip_parts(&pieces, &mut trailer)
+        Some(gzip_parts(&pieces, &mut trailer))
     } else {
-        let mut texts: Vec<&[u8]> = families.iter().map(|(t, _)| t.as_bytes()).collect();
-        texts.push(tail.as_bytes());
-        texts
+        None
     };
     let version = req.http_version();
     let (major, minor) = (version.0, version.1);
@@ -630,17 +624,23 @@ fn write_metrics(
     if zipped {
         head.push_str("Content-Encoding: gzip\r\n");
     }
-    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let len = page_len(&parts, &tail, stream.as_deref());
     let _ = write!(head, "Content-Length: {len}\r\n\r\n");
     let mut w = req.into_writer();
     w.write_all(head.as_bytes())?;
-    for part in parts {
-        w.write_all(part)?;
+    match &stream {
+        Some(stream) => {
+            for piece in stream {
+                w.write_all(piece)?;
+            }
+        }
+        // A piece that does not inflate cuts the answer short of its Content-Length.
+        None => write_text(&mut w, &parts, &tail)?,
     }
     w.flush()?;
     Ok(Served {
         status: 200,
-        bytes: len,
+        bytes: len as usize,
         gzip: zipped,
     })
 }
@@ -648,6 +648,91 @@ fn write_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::serve::pieces::PageDeflater;
+    use ibscope_topo::export::prometheus::PageSink;
+
+    /// A rendered page's families as a sweeper process sends them: its samples handed to
+    /// the deflater in pieces, as the renderer hands them out.
+    fn families(page: &str) -> Vec<Family> {
+        let mut out = Vec::new();
+        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+            out.push(Family::new(name.into(), head.into(), body.clone()))
+        });
+        for (name, head, body) in prometheus::split_families(page) {
+            sink.family(name, head);
+            for lines in body.split_inclusive('\n') {
+                sink.samples(lines);
+            }
+        }
+        sink.finish();
+        out
+    }
+
+    #[test]
+    fn a_merged_page_is_the_same_text_inflated_or_gzipped() {
+        use std::io::Read;
+        let page = |fabric: &str, n: usize| {
+            let mut p = String::from("# HELP a A.\n# TYPE a gauge\n");
+            for i in 0..n {
+                p += &format!("a{{fabric=\"{fabric}\",port=\"{i}\"}} {i}\n");
+            }
+            p += "# HELP b B.\n# TYPE b counter\n";
+            p += &format!("b{{fabric=\"{fabric}\"}} 7\n");
+            p
+        };
+        let (alpha, beta) = (page("alpha", 50_000), page("beta", 3));
+        let snaps = vec![
+            (0, Arc::new(Snapshot::new(families(&alpha), None))),
+            (1, Arc::new(Snapshot::new(families(&beta), None))),
+        ];
+        let tail = "# HELP up Up.\n# TYPE up gauge\nup 1\n";
+        // Family by family: each head once, then every fabric's samples.
+        let [a_alpha, b_alpha] = [
+            &prometheus::split_families(&alpha)[0],
+            &prometheus::split_families(&alpha)[1],
+        ]
+        .map(|(_, h, b)| (h.to_string(), b.to_string()));
+        let [a_beta, b_beta] = [
+            &prometheus::split_families(&beta)[0],
+            &prometheus::split_families(&beta)[1],
+        ]
+        .map(|(_, _, b)| b.to_string());
+        let expected = format!(
+            "{}{}{a_beta}{}{}{b_beta}{tail}",
+            a_alpha.0, a_alpha.1, b_alpha.0, b_alpha.1
+        );
+        let parts = merged(&snaps);
+
+        let mut text = Vec::new();
+        write_text(&mut text, &parts, tail).unwrap();
+        assert_eq!(String::from_utf8(text).unwrap(), expected);
+        assert_eq!(page_len(&parts, tail, None), expected.len() as u64);
+
+        let tail_z = Deflated::new(tail.as_bytes());
+        let mut pieces: Vec<&Deflated> = parts.iter().map(Part::deflated).collect();
+        pieces.push(&tail_z);
+        let mut trailer = [0u8; 8];
+        let stream = gzip_parts(&pieces, &mut trailer);
+        let len = page_len(&parts, tail, Some(&stream));
+        let stream = stream.concat();
+        assert_eq!(len, stream.len() as u64);
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_piece_that_does_not_inflate_cuts_the_text_short_without_a_panic() {
+        let mut snap = Snapshot::new(families("# HELP a A.\n# TYPE a gauge\na 1\n"), None);
+        let body = &snap.families[0].body;
+        snap.families[0].body =
+            Deflated::from_parts(body.bytes()[..1].to_vec(), body.crc(), body.text_len());
+        let snaps = vec![(0, Arc::new(snap))];
+        let mut text = Vec::new();
+        assert!(write_text(&mut text, &merged(&snaps), "").is_err());
+    }
 
     #[test]
     fn loopback_only_by_default() {
@@ -665,7 +750,7 @@ mod tests {
         let slot = Slot::new("alpha".into());
         let page = |age: Duration, failure: Option<&str>| {
             let mut s = Snapshot::new(
-                "# HELP a A.\n# TYPE a gauge\na 1\n",
+                families("# HELP a A.\n# TYPE a gauge\na 1\n"),
                 failure.map(String::from),
             );
             s.finished = Instant::now() - age;
@@ -714,29 +799,6 @@ mod tests {
         );
         pages.slots[1].set_merged();
         assert_eq!(pages.health(limit), (200, "alpha: ok\n".into()));
-    }
-
-    #[test]
-    fn pieces_make_one_gzip_stream() {
-        use std::io::Read;
-        let texts = [
-            "# HELP a A.\n",
-            "",
-            "a{x=\"1\"} 2\n".repeat(5000).as_str(),
-            "tail\n",
-        ]
-        .map(String::from);
-        let pieces: Vec<Deflated> = texts.iter().map(|t| Deflated::new(t.as_bytes())).collect();
-        let refs: Vec<&Deflated> = pieces.iter().collect();
-        let mut trailer = [0u8; 8];
-        let stream: Vec<u8> = gzip_parts(&refs, &mut trailer).concat();
-        // One member: a decoder that stops after the first member reads it all.
-        let mut out = String::new();
-        flate2::read::GzDecoder::new(&stream[..])
-            .read_to_string(&mut out)
-            .unwrap();
-        assert_eq!(out, texts.concat());
-        assert!(stream.len() < texts.concat().len() / 10, "compressed");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod frames;
 mod http;
+mod pieces;
 mod planes;
 mod supervisor;
 mod sweeper;
@@ -32,6 +33,8 @@ use crate::cli::{exit, Global};
 use crate::fabrics::{Planned, Reach};
 use crate::signals;
 use http::{listen_addr, Pages, Slot};
+/// How a sweeper compresses its page, for the scale benchmark to measure.
+pub use pieces::{Deflated, PageDeflater};
 use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
 

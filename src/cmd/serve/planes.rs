@@ -2,7 +2,8 @@
 //! sweeper process sends its fabric as discovered (after every discovery); here the
 //! latest of each is kept, the planes of all are worked out as `check -C all` does
 //! (topo's `hosts::planes` and `findings::plane_findings`), and each fabric's page gets
-//! its count of planes-disagree findings in place of the 0 its sweeper wrote. A fabric
+//! its count of planes-disagree findings in place of the 0 its sweeper wrote (in its
+//! findings family, the only one inflated and compressed again for it). A fabric
 //! lost keeps its last discovery, as its page keeps its last sample.
 
 use std::sync::{Arc, Mutex};
@@ -85,10 +86,15 @@ impl Planes {
         Ok(())
     }
 
+    /// Slot `slot`'s count of planes-disagree findings.
+    pub fn disagreeing(&self, slot: usize) -> usize {
+        lock(&self.state).1.get(slot).copied().unwrap_or(0)
+    }
+
     /// `page` (slot `slot`'s) with its planes-disagree findings counted: the value of that
     /// series is replaced where it stands, without copying the rest of the page.
     pub fn patch(&self, slot: usize, mut page: String) -> String {
-        let count = lock(&self.state).1.get(slot).copied().unwrap_or(0);
+        let count = self.disagreeing(slot);
         if count == 0 {
             return page;
         }

@@ -28,12 +28,15 @@ use anyhow::{anyhow, Result};
 use ibscope_topo::FabricId;
 
 use super::frames::{self, Frame};
-use super::http::{Pages, Slot, Snapshot};
+use super::http::{Family, Pages, Slot, Snapshot};
+use super::pieces::Deflated;
 
 /// The delay before the first new sweeper process after a loss.
 pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
 /// The longest delay between two new sweeper processes.
 pub const REOPEN_MAX: Duration = Duration::from_secs(30);
+/// The family whose planes-disagree count `serve` fills in (see `planes`).
+const FINDINGS: &str = "ibscope_findings";
 /// How long a sweeper process that said it closed the port gets to exit.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -288,6 +291,8 @@ impl Loop {
         let mut said: Option<String> = None;
         let mut closed = false;
         let mut merged = false;
+        // The families of the page being received.
+        let mut families: Vec<Family> = Vec::new();
         if let Some(out) = child.stdout.take() {
             let mut out = BufReader::new(out);
             loop {
@@ -310,11 +315,20 @@ impl Loop {
                         }
                         *ever_opened = true;
                     }
-                    Ok(Some(Frame::Page { text, failure })) => {
+                    Ok(Some(Frame::Family {
+                        name,
+                        head,
+                        samples,
+                    })) => families.push(Family::new(name, head, samples)),
+                    Ok(Some(Frame::Page { failure })) => {
                         self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
                         good |= failure.is_none();
-                        let text = self.shared.planes.patch(self.fabric.slot, text);
-                        self.publish(&text, failure);
+                        let mut families = std::mem::take(&mut families);
+                        if let Err(e) = self.patch_planes(&mut families) {
+                            tracing::warn!("reading the sweeper process: {e}");
+                            break;
+                        }
+                        self.publish(families, failure);
                     }
                     // A port merged into another slot's subnet is no plane of its own.
                     Ok(Some(Frame::Fabric { .. })) if merged => {}
@@ -397,18 +411,31 @@ impl Loop {
         signal(pid, libc::SIGTERM);
     }
 
+    /// The page's count of planes-disagree findings, in place of the 0 its sweeper
+    /// wrote: the findings family's samples inflated, patched and compressed again (a
+    /// few lines). An error when they do not inflate.
+    fn patch_planes(&self, families: &mut [Family]) -> std::io::Result<()> {
+        let planes = &self.shared.planes;
+        if planes.disagreeing(self.fabric.slot) == 0 {
+            return Ok(());
+        }
+        for f in families.iter_mut().filter(|f| f.name == FINDINGS) {
+            let text = planes.patch(self.fabric.slot, f.body.inflate()?);
+            f.body = Deflated::new(text.as_bytes());
+        }
+        Ok(())
+    }
+
     /// A page the sweeper process rendered: a page of a sweep that reached no port does
     /// not replace a good one (that stays, marked stale).
-    fn publish(&self, text: &str, failure: Option<String>) {
+    fn publish(&self, families: Vec<Family>, failure: Option<String>) {
         let slot = self.slot();
         match failure {
             None => {
-                let t = Instant::now();
-                let snap = Snapshot::new(text, None);
+                let snap = Snapshot::new(families, None);
                 let (text_len, gzip_len) = snap.sizes();
                 tracing::debug!(
                     slot = self.fabric.slot,
-                    gzip_us = t.elapsed().as_micros() as u64,
                     text = text_len,
                     gzip = gzip_len,
                     "page cached"
@@ -419,7 +446,7 @@ impl Loop {
             Some(why) => {
                 let have_good = slot.page.load().is_some_and(|s| s.failure.is_none());
                 if !have_good {
-                    let snap = Snapshot::new(text, Some(why.clone()));
+                    let snap = Snapshot::new(families, Some(why.clone()));
                     drop(slot.page.store(Arc::new(snap)));
                 }
                 slot.set_down(format!("the last sweep reached no port: {why}"), true);

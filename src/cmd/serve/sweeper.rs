@@ -1,7 +1,8 @@
 //! The sweeper of one fabric of `serve`, run in a process of its own (`serve
 //! --sweeper-process`, one per fabric): it owns the fabric's management port (or its relay
-//! agent), discovers the fabric, sweeps the counters every interval, renders
-//! the page ([`prometheus::fabric_page`]) and hands it to `serve` as a [`Frame`] on stdout;
+//! agent), discovers the fabric, sweeps the counters every interval, renders the page
+//! ([`prometheus::write_fabric_page`]), compressing each family as it is rendered, and
+//! hands it to `serve` as [`Frame`]s on stdout, a family at a time;
 //! it rediscovers when the fabric changed under it. When the transport is lost it says so
 //! and ends: `serve` starts another one (see `supervisor`).
 
@@ -22,6 +23,7 @@ use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
 use super::frames::{self, Frame};
+use super::pieces::{Deflated, PageDeflater};
 use crate::cli::{exit, Global};
 use crate::fabrics::Planned;
 
@@ -191,12 +193,9 @@ impl Sweeper {
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        let sweeps = self.sweeps;
-        let Some(frame) = self.page(d, &sample, sweeps, sweep_us, sm.as_ref()) else {
+        if !self.send_page(d, &sample, sweep_us, sm.as_ref()) {
             return Ok(false);
-        };
-        self.send(&frame);
-        drop(frame);
+        }
         let t = Instant::now();
         let states_moved = port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
@@ -216,30 +215,64 @@ impl Sweeper {
         Ok(!self.stopped())
     }
 
-    /// The page of this sweep, rendered; `None` when stopped meanwhile.
-    fn page(
+    /// Render the page of this sweep and send it, family by family, each compressed as
+    /// it is rendered; false when stopped meanwhile (then the page is not ended: `serve`
+    /// drops the families it got).
+    fn send_page(
         &mut self,
         d: &Discovered,
         sample: &Sample,
-        sweeps: u64,
         sweep_us: u64,
         sm: Option<&Finding>,
-    ) -> Option<Frame> {
+    ) -> bool {
         let failure = self.account(sample, d);
         let t = Instant::now();
-        let text = self.render(d, sample, sweeps, sm);
-        let render_us = micros(t);
+        let stats = PageStats {
+            fabric: &self.name,
+            filter: self.filter,
+            counters: &self.counters,
+            sweeps: self.sweeps,
+            discoveries: self.discoveries,
+            discovery_seconds: d.duration.as_secs_f64(),
+            scrape_errors: &self.scrape_errors,
+            thresholds: &self.thresholds,
+            sm,
+        };
+        let (mut text, mut gzip) = (0u64, 0usize);
+        let mut written = true;
+        let out = &mut self.out;
+        let mut sink = PageDeflater::new(|name: &str, head: &str, samples: &Deflated| {
+            text += head.len() as u64 + samples.text_len();
+            gzip += samples.bytes().len();
+            written = written && frames::write_family(out, name, head, samples).is_ok();
+        });
+        prometheus::write_fabric_page(
+            &d.fabric,
+            &d.health,
+            &d.hosts,
+            self.names.as_ref(),
+            sample,
+            &stats,
+            &mut sink,
+        );
+        sink.finish();
+        if !written {
+            // `serve` stopped reading: stop too.
+            self.stop.cancel();
+        }
         if self.stopped() {
-            return None;
+            return false;
         }
         tracing::debug!(
             fabric = %self.name,
             sweep_us,
-            render_us,
-            text = text.len(),
+            render_us = micros(t),
+            text,
+            gzip,
             "swept"
         );
-        Some(Frame::Page { text, failure })
+        self.send(&Frame::Page { failure });
+        !self.stopped()
     }
 
     fn discover(&mut self, exec: &mut Engine) -> Discovered {
@@ -296,27 +329,6 @@ impl Sweeper {
         } else {
             None
         }
-    }
-
-    fn render(&self, d: &Discovered, sample: &Sample, sweeps: u64, sm: Option<&Finding>) -> String {
-        prometheus::fabric_page(
-            &d.fabric,
-            &d.health,
-            &d.hosts,
-            self.names.as_ref(),
-            sample,
-            &PageStats {
-                fabric: &self.name,
-                filter: self.filter,
-                counters: &self.counters,
-                sweeps,
-                discoveries: self.discoveries,
-                discovery_seconds: d.duration.as_secs_f64(),
-                scrape_errors: &self.scrape_errors,
-                thresholds: &self.thresholds,
-                sm,
-            },
-        )
     }
 }
 

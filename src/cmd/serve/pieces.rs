@@ -1,0 +1,345 @@
+//! A page held compressed, family by family. The sweeper compresses each family's samples
+//! as the renderer hands them out ([`PageDeflater`]), so the page's text is never held
+//! whole; `serve` keeps only the compressed pieces, writes them as one gzip stream to a
+//! scraper that accepts gzip, and inflates them on the fly for one that does not.
+
+use std::io::{self, Write};
+
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use ibscope_topo::export::prometheus::PageSink;
+
+/// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
+/// flush, so it ends on a byte boundary with no final block: pieces written one after the
+/// other are one valid stream. With the CRC-32 and length of what it holds, the gzip
+/// trailer of a stream of pieces is the pieces' CRCs combined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deflated {
+    bytes: Vec<u8>,
+    crc: u32,
+    len: u64,
+}
+
+/// Fast compression: the page is rebuilt every sweep, so speed matters more than ratio.
+fn compressor() -> Compress {
+    Compress::new(Compression::fast(), false)
+}
+
+/// Compress `input` into `out` (growing it as needed); with a sync flush, until the flush
+/// is complete.
+fn deflate(c: &mut Compress, mut input: &[u8], out: &mut Vec<u8>, flush: FlushCompress) {
+    loop {
+        if out.capacity() - out.len() < 4096 {
+            out.reserve(4096 + (input.len() / 4).max(out.len() / 2));
+        }
+        let before = c.total_in();
+        // Compressing into a Vec with room cannot fail.
+        let _ = c.compress_vec(input, out, flush);
+        input = &input[(c.total_in() - before) as usize..];
+        // Done once a call leaves output room unused.
+        if input.is_empty() && out.len() < out.capacity() {
+            break;
+        }
+    }
+}
+
+impl Deflated {
+    /// `data` compressed as one piece.
+    pub fn new(data: &[u8]) -> Deflated {
+        let mut c = compressor();
+        let mut bytes = Vec::with_capacity(data.len() / 4 + 64);
+        deflate(&mut c, data, &mut bytes, FlushCompress::Sync);
+        Deflated {
+            bytes,
+            crc: zlib_rs::crc32::crc32(0, data),
+            len: data.len() as u64,
+        }
+    }
+
+    /// A piece as it came from elsewhere (a sweeper process): its bytes, and the CRC-32
+    /// and length of the text they hold, checked when inflated.
+    pub fn from_parts(bytes: Vec<u8>, crc: u32, len: u64) -> Deflated {
+        Deflated { bytes, crc, len }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn crc(&self) -> u32 {
+        self.crc
+    }
+
+    /// Bytes of text it holds.
+    pub fn text_len(&self) -> u64 {
+        self.len
+    }
+
+    /// Inflate the piece into `w`, through `buf`; an error when the bytes are not a piece
+    /// of deflate or do not hold the text its CRC and length say (part of it may have
+    /// been written by then).
+    pub fn inflate_into(
+        &self,
+        d: &mut Decompress,
+        buf: &mut [u8],
+        w: &mut dyn Write,
+    ) -> io::Result<()> {
+        let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+        if buf.is_empty() {
+            return Err(bad("no room to inflate into"));
+        }
+        d.reset(false);
+        let mut input = &self.bytes[..];
+        let (mut crc, mut len) = (0u32, 0u64);
+        loop {
+            let (before_in, before_out) = (d.total_in(), d.total_out());
+            let status = d
+                .decompress(input, buf, FlushDecompress::Sync)
+                .map_err(|e| bad(&format!("a compressed piece: {e}")))?;
+            let used = (d.total_in() - before_in) as usize;
+            let made = (d.total_out() - before_out) as usize;
+            input = &input[used..];
+            if made > 0 {
+                len += made as u64;
+                if len > self.len {
+                    return Err(bad("a compressed piece holds more than its length"));
+                }
+                crc = zlib_rs::crc32::crc32(crc, &buf[..made]);
+                w.write_all(&buf[..made])?;
+            }
+            if status == Status::StreamEnd {
+                // A final block would end the whole stream there.
+                return Err(bad("a compressed piece ends its stream"));
+            }
+            if input.is_empty() && made < buf.len() {
+                break;
+            }
+            if used == 0 && made == 0 {
+                return Err(bad("a compressed piece is cut short"));
+            }
+        }
+        if len != self.len || crc != self.crc {
+            return Err(bad("a compressed piece does not hold its text"));
+        }
+        Ok(())
+    }
+
+    /// The text the piece holds (a small one: a family's samples to patch).
+    pub fn inflate(&self) -> io::Result<String> {
+        let mut text = Vec::with_capacity(usize::try_from(self.len).unwrap_or(0).min(1 << 24));
+        let mut buf = vec![0u8; 1 << 16];
+        self.inflate_into(&mut Decompress::new(false), &mut buf, &mut text)?;
+        String::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// The gzip header (RFC 1952: deflate, no name, no time, unknown OS).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+/// An empty final deflate block (fixed Huffman, end of block): ends a stream of pieces.
+const DEFLATE_END: [u8; 2] = [0x03, 0x00];
+
+/// The gzip stream of `pieces` in order: header, pieces, end, trailer (CRC-32, length).
+pub fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<&'a [u8]> {
+    let (crc, len) = pieces.iter().fold((0u32, 0u64), |(crc, len), p| {
+        (
+            zlib_rs::crc32::crc32_combine(crc, p.crc, p.len),
+            len + p.len,
+        )
+    });
+    trailer[..4].copy_from_slice(&crc.to_le_bytes());
+    // ISIZE: the length modulo 2^32.
+    trailer[4..].copy_from_slice(&(len as u32).to_le_bytes());
+    let mut parts: Vec<&[u8]> = vec![&GZIP_HEADER];
+    parts.extend(pieces.iter().map(|p| &p.bytes[..]));
+    parts.push(&DEFLATE_END);
+    parts.push(&trailer[..]);
+    parts
+}
+
+/// A [`PageSink`] that compresses each family's samples as they come and hands every
+/// family, once complete, to `done` (its name, its head as text, its samples as one
+/// piece). Only the family being compressed is held.
+pub struct PageDeflater<F: FnMut(&str, &str, &Deflated)> {
+    compress: Compress,
+    /// The family being compressed: its name and head.
+    current: Option<(String, String)>,
+    body: Deflated,
+    done: F,
+}
+
+impl<F: FnMut(&str, &str, &Deflated)> PageDeflater<F> {
+    pub fn new(done: F) -> Self {
+        PageDeflater {
+            compress: compressor(),
+            current: None,
+            body: Deflated::from_parts(Vec::new(), 0, 0),
+            done,
+        }
+    }
+
+    /// The family being compressed is complete: hand it over.
+    fn end_family(&mut self) {
+        let Some((name, head)) = self.current.take() else {
+            return;
+        };
+        deflate(
+            &mut self.compress,
+            &[],
+            &mut self.body.bytes,
+            FlushCompress::Sync,
+        );
+        (self.done)(&name, &head, &self.body);
+        // The buffer is kept for the next family.
+        self.body.bytes.clear();
+        self.body.crc = 0;
+        self.body.len = 0;
+    }
+
+    /// The page is complete: hand over its last family.
+    pub fn finish(mut self) {
+        self.end_family();
+    }
+}
+
+impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<F> {
+    fn family(&mut self, name: &str, head: &str) {
+        self.end_family();
+        // Each family's samples are a piece of their own (a merged page puts other
+        // fabrics' pieces between them): no back-references into the one before.
+        self.compress.reset();
+        self.current = Some((name.to_string(), head.to_string()));
+    }
+
+    fn samples(&mut self, lines: &str) {
+        if self.current.is_none() {
+            // Samples before any head: not a page the renderer writes; kept anyway,
+            // under no name, so nothing of the text is lost.
+            self.family("", "");
+        }
+        let data = lines.as_bytes();
+        self.body.crc = zlib_rs::crc32::crc32(self.body.crc, data);
+        self.body.len += data.len() as u64;
+        deflate(
+            &mut self.compress,
+            data,
+            &mut self.body.bytes,
+            FlushCompress::None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn pieces_make_one_gzip_stream() {
+        let texts = [
+            "# HELP a A.\n",
+            "",
+            "a{x=\"1\"} 2\n".repeat(5000).as_str(),
+            "tail\n",
+        ]
+        .map(String::from);
+        let pieces: Vec<Deflated> = texts.iter().map(|t| Deflated::new(t.as_bytes())).collect();
+        let refs: Vec<&Deflated> = pieces.iter().collect();
+        let mut trailer = [0u8; 8];
+        let stream: Vec<u8> = gzip_parts(&refs, &mut trailer).concat();
+        // One member: a decoder that stops after the first member reads it all.
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, texts.concat());
+        assert!(stream.len() < texts.concat().len() / 10, "compressed");
+    }
+
+    /// A page as the renderer hands it out: heads, then samples in several pieces.
+    fn deflated_page(families: &[(&str, &str, &[&str])]) -> Vec<(String, String, Deflated)> {
+        let mut out = Vec::new();
+        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+            out.push((name.to_string(), head.to_string(), body.clone()))
+        });
+        for (name, head, pieces) in families {
+            sink.family(name, head);
+            for p in *pieces {
+                sink.samples(p);
+            }
+        }
+        sink.finish();
+        out
+    }
+
+    #[test]
+    fn a_family_streamed_in_pieces_inflates_to_its_samples_and_gzips_out_of_order() {
+        let many = "b{port=\"1\"} 12345\n".repeat(20_000);
+        let page = deflated_page(&[
+            (
+                "a",
+                "# HELP a A.\n# TYPE a gauge\n",
+                &["a 1\n", "a{x=\"y\"} 2\n"],
+            ),
+            (
+                "b",
+                "# HELP b B.\n# TYPE b counter\n",
+                &[&many, &many, "b 3\n"],
+            ),
+            ("c", "# HELP c C.\n# TYPE c gauge\n", &[]),
+        ]);
+        let names: Vec<&str> = page.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(page[0].2.inflate().unwrap(), "a 1\na{x=\"y\"} 2\n");
+        assert_eq!(page[1].2.inflate().unwrap(), format!("{many}{many}b 3\n"));
+        assert_eq!(page[2].2.inflate().unwrap(), "");
+        // Through a buffer smaller than the text, as a scrape inflates it.
+        let mut small = [0u8; 100];
+        let mut text = Vec::new();
+        page[1]
+            .2
+            .inflate_into(&mut Decompress::new(false), &mut small, &mut text)
+            .unwrap();
+        assert_eq!(text, format!("{many}{many}b 3\n").as_bytes());
+        // Each piece stands alone: in another order they are still one stream.
+        let heads: Vec<Deflated> = page
+            .iter()
+            .map(|(_, h, _)| Deflated::new(h.as_bytes()))
+            .collect();
+        let order = [&page[2].2, &heads[1], &page[1].2, &heads[0], &page[0].2];
+        let mut trailer = [0u8; 8];
+        let stream = gzip_parts(&order, &mut trailer).concat();
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        let expected = format!(
+            "# HELP b B.\n# TYPE b counter\n{many}{many}b 3\n# HELP a A.\n# TYPE a gauge\na 1\na{{x=\"y\"}} 2\n"
+        );
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_piece_that_does_not_hold_its_text_is_an_error_not_a_panic() {
+        let good = Deflated::new("x 1\n".repeat(1000).as_bytes());
+        let cut = Deflated::from_parts(
+            good.bytes[..good.bytes.len() / 2].to_vec(),
+            good.crc,
+            good.len,
+        );
+        assert!(cut.inflate().is_err());
+        let garbage = Deflated::from_parts(vec![0xff; 64], 0, 10);
+        assert!(garbage.inflate().is_err());
+        let wrong_crc = Deflated::from_parts(good.bytes.clone(), good.crc ^ 1, good.len);
+        assert!(wrong_crc.inflate().is_err());
+        let longer = Deflated::from_parts(good.bytes.clone(), good.crc, good.len + 1);
+        assert!(longer.inflate().is_err());
+        let shorter = Deflated::from_parts(good.bytes.clone(), good.crc, good.len - 1);
+        assert!(shorter.inflate().is_err());
+        // A whole stream (with its final block) is no piece.
+        let mut whole = Vec::new();
+        let mut c = compressor();
+        deflate(&mut c, b"x 1\n", &mut whole, FlushCompress::Finish);
+        let crc = zlib_rs::crc32::crc32(0, b"x 1\n");
+        assert!(Deflated::from_parts(whole, crc, 4).inflate().is_err());
+        assert_eq!(good.inflate().unwrap(), "x 1\n".repeat(1000));
+    }
+}
