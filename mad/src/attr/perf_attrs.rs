@@ -1083,6 +1083,9 @@ mod counter_name_tests {
         assert_eq!(other, CounterName::intern("NotACounterOfAnyTable"));
         assert_ne!(other, first.short_name);
         assert_eq!(other.to_string(), "NotACounterOfAnyTable");
-        assert_eq!(std::mem::size_of::<CounterName>(), std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<CounterName>(),
+            std::mem::size_of::<usize>()
+        );
     }
 }
