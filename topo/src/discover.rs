@@ -871,7 +871,9 @@ fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
 
 /// Post-sweep bookkeeping: indexes, duplicate LIDs.
 fn finish(fabric: &mut Fabric) {
-    fabric.reindex();
+    // Replies came in whatever order the window let them: number the nodes as the fabric
+    // is laid out, so that two discoveries of one fabric list it alike.
+    fabric.put_in_canonical_order();
     // Every (LID, port) claim once, sorted: a LID claimed by two ports appears twice in a
     // row. Sorting beats a map of sets by far at 100k ports.
     let mut claims: Vec<(u16, PortKey)> = fabric

@@ -511,6 +511,112 @@ impl Fabric {
         }
     }
 
+    /// Renumber nodes and links in an order that depends on the fabric alone: breadth first
+    /// from the local node, each node's links by its port number, passing only through the
+    /// local node and switches (the ways a directed-route SMP can go); nodes no such path
+    /// reaches follow by GUID. A discovery adds nodes as replies arrive, and with many
+    /// requests in flight that order changes from run to run; every listing that walks the
+    /// fabric (counters, findings, exports) would change with it. Then every index is rebuilt.
+    pub fn put_in_canonical_order(&mut self) {
+        let count = self.graph.node_count();
+        let mut order: Vec<NodeId> = Vec::with_capacity(count);
+        let mut seen = vec![false; count];
+        let start = self.local.and_then(|k| self.by_guid.get(&k.guid).copied());
+        if let Some(start) = start {
+            seen[start.index()] = true;
+            order.push(start);
+        }
+        let mut next = 0;
+        let mut peers: Vec<(u8, NodeId)> = Vec::new();
+        while let Some(&id) = order.get(next) {
+            next += 1;
+            if next > 1 && !self.graph[id].is_switch() {
+                continue;
+            }
+            peers.clear();
+            for edge in self.graph.edges(id) {
+                let link = edge.weight();
+                // Undirected, `edges` reports `id` as the source whichever end it is: the
+                // ports follow the link as it was stored.
+                let Some((s, t)) = self.graph.edge_endpoints(edge.id()) else {
+                    continue;
+                };
+                let (port, other) = if s == id {
+                    (link.source_port, t)
+                } else {
+                    (link.target_port, s)
+                };
+                peers.push((port, other));
+            }
+            peers.sort_unstable();
+            for &(_, other) in &peers {
+                if !std::mem::replace(&mut seen[other.index()], true) {
+                    order.push(other);
+                }
+            }
+        }
+        let mut unreached: Vec<NodeId> = self
+            .graph
+            .node_indices()
+            .filter(|id| !seen[id.index()])
+            .collect();
+        unreached.sort_by_key(|&id| self.graph[id].guid);
+        order.extend(unreached);
+
+        let mut renumbered = vec![NodeIndex::end(); count];
+        for (new, old) in order.iter().enumerate() {
+            renumbered[old.index()] = NodeIndex::new(new);
+        }
+        // Each link once, from its lower end (new index, port) to its higher one, sorted.
+        let mut links: Vec<(NodeId, u8, NodeId, u8)> = self
+            .graph
+            .edge_references()
+            .map(|e| {
+                let w = e.weight();
+                let a = (renumbered[e.source().index()], w.source_port);
+                let b = (renumbered[e.target().index()], w.target_port);
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                (a.0, a.1, b.0, b.1)
+            })
+            .collect();
+        links.sort_unstable();
+        let (nodes, _) = std::mem::take(&mut self.graph).into_nodes_edges();
+        let mut slots: Vec<Option<Node>> = nodes.into_iter().map(|n| Some(n.weight)).collect();
+        let mut graph = UnGraph::with_capacity(count, links.len());
+        for old in &order {
+            if let Some(node) = slots[old.index()].take() {
+                graph.add_node(node);
+            }
+        }
+        self.graph = graph;
+        self.port_edge.clear();
+        for (a, a_port, b, b_port) in links {
+            let e = self.graph.add_edge(
+                a,
+                b,
+                Link {
+                    source_port: a_port,
+                    target_port: b_port,
+                },
+            );
+            self.port_edge.insert(
+                End {
+                    node: a,
+                    port: a_port,
+                },
+                e,
+            );
+            self.port_edge.insert(
+                End {
+                    node: b,
+                    port: b_port,
+                },
+                e,
+            );
+        }
+        self.reindex();
+    }
+
     /// Connect two ports. Either port already linked is an error (the graph stays unchanged).
     pub fn connect(&mut self, a: End, b: End) -> Result<EdgeIndex, ModelError> {
         for end in [a, b] {
@@ -769,6 +875,109 @@ mod tests {
                 })
                 .collect(),
             ..Default::default()
+        }
+    }
+
+    /// A small fabric added in the order given: local CA 0x10 on leaf 0x100 port 3,
+    /// leaves 0x100 and 0x101 both on spine 0x200 (ports 1, 2) and to each other by port
+    /// 4 (a cross link), CA 0x11 on leaf 0x101 port 3, CA 0x12 on leaf 0x101 port 1, CA
+    /// 0x13 on CA 0x12's second port (reached only through a CA), and 0x300 alone.
+    fn fabric_added_in(order: &[u64]) -> Fabric {
+        let mut f = Fabric::new();
+        for &guid in order {
+            let (kind, ports): (NodeKind, &[(u8, u16)]) = match guid {
+                0x100 | 0x101 => (NodeKind::Switch, &[(0, 0), (1, 0), (2, 0), (3, 0), (4, 0)]),
+                0x200 | 0x300 => (NodeKind::Switch, &[(0, 0), (1, 0), (2, 0)]),
+                0x12 => (NodeKind::Ca, &[(1, 0), (2, 0)]),
+                _ => (NodeKind::Ca, &[(1, 0)]),
+            };
+            f.add_node(node(guid, kind, ports)).unwrap();
+        }
+        let end = |f: &Fabric, guid: u64, port: u8| End {
+            node: f.node_by_guid(guid).unwrap(),
+            port,
+        };
+        // (node GUID, port) at either end.
+        type Ends = ((u64, u8), (u64, u8));
+        let links: &[Ends] = &[
+            ((0x101, 2), (0x200, 2)),
+            ((0x10, 1), (0x100, 3)),
+            ((0x13, 1), (0x12, 2)),
+            ((0x100, 1), (0x200, 1)),
+            ((0x101, 4), (0x100, 4)),
+            ((0x11, 1), (0x101, 3)),
+            ((0x101, 1), (0x12, 1)),
+        ];
+        for &((ga, pa), (gb, pb)) in links {
+            let (a, b) = (end(&f, ga, pa), end(&f, gb, pb));
+            f.connect(a, b).unwrap();
+        }
+        f.local = Some(PortKey {
+            guid: 0x10,
+            port: 1,
+        });
+        f
+    }
+
+    #[test]
+    fn canonical_order_is_the_fabrics_not_the_order_nodes_came_in() {
+        let orders: [&[u64]; 3] = [
+            &[0x10, 0x100, 0x200, 0x101, 0x11, 0x12, 0x13, 0x300],
+            &[0x300, 0x13, 0x12, 0x11, 0x101, 0x200, 0x100, 0x10],
+            &[0x101, 0x11, 0x300, 0x10, 0x13, 0x200, 0x12, 0x100],
+        ];
+        let listing = |f: &Fabric| {
+            let nodes: Vec<u64> = f.nodes().map(|(_, n)| n.guid).collect();
+            let links: Vec<(u64, u8, u64, u8)> = f
+                .links()
+                .map(|l| (l.a_node.guid, l.a.port, l.b_node.guid, l.b.port))
+                .collect();
+            (nodes, links)
+        };
+        for order in orders {
+            let mut f = fabric_added_in(order);
+            f.put_in_canonical_order();
+            let (nodes, links) = listing(&f);
+            // Breadth first from the local CA, each switch's ports in order; CA 0x13 hangs
+            // off a CA (no SMP passes a CA) and comes by GUID with the unconnected switch.
+            assert_eq!(
+                nodes,
+                [0x10, 0x100, 0x200, 0x101, 0x12, 0x11, 0x13, 0x300],
+                "added in {order:x?}"
+            );
+            assert_eq!(
+                links,
+                [
+                    (0x10, 1, 0x100, 3),
+                    (0x100, 1, 0x200, 1),
+                    (0x100, 4, 0x101, 4),
+                    (0x200, 2, 0x101, 2),
+                    (0x101, 1, 0x12, 1),
+                    (0x101, 3, 0x11, 1),
+                    (0x12, 2, 0x13, 1),
+                ],
+                "added in {order:x?}"
+            );
+            // Indexes and peers follow the new numbering.
+            for (id, n) in f.nodes() {
+                assert_eq!(f.node_by_guid(n.guid), Some(id));
+            }
+            let ca = f.node_by_guid(0x11).unwrap();
+            let leaf = f.node_by_guid(0x101).unwrap();
+            assert_eq!(
+                f.peer(End { node: ca, port: 1 }),
+                Some(End {
+                    node: leaf,
+                    port: 3
+                })
+            );
+            assert_eq!(
+                f.peer(End {
+                    node: leaf,
+                    port: 3
+                }),
+                Some(End { node: ca, port: 1 })
+            );
         }
     }
 
