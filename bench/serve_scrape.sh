@@ -86,15 +86,17 @@ pct() {
     awk -v c="${2:-1}" '{print $c}' "${3:-$work/lat}" | sort -n |
         awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; printf "%.1f", v[i] * 1000 }'
 }
-metric() { awk -v m="$1" '$1 == m { print $2 }' "$work/metrics"; }
+# A family's one sample, with or without labels (summed when there are several).
+metric() { awk -v m="$1" '$1 == m || index($1, m "{") == 1 { s += $2; n++ } END { if (n) print s }' "$work/metrics"; }
 # The exporter's own time per /metrics request (debug log), in seconds.
 # (Older binaries do not log it: then the line says n/a.)
 { sed 's/\x1b\[[0-9;]*m//g' "$work/serve.err" | grep ' served path="/metrics"' | grep 'gzip=true' |
     sed -n 's/.* us=\([0-9]*\).*/\1/p' | awk '{ print $1 / 1e6 }'; } >"$work/server" || true
-# Sweeper phases, averaged: sweep, render, gzip (seconds).
-phases=$({ sed 's/\x1b\[[0-9;]*m//g' "$work/serve.err" | grep ' swept ' || true; } |
-    sed -n 's/.*sweep_us=\([0-9]*\) render_us=\([0-9]*\) gzip_us=\([0-9]*\).*/\1 \2 \3/p' |
-    awk '{ s += $1; r += $2; g += $3; n++ } END { if (n) printf "sweep %.3f s, render %.3f s, gzip %.3f s (mean of %d)", s/n/1e6, r/n/1e6, g/n/1e6, n }')
+# Sweeper phases, averaged (seconds): the sweep, then the render, which compresses each
+# family as it is written.
+phases=$({ sed 's/\x1b\[[0-9;]*m//g' "$work/serve.err" | grep ' swept' || true; } |
+    sed -n 's/.*sweep_us=\([0-9]*\) render_us=\([0-9]*\).*/\1 \2/p' |
+    awk '{ s += $1; r += $2; n++ } END { if (n) printf "sweep %.3f s, render and compression %.3f s (mean of %d)", s/n/1e6, r/n/1e6, n }')
 
 nodes=$(metric ibscope_fabric_nodes)
 ports=$(metric ibscope_sweep_ports)

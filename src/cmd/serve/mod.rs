@@ -117,7 +117,7 @@ pub struct Args {
     /// series only for ports whose PortRcvErrors or PortXmitDiscards counted) or data (the
     /// 9 traffic counters: data, packets, unicast/multicast packets, XmitWait). On the
     /// 2,048-host benchmark fabric (no errors, so no breakdown series):
-    /// 442,638 series (4.9 MiB gzip), errors 311,454 (3.4 MiB), data 267,726 (3.0 MiB).
+    /// 442,658 series (5.7 MiB gzip), errors 311,474 (4.0 MiB), data 267,746 (3.5 MiB).
     /// Trims the page only: one PortCounters MAD carries every counter. Link, node and
     /// sweep families are always there.
     #[arg(long, value_enum, default_value_t = CounterFamilies::All, value_name = "WHICH")]
@@ -125,12 +125,12 @@ pub struct Args {
     /// Only ports that are Active (and physically LinkUp) at the last discovery: only their
     /// counters are read, and other ports have no series at all (a port that goes down
     /// leaves the page at the rediscovery this triggers). On the benchmark fabric 1,840 of
-    /// 14,576 ports are down or unused: 389,278 series instead of 442,638.
+    /// 14,576 ports are down or unused: 389,298 series instead of 442,658.
     #[arg(long)]
     pub active_only: bool,
     /// Read the counters of switch ports only (fewer MADs; each CA port's traffic is
     /// also seen at its switch port). CA ports then have no port series, CA nodes keep
-    /// theirs: 381,198 series instead of 442,638 on the benchmark fabric.
+    /// theirs: 381,218 series instead of 442,658 on the benchmark fabric.
     #[arg(long)]
     pub switches_only: bool,
     /// Rediscover the fabric every N sweeps even without a sign of change (0: never).
@@ -173,12 +173,12 @@ Page size: per port 21 counter series, a saturation gauge and up to 8 link gauge
 physical state, active, link up, width, speed, data rate, degraded); per node 3 series;
 and 6 or 4 breakdown series per port whose PortRcvErrors or PortXmitDiscards counted.
 Measured on the 2,048-host fat tree of bench/serve_scrape.sh (2,396 nodes, 14,576 ports):
-  (default)                                         442,638 series, 92 MB text, 4.9 MiB gzip
-  --counters errors                                 311,454 series, 3.4 MiB gzip
-  --counters data                                   267,726 series, 3.0 MiB gzip
-  --active-only                                     389,278 series, 4.5 MiB gzip
-  --switches-only                                   381,198 series, 4.1 MiB gzip
-  --counters errors --active-only --switches-only   231,646 series, 2.6 MiB gzip
+  (default)                                         442,658 series, 97 MiB text, 5.7 MiB gzip
+  --counters errors                                 311,474 series, 4.0 MiB gzip
+  --counters data                                   267,746 series, 3.5 MiB gzip
+  --active-only                                     389,298 series, 5.3 MiB gzip
+  --switches-only                                   381,218 series, 4.6 MiB gzip
+  --counters errors --active-only --switches-only   231,666 series, 2.9 MiB gzip
 
 Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, abandons the running sweep (a MAD in
 flight gets its timeout, no retry), closes the management port and exits 0 with one line
