@@ -242,6 +242,8 @@ struct Reused {
     hashes: Vec<u128>,
     /// Compressing, or (false) only hashing: the same as `last` so far.
     compressing: bool,
+    /// Its first samples could not be taken from `last`: not cached.
+    broken: bool,
 }
 
 /// How a [`PageDeflater`] compresses a family: as the samples come, or only where they
@@ -294,6 +296,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
             last: None,
             hashes: Vec::new(),
             compressing: true,
+            broken: false,
         };
         PageDeflater::with_mode(Mode::Reusing { cache, family }, done)
     }
@@ -327,7 +330,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
                 if !family.compressing {
                     // A shorter text than last page's, the same as far as it goes.
                     let len = self.compressing.body.len;
-                    begin_from(&mut self.compressing, last.as_ref(), len);
+                    family.broken |= !begin_from(&mut self.compressing, last.as_ref(), len);
                 }
                 cache.compressed += 1;
                 self.compressing.end();
@@ -345,7 +348,9 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
             }
         };
         (self.done)(&name, &head, &cached.piece);
-        cache.next.insert(name, cached);
+        if !std::mem::take(&mut family.broken) {
+            cache.next.insert(name, cached);
+        }
     }
 
     /// The page is complete: hand over its last family.
@@ -358,13 +363,14 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
 }
 
 /// Start compressing a family whose first `len` bytes of text are `last`'s: those
-/// inflated from its piece into the compressor. A piece that does not inflate (it was
-/// compressed here, so it does) leaves them out rather than fail the page.
-fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) {
+/// inflated from its piece into the compressor. False when its piece does not inflate
+/// to them (it was compressed here, so it does): then the family lacks its first
+/// samples on this page, and is not cached, so the next page has it whole.
+fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) -> bool {
     c.body.crc = 0;
     c.body.len = 0;
     let Some(last) = last else {
-        return;
+        return len == 0;
     };
     let mut d = Decompress::new(false);
     let mut buf = vec![0u8; 1 << 16];
@@ -376,7 +382,7 @@ fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) {
             .is_err()
         {
             tracing::warn!("a piece of the last page does not inflate");
-            return;
+            return false;
         }
         let used = (d.total_in() - before_in) as usize;
         let made = (d.total_out() - before_out) as usize;
@@ -386,9 +392,10 @@ fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) {
         left -= take as u64;
         if used == 0 && made == 0 {
             tracing::warn!("a piece of the last page is shorter than its text");
-            return;
+            return false;
         }
     }
+    true
 }
 
 impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
@@ -399,6 +406,7 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
         self.compressing.start();
         if let Mode::Reusing { cache, family } = &mut self.mode {
             family.last = cache.pieces.remove(name);
+            family.broken = false;
             // One that changed last time is compressed as it comes; one that did not
             // is compared first.
             family.compressing = family.last.as_ref().map_or(true, |l| l.changed);
@@ -425,7 +433,7 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
                 }
                 family.compressing = true;
                 let len = self.compressing.body.len;
-                begin_from(&mut self.compressing, family.last.as_ref(), len);
+                family.broken |= !begin_from(&mut self.compressing, family.last.as_ref(), len);
             }
         }
         self.compressing.put(data);
@@ -624,6 +632,21 @@ mod tests {
         assert_eq!((cache.compressed, cache.reused), (2, 0));
         let grown_text = format!("{head_e}{}{data}{head_s}{errors}more 1\n", &errors[..100]);
         assert_eq!(gunzipped(&fifth), grown_text);
+    }
+
+    #[test]
+    fn a_cached_piece_that_does_not_inflate_is_not_kept_and_no_panic() {
+        let x = "x 1\n".repeat(1000);
+        let mut cache = PieceCache::default();
+        reused_page(&mut cache, &[("a", "", &[&x, "y 1\n"])]);
+        let kept = cache.pieces.get_mut("a").unwrap();
+        kept.piece.bytes.truncate(1);
+        // Differs after `x`, which the broken piece cannot give back.
+        let page: [(&str, &str, &[&str]); 1] = [("a", "", &[&x, "y 2\n"])];
+        reused_page(&mut cache, &page);
+        assert!(cache.pieces.is_empty(), "not kept");
+        let whole = reused_page(&mut cache, &page);
+        assert_eq!(gunzipped(&whole), format!("{x}y 2\n"));
     }
 
     #[test]
