@@ -31,6 +31,23 @@
 //!   own cost, without holding the page;
 //! - `serve-gzip`: `serve-stream` with every family compressed as it comes (fast deflate
 //!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
+//! - `serve-steady`: `serve`'s second sweep of a busy fabric, as its sweeper renders it
+//!   (`PageDeflater::reusing`: each family's text hashed, compressed only when it differs
+//!   from the last page's). Setup: a first page rendered through the same cache. Between
+//!   the two, what moves on a busy fabric with no errors moves: every data and packet
+//!   counter (PortXmitData, PortRcvData, PortXmitPkts, PortRcvPkts, the unicast and
+//!   multicast packets; the counters `serve --counters data` names) of every port that
+//!   answered grows by a different amount per port, and the sweep count goes up. Error
+//!   counters, link states, widths and speeds stay as they were, as they do on a healthy
+//!   fabric: the families of those are reused. The cost is the render, hashing every
+//!   family and compressing the changed ones; the cache (one page compressed, held as the
+//!   sweeper holds it) is in base_mib, the page `serve` holds as the next one comes in
+//!   is not. The data counters moving makes their families less compressible than the
+//!   responder's (the unicast and multicast counters it leaves at 0 become numbers):
+//!   compare with `serve-cold`, not `serve`. `reused` and `compressed` count families;
+//! - `serve-cold`: the same second sweep with an empty cache, every family compressed:
+//!   the worst case (every family changed, or the first sweep after a start), `serve`
+//!   plus the hashing.
 //!
 //! Printed: one line of `key=value`: cpu_s (the process's CPU time during the operation
 //! less the responder's own: building replies and waiting out their latency), wall_s,
@@ -48,12 +65,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::{CounterFamilies, Deflated, PageDeflater};
+use ibscope::cmd::serve::{CounterFamilies, Deflated, PageDeflater, PieceCache};
 use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
-use ibscope_topo::export::prometheus::{write_fabric_page, PageSink, PageStats, PortFilter};
+use ibscope_topo::export::prometheus::{
+    write_fabric_page, PageSink, PageStats, PortFilter, ScrapeErrors,
+};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -73,7 +92,7 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve|serve-stream|serve-gzip [--latency-us U] [--loss P] [--window W] [--out FILE]");
+    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve|serve-stream|serve-gzip|serve-steady|serve-cold [--latency-us U] [--loss P] [--window W] [--out FILE]");
     std::process::exit(2)
 }
 
@@ -292,7 +311,7 @@ fn main() {
 
     // Setup of the operations that start from a discovered fabric.
     let prior: Vec<Fabric> = match op.as_str() {
-        "tui" | "serve" | "serve-stream" | "serve-gzip" => {
+        "tui" | "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
             planes.iter_mut().map(discover_plane).collect()
         }
         _ => Vec::new(),
@@ -309,7 +328,7 @@ fn main() {
                 sweeps.push(eval);
             }
         }
-        "serve" | "serve-stream" | "serve-gzip" => {
+        "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
             for (plane, fabric) in planes.iter_mut().zip(&prior) {
                 sweeps.push(findings::Evaluation {
                     sample: Some(sweep_all(plane, fabric)),
@@ -318,6 +337,29 @@ fn main() {
             }
         }
         _ => {}
+    }
+    // The sweepers' caches, one per plane, and the first page through them (a page the
+    // parent held is replaced by the next: not kept).
+    let mut caches: Vec<PieceCache> = Vec::new();
+    if op == "serve-steady" || op == "serve-cold" {
+        let families = CounterFamilies::All.names();
+        let errors = HashMap::new();
+        let stats = page_stats(&families, &errors, &thresholds, 1);
+        for (fabric, eval) in prior.iter().zip(&mut sweeps) {
+            let mut cache = PieceCache::default();
+            if op == "serve-steady" {
+                let sample = eval.sample.as_ref().expect("swept");
+                let mut sink =
+                    PageDeflater::reusing(&mut cache, |_: &str, _: &str, _: &Deflated| {});
+                let (health, hosts) = (&eval.health, &eval.hosts);
+                write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                sink.finish();
+            }
+            caches.push(cache);
+            if let Some(sample) = eval.sample.as_mut() {
+                advance_data_counters(sample);
+            }
+        }
     }
     for p in &mut planes {
         p.engine.port_mut().set_options(options);
@@ -341,6 +383,8 @@ fn main() {
     let mut snapshots: Vec<Fabric> = Vec::new();
     // `serve`'s pages, family by family, compressed.
     let mut held_pages = Vec::new();
+    // Families of `serve-steady` and `serve-cold` taken from the last page, and compressed.
+    let (mut reused, mut compressed) = (0u64, 0u64);
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
@@ -396,22 +440,34 @@ fn main() {
                 keep.push(Box::new(tui::state::prepare(Some(previous), snap, None)));
             }
         }
-        "serve" | "serve-stream" | "serve-gzip" => {
+        "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
             let families = CounterFamilies::All.names();
             let errors = HashMap::new();
-            let stats = PageStats {
-                fabric: "scale",
-                filter: PortFilter::default(),
-                counters: &families,
-                sweeps: 1,
-                discoveries: 1,
-                discovery_seconds: 0.0,
-                scrape_errors: &errors,
-                thresholds: &thresholds,
-                sm: None,
-            };
-            for (fabric, eval) in prior.iter().zip(&sweeps) {
+            let second = op == "serve-steady" || op == "serve-cold";
+            let stats = page_stats(&families, &errors, &thresholds, 1 + u64::from(second));
+            for (i, (fabric, eval)) in prior.iter().zip(&sweeps).enumerate() {
                 let sample = eval.sample.as_ref().expect("swept");
+                if second {
+                    // As `serve` holds the page: its copy of each family, from the pipe.
+                    let mut held: Vec<(String, String, Deflated, Deflated)> = Vec::new();
+                    let cache = &mut caches[i];
+                    let mut sink =
+                        PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated| {
+                            let head_z = Deflated::new(head.as_bytes());
+                            held.push((name.into(), head.into(), head_z, body.clone()));
+                        });
+                    let (health, hosts) = (&eval.health, &eval.hosts);
+                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                    sink.finish();
+                    for (_, head, head_z, body) in &held {
+                        out_bytes += head.len() + body.text_len() as usize;
+                        gzip_bytes += head_z.bytes().len() + body.bytes().len();
+                    }
+                    reused += cache.reused;
+                    compressed += cache.compressed;
+                    held_pages.push(held);
+                    continue;
+                }
                 if op == "serve" {
                     // Each family as the parent holds it: name, head and compressed head,
                     // samples as the sweeper compressed them.
@@ -470,6 +526,9 @@ fn main() {
     );
     if gzip_bytes > 0 {
         print!(" gzip_mib={:.0}", gzip_bytes as f64 / (1024.0 * 1024.0));
+    }
+    if reused + compressed > 0 {
+        print!(" reused={reused} compressed={compressed}");
     }
     if !latency.is_zero() || loss > 0.0 {
         let cuts: u64 = planes.iter().map(|p| p.engine.stats().window_cuts).sum();
@@ -586,6 +645,43 @@ impl Deflating {
     fn finish(mut self) -> usize {
         self.end_piece();
         self.out.len()
+    }
+}
+
+fn page_stats<'a>(
+    counters: &'a [&'static str],
+    scrape_errors: &'a HashMap<u64, ScrapeErrors>,
+    thresholds: &'a Thresholds,
+    sweeps: u64,
+) -> PageStats<'a> {
+    PageStats {
+        fabric: "scale",
+        filter: PortFilter::default(),
+        counters,
+        sweeps,
+        discoveries: 1,
+        discovery_seconds: 0.0,
+        scrape_errors,
+        thresholds,
+        sm: None,
+    }
+}
+
+/// What moves between two sweeps of a busy, healthy fabric: every data and packet counter
+/// of every port that answered, by a different amount per port (a few MB to a few GB of
+/// traffic); error counters stay as they were.
+fn advance_data_counters(sample: &mut counters::Sample) {
+    let data = CounterFamilies::Data.names();
+    for (i, port) in sample.ports.iter_mut().enumerate() {
+        let step = 1 + (i as u64 % 997) * 4_099_997;
+        for set in [port.counters.as_mut(), port.extended.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            for r in set.0.iter_mut().filter(|r| data.contains(&&*r.name)) {
+                r.value += step;
+            }
+        }
     }
 }
 

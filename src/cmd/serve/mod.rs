@@ -34,7 +34,7 @@ use crate::fabrics::{Planned, Reach};
 use crate::signals;
 use http::{listen_addr, Pages, Slot};
 /// How a sweeper compresses its page, for the scale benchmark to measure.
-pub use pieces::{Deflated, PageDeflater};
+pub use pieces::{Deflated, PageDeflater, PieceCache};
 use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
 
@@ -480,6 +480,7 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         scrape_errors: HashMap::new(),
         sweeps: 0,
         discoveries: 0,
+        pieces: PieceCache::default(),
     };
     let code = sweeper.run(sleeper);
     finished.store(true, Ordering::SeqCst);

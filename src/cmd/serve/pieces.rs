@@ -3,10 +3,12 @@
 //! whole; `serve` keeps only the compressed pieces, writes them as one gzip stream to a
 //! scraper that accepts gzip, and inflates them on the fly for one that does not.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use ibscope_topo::export::prometheus::PageSink;
+use xxhash_rust::xxh3::xxh3_128;
 
 /// A piece of a deflate stream (RFC 1951), compressed on its own and ended by a sync
 /// flush, so it ends on a byte boundary with no final block: pieces written one after the
@@ -155,25 +157,148 @@ pub fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<
     parts
 }
 
-/// A [`PageSink`] that compresses each family's samples as they come and hands every
-/// family, once complete, to `done` (its name, its head as text, its samples as one
-/// piece). Only the family being compressed is held.
-pub struct PageDeflater<F: FnMut(&str, &str, &Deflated)> {
+/// Last page's compressed samples of one fabric, family by family, with the XXH3-128 of
+/// each piece of their text as the renderer handed it out: a family whose text is the
+/// same on the next page (error counters at 0, link states) is not compressed again. The
+/// CRC-32 is no such check (one stale family in 2^32 would be served); with 128 bits a
+/// collision is not a practical concern.
+///
+/// The text is never held. A family that changed on the last page is compressed as it
+/// comes (data counters change every sweep); one that did not is only hashed, piece by
+/// piece against last page's, and compressed from where it first differs, the part
+/// before inflated from last page's piece. Costs one page's compressed samples and 16
+/// bytes per 256 KiB of text.
+#[derive(Default)]
+pub struct PieceCache {
+    pieces: HashMap<String, Cached>,
+    /// The page being built: replaces `pieces` when it ends, so families no longer on the
+    /// page are forgotten.
+    next: HashMap<String, Cached>,
+    /// Families of the last page compressed, and taken unchanged from the page before.
+    pub compressed: u64,
+    pub reused: u64,
+}
+
+struct Cached {
+    /// The hash of each piece of the text, in order.
+    hashes: Vec<u128>,
+    piece: Deflated,
+    /// Its text differed from the page before's: expect it to differ again.
+    changed: bool,
+}
+
+impl PieceCache {
+    fn start_page(&mut self) {
+        self.next.clear();
+        self.compressed = 0;
+        self.reused = 0;
+    }
+
+    fn end_page(&mut self) {
+        self.pieces = std::mem::take(&mut self.next);
+    }
+}
+
+/// A family being compressed: its samples as compressed so far, and the compressor.
+struct Compressing {
     compress: Compress,
+    body: Deflated,
+}
+
+impl Compressing {
+    fn put(&mut self, data: &[u8]) {
+        self.body.crc = zlib_rs::crc32::crc32(self.body.crc, data);
+        self.body.len += data.len() as u64;
+        deflate(
+            &mut self.compress,
+            data,
+            &mut self.body.bytes,
+            FlushCompress::None,
+        );
+    }
+
+    /// The family's samples are all in: `body` is their piece.
+    fn end(&mut self) {
+        deflate(
+            &mut self.compress,
+            &[],
+            &mut self.body.bytes,
+            FlushCompress::Sync,
+        );
+    }
+
+    /// The next family starts.
+    fn start(&mut self) {
+        self.compress.reset();
+        self.body.bytes.clear();
+        self.body.crc = 0;
+        self.body.len = 0;
+    }
+}
+
+/// A family of a [`PageDeflater::reusing`]: last page's, and how far this one is.
+struct Reused {
+    last: Option<Cached>,
+    hashes: Vec<u128>,
+    /// Compressing, or (false) only hashing: the same as `last` so far.
+    compressing: bool,
+    /// Its first samples could not be taken from `last`: not cached.
+    broken: bool,
+}
+
+/// How a [`PageDeflater`] compresses a family: as the samples come, or only where they
+/// differ from last page's.
+enum Mode<'c> {
+    Streamed,
+    Reusing {
+        cache: &'c mut PieceCache,
+        family: Reused,
+    },
+}
+
+/// A [`PageSink`] that compresses each family's samples and hands every family, once
+/// complete, to `done` (its name, its head as text, its samples as one piece). Only the
+/// family being compressed is held ([`PageDeflater::new`]), and last page's pieces to
+/// reuse ([`PageDeflater::reusing`]).
+pub struct PageDeflater<'c, F: FnMut(&str, &str, &Deflated)> {
+    mode: Mode<'c>,
+    compressing: Compressing,
     /// The family being compressed: its name and head.
     current: Option<(String, String)>,
-    body: Deflated,
     done: F,
 }
 
-impl<F: FnMut(&str, &str, &Deflated)> PageDeflater<F> {
+impl<F: FnMut(&str, &str, &Deflated)> PageDeflater<'static, F> {
+    /// Each family compressed as its samples come.
     pub fn new(done: F) -> Self {
+        PageDeflater::with_mode(Mode::Streamed, done)
+    }
+}
+
+impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
+    fn with_mode(mode: Mode<'c>, done: F) -> Self {
         PageDeflater {
-            compress: compressor(),
+            mode,
+            compressing: Compressing {
+                compress: compressor(),
+                body: Deflated::from_parts(Vec::new(), 0, 0),
+            },
             current: None,
-            body: Deflated::from_parts(Vec::new(), 0, 0),
             done,
         }
+    }
+
+    /// Each family compressed only where its text differs from `cache`'s last page; the
+    /// text the pieces hold is the same either way.
+    pub fn reusing(cache: &'c mut PieceCache, done: F) -> Self {
+        cache.start_page();
+        let family = Reused {
+            last: None,
+            hashes: Vec::new(),
+            compressing: true,
+            broken: false,
+        };
+        PageDeflater::with_mode(Mode::Reusing { cache, family }, done)
     }
 
     /// The family being compressed is complete: hand it over.
@@ -181,31 +306,111 @@ impl<F: FnMut(&str, &str, &Deflated)> PageDeflater<F> {
         let Some((name, head)) = self.current.take() else {
             return;
         };
-        deflate(
-            &mut self.compress,
-            &[],
-            &mut self.body.bytes,
-            FlushCompress::Sync,
-        );
-        (self.done)(&name, &head, &self.body);
-        // The buffer is kept for the next family.
-        self.body.bytes.clear();
-        self.body.crc = 0;
-        self.body.len = 0;
+        let Mode::Reusing { cache, family } = &mut self.mode else {
+            self.compressing.end();
+            // Its buffer is kept for the next family.
+            (self.done)(&name, &head, &self.compressing.body);
+            return;
+        };
+        let hashes = std::mem::take(&mut family.hashes);
+        let last = family.last.take();
+        let same = last.as_ref().is_some_and(|l| l.hashes == hashes);
+        // A family new to the cache is expected not to change: comparing one that does
+        // costs only hashing its first piece.
+        let changed = last.is_some() && !same;
+        let cached = match last {
+            Some(last) if same && !family.compressing => {
+                cache.reused += 1;
+                Cached {
+                    changed: false,
+                    ..last
+                }
+            }
+            last => {
+                if !family.compressing {
+                    // A shorter text than last page's, the same as far as it goes.
+                    let len = self.compressing.body.len;
+                    family.broken |= !begin_from(&mut self.compressing, last.as_ref(), len);
+                }
+                cache.compressed += 1;
+                self.compressing.end();
+                let mut piece = std::mem::replace(
+                    &mut self.compressing.body,
+                    Deflated::from_parts(Vec::new(), 0, 0),
+                );
+                // Held until the next page: not the room reserved while compressing.
+                piece.bytes.shrink_to_fit();
+                Cached {
+                    hashes,
+                    piece,
+                    changed,
+                }
+            }
+        };
+        (self.done)(&name, &head, &cached.piece);
+        if !std::mem::take(&mut family.broken) {
+            cache.next.insert(name, cached);
+        }
     }
 
     /// The page is complete: hand over its last family.
     pub fn finish(mut self) {
         self.end_family();
+        if let Mode::Reusing { cache, .. } = &mut self.mode {
+            cache.end_page();
+        }
     }
 }
 
-impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<F> {
+/// Start compressing a family whose first `len` bytes of text are `last`'s: those
+/// inflated from its piece into the compressor. False when its piece does not inflate
+/// to them (it was compressed here, so it does): then the family lacks its first
+/// samples on this page, and is not cached, so the next page has it whole.
+fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) -> bool {
+    c.body.crc = 0;
+    c.body.len = 0;
+    let Some(last) = last else {
+        return len == 0;
+    };
+    let mut d = Decompress::new(false);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut input = last.piece.bytes();
+    let mut left = len;
+    while left > 0 {
+        let (before_in, before_out) = (d.total_in(), d.total_out());
+        if d.decompress(input, &mut buf, FlushDecompress::Sync)
+            .is_err()
+        {
+            tracing::warn!("a piece of the last page does not inflate");
+            return false;
+        }
+        let used = (d.total_in() - before_in) as usize;
+        let made = (d.total_out() - before_out) as usize;
+        input = &input[used..];
+        let take = made.min(usize::try_from(left).unwrap_or(usize::MAX));
+        c.put(&buf[..take]);
+        left -= take as u64;
+        if used == 0 && made == 0 {
+            tracing::warn!("a piece of the last page is shorter than its text");
+            return false;
+        }
+    }
+    true
+}
+
+impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
     fn family(&mut self, name: &str, head: &str) {
         self.end_family();
         // Each family's samples are a piece of their own (a merged page puts other
         // fabrics' pieces between them): no back-references into the one before.
-        self.compress.reset();
+        self.compressing.start();
+        if let Mode::Reusing { cache, family } = &mut self.mode {
+            family.last = cache.pieces.remove(name);
+            family.broken = false;
+            // One that changed last time is compressed as it comes; one that did not
+            // is compared first.
+            family.compressing = family.last.as_ref().map_or(true, |l| l.changed);
+        }
         self.current = Some((name.to_string(), head.to_string()));
     }
 
@@ -216,14 +421,22 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<F> {
             self.family("", "");
         }
         let data = lines.as_bytes();
-        self.body.crc = zlib_rs::crc32::crc32(self.body.crc, data);
-        self.body.len += data.len() as u64;
-        deflate(
-            &mut self.compress,
-            data,
-            &mut self.body.bytes,
-            FlushCompress::None,
-        );
+        if let Mode::Reusing { family, .. } = &mut self.mode {
+            let hash = xxh3_128(data);
+            let at = family.hashes.len();
+            family.hashes.push(hash);
+            if !family.compressing {
+                if family.last.as_ref().and_then(|l| l.hashes.get(at)) == Some(&hash) {
+                    // The same so far: counted, to know where it starts to differ.
+                    self.compressing.body.len += data.len() as u64;
+                    return;
+                }
+                family.compressing = true;
+                let len = self.compressing.body.len;
+                family.broken |= !begin_from(&mut self.compressing, family.last.as_ref(), len);
+            }
+        }
+        self.compressing.put(data);
     }
 }
 
@@ -315,6 +528,125 @@ mod tests {
             "# HELP b B.\n# TYPE b counter\n{many}{many}b 3\n# HELP a A.\n# TYPE a gauge\na 1\na{{x=\"y\"}} 2\n"
         );
         assert_eq!(out, expected);
+    }
+
+    /// A page rendered through `cache`, as `(name, head, samples)` in order.
+    fn reused_page(
+        cache: &mut PieceCache,
+        families: &[(&str, &str, &[&str])],
+    ) -> Vec<(String, String, Deflated)> {
+        let mut out = Vec::new();
+        let mut sink = PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated| {
+            out.push((name.to_string(), head.to_string(), body.clone()))
+        });
+        for (name, head, pieces) in families {
+            sink.family(name, head);
+            for p in *pieces {
+                sink.samples(p);
+            }
+        }
+        sink.finish();
+        out
+    }
+
+    /// The gzip stream a scrape gets of a page: each head, then its samples.
+    fn gunzipped(page: &[(String, String, Deflated)]) -> String {
+        let heads: Vec<Deflated> = page
+            .iter()
+            .map(|(_, h, _)| Deflated::new(h.as_bytes()))
+            .collect();
+        let pieces: Vec<&Deflated> = heads
+            .iter()
+            .zip(page)
+            .flat_map(|(h, (_, _, body))| [h, body])
+            .collect();
+        let mut trailer = [0u8; 8];
+        let stream = gzip_parts(&pieces, &mut trailer).concat();
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&stream[..])
+            .read_to_string(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn an_unchanged_family_is_reused_and_a_changed_one_compressed_again() {
+        let errors = "errors{port=\"1\"} 0\n".repeat(10_000);
+        let data = "data{port=\"1\"} 1234567\n".repeat(10_000);
+        let moved = data.replacen("1234567", "1234568", 1);
+        let (head_e, head_d) = ("# HELP errors E.\n", "# HELP data D.\n");
+        let (head_l, head_s) = ("# HELP late L.\n", "# HELP short S.\n");
+        let mut cache = PieceCache::default();
+        reused_page(
+            &mut cache,
+            &[
+                ("errors", head_e, &[&errors[..100], &errors[100..]]),
+                ("data", head_d, &[&data]),
+                ("late", head_l, &[&errors, &data, "late 1\n"]),
+                ("short", head_s, &[&errors, &data]),
+                ("gone", "# HELP gone G.\n", &["gone 1\n"]),
+            ],
+        );
+        assert_eq!((cache.compressed, cache.reused), (5, 0));
+        // One byte of `data` changed, the last piece of `late`, the end of `short` cut;
+        // `gone` gone.
+        let second_families: [(&str, &str, &[&str]); 4] = [
+            ("errors", head_e, &[&errors[..100], &errors[100..]]),
+            ("data", head_d, &[&moved]),
+            ("late", head_l, &[&errors, &data, "late 2\n"]),
+            ("short", head_s, &[&errors]),
+        ];
+        let second = reused_page(&mut cache, &second_families);
+        assert_eq!(
+            (cache.compressed, cache.reused),
+            (3, 1),
+            "only errors reused"
+        );
+        assert_eq!(
+            cache.pieces.len(),
+            4,
+            "a family not on the page is forgotten"
+        );
+        let text = format!(
+            "{head_e}{errors}{head_d}{moved}{head_l}{errors}{data}late 2\n{head_s}{errors}"
+        );
+        assert_eq!(gunzipped(&second), text);
+        // The same text as when every family is compressed afresh.
+        let fresh = reused_page(&mut PieceCache::default(), &second_families);
+        assert_eq!(gunzipped(&fresh), text);
+        assert_eq!(second[0].2, fresh[0].2);
+        // Next time alike: all reused, also those that changed last time (compressed as
+        // they came, then found unchanged, they are compared again after).
+        let third = reused_page(&mut cache, &second_families);
+        assert_eq!((cache.compressed, cache.reused), (3, 1));
+        assert_eq!(gunzipped(&third), text);
+        let fourth = reused_page(&mut cache, &second_families);
+        assert_eq!((cache.compressed, cache.reused), (0, 4));
+        assert_eq!(gunzipped(&fourth), text);
+        // A different piece in the same place and a text that grew: compressed again.
+        let grown: [(&str, &str, &[&str]); 2] = [
+            ("errors", head_e, &[&errors[..100], &data]),
+            ("short", head_s, &[&errors, "more 1\n"]),
+        ];
+        let fifth = reused_page(&mut cache, &grown);
+        assert_eq!((cache.compressed, cache.reused), (2, 0));
+        let grown_text = format!("{head_e}{}{data}{head_s}{errors}more 1\n", &errors[..100]);
+        assert_eq!(gunzipped(&fifth), grown_text);
+    }
+
+    #[test]
+    fn a_cached_piece_that_does_not_inflate_is_not_kept_and_no_panic() {
+        let x = "x 1\n".repeat(1000);
+        let mut cache = PieceCache::default();
+        reused_page(&mut cache, &[("a", "", &[&x, "y 1\n"])]);
+        let kept = cache.pieces.get_mut("a").unwrap();
+        kept.piece.bytes.truncate(1);
+        // Differs after `x`, which the broken piece cannot give back.
+        let page: [(&str, &str, &[&str]); 1] = [("a", "", &[&x, "y 2\n"])];
+        reused_page(&mut cache, &page);
+        assert!(cache.pieces.is_empty(), "not kept");
+        let whole = reused_page(&mut cache, &page);
+        assert_eq!(gunzipped(&whole), format!("{x}y 2\n"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, PortKey};
 
 use super::frames::{self, Frame};
-use super::pieces::{Deflated, PageDeflater};
+use super::pieces::{Deflated, PageDeflater, PieceCache};
 use crate::cli::{exit, Global};
 use crate::fabrics::Planned;
 
@@ -49,6 +49,9 @@ pub struct Sweeper {
     pub scrape_errors: HashMap<u64, ScrapeErrors>,
     pub sweeps: u64,
     pub discoveries: u64,
+    /// Last page's compressed families: the fabric's families that did not change are
+    /// sent again without being compressed again.
+    pub pieces: PieceCache,
 }
 
 /// The discovered fabric and what is derived from it once per discovery.
@@ -241,11 +244,12 @@ impl Sweeper {
         let (mut text, mut gzip) = (0u64, 0usize);
         let mut written = true;
         let out = &mut self.out;
-        let mut sink = PageDeflater::new(|name: &str, head: &str, samples: &Deflated| {
+        let done = |name: &str, head: &str, samples: &Deflated| {
             text += head.len() as u64 + samples.text_len();
             gzip += samples.bytes().len();
             written = written && frames::write_family(out, name, head, samples).is_ok();
-        });
+        };
+        let mut sink = PageDeflater::reusing(&mut self.pieces, done);
         prometheus::write_fabric_page(
             &d.fabric,
             &d.health,
@@ -269,6 +273,8 @@ impl Sweeper {
             render_us = micros(t),
             text,
             gzip,
+            compressed = self.pieces.compressed,
+            reused = self.pieces.reused,
             "swept"
         );
         self.send(&Frame::Page { failure });
