@@ -447,38 +447,27 @@ fn main() {
             let stats = page_stats(&families, &errors, &thresholds, 1 + u64::from(second));
             for (i, (fabric, eval)) in prior.iter().zip(&sweeps).enumerate() {
                 let sample = eval.sample.as_ref().expect("swept");
-                if second {
-                    // As `serve` holds the page: its copy of each family, from the pipe.
+                if second || op == "serve" {
+                    // Each family as `serve` holds it: name, head and compressed head,
+                    // samples as the sweeper compressed them (from the pipe).
                     let mut held: Vec<(String, String, Deflated, Deflated)> = Vec::new();
-                    let cache = &mut caches[i];
-                    let mut sink =
-                        PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated| {
-                            let head_z = Deflated::new(head.as_bytes());
-                            held.push((name.into(), head.into(), head_z, body.clone()));
-                        });
-                    let (health, hosts) = (&eval.health, &eval.hosts);
-                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
-                    sink.finish();
-                    for (_, head, head_z, body) in &held {
-                        out_bytes += head.len() + body.text_len() as usize;
-                        gzip_bytes += head_z.bytes().len() + body.bytes().len();
-                    }
-                    reused += cache.reused;
-                    compressed += cache.compressed;
-                    held_pages.push(held);
-                    continue;
-                }
-                if op == "serve" {
-                    // Each family as the parent holds it: name, head and compressed head,
-                    // samples as the sweeper compressed them.
-                    let mut held: Vec<(String, String, Deflated, Deflated)> = Vec::new();
-                    let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+                    let keep = |name: &str, head: &str, body: &Deflated| {
                         let head_z = Deflated::new(head.as_bytes());
                         held.push((name.into(), head.into(), head_z, body.clone()));
-                    });
+                    };
                     let (health, hosts) = (&eval.health, &eval.hosts);
-                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
-                    sink.finish();
+                    if second {
+                        let cache = &mut caches[i];
+                        let mut sink = PageDeflater::reusing(cache, keep);
+                        write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                        sink.finish();
+                        reused += cache.reused;
+                        compressed += cache.compressed;
+                    } else {
+                        let mut sink = PageDeflater::new(keep);
+                        write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                        sink.finish();
+                    }
                     for (_, head, head_z, body) in &held {
                         out_bytes += head.len() + body.text_len() as usize;
                         gzip_bytes += head_z.bytes().len() + body.bytes().len();

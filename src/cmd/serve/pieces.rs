@@ -473,14 +473,19 @@ mod tests {
         let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
             out.push((name.to_string(), head.to_string(), body.clone()))
         });
+        feed(&mut sink, families);
+        sink.finish();
+        out
+    }
+
+    /// Hand `families` to `sink` as the renderer does: each head, then its samples in pieces.
+    fn feed(sink: &mut impl PageSink, families: &[(&str, &str, &[&str])]) {
         for (name, head, pieces) in families {
             sink.family(name, head);
             for p in *pieces {
                 sink.samples(p);
             }
         }
-        sink.finish();
-        out
     }
 
     #[test]
@@ -539,12 +544,7 @@ mod tests {
         let mut sink = PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated| {
             out.push((name.to_string(), head.to_string(), body.clone()))
         });
-        for (name, head, pieces) in families {
-            sink.family(name, head);
-            for p in *pieces {
-                sink.samples(p);
-            }
-        }
+        feed(&mut sink, families);
         sink.finish();
         out
     }
