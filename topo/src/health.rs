@@ -24,8 +24,6 @@
 //!   hardware can do better: the verdict is [`LinkVerdict::BelowNorm`], "capability
 //!   unknown offline", a warning of its own rather than "degraded".
 
-use std::collections::HashMap;
-
 pub use ibscope_mad::attr::link::Rate;
 use ibscope_mad::attr::link::{Speed, SpeedSet, Width, WidthSet};
 use ibscope_mad::attr::{PhysState, PortState};
@@ -335,7 +333,7 @@ fn active_rate(a: Option<&Port>, b: Option<&Port>) -> Option<Rate> {
 
 /// Most common rate; ties go to the faster one (a fabric half at 1x is not "normal" at 1x).
 fn most_common(rates: &[Rate]) -> Option<Rate> {
-    let mut counts: HashMap<Rate, usize> = HashMap::new();
+    let mut counts: foldhash::HashMap<Rate, usize> = foldhash::HashMap::default();
     for r in rates {
         *counts.entry(*r).or_default() += 1;
     }

@@ -1,7 +1,5 @@
 //! The PMA requests of a sweep or a reset, and their checked replies.
 
-use std::collections::HashMap;
-
 use ibscope_mad::attr::{
     perf_attrs, ClassPortInfo, CounterValue, PmaCapabilities, PortCounters, PortCountersExtended,
     PortExtendedSpeedsCounters, PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected,
@@ -11,7 +9,6 @@ use ibscope_mad::engine::{MadError, Request, Response};
 use ibscope_mad::header::{method, MadStatusCode};
 
 use super::targets::CounterTarget;
-use crate::model::NodeId;
 
 /// PortSelect asking a switch PMA for the sum over all its ports (IBA 16.1.3.5), accepted
 /// when its ClassPortInfo CapabilityMask has AllPortSelect.
@@ -135,13 +132,21 @@ pub(super) fn not_implemented(result: &Result<Response, MadError>) -> bool {
 
 /// Targets grouped by node: the LID ClassPortInfo goes to, and the target indexes.
 pub(super) fn group(targets: &[CounterTarget]) -> Vec<(u16, Vec<usize>)> {
-    let mut by_node: HashMap<NodeId, usize> = HashMap::new();
+    // A node's group by node index: targets come node by node from a fabric, whose
+    // indexes are dense (hashing 700k targets at 100k HCAs showed in check's profile).
+    let slots = targets
+        .iter()
+        .map(|t| t.node.index() + 1)
+        .max()
+        .unwrap_or(0);
+    let mut by_node: Vec<Option<usize>> = vec![None; slots];
     let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
     for (i, t) in targets.iter().enumerate() {
-        match by_node.get(&t.node) {
-            Some(&g) => groups[g].1.push(i),
+        let slot = &mut by_node[t.node.index()];
+        match *slot {
+            Some(g) => groups[g].1.push(i),
             None => {
-                by_node.insert(t.node, groups.len());
+                *slot = Some(groups.len());
                 groups.push((t.lid, vec![i]));
             }
         }
@@ -248,7 +253,23 @@ pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, Requ
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NodeId;
     use ibscope_mad::attribute::{Attribute, PerfMgt};
+
+    #[test]
+    fn targets_group_by_node_in_the_order_nodes_first_come() {
+        let t = |node: usize, port: u8, lid: u16| CounterTarget {
+            node: NodeId::new(node),
+            port,
+            lid,
+        };
+        let targets = [t(7, 1, 30), t(2, 0, 4), t(7, 2, 30), t(2, 1, 4), t(0, 1, 9)];
+        assert_eq!(
+            group(&targets),
+            [(30, vec![0, 2]), (4, vec![1, 3]), (9, vec![4])]
+        );
+        assert!(group(&[]).is_empty());
+    }
 
     #[test]
     fn breakdowns_follow_the_table() {
