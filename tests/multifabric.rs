@@ -558,7 +558,7 @@ fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
     let marker = dir.path().join("tui-exit");
     let script = format!(
         "env -u LD_PRELOAD -u IBSIM_SOCKNAME IBSCOPE_CONFIG='{cfg}' '{bin}' -C all tui \
-         --interval 1; echo $? > '{marker}'; sleep 60",
+         --interval 1; echo $? > '{marker}.part'; mv '{marker}.part' '{marker}'; sleep 60",
         cfg = cfg.display(),
         bin = ibscope_bin().display(),
         marker = marker.display()

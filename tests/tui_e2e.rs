@@ -31,7 +31,10 @@ fn tui_shows_every_view_counters_and_unlink_events() {
     let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
     let marker = sim.client_dir().join("tui-exit");
     let script = format!(
-        "cd {dir} && env {env} {bin} tui --interval 1; echo $? > {marker}; sleep 60",
+        // The exit code goes to a side file first: the test must not read the marker between
+        // the shell creating it and writing the code into it.
+        "cd {dir} && env {env} {bin} tui --interval 1; echo $? > {marker}.part; \
+         mv {marker}.part {marker}; sleep 60",
         dir = sim.client_dir().display(),
         bin = ibscope_bin().display(),
         marker = marker.display()
