@@ -847,18 +847,11 @@ pub const EXTENDED_SPEEDS_RS_FEC_COUNTERS: [&str;
 /// The counter called `name` in PortCounters, PortCountersExtended or a detail attribute:
 /// its row's counter facts.
 fn counter_facts(name: &str) -> Option<Counter> {
-    [
-        PortCounters::FIELDS,
-        PortCountersExtended::FIELDS,
-        PortRcvErrorDetails::FIELDS,
-        PortXmitDiscardDetails::FIELDS,
-        PortExtendedSpeedsCounters::FIELDS,
-        PortExtendedSpeedsCountersRsFec::FIELDS,
-    ]
-    .into_iter()
-    .flatten()
-    .find(|spec| spec.name == name)
-    .and_then(|spec| spec.counter())
+    COUNTER_TABLES
+        .into_iter()
+        .flatten()
+        .find(|spec| spec.name == name)
+        .and_then(|spec| spec.counter())
 }
 
 /// The kind of the counter called `name` in any counters attribute.
