@@ -869,7 +869,7 @@ fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
     }
 }
 
-/// Post-sweep bookkeeping: indexes, duplicate LIDs.
+/// Post-sweep bookkeeping: the fabric's own order, indexes, duplicate LIDs.
 fn finish(fabric: &mut Fabric) {
     // Replies came in whatever order the window let them: number the nodes as the fabric
     // is laid out, so that two discoveries of one fabric list it alike.

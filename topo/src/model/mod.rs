@@ -568,15 +568,24 @@ impl Fabric {
             renumbered[old.index()] = NodeIndex::new(new);
         }
         // Each link once, from its lower end (new index, port) to its higher one, sorted.
-        let mut links: Vec<(NodeId, u8, NodeId, u8)> = self
+        let mut links: Vec<(End, End)> = self
             .graph
             .edge_references()
             .map(|e| {
                 let w = e.weight();
-                let a = (renumbered[e.source().index()], w.source_port);
-                let b = (renumbered[e.target().index()], w.target_port);
-                let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                (a.0, a.1, b.0, b.1)
+                let a = End {
+                    node: renumbered[e.source().index()],
+                    port: w.source_port,
+                };
+                let b = End {
+                    node: renumbered[e.target().index()],
+                    port: w.target_port,
+                };
+                if a <= b {
+                    (a, b)
+                } else {
+                    (b, a)
+                }
             })
             .collect();
         links.sort_unstable();
@@ -590,29 +599,9 @@ impl Fabric {
         }
         self.graph = graph;
         self.port_edge.clear();
-        for (a, a_port, b, b_port) in links {
-            let e = self.graph.add_edge(
-                a,
-                b,
-                Link {
-                    source_port: a_port,
-                    target_port: b_port,
-                },
-            );
-            self.port_edge.insert(
-                End {
-                    node: a,
-                    port: a_port,
-                },
-                e,
-            );
-            self.port_edge.insert(
-                End {
-                    node: b,
-                    port: b_port,
-                },
-                e,
-            );
+        for (a, b) in links {
+            // Each port was on one link before: connecting them again cannot clash.
+            let _ = self.connect(a, b);
         }
         self.reindex();
     }
