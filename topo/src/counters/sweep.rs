@@ -237,15 +237,10 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
     })
 }
 
-/// The far end of a target's link as [`PortRef::new`] names it. The port is looked up
-/// where a node's sorted port list nearly always has it (a switch lists port 0 first, a
-/// CA starts at 1) before searching: at 100k HCAs the search's scattered reads showed.
+/// The far end of a target's link as [`PortRef::new`] names it.
 fn remote_ref(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
-    let at_index = |i: usize| node.ports.get(i).filter(|p| p.number == port);
-    let found = at_index(usize::from(port))
-        .or_else(|| usize::from(port).checked_sub(1).and_then(at_index))
-        .or_else(|| node.port(port));
-    let lid = found
+    let lid = node
+        .port(port)
         .map(|p| p.lid)
         .filter(|&l| l != 0)
         .or_else(|| node.lid())

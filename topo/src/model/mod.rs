@@ -205,21 +205,31 @@ pub struct Node {
 }
 
 impl Node {
+    /// Where port `number` is in the sorted list (`Err`: where it would go). A switch lists
+    /// port 0 first and a CA starts at 1, so the port is nearly always at `number` or the
+    /// slot before it: looked at there first, as a binary search's scattered reads showed
+    /// in every per-port pass at 100k HCAs.
+    fn port_index(&self, number: u8) -> Result<usize, usize> {
+        let guess = usize::from(number);
+        for i in [guess, guess.wrapping_sub(1)] {
+            if self.ports.get(i).is_some_and(|p| p.number == number) {
+                return Ok(i);
+            }
+        }
+        self.ports.binary_search_by_key(&number, |p| p.number)
+    }
     pub fn port(&self, number: u8) -> Option<&Port> {
-        self.ports
-            .binary_search_by_key(&number, |p| p.number)
-            .ok()
-            .map(|i| &self.ports[i])
+        self.port_index(number).ok().map(|i| &self.ports[i])
     }
     pub fn port_mut(&mut self, number: u8) -> Option<&mut Port> {
-        match self.ports.binary_search_by_key(&number, |p| p.number) {
+        match self.port_index(number) {
             Ok(i) => Some(&mut self.ports[i]),
             Err(_) => None,
         }
     }
     /// Port `number`, added (in order, with nothing known of it) if not there yet.
     pub fn port_entry(&mut self, number: u8) -> &mut Port {
-        let i = match self.ports.binary_search_by_key(&number, |p| p.number) {
+        let i = match self.port_index(number) {
             Ok(i) => i,
             Err(i) => {
                 self.ports.insert(i, Port::new(number));
@@ -230,7 +240,7 @@ impl Node {
     }
     /// Insert or replace a port, keeping the list sorted.
     pub fn set_port(&mut self, port: Port) {
-        match self.ports.binary_search_by_key(&port.number, |p| p.number) {
+        match self.port_index(port.number) {
             Ok(i) => self.ports[i] = port,
             Err(i) => self.ports.insert(i, port),
         }
@@ -864,6 +874,30 @@ mod tests {
                 })
                 .collect(),
             ..Default::default()
+        }
+    }
+
+    /// Port lookups look where a port usually is first; whatever the list's gaps, they
+    /// find what a search finds, and `port_entry` and `set_port` keep the list sorted.
+    #[test]
+    fn port_lookups_agree_with_a_search_whatever_the_gaps() {
+        let lists: [&[u8]; 5] = [&[0, 1, 2, 3], &[1, 2, 3], &[0, 2, 5, 6, 200], &[3], &[]];
+        for numbers in lists {
+            let ports: Vec<(u8, u16)> = numbers.iter().map(|&n| (n, 0)).collect();
+            let mut n = node(1, NodeKind::Switch, &ports);
+            for number in 0..=255u8 {
+                let found = n.port(number).map(|p| p.number);
+                assert_eq!(found, numbers.contains(&number).then_some(number));
+                assert_eq!(n.port_mut(number).is_some(), found.is_some());
+            }
+            n.port_entry(4);
+            n.set_port(Port::new(1));
+            n.port_entry(255);
+            let after: Vec<u8> = n.ports.iter().map(|p| p.number).collect();
+            let mut expected: Vec<u8> = numbers.iter().copied().chain([1, 4, 255]).collect();
+            expected.sort_unstable();
+            expected.dedup();
+            assert_eq!(after, expected, "from {numbers:?}");
         }
     }
 
