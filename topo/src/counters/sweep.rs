@@ -292,13 +292,20 @@ struct Ports<'a> {
 impl<'a> Ports<'a> {
     const UNMADE: u32 = u32::MAX;
 
-    fn new(fabric: &'a Fabric, targets: &'a [CounterTarget], names: Option<&'a NameMap>) -> Self {
+    /// `expected`: how many ports the sweep is likely to make (every target when nothing
+    /// is screened), so the list is not moved as it grows.
+    fn new(
+        fabric: &'a Fabric,
+        targets: &'a [CounterTarget],
+        names: Option<&'a NameMap>,
+        expected: usize,
+    ) -> Self {
         Ports {
             fabric,
             targets,
             names,
             slot: vec![Self::UNMADE; targets.len()],
-            made: Vec::new(),
+            made: Vec::with_capacity(expected),
         }
     }
 
@@ -394,7 +401,12 @@ impl<'a> Run<'a> {
         options: SweepOptions,
     ) -> Run<'a> {
         let targets = plan.targets;
-        let ports = Ports::new(fabric, targets, names);
+        let expected = if screen_with.is_some() {
+            0
+        } else {
+            targets.len()
+        };
+        let ports = Ports::new(fabric, targets, names, expected);
         Run {
             fabric,
             targets,
@@ -1054,7 +1066,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
         let skips: [&[usize]; 3] = [&[], &[0, 3], &[1, 2, 4, 5]];
         for order in orders {
             for skip in skips {
-                let mut ports = Ports::new(&f, &t, None);
+                let mut ports = Ports::new(&f, &t, None, 0);
                 for &i in order {
                     ports.get(i).errors.push(format!("target {i}"));
                 }

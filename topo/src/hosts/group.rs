@@ -519,19 +519,18 @@ fn hca_ports(
         DeviceIndex::Pci(p) => pci_rails.get(&p).copied(),
         DeviceIndex::None => None,
     });
-    let linked: Vec<u8> = m
+    // Each linked port with its far end, looked up once (a hash probe per port).
+    let linked: Vec<(u8, Option<End>)> = m
         .node
         .ports
         .iter()
-        .map(|p| p.number)
-        .filter(|&n| {
-            n != 0
-                && fabric
-                    .peer(End {
-                        node: m.id,
-                        port: n,
-                    })
-                    .is_some()
+        .filter(|p| p.number != 0)
+        .filter_map(|p| {
+            let end = End {
+                node: m.id,
+                port: p.number,
+            };
+            fabric.peer(end).map(|peer| (p.number, Some(peer)))
         })
         .collect();
     let ports = if linked.is_empty() {
@@ -540,6 +539,7 @@ fn hca_ports(
             .iter()
             .map(|p| p.number)
             .find(|&n| n != 0)
+            .map(|n| (n, None))
             .into_iter()
             .collect()
     } else {
@@ -547,13 +547,9 @@ fn hca_ports(
     };
     ports
         .into_iter()
-        .map(|number| {
-            let end = End {
-                node: m.id,
-                port: number,
-            };
+        .map(|(number, peer)| {
             let p = m.node.port(number);
-            let leaf = fabric.peer(end).and_then(|e| {
+            let leaf = peer.and_then(|e| {
                 let sw = fabric.node(e.node);
                 sw.is_switch().then(|| LeafPort {
                     node: e.node,
