@@ -338,13 +338,16 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
         .count();
     assert_eq!(theirs, 2, "{check:#}");
     let mut serve = start_serve_all(&cfg, &log, port);
+    // Beta's count can be on the page before alpha's first sweep is: serve counts planes
+    // from each fabric's discovery, which its sweeper sends before its counters sweep.
     let page = wait_for(
         std::time::Duration::from_secs(30),
-        "beta's planes counted",
+        "beta's planes counted and alpha's page there",
         || {
             serve.assert_running(&log);
             let (_, page) = http_get(port, "/metrics").ok()?;
-            (planes_found(&page, "beta") == Some(theirs as f64)).then_some(page)
+            let counted = planes_found(&page, "beta") == Some(theirs as f64);
+            (counted && planes_found(&page, "alpha").is_some()).then_some(page)
         },
     );
     assert_eq!(planes_found(&page, "alpha"), Some(0.0), "{page}");
