@@ -145,6 +145,10 @@ pub(super) struct Walk<'a> {
     /// Per switch: links to the current clean destination ([`DIST_UNKNOWN`] between
     /// destinations).
     clean_dist: Vec<u16>,
+    /// The last clean destination's `order` and its delivering switch ([`NONE`] when
+    /// `order` holds anything else): the next destination on the same switch is nearly
+    /// always resolved in the same order (see [`Walk::follow_last_order`]).
+    clean_order_own: u32,
     /// CA destinations that every switch delivered (counted here, not per switch).
     clean_ca_dests: u64,
     block_lo: usize,
@@ -214,6 +218,7 @@ impl<'a> Walk<'a> {
             staged: vec![NO_ROUTE; s_count * BLOCK],
             slots: ends.sw.iter().map(|&s| idx.slots(s.index())).collect(),
             clean_dist: vec![DIST_UNKNOWN; s_count],
+            clean_order_own: NONE,
             clean_ca_dests: 0,
             block_lo: usize::MAX,
             delivered_dests: vec![0; s_count],
@@ -265,6 +270,7 @@ impl<'a> Walk<'a> {
         }
         self.status.fill(UNVISITED);
         self.order.clear();
+        self.clean_order_own = NONE;
         for start in 0..self.ends.sw.len() {
             if self.status[start] == UNVISITED {
                 self.resolve_from(start, d);
@@ -571,6 +577,10 @@ impl<'a> Walk<'a> {
     /// Every switch's links to the destination into `clean_dist`, and `order` (each
     /// switch after the one it forwards to). `false`, with `clean_dist` reset, on a loop.
     fn clean_distances(&mut self, col: usize, own: usize, own_dist: u16) -> bool {
+        if self.clean_order_own == own as u32 && self.follow_last_order(col, own_dist) {
+            return true;
+        }
+        self.clean_order_own = NONE;
         let s_count = self.ends.sw.len();
         let links = &self.block_links[col..col + s_count];
         let dist = &mut self.clean_dist;
@@ -598,6 +608,36 @@ impl<'a> Walk<'a> {
                 dist[x as usize] = k;
                 self.order.push(x);
             }
+        }
+        // Sorted by distance, the order stays valid for every column that forwards
+        // between the same layers, which the next destination's may do.
+        let dist = &self.clean_dist;
+        self.order.sort_unstable_by_key(|&x| dist[x as usize]);
+        self.clean_order_own = own as u32;
+        true
+    }
+
+    /// [`Walk::clean_distances`] in the last clean destination's order (`order`, which
+    /// starts at the delivering switch): each switch's distance from the one it forwards
+    /// to, which that order has already given whenever the new column forwards between the
+    /// same layers (destinations behind one leaf of a fat tree do). One read of each
+    /// switch in sequence instead of following every chain: `false`, with `clean_dist`
+    /// reset, as soon as a switch forwards to one not given yet.
+    fn follow_last_order(&mut self, col: usize, own_dist: u16) -> bool {
+        let s_count = self.ends.sw.len();
+        let links = &self.block_links[col..col + s_count];
+        let dist = &mut self.clean_dist;
+        let Some((&own, rest)) = self.order.split_first() else {
+            return false;
+        };
+        dist[own as usize] = own_dist;
+        for &x in rest {
+            let k = dist[(links[x as usize] >> 8) as usize];
+            if k >= DIST_PENDING {
+                dist.fill(DIST_UNKNOWN);
+                return false;
+            }
+            dist[x as usize] = k + 1;
         }
         true
     }
