@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::name::{self, natural_cmp, Described, DeviceIndex, PciName};
 use crate::model::refs::PortRef;
-use crate::model::{End, Fabric, Node, NodeId, PortKey};
+use crate::model::{End, Fabric, Node, NodeId, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
 /// How a host's CAs were put together.
@@ -520,7 +520,7 @@ fn hca_ports(
         DeviceIndex::None => None,
     });
     // Each linked port with its far end, looked up once (a hash probe per port).
-    let linked: Vec<(u8, Option<End>)> = m
+    let linked: Vec<(&Port, Option<End>)> = m
         .node
         .ports
         .iter()
@@ -530,16 +530,15 @@ fn hca_ports(
                 node: m.id,
                 port: p.number,
             };
-            fabric.peer(end).map(|peer| (p.number, Some(peer)))
+            fabric.peer(end).map(|peer| (p, Some(peer)))
         })
         .collect();
     let ports = if linked.is_empty() {
         m.node
             .ports
             .iter()
-            .map(|p| p.number)
-            .find(|&n| n != 0)
-            .map(|n| (n, None))
+            .find(|p| p.number != 0)
+            .map(|p| (p, None))
             .into_iter()
             .collect()
     } else {
@@ -547,8 +546,7 @@ fn hca_ports(
     };
     ports
         .into_iter()
-        .map(|(number, peer)| {
-            let p = m.node.port(number);
+        .map(|(p, peer)| {
             let leaf = peer.and_then(|e| {
                 let sw = fabric.node(e.node);
                 sw.is_switch().then(|| LeafPort {
@@ -565,11 +563,11 @@ fn hca_ports(
                 system_image_guid: m.node.system_image_guid,
                 device: m.device.map(str::to_string),
                 rail,
-                port: number,
-                lid: p.map_or(0, |p| p.lid),
-                rate: p.and_then(|p| p.rate_active()),
-                state: p.and_then(|p| p.state),
-                phys_state: p.and_then(|p| p.phys_state),
+                port: p.number,
+                lid: p.lid,
+                rate: p.rate_active(),
+                state: p.state,
+                phys_state: p.phys_state,
                 leaf,
             }
         })
