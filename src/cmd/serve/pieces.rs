@@ -523,12 +523,7 @@ mod tests {
             .map(|(_, h, _)| Deflated::new(h.as_bytes()))
             .collect();
         let order = [&page[2].2, &heads[1], &page[1].2, &heads[0], &page[0].2];
-        let mut trailer = [0u8; 8];
-        let stream = gzip_parts(&order, &mut trailer).concat();
-        let mut out = String::new();
-        flate2::read::GzDecoder::new(&stream[..])
-            .read_to_string(&mut out)
-            .unwrap();
+        let out = gunzip(&order);
         let expected = format!(
             "# HELP b B.\n# TYPE b counter\n{many}{many}b 3\n# HELP a A.\n# TYPE a gauge\na 1\na{{x=\"y\"}} 2\n"
         );
@@ -560,8 +555,13 @@ mod tests {
             .zip(page)
             .flat_map(|(h, (_, _, body))| [h, body])
             .collect();
+        gunzip(&pieces)
+    }
+
+    /// `pieces` written as one gzip stream, read back.
+    fn gunzip(pieces: &[&Deflated]) -> String {
         let mut trailer = [0u8; 8];
-        let stream = gzip_parts(&pieces, &mut trailer).concat();
+        let stream = gzip_parts(pieces, &mut trailer).concat();
         let mut out = String::new();
         flate2::read::GzDecoder::new(&stream[..])
             .read_to_string(&mut out)
