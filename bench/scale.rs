@@ -482,17 +482,16 @@ fn main() {
                         held.push((name.into(), head.into(), head_z, body.clone()));
                     };
                     let (health, hosts) = (&eval.health, &eval.hosts);
-                    if second {
-                        let cache = &mut caches[i];
-                        let mut sink = PageDeflater::reusing(cache, keep);
-                        write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
-                        sink.finish();
+                    // Only the second-page operations have caches.
+                    let mut sink = match caches.get_mut(i) {
+                        Some(cache) => PageDeflater::reusing(cache, keep),
+                        None => PageDeflater::new(keep),
+                    };
+                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                    sink.finish();
+                    if let Some(cache) = caches.get(i) {
                         reused += cache.reused;
                         compressed += cache.compressed;
-                    } else {
-                        let mut sink = PageDeflater::new(keep);
-                        write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
-                        sink.finish();
                     }
                     for (_, head, head_z, body) in &held {
                         out_bytes += head.len() + body.text_len() as usize;
