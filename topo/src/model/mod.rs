@@ -402,7 +402,10 @@ pub struct Fabric {
     by_port_guid: foldhash::HashMap<u64, End>,
     by_lid: foldhash::HashMap<u16, End>,
     by_name: foldhash::HashMap<String, Vec<NodeId>>,
-    port_edge: foldhash::HashMap<End, EdgeIndex>,
+    /// Per node index, per port number: the link at that port (`EdgeIndex::end()` when
+    /// none). Vectors, not a map keyed by port: sweeps ask for every port's peer node after
+    /// node, and a map scatters a node's ports over memory.
+    links_at: Vec<Vec<EdgeIndex>>,
     /// The port discovery started from.
     pub local: Option<PortKey>,
     pub report: DiscoveryReport,
@@ -608,7 +611,7 @@ impl Fabric {
             }
         }
         self.graph = graph;
-        self.port_edge.clear();
+        self.links_at.clear();
         for (a, b) in links {
             // Each port was on one link before: connecting them again cannot clash.
             let _ = self.connect(a, b);
@@ -619,7 +622,7 @@ impl Fabric {
     /// Connect two ports. Either port already linked is an error (the graph stays unchanged).
     pub fn connect(&mut self, a: End, b: End) -> Result<EdgeIndex, ModelError> {
         for end in [a, b] {
-            if self.port_edge.contains_key(&end) {
+            if self.edge_at(end).is_some() {
                 return Err(ModelError::PortInUse {
                     guid: self.graph[end.node].guid,
                     port: end.port,
@@ -634,9 +637,28 @@ impl Fabric {
                 target_port: b.port,
             },
         );
-        self.port_edge.insert(a, e);
-        self.port_edge.insert(b, e);
+        for end in [a, b] {
+            let node = end.node.index();
+            if self.links_at.len() <= node {
+                self.links_at.resize_with(node + 1, Vec::new);
+            }
+            let ports = &mut self.links_at[node];
+            let port = usize::from(end.port);
+            if ports.len() <= port {
+                ports.resize(port + 1, EdgeIndex::end());
+            }
+            ports[port] = e;
+        }
         Ok(e)
+    }
+
+    /// The link at a port, if any.
+    fn edge_at(&self, end: End) -> Option<EdgeIndex> {
+        let e = *self
+            .links_at
+            .get(end.node.index())?
+            .get(usize::from(end.port))?;
+        (e != EdgeIndex::end()).then_some(e)
     }
 
     pub fn node(&self, id: NodeId) -> &Node {
@@ -678,7 +700,7 @@ impl Fabric {
 
     /// The far end of a node's port, if linked.
     pub fn peer(&self, end: End) -> Option<End> {
-        let e = *self.port_edge.get(&end)?;
+        let e = self.edge_at(end)?;
         let (s, t) = self.graph.edge_endpoints(e)?;
         let link = self.graph[e];
         if s == end.node && link.source_port == end.port {
