@@ -23,6 +23,9 @@ use crate::umad::{Dest, TransportError};
 const UMAD_STATUS_TIMEOUT: i32 = 110;
 
 /// What a received MAD meant to the [`Ledger`].
+// Returned once per reply and taken apart at once: boxing the reply would bring back the
+// allocation per reply that `Response` holds its MAD inline to avoid.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Outcome<T> {
     /// The request finished.

@@ -124,8 +124,10 @@ impl Request {
 /// A successful reply: the MAD, and how much of it the transport delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
-    /// The first 256 bytes, zero-padded when `len` is shorter.
-    pub mad: Box<[u8; MAD_SIZE]>,
+    /// The first 256 bytes, zero-padded when `len` is shorter. Held inline: a reply is
+    /// moved a few times on its way to the caller, and an allocation per reply cost more
+    /// than those copies (at 2.5M replies a sweep).
+    pub mad: [u8; MAD_SIZE],
     /// Bytes delivered (see [`crate::umad::Received::len`]): 256 for a whole MAD, fewer for
     /// a short one (the SA's replies under the simulator), more for a reassembled RMPP
     /// transfer.
@@ -138,7 +140,7 @@ impl Response {
     /// A reply of one whole MAD.
     pub fn from_mad(mad: [u8; MAD_SIZE]) -> Response {
         Response {
-            mad: Box::new(mad),
+            mad,
             len: MAD_SIZE,
             tail: Vec::new(),
         }
