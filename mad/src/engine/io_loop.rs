@@ -59,11 +59,13 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
     }
 }
 
-/// The requests of a batch the ledger has not taken yet: the rest of the caller's batch,
-/// then the follow-ups pushed meanwhile, in that order (the order the ledger's queue would
-/// have given them). The ledger takes them one at a time as it runs out of requests to
-/// send, so a batch of a million requests is not held twice, in the caller's list and in
-/// the pending table.
+/// The requests of a batch the ledger has not taken yet: the follow-ups pushed so far, then
+/// the rest of the caller's batch. The ledger takes them one at a time as it runs out of
+/// requests to send, so a batch of a million requests is not held twice, in the caller's
+/// list and in the pending table. Follow-ups go first so that they are sent as they come
+/// rather than piling up: a counter sweep's batch is one ClassPortInfo per node and each
+/// answer brings two reads per port; taken after the batch, all 2.4M reads of a 100k-HCA
+/// fabric were held at once (about 700 MB).
 struct Intake<T, I: Iterator<Item = (T, Request)>> {
     batch: std::iter::Peekable<std::iter::Fuse<I>>,
     later: std::collections::VecDeque<(T, Request)>,
@@ -87,10 +89,11 @@ impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
     }
 
     fn next(&mut self) -> Option<(T, Request)> {
-        self.batch.next().or_else(|| self.later.pop_front())
+        self.later.pop_front().or_else(|| self.batch.next())
     }
 
-    /// A follow-up: behind what is not taken yet, else straight to the ledger.
+    /// A follow-up: behind the follow-ups not taken yet, or straight to the ledger when
+    /// nothing waits here.
     fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: Request) {
         if self.is_empty() {
             ledger.push(token, request);
@@ -842,6 +845,34 @@ mod tests {
         );
         assert_eq!(engine.port.sends, 11);
         assert!(t.elapsed() < FAKE_TIMEOUT, "took {:?}", t.elapsed());
+    }
+
+    #[test]
+    fn follow_ups_go_before_the_rest_of_the_batch() {
+        // A counter sweep's shape: a long batch, each answer bringing more requests. Taken
+        // after the batch, the follow-ups of all 500 would wait at once.
+        let mut engine = fake_engine(FakePort::new(), 4, 0);
+        let (mut waiting, mut most_waiting, mut answered) = (0usize, 0usize, 0usize);
+        engine.run((0..500u32).map(|i| (i, dr(&[1]))), |i, r, more| {
+            assert!(r.is_ok(), "{r:?}");
+            answered += 1;
+            if i < 1000 {
+                for k in 0..2 {
+                    more.push((1000 + 2 * i + k, dr(&[1, 2])));
+                }
+                waiting += 2;
+            } else {
+                waiting -= 1;
+            }
+            most_waiting = most_waiting.max(waiting);
+        });
+        assert_eq!(answered, 1500);
+        assert_eq!(waiting, 0);
+        // A window's worth of answers pushes 8 before the next burst of sends.
+        assert!(
+            most_waiting <= 16,
+            "{most_waiting} follow-ups waited at once"
+        );
     }
 
     #[test]
