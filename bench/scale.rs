@@ -305,6 +305,13 @@ fn main() {
         .and_then(|h| h.parse().ok())
         .unwrap_or_else(|| usage());
     let op = arg("--op").unwrap_or_else(|| usage());
+    // As the binary does: the one-shot commands keep freed memory, the TUI and serve do not.
+    if matches!(
+        op.as_str(),
+        "discover" | "check" | "counters" | "route-check"
+    ) {
+        ibscope::memory::keep_freed_memory();
+    }
     let latency = Duration::from_micros(
         arg("--latency-us")
             .and_then(|v| v.parse().ok())

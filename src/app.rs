@@ -119,6 +119,35 @@ pub enum Command {
     Agent(cmd::agent::Args),
 }
 
+impl Command {
+    /// The command ends on its own once it has answered, rather than running until
+    /// stopped (see [`crate::memory`]).
+    pub fn is_one_shot(&self) -> bool {
+        match self {
+            Command::Serve(_)
+            | Command::Tui(_)
+            | Command::Demo(_)
+            | Command::Sim(_)
+            | Command::Agent(_) => false,
+            Command::Counters(a) => a.interval.is_none(),
+            Command::Check(_)
+            | Command::Discover(_)
+            | Command::Diff(_)
+            | Command::Host(_)
+            | Command::Hosts(_)
+            | Command::Links(_)
+            | Command::Port(_)
+            | Command::Query(_)
+            | Command::Route(_)
+            | Command::Sa(_)
+            | Command::Sm(_)
+            | Command::Config(_)
+            | Command::Completions(_)
+            | Command::Man(_) => true,
+        }
+    }
+}
+
 /// The clap command tree (for completions, man pages and tests).
 pub fn command() -> clap::Command {
     Cli::command()
@@ -142,6 +171,9 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
     };
     let g = &cli.global;
+    if cli.command.is_one_shot() {
+        crate::memory::keep_freed_memory();
+    }
     match &cli.command {
         Command::Demo(a) => cmd::demo::run(g, a),
         Command::Check(a) => cmd::check::run(g, a),
@@ -168,6 +200,31 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_commands_that_end_on_their_own_keep_freed_memory() {
+        use clap::FromArgMatches;
+        let one_shot = |args: &[&str]| {
+            let matches = super::command().get_matches_from(args);
+            let cli = super::Cli::from_arg_matches(&matches).unwrap();
+            cli.command.is_one_shot()
+        };
+        for args in [
+            &["ibscope", "check"][..],
+            &["ibscope", "counters"],
+            &["ibscope", "discover"],
+            &["ibscope", "route", "check"],
+        ] {
+            assert!(one_shot(args), "{args:?}");
+        }
+        for args in [
+            &["ibscope", "serve"][..],
+            &["ibscope", "tui"],
+            &["ibscope", "counters", "--interval", "5"],
+        ] {
+            assert!(!one_shot(args), "{args:?}");
+        }
+    }
+
     #[test]
     fn the_command_line_is_consistent() {
         // clap's own checks: ids named by conflicts/requires exist, no duplicate flags.

@@ -7,6 +7,7 @@ pub mod cmd;
 pub mod config;
 pub mod fabric;
 pub mod fabrics;
+pub mod memory;
 pub mod output;
 pub mod signals;
 pub mod sim;

@@ -1,0 +1,45 @@
+//! How the process hands freed memory back to the kernel.
+//!
+//! A one-shot command (check, discover, counters without `--interval`, route ...) allocates
+//! and frees in waves: a ledger per discovery round, a request and a reply per MAD, the
+//! sample of a sweep. By default glibc returns the top of its heap to the kernel after each
+//! wave and the next wave faults the same pages in again, zeroed. At 100,000 HCAs (fat
+//! tree, medians of 5-6 alternating runs) keeping them took `check` 1.82 -> 1.66 s and
+//! discovery 1.04 -> 0.98 s for 32-50 MiB more peak RSS. A one-shot command exits within
+//! seconds, so it keeps what it freed for its next wave. Commands that
+//! run until stopped (serve, tui, demo, sim, agent, counters --interval) keep glibc's
+//! defaults: there, memory freed after a sweep goes back.
+
+/// Let this process keep freed memory for reuse (glibc only; a no-op elsewhere). Returns
+/// whether every setting took.
+pub fn keep_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // Blocks under 32 MiB (glibc's largest mmap threshold on 64 bits) come from the
+        // heap and are reused after a free; a free leaves up to 1 GiB unused at the top
+        // of the heap; the heap grows 64 MiB at a time, fewer brk calls.
+        let settings = [
+            (libc::M_MMAP_THRESHOLD, 32 << 20),
+            (libc::M_TRIM_THRESHOLD, 1 << 30),
+            (libc::M_TOP_PAD, 64 << 20),
+        ];
+        settings
+            .iter()
+            // SAFETY: mallopt only changes allocator parameters; it is called before the
+            // command allocates in earnest, and glibc serialises it with allocation.
+            .all(|&(param, value)| unsafe { libc::mallopt(param, value) } == 1)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn glibc_takes_every_setting() {
+        assert!(super::keep_freed_memory());
+    }
+}
