@@ -188,9 +188,9 @@ fn planes(
         .collect()
 }
 
-/// `value`'s JSON written to /dev/null through a 64 KiB buffer, as the CLI writes to
-/// stdout; the bytes written.
-fn write_to_null(value: &impl serde::Serialize) -> usize {
+/// The sample's JSON written to /dev/null by the writer `counters --format json` uses (64
+/// KiB at a time); the bytes written.
+fn write_to_null(sample: &counters::Sample) -> usize {
     struct Counted(std::fs::File, usize);
     impl std::io::Write for Counted {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -203,10 +203,9 @@ fn write_to_null(value: &impl serde::Serialize) -> usize {
         }
     }
     let null = std::fs::File::create("/dev/null").expect("/dev/null opens");
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, Counted(null, 0));
-    serde_json::to_writer(&mut w, value).expect("serializable");
-    std::io::Write::flush(&mut w).expect("/dev/null takes it");
-    w.get_ref().1
+    let mut w = Counted(null, 0);
+    counters::json::write_compact(&mut w, &[], sample).expect("/dev/null takes it");
+    w.1
 }
 
 fn cpu_time() -> Duration {
@@ -441,10 +440,12 @@ fn main() {
                 let f = discover_plane(p);
                 complete &= f.report.complete;
                 let sample = sweep_all(p, &f);
-                // What `counters --format json` prints, written as it writes it: through
-                // a 64 KiB buffer (to /dev/null here), not into one string of it.
+                // What `counters --format json` prints, written as it writes it: 64 KiB
+                // at a time (to /dev/null here), not into one string of it.
                 if out_file.is_some() {
-                    let text = serde_json::to_string(&sample).expect("serializable");
+                    let mut text = Vec::new();
+                    counters::json::write_compact(&mut text, &[], &sample).expect("in memory");
+                    let text = String::from_utf8(text).expect("JSON is UTF-8");
                     out_bytes += text.len();
                     produced.push(text);
                 } else {

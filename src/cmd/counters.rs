@@ -302,6 +302,8 @@ fn run_each(
 /// A sample's JSON document: `schema_version` and its fabric's name first, then the
 /// sample's fields (what [`crate::output::json_document`] makes of it). Written straight
 /// from the sample: at 100k HCAs a `serde_json::Value` of it takes gigabytes and seconds.
+/// The pretty form; the compact one is written to the same shape by
+/// `counters::json::write_compact`.
 #[derive(serde::Serialize)]
 struct LabelledSample<'a> {
     schema_version: u32,
@@ -327,14 +329,24 @@ fn write_labelled_json(
     fabric: &str,
     pretty: bool,
 ) -> Result<()> {
+    if !pretty {
+        // The counters' own writer: what serde_json writes, byte for byte, in about half
+        // the time at 100k HCAs; it buffers what it writes itself.
+        let head = [
+            (
+                "schema_version",
+                serde_json::json!(ibscope_topo::model::SCHEMA_VERSION),
+            ),
+            ("fabric", serde_json::json!(fabric)),
+        ];
+        ibscope_topo::counters::json::write_compact(out, &head, sample)?;
+        writeln!(out)?;
+        out.flush()?;
+        return Ok(());
+    }
     // Stdout flushes at every newline: buffer the document's millions of lines.
     let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
-    let doc = LabelledSample::new(sample, fabric);
-    if pretty {
-        serde_json::to_writer_pretty(&mut w, &doc)?;
-    } else {
-        serde_json::to_writer(&mut w, &doc)?;
-    }
+    serde_json::to_writer_pretty(&mut w, &LabelledSample::new(sample, fabric))?;
     writeln!(w)?;
     w.flush()?;
     Ok(())

@@ -27,6 +27,7 @@
 //! rules out), `thresholds`, `delta` (rates between two sweeps) and `reset`.
 
 pub mod delta;
+pub mod json;
 pub mod names;
 mod pma;
 pub mod reset;
