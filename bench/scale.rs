@@ -204,7 +204,7 @@ fn write_to_null(sample: &counters::Sample) -> usize {
     }
     let null = std::fs::File::create("/dev/null").expect("/dev/null opens");
     let mut w = Counted(null, 0);
-    counters::json::write_compact(&mut w, &[], sample).expect("/dev/null takes it");
+    counters::json::write_sample(&mut w, &[], sample, false).expect("/dev/null takes it");
     w.1
 }
 
@@ -440,11 +440,13 @@ fn main() {
                 let f = discover_plane(p);
                 complete &= f.report.complete;
                 let sample = sweep_all(p, &f);
-                // What `counters --format json` prints, written as it writes it: 64 KiB
-                // at a time (to /dev/null here), not into one string of it.
+                // What `counters --format json` prints, written as it writes it: for
+                // several fabrics (planes) one compact document each, 64 KiB at a time
+                // (to /dev/null here), not into one string of it.
                 if out_file.is_some() {
                     let mut text = Vec::new();
-                    counters::json::write_compact(&mut text, &[], &sample).expect("in memory");
+                    counters::json::write_sample(&mut text, &[], &sample, false)
+                        .expect("in memory");
                     let text = String::from_utf8(text).expect("JSON is UTF-8");
                     out_bytes += text.len();
                     produced.push(text);

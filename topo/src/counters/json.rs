@@ -1,5 +1,5 @@
-//! A sample's compact JSON, byte for byte what `serde_json::to_writer` makes of it, written
-//! without serde for the counter maps.
+//! A sample's JSON, byte for byte what `serde_json::to_writer` (or `to_writer_pretty`) makes
+//! of it, written without serde for the counter maps.
 //!
 //! The maps are two thirds of a sweep's JSON (at 100k HCAs, 564 MiB): through serde every
 //! counter is six small writes and a byte-by-byte escape check of its name. Here a name
@@ -10,18 +10,21 @@
 
 use std::io::{self, Write};
 
+use serde::Serialize;
+
 use super::sample::{CounterSet, PortSample, Sample};
 
 /// The buffer is handed to the writer once it holds this much.
 const FLUSH_AT: usize = 64 << 10;
 
-/// Write `sample` as one compact JSON object, `head`'s fields first (a document's
-/// `schema_version` and `fabric`), as `serde_json::to_writer` would write a struct holding
-/// `head`'s fields and the sample flattened. No newline after it.
-pub fn write_compact<W: Write + ?Sized>(
+/// Write `sample` as one JSON object, `head`'s fields first (a document's `schema_version`
+/// and `fabric`): what `serde_json::to_writer` (or, `pretty`, `to_writer_pretty`) writes of
+/// a struct holding `head`'s fields and the sample flattened. No newline after it.
+pub fn write_sample<W: Write + ?Sized>(
     out: &mut W,
     head: &[(&str, serde_json::Value)],
     sample: &Sample,
+    pretty: bool,
 ) -> io::Result<()> {
     // Every field named, so that a field added to `Sample` fails to build here.
     let Sample {
@@ -31,141 +34,240 @@ pub fn write_compact<W: Write + ?Sized>(
         data_unit,
         ports,
     } = sample;
-    let mut buf = Vec::with_capacity(FLUSH_AT + (FLUSH_AT >> 2));
-    buf.push(b'{');
+    let mut e = Emitter {
+        buf: Vec::with_capacity(FLUSH_AT + (FLUSH_AT >> 2)),
+        pretty,
+        depth: 0,
+        first: true,
+    };
+    e.open(b'{');
     for (key, value) in head {
-        serde_json::to_writer(&mut buf, key)?;
-        buf.push(b':');
-        serde_json::to_writer(&mut buf, value)?;
-        buf.push(b',');
+        e.key(key)?;
+        e.serde(value)?;
     }
-    field(&mut buf, "time_ms");
-    number(&mut buf, *time_ms);
-    buf.push(b',');
-    field(&mut buf, "duration_ms");
-    number(&mut buf, *duration_ms);
-    buf.push(b',');
-    field(&mut buf, "mads_sent");
-    number(&mut buf, *mads_sent);
-    buf.push(b',');
-    field(&mut buf, "data_unit");
-    serde_json::to_writer(&mut buf, data_unit)?;
-    buf.push(b',');
-    field(&mut buf, "ports");
-    buf.push(b'[');
-    for (i, port) in ports.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
-        write_port(&mut buf, port)?;
-        if buf.len() >= FLUSH_AT {
-            out.write_all(&buf)?;
-            buf.clear();
+    e.key("time_ms")?;
+    e.number(*time_ms);
+    e.key("duration_ms")?;
+    e.number(*duration_ms);
+    e.key("mads_sent")?;
+    e.number(*mads_sent);
+    e.key("data_unit")?;
+    e.serde(data_unit)?;
+    e.key("ports")?;
+    e.open(b'[');
+    for port in ports {
+        e.item();
+        e.port(port)?;
+        if e.buf.len() >= FLUSH_AT {
+            out.write_all(&e.buf)?;
+            e.buf.clear();
         }
     }
-    buf.extend_from_slice(b"]}");
-    out.write_all(&buf)
+    e.close(b']');
+    e.close(b'}');
+    out.write_all(&e.buf)
 }
 
-/// One port: its own reference's fields (flattened), then the rest in declaration order.
-fn write_port(buf: &mut Vec<u8>, port: &PortSample) -> io::Result<()> {
-    let PortSample {
-        at,
-        remote,
-        capability_mask,
-        capability_mask2,
-        counters,
-        extended,
-        saturated,
-        details,
-        errors,
-    } = port;
-    serde_json::to_writer(&mut *buf, at)?;
-    // Flattened: the reference's object without its closing brace.
-    if buf.pop() != Some(b'}') {
-        return Err(io::Error::other("a port reference is not a JSON object"));
+/// JSON into a buffer the way serde_json's compact or pretty formatter lays it out (two
+/// spaces a level, `": "` after a key, `{}` and `[]` when empty).
+struct Emitter {
+    buf: Vec<u8>,
+    pretty: bool,
+    /// Containers open.
+    depth: usize,
+    /// Nothing written yet in the innermost open container.
+    first: bool,
+}
+
+impl Emitter {
+    fn open(&mut self, bracket: u8) {
+        self.buf.push(bracket);
+        self.depth += 1;
+        self.first = true;
     }
-    buf.extend_from_slice(b",\"remote\":");
-    serde_json::to_writer(&mut *buf, remote)?;
-    buf.extend_from_slice(b",\"capability_mask\":");
-    match capability_mask {
-        Some(mask) => number(buf, u64::from(*mask)),
-        None => buf.extend_from_slice(b"null"),
+
+    fn close(&mut self, bracket: u8) {
+        self.depth -= 1;
+        if !self.first {
+            self.newline(self.depth);
+        }
+        self.buf.push(bracket);
+        self.first = false;
     }
-    if let Some(mask2) = capability_mask2 {
-        buf.extend_from_slice(b",\"capability_mask2\":");
-        number(buf, u64::from(*mask2));
-    }
-    buf.extend_from_slice(b",\"counters\":");
-    optional_counters(buf, counters.as_ref())?;
-    buf.extend_from_slice(b",\"extended\":");
-    optional_counters(buf, extended.as_ref())?;
-    buf.extend_from_slice(b",\"saturated\":");
-    serde_json::to_writer(&mut *buf, saturated)?;
-    if !details.is_empty() {
-        buf.extend_from_slice(b",\"details\":{");
-        for (i, (attribute, set)) in details.0.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
+
+    fn newline(&mut self, depth: usize) {
+        if self.pretty {
+            self.buf.push(b'\n');
+            for _ in 0..depth {
+                self.buf.extend_from_slice(b"  ");
             }
-            key(buf, attribute)?;
-            counter_set(buf, set)?;
-        }
-        buf.push(b'}');
-    }
-    buf.extend_from_slice(b",\"errors\":");
-    serde_json::to_writer(&mut *buf, errors)?;
-    buf.push(b'}');
-    Ok(())
-}
-
-fn optional_counters(buf: &mut Vec<u8>, set: Option<&CounterSet>) -> io::Result<()> {
-    match set {
-        Some(set) => counter_set(buf, set),
-        None => {
-            buf.extend_from_slice(b"null");
-            Ok(())
         }
     }
-}
 
-/// As `CounterSet`'s `Serialize`: name to value, a saturated one as
-/// `{"value":N,"saturated":true}`.
-fn counter_set(buf: &mut Vec<u8>, set: &CounterSet) -> io::Result<()> {
-    buf.push(b'{');
-    for (i, reading) in set.0.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
+    /// The start of the next array element or object member.
+    fn item(&mut self) {
+        if !self.first {
+            self.buf.push(b',');
         }
-        key(buf, &reading.name)?;
-        if reading.saturated {
-            buf.extend_from_slice(b"{\"value\":");
-            number(buf, reading.value);
-            buf.extend_from_slice(b",\"saturated\":true}");
+        self.first = false;
+        self.newline(self.depth);
+    }
+
+    /// `"name":`, escaped as serde_json escapes it.
+    fn key(&mut self, name: &str) -> io::Result<()> {
+        self.item();
+        if needs_escape(name) {
+            serde_json::to_writer(&mut self.buf, name)?;
         } else {
-            number(buf, reading.value);
+            self.buf.push(b'"');
+            self.buf.extend_from_slice(name.as_bytes());
+            self.buf.push(b'"');
+        }
+        self.buf.push(b':');
+        if self.pretty {
+            self.buf.push(b' ');
+        }
+        Ok(())
+    }
+
+    fn number(&mut self, value: u64) {
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+    }
+
+    fn null(&mut self) {
+        self.buf.extend_from_slice(b"null");
+    }
+
+    /// A value whose form serde owns, at the current place.
+    fn serde(&mut self, value: &impl Serialize) -> io::Result<()> {
+        if !self.pretty {
+            return Ok(serde_json::to_writer(&mut self.buf, value)?);
+        }
+        let text = serde_json::to_vec_pretty(value)?;
+        self.indented(&text, self.depth);
+        Ok(())
+    }
+
+    /// An object's members spliced into the object open here (`#[serde(flatten)]`).
+    fn flattened(&mut self, value: &impl Serialize) -> io::Result<()> {
+        let text = if self.pretty {
+            serde_json::to_vec_pretty(value)?
+        } else {
+            serde_json::to_vec(value)?
+        };
+        let members = text
+            .strip_prefix(b"{")
+            .and_then(|t| t.strip_suffix(b"}"))
+            .ok_or_else(|| io::Error::other("a flattened value is not a JSON object"))?;
+        // Pretty: "\n  member,\n  member\n"; the last newline is the object's own.
+        let members = if self.pretty {
+            members.strip_suffix(b"\n").unwrap_or(members)
+        } else {
+            members
+        };
+        if members.is_empty() {
+            return Ok(());
+        }
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.first = false;
+        self.indented(members, self.depth - 1);
+        Ok(())
+    }
+
+    /// `text` with `depth` levels more indentation after each newline (a string's own
+    /// newlines are escaped, so every newline is the layout's).
+    fn indented(&mut self, text: &[u8], depth: usize) {
+        let mut lines = text.split(|&b| b == b'\n');
+        if let Some(line) = lines.next() {
+            self.buf.extend_from_slice(line);
+        }
+        for line in lines {
+            self.newline(depth);
+            self.buf.extend_from_slice(line);
         }
     }
-    buf.push(b'}');
-    Ok(())
-}
 
-/// `"name":`, escaped as serde_json escapes it.
-fn key(buf: &mut Vec<u8>, name: &str) -> io::Result<()> {
-    if needs_escape(name) {
-        serde_json::to_writer(&mut *buf, name)?;
-        buf.push(b':');
-    } else {
-        field(buf, name);
+    /// One port: its own reference's fields (flattened), then the rest in declaration
+    /// order.
+    fn port(&mut self, port: &PortSample) -> io::Result<()> {
+        let PortSample {
+            at,
+            remote,
+            capability_mask,
+            capability_mask2,
+            counters,
+            extended,
+            saturated,
+            details,
+            errors,
+        } = port;
+        self.open(b'{');
+        self.flattened(at)?;
+        self.key("remote")?;
+        self.serde(remote)?;
+        self.key("capability_mask")?;
+        match capability_mask {
+            Some(mask) => self.number(u64::from(*mask)),
+            None => self.null(),
+        }
+        if let Some(mask2) = capability_mask2 {
+            self.key("capability_mask2")?;
+            self.number(u64::from(*mask2));
+        }
+        self.key("counters")?;
+        self.optional_counters(counters.as_ref())?;
+        self.key("extended")?;
+        self.optional_counters(extended.as_ref())?;
+        self.key("saturated")?;
+        self.serde(saturated)?;
+        if !details.is_empty() {
+            self.key("details")?;
+            self.open(b'{');
+            for (attribute, set) in &details.0 {
+                self.key(attribute)?;
+                self.counter_set(set)?;
+            }
+            self.close(b'}');
+        }
+        self.key("errors")?;
+        self.serde(errors)?;
+        self.close(b'}');
+        Ok(())
     }
-    Ok(())
-}
 
-/// `"name":` for a name known to need no escaping.
-fn field(buf: &mut Vec<u8>, name: &str) {
-    buf.push(b'"');
-    buf.extend_from_slice(name.as_bytes());
-    buf.extend_from_slice(b"\":");
+    fn optional_counters(&mut self, set: Option<&CounterSet>) -> io::Result<()> {
+        match set {
+            Some(set) => self.counter_set(set),
+            None => {
+                self.null();
+                Ok(())
+            }
+        }
+    }
+
+    /// As `CounterSet`'s `Serialize`: name to value, a saturated one as
+    /// `{"value":N,"saturated":true}`.
+    fn counter_set(&mut self, set: &CounterSet) -> io::Result<()> {
+        self.open(b'{');
+        for reading in &set.0 {
+            self.key(&reading.name)?;
+            if reading.saturated {
+                self.open(b'{');
+                self.key("value")?;
+                self.number(reading.value);
+                self.key("saturated")?;
+                self.buf.extend_from_slice(b"true");
+                self.close(b'}');
+            } else {
+                self.number(reading.value);
+            }
+        }
+        self.close(b'}');
+        Ok(())
+    }
 }
 
 /// What serde_json escapes in a string: `"`, `\` and control characters. Folded without
@@ -174,10 +276,6 @@ fn needs_escape(text: &str) -> bool {
     text.bytes().fold(false, |any, b| {
         any | (b < 0x20) | (b == b'"') | (b == b'\\')
     })
-}
-
-fn number(buf: &mut Vec<u8>, value: u64) {
-    buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
 #[cfg(test)]
@@ -264,16 +362,36 @@ mod tests {
         }
     }
 
+    fn by_serde(value: &impl Serialize, pretty: bool) -> String {
+        if pretty {
+            serde_json::to_string_pretty(value).unwrap()
+        } else {
+            serde_json::to_string(value).unwrap()
+        }
+    }
+
+    fn by_writer(head: &[(&str, serde_json::Value)], sample: &Sample, pretty: bool) -> String {
+        let mut out = Vec::new();
+        write_sample(&mut out, head, sample, pretty).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn writes_what_serde_json_writes() {
         let sample = awkward_sample();
-        let mut fast = Vec::new();
-        write_compact(&mut fast, &[], &sample).unwrap();
-        let serde = serde_json::to_vec(&sample).unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&fast),
-            String::from_utf8_lossy(&serde)
-        );
+        let empty = Sample {
+            ports: Vec::new(),
+            ..sample.clone()
+        };
+        for s in [&sample, &empty] {
+            for pretty in [false, true] {
+                assert_eq!(
+                    by_writer(&[], s, pretty),
+                    by_serde(s, pretty),
+                    "pretty {pretty}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -291,18 +409,17 @@ mod tests {
             ("schema_version", serde_json::json!(3)),
             ("fabric", serde_json::json!(fabric)),
         ];
-        let mut fast = Vec::new();
-        write_compact(&mut fast, &head, &sample).unwrap();
-        let serde = serde_json::to_vec(&Labelled {
+        let labelled = Labelled {
             schema_version: 3,
             fabric,
             sample: &sample,
-        })
-        .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&fast),
-            String::from_utf8_lossy(&serde)
-        );
+        };
+        for pretty in [false, true] {
+            assert_eq!(
+                by_writer(&head, &sample, pretty),
+                by_serde(&labelled, pretty)
+            );
+        }
     }
 
     #[test]
@@ -323,7 +440,7 @@ mod tests {
             }
         }
         let mut out = Pieces(Vec::new(), 0);
-        write_compact(&mut out, &[], &sample).unwrap();
+        write_sample(&mut out, &[], &sample, false).unwrap();
         assert!(out.1 > 3, "{} writes", out.1);
         assert_eq!(out.0, serde_json::to_vec(&sample).unwrap());
     }
