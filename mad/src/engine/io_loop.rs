@@ -475,10 +475,10 @@ impl<P: MadPort> Engine<P> {
                     if let Outcome::Done(t, r) = ledger.on_reply_at(now, rx.status, &rx.mad) {
                         // The ledger matched the first MAD; the length and the tail of a
                         // reassembled RMPP reply come with it.
-                        let r = r.map(|mut response| {
-                            response.len = rx.len;
-                            response.tail = rx.tail;
-                            response
+                        let r = r.map(|()| Response {
+                            mad: rx.mad,
+                            len: rx.len,
+                            tail: rx.tail,
                         });
                         done.push((t, r));
                     }
@@ -999,6 +999,10 @@ mod tests {
             (sent.mgmt_class, sent.method),
             (class::SUBN_ADM, method::GET_TABLE)
         );
+        // The first MAD is the port's answer to that send, not the request echoed.
+        let got = reply.header().unwrap();
+        assert!(got.response);
+        assert_eq!(got.transaction_id, sent.transaction_id);
     }
 
     /// Closing with a request given up while its reply may still come (ibsim frozen):

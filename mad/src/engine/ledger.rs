@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::config::EngineStats;
 use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
-use super::request::{Request, Response};
+use super::request::Request;
 use crate::header::MAD_SIZE;
 use crate::smp::{MadView, SmpRoute};
 use crate::umad::{Dest, TransportError};
@@ -23,13 +23,12 @@ use crate::umad::{Dest, TransportError};
 const UMAD_STATUS_TIMEOUT: i32 = 110;
 
 /// What a received MAD meant to the [`Ledger`].
-// Returned once per reply and taken apart at once: boxing the reply would bring back the
-// allocation per reply that `Response` holds its MAD inline to avoid.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Outcome<T> {
-    /// The request finished.
-    Done(T, Result<Response, MadError>),
+    /// The request finished: `Ok` when the MAD handed in is its answer (the caller, who
+    /// holds those bytes, makes the [`Response`](super::Response) of them: a reply is
+    /// copied once less).
+    Done(T, Result<(), MadError>),
     /// It belongs to a pending request that goes on (resent, or a superseded attempt).
     Pending,
     /// No pending request has this TID, or it is not a reply to what was asked.
@@ -54,7 +53,8 @@ pub(crate) fn dest_key(dest: &Dest) -> u64 {
 }
 
 struct Entry<T> {
-    token: T,
+    /// Taken when the entry finishes (the rest is dropped where it lies).
+    token: Option<T>,
     request: Request,
     /// [`dest_key`] of the request.
     dest: u64,
@@ -110,15 +110,21 @@ impl<E> Slab<E> {
     fn contains(&self, id: u64) -> bool {
         self.get(id).is_some()
     }
-    fn remove(&mut self, id: u64) -> Option<E> {
+    /// Run `take` on the entry under `id` where it lies, then free its slot: what `take`
+    /// leaves is dropped in place rather than moved out (an entry is mostly its request,
+    /// hundreds of bytes, and a batch finishes millions).
+    fn remove_with<R>(&mut self, id: u64, take: impl FnOnce(&mut E) -> R) -> Option<R> {
         let i = self.index(id)?;
-        let entry = self.slots.get_mut(i)?.take()?;
+        let slot = self.slots.get_mut(i)?;
+        let taken = take(slot.as_mut()?);
+        *slot = None;
         self.live -= 1;
-        while let Some(None) = self.slots.front() {
-            self.slots.pop_front();
-            self.first += 1;
+        let freed = self.slots.iter().take_while(|s| s.is_none()).count();
+        if freed > 0 {
+            self.slots.drain(..freed);
+            self.first += freed as u64;
         }
-        Some(entry)
+        Some(taken)
     }
     fn is_empty(&self) -> bool {
         self.live == 0
@@ -207,7 +213,7 @@ impl<T> Ledger<T> {
         self.entries.push(
             id,
             Entry {
-                token,
+                token: Some(token),
                 request,
                 dest,
                 first_sent: None,
@@ -413,19 +419,28 @@ impl<T> Ledger<T> {
         }
     }
 
-    fn finish(&mut self, id: u64) -> Option<Entry<T>> {
-        let entry = self.entries.remove(id)?;
-        self.by_tid.remove(&entry.last_tid);
-        for tid in &entry.older_tids {
+    /// End request `id`: its token.
+    fn finish(&mut self, id: u64) -> Option<T> {
+        let (token, last_tid, older_tids, in_flight, dest) = self.entries.remove_with(id, |e| {
+            (
+                e.token.take(),
+                e.last_tid,
+                std::mem::take(&mut e.older_tids),
+                e.in_flight,
+                e.dest,
+            )
+        })?;
+        self.by_tid.remove(&last_tid);
+        for tid in &older_tids {
             self.by_tid.remove(tid);
         }
-        if entry.in_flight {
+        if in_flight {
             self.in_flight -= 1;
-            self.release(entry.dest);
+            self.release(dest);
         } else {
-            self.promote(entry.dest);
+            self.promote(dest);
         }
-        Some(entry)
+        token
     }
 
     /// The current attempt of `id` was lost (deadline, or a busy reply) at `now`: the
@@ -482,7 +497,7 @@ impl<T> Ledger<T> {
         let unreachable = self.dests.get(&dest).is_some_and(|d| d.unreachable);
         if entry.attempts <= self.retries && !unreachable {
             if self.cancelled {
-                return self.finish(id).map(|e| (e.token, MadError::Cancelled));
+                return self.finish(id).map(|t| (t, MadError::Cancelled));
             }
             self.stats.retries += 1;
             self.ready.push_front(id);
@@ -498,13 +513,13 @@ impl<T> Ledger<T> {
                 d.unreachable = true;
             }
         }
-        self.finish(id).map(|e| (e.token, err))
+        self.finish(id).map(|t| (t, err))
     }
 
     /// The send of `tid` failed locally: the request ends with that error.
     pub fn send_failed(&mut self, tid: u32, error: MadError) -> Option<(T, MadError)> {
         let id = *self.by_tid.get(&tid)?;
-        self.finish(id).map(|e| (e.token, error))
+        self.finish(id).map(|t| (t, error))
     }
 
     /// Account for a received MAD: `umad_status` from the umad header, `mad` the 256 bytes.
@@ -582,13 +597,13 @@ impl<T> Ledger<T> {
                 }
             }
         }
-        let Some(entry) = self.finish(id) else {
+        let Some(token) = self.finish(id) else {
             return Outcome::Unmatched;
         };
         if !status.is_ok() {
-            return Outcome::Done(entry.token, Err(MadError::Status(status)));
+            return Outcome::Done(token, Err(MadError::Status(status)));
         }
-        Outcome::Done(entry.token, Ok(Response::from_mad(*mad)))
+        Outcome::Done(token, Ok(()))
     }
 
     fn timer_is_live(&self, id: u64, attempt: u32) -> bool {
@@ -646,8 +661,8 @@ impl<T> Ledger<T> {
         let mut out = Vec::new();
         for id in self.entries.ids() {
             if self.entries.get(id).is_some_and(|e| !e.in_flight) {
-                if let Some(e) = self.finish(id) {
-                    out.push((e.token, MadError::Cancelled));
+                if let Some(token) = self.finish(id) {
+                    out.push((token, MadError::Cancelled));
                 }
             }
         }
@@ -665,8 +680,8 @@ impl<T> Ledger<T> {
         let ids = self.entries.ids();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(e) = self.finish(id) {
-                out.push((e.token, error.clone()));
+            if let Some(token) = self.finish(id) {
+                out.push((token, error.clone()));
             }
         }
         self.ready.clear();
@@ -694,17 +709,19 @@ mod tests {
         for id in 10..14 {
             slab.push(id, id * 100);
         }
-        assert_eq!(slab.remove(11), Some(1100));
-        assert_eq!(slab.remove(11), None);
+        let copy = |e: &mut u64| *e;
+        assert_eq!(slab.remove_with(11, copy), Some(1100));
+        assert_eq!(slab.remove_with(11, copy), None);
         assert_eq!(slab.get(12), Some(&1200));
-        assert_eq!(slab.remove(10), Some(1000));
+        assert_eq!(slab.remove_with(10, copy), Some(1000));
         // 10 and 11 are gone: the front moved past both.
         assert_eq!(slab.first, 12);
         assert_eq!(slab.ids(), vec![12, 13]);
         assert!(slab.get(9).is_none() && slab.get(99).is_none());
-        slab.remove(13);
-        slab.remove(12);
+        slab.remove_with(13, copy);
+        slab.remove_with(12, copy);
         assert!(slab.is_empty());
+        assert!(slab.slots.is_empty(), "freed slots stay behind");
         slab.push(14, 1);
         assert_eq!(slab.get(14), Some(&1));
     }
@@ -735,7 +752,7 @@ mod tests {
         l.next_send(now).map(|(t, r)| (t, r.clone()))
     }
 
-    fn done(o: Outcome<u32>) -> (u32, Result<Response, MadError>) {
+    fn done(o: Outcome<u32>) -> (u32, Result<(), MadError>) {
         match o {
             Outcome::Done(t, r) => (t, r),
             other => panic!("expected Done, got {other:?}"),
@@ -755,7 +772,7 @@ mod tests {
         assert!(send(&mut l, t0).is_none(), "window of 2 is full");
         let (token, result) = done(l.on_reply(0, &reply(&ra, a, 0)));
         assert_eq!(token, 0);
-        assert_eq!(result.unwrap().payload::<SubnMgt>()[0], 0x42);
+        assert_eq!(result, Ok(()));
         assert!(send(&mut l, t0).is_some(), "a slot was freed");
         assert_eq!(l.in_flight(), 2);
     }
@@ -1014,7 +1031,7 @@ mod tests {
         // A reply for a request in flight still completes it.
         let (token, result) = done(l.on_reply(0, &reply(&ra, a, 0)));
         assert_eq!(token, 0);
-        assert_eq!(result.unwrap().payload::<SubnMgt>()[0], 0x42);
+        assert_eq!(result, Ok(()));
         assert!(send(&mut l, t0).is_none(), "a freed slot is not refilled");
         // The other one's deadline ends it with Cancelled, not with a resend.
         assert_eq!(l.next_deadline(), Some(t0 + T));
