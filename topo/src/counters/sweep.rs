@@ -28,7 +28,7 @@ use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
 use crate::model::refs::PortRef;
-use crate::model::{End, Fabric, Node};
+use crate::model::{End, Fabric};
 use crate::namemap::NameMap;
 
 fn now_ms() -> u64 {
@@ -237,17 +237,6 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
     })
 }
 
-/// The far end of a target's link as [`PortRef::new`] names it.
-fn remote_ref(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
-    let lid = node
-        .port(port)
-        .map(|p| p.lid)
-        .filter(|&l| l != 0)
-        .or_else(|| node.lid())
-        .unwrap_or(0);
-    PortRef::with_lid(node, port, lid, names)
-}
-
 /// What a sweep reads: the targets, by node.
 #[derive(Clone, Copy)]
 struct Plan<'a> {
@@ -368,7 +357,7 @@ fn new_port(fabric: &Fabric, t: &CounterTarget, names: Option<&NameMap>) -> Port
             node: t.node,
             port: t.port,
         })
-        .map(|e| remote_ref(fabric.node(e.node), e.port, names));
+        .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
     PortSample::new(at, remote)
 }
 
