@@ -519,7 +519,7 @@ fn hca_ports(
         DeviceIndex::Pci(p) => pci_rails.get(&p).copied(),
         DeviceIndex::None => None,
     });
-    // Each linked port with its far end, looked up once (a hash probe per port).
+    // Each linked port with its far end, looked up once.
     let linked: Vec<(&Port, Option<End>)> = m
         .node
         .ports
