@@ -7,8 +7,11 @@
 
 pub use super::counter_facts::{Counter, CounterKind, PmaCapabilities};
 use crate::attribute::{Attribute, PerfMgt};
-use crate::wire::{FieldSpec, FieldValue, Role};
+use crate::wire::{get_bits, FieldSpec, FieldValue, Role};
 use crate::wire_struct;
+use crate::DecodeError;
+use std::collections::HashMap;
+use std::sync::{OnceLock, PoisonError, RwLock};
 use CounterKind::*;
 
 wire_struct! {
@@ -432,92 +435,100 @@ pub fn breakdown_of(counter: &str) -> Option<&'static Breakdown> {
     BREAKDOWNS.iter().find(|b| b.explains == counter)
 }
 
-/// A counter's name held one pointer wide (a `&str` takes two): a sweep at 100k HCAs keeps
-/// some twenty million. It compares, hashes and prints as the name it holds.
-#[derive(Clone, Copy)]
-pub struct CounterName(&'static &'static str);
+/// A counter's name held in two bytes (a `&str` takes sixteen): a sweep at 100k HCAs keeps
+/// some twenty million, and a reading of a name, a value and a flag fits in sixteen. It
+/// is the place of the name's first row in [`TABLE_ROWS`] (a name several tables share,
+/// such as PortXmitData, is one `CounterName`), or past the rows for a name no table has.
+/// It compares, hashes and prints as the name it holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CounterName(u16);
 
 impl CounterName {
-    /// The name a field table row holds.
-    pub const fn of(name: &'static &'static str) -> CounterName {
-        CounterName(name)
+    /// The name of row `row` of the table whose rows start at `base` in [`TABLE_ROWS`].
+    fn of_row(base: usize, row: usize) -> CounterName {
+        CounterName(FIRST_ROW_NAMED[base + row])
     }
 
     pub fn as_str(&self) -> &'static str {
-        self.0
+        match TABLE_ROWS.get(usize::from(self.0)) {
+            Some(spec) => spec.name,
+            None => {
+                let others = OTHER_NAMES.read().unwrap_or_else(PoisonError::into_inner);
+                others[usize::from(self.0) - TABLE_ROWS.len()]
+            }
+        }
+    }
+
+    /// A name of the PMA attributes' tables: ASCII letters, digits and `_` only, so JSON
+    /// and Prometheus take it as it is.
+    pub fn is_from_table(&self) -> bool {
+        usize::from(self.0) < TABLE_ROWS.len()
     }
 
     /// `name` as a [`CounterName`]: a counter of the PMA attributes' tables is found there;
     /// any other name (JSON read back from a later version, or written by hand) is stored
     /// once for the rest of the process.
     pub fn intern(name: &str) -> CounterName {
-        use std::collections::HashMap;
-        use std::sync::{Mutex, OnceLock, PoisonError};
         static KNOWN: OnceLock<HashMap<&'static str, CounterName>> = OnceLock::new();
-        static OTHERS: Mutex<Vec<CounterName>> = Mutex::new(Vec::new());
         let known = KNOWN.get_or_init(|| {
-            COUNTER_TABLES
-                .iter()
-                .flat_map(|table| table.iter())
-                .map(|spec| (spec.name, CounterName(&spec.name)))
+            (0..TABLE_ROWS.len())
+                .map(|row| (TABLE_ROWS[row].name, CounterName::of_row(0, row)))
                 .collect()
         });
         if let Some(&n) = known.get(name) {
             return n;
         }
-        let mut others = OTHERS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&n) = others.iter().find(|n| n.as_str() == name) {
-            return n;
-        }
-        let text: &'static str = Box::leak(name.into());
-        let n = CounterName(Box::leak(Box::new(text)));
-        others.push(n);
-        n
+        let mut others = OTHER_NAMES.write().unwrap_or_else(PoisonError::into_inner);
+        let at = match others.iter().position(|&n| n == name) {
+            Some(at) => at,
+            None => {
+                others.push(Box::leak(name.into()));
+                others.len() - 1
+            }
+        };
+        // Past 65,535 names (only hand-made input gets there) the last one stands for the rest.
+        CounterName(u16::try_from(TABLE_ROWS.len() + at).unwrap_or(u16::MAX))
     }
 }
+
+/// Names no table has, as [`CounterName::intern`] met them: the place of a name here, past
+/// the table rows, is its `CounterName`.
+static OTHER_NAMES: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
 
 impl std::ops::Deref for CounterName {
     type Target = str;
     fn deref(&self) -> &str {
-        self.0
+        self.as_str()
     }
 }
-
-impl PartialEq for CounterName {
-    fn eq(&self, other: &CounterName) -> bool {
-        self.0 == other.0
-    }
-}
-
-impl Eq for CounterName {}
 
 impl PartialEq<str> for CounterName {
     fn eq(&self, other: &str) -> bool {
-        *self.0 == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for CounterName {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == other
+        self.as_str() == *other
     }
 }
 
 impl std::hash::Hash for CounterName {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
+        self.as_str().hash(state)
     }
 }
 
 impl std::fmt::Debug for CounterName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.0, f)
+        std::fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl std::fmt::Display for CounterName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -531,12 +542,86 @@ const COUNTER_TABLES: [&[FieldSpec]; 6] = [
     PortExtendedSpeedsCountersRsFec::FIELDS,
 ];
 
+/// Every row of the counters attributes' tables, table after table.
+static TABLE_ROWS: [FieldSpec; table_rows()] = flatten_tables();
+
+const fn table_rows() -> usize {
+    let (mut t, mut n) = (0, 0);
+    while t < COUNTER_TABLES.len() {
+        n += COUNTER_TABLES[t].len();
+        t += 1;
+    }
+    n
+}
+
+const fn flatten_tables() -> [FieldSpec; table_rows()] {
+    let mut out = [COUNTER_TABLES[0][0]; table_rows()];
+    let (mut t, mut n) = (0, 0);
+    while t < COUNTER_TABLES.len() {
+        let mut row = 0;
+        while row < COUNTER_TABLES[t].len() {
+            out[n] = COUNTER_TABLES[t][row];
+            n += 1;
+            row += 1;
+        }
+        t += 1;
+    }
+    out
+}
+
+/// Per row of [`TABLE_ROWS`], the first row with the same name: what a [`CounterName`] holds.
+static FIRST_ROW_NAMED: [u16; table_rows()] = first_rows_named();
+
+const fn first_rows_named() -> [u16; table_rows()] {
+    let rows = flatten_tables();
+    assert!(rows.len() < u16::MAX as usize);
+    let mut out = [0u16; table_rows()];
+    let mut i = 0;
+    while i < rows.len() {
+        let mut first = 0;
+        while !same_name(rows[first].name, rows[i].name) {
+            first += 1;
+        }
+        out[i] = first as u16;
+        i += 1;
+    }
+    out
+}
+
+/// Where the rows of `table` (one of [`COUNTER_TABLES`], told apart by its rows' names)
+/// start in [`TABLE_ROWS`].
+const fn table_base(table: &[FieldSpec]) -> usize {
+    let (mut t, mut base) = (0, 0);
+    while t < COUNTER_TABLES.len() {
+        if same_rows(COUNTER_TABLES[t], table) {
+            return base;
+        }
+        base += COUNTER_TABLES[t].len();
+        t += 1;
+    }
+    panic!("not a counters attribute's table")
+}
+
+const fn same_rows(a: &[FieldSpec], b: &[FieldSpec]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !same_name(a[i].name, b[i].name) || a[i].bit_offset != b[i].bit_offset {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// One counter of a counters attribute, by its specification name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CounterValue {
     /// The name in the specification (and perfquery's output), e.g. "SymbolErrorCounter".
     pub name: &'static str,
-    /// `name`, one pointer wide (what a sweep's readings keep).
+    /// `name` in two bytes (what a sweep's readings keep).
     #[serde(skip)]
     pub short_name: CounterName,
     pub value: u64,
@@ -568,16 +653,19 @@ impl CounterValue {
 /// implements, in table order.
 fn counters_in<'a>(
     fields: impl Iterator<Item = (&'static FieldSpec, FieldValue<'a>)> + 'a,
+    table_base: usize,
     capabilities: PmaCapabilities,
 ) -> impl Iterator<Item = CounterValue> + 'a {
-    fields.filter_map(move |(spec, value)| {
+    // The table's rows are the fields, in order: each field's name is its row's.
+    let names = FIRST_ROW_NAMED[table_base..].iter();
+    fields.zip(names).filter_map(move |((spec, value), &name)| {
         let counter = spec.counter()?;
         if !capabilities.covers(counter.needs) {
             return None;
         }
         Some(CounterValue {
             name: spec.name,
-            short_name: CounterName(&spec.name),
+            short_name: CounterName(name),
             value: value.as_u64()?,
             bits: spec.bit_width as u32,
             kind: counter.kind,
@@ -597,6 +685,41 @@ pub trait PortSelected: Attribute<Class = PerfMgt> + Default {
     /// [`PortSelected::counter_values`], appended to `out`: a sweep reuses one buffer for
     /// its million replies.
     fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>);
+    /// What decoding `data` and [`PortSelected::counter_values_into`] give (the PortSelect
+    /// and the counters appended to `out`), read straight from the bytes: a sweep's two
+    /// million replies skip the decoded struct and its list of every field's value.
+    fn counter_values_from_wire(
+        data: &[u8],
+        capabilities: PmaCapabilities,
+        out: &mut Vec<CounterValue>,
+    ) -> Result<u8, DecodeError>;
+}
+
+/// [`PortSelected::counter_values_from_wire`] of the attribute whose layout is `table`,
+/// whose rows start at `table_base` in [`TABLE_ROWS`]. `data` holds the whole layout.
+fn counters_from_wire(
+    table: &'static [FieldSpec],
+    table_base: usize,
+    data: &[u8],
+    capabilities: PmaCapabilities,
+    out: &mut Vec<CounterValue>,
+) -> Result<(), DecodeError> {
+    for (spec, &name) in table.iter().zip(&FIRST_ROW_NAMED[table_base..]) {
+        let Some(counter) = spec.counter() else {
+            continue;
+        };
+        if !capabilities.covers(counter.needs) {
+            continue;
+        }
+        out.push(CounterValue {
+            name: spec.name,
+            short_name: CounterName(name),
+            value: get_bits(data, spec.bit_offset, spec.bit_width)?,
+            bits: spec.bit_width as u32,
+            kind: counter.kind,
+        });
+    }
+    Ok(())
 }
 
 /// The counters of the counters attributes, read from their tables, and their selection.
@@ -619,12 +742,26 @@ macro_rules! counter_access {
             fn counter_values_into(&self, capabilities: PmaCapabilities, out: &mut Vec<CounterValue>) {
                 out.extend(self.counters_for(capabilities));
             }
+            fn counter_values_from_wire(
+                data: &[u8],
+                capabilities: PmaCapabilities,
+                out: &mut Vec<CounterValue>,
+            ) -> Result<u8, DecodeError> {
+                if data.len() < Self::WIRE_LEN {
+                    // Short: the decoder's own error, word for word.
+                    return Self::decode(data).map(|c| c.port_select);
+                }
+                let port_select = Self::port_select.read(data)?;
+                let base = const { table_base(<$ty>::FIELDS) };
+                counters_from_wire(Self::FIELDS, base, data, capabilities, out)?;
+                Ok(port_select)
+            }
         }
 
         impl $ty {
             /// The counters a PMA with `capabilities` implements, in specification order.
             pub fn counters_for(&self, capabilities: PmaCapabilities) -> impl Iterator<Item = CounterValue> + '_ {
-                counters_in(self.fields(), capabilities)
+                counters_in(self.fields(), const { table_base(<$ty>::FIELDS) }, capabilities)
             }
             /// The counters of a PMA with [`ASSUMED_CAPABILITIES`], collected.
             pub fn counters(&self) -> Vec<CounterValue> {
@@ -1076,9 +1213,93 @@ mod counter_name_tests {
         assert_eq!(other, CounterName::intern("NotACounterOfAnyTable"));
         assert_ne!(other, first.short_name);
         assert_eq!(other.to_string(), "NotACounterOfAnyTable");
-        assert_eq!(
-            std::mem::size_of::<CounterName>(),
-            std::mem::size_of::<usize>()
-        );
+        assert!(!other.is_from_table() && first.short_name.is_from_table());
+        assert_eq!(std::mem::size_of::<CounterName>(), 2);
+    }
+
+    /// The counters read straight from the bytes are the decoded struct's, for every
+    /// counters attribute, any bytes and any capabilities; a short reply is the decoder's
+    /// error.
+    fn wire_and_struct_agree<A: PortSelected>(data: &[u8], capabilities: PmaCapabilities) {
+        let mut from_wire = Vec::new();
+        let wire = A::counter_values_from_wire(data, capabilities, &mut from_wire);
+        match A::decode(data) {
+            Ok(decoded) => {
+                assert_eq!(wire, Ok(decoded.port_select()));
+                let mut from_struct = Vec::new();
+                decoded.counter_values_into(capabilities, &mut from_struct);
+                assert_eq!(from_wire, from_struct);
+            }
+            Err(e) => assert_eq!(wire, Err(e)),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counters_from_the_wire_are_the_decoded_ones(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 200),
+            // Half the cases whole, the rest cut anywhere.
+            cut in 0..400usize,
+            mask in proptest::prelude::any::<u16>(),
+            mask2 in proptest::prelude::any::<u32>(),
+        ) {
+            let capabilities = PmaCapabilities { mask, mask2 };
+            let data = &bytes[..cut.min(bytes.len())];
+            wire_and_struct_agree::<PortCounters>(data, capabilities);
+            wire_and_struct_agree::<PortCountersExtended>(data, capabilities);
+            wire_and_struct_agree::<PortRcvErrorDetails>(data, capabilities);
+            wire_and_struct_agree::<PortXmitDiscardDetails>(data, capabilities);
+            wire_and_struct_agree::<PortExtendedSpeedsCounters>(data, capabilities);
+            wire_and_struct_agree::<PortExtendedSpeedsCountersRsFec>(data, capabilities);
+        }
+    }
+
+    /// A name two tables share is one name, whichever table a value came from.
+    #[test]
+    fn a_name_two_tables_share_is_one_name() {
+        let plain = PortCounters {
+            port_xmit_data: 1,
+            ..Default::default()
+        };
+        let extended = PortCountersExtended {
+            port_xmit_data: 1,
+            ..Default::default()
+        };
+        let name_in = |values: Vec<CounterValue>| {
+            values
+                .into_iter()
+                .find(|v| v.name == "PortXmitData")
+                .expect("a data counter")
+                .short_name
+        };
+        let (a, b) = (name_in(plain.counters()), name_in(extended.counters()));
+        assert_eq!(a, b);
+        assert_eq!(a.as_str(), "PortXmitData");
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(a);
+        assert!(seen.contains(&CounterName::intern("PortXmitData")));
+    }
+
+    /// Every table name is one JSON and Prometheus take as it is (what
+    /// `is_from_table` promises), and each table is found at its own place.
+    #[test]
+    fn table_names_need_no_escaping() {
+        for spec in TABLE_ROWS.iter() {
+            assert!(
+                spec.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+                "{}",
+                spec.name
+            );
+        }
+        let mut base = 0;
+        for table in COUNTER_TABLES {
+            assert_eq!(table_base(table), base);
+            for (row, spec) in table.iter().enumerate() {
+                assert_eq!(CounterName::of_row(base, row).as_str(), spec.name);
+            }
+            base += table.len();
+        }
     }
 }

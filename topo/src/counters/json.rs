@@ -130,6 +130,15 @@ impl Emitter {
         Ok(())
     }
 
+    /// `"name":` for a name known to need no escaping.
+    fn plain_key(&mut self, name: &str) {
+        self.item();
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(name.as_bytes());
+        self.buf
+            .extend_from_slice(if self.pretty { b"\": " } else { b"\":" });
+    }
+
     fn number(&mut self, value: u64) {
         self.buf
             .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
@@ -253,7 +262,11 @@ impl Emitter {
     fn counter_set(&mut self, set: &CounterSet) -> io::Result<()> {
         self.open(b'{');
         for reading in &set.0 {
-            self.key(&reading.name)?;
+            if reading.name.is_from_table() {
+                self.plain_key(reading.name.as_str());
+            } else {
+                self.key(&reading.name)?;
+            }
             if reading.saturated {
                 self.open(b'{');
                 self.key("value")?;

@@ -177,14 +177,15 @@ fn decode_reply_into<A: PortSelected>(
 ) -> Result<(), String> {
     out.clear();
     let r = result.map_err(|e| e.to_string())?;
-    let c = r
-        .decode::<A>()
-        .map_err(|e| format!("malformed reply: {e}"))?;
-    let port_select = c.port_select();
+    let port_select = A::counter_values_from_wire(r.payload::<A::Class>(), capabilities, out)
+        .map_err(|e| {
+            out.clear();
+            format!("malformed reply: {e}")
+        })?;
     if port_select != want {
+        out.clear();
         return Err(format!("reply is for port {port_select} (asked {want})"));
     }
-    c.counter_values_into(capabilities, out);
     Ok(())
 }
 

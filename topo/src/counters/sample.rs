@@ -20,8 +20,8 @@ pub(super) fn in_bytes(v: &CounterValue) -> u64 {
 /// One counter as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
-    /// The specification's name (perfquery's), e.g. "SymbolErrorCounter": the counter
-    /// table's own text, one pointer wide (a sweep holds millions of readings).
+    /// The specification's name (perfquery's), e.g. "SymbolErrorCounter", in two bytes: a
+    /// reading takes sixteen (a sweep at 100k HCAs holds some twenty million).
     pub name: CounterName,
     /// Data counters in bytes.
     pub value: u64,
@@ -450,6 +450,13 @@ mod tests {
     use super::test_support::port_sample as sample;
     use super::*;
     use ibscope_mad::attr::PortCounters;
+
+    /// A sweep at 100k HCAs holds some twenty million readings: each is a name in two
+    /// bytes, a value and a flag, sixteen bytes (it was twenty-four with a pointer).
+    #[test]
+    fn a_reading_takes_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Reading>(), 16);
+    }
 
     #[test]
     fn words_become_bytes_and_saturation_is_judged_on_the_wire() {
