@@ -1,18 +1,22 @@
 //! A sample's JSON, byte for byte what `serde_json::to_writer` (or `to_writer_pretty`) makes
-//! of it, written without serde for the counter maps.
+//! of it, written without serde.
 //!
-//! The maps are two thirds of a sweep's JSON (at 100k HCAs, 564 MiB): through serde every
-//! counter is six small writes and a byte-by-byte escape check of its name. Here a name
-//! that needs no escaping (every name of the PMA tables) is copied as it is, and numbers
-//! go straight into one buffer. Everything whose form serde owns (node references, the
-//! lists of strings, any name that does need escaping) still goes through serde_json, so
-//! the two cannot drift apart there; the test at the end compares them on awkward input.
+//! A sweep's JSON is large (at 100k HCAs, 564 MiB): through serde every counter is six
+//! small writes and a byte-by-byte escape check of its name, and every port reference a
+//! document of its own spliced in. Here a counter name of the PMA tables (which needs no
+//! escaping) and the fixed keys are copied as they are, and numbers and GUIDs go straight
+//! into one buffer. A string that does need escaping (a node name, a host, an error, a name
+//! read back from a file) and the caller's head fields go through serde_json, so escaping
+//! cannot drift from it; the tests compare the two on awkward input, pretty and compact.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
+use ibscope_mad::codes::guid;
+
 use super::sample::{CounterSet, PortSample, Sample};
+use crate::model::refs::{NodeRef, PortRef};
 
 /// The buffer is handed to the writer once it holds this much.
 const FLUSH_AT: usize = 64 << 10;
@@ -116,13 +120,7 @@ impl Emitter {
     /// `"name":`, escaped as serde_json escapes it.
     fn key(&mut self, name: &str) -> io::Result<()> {
         self.item();
-        if needs_escape(name) {
-            serde_json::to_writer(&mut self.buf, name)?;
-        } else {
-            self.buf.push(b'"');
-            self.buf.extend_from_slice(name.as_bytes());
-            self.buf.push(b'"');
-        }
+        self.string(name)?;
         self.buf.push(b':');
         if self.pretty {
             self.buf.push(b' ');
@@ -158,34 +156,6 @@ impl Emitter {
         Ok(())
     }
 
-    /// An object's members spliced into the object open here (`#[serde(flatten)]`).
-    fn flattened(&mut self, value: &impl Serialize) -> io::Result<()> {
-        let text = if self.pretty {
-            serde_json::to_vec_pretty(value)?
-        } else {
-            serde_json::to_vec(value)?
-        };
-        let members = text
-            .strip_prefix(b"{")
-            .and_then(|t| t.strip_suffix(b"}"))
-            .ok_or_else(|| io::Error::other("a flattened value is not a JSON object"))?;
-        // Pretty: "\n  member,\n  member\n"; the last newline is the object's own.
-        let members = if self.pretty {
-            members.strip_suffix(b"\n").unwrap_or(members)
-        } else {
-            members
-        };
-        if members.is_empty() {
-            return Ok(());
-        }
-        if !self.first {
-            self.buf.push(b',');
-        }
-        self.first = false;
-        self.indented(members, self.depth - 1);
-        Ok(())
-    }
-
     /// `text` with `depth` levels more indentation after each newline (a string's own
     /// newlines are escaped, so every newline is the layout's).
     fn indented(&mut self, text: &[u8], depth: usize) {
@@ -214,26 +184,33 @@ impl Emitter {
             errors,
         } = port;
         self.open(b'{');
-        self.flattened(at)?;
-        self.key("remote")?;
-        self.serde(remote)?;
-        self.key("capability_mask")?;
+        self.port_ref_members(at)?;
+        self.plain_key("remote");
+        match remote {
+            Some(remote) => {
+                self.open(b'{');
+                self.port_ref_members(remote)?;
+                self.close(b'}');
+            }
+            None => self.null(),
+        }
+        self.plain_key("capability_mask");
         match capability_mask {
             Some(mask) => self.number(u64::from(*mask)),
             None => self.null(),
         }
         if let Some(mask2) = capability_mask2 {
-            self.key("capability_mask2")?;
+            self.plain_key("capability_mask2");
             self.number(u64::from(*mask2));
         }
-        self.key("counters")?;
+        self.plain_key("counters");
         self.optional_counters(counters.as_ref())?;
-        self.key("extended")?;
+        self.plain_key("extended");
         self.optional_counters(extended.as_ref())?;
-        self.key("saturated")?;
-        self.serde(saturated)?;
+        self.plain_key("saturated");
+        self.strings(saturated)?;
         if !details.is_empty() {
-            self.key("details")?;
+            self.plain_key("details");
             self.open(b'{');
             for (attribute, set) in &details.0 {
                 self.key(attribute)?;
@@ -241,9 +218,68 @@ impl Emitter {
             }
             self.close(b'}');
         }
-        self.key("errors")?;
-        self.serde(errors)?;
+        self.plain_key("errors");
+        self.strings(errors)?;
         self.close(b'}');
+        Ok(())
+    }
+
+    /// A port reference's flat record (`port_ref`), as members of the object open here:
+    /// what [`PortRef`]'s `Serialize` writes, without a document per reference.
+    fn port_ref_members(&mut self, port: &PortRef) -> io::Result<()> {
+        // Every field named, so that a field added to `PortRef` fails to build here.
+        let PortRef {
+            node: NodeRef { guid, kind, name },
+            port,
+            lid,
+            host,
+            rail,
+        } = port;
+        self.plain_key("node");
+        self.string(name)?;
+        self.plain_key("node_guid");
+        self.buf.push(b'"');
+        let mut text = [0; 18];
+        self.buf
+            .extend_from_slice(guid::text_in(*guid, &mut text).as_bytes());
+        self.buf.push(b'"');
+        self.plain_key("kind");
+        self.string(kind.as_str())?;
+        self.plain_key("port");
+        self.number(u64::from(*port));
+        self.plain_key("lid");
+        self.number(u64::from(*lid));
+        if let Some(host) = host {
+            self.plain_key("host");
+            self.string(host)?;
+        }
+        if let Some(rail) = rail {
+            self.plain_key("rail");
+            self.number(u64::from(*rail));
+        }
+        Ok(())
+    }
+
+    /// A list of strings.
+    fn strings(&mut self, list: &[String]) -> io::Result<()> {
+        self.open(b'[');
+        for text in list {
+            self.item();
+            self.string(text)?;
+        }
+        self.close(b']');
+        Ok(())
+    }
+
+    /// A string value, escaped as serde_json escapes it.
+    fn string(&mut self, text: &str) -> io::Result<()> {
+        if needs_escape(text) {
+            serde_json::to_writer(&mut self.buf, text)?;
+        } else {
+            self.buf.push(b'"');
+            self.buf.extend_from_slice(text.as_bytes());
+            self.buf.push(b'"');
+        }
         Ok(())
     }
 
@@ -271,7 +307,7 @@ impl Emitter {
                 self.open(b'{');
                 self.key("value")?;
                 self.number(reading.value);
-                self.key("saturated")?;
+                self.plain_key("saturated");
                 self.buf.extend_from_slice(b"true");
                 self.close(b'}');
             } else {
@@ -360,6 +396,10 @@ mod tests {
             )
         };
         let bare = PortSample::new(port_ref("", None, None), None);
+        let remote_on_a_host = PortSample::new(
+            port_ref("sw", None, None),
+            Some(port_ref("gpu \"7\"", Some("gpu\\7"), Some(7))),
+        );
         let empty_sets = PortSample {
             counters: Some(CounterSet::default()),
             extended: None,
@@ -371,7 +411,7 @@ mod tests {
             duration_ms: 0,
             mads_sent: 31_548,
             data_unit: "bytes".into(),
-            ports: vec![full, bare, empty_sets],
+            ports: vec![full, bare, empty_sets, remote_on_a_host],
         }
     }
 
