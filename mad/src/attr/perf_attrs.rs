@@ -465,6 +465,18 @@ impl CounterName {
         usize::from(self.0) < TABLE_ROWS.len()
     }
 
+    /// Where a name of the tables is among [`CounterName::table_names`]: writers keep
+    /// something per name (a JSON key) in a list by it.
+    pub fn table_row(&self) -> Option<usize> {
+        self.is_from_table().then_some(usize::from(self.0))
+    }
+
+    /// Every row name of the PMA attributes' tables, in [`CounterName::table_row`] order
+    /// (a name several tables share appears at each of its rows).
+    pub fn table_names() -> impl ExactSizeIterator<Item = &'static str> {
+        TABLE_ROWS.iter().map(|spec| spec.name)
+    }
+
     /// `name` as a [`CounterName`]: a counter of the PMA attributes' tables is found there;
     /// any other name (JSON read back from a later version, or written by hand) is stored
     /// once for the rest of the process.

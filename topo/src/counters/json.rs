@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use ibscope_mad::attr::CounterName;
 use ibscope_mad::codes::guid;
 
 use super::sample::{CounterSet, PortSample, Sample};
@@ -297,11 +298,17 @@ impl Emitter {
     /// `{"value":N,"saturated":true}`.
     fn counter_set(&mut self, set: &CounterSet) -> io::Result<()> {
         self.open(b'{');
+        let keys = table_keys();
         for reading in &set.0 {
-            if reading.name.is_from_table() {
-                self.plain_key(reading.name.as_str());
-            } else {
-                self.key(&reading.name)?;
+            match reading.name.table_row() {
+                Some(row) => {
+                    self.item();
+                    self.buf.extend_from_slice(&keys[row]);
+                    if self.pretty {
+                        self.buf.push(b' ');
+                    }
+                }
+                None => self.key(&reading.name)?,
             }
             if reading.saturated {
                 self.open(b'{');
@@ -317,6 +324,17 @@ impl Emitter {
         self.close(b'}');
         Ok(())
     }
+}
+
+/// `"Name":` for every counter name of the PMA tables (which need no escaping), by
+/// [`CounterName::table_row`]: one copy per counter instead of three.
+fn table_keys() -> &'static [Box<[u8]>] {
+    static KEYS: std::sync::OnceLock<Vec<Box<[u8]>>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        CounterName::table_names()
+            .map(|name| format!("\"{name}\":").into_bytes().into_boxed_slice())
+            .collect()
+    })
 }
 
 /// What serde_json escapes in a string: `"`, `\` and control characters. Folded without
