@@ -6,15 +6,16 @@ use std::time::{Duration, Instant};
 use super::cancel::CancelToken;
 use super::config::{EngineConfig, EngineStats, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING};
 use super::error::MadError;
-use super::ledger::{Ledger, Outcome};
+use super::ledger::{dest_key, Ledger, Outcome};
 use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
+use super::packed::PackedRequest;
 use super::request::{Request, Response};
 use super::trace::{Trace, TRACE_ENV};
 use crate::attribute::{Attribute, Class};
-use crate::header::{class, class_version, MadHeader};
-use crate::smp::{SmpFrame, SmpRoute};
+use crate::header::{class, class_version, MadHeader, MAD_SIZE};
+use crate::smp::SmpFrame;
 use crate::transport::AnyPort;
-use crate::umad::{Dest, LocalPort, MadPort, TransportError};
+use crate::umad::{LocalPort, MadPort, TransportError};
 
 /// The request engine over one port ([`AnyPort`]: a local umad port or a relay; tests
 /// drive it over a fake [`MadPort`]).
@@ -68,7 +69,8 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
 /// fabric were held at once (about 700 MB).
 struct Intake<T, I: Iterator<Item = (T, Request)>> {
     batch: std::iter::Peekable<std::iter::Fuse<I>>,
-    later: std::collections::VecDeque<(T, Request)>,
+    /// Follow-ups, packed (with their [`dest_key`]) as the ledger keeps them.
+    later: std::collections::VecDeque<(T, u64, PackedRequest)>,
 }
 
 impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
@@ -88,8 +90,16 @@ impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
         self.batch.size_hint().0 + self.later.len()
     }
 
-    fn next(&mut self) -> Option<(T, Request)> {
-        self.later.pop_front().or_else(|| self.batch.next())
+    /// The next request, to the ledger: `false` if there is none.
+    fn hand_one(&mut self, ledger: &mut Ledger<T>) -> bool {
+        if let Some((token, dest, request)) = self.later.pop_front() {
+            ledger.push_packed(token, dest, request);
+        } else if let Some((token, request)) = self.batch.next() {
+            ledger.push(token, request);
+        } else {
+            return false;
+        }
+        true
     }
 
     /// A follow-up: behind the follow-ups not taken yet, or straight to the ledger when
@@ -98,15 +108,15 @@ impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
         if self.is_empty() {
             ledger.push(token, request);
         } else {
-            self.later.push_back((token, request));
+            let dest = dest_key(&request.dest);
+            self.later
+                .push_back((token, dest, PackedRequest::pack(&request)));
         }
     }
 
     /// Everything left, to the ledger (to fail or cancel it all at once).
     fn hand_all(&mut self, ledger: &mut Ledger<T>) {
-        while let Some((token, request)) = self.next() {
-            ledger.push(token, request);
-        }
+        while self.hand_one(ledger) {}
     }
 }
 
@@ -293,25 +303,24 @@ impl<P: MadPort> Engine<P> {
         Ok(agent)
     }
 
-    fn transmit(&mut self, tid: u32, request: &Request) -> Result<(), TransportError> {
-        let agent = self.agent_for(request.mgmt_class())?;
-        let mut mad = request.mad;
+    fn transmit(&mut self, tid: u32, request: &PackedRequest) -> Result<(), TransportError> {
+        let mgmt_class = request.mgmt_class();
+        let agent = self.agent_for(mgmt_class)?;
+        let mut mad = [0; MAD_SIZE];
+        let dest = request.unpack_into(&mut mad);
         // Our TID in the low 32 bits, the upper half zero (the kernel and the shim rewrite
         // it). Both slots lie inside every MAD and take any u64: the writes cannot fail.
         let _ = MadHeader::transaction_id.write(&mut mad, &u64::from(tid));
-        let is_smp = matches!(request.mgmt_class(), class::SMI_LID | class::SMI_DIRECT);
+        let is_smp = matches!(mgmt_class, class::SMI_LID | class::SMI_DIRECT);
         if is_smp && SmpFrame::m_key.read(&mad) == Ok(0) {
             let _ = SmpFrame::m_key.write(&mut mad, &self.m_key);
         }
         let timeout_ms = ceil_ms(self.config.timeout);
         // Kernel retries 0: the engine resends itself, with a fresh TID.
-        self.port.send(agent, &mad, &request.dest, timeout_ms, 0)?;
+        self.port.send(agent, &mad, &dest, timeout_ms, 0)?;
         self.stats.sent += 1;
         if let Some(trace) = &mut self.trace {
-            trace.count_send(match &request.dest {
-                Dest::Smp(SmpRoute::Directed(path)) => Some(path.len()),
-                _ => None,
-            });
+            trace.count_send(request.route_len());
         }
         Ok(())
     }
@@ -427,9 +436,7 @@ impl<P: MadPort> Engine<P> {
         let now = Instant::now();
         loop {
             if !ledger.has_ready() {
-                if let Some((token, request)) = intake.next() {
-                    ledger.push(token, request);
-                }
+                intake.hand_one(ledger);
             }
             let Some((tid, request)) = ledger.next_send(now) else {
                 // What the ledger had went to destinations at their cap while the window

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::config::EngineStats;
 use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
+use super::packed::PackedRequest;
 use super::request::Request;
 use crate::header::MAD_SIZE;
 use crate::smp::{MadView, SmpRoute};
@@ -55,7 +56,7 @@ pub(crate) fn dest_key(dest: &Dest) -> u64 {
 struct Entry<T> {
     /// Taken when the entry finishes (the rest is dropped where it lies).
     token: Option<T>,
-    request: Request,
+    request: PackedRequest,
     /// [`dest_key`] of the request.
     dest: u64,
     /// When the first and the latest attempt were sent.
@@ -207,9 +208,14 @@ impl<T> Ledger<T> {
     }
 
     pub fn push(&mut self, token: T, request: Request) {
+        let dest = dest_key(&request.dest);
+        self.push_packed(token, dest, PackedRequest::pack(&request));
+    }
+
+    /// [`Ledger::push`] of a request packed already, whose [`dest_key`] is `dest`.
+    pub(crate) fn push_packed(&mut self, token: T, dest: u64, request: PackedRequest) {
         let id = self.next_id;
         self.next_id += 1;
-        let dest = dest_key(&request.dest);
         self.entries.push(
             id,
             Entry {
@@ -337,7 +343,7 @@ impl<T> Ledger<T> {
     /// The next request to send, if the window has room (and the batch was not
     /// cancelled): its fresh TID and the request. Requests whose destination is at its
     /// cap are set aside for it and skipped.
-    pub fn next_send(&mut self, now: Instant) -> Option<(u32, &Request)> {
+    pub(crate) fn next_send(&mut self, now: Instant) -> Option<(u32, &PackedRequest)> {
         if self.cancelled {
             return None;
         }
@@ -749,7 +755,7 @@ mod tests {
     }
 
     fn send(l: &mut Ledger<u32>, now: Instant) -> Option<(u32, Request)> {
-        l.next_send(now).map(|(t, r)| (t, r.clone()))
+        l.next_send(now).map(|(t, r)| (t, r.unpack()))
     }
 
     fn done(o: Outcome<u32>) -> (u32, Result<(), MadError>) {

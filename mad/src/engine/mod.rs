@@ -19,7 +19,7 @@
 //! (a signal handler's poller, say) within one MAD timeout: see [`Engine::run`].
 //!
 //! Files: `request.rs` (what goes out and comes back, typed by attribute), `ledger.rs` (the
-//! pure bookkeeping), `pacing.rs` (the window and the cap per destination), `io_loop.rs`
+//! pure bookkeeping), `packed.rs` (a request as the ledger keeps it), `pacing.rs` (the window and the cap per destination), `io_loop.rs`
 //! (the [`Engine`]: the loop over a port), `trace.rs` (the in-flight time series),
 //! `config.rs` (its settings and counters), `error.rs` and `cancel.rs`.
 
@@ -29,6 +29,7 @@ mod error;
 mod io_loop;
 mod ledger;
 pub mod pacing;
+mod packed;
 mod request;
 pub mod trace;
 

@@ -1,0 +1,282 @@
+//! A request as the engine keeps it while it waits or is in flight: about 80 bytes instead
+//! of the 256-byte MAD and its destination (over 320 bytes).
+//!
+//! Discovery queues its whole breadth-first frontier and a counter sweep two reads per
+//! port; at 100k HCAs the queued requests were tens of megabytes, each copied into the
+//! queue and read back at its send long after, from memory no cache held. Yet a Get is
+//! nearly all zeros: the common header (with an SMP's M_Key and directed-route LIDs), and
+//! past it a short stretch at most (a directed route's hops; a PMA template's PortSelect
+//! and CounterSelect). That is what is kept; a directed route is read back from the MAD's
+//! own HopCount and InitialPath. Anything else (a Set with data, an SA query) is kept
+//! whole, boxed.
+
+use super::request::Request;
+use crate::header::{MadHeader, MAD_SIZE};
+use crate::smp::{DrPath, SmpFrame, SmpRoute};
+use crate::umad::Dest;
+
+/// Bytes kept as they are: the common header (24), and an SMP's M_Key, DrSLID and DrDLID.
+const HEAD: usize = 40;
+/// The longest stretch of other bytes kept inline: a directed route of up to 15 hops.
+const STRETCH: usize = 16;
+/// Where a directed-route SMP holds its HopCount, and its InitialPath (whose element 0 is
+/// unused: hop `i` leaves by element `i`).
+const HOP_COUNT_AT: usize = SmpFrame::hop_count.spec.bit_offset / 8;
+const INITIAL_PATH_AT: usize = SmpFrame::initial_path.spec.bit_offset / 8;
+const MGMT_CLASS_AT: usize = MadHeader::mgmt_class.spec.bit_offset / 8;
+
+/// A [`Request`], packed (see the module's comment).
+#[derive(Debug, Clone)]
+pub(crate) enum PackedRequest {
+    Inline {
+        head: [u8; HEAD],
+        /// Where the stretch starts in the MAD and how long it is (0: all zero past the head).
+        stretch_at: u8,
+        stretch_len: u8,
+        stretch: [u8; STRETCH],
+        dest: PackedDest,
+    },
+    Whole(Box<Request>),
+}
+
+/// A destination, short of a directed route (read back from the MAD).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PackedDest {
+    Lid(u16),
+    Directed,
+    Gsi { lid: u16, qpn: u32, qkey: u32 },
+}
+
+impl PackedRequest {
+    pub(crate) fn pack(request: &Request) -> PackedRequest {
+        let mad = &request.mad;
+        let dest = match &request.dest {
+            Dest::Smp(SmpRoute::Lid(lid)) => PackedDest::Lid(*lid),
+            Dest::Smp(SmpRoute::Directed(path)) if route_in_mad(mad, path) => PackedDest::Directed,
+            Dest::Gsi { lid, qpn, qkey } => PackedDest::Gsi {
+                lid: *lid,
+                qpn: *qpn,
+                qkey: *qkey,
+            },
+            Dest::Smp(SmpRoute::Directed(_)) => {
+                return PackedRequest::Whole(Box::new(request.clone()))
+            }
+        };
+        let (stretch_at, stretch_len) = nonzero_stretch(mad);
+        if stretch_len > STRETCH {
+            return PackedRequest::Whole(Box::new(request.clone()));
+        }
+        let mut head = [0; HEAD];
+        head.copy_from_slice(&mad[..HEAD]);
+        let mut stretch = [0; STRETCH];
+        stretch[..stretch_len].copy_from_slice(&mad[stretch_at..stretch_at + stretch_len]);
+        PackedRequest::Inline {
+            head,
+            // HEAD + 216 at most: a byte holds it.
+            stretch_at: stretch_at as u8,
+            stretch_len: stretch_len as u8,
+            stretch,
+            dest,
+        }
+    }
+
+    /// The MAD into `mad` (every byte written), and its destination.
+    pub(crate) fn unpack_into(&self, mad: &mut [u8; MAD_SIZE]) -> Dest {
+        match self {
+            PackedRequest::Inline {
+                head,
+                stretch_at,
+                stretch_len,
+                stretch,
+                dest,
+            } => {
+                mad.fill(0);
+                mad[..HEAD].copy_from_slice(head);
+                let (at, len) = (usize::from(*stretch_at), usize::from(*stretch_len));
+                mad[at..at + len].copy_from_slice(&stretch[..len]);
+                match *dest {
+                    PackedDest::Lid(lid) => Dest::Smp(SmpRoute::Lid(lid)),
+                    PackedDest::Directed => Dest::Smp(SmpRoute::Directed(route_of(mad))),
+                    PackedDest::Gsi { lid, qpn, qkey } => Dest::Gsi { lid, qpn, qkey },
+                }
+            }
+            PackedRequest::Whole(request) => {
+                *mad = request.mad;
+                request.dest.clone()
+            }
+        }
+    }
+
+    /// The request as it was handed in.
+    #[cfg(test)]
+    pub(crate) fn unpack(&self) -> Request {
+        let mut mad = [0; MAD_SIZE];
+        let dest = self.unpack_into(&mut mad);
+        Request { mad, dest }
+    }
+
+    pub(crate) fn mgmt_class(&self) -> u8 {
+        match self {
+            PackedRequest::Inline { head, .. } => head[MGMT_CLASS_AT],
+            PackedRequest::Whole(request) => request.mgmt_class(),
+        }
+    }
+
+    /// Hops of its directed route; `None` for any other destination.
+    pub(crate) fn route_len(&self) -> Option<usize> {
+        match self {
+            PackedRequest::Inline {
+                head,
+                dest: PackedDest::Directed,
+                ..
+            } => Some(usize::from(head[HOP_COUNT_AT])),
+            PackedRequest::Whole(request) => match &request.dest {
+                Dest::Smp(SmpRoute::Directed(path)) => Some(path.len()),
+                _ => None,
+            },
+            PackedRequest::Inline { .. } => None,
+        }
+    }
+}
+
+/// Where the bytes past the head that are not zero start, and how far they reach: (HEAD,
+/// 0) when all are zero. Word by word, as a million requests are packed in a sweep.
+fn nonzero_stretch(mad: &[u8; MAD_SIZE]) -> (usize, usize) {
+    const WORD: usize = 8;
+    const _: () = assert!((MAD_SIZE - HEAD) % WORD == 0);
+    let word = |i: usize| {
+        let mut w = [0; WORD];
+        w.copy_from_slice(&mad[HEAD + i * WORD..HEAD + (i + 1) * WORD]);
+        u64::from_ne_bytes(w)
+    };
+    let words = (MAD_SIZE - HEAD) / WORD;
+    let Some(first_word) = (0..words).find(|&i| word(i) != 0) else {
+        return (HEAD, 0);
+    };
+    let last_word = (first_word..words)
+        .rev()
+        .find(|&i| word(i) != 0)
+        .unwrap_or(first_word);
+    let in_word = |i: usize| &mad[HEAD + i * WORD..HEAD + (i + 1) * WORD];
+    let first = HEAD
+        + first_word * WORD
+        + in_word(first_word)
+            .iter()
+            .position(|&b| b != 0)
+            .unwrap_or(0);
+    let last = HEAD
+        + last_word * WORD
+        + in_word(last_word)
+            .iter()
+            .rposition(|&b| b != 0)
+            .unwrap_or(0);
+    (first, last - first + 1)
+}
+
+/// `mad` carries `path` as its HopCount and InitialPath (as every directed-route SMP this
+/// crate frames does), so the route can be read back from it.
+fn route_in_mad(mad: &[u8; MAD_SIZE], path: &DrPath) -> bool {
+    let hops = path.hops();
+    usize::from(mad[HOP_COUNT_AT]) == hops.len()
+        && mad.get(INITIAL_PATH_AT + 1..INITIAL_PATH_AT + 1 + hops.len()) == Some(hops)
+}
+
+/// The directed route a MAD's HopCount and InitialPath give.
+fn route_of(mad: &[u8; MAD_SIZE]) -> DrPath {
+    let hops = usize::from(mad[HOP_COUNT_AT]);
+    let path = mad.get(INITIAL_PATH_AT + 1..INITIAL_PATH_AT + 1 + hops);
+    // Packed only when the route read back equals the one handed in: it fits.
+    path.and_then(|p| DrPath::from_hops(p).ok())
+        .unwrap_or_else(DrPath::local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attr::{NodeInfo, PortCounters, PortInfo};
+    use proptest::prelude::*;
+
+    fn round_trip(request: &Request) -> PackedRequest {
+        let packed = PackedRequest::pack(request);
+        assert_eq!(&packed.unpack(), request);
+        assert_eq!(packed.mgmt_class(), request.mgmt_class());
+        packed
+    }
+
+    /// The requests the tools send are kept inline, and come back byte for byte.
+    #[test]
+    fn gets_are_kept_inline() {
+        let path = DrPath::from_hops(&[1, 3, 17, 255, 2]).unwrap();
+        let template = PortCounters {
+            port_select: 7,
+            counter_select: 0xffff,
+            ..Default::default()
+        };
+        for request in [
+            Request::get::<NodeInfo>(&SmpRoute::Directed(path.clone()), 0),
+            Request::get::<NodeInfo>(&SmpRoute::Directed(DrPath::local()), 0),
+            Request::get::<PortInfo>(&SmpRoute::Lid(0xbfff), 0x8000_0003),
+            Request::get_with::<PortCounters>(&0x1234, 0, &template),
+            Request::get::<PortCounters>(&1, 0),
+        ] {
+            let packed = round_trip(&request);
+            assert!(
+                matches!(packed, PackedRequest::Inline { .. }),
+                "{request:?}"
+            );
+        }
+        let deep =
+            Request::get::<NodeInfo>(&SmpRoute::Directed(DrPath::from_hops(&[9; 15]).unwrap()), 0);
+        assert_eq!(round_trip(&deep).route_len(), Some(15));
+        assert!(std::mem::size_of::<PackedRequest>() <= 80);
+    }
+
+    /// What does not fit (a route past 15 hops, data over more than 16 bytes, a route the
+    /// MAD does not carry) is kept whole, and comes back as it was too.
+    #[test]
+    fn the_rest_is_kept_whole() {
+        let long = SmpRoute::Directed(DrPath::from_hops(&[2; 20]).unwrap());
+        let mut elsewhere = Request::get::<NodeInfo>(&SmpRoute::Directed(DrPath::local()), 0);
+        elsewhere.dest = Dest::Smp(SmpRoute::Directed(DrPath::from_hops(&[4]).unwrap()));
+        let mut spread = Request::get::<PortInfo>(&SmpRoute::Lid(3), 1);
+        spread.mad[70] = 1;
+        spread.mad[90] = 2;
+        for request in [Request::get::<NodeInfo>(&long, 0), spread, elsewhere] {
+            let packed = round_trip(&request);
+            assert!(matches!(packed, PackedRequest::Whole(_)), "{request:?}");
+        }
+    }
+
+    proptest! {
+        /// Any MAD to any destination comes back as it was handed in.
+        #[test]
+        fn any_request_comes_back(
+            bytes in proptest::collection::vec(any::<u8>(), MAD_SIZE),
+            // Past the head, zero but for a stretch at `at`, as in real requests: up to
+            // 16 bytes are kept inline, longer ones whole.
+            at in HEAD..MAD_SIZE,
+            len in 0usize..24,
+            hops in proptest::collection::vec(any::<u8>(), 0..20),
+            kind in 0u8..3,
+            in_mad in any::<bool>(),
+        ) {
+            let mut mad = [0u8; MAD_SIZE];
+            for (i, &b) in bytes.iter().enumerate() {
+                if i < HEAD || (at..at + len).contains(&i) {
+                    mad[i] = b;
+                }
+            }
+            let path = DrPath::from_hops(&hops).unwrap();
+            if in_mad {
+                mad[HOP_COUNT_AT] = hops.len() as u8;
+                mad[INITIAL_PATH_AT + 1..INITIAL_PATH_AT + 1 + hops.len()].copy_from_slice(&hops);
+            }
+            let dest = match kind {
+                0 => Dest::Smp(SmpRoute::Lid(u16::from_be_bytes([bytes[0], bytes[1]]))),
+                1 => Dest::Smp(SmpRoute::Directed(path)),
+                _ => Dest::Gsi { lid: 5, qpn: 1, qkey: 0x8001_0000 },
+            };
+            round_trip(&Request { mad, dest });
+        }
+    }
+}
