@@ -139,6 +139,65 @@ impl<E> Slab<E> {
     }
 }
 
+/// The entry id of each pending TID. The ledger hands TIDs out in sequence and they end
+/// roughly in order, so a deque indexed by `tid - first` does what a hash map did (four
+/// lookups per MAD) without hashing.
+struct TidMap {
+    /// The TID of `ids[0]`.
+    first: u32,
+    /// [`TidMap::NONE`] for a TID skipped or ended.
+    ids: VecDeque<u64>,
+}
+
+impl TidMap {
+    const NONE: u64 = u64::MAX;
+
+    fn new() -> Self {
+        TidMap {
+            first: 0,
+            ids: VecDeque::new(),
+        }
+    }
+    fn slot(&self, tid: u32) -> usize {
+        tid.wrapping_sub(self.first) as usize
+    }
+    fn get(&self, tid: u32) -> Option<u64> {
+        self.ids
+            .get(self.slot(tid))
+            .copied()
+            .filter(|&id| id != Self::NONE)
+    }
+    fn contains(&self, tid: u32) -> bool {
+        self.get(tid).is_some()
+    }
+    /// `tid` is the one after the last inserted, or a few past it (TIDs skipped stay
+    /// empty), or any when nothing is pending.
+    fn insert(&mut self, tid: u32, id: u64) {
+        if self.ids.is_empty() {
+            self.first = tid;
+        }
+        let slot = self.slot(tid);
+        debug_assert!(
+            slot <= self.ids.len() + 1,
+            "TIDs are handed out in sequence"
+        );
+        while self.ids.len() <= slot {
+            self.ids.push_back(Self::NONE);
+        }
+        self.ids[slot] = id;
+    }
+    fn remove(&mut self, tid: u32) {
+        let slot = self.slot(tid);
+        if let Some(id) = self.ids.get_mut(slot) {
+            *id = Self::NONE;
+        }
+        while self.ids.front() == Some(&Self::NONE) {
+            self.ids.pop_front();
+            self.first = self.first.wrapping_add(1);
+        }
+    }
+}
+
 /// The pending table of one batch: TIDs, deadlines and retries, with time passed in.
 pub struct Ledger<T> {
     window: Window,
@@ -158,7 +217,7 @@ pub struct Ledger<T> {
     /// lazily.
     timers: BinaryHeap<Reverse<(Instant, u64, u32)>>,
     rtt: RttEstimator,
-    by_tid: foldhash::HashMap<u32, u64>,
+    by_tid: TidMap,
     in_flight: usize,
     stats: EngineStats,
     /// Set by [`Ledger::cancel`]: nothing more is sent or resent.
@@ -200,7 +259,7 @@ impl<T> Ledger<T> {
             ready: VecDeque::new(),
             timers: BinaryHeap::new(),
             rtt: RttEstimator::default(),
-            by_tid: foldhash::HashMap::default(),
+            by_tid: TidMap::new(),
             in_flight: 0,
             stats: EngineStats::default(),
             cancelled: false,
@@ -334,7 +393,7 @@ impl<T> Ledger<T> {
             let tid = self.next_tid;
             self.next_tid = self.next_tid.wrapping_add(1);
             // 0 is what an uninitialised MAD carries; skip it and any TID still pending.
-            if tid != 0 && !self.by_tid.contains_key(&tid) {
+            if tid != 0 && !self.by_tid.contains(tid) {
                 return tid;
             }
         }
@@ -436,8 +495,10 @@ impl<T> Ledger<T> {
                 e.dest,
             )
         })?;
-        self.by_tid.remove(&last_tid);
-        for tid in &older_tids {
+        if last_tid != 0 {
+            self.by_tid.remove(last_tid);
+        }
+        for &tid in &older_tids {
             self.by_tid.remove(tid);
         }
         if in_flight {
@@ -524,7 +585,7 @@ impl<T> Ledger<T> {
 
     /// The send of `tid` failed locally: the request ends with that error.
     pub fn send_failed(&mut self, tid: u32, error: MadError) -> Option<(T, MadError)> {
-        let id = *self.by_tid.get(&tid)?;
+        let id = self.by_tid.get(tid)?;
         self.finish(id).map(|t| (t, error))
     }
 
@@ -546,7 +607,7 @@ impl<T> Ledger<T> {
         };
         // Only the low 32 bits are ours: the kernel and the shim rewrite the upper half.
         let tid = view.header.transaction_id as u32;
-        let Some(&id) = self.by_tid.get(&tid) else {
+        let Some(id) = self.by_tid.get(tid) else {
             self.stats.unmatched += 1;
             return Outcome::Unmatched;
         };
@@ -730,6 +791,36 @@ mod tests {
         assert!(slab.slots.is_empty(), "freed slots stay behind");
         slab.push(14, 1);
         assert_eq!(slab.get(14), Some(&1));
+    }
+
+    /// TIDs in sequence, past u32::MAX (0 skipped) and ending out of order: each finds its
+    /// entry until it ends, and the deque keeps only what lies from the oldest pending on.
+    #[test]
+    fn tid_map_follows_tids_across_the_wrap() {
+        let mut m = TidMap::new();
+        let tids = [u32::MAX - 1, u32::MAX, 1, 2, 3];
+        for (id, &tid) in tids.iter().enumerate() {
+            m.insert(tid, id as u64);
+        }
+        for (id, &tid) in tids.iter().enumerate() {
+            assert_eq!(m.get(tid), Some(id as u64));
+        }
+        assert_eq!(m.get(0), None);
+        assert_eq!(m.get(4), None);
+        assert_eq!(m.get(u32::MAX - 2), None);
+        m.remove(u32::MAX);
+        m.remove(2);
+        assert_eq!(m.get(u32::MAX), None);
+        assert_eq!(m.get(1), Some(2));
+        m.remove(u32::MAX - 1);
+        // The front ended: the deque starts at the oldest pending TID, 1.
+        assert_eq!((m.first, m.ids.len()), (1, 3));
+        m.remove(1);
+        m.remove(3);
+        assert!(m.ids.is_empty());
+        // Empty, it starts again wherever the next TID is.
+        m.insert(77, 9);
+        assert_eq!((m.get(77), m.first), (Some(9), 77));
     }
 
     /// The reply a node would send to `request` sent under `tid`.
