@@ -144,32 +144,20 @@ impl PackedRequest {
 fn nonzero_stretch(mad: &[u8; MAD_SIZE]) -> (usize, usize) {
     const WORD: usize = 8;
     const _: () = assert!((MAD_SIZE - HEAD) % WORD == 0);
-    let word = |i: usize| {
-        let mut w = [0; WORD];
-        w.copy_from_slice(&mad[HEAD + i * WORD..HEAD + (i + 1) * WORD]);
-        u64::from_ne_bytes(w)
-    };
+    let start = |i: usize| HEAD + i * WORD;
+    let bytes = |i: usize| &mad[start(i)..start(i + 1)];
+    // A word at a time: the compiler makes one load and compare of it.
+    let nonzero = |i: usize| u64::from_ne_bytes(std::array::from_fn(|k| bytes(i)[k])) != 0;
     let words = (MAD_SIZE - HEAD) / WORD;
-    let Some(first_word) = (0..words).find(|&i| word(i) != 0) else {
+    let Some(first_word) = (0..words).find(|&i| nonzero(i)) else {
         return (HEAD, 0);
     };
-    let last_word = (first_word..words)
-        .rev()
-        .find(|&i| word(i) != 0)
-        .unwrap_or(first_word);
-    let in_word = |i: usize| &mad[HEAD + i * WORD..HEAD + (i + 1) * WORD];
-    let first = HEAD
-        + first_word * WORD
-        + in_word(first_word)
-            .iter()
-            .position(|&b| b != 0)
-            .unwrap_or(0);
-    let last = HEAD
-        + last_word * WORD
-        + in_word(last_word)
-            .iter()
-            .rposition(|&b| b != 0)
-            .unwrap_or(0);
+    let last_word = (first_word..words).rev().find(|&i| nonzero(i));
+    let last_word = last_word.unwrap_or(first_word);
+    let first = bytes(first_word).iter().position(|&b| b != 0);
+    let last = bytes(last_word).iter().rposition(|&b| b != 0);
+    let first = start(first_word) + first.unwrap_or(0);
+    let last = start(last_word) + last.unwrap_or(0);
     (first, last - first + 1)
 }
 
