@@ -141,7 +141,9 @@ impl<E> Slab<E> {
 
 /// The entry id of each pending TID. The ledger hands TIDs out in sequence and they end
 /// roughly in order, so a deque indexed by `tid - first` does what a hash map did (four
-/// lookups per MAD) without hashing.
+/// lookups per MAD) without hashing. A request pending long (resent until it fails) holds
+/// the front: the deque then spans every TID handed out meanwhile, 8 bytes each (a few
+/// MB for seconds of a fast fabric's MADs).
 struct TidMap {
     /// The TID of `ids[0]`.
     first: u32,

@@ -469,8 +469,9 @@ impl Fabric {
         Ok(id)
     }
 
-    /// [`Fabric::add_node`] indexed by node GUID alone: lookups by port GUID, LID or name
-    /// do not find the node until [`Fabric::reindex`]. For discovery, which adds a node
+    /// [`Fabric::add_node`] indexed by node GUID alone: lookups by port GUID or LID do not
+    /// find the node until [`Fabric::reindex`] (by description, only if none was made since
+    /// the last indexing change). For discovery, which adds a node
     /// before its ports, LIDs and description are read and reindexes once at the end.
     pub(crate) fn add_node_guid_indexed(&mut self, node: Node) -> Result<NodeId, ModelError> {
         if self.by_guid.contains_key(&node.guid) {
