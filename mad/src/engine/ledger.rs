@@ -89,12 +89,19 @@ impl<E> Slab<E> {
             live: 0,
         }
     }
-    /// Store `entry` under the next id (`first + slots.len()`), which the caller hands out.
+    /// Store `entry` under `id`, which the caller hands out in order: the next id
+    /// (`first + slots.len()`) or a few past it (the ids skipped stay empty).
     fn push(&mut self, id: u64, entry: E) {
         if self.slots.is_empty() {
             self.first = id;
         }
-        debug_assert_eq!(id, self.first + self.slots.len() as u64);
+        debug_assert!(
+            id >= self.first + self.slots.len() as u64,
+            "ids come in order"
+        );
+        while self.first + (self.slots.len() as u64) < id {
+            self.slots.push_back(None);
+        }
         self.slots.push_back(Some(entry));
         self.live += 1;
     }
@@ -112,8 +119,8 @@ impl<E> Slab<E> {
         self.get(id).is_some()
     }
     /// Run `take` on the entry under `id` where it lies, then free its slot: what `take`
-    /// leaves is dropped in place rather than moved out (an entry is mostly its request,
-    /// hundreds of bytes, and a batch finishes millions).
+    /// leaves is dropped in place rather than moved out (a ledger entry is well over a
+    /// hundred bytes, and a batch finishes millions).
     fn remove_with<R>(&mut self, id: u64, take: impl FnOnce(&mut E) -> R) -> Option<R> {
         let i = self.index(id)?;
         let slot = self.slots.get_mut(i)?;
@@ -139,64 +146,42 @@ impl<E> Slab<E> {
     }
 }
 
-/// The entry id of each pending TID. The ledger hands TIDs out in sequence and they end
-/// roughly in order, so a deque indexed by `tid - first` does what a hash map did (four
-/// lookups per MAD) without hashing. A request pending long (resent until it fails) holds
-/// the front: the deque then spans every TID handed out meanwhile, 8 bytes each (a few
-/// MB for seconds of a fast fabric's MADs).
+/// The entry id of each pending TID: a [`Slab`] keyed by the TID's distance from the first
+/// one pending when the map was last empty. The ledger hands TIDs out in sequence (skipping
+/// 0 and any still pending) and they end roughly in order, so this does what a hash map
+/// did (four lookups per MAD) without hashing. A request pending long (resent until it
+/// fails) holds the front: the slab then spans every TID handed out meanwhile, 16 bytes
+/// each (a few MB for seconds of a fast fabric's MADs).
 struct TidMap {
-    /// The TID of `ids[0]`.
-    first: u32,
-    /// [`TidMap::NONE`] for a TID skipped or ended.
-    ids: VecDeque<u64>,
+    /// The TID of key 0.
+    base: u32,
+    ids: Slab<u64>,
 }
 
 impl TidMap {
-    const NONE: u64 = u64::MAX;
-
     fn new() -> Self {
         TidMap {
-            first: 0,
-            ids: VecDeque::new(),
+            base: 0,
+            ids: Slab::new(),
         }
     }
-    fn slot(&self, tid: u32) -> usize {
-        tid.wrapping_sub(self.first) as usize
+    fn key(&self, tid: u32) -> u64 {
+        u64::from(tid.wrapping_sub(self.base))
     }
     fn get(&self, tid: u32) -> Option<u64> {
-        self.ids
-            .get(self.slot(tid))
-            .copied()
-            .filter(|&id| id != Self::NONE)
+        self.ids.get(self.key(tid)).copied()
     }
     fn contains(&self, tid: u32) -> bool {
         self.get(tid).is_some()
     }
-    /// `tid` is the one after the last inserted, or a few past it (TIDs skipped stay
-    /// empty), or any when nothing is pending.
     fn insert(&mut self, tid: u32, id: u64) {
         if self.ids.is_empty() {
-            self.first = tid;
+            self.base = tid;
         }
-        let slot = self.slot(tid);
-        debug_assert!(
-            slot <= self.ids.len() + 1,
-            "TIDs are handed out in sequence"
-        );
-        while self.ids.len() <= slot {
-            self.ids.push_back(Self::NONE);
-        }
-        self.ids[slot] = id;
+        self.ids.push(self.key(tid), id);
     }
     fn remove(&mut self, tid: u32) {
-        let slot = self.slot(tid);
-        if let Some(id) = self.ids.get_mut(slot) {
-            *id = Self::NONE;
-        }
-        while self.ids.front() == Some(&Self::NONE) {
-            self.ids.pop_front();
-            self.first = self.first.wrapping_add(1);
-        }
+        self.ids.remove_with(self.key(tid), |_| ());
     }
 }
 
@@ -816,13 +801,14 @@ mod tests {
         assert_eq!(m.get(1), Some(2));
         m.remove(u32::MAX - 1);
         // The front ended: the deque starts at the oldest pending TID, 1.
-        assert_eq!((m.first, m.ids.len()), (1, 3));
+        let front = m.base.wrapping_add(m.ids.first as u32);
+        assert_eq!((front, m.ids.slots.len()), (1, 3));
         m.remove(1);
         m.remove(3);
-        assert!(m.ids.is_empty());
+        assert!(m.ids.slots.is_empty());
         // Empty, it starts again wherever the next TID is.
         m.insert(77, 9);
-        assert_eq!((m.get(77), m.first), (Some(9), 77));
+        assert_eq!((m.get(77), m.base), (Some(9), 77));
     }
 
     /// The reply a node would send to `request` sent under `tid`.
