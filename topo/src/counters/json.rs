@@ -50,15 +50,15 @@ pub fn write_sample<W: Write + ?Sized>(
         e.key(key)?;
         e.serde(value)?;
     }
-    e.key("time_ms")?;
+    e.plain_key("time_ms");
     e.number(*time_ms);
-    e.key("duration_ms")?;
+    e.plain_key("duration_ms");
     e.number(*duration_ms);
-    e.key("mads_sent")?;
+    e.plain_key("mads_sent");
     e.number(*mads_sent);
-    e.key("data_unit")?;
+    e.plain_key("data_unit");
     e.serde(data_unit)?;
-    e.key("ports")?;
+    e.plain_key("ports");
     e.open(b'[');
     for port in ports {
         e.item();
@@ -312,7 +312,7 @@ impl Emitter {
             }
             if reading.saturated {
                 self.open(b'{');
-                self.key("value")?;
+                self.plain_key("value");
                 self.number(reading.value);
                 self.plain_key("saturated");
                 self.buf.extend_from_slice(b"true");
