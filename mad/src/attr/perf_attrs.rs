@@ -671,18 +671,29 @@ fn counters_in<'a>(
     // The table's rows are the fields, in order: each field's name is its row's.
     let names = FIRST_ROW_NAMED[table_base..].iter();
     fields.zip(names).filter_map(move |((spec, value), &name)| {
-        let counter = spec.counter()?;
-        if !capabilities.covers(counter.needs) {
-            return None;
-        }
-        Some(CounterValue {
+        let counter = counter_row(spec, name, capabilities)?;
+        Some(counter(value.as_u64()?))
+    })
+}
+
+/// Row `spec` (its name at place `name`, see [`CounterName`]) as a counter a PMA with
+/// `capabilities` implements: what makes its [`CounterValue`] of the value read there.
+/// `None` for a row that is no counter, or one the PMA lacks.
+fn counter_row(
+    spec: &'static FieldSpec,
+    name: u16,
+    capabilities: PmaCapabilities,
+) -> Option<impl FnOnce(u64) -> CounterValue> {
+    let counter = spec.counter()?;
+    capabilities
+        .covers(counter.needs)
+        .then_some(move |value| CounterValue {
             name: spec.name,
             short_name: CounterName(name),
-            value: value.as_u64()?,
+            value,
             bits: spec.bit_width as u32,
             kind: counter.kind,
         })
-    })
 }
 
 /// A counters attribute a request addresses to one port (or all: 0xFF) by PortSelect, and
@@ -717,19 +728,9 @@ fn counters_from_wire(
     out: &mut Vec<CounterValue>,
 ) -> Result<(), DecodeError> {
     for (spec, &name) in table.iter().zip(&FIRST_ROW_NAMED[table_base..]) {
-        let Some(counter) = spec.counter() else {
-            continue;
-        };
-        if !capabilities.covers(counter.needs) {
-            continue;
+        if let Some(counter) = counter_row(spec, name, capabilities) {
+            out.push(counter(get_bits(data, spec.bit_offset, spec.bit_width)?));
         }
-        out.push(CounterValue {
-            name: spec.name,
-            short_name: CounterName(name),
-            value: get_bits(data, spec.bit_offset, spec.bit_width)?,
-            bits: spec.bit_width as u32,
-            kind: counter.kind,
-        });
     }
     Ok(())
 }
