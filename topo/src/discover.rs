@@ -25,11 +25,8 @@ use ibscope_mad::attr::{
     LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription, NodeInfo, PhysState, PortInfo,
     PortState, SwitchInfo,
 };
-use ibscope_mad::attribute::Attribute;
-use ibscope_mad::engine::{MadError, Request, Response};
-use ibscope_mad::header::{MadHeader, MAD_SIZE};
-use ibscope_mad::smp::{aim_smp, DrPath, SmpRoute};
-use ibscope_mad::umad::Dest;
+use ibscope_mad::engine::{DirectedGet, FollowUps, MadError, PackedGet, Request, Response};
+use ibscope_mad::smp::DrPath;
 
 use crate::model::{
     DiscoveryReport, End, Fabric, Node, NodeId, NodeKind, Port, PortKey, SwitchFacts,
@@ -38,7 +35,7 @@ use crate::model::{
 /// What discovery needs from a transport: run a batch, hand each completion to a callback
 /// that may queue follow-ups. `ibscope_mad::engine::Engine` implements it; tests use fakes.
 /// Completion callback: the request's token, its outcome, and a queue for follow-ups.
-pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut Vec<(T, Request)>) + 'a;
+pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut FollowUps<T>) + 'a;
 
 pub trait SmpExecutor {
     fn execute<T>(
@@ -72,13 +69,13 @@ pub(crate) fn execute_in_order<T>(
     mut answer: impl FnMut(&Request) -> Result<Response, MadError>,
 ) -> u64 {
     let mut queue: std::collections::VecDeque<(T, Request)> = requests.into_iter().collect();
-    let mut follow_ups = Vec::new();
+    let mut follow_ups = FollowUps::new();
     let mut answered = 0;
     while let Some((token, request)) = queue.pop_front() {
         answered += 1;
         let result = answer(&request);
         on_done(token, result, &mut follow_ups);
-        queue.extend(follow_ups.drain(..));
+        queue.extend(follow_ups.drain());
     }
     answered
 }
@@ -178,34 +175,31 @@ struct NodeSweep {
 }
 
 /// A Get SMP of each attribute discovery asks, framed once along the empty route: a
-/// request is a copy re-aimed along its own route with its modifier, which costs far
+/// request is a packed copy aimed along its own route with its modifier, which costs far
 /// less than framing a million SMPs one by one.
 struct GetTemplates {
-    node_info: [u8; MAD_SIZE],
-    node_description: [u8; MAD_SIZE],
-    port_info: [u8; MAD_SIZE],
-    switch_info: [u8; MAD_SIZE],
-    lft: [u8; MAD_SIZE],
-    mlnx_ext: [u8; MAD_SIZE],
+    node_info: DirectedGet,
+    node_description: DirectedGet,
+    port_info: DirectedGet,
+    switch_info: DirectedGet,
+    lft: DirectedGet,
+    mlnx_ext: DirectedGet,
 }
 
 impl GetTemplates {
     fn new() -> GetTemplates {
-        fn framed<A: Attribute<Class = ibscope_mad::attribute::SubnMgt>>() -> [u8; MAD_SIZE] {
-            Request::get::<A>(&SmpRoute::Directed(DrPath::local()), 0).mad
-        }
         GetTemplates {
-            node_info: framed::<NodeInfo>(),
-            node_description: framed::<NodeDescription>(),
-            port_info: framed::<PortInfo>(),
-            switch_info: framed::<SwitchInfo>(),
-            lft: framed::<LinearForwardingTableBlock>(),
-            mlnx_ext: framed::<MlnxExtPortInfo>(),
+            node_info: DirectedGet::new::<NodeInfo>(),
+            node_description: DirectedGet::new::<NodeDescription>(),
+            port_info: DirectedGet::new::<PortInfo>(),
+            switch_info: DirectedGet::new::<SwitchInfo>(),
+            lft: DirectedGet::new::<LinearForwardingTableBlock>(),
+            mlnx_ext: DirectedGet::new::<MlnxExtPortInfo>(),
         }
     }
 
-    /// The Get `q` makes, along `path`: the same request `Request::get` frames.
-    fn get(&self, q: &Query, path: &DrPath) -> Request {
+    /// The Get `q` makes, along `path`: the same request `Request::get` frames, packed.
+    fn get(&self, q: &Query, path: &DrPath) -> PackedGet {
         let (template, modifier) = match q {
             Query::Probe { .. } => (&self.node_info, 0),
             Query::Description { .. } => (&self.node_description, 0),
@@ -214,14 +208,7 @@ impl GetTemplates {
             Query::Lft { block, .. } => (&self.lft, *block),
             Query::MlnxExt { port, .. } => (&self.mlnx_ext, u32::from(*port)),
         };
-        let mut mad = *template;
-        aim_smp(&mut mad, path);
-        // An aligned header word of the 256 bytes: the write cannot fail.
-        let _ = MadHeader::attribute_modifier.write(&mut mad, &modifier);
-        Request {
-            mad,
-            dest: Dest::Smp(SmpRoute::Directed(path.clone())),
-        }
+        template.along(path, modifier)
     }
 }
 
@@ -294,7 +281,7 @@ impl Sweep {
         self.nodes.get(node.index())?.port0_cap
     }
 
-    fn request(&self, q: &Query) -> Option<Request> {
+    fn request(&self, q: &Query) -> Option<PackedGet> {
         let path = match q {
             Query::Probe { path, .. } | Query::MlnxExt { path, .. } => path,
             Query::Description { node }
@@ -330,7 +317,7 @@ impl Sweep {
     }
 
     /// `q` by an alternate route (see [`Sweep::alternate_path`]), if there is one.
-    fn alternate_request(&self, q: &Query, k: usize) -> Option<Request> {
+    fn alternate_request(&self, q: &Query, k: usize) -> Option<PackedGet> {
         let path = match q {
             Query::Probe {
                 from: Some(end), ..
@@ -355,18 +342,13 @@ impl Sweep {
         Some(self.templates.get(q, &path))
     }
 
-    fn push(&self, q: Query, out: &mut Vec<(Query, Request)>) {
+    fn push(&self, q: Query, out: &mut FollowUps<Query>) {
         if let Some(r) = self.request(&q) {
-            out.push((q, r));
+            out.push_packed(q, r);
         }
     }
 
-    fn handle(
-        &mut self,
-        q: Query,
-        result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
-    ) {
+    fn handle(&mut self, q: Query, result: Result<Response, MadError>, out: &mut FollowUps<Query>) {
         let resp = match result {
             Ok(r) => r,
             // Not answering the vendor attribute is normal (libibnetdisc goes on likewise).
@@ -433,7 +415,7 @@ impl Sweep {
         path: DrPath,
         from: Option<End>,
         info: NodeInfo,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let kind = NodeKind::classify(info.kind(), "").unwrap_or(NodeKind::Ca);
         let entered = info.local_port_num;
@@ -543,28 +525,22 @@ impl Sweep {
     }
 
     /// Probe the node beyond `from`, along `path`.
-    fn push_probe(&self, path: DrPath, from: End, out: &mut Vec<(Query, Request)>) {
+    fn push_probe(&self, path: DrPath, from: End, out: &mut FollowUps<Query>) {
         let from = Some(from);
         self.push(Query::Probe { path, from }, out);
     }
 
-    fn ask_port(&mut self, node: NodeId, port: u8, out: &mut Vec<(Query, Request)>) {
+    fn ask_port(&mut self, node: NodeId, port: u8, out: &mut FollowUps<Query>) {
         if self.node_sweep(node).asked_port.insert(port) {
             self.push(Query::PortInfo { node, port }, out);
         }
     }
 
-    fn ask_port_via(
-        &mut self,
-        node: NodeId,
-        port: u8,
-        path: DrPath,
-        out: &mut Vec<(Query, Request)>,
-    ) {
+    fn ask_port_via(&mut self, node: NodeId, port: u8, path: DrPath, out: &mut FollowUps<Query>) {
         if self.node_sweep(node).asked_port.insert(port) {
             let q = Query::PortInfo { node, port };
             let request = self.templates.get(&q, &path);
-            out.push((q, request));
+            out.push_packed(q, request);
         }
     }
 
@@ -573,7 +549,7 @@ impl Sweep {
         node: NodeId,
         number: u8,
         info: &PortInfo,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let is_switch = self.fabric.node(node).is_switch();
         let external = is_switch && number != 0;
@@ -652,7 +628,7 @@ impl Sweep {
         node: NodeId,
         port: u8,
         info: &PortInfo,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let n = self.fabric.node(node);
         if port == 0
@@ -703,7 +679,7 @@ impl Sweep {
         self.mlnx.insert(end, m);
     }
 
-    fn on_switch_info(&mut self, node: NodeId, info: &SwitchInfo, out: &mut Vec<(Query, Request)>) {
+    fn on_switch_info(&mut self, node: NodeId, info: &SwitchInfo, out: &mut FollowUps<Query>) {
         let read_lft = self.options.read_lft;
         let n = self.fabric.node_mut(node);
         let sw = n.switch.get_or_insert_with(SwitchFacts::default);
@@ -768,9 +744,9 @@ pub fn discover<E: SmpExecutor>(
         path: DrPath::local(),
         from: None,
     };
-    let mut initial = Vec::new();
+    let mut initial = FollowUps::new();
     sweep.push(root, &mut initial);
-    run_round(exec, &mut sweep, initial, &mut progress);
+    run_round(exec, &mut sweep, initial.drain().collect(), &mut progress);
 
     // Retry rounds: everything that failed gets more full sets of retries, each round by
     // another directed route where there is one (through a different neighbour switch), so
@@ -785,14 +761,14 @@ pub fn discover<E: SmpExecutor>(
         if retry.is_empty() {
             break;
         }
-        let mut batch = Vec::new();
+        let mut batch = FollowUps::new();
         for q in retry {
             match sweep.alternate_request(&q, round) {
-                Some(r) => batch.push((q, r)),
+                Some(r) => batch.push_packed(q, r),
                 None => sweep.push(q, &mut batch),
             }
         }
-        run_round(exec, &mut sweep, batch, &mut progress);
+        run_round(exec, &mut sweep, batch.drain().collect(), &mut progress);
     }
     let failures = std::mem::take(&mut sweep.failures);
     for (q, e) in &failures {
@@ -1155,7 +1131,7 @@ mod tests {
                 ),
             ];
             for (q, framed) in cases {
-                let r = templates.get(&q, &path);
+                let r = templates.get(&q, &path).to_request();
                 assert_eq!(r.mad, framed.mad, "{q:?}");
                 assert_eq!(r.dest, framed.dest, "{q:?}");
             }
@@ -1276,7 +1252,7 @@ mod tests {
             ) {
                 let mut queue: VecDeque<(T, Request)> = requests.into_iter().collect();
                 let mut deferred = Vec::new();
-                let mut follow_ups = Vec::new();
+                let mut follow_ups = FollowUps::new();
                 loop {
                     let Some((token, request)) = queue.pop_front().or_else(|| deferred.pop())
                     else {
@@ -1293,7 +1269,7 @@ mod tests {
                     self.0.sent += 1;
                     let result = self.0.answer(&request);
                     on_done(token, result, &mut follow_ups);
-                    queue.extend(follow_ups.drain(..));
+                    queue.extend(follow_ups.drain());
                 }
             }
             fn mads_sent(&self) -> u64 {

@@ -170,7 +170,7 @@ mod tests {
                         None => Err(MadError::Timeout { attempts: 4 }),
                     }
                 };
-                on_done(t, result, &mut Vec::new());
+                on_done(t, result, &mut ibscope_mad::engine::FollowUps::new());
             }
         }
         fn mads_sent(&self) -> u64 {

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use super::cancel::CancelToken;
 use super::config::{EngineConfig, EngineStats, MAX_OUTSTANDING, SIMULATOR_MAX_OUTSTANDING};
 use super::error::MadError;
-use super::ledger::{dest_key, Ledger, Outcome};
+use super::ledger::{Ledger, Outcome};
 use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
-use super::packed::PackedRequest;
+use super::packed::{FollowUps, PackedRequest};
 use super::request::{Request, Response};
 use super::trace::{Trace, TRACE_ENV};
 use crate::attribute::{Attribute, Class};
@@ -102,15 +102,13 @@ impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
         true
     }
 
-    /// A follow-up: behind the follow-ups not taken yet, or straight to the ledger when
-    /// nothing waits here.
-    fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: Request) {
+    /// A follow-up (packed, with its destination's key): behind the follow-ups not taken
+    /// yet, or straight to the ledger when nothing waits here.
+    fn add(&mut self, ledger: &mut Ledger<T>, token: T, dest: u64, request: PackedRequest) {
         if self.is_empty() {
-            ledger.push(token, request);
+            ledger.push_packed(token, dest, request);
         } else {
-            let dest = dest_key(&request.dest);
-            self.later
-                .push_back((token, dest, PackedRequest::pack(&request)));
+            self.later.push_back((token, dest, request));
         }
     }
 
@@ -336,7 +334,7 @@ impl<P: MadPort> Engine<P> {
     }
 
     /// Run a batch. `on_done` sees each request as it completes (in any order) and may push
-    /// follow-ups into the `Vec` it is handed; they join the same window. Returns when
+    /// follow-ups into the [`FollowUps`] it is handed; they join the same window. Returns when
     /// nothing is pending.
     ///
     /// Once the transport is lost (see [`Engine::transport_lost`]) every request still
@@ -359,7 +357,7 @@ impl<P: MadPort> Engine<P> {
     pub fn run<T>(
         &mut self,
         requests: impl IntoIterator<Item = (T, Request)>,
-        mut on_done: impl FnMut(T, Result<Response, MadError>, &mut Vec<(T, Request)>),
+        mut on_done: impl FnMut(T, Result<Response, MadError>, &mut FollowUps<T>),
     ) {
         let mut ledger = Ledger::paced(
             self.next_tid,
@@ -370,7 +368,7 @@ impl<P: MadPort> Engine<P> {
         );
         ledger.set_rtt(self.rtt);
         let mut intake = Intake::new(requests.into_iter());
-        let mut follow_ups = Vec::new();
+        let mut follow_ups = FollowUps::new();
         let mut done: Vec<(T, Result<Response, MadError>)> = Vec::new();
         let mut failed = Vec::new();
         // A receive error that does not mean the transport is gone still leaves this
@@ -403,8 +401,8 @@ impl<P: MadPort> Engine<P> {
             }
             for (token, result) in done.drain(..) {
                 on_done(token, result, &mut follow_ups);
-                for (t, r) in follow_ups.drain(..) {
-                    intake.add(&mut ledger, t, r);
+                for (t, dest, r) in follow_ups.drain_packed() {
+                    intake.add(&mut ledger, t, dest, r);
                 }
             }
         }

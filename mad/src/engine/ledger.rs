@@ -16,7 +16,7 @@ use super::pacing::{DestState, RttEstimator, Window};
 use super::packed::PackedRequest;
 use super::request::Request;
 use crate::header::MAD_SIZE;
-use crate::smp::{MadView, SmpRoute};
+use crate::smp::{DrPath, MadView, SmpRoute};
 use crate::umad::{Dest, TransportError};
 
 /// ETIMEDOUT in the umad header: the kernel (or the shim, at once) gave the send back
@@ -42,15 +42,18 @@ pub enum Outcome<T> {
 pub(crate) fn dest_key(dest: &Dest) -> u64 {
     match dest {
         Dest::Smp(SmpRoute::Lid(lid)) | Dest::Gsi { lid, .. } => (1 << 63) | u64::from(*lid),
-        Dest::Smp(SmpRoute::Directed(path)) => {
-            // FNV-1a over the hops; a collision only makes two routes share a cap.
-            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-            for &b in path.hops().iter().chain([path.len() as u8].iter()) {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            }
-            h >> 1
-        }
+        Dest::Smp(SmpRoute::Directed(path)) => directed_key(path),
     }
+}
+
+/// [`dest_key`] of the directed route `path`.
+pub(crate) fn directed_key(path: &DrPath) -> u64 {
+    // FNV-1a over the hops; a collision only makes two routes share a cap.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in path.hops().iter().chain([path.len() as u8].iter()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h >> 1
 }
 
 struct Entry<T> {

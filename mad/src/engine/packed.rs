@@ -9,8 +9,14 @@
 //! and CounterSelect). That is what is kept; a directed route is read back from the MAD's
 //! own HopCount and InitialPath. Anything else (a Set with data, an SA query) is kept
 //! whole, boxed.
+//!
+//! Requests are packed where they are made: a completion's follow-ups go into
+//! [`FollowUps`], packed as pushed, and discovery aims a [`DirectedGet`] template into a
+//! packed request without framing a MAD at all.
 
+use super::ledger::{dest_key, directed_key};
 use super::request::Request;
+use crate::attribute::{Attribute, SubnMgt};
 use crate::header::{MadHeader, MAD_SIZE};
 use crate::smp::{DrPath, SmpFrame, SmpRoute};
 use crate::umad::Dest;
@@ -24,6 +30,8 @@ const STRETCH: usize = 16;
 const HOP_COUNT_AT: usize = SmpFrame::hop_count.spec.bit_offset / 8;
 const INITIAL_PATH_AT: usize = SmpFrame::initial_path.spec.bit_offset / 8;
 const MGMT_CLASS_AT: usize = MadHeader::mgmt_class.spec.bit_offset / 8;
+const MODIFIER_AT: usize = MadHeader::attribute_modifier.spec.bit_offset / 8;
+const _: () = assert!(HOP_COUNT_AT < HEAD && MODIFIER_AT + 4 <= HEAD);
 
 /// A [`Request`], packed (see the module's comment).
 #[derive(Debug, Clone)]
@@ -108,7 +116,6 @@ impl PackedRequest {
     }
 
     /// The request as it was handed in.
-    #[cfg(test)]
     pub(crate) fn unpack(&self) -> Request {
         let mut mad = [0; MAD_SIZE];
         let dest = self.unpack_into(&mut mad);
@@ -136,6 +143,128 @@ impl PackedRequest {
             },
             PackedRequest::Inline { .. } => None,
         }
+    }
+}
+
+/// A Get SMP of one attribute, framed once along the empty route: [`DirectedGet::along`]
+/// makes the packed request along a route with a modifier without framing a 256-byte MAD
+/// (discovery makes a million of them at 100k HCAs).
+#[derive(Debug, Clone)]
+pub struct DirectedGet {
+    head: [u8; HEAD],
+}
+
+impl DirectedGet {
+    pub fn new<A: Attribute<Class = SubnMgt>>() -> DirectedGet {
+        let framed = Request::get::<A>(&SmpRoute::Directed(DrPath::local()), 0);
+        let mut head = [0; HEAD];
+        head.copy_from_slice(&framed.mad[..HEAD]);
+        // A Get along the empty route has nothing past the head: `along` adds the route.
+        debug_assert!(framed.mad[HEAD..].iter().all(|&b| b == 0));
+        DirectedGet { head }
+    }
+
+    /// The Get along `path` with `modifier`: what `Request::get::<A>` frames for that route
+    /// and modifier, packed.
+    pub fn along(&self, path: &DrPath, modifier: u32) -> PackedGet {
+        let hops = path.hops();
+        let mut head = self.head;
+        head[HOP_COUNT_AT] = hops.len() as u8;
+        head[MODIFIER_AT..MODIFIER_AT + 4].copy_from_slice(&modifier.to_be_bytes());
+        let request = if hops.len() <= STRETCH {
+            let mut stretch = [0; STRETCH];
+            stretch[..hops.len()].copy_from_slice(hops);
+            PackedRequest::Inline {
+                head,
+                stretch_at: (INITIAL_PATH_AT + 1) as u8,
+                stretch_len: hops.len() as u8,
+                stretch,
+                dest: PackedDest::Directed,
+            }
+        } else {
+            let mut mad = [0; MAD_SIZE];
+            mad[..HEAD].copy_from_slice(&head);
+            mad[INITIAL_PATH_AT + 1..INITIAL_PATH_AT + 1 + hops.len()].copy_from_slice(hops);
+            PackedRequest::Whole(Box::new(Request {
+                mad,
+                dest: Dest::Smp(SmpRoute::Directed(path.clone())),
+            }))
+        };
+        PackedGet {
+            dest: directed_key(path),
+            request,
+        }
+    }
+}
+
+/// A request packed where it was made ([`DirectedGet::along`]), with its destination's
+/// key for the caps per destination.
+#[derive(Debug, Clone)]
+pub struct PackedGet {
+    dest: u64,
+    request: PackedRequest,
+}
+
+impl PackedGet {
+    /// The request, framed whole (for an executor that answers MADs itself).
+    pub fn to_request(&self) -> Request {
+        self.request.unpack()
+    }
+}
+
+/// The requests a completion adds to the running batch ([`super::Engine::run`]), packed as
+/// they are pushed: a follow-up's MAD is not copied whole on its way to the ledger.
+#[derive(Debug)]
+pub struct FollowUps<T> {
+    items: Vec<(T, PackedGet)>,
+}
+
+impl<T> Default for FollowUps<T> {
+    fn default() -> Self {
+        FollowUps { items: Vec::new() }
+    }
+}
+
+impl<T> FollowUps<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A follow-up, `(token, request)` as a list of pairs takes it.
+    pub fn push(&mut self, (token, request): (T, Request)) {
+        let packed = PackedGet {
+            dest: dest_key(&request.dest),
+            request: PackedRequest::pack(&request),
+        };
+        self.items.push((token, packed));
+    }
+
+    /// A follow-up packed already.
+    pub fn push_packed(&mut self, token: T, request: PackedGet) {
+        self.items.push((token, request));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Every follow-up in the order pushed, framed whole: for executors that answer
+    /// requests one by one themselves (tests' fakes).
+    pub fn drain(&mut self) -> impl Iterator<Item = (T, Request)> + '_ {
+        self.items
+            .drain(..)
+            .map(|(token, packed)| (token, packed.request.unpack()))
+    }
+
+    /// Every follow-up in the order pushed, with its destination's key, as packed.
+    pub(crate) fn drain_packed(&mut self) -> impl Iterator<Item = (T, u64, PackedRequest)> + '_ {
+        self.items
+            .drain(..)
+            .map(|(token, packed)| (token, packed.dest, packed.request))
     }
 }
 
@@ -235,7 +364,60 @@ mod tests {
         }
     }
 
+    /// Follow-ups come out in the order pushed, framed as they went in, each packed with
+    /// its destination's key, whether pushed framed or packed.
+    #[test]
+    fn follow_ups_keep_their_order_and_requests() {
+        let along = DrPath::from_hops(&[1, 4]).unwrap();
+        let framed = [
+            Request::get::<PortInfo>(&SmpRoute::Lid(7), 3),
+            Request::get::<NodeInfo>(&SmpRoute::Directed(along.clone()), 0),
+        ];
+        let filled = || {
+            let mut follow_ups = FollowUps::new();
+            follow_ups.push((0, framed[0].clone()));
+            follow_ups.push_packed(1, DirectedGet::new::<NodeInfo>().along(&along, 0));
+            follow_ups.push((2, framed[1].clone()));
+            follow_ups
+        };
+        let keys: Vec<u64> = filled().drain_packed().map(|(_, dest, _)| dest).collect();
+        let want = [&framed[0], &framed[1], &framed[1]].map(|r| dest_key(&r.dest));
+        assert_eq!(keys, want);
+        let mut follow_ups = filled();
+        assert_eq!(follow_ups.len(), 3);
+        let out: Vec<(u8, Request)> = follow_ups.drain().collect();
+        assert!(follow_ups.is_empty());
+        let want = [(0, &framed[0]), (1, &framed[1]), (2, &framed[1])];
+        assert_eq!(out, want.map(|(t, r)| (t, r.clone())));
+    }
+
     proptest! {
+        /// A Get aimed from a template is the one `Request::get` frames along that route
+        /// with that modifier, counted against the same destination; a route too long to
+        /// keep inline is kept whole.
+        #[test]
+        fn directed_gets_are_what_request_get_frames(
+            hops in proptest::collection::vec(1u8..=255, 0..40),
+            modifier in any::<u32>(),
+        ) {
+            let path = DrPath::from_hops(&hops).unwrap();
+            let route = SmpRoute::Directed(path.clone());
+            let templates = [
+                (DirectedGet::new::<PortInfo>(), Request::get::<PortInfo>(&route, modifier)),
+                (DirectedGet::new::<NodeInfo>(), Request::get::<NodeInfo>(&route, modifier)),
+            ];
+            for (template, framed) in templates {
+                let aimed = template.along(&path, modifier);
+                prop_assert_eq!(aimed.to_request(), framed.clone());
+                prop_assert_eq!(aimed.dest, dest_key(&framed.dest));
+                prop_assert_eq!(aimed.request.route_len(), Some(hops.len()));
+                prop_assert_eq!(
+                    matches!(aimed.request, PackedRequest::Whole(_)),
+                    hops.len() > STRETCH
+                );
+            }
+        }
+
         /// Any MAD to any destination comes back as it was handed in.
         #[test]
         fn any_request_comes_back(

@@ -5,7 +5,7 @@ use ibscope_mad::attr::{
     PortExtendedSpeedsCounters, PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected,
     PortXmitDiscardDetails,
 };
-use ibscope_mad::engine::{MadError, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, Request, Response};
 use ibscope_mad::header::{method, MadStatusCode};
 
 use super::targets::CounterTarget;
@@ -224,7 +224,7 @@ pub(super) fn decode_counter_reply_into(
 
 /// Queue the per-port reads of `members`.
 pub(super) fn push_port_reads(
-    out: &mut Vec<(Query, Request)>,
+    out: &mut FollowUps<Query>,
     targets: &[CounterTarget],
     members: &[usize],
     counters: bool,

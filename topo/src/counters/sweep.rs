@@ -11,7 +11,7 @@ use ibscope_mad::attr::{
     PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
     PortInfoExtended,
 };
-use ibscope_mad::engine::{MadError, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, Request, Response};
 use ibscope_mad::header::method;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
@@ -416,7 +416,7 @@ impl<'a> Run<'a> {
         &mut self,
         q: Query,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         match q {
             Query::ClassPortInfo(g) => self.class_port_info(g, result, out),
@@ -459,7 +459,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let t = self.targets[i];
         let caps = self.ports.get(i).capabilities();
@@ -512,12 +512,7 @@ impl<'a> Run<'a> {
 
     /// Start reading PortExtendedSpeedsCounters of the members of a group that run an
     /// extended speed: straight away, or after finding out whether they run RS-FEC.
-    fn ask_extended_speeds(
-        &mut self,
-        g: usize,
-        caps: PmaCapabilities,
-        out: &mut Vec<(Query, Request)>,
-    ) {
+    fn ask_extended_speeds(&mut self, g: usize, caps: PmaCapabilities, out: &mut FollowUps<Query>) {
         if self.options.details
             != (DetailReads::All {
                 extended_speeds: true,
@@ -553,7 +548,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let t = self.targets[i];
         let info = match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -585,7 +580,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let t = self.targets[i];
         match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -614,7 +609,7 @@ impl<'a> Run<'a> {
         &mut self,
         g: usize,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let screened = self.screened_group[g];
         let caps = match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -699,7 +694,7 @@ impl<'a> Run<'a> {
         g: usize,
         extended: bool,
         result: Result<Response, MadError>,
-        out: &mut Vec<(Query, Request)>,
+        out: &mut FollowUps<Query>,
     ) {
         let Some(state) = self.all_ports[g].as_mut() else {
             return;
