@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use super::config::EngineStats;
 use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
-use super::packed::PackedRequest;
+use super::packed::{dest_key, PackedRequest};
 use super::request::Request;
 use crate::header::MAD_SIZE;
-use crate::smp::{DrPath, MadView, SmpRoute};
-use crate::umad::{Dest, TransportError};
+use crate::smp::MadView;
+use crate::umad::TransportError;
 
 /// ETIMEDOUT in the umad header: the kernel (or the shim, at once) gave the send back
 /// unanswered, e.g. a directed route through a dead port or an unknown LID.
@@ -33,26 +33,6 @@ pub enum Outcome<T> {
     Pending,
     /// No pending request has this TID, or it is not a reply to what was asked.
     Unmatched,
-}
-
-/// The destination a request counts against: its LID (LID-routed SMPs and GMPs alike), or
-/// its directed route. Two routes to one node count apart: discovery asks a known node
-/// along one route.
-pub(crate) fn dest_key(dest: &Dest) -> u64 {
-    match dest {
-        Dest::Smp(SmpRoute::Lid(lid)) | Dest::Gsi { lid, .. } => (1 << 63) | u64::from(*lid),
-        Dest::Smp(SmpRoute::Directed(path)) => directed_key(path),
-    }
-}
-
-/// [`dest_key`] of the directed route `path`.
-pub(crate) fn directed_key(path: &DrPath) -> u64 {
-    // FNV-1a over the hops; a collision only makes two routes share a cap.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in path.hops().iter().chain([path.len() as u8].iter()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h >> 1
 }
 
 /// `timer` in its place in `timers` (by deadline, nearest first): after every timer due
@@ -776,6 +756,7 @@ mod tests {
     use crate::engine::testing::dr;
     use crate::engine::UmadCall;
     use crate::header::{class, MadHeader, MadStatus};
+    use crate::smp::SmpRoute;
 
     const T: Duration = Duration::from_millis(100);
 

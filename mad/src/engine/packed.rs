@@ -14,7 +14,6 @@
 //! [`FollowUps`], packed as pushed, and discovery aims a [`DirectedGet`] template into a
 //! packed request without framing a MAD at all.
 
-use super::ledger::{dest_key, directed_key};
 use super::request::Request;
 use crate::attribute::{Attribute, SubnMgt};
 use crate::header::{MadHeader, MAD_SIZE};
@@ -32,6 +31,26 @@ const INITIAL_PATH_AT: usize = SmpFrame::initial_path.spec.bit_offset / 8;
 const MGMT_CLASS_AT: usize = MadHeader::mgmt_class.spec.bit_offset / 8;
 const MODIFIER_AT: usize = MadHeader::attribute_modifier.spec.bit_offset / 8;
 const _: () = assert!(HOP_COUNT_AT < HEAD && MODIFIER_AT + 4 <= HEAD);
+
+/// The destination a request counts against: its LID (LID-routed SMPs and GMPs alike), or
+/// its directed route. Two routes to one node count apart: discovery asks a known node
+/// along one route.
+pub(crate) fn dest_key(dest: &Dest) -> u64 {
+    match dest {
+        Dest::Smp(SmpRoute::Lid(lid)) | Dest::Gsi { lid, .. } => (1 << 63) | u64::from(*lid),
+        Dest::Smp(SmpRoute::Directed(path)) => directed_key(path),
+    }
+}
+
+/// [`dest_key`] of the directed route `path`.
+pub(crate) fn directed_key(path: &DrPath) -> u64 {
+    // FNV-1a over the hops; a collision only makes two routes share a cap.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in path.hops().iter().chain([path.len() as u8].iter()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h >> 1
+}
 
 /// A [`Request`], packed (see the module's comment).
 #[derive(Debug, Clone)]
