@@ -38,9 +38,11 @@ use crate::model::{
 pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut FollowUps<T>) + 'a;
 
 pub trait SmpExecutor {
-    fn execute<T>(
+    /// Run `requests` (framed, or packed where they were made), and the follow-ups their
+    /// completions push.
+    fn execute<T, R: Into<PackedGet>>(
         &mut self,
-        requests: impl IntoIterator<Item = (T, Request)>,
+        requests: impl IntoIterator<Item = (T, R)>,
         on_done: &mut OnDone<'_, T>,
     );
     /// MADs sent so far (for the report and benchmarks).
@@ -48,9 +50,9 @@ pub trait SmpExecutor {
 }
 
 impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engine<P> {
-    fn execute<T>(
+    fn execute<T, R: Into<PackedGet>>(
         &mut self,
-        requests: impl IntoIterator<Item = (T, Request)>,
+        requests: impl IntoIterator<Item = (T, R)>,
         on_done: &mut OnDone<'_, T>,
     ) {
         self.run(requests, |t, r, q| on_done(t, r, q));
@@ -63,12 +65,15 @@ impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engin
 /// Answer `requests` and the follow-ups they bring, one at a time in order, with
 /// `answer`: how the unit tests' fake fabrics execute. Returns how many were answered.
 #[cfg(test)]
-pub(crate) fn execute_in_order<T>(
-    requests: impl IntoIterator<Item = (T, Request)>,
+pub(crate) fn execute_in_order<T, R: Into<PackedGet>>(
+    requests: impl IntoIterator<Item = (T, R)>,
     on_done: &mut OnDone<'_, T>,
     mut answer: impl FnMut(&Request) -> Result<Response, MadError>,
 ) -> u64 {
-    let mut queue: std::collections::VecDeque<(T, Request)> = requests.into_iter().collect();
+    let mut queue: std::collections::VecDeque<(T, Request)> = requests
+        .into_iter()
+        .map(|(t, r)| (t, r.into().to_request()))
+        .collect();
     let mut follow_ups = FollowUps::new();
     let mut answered = 0;
     while let Some((token, request)) = queue.pop_front() {
@@ -85,7 +90,11 @@ pub(crate) fn execute_in_order<T>(
 pub enum NoTransport {}
 
 impl SmpExecutor for NoTransport {
-    fn execute<T>(&mut self, _: impl IntoIterator<Item = (T, Request)>, _: &mut OnDone<'_, T>) {
+    fn execute<T, R: Into<PackedGet>>(
+        &mut self,
+        _: impl IntoIterator<Item = (T, R)>,
+        _: &mut OnDone<'_, T>,
+    ) {
         match *self {}
     }
     fn mads_sent(&self) -> u64 {
@@ -1030,9 +1039,9 @@ mod tests {
     }
 
     impl SmpExecutor for FakeSmp {
-        fn execute<T>(
+        fn execute<T, R: Into<PackedGet>>(
             &mut self,
-            requests: impl IntoIterator<Item = (T, Request)>,
+            requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut OnDone<'_, T>,
         ) {
             self.sent += super::execute_in_order(requests, on_done, |r| self.answer(r));
@@ -1245,12 +1254,15 @@ mod tests {
         // defers it once.
         struct Deferring(FakeSmp);
         impl SmpExecutor for Deferring {
-            fn execute<T>(
+            fn execute<T, R: Into<PackedGet>>(
                 &mut self,
-                requests: impl IntoIterator<Item = (T, Request)>,
+                requests: impl IntoIterator<Item = (T, R)>,
                 on_done: &mut OnDone<'_, T>,
             ) {
-                let mut queue: VecDeque<(T, Request)> = requests.into_iter().collect();
+                let mut queue: VecDeque<(T, Request)> = requests
+                    .into_iter()
+                    .map(|(t, r)| (t, r.into().to_request()))
+                    .collect();
                 let mut deferred = Vec::new();
                 let mut follow_ups = FollowUps::new();
                 loop {

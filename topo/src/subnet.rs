@@ -133,12 +133,13 @@ mod tests {
     }
 
     impl SmpExecutor for Fake {
-        fn execute<T>(
+        fn execute<T, R: Into<ibscope_mad::engine::PackedGet>>(
             &mut self,
-            requests: impl IntoIterator<Item = (T, Request)>,
+            requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut OnDone<'_, T>,
         ) {
             for (t, req) in requests {
+                let req = req.into().to_request();
                 let view = MadView::parse(&req.mad[..]).unwrap();
                 let attr = view.header.attribute_id;
                 let route = match &req.dest {

@@ -8,7 +8,7 @@ use super::config::{EngineConfig, EngineStats, MAX_OUTSTANDING, SIMULATOR_MAX_OU
 use super::error::MadError;
 use super::ledger::{Ledger, Outcome};
 use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
-use super::packed::{FollowUps, PackedRequest};
+use super::packed::{FollowUps, PackedGet, PackedRequest};
 use super::request::{Request, Response};
 use super::trace::{Trace, TRACE_ENV};
 use crate::attribute::{Attribute, Class};
@@ -67,13 +67,13 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
 /// rather than piling up: a counter sweep's batch is one ClassPortInfo per node and each
 /// answer brings two reads per port; taken after the batch, all 2.4M reads of a 100k-HCA
 /// fabric were held at once (about 700 MB).
-struct Intake<T, I: Iterator<Item = (T, Request)>> {
+struct Intake<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> {
     batch: std::iter::Peekable<std::iter::Fuse<I>>,
     /// Follow-ups, packed (with their [`dest_key`]) as the ledger keeps them.
     later: std::collections::VecDeque<(T, u64, PackedRequest)>,
 }
 
-impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
+impl<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
     fn new(batch: I) -> Self {
         Intake {
             batch: batch.fuse().peekable(),
@@ -95,7 +95,9 @@ impl<T, I: Iterator<Item = (T, Request)>> Intake<T, I> {
         if let Some((token, dest, request)) = self.later.pop_front() {
             ledger.push_packed(token, dest, request);
         } else if let Some((token, request)) = self.batch.next() {
-            ledger.push(token, request);
+            let packed: PackedGet = request.into();
+            let (dest, request) = packed.into_parts();
+            ledger.push_packed(token, dest, request);
         } else {
             return false;
         }
@@ -354,9 +356,9 @@ impl<P: MadPort> Engine<P> {
     /// timeout after the cancel at the latest. While the token stays set, later batches and
     /// [`Engine::call`]s fail at once with `Cancelled` without a send; after
     /// [`CancelToken::reset`] the engine works again (from the next batch on).
-    pub fn run<T>(
+    pub fn run<T, R: Into<PackedGet>>(
         &mut self,
-        requests: impl IntoIterator<Item = (T, Request)>,
+        requests: impl IntoIterator<Item = (T, R)>,
         mut on_done: impl FnMut(T, Result<Response, MadError>, &mut FollowUps<T>),
     ) {
         let mut ledger = Ledger::paced(
@@ -423,10 +425,10 @@ impl<P: MadPort> Engine<P> {
 
     /// Send while the window and the destination caps allow, handing the ledger the
     /// batch's requests one at a time as it runs out of requests ready to go.
-    fn send_burst<T, I: Iterator<Item = (T, Request)>>(
+    fn send_burst<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>>(
         &mut self,
         ledger: &mut Ledger<T>,
-        intake: &mut Intake<T, I>,
+        intake: &mut Intake<T, R, I>,
         done: &mut Vec<(T, Result<Response, MadError>)>,
     ) {
         // One clock reading per burst of sends (and per burst of replies): they take

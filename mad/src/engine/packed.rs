@@ -15,7 +15,7 @@
 //! packed request without framing a MAD at all.
 
 use super::request::Request;
-use crate::attribute::{Attribute, SubnMgt};
+use crate::attribute::{Attribute, PerfMgt, SubnMgt};
 use crate::header::{MadHeader, MAD_SIZE};
 use crate::smp::{DrPath, SmpFrame, SmpRoute};
 use crate::umad::Dest;
@@ -216,8 +216,64 @@ impl DirectedGet {
     }
 }
 
-/// A request packed where it was made ([`DirectedGet::along`]), with its destination's
-/// key for the caps per destination.
+/// A PerfMgt Get of one attribute that selects a port by its PortSelect (PortCounters,
+/// PortCountersExtended), framed once: [`PortSelectGet::to`] makes the packed Get of one
+/// port at one LID without framing and encoding a 256-byte MAD (a counter sweep makes two
+/// per port, 2.4M at 100k HCAs).
+#[derive(Debug, Clone)]
+pub struct PortSelectGet {
+    head: [u8; HEAD],
+    qpn: u32,
+    qkey: u32,
+}
+
+/// Where a PMA attribute's PortSelect is in the MAD: byte 1 of the attribute data.
+const PORT_SELECT_AT: usize = 65;
+
+impl PortSelectGet {
+    /// From the Get of `A` with PortSelect 0 and nothing else set, as `Request::get`
+    /// frames it.
+    pub fn new<A: Attribute<Class = PerfMgt>>() -> PortSelectGet {
+        let framed = Request::get::<A>(&0, 0);
+        let mut head = [0; HEAD];
+        head.copy_from_slice(&framed.mad[..HEAD]);
+        debug_assert!(framed.mad[HEAD..].iter().all(|&b| b == 0));
+        let (qpn, qkey) = match framed.dest {
+            Dest::Gsi { qpn, qkey, .. } => (qpn, qkey),
+            Dest::Smp(_) => unreachable!("a PerfMgt request goes to a GSI"),
+        };
+        PortSelectGet { head, qpn, qkey }
+    }
+
+    /// The Get of port `port_select` from the PMA at `lid`: what `Request::get_with`
+    /// frames with a template holding only that PortSelect, packed.
+    pub fn to(&self, lid: u16, port_select: u8) -> PackedGet {
+        let mut stretch = [0; STRETCH];
+        stretch[0] = port_select;
+        let dest = Dest::Gsi {
+            lid,
+            qpn: self.qpn,
+            qkey: self.qkey,
+        };
+        PackedGet {
+            dest: dest_key(&dest),
+            request: PackedRequest::Inline {
+                head: self.head,
+                stretch_at: PORT_SELECT_AT as u8,
+                stretch_len: 1,
+                stretch,
+                dest: PackedDest::Gsi {
+                    lid,
+                    qpn: self.qpn,
+                    qkey: self.qkey,
+                },
+            },
+        }
+    }
+}
+
+/// A request packed where it was made ([`DirectedGet::along`], [`PortSelectGet::to`], or
+/// from a [`Request`]), with its destination's key for the caps per destination.
 #[derive(Debug, Clone)]
 pub struct PackedGet {
     dest: u64,
@@ -228,6 +284,27 @@ impl PackedGet {
     /// The request, framed whole (for an executor that answers MADs itself).
     pub fn to_request(&self) -> Request {
         self.request.unpack()
+    }
+}
+
+impl PackedGet {
+    pub(crate) fn into_parts(self) -> (u64, PackedRequest) {
+        (self.dest, self.request)
+    }
+}
+
+impl From<Request> for PackedGet {
+    fn from(request: Request) -> PackedGet {
+        PackedGet::from(&request)
+    }
+}
+
+impl From<&Request> for PackedGet {
+    fn from(request: &Request) -> PackedGet {
+        PackedGet {
+            dest: dest_key(&request.dest),
+            request: PackedRequest::pack(request),
+        }
     }
 }
 
@@ -251,11 +328,7 @@ impl<T> FollowUps<T> {
 
     /// A follow-up, `(token, request)` as a list of pairs takes it.
     pub fn push(&mut self, (token, request): (T, Request)) {
-        let packed = PackedGet {
-            dest: dest_key(&request.dest),
-            request: PackedRequest::pack(&request),
-        };
-        self.items.push((token, packed));
+        self.items.push((token, PackedGet::from(&request)));
     }
 
     /// A follow-up packed already.

@@ -5,7 +5,7 @@ use ibscope_mad::attr::{
     PortExtendedSpeedsCounters, PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected,
     PortXmitDiscardDetails,
 };
-use ibscope_mad::engine::{FollowUps, MadError, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, PackedGet, PortSelectGet, Request, Response};
 use ibscope_mad::header::{method, MadStatusCode};
 
 use super::targets::CounterTarget;
@@ -230,25 +230,38 @@ pub(super) fn push_port_reads(
     counters: bool,
     extended: bool,
 ) {
+    let reads = reads();
     for &i in members {
+        let t = &targets[i];
         if counters {
-            out.push(counters_read(targets, i));
+            out.push_packed(Query::Counters(i), reads.counters.to(t.lid, t.port));
         }
         if extended {
-            out.push((
-                Query::Extended(i),
-                port_request::<PortCountersExtended>(&targets[i], method::GET, 0),
-            ));
+            out.push_packed(Query::Extended(i), reads.extended.to(t.lid, t.port));
         }
     }
 }
 
 /// The PortCounters read of target `i`.
-pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, Request) {
-    (
-        Query::Counters(i),
-        port_request::<PortCounters>(&targets[i], method::GET, 0),
-    )
+pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, PackedGet) {
+    let t = &targets[i];
+    (Query::Counters(i), reads().counters.to(t.lid, t.port))
+}
+
+/// The Gets of a port's PortCounters and PortCountersExtended, framed once: a sweep makes
+/// two reads per port (what [`port_request`] frames with `method::GET` and no
+/// CounterSelect, packed without framing each).
+struct Reads {
+    counters: PortSelectGet,
+    extended: PortSelectGet,
+}
+
+fn reads() -> &'static Reads {
+    static READS: std::sync::OnceLock<Reads> = std::sync::OnceLock::new();
+    READS.get_or_init(|| Reads {
+        counters: PortSelectGet::new::<PortCounters>(),
+        extended: PortSelectGet::new::<PortCountersExtended>(),
+    })
 }
 
 #[cfg(test)]
@@ -298,6 +311,30 @@ mod tests {
                 }
             );
             assert_eq!(r.payload::<PerfMgt>()[1], 3);
+        }
+    }
+
+    /// The reads packed from the templates are what `port_request` frames, to any port
+    /// at any LID.
+    #[test]
+    fn packed_reads_are_what_port_request_frames() {
+        for (lid, port) in [(1, 0), (0xbfff, 1), (77, 36), (0xffff, 255)] {
+            let t = CounterTarget {
+                node: NodeId::new(0),
+                port,
+                lid,
+            };
+            let mut out = FollowUps::new();
+            push_port_reads(&mut out, &[t], &[0], true, true);
+            let (_, first) = counters_read(&[t], 0);
+            out.push_packed(Query::Counters(0), first);
+            let framed = [
+                port_request::<PortCounters>(&t, method::GET, 0),
+                port_request::<PortCountersExtended>(&t, method::GET, 0),
+                port_request::<PortCounters>(&t, method::GET, 0),
+            ];
+            let got: Vec<Request> = out.drain().map(|(_, r)| r).collect();
+            assert_eq!(got, framed, "lid {lid} port {port}");
         }
     }
 

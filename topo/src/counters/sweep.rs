@@ -11,7 +11,7 @@ use ibscope_mad::attr::{
     PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
     PortInfoExtended,
 };
-use ibscope_mad::engine::{FollowUps, MadError, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, PackedGet, Request, Response};
 use ibscope_mad::header::method;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
@@ -250,7 +250,7 @@ struct Plan<'a> {
 impl<'a> Plan<'a> {
     /// ClassPortInfo of every node, and the PortCounters of every port not held for
     /// screening: made as the engine takes them (a million requests at 100k HCAs).
-    fn first_batch(self) -> impl Iterator<Item = (Query, Request)> + 'a {
+    fn first_batch(self) -> impl Iterator<Item = (Query, PackedGet)> + 'a {
         let targets = self.targets;
         let screened = self.screened_group;
         self.groups
@@ -259,8 +259,8 @@ impl<'a> Plan<'a> {
             .flat_map(move |(g, (lid, members))| {
                 let reads = if screened[g] { &[][..] } else { &members[..] };
                 let counters = reads.iter().map(move |&i| counters_read(targets, i));
-                std::iter::once((Query::ClassPortInfo(g), class_port_info_request(*lid)))
-                    .chain(counters)
+                let class_port_info = class_port_info_request(*lid).into();
+                std::iter::once((Query::ClassPortInfo(g), class_port_info)).chain(counters)
             })
     }
 }
@@ -1021,9 +1021,9 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
     }
 
     impl SmpExecutor for FakePma {
-        fn execute<T>(
+        fn execute<T, R: Into<ibscope_mad::engine::PackedGet>>(
             &mut self,
-            requests: impl IntoIterator<Item = (T, Request)>,
+            requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut crate::discover::OnDone<'_, T>,
         ) {
             self.executes += 1;
