@@ -25,7 +25,7 @@ use ibscope_mad::attr::{
     LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription, NodeInfo, PhysState, PortInfo,
     PortState, SwitchInfo,
 };
-use ibscope_mad::engine::{DirectedGet, FollowUps, MadError, PackedGet, Request, Response};
+use ibscope_mad::engine::{DirectedGet, FollowUps, MadError, PackedGet, Response};
 use ibscope_mad::smp::DrPath;
 
 use crate::model::{
@@ -68,9 +68,9 @@ impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engin
 pub(crate) fn execute_in_order<T, R: Into<PackedGet>>(
     requests: impl IntoIterator<Item = (T, R)>,
     on_done: &mut OnDone<'_, T>,
-    mut answer: impl FnMut(&Request) -> Result<Response, MadError>,
+    mut answer: impl FnMut(&ibscope_mad::engine::Request) -> Result<Response, MadError>,
 ) -> u64 {
-    let mut queue: std::collections::VecDeque<(T, Request)> = requests
+    let mut queue: std::collections::VecDeque<(T, ibscope_mad::engine::Request)> = requests
         .into_iter()
         .map(|(t, r)| (t, r.into().to_request()))
         .collect();
@@ -755,7 +755,7 @@ pub fn discover<E: SmpExecutor>(
     };
     let mut initial = FollowUps::new();
     sweep.push(root, &mut initial);
-    run_round(exec, &mut sweep, initial.drain().collect(), &mut progress);
+    run_round(exec, &mut sweep, initial, &mut progress);
 
     // Retry rounds: everything that failed gets more full sets of retries, each round by
     // another directed route where there is one (through a different neighbour switch), so
@@ -777,7 +777,7 @@ pub fn discover<E: SmpExecutor>(
                 None => sweep.push(q, &mut batch),
             }
         }
-        run_round(exec, &mut sweep, batch.drain().collect(), &mut progress);
+        run_round(exec, &mut sweep, batch, &mut progress);
     }
     let failures = std::mem::take(&mut sweep.failures);
     for (q, e) in &failures {
@@ -821,11 +821,11 @@ pub fn discover<E: SmpExecutor>(
 fn run_round<E: SmpExecutor>(
     exec: &mut E,
     sweep: &mut Sweep,
-    batch: Vec<(Query, Request)>,
+    mut batch: FollowUps<Query>,
     progress: &mut impl FnMut(Progress),
 ) {
     let mut done = 0u64;
-    exec.execute(batch, &mut |q, result, out| {
+    exec.execute(batch.drain_packed(), &mut |q, result, out| {
         sweep.handle(q, result, out);
         done += 1;
         if done % 256 == 0 {
@@ -905,6 +905,7 @@ mod tests {
 
     use super::*;
     use crate::health::{self, HealthOptions};
+    use ibscope_mad::engine::Request;
 
     /// How a node answers MlnxExtPortInfo of one port.
     #[derive(Clone, Copy)]

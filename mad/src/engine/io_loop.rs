@@ -69,8 +69,8 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
 /// fabric were held at once (about 700 MB).
 struct Intake<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> {
     batch: std::iter::Peekable<std::iter::Fuse<I>>,
-    /// Follow-ups, packed (with their [`dest_key`]) as the ledger keeps them.
-    later: std::collections::VecDeque<(T, u64, PackedRequest)>,
+    /// Follow-ups, packed as the ledger keeps them.
+    later: std::collections::VecDeque<(T, PackedGet)>,
 }
 
 impl<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
@@ -92,25 +92,23 @@ impl<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
 
     /// The next request, to the ledger: `false` if there is none.
     fn hand_one(&mut self, ledger: &mut Ledger<T>) -> bool {
-        if let Some((token, dest, request)) = self.later.pop_front() {
-            ledger.push_packed(token, dest, request);
+        if let Some((token, request)) = self.later.pop_front() {
+            ledger.push_packed(token, request);
         } else if let Some((token, request)) = self.batch.next() {
-            let packed: PackedGet = request.into();
-            let (dest, request) = packed.into_parts();
-            ledger.push_packed(token, dest, request);
+            ledger.push_packed(token, request.into());
         } else {
             return false;
         }
         true
     }
 
-    /// A follow-up (packed, with its destination's key): behind the follow-ups not taken
-    /// yet, or straight to the ledger when nothing waits here.
-    fn add(&mut self, ledger: &mut Ledger<T>, token: T, dest: u64, request: PackedRequest) {
+    /// A follow-up: behind the follow-ups not taken yet, or straight to the ledger when
+    /// nothing waits here.
+    fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: PackedGet) {
         if self.is_empty() {
-            ledger.push_packed(token, dest, request);
+            ledger.push_packed(token, request);
         } else {
-            self.later.push_back((token, dest, request));
+            self.later.push_back((token, request));
         }
     }
 
@@ -403,8 +401,8 @@ impl<P: MadPort> Engine<P> {
             }
             for (token, result) in done.drain(..) {
                 on_done(token, result, &mut follow_ups);
-                for (t, dest, r) in follow_ups.drain_packed() {
-                    intake.add(&mut ledger, t, dest, r);
+                for (t, r) in follow_ups.drain_packed() {
+                    intake.add(&mut ledger, t, r);
                 }
             }
         }

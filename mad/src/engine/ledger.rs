@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::config::EngineStats;
 use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
-use super::packed::{dest_key, PackedRequest};
+use super::packed::{dest_key, PackedGet, PackedRequest};
 use super::request::Request;
 use crate::header::MAD_SIZE;
 use crate::smp::MadView;
@@ -250,12 +250,12 @@ impl<T> Ledger<T> {
     }
 
     pub fn push(&mut self, token: T, request: Request) {
-        let dest = dest_key(&request.dest);
-        self.push_packed(token, dest, PackedRequest::pack(&request));
+        self.push_packed(token, PackedGet::from(&request));
     }
 
-    /// [`Ledger::push`] of a request packed already, whose [`dest_key`] is `dest`.
-    pub(crate) fn push_packed(&mut self, token: T, dest: u64, request: PackedRequest) {
+    /// [`Ledger::push`] of a request packed already.
+    pub(crate) fn push_packed(&mut self, token: T, request: PackedGet) {
+        let (dest, request) = request.into_parts();
         let id = self.next_id;
         self.next_id += 1;
         self.entries.push(

@@ -15,9 +15,10 @@
 //! packed request without framing a MAD at all.
 
 use super::request::Request;
-use crate::attribute::{Attribute, PerfMgt, SubnMgt};
+use crate::attr::{PortCounters, PortSelected};
+use crate::attribute::{Attribute, SubnMgt};
 use crate::header::{MadHeader, MAD_SIZE};
-use crate::smp::{DrPath, SmpFrame, SmpRoute};
+use crate::smp::{aim_smp, DrPath, GmpFrame, SmpFrame, SmpRoute};
 use crate::umad::Dest;
 
 /// Bytes kept as they are: the common header (24), and an SMP's M_Key, DrSLID and DrDLID.
@@ -165,6 +166,15 @@ impl PackedRequest {
     }
 }
 
+/// The head of a request framed to be a template: nothing past the head but what the
+/// template adds itself (a route, a PortSelect).
+fn template_head(framed: &Request) -> [u8; HEAD] {
+    debug_assert!(framed.mad[HEAD..].iter().all(|&b| b == 0));
+    let mut head = [0; HEAD];
+    head.copy_from_slice(&framed.mad[..HEAD]);
+    head
+}
+
 /// A Get SMP of one attribute, framed once along the empty route: [`DirectedGet::along`]
 /// makes the packed request along a route with a modifier without framing a 256-byte MAD
 /// (discovery makes a million of them at 100k HCAs).
@@ -176,11 +186,9 @@ pub struct DirectedGet {
 impl DirectedGet {
     pub fn new<A: Attribute<Class = SubnMgt>>() -> DirectedGet {
         let framed = Request::get::<A>(&SmpRoute::Directed(DrPath::local()), 0);
-        let mut head = [0; HEAD];
-        head.copy_from_slice(&framed.mad[..HEAD]);
-        // A Get along the empty route has nothing past the head: `along` adds the route.
-        debug_assert!(framed.mad[HEAD..].iter().all(|&b| b == 0));
-        DirectedGet { head }
+        DirectedGet {
+            head: template_head(&framed),
+        }
     }
 
     /// The Get along `path` with `modifier`: what `Request::get::<A>` frames for that route
@@ -188,9 +196,11 @@ impl DirectedGet {
     pub fn along(&self, path: &DrPath, modifier: u32) -> PackedGet {
         let hops = path.hops();
         let mut head = self.head;
-        head[HOP_COUNT_AT] = hops.len() as u8;
         head[MODIFIER_AT..MODIFIER_AT + 4].copy_from_slice(&modifier.to_be_bytes());
         let request = if hops.len() <= STRETCH {
+            // What `aim_smp` writes, kept packed: the hop count in the head, the hops as
+            // the stretch.
+            head[HOP_COUNT_AT] = hops.len() as u8;
             let mut stretch = [0; STRETCH];
             stretch[..hops.len()].copy_from_slice(hops);
             PackedRequest::Inline {
@@ -203,7 +213,7 @@ impl DirectedGet {
         } else {
             let mut mad = [0; MAD_SIZE];
             mad[..HEAD].copy_from_slice(&head);
-            mad[INITIAL_PATH_AT + 1..INITIAL_PATH_AT + 1 + hops.len()].copy_from_slice(hops);
+            aim_smp(&mut mad, path);
             PackedRequest::Whole(Box::new(Request {
                 mad,
                 dest: Dest::Smp(SmpRoute::Directed(path.clone())),
@@ -227,17 +237,21 @@ pub struct PortSelectGet {
     qkey: u32,
 }
 
-/// Where a PMA attribute's PortSelect is in the MAD: byte 1 of the attribute data.
-const PORT_SELECT_AT: usize = 65;
+/// Where a PMA attribute's PortSelect is in the MAD (byte 1 of the attribute data; every
+/// port-selected attribute has it there, which `PortSelectGet::new` checks).
+const PORT_SELECT_AT: usize =
+    (GmpFrame::data.spec.bit_offset + PortCounters::port_select.spec.bit_offset) / 8;
 
 impl PortSelectGet {
     /// From the Get of `A` with PortSelect 0 and nothing else set, as `Request::get`
     /// frames it.
-    pub fn new<A: Attribute<Class = PerfMgt>>() -> PortSelectGet {
+    pub fn new<A: PortSelected>() -> PortSelectGet {
         let framed = Request::get::<A>(&0, 0);
-        let mut head = [0; HEAD];
-        head.copy_from_slice(&framed.mad[..HEAD]);
-        debug_assert!(framed.mad[HEAD..].iter().all(|&b| b == 0));
+        let head = template_head(&framed);
+        debug_assert_eq!(
+            Request::get_with::<A>(&0, 0, &A::selecting(0xab, 0)).mad[PORT_SELECT_AT],
+            0xab
+        );
         let (qpn, qkey) = match framed.dest {
             Dest::Gsi { qpn, qkey, .. } => (qpn, qkey),
             Dest::Smp(_) => unreachable!("a PerfMgt request goes to a GSI"),
@@ -285,9 +299,8 @@ impl PackedGet {
     pub fn to_request(&self) -> Request {
         self.request.unpack()
     }
-}
 
-impl PackedGet {
+    /// Its destination's key and the request, as the ledger keeps them.
     pub(crate) fn into_parts(self) -> (u64, PackedRequest) {
         (self.dest, self.request)
     }
@@ -349,14 +362,13 @@ impl<T> FollowUps<T> {
     pub fn drain(&mut self) -> impl Iterator<Item = (T, Request)> + '_ {
         self.items
             .drain(..)
-            .map(|(token, packed)| (token, packed.request.unpack()))
+            .map(|(token, packed)| (token, packed.to_request()))
     }
 
-    /// Every follow-up in the order pushed, with its destination's key, as packed.
-    pub(crate) fn drain_packed(&mut self) -> impl Iterator<Item = (T, u64, PackedRequest)> + '_ {
-        self.items
-            .drain(..)
-            .map(|(token, packed)| (token, packed.dest, packed.request))
+    /// Every follow-up in the order pushed, as packed (for the engine, or a batch of its
+    /// own).
+    pub fn drain_packed(&mut self) -> std::vec::Drain<'_, (T, PackedGet)> {
+        self.items.drain(..)
     }
 }
 
@@ -472,7 +484,10 @@ mod tests {
             follow_ups.push((2, framed[1].clone()));
             follow_ups
         };
-        let keys: Vec<u64> = filled().drain_packed().map(|(_, dest, _)| dest).collect();
+        let keys: Vec<u64> = filled()
+            .drain_packed()
+            .map(|(_, packed)| packed.dest)
+            .collect();
         let want = [&framed[0], &framed[1], &framed[1]].map(|r| dest_key(&r.dest));
         assert_eq!(keys, want);
         let mut follow_ups = filled();
