@@ -25,7 +25,7 @@ use ibscope_mad::attr::{
     LinearForwardingTableBlock, MlnxExtPortInfo, NodeDescription, NodeInfo, PhysState, PortInfo,
     PortState, SwitchInfo,
 };
-use ibscope_mad::engine::{DirectedGet, FollowUps, MadError, PackedGet, Response};
+use ibscope_mad::engine::{DirectedGet, FollowUps, MadError, PackedRequest, Response};
 use ibscope_mad::smp::DrPath;
 
 use crate::model::{
@@ -40,7 +40,7 @@ pub type OnDone<'a, T> = dyn FnMut(T, Result<Response, MadError>, &mut FollowUps
 pub trait SmpExecutor {
     /// Run `requests` (framed, or packed where they were made), and the follow-ups their
     /// completions push.
-    fn execute<T, R: Into<PackedGet>>(
+    fn execute<T, R: Into<PackedRequest>>(
         &mut self,
         requests: impl IntoIterator<Item = (T, R)>,
         on_done: &mut OnDone<'_, T>,
@@ -50,7 +50,7 @@ pub trait SmpExecutor {
 }
 
 impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engine<P> {
-    fn execute<T, R: Into<PackedGet>>(
+    fn execute<T, R: Into<PackedRequest>>(
         &mut self,
         requests: impl IntoIterator<Item = (T, R)>,
         on_done: &mut OnDone<'_, T>,
@@ -65,7 +65,7 @@ impl<P: ibscope_mad::engine::MadPort> SmpExecutor for ibscope_mad::engine::Engin
 /// Answer `requests` and the follow-ups they bring, one at a time in order, with
 /// `answer`: how the unit tests' fake fabrics execute. Returns how many were answered.
 #[cfg(test)]
-pub(crate) fn execute_in_order<T, R: Into<PackedGet>>(
+pub(crate) fn execute_in_order<T, R: Into<PackedRequest>>(
     requests: impl IntoIterator<Item = (T, R)>,
     on_done: &mut OnDone<'_, T>,
     mut answer: impl FnMut(&ibscope_mad::engine::Request) -> Result<Response, MadError>,
@@ -90,7 +90,7 @@ pub(crate) fn execute_in_order<T, R: Into<PackedGet>>(
 pub enum NoTransport {}
 
 impl SmpExecutor for NoTransport {
-    fn execute<T, R: Into<PackedGet>>(
+    fn execute<T, R: Into<PackedRequest>>(
         &mut self,
         _: impl IntoIterator<Item = (T, R)>,
         _: &mut OnDone<'_, T>,
@@ -208,7 +208,7 @@ impl GetTemplates {
     }
 
     /// The Get `q` makes, along `path`: the same request `Request::get` frames, packed.
-    fn get(&self, q: &Query, path: &DrPath) -> PackedGet {
+    fn get(&self, q: &Query, path: &DrPath) -> PackedRequest {
         let (template, modifier) = match q {
             Query::Probe { .. } => (&self.node_info, 0),
             Query::Description { .. } => (&self.node_description, 0),
@@ -290,7 +290,7 @@ impl Sweep {
         self.nodes.get(node.index())?.port0_cap
     }
 
-    fn request(&self, q: &Query) -> Option<PackedGet> {
+    fn request(&self, q: &Query) -> Option<PackedRequest> {
         let path = match q {
             Query::Probe { path, .. } | Query::MlnxExt { path, .. } => path,
             Query::Description { node }
@@ -326,7 +326,7 @@ impl Sweep {
     }
 
     /// `q` by an alternate route (see [`Sweep::alternate_path`]), if there is one.
-    fn alternate_request(&self, q: &Query, k: usize) -> Option<PackedGet> {
+    fn alternate_request(&self, q: &Query, k: usize) -> Option<PackedRequest> {
         let path = match q {
             Query::Probe {
                 from: Some(end), ..
@@ -1040,7 +1040,7 @@ mod tests {
     }
 
     impl SmpExecutor for FakeSmp {
-        fn execute<T, R: Into<PackedGet>>(
+        fn execute<T, R: Into<PackedRequest>>(
             &mut self,
             requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut OnDone<'_, T>,
@@ -1255,7 +1255,7 @@ mod tests {
         // defers it once.
         struct Deferring(FakeSmp);
         impl SmpExecutor for Deferring {
-            fn execute<T, R: Into<PackedGet>>(
+            fn execute<T, R: Into<PackedRequest>>(
                 &mut self,
                 requests: impl IntoIterator<Item = (T, R)>,
                 on_done: &mut OnDone<'_, T>,

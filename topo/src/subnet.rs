@@ -133,7 +133,7 @@ mod tests {
     }
 
     impl SmpExecutor for Fake {
-        fn execute<T, R: Into<ibscope_mad::engine::PackedGet>>(
+        fn execute<T, R: Into<ibscope_mad::engine::PackedRequest>>(
             &mut self,
             requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut OnDone<'_, T>,

@@ -8,7 +8,7 @@ use super::config::{EngineConfig, EngineStats, MAX_OUTSTANDING, SIMULATOR_MAX_OU
 use super::error::MadError;
 use super::ledger::{Ledger, Outcome};
 use super::pacing::{RttEstimator, Window, INITIAL_WINDOW, PER_DESTINATION};
-use super::packed::{FollowUps, PackedGet, PackedRequest};
+use super::packed::{FollowUps, PackedMad, PackedRequest};
 use super::request::{Request, Response};
 use super::trace::{Trace, TRACE_ENV};
 use crate::attribute::{Attribute, Class};
@@ -67,13 +67,13 @@ fn trace_path(path: std::path::PathBuf) -> std::path::PathBuf {
 /// rather than piling up: a counter sweep's batch is one ClassPortInfo per node and each
 /// answer brings two reads per port; taken after the batch, all 2.4M reads of a 100k-HCA
 /// fabric were held at once (about 700 MB).
-struct Intake<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> {
+struct Intake<T, R: Into<PackedRequest>, I: Iterator<Item = (T, R)>> {
     batch: std::iter::Peekable<std::iter::Fuse<I>>,
     /// Follow-ups, packed as the ledger keeps them.
-    later: std::collections::VecDeque<(T, PackedGet)>,
+    later: std::collections::VecDeque<(T, PackedRequest)>,
 }
 
-impl<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
+impl<T, R: Into<PackedRequest>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
     fn new(batch: I) -> Self {
         Intake {
             batch: batch.fuse().peekable(),
@@ -104,7 +104,7 @@ impl<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>> Intake<T, R, I> {
 
     /// A follow-up: behind the follow-ups not taken yet, or straight to the ledger when
     /// nothing waits here.
-    fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: PackedGet) {
+    fn add(&mut self, ledger: &mut Ledger<T>, token: T, request: PackedRequest) {
         if self.is_empty() {
             ledger.push_packed(token, request);
         } else {
@@ -301,7 +301,7 @@ impl<P: MadPort> Engine<P> {
         Ok(agent)
     }
 
-    fn transmit(&mut self, tid: u32, request: &PackedRequest) -> Result<(), TransportError> {
+    fn transmit(&mut self, tid: u32, request: &PackedMad) -> Result<(), TransportError> {
         let mgmt_class = request.mgmt_class();
         let agent = self.agent_for(mgmt_class)?;
         let mut mad = [0; MAD_SIZE];
@@ -354,7 +354,7 @@ impl<P: MadPort> Engine<P> {
     /// timeout after the cancel at the latest. While the token stays set, later batches and
     /// [`Engine::call`]s fail at once with `Cancelled` without a send; after
     /// [`CancelToken::reset`] the engine works again (from the next batch on).
-    pub fn run<T, R: Into<PackedGet>>(
+    pub fn run<T, R: Into<PackedRequest>>(
         &mut self,
         requests: impl IntoIterator<Item = (T, R)>,
         mut on_done: impl FnMut(T, Result<Response, MadError>, &mut FollowUps<T>),
@@ -423,7 +423,7 @@ impl<P: MadPort> Engine<P> {
 
     /// Send while the window and the destination caps allow, handing the ledger the
     /// batch's requests one at a time as it runs out of requests ready to go.
-    fn send_burst<T, R: Into<PackedGet>, I: Iterator<Item = (T, R)>>(
+    fn send_burst<T, R: Into<PackedRequest>, I: Iterator<Item = (T, R)>>(
         &mut self,
         ledger: &mut Ledger<T>,
         intake: &mut Intake<T, R, I>,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::config::EngineStats;
 use super::error::MadError;
 use super::pacing::{DestState, RttEstimator, Window};
-use super::packed::{dest_key, PackedGet, PackedRequest};
+use super::packed::{dest_key, PackedMad, PackedRequest};
 use super::request::Request;
 use crate::header::MAD_SIZE;
 use crate::smp::MadView;
@@ -50,7 +50,7 @@ fn add_timer(timers: &mut VecDeque<(Instant, u64, u32)>, timer: (Instant, u64, u
 struct Entry<T> {
     /// Taken when the entry finishes (the rest is dropped where it lies).
     token: Option<T>,
-    request: PackedRequest,
+    request: PackedMad,
     /// [`dest_key`] of the request.
     dest: u64,
     /// When the first and the latest attempt were sent.
@@ -250,11 +250,11 @@ impl<T> Ledger<T> {
     }
 
     pub fn push(&mut self, token: T, request: Request) {
-        self.push_packed(token, PackedGet::from(&request));
+        self.push_packed(token, PackedRequest::from(&request));
     }
 
     /// [`Ledger::push`] of a request packed already.
-    pub(crate) fn push_packed(&mut self, token: T, request: PackedGet) {
+    pub(crate) fn push_packed(&mut self, token: T, request: PackedRequest) {
         let (dest, request) = request.into_parts();
         let id = self.next_id;
         self.next_id += 1;
@@ -385,7 +385,7 @@ impl<T> Ledger<T> {
     /// The next request to send, if the window has room (and the batch was not
     /// cancelled): its fresh TID and the request. Requests whose destination is at its
     /// cap are set aside for it and skipped.
-    pub(crate) fn next_send(&mut self, now: Instant) -> Option<(u32, &PackedRequest)> {
+    pub(crate) fn next_send(&mut self, now: Instant) -> Option<(u32, &PackedMad)> {
         if self.cancelled {
             return None;
         }

@@ -41,7 +41,7 @@ pub use config::{
 pub use error::{MadError, UmadCall};
 pub use io_loop::Engine;
 pub use ledger::{Ledger, Outcome};
-pub use packed::{DirectedGet, FollowUps, PackedGet, PortSelectGet};
+pub use packed::{DirectedGet, FollowUps, PackedRequest, PortSelectGet};
 pub use request::{Request, Response, Target};
 
 #[cfg(test)]

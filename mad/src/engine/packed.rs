@@ -53,9 +53,9 @@ pub(crate) fn directed_key(path: &DrPath) -> u64 {
     h >> 1
 }
 
-/// A [`Request`], packed (see the module's comment).
+/// A [`Request`]'s MAD and destination, packed (see the module's comment).
 #[derive(Debug, Clone)]
-pub(crate) enum PackedRequest {
+pub(crate) enum PackedMad {
     Inline {
         head: [u8; HEAD],
         /// Where the stretch starts in the MAD and how long it is (0: all zero past the head).
@@ -75,8 +75,8 @@ pub(crate) enum PackedDest {
     Gsi { lid: u16, qpn: u32, qkey: u32 },
 }
 
-impl PackedRequest {
-    pub(crate) fn pack(request: &Request) -> PackedRequest {
+impl PackedMad {
+    pub(crate) fn pack(request: &Request) -> PackedMad {
         let mad = &request.mad;
         let dest = match &request.dest {
             Dest::Smp(SmpRoute::Lid(lid)) => PackedDest::Lid(*lid),
@@ -86,19 +86,17 @@ impl PackedRequest {
                 qpn: *qpn,
                 qkey: *qkey,
             },
-            Dest::Smp(SmpRoute::Directed(_)) => {
-                return PackedRequest::Whole(Box::new(request.clone()))
-            }
+            Dest::Smp(SmpRoute::Directed(_)) => return PackedMad::Whole(Box::new(request.clone())),
         };
         let (stretch_at, stretch_len) = nonzero_stretch(mad);
         if stretch_len > STRETCH {
-            return PackedRequest::Whole(Box::new(request.clone()));
+            return PackedMad::Whole(Box::new(request.clone()));
         }
         let mut head = [0; HEAD];
         head.copy_from_slice(&mad[..HEAD]);
         let mut stretch = [0; STRETCH];
         stretch[..stretch_len].copy_from_slice(&mad[stretch_at..stretch_at + stretch_len]);
-        PackedRequest::Inline {
+        PackedMad::Inline {
             head,
             // HEAD + 216 at most: a byte holds it.
             stretch_at: stretch_at as u8,
@@ -111,7 +109,7 @@ impl PackedRequest {
     /// The MAD into `mad` (every byte written), and its destination.
     pub(crate) fn unpack_into(&self, mad: &mut [u8; MAD_SIZE]) -> Dest {
         match self {
-            PackedRequest::Inline {
+            PackedMad::Inline {
                 head,
                 stretch_at,
                 stretch_len,
@@ -128,7 +126,7 @@ impl PackedRequest {
                     PackedDest::Gsi { lid, qpn, qkey } => Dest::Gsi { lid, qpn, qkey },
                 }
             }
-            PackedRequest::Whole(request) => {
+            PackedMad::Whole(request) => {
                 *mad = request.mad;
                 request.dest.clone()
             }
@@ -144,24 +142,24 @@ impl PackedRequest {
 
     pub(crate) fn mgmt_class(&self) -> u8 {
         match self {
-            PackedRequest::Inline { head, .. } => head[MGMT_CLASS_AT],
-            PackedRequest::Whole(request) => request.mgmt_class(),
+            PackedMad::Inline { head, .. } => head[MGMT_CLASS_AT],
+            PackedMad::Whole(request) => request.mgmt_class(),
         }
     }
 
     /// Hops of its directed route; `None` for any other destination.
     pub(crate) fn route_len(&self) -> Option<usize> {
         match self {
-            PackedRequest::Inline {
+            PackedMad::Inline {
                 head,
                 dest: PackedDest::Directed,
                 ..
             } => Some(usize::from(head[HOP_COUNT_AT])),
-            PackedRequest::Whole(request) => match &request.dest {
+            PackedMad::Whole(request) => match &request.dest {
                 Dest::Smp(SmpRoute::Directed(path)) => Some(path.len()),
                 _ => None,
             },
-            PackedRequest::Inline { .. } => None,
+            PackedMad::Inline { .. } => None,
         }
     }
 }
@@ -193,7 +191,7 @@ impl DirectedGet {
 
     /// The Get along `path` with `modifier`: what `Request::get::<A>` frames for that route
     /// and modifier, packed.
-    pub fn along(&self, path: &DrPath, modifier: u32) -> PackedGet {
+    pub fn along(&self, path: &DrPath, modifier: u32) -> PackedRequest {
         let hops = path.hops();
         let mut head = self.head;
         head[MODIFIER_AT..MODIFIER_AT + 4].copy_from_slice(&modifier.to_be_bytes());
@@ -203,7 +201,7 @@ impl DirectedGet {
             head[HOP_COUNT_AT] = hops.len() as u8;
             let mut stretch = [0; STRETCH];
             stretch[..hops.len()].copy_from_slice(hops);
-            PackedRequest::Inline {
+            PackedMad::Inline {
                 head,
                 stretch_at: (INITIAL_PATH_AT + 1) as u8,
                 stretch_len: hops.len() as u8,
@@ -214,12 +212,12 @@ impl DirectedGet {
             let mut mad = [0; MAD_SIZE];
             mad[..HEAD].copy_from_slice(&head);
             aim_smp(&mut mad, path);
-            PackedRequest::Whole(Box::new(Request {
+            PackedMad::Whole(Box::new(Request {
                 mad,
                 dest: Dest::Smp(SmpRoute::Directed(path.clone())),
             }))
         };
-        PackedGet {
+        PackedRequest {
             dest: directed_key(path),
             request,
         }
@@ -261,7 +259,7 @@ impl PortSelectGet {
 
     /// The Get of port `port_select` from the PMA at `lid`: what `Request::get_with`
     /// frames with a template holding only that PortSelect, packed.
-    pub fn to(&self, lid: u16, port_select: u8) -> PackedGet {
+    pub fn to(&self, lid: u16, port_select: u8) -> PackedRequest {
         let mut stretch = [0; STRETCH];
         stretch[0] = port_select;
         let dest = Dest::Gsi {
@@ -269,9 +267,9 @@ impl PortSelectGet {
             qpn: self.qpn,
             qkey: self.qkey,
         };
-        PackedGet {
+        PackedRequest {
             dest: dest_key(&dest),
-            request: PackedRequest::Inline {
+            request: PackedMad::Inline {
                 head: self.head,
                 stretch_at: PORT_SELECT_AT as u8,
                 stretch_len: 1,
@@ -289,34 +287,34 @@ impl PortSelectGet {
 /// A request packed where it was made ([`DirectedGet::along`], [`PortSelectGet::to`], or
 /// from a [`Request`]), with its destination's key for the caps per destination.
 #[derive(Debug, Clone)]
-pub struct PackedGet {
+pub struct PackedRequest {
     dest: u64,
-    request: PackedRequest,
+    request: PackedMad,
 }
 
-impl PackedGet {
+impl PackedRequest {
     /// The request, framed whole (for an executor that answers MADs itself).
     pub fn to_request(&self) -> Request {
         self.request.unpack()
     }
 
     /// Its destination's key and the request, as the ledger keeps them.
-    pub(crate) fn into_parts(self) -> (u64, PackedRequest) {
+    pub(crate) fn into_parts(self) -> (u64, PackedMad) {
         (self.dest, self.request)
     }
 }
 
-impl From<Request> for PackedGet {
-    fn from(request: Request) -> PackedGet {
-        PackedGet::from(&request)
+impl From<Request> for PackedRequest {
+    fn from(request: Request) -> PackedRequest {
+        PackedRequest::from(&request)
     }
 }
 
-impl From<&Request> for PackedGet {
-    fn from(request: &Request) -> PackedGet {
-        PackedGet {
+impl From<&Request> for PackedRequest {
+    fn from(request: &Request) -> PackedRequest {
+        PackedRequest {
             dest: dest_key(&request.dest),
-            request: PackedRequest::pack(request),
+            request: PackedMad::pack(request),
         }
     }
 }
@@ -325,7 +323,7 @@ impl From<&Request> for PackedGet {
 /// they are pushed: a follow-up's MAD is not copied whole on its way to the ledger.
 #[derive(Debug)]
 pub struct FollowUps<T> {
-    items: Vec<(T, PackedGet)>,
+    items: Vec<(T, PackedRequest)>,
 }
 
 impl<T> Default for FollowUps<T> {
@@ -341,11 +339,11 @@ impl<T> FollowUps<T> {
 
     /// A follow-up, `(token, request)` as a list of pairs takes it.
     pub fn push(&mut self, (token, request): (T, Request)) {
-        self.items.push((token, PackedGet::from(&request)));
+        self.items.push((token, PackedRequest::from(&request)));
     }
 
     /// A follow-up packed already.
-    pub fn push_packed(&mut self, token: T, request: PackedGet) {
+    pub fn push_packed(&mut self, token: T, request: PackedRequest) {
         self.items.push((token, request));
     }
 
@@ -367,7 +365,7 @@ impl<T> FollowUps<T> {
 
     /// Every follow-up in the order pushed, as packed (for the engine, or a batch of its
     /// own).
-    pub fn drain_packed(&mut self) -> std::vec::Drain<'_, (T, PackedGet)> {
+    pub fn drain_packed(&mut self) -> std::vec::Drain<'_, (T, PackedRequest)> {
         self.items.drain(..)
     }
 }
@@ -417,8 +415,8 @@ mod tests {
     use crate::attr::{NodeInfo, PortCounters, PortInfo};
     use proptest::prelude::*;
 
-    fn round_trip(request: &Request) -> PackedRequest {
-        let packed = PackedRequest::pack(request);
+    fn round_trip(request: &Request) -> PackedMad {
+        let packed = PackedMad::pack(request);
         assert_eq!(&packed.unpack(), request);
         assert_eq!(packed.mgmt_class(), request.mgmt_class());
         packed
@@ -441,15 +439,12 @@ mod tests {
             Request::get::<PortCounters>(&1, 0),
         ] {
             let packed = round_trip(&request);
-            assert!(
-                matches!(packed, PackedRequest::Inline { .. }),
-                "{request:?}"
-            );
+            assert!(matches!(packed, PackedMad::Inline { .. }), "{request:?}");
         }
         let deep =
             Request::get::<NodeInfo>(&SmpRoute::Directed(DrPath::from_hops(&[9; 15]).unwrap()), 0);
         assert_eq!(round_trip(&deep).route_len(), Some(15));
-        assert!(std::mem::size_of::<PackedRequest>() <= 80);
+        assert!(std::mem::size_of::<PackedMad>() <= 80);
     }
 
     /// What does not fit (a route past 15 hops, data over more than 16 bytes, a route the
@@ -464,7 +459,7 @@ mod tests {
         spread.mad[90] = 2;
         for request in [Request::get::<NodeInfo>(&long, 0), spread, elsewhere] {
             let packed = round_trip(&request);
-            assert!(matches!(packed, PackedRequest::Whole(_)), "{request:?}");
+            assert!(matches!(packed, PackedMad::Whole(_)), "{request:?}");
         }
     }
 
@@ -519,7 +514,7 @@ mod tests {
                 prop_assert_eq!(aimed.dest, dest_key(&framed.dest));
                 prop_assert_eq!(aimed.request.route_len(), Some(hops.len()));
                 prop_assert_eq!(
-                    matches!(aimed.request, PackedRequest::Whole(_)),
+                    matches!(aimed.request, PackedMad::Whole(_)),
                     hops.len() > STRETCH
                 );
             }

@@ -5,7 +5,7 @@ use ibscope_mad::attr::{
     PortExtendedSpeedsCounters, PortExtendedSpeedsCountersRsFec, PortRcvErrorDetails, PortSelected,
     PortXmitDiscardDetails,
 };
-use ibscope_mad::engine::{FollowUps, MadError, PackedGet, PortSelectGet, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, PackedRequest, PortSelectGet, Request, Response};
 use ibscope_mad::header::{method, MadStatusCode};
 
 use super::targets::CounterTarget;
@@ -243,7 +243,7 @@ pub(super) fn push_port_reads(
 }
 
 /// The PortCounters read of target `i`.
-pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, PackedGet) {
+pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, PackedRequest) {
     let t = &targets[i];
     (Query::Counters(i), reads().counters.to(t.lid, t.port))
 }

@@ -11,7 +11,7 @@ use ibscope_mad::attr::{
     PmaCapabilities, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortInfo,
     PortInfoExtended,
 };
-use ibscope_mad::engine::{FollowUps, MadError, PackedGet, Request, Response};
+use ibscope_mad::engine::{FollowUps, MadError, PackedRequest, Request, Response};
 use ibscope_mad::header::method;
 use ibscope_mad::smp::SmpRoute;
 use serde::{Deserialize, Serialize};
@@ -250,7 +250,7 @@ struct Plan<'a> {
 impl<'a> Plan<'a> {
     /// ClassPortInfo of every node, and the PortCounters of every port not held for
     /// screening: made as the engine takes them (a million requests at 100k HCAs).
-    fn first_batch(self) -> impl Iterator<Item = (Query, PackedGet)> + 'a {
+    fn first_batch(self) -> impl Iterator<Item = (Query, PackedRequest)> + 'a {
         let targets = self.targets;
         let screened = self.screened_group;
         self.groups
@@ -1021,7 +1021,7 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
     }
 
     impl SmpExecutor for FakePma {
-        fn execute<T, R: Into<ibscope_mad::engine::PackedGet>>(
+        fn execute<T, R: Into<ibscope_mad::engine::PackedRequest>>(
             &mut self,
             requests: impl IntoIterator<Item = (T, R)>,
             on_done: &mut crate::discover::OnDone<'_, T>,
