@@ -698,13 +698,15 @@ fn advance_data_counters(sample: &mut counters::Sample) {
     let data = CounterFamilies::Data.names();
     for (i, port) in sample.ports.iter_mut().enumerate() {
         let step = 1 + (i as u64 % 997) * 4_099_997;
-        for set in [port.counters.as_mut(), port.extended.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            for r in set.0.iter_mut().filter(|r| data.contains(&&*r.name)) {
+        for set in [&mut port.counters, &mut port.extended] {
+            let Some(read) = set.as_ref() else {
+                continue;
+            };
+            let mut readings = read.readings().to_vec();
+            for r in readings.iter_mut().filter(|r| data.contains(&&*r.name)) {
                 r.value += step;
             }
+            *set = Some(counters::CounterSet::from_readings(readings));
         }
     }
 }

@@ -446,7 +446,7 @@ fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
         )?;
         for (attribute, set) in &p.details.0 {
             let counted: Vec<String> = set
-                .0
+                .readings()
                 .iter()
                 .filter(|r| r.value > 0)
                 .map(|r| named(&r.name, r.value, r.saturated))
@@ -682,7 +682,8 @@ mod tests {
 
     #[test]
     fn json_is_written_as_the_value_document_was() {
-        use ibscope_topo::counters::{CounterSet, Details};
+        use ibscope_mad::attr::CounterName;
+        use ibscope_topo::counters::{CounterSet, Details, Reading};
         use ibscope_topo::model::refs::{NodeRef, PortRef};
         use ibscope_topo::model::NodeKind;
         let at = |name: &str, kind, port| PortRef {
@@ -696,8 +697,18 @@ mod tests {
             host: None,
             rail: None,
         };
-        let mut saturated = CounterSet::from_pairs([("SymbolErrorCounter", 65535), ("X", 0)]);
-        saturated.0[0].saturated = true;
+        let saturated = CounterSet::from_readings(vec![
+            Reading {
+                name: CounterName::intern("SymbolErrorCounter"),
+                value: 65535,
+                saturated: true,
+            },
+            Reading {
+                name: CounterName::intern("X"),
+                value: 0,
+                saturated: false,
+            },
+        ]);
         let mut details = Details::default();
         details.insert("PortRcvErrorDetails", CounterSet::from_pairs([("A", 1)]));
         let read = PortSample {

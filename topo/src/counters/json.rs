@@ -299,7 +299,7 @@ impl Emitter {
     fn counter_set(&mut self, set: &CounterSet) -> io::Result<()> {
         self.open(b'{');
         let keys = table_keys();
-        for reading in &set.0 {
+        for reading in set.readings() {
             match reading.name.table_row() {
                 Some(row) => {
                     self.item();
@@ -368,7 +368,7 @@ mod tests {
     }
 
     fn set(readings: &[(&str, u64, bool)]) -> CounterSet {
-        CounterSet(
+        CounterSet::from_readings(
             readings
                 .iter()
                 .map(|&(name, value, saturated)| Reading {

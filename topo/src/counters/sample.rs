@@ -2,6 +2,8 @@
 //! detail attributes, when read), data in bytes, and which counters stopped at their
 //! maximum.
 
+use std::sync::Arc;
+
 use ibscope_mad::attr::{CounterName, CounterValue, PmaCapabilities};
 use serde::{Deserialize, Serialize};
 
@@ -33,43 +35,57 @@ pub struct Reading {
 /// Named counter values in a fixed order. JSON: an object of counter name to value; a
 /// counter that stopped at its maximum is `{"value": N, "saturated": true}` instead of a
 /// plain number, so nothing reads it as a count.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CounterSet(pub Vec<Reading>);
+///
+/// The readings may live in storage shared with the other sets of one sweep (see
+/// [`ReadingArena`]): a set is a window on it, and a clone shares it.
+#[derive(Clone)]
+pub struct CounterSet {
+    store: Arc<Vec<Reading>>,
+    start: u32,
+    len: u32,
+}
 
 impl CounterSet {
+    /// A set of its own of these readings.
+    pub fn from_readings(readings: Vec<Reading>) -> CounterSet {
+        let len = u32::try_from(readings.len()).expect("fewer than 4G counters in a set");
+        CounterSet {
+            store: Arc::new(readings),
+            start: 0,
+            len,
+        }
+    }
+    /// The readings, in their order.
+    pub fn readings(&self) -> &[Reading] {
+        &self.store[self.start as usize..][..self.len as usize]
+    }
     pub fn get(&self, name: &str) -> Option<u64> {
         self.reading(name).map(|r| r.value)
     }
     pub fn reading(&self, name: &str) -> Option<&Reading> {
-        self.0.iter().find(|r| r.name == name)
+        self.readings().iter().find(|r| r.name == name)
     }
     /// The counter is there and stopped at its maximum.
     pub fn is_saturated(&self, name: &str) -> bool {
         self.reading(name).is_some_and(|r| r.saturated)
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.0.iter().map(|r| (&*r.name, r.value))
+        self.readings().iter().map(|r| (&*r.name, r.value))
+    }
+    pub fn len(&self) -> usize {
+        self.len as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len == 0
     }
     /// From decoded wire values: data counters converted to bytes, saturation judged on
     /// the wire value.
     pub(super) fn from_values(values: &[CounterValue]) -> CounterSet {
-        CounterSet(
-            values
-                .iter()
-                .map(|v| Reading {
-                    name: v.short_name,
-                    value: in_bytes(v),
-                    saturated: v.saturated(),
-                })
-                .collect(),
-        )
+        CounterSet::from_readings(values.iter().map(Reading::from_value).collect())
     }
     /// Counters that did not saturate, from (name, value) pairs.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, u64)>) -> CounterSet {
-        CounterSet(
+        CounterSet::from_readings(
             pairs
                 .into_iter()
                 .map(|(name, value)| Reading {
@@ -79,6 +95,103 @@ impl CounterSet {
                 })
                 .collect(),
         )
+    }
+}
+
+impl Reading {
+    /// A decoded wire value as read: data counters in bytes, saturation judged on the wire.
+    fn from_value(v: &CounterValue) -> Reading {
+        Reading {
+            name: v.short_name,
+            value: in_bytes(v),
+            saturated: v.saturated(),
+        }
+    }
+}
+
+impl Default for CounterSet {
+    fn default() -> CounterSet {
+        CounterSet::from_readings(Vec::new())
+    }
+}
+
+impl PartialEq for CounterSet {
+    fn eq(&self, other: &CounterSet) -> bool {
+        self.readings() == other.readings()
+    }
+}
+
+impl Eq for CounterSet {}
+
+impl std::fmt::Debug for CounterSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.readings()).finish()
+    }
+}
+
+/// The readings of one sweep, stored a chunk at a time, so that its sets share a few
+/// allocations instead of one each: at 100k HCAs a sweep makes over a million sets, and
+/// allocating and later freeing each took a tenth of a `counters` run. A set is made
+/// once its sweep is over ([`SealedReadings::set`]); until then the sweep holds where its
+/// readings are ([`Stored`]).
+#[derive(Debug, Default)]
+pub(super) struct ReadingArena {
+    chunks: Vec<Vec<Reading>>,
+}
+
+/// Where a set's readings are in a [`ReadingArena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stored {
+    chunk: u32,
+    start: u32,
+    len: u32,
+}
+
+impl ReadingArena {
+    /// Readings per chunk (64 KiB): a set kept after the rest of its sweep is dropped keeps
+    /// its chunk, so chunks stay small.
+    const CHUNK: usize = 4096;
+
+    /// Stores the readings of decoded wire values (as [`CounterSet::from_values`] makes
+    /// them). A set never spans two chunks; a chunk never grows (no reading moves).
+    pub fn store(&mut self, values: &[CounterValue]) -> Stored {
+        let fits = |c: &Vec<Reading>| c.capacity() - c.len() >= values.len();
+        if !self.chunks.last().is_some_and(fits) {
+            self.chunks
+                .push(Vec::with_capacity(Self::CHUNK.max(values.len())));
+        }
+        let chunk = self.chunks.len() - 1;
+        let readings = &mut self.chunks[chunk];
+        let start = readings.len();
+        readings.extend(values.iter().map(Reading::from_value));
+        Stored {
+            chunk: u32::try_from(chunk).expect("fewer than 4G chunks"),
+            start: u32::try_from(start).expect("a chunk holds fewer than 4G readings"),
+            len: u32::try_from(values.len()).expect("fewer than 4G counters in a set"),
+        }
+    }
+
+    /// The sweep is over: its sets can be made.
+    pub fn seal(self) -> SealedReadings {
+        SealedReadings {
+            chunks: self.chunks.into_iter().map(Arc::new).collect(),
+        }
+    }
+}
+
+/// A [`ReadingArena`] whose sweep is over.
+pub(super) struct SealedReadings {
+    chunks: Vec<Arc<Vec<Reading>>>,
+}
+
+impl SealedReadings {
+    /// The set stored at `at` (by the arena this was sealed from).
+    pub fn set(&self, at: Stored) -> CounterSet {
+        CounterSet {
+            store: Arc::clone(&self.chunks[at.chunk as usize]),
+            start: at.start,
+            len: at.len,
+        }
     }
 }
 
@@ -100,8 +213,8 @@ enum ReadingRepr {
 impl Serialize for CounterSet {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for r in &self.0 {
+        let mut m = s.serialize_map(Some(self.len()))?;
+        for r in self.readings() {
             if r.saturated {
                 let v = SaturatedValue {
                     value: r.value,
@@ -140,7 +253,7 @@ impl<'de> Deserialize<'de> for CounterSet {
                         saturated,
                     });
                 }
-                Ok(CounterSet(out))
+                Ok(CounterSet::from_readings(out))
             }
         }
         d.deserialize_map(Visit)
@@ -314,7 +427,7 @@ pub struct Sample {
 pub(crate) mod test_support {
     use ibscope_mad::attr::{pma_capability2, PmaCapabilities, PortCounters, PortCountersExtended};
 
-    use super::{CounterSet, PortSample, Sample};
+    use super::{CounterSet, PortSample, Reading, Sample};
     use crate::counters::pma::ALL_PORTS;
     use crate::model::refs::PortRef;
     use crate::model::NodeKind;
@@ -350,10 +463,16 @@ pub(crate) mod test_support {
         ext: Option<&[(&str, u64)]>,
         sat: &[&str],
     ) -> PortSample {
-        let mut counters = CounterSet::from_pairs(values.iter().copied());
-        for r in &mut counters.0 {
-            r.saturated = sat.contains(&&*r.name);
-        }
+        let counters = CounterSet::from_readings(
+            values
+                .iter()
+                .map(|&(name, value)| Reading {
+                    name: ibscope_mad::attr::CounterName::intern(name),
+                    value,
+                    saturated: sat.contains(&name),
+                })
+                .collect(),
+        );
         PortSample {
             capability_mask: Some(SWITCH_MASK.mask),
             counters: Some(counters),
@@ -456,6 +575,74 @@ mod tests {
     #[test]
     fn a_reading_takes_sixteen_bytes() {
         assert_eq!(std::mem::size_of::<Reading>(), 16);
+    }
+
+    /// Counter values decoded from a PortCounters of these bytes (zero-padded).
+    fn decoded(bytes: &[u8]) -> Vec<CounterValue> {
+        let mut b = [0u8; 44];
+        b[..bytes.len().min(44)].copy_from_slice(&bytes[..bytes.len().min(44)]);
+        PortCounters::decode(&b).unwrap().counters()
+    }
+
+    proptest::proptest! {
+        /// Whatever mix of set sizes a sweep stores, each set made from the arena is the
+        /// set made on its own of the same values: chunk boundaries lose nothing and mix
+        /// no two sets.
+        #[test]
+        fn sets_from_the_arena_are_the_sets_on_their_own(
+            sets in proptest::collection::vec(
+                (proptest::collection::vec(proptest::num::u8::ANY, 0..44), 0usize..40),
+                0..400,
+            ),
+        ) {
+            let mut arena = ReadingArena::default();
+            let mut expected = Vec::new();
+            for (bytes, len) in &sets {
+                let values: Vec<CounterValue> =
+                    decoded(bytes).into_iter().cycle().take(*len).collect();
+                expected.push((arena.store(&values), CounterSet::from_values(&values)));
+            }
+            let sealed = arena.seal();
+            for (at, alone) in expected {
+                proptest::prop_assert_eq!(sealed.set(at), alone);
+            }
+        }
+    }
+
+    #[test]
+    fn a_set_longer_than_a_chunk_is_kept_whole() {
+        let values: Vec<CounterValue> = decoded(&[7; 44])
+            .into_iter()
+            .cycle()
+            .take(ReadingArena::CHUNK + 5)
+            .collect();
+        let mut arena = ReadingArena::default();
+        let small = arena.store(&values[..3]);
+        let long = arena.store(&values);
+        let after = arena.store(&values[..2]);
+        let sealed = arena.seal();
+        assert_eq!(sealed.set(long), CounterSet::from_values(&values));
+        assert_eq!(sealed.set(long).len(), ReadingArena::CHUNK + 5);
+        assert_eq!(sealed.set(small), CounterSet::from_values(&values[..3]));
+        assert_eq!(sealed.set(after), CounterSet::from_values(&values[..2]));
+    }
+
+    /// A set is a window on shared storage: equality and the JSON are its readings only.
+    #[test]
+    fn a_window_compares_and_prints_as_its_readings() {
+        let values = decoded(&[1; 44]);
+        let mut arena = ReadingArena::default();
+        arena.store(&values[..4]);
+        let at = arena.store(&values[4..9]);
+        let set = arena.seal().set(at);
+        let alone = CounterSet::from_values(&values[4..9]);
+        assert_eq!(set, alone);
+        assert_eq!(set.len(), 5);
+        assert_eq!(format!("{set:?}"), format!("{alone:?}"));
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            serde_json::to_string(&alone).unwrap()
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::pma::{
     decode_extended_speeds, extended_speeds_request, group, not_implemented, port_request,
     push_port_reads, Breakdown, Query, ALL_PORTS,
 };
-use super::sample::{CounterSet, PortSample, Sample};
+use super::sample::{CounterSet, PortSample, ReadingArena, Sample, Stored};
 use super::screen::{screen, Screen};
 use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
@@ -276,6 +276,17 @@ struct Ports<'a> {
     /// Per target, where in `made` its port is; [`Ports::UNMADE`] if not made yet.
     slot: Vec<u32>,
     made: Vec<PortSample>,
+    /// Per made port, where its PortCounters and PortCountersExtended readings are: the
+    /// sets are made from `readings` when the sweep is over.
+    stored: Vec<StoredSets>,
+    readings: ReadingArena,
+}
+
+/// Where a port's PortCounters and PortCountersExtended readings are in the sweep's arena.
+#[derive(Debug, Clone, Copy, Default)]
+struct StoredSets {
+    counters: Option<Stored>,
+    extended: Option<Stored>,
 }
 
 impl<'a> Ports<'a> {
@@ -295,19 +306,41 @@ impl<'a> Ports<'a> {
             names,
             slot: vec![Self::UNMADE; targets.len()],
             made: Vec::with_capacity(expected),
+            stored: Vec::with_capacity(expected),
+            readings: ReadingArena::default(),
         }
     }
 
     /// The port of target `i`, made now if nothing touched it yet.
     fn get(&mut self, i: usize) -> &mut PortSample {
+        let at = self.made_at(i);
+        &mut self.made[at]
+    }
+
+    /// Where in `made` the port of target `i` is, made now if nothing touched it yet.
+    fn made_at(&mut self, i: usize) -> usize {
         let mut at = self.slot[i];
         if at == Self::UNMADE {
             at = u32::try_from(self.made.len()).expect("fewer than 4G ports");
             let t = self.targets[i];
             self.made.push(new_port(self.fabric, &t, self.names));
+            self.stored.push(StoredSets::default());
             self.slot[i] = at;
         }
-        &mut self.made[at as usize]
+        at as usize
+    }
+
+    /// Keeps the PortCounters (or, `extended`, PortCountersExtended) values read of the
+    /// port of target `i`; a later read of the same replaces them.
+    fn keep_readings(&mut self, i: usize, extended: bool, values: &[CounterValue]) {
+        let at = self.made_at(i);
+        let stored = self.readings.store(values);
+        let sets = &mut self.stored[at];
+        if extended {
+            sets.extended = Some(stored);
+        } else {
+            sets.counters = Some(stored);
+        }
     }
 
     /// Every port in target order but those `skip` marks; a port nothing touched is as
@@ -337,6 +370,15 @@ impl<'a> Ports<'a> {
             *next += 1;
         }
         let mut made = self.made;
+        let readings = self.readings.seal();
+        for (port, sets) in made.iter_mut().zip(&self.stored) {
+            if let Some(at) = sets.counters {
+                port.counters = Some(readings.set(at));
+            }
+            if let Some(at) = sets.extended {
+                port.extended = Some(readings.set(at));
+            }
+        }
         for i in 0..made.len() {
             while dest[i] as usize != i {
                 let to = dest[i] as usize;
@@ -428,7 +470,7 @@ impl<'a> Run<'a> {
                 let caps = self.ports.get(i).capabilities();
                 let values = &mut self.values;
                 match decode_counter_reply_into(result, true, t.port, caps, values) {
-                    Ok(()) => self.ports.get(i).extended = Some(CounterSet::from_values(values)),
+                    Ok(()) => self.ports.keep_readings(i, true, values),
                     Err(e) => self
                         .ports
                         .get(i)
@@ -469,13 +511,12 @@ impl<'a> Run<'a> {
             return;
         }
         let values = &self.values;
-        let port = self.ports.get(i);
-        port.saturated = values
+        self.ports.get(i).saturated = values
             .iter()
             .filter(|v| v.saturated())
             .map(|v| v.name.to_string())
             .collect();
-        port.counters = Some(CounterSet::from_values(values));
+        self.ports.keep_readings(i, false, values);
         for b in Breakdown::ALL {
             let wanted = match self.options.details {
                 DetailReads::None => false,

@@ -278,7 +278,7 @@ impl BestValues {
                     seen.resize(set_no + 1, Vec::new());
                 }
                 let hints = &mut seen[set_no];
-                for (pos, r) in set.0.iter().enumerate() {
+                for (pos, r) in set.readings().iter().enumerate() {
                     let name: &'a str = &r.name;
                     let k = match hints.get(pos) {
                         Some(&(last, k)) if last == name => k,
