@@ -9,8 +9,12 @@
 //! fat tree of radix 64. One subnet holds at most 49,151 LIDs, so a fabric of more HCAs is
 //! several subnets (planes), as real ones of that size are: rails are always 8 planes, a fat
 //! tree of more than 25,000 HCAs is split into planes of at most 25,000. One process handles
-//! every plane through its own engine (one local HCA per plane, as on a GPU host), keeping
-//! every plane's result, as `serve` or the TUI would.
+//! every plane through its own engine (one local HCA per plane, as on a GPU host). What
+//! an operation made is kept or dropped as its command does: `discover` and `counters`
+//! drop each plane's result before the next plane (as `-C all` writes each fabric, then
+//! frees it), `check` and `route-check` keep them and free them all at the end, and the
+//! time to free is measured with the rest (a one-shot command's destructors run before it
+//! exits); `tui` and `serve` hold every plane's result, as they do until the next sweep.
 //!
 //! Operations (setup, not measured: generating the fabric and, for the operations that need
 //! one, a first discovery):
@@ -305,10 +309,11 @@ fn main() {
         .unwrap_or_else(|| usage());
     let op = arg("--op").unwrap_or_else(|| usage());
     // As the binary does: the one-shot commands keep freed memory, the TUI and serve do not.
-    if matches!(
+    let one_shot = matches!(
         op.as_str(),
         "discover" | "check" | "counters" | "route-check"
-    ) {
+    );
+    if one_shot {
         ibscope::memory::keep_freed_memory();
     }
     let latency = Duration::from_micros(
@@ -423,7 +428,9 @@ fn main() {
                     // Serialized only to be written out, after the clock has stopped.
                     snapshots.push(f);
                 } else {
-                    keep.push(Box::new(f));
+                    // As `discover -C all` does: each fabric written, then dropped before
+                    // the next is discovered.
+                    drop(f);
                 }
             }
         }
@@ -450,10 +457,14 @@ fn main() {
                     let text = String::from_utf8(text).expect("JSON is UTF-8");
                     out_bytes += text.len();
                     produced.push(text);
+                    keep.push(Box::new((f, sample)));
                 } else {
+                    // As `counters -C all` does: each fabric's sample written, then it
+                    // and the fabric dropped before the next fabric is swept (their
+                    // memory kept for reuse, as the one-shot commands keep it).
                     out_bytes += write_to_null(&sample);
+                    drop((f, sample));
                 }
-                keep.push(Box::new((f, sample)));
             }
         }
         "route-check" => {
@@ -525,6 +536,11 @@ fn main() {
             }
         }
         _ => usage(),
+    }
+    if one_shot {
+        // A one-shot command frees what it made before it exits (its destructors run as
+        // `main` returns): counted. The TUI and serve hold theirs until the next sweep.
+        keep.clear();
     }
     let wall = t0.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
