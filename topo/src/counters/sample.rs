@@ -40,7 +40,7 @@ pub struct Reading {
 /// [`ReadingArena`]): a set is a window on it, and a clone shares it.
 #[derive(Clone)]
 pub struct CounterSet {
-    store: Arc<Vec<Reading>>,
+    store: Arc<[Reading]>,
     start: u32,
     len: u32,
 }
@@ -48,16 +48,20 @@ pub struct CounterSet {
 impl CounterSet {
     /// A set of its own of these readings.
     pub fn from_readings(readings: Vec<Reading>) -> CounterSet {
-        let len = u32::try_from(readings.len()).expect("fewer than 4G counters in a set");
+        CounterSet::owning(Arc::from(readings))
+    }
+    fn owning(store: Arc<[Reading]>) -> CounterSet {
+        let len = u32::try_from(store.len()).expect("fewer than 4G counters in a set");
         CounterSet {
-            store: Arc::new(readings),
+            store,
             start: 0,
             len,
         }
     }
     /// The readings, in their order.
     pub fn readings(&self) -> &[Reading] {
-        &self.store[self.start as usize..][..self.len as usize]
+        let start = self.start as usize;
+        &self.store[start..start + self.len as usize]
     }
     pub fn get(&self, name: &str) -> Option<u64> {
         self.reading(name).map(|r| r.value)
@@ -81,7 +85,7 @@ impl CounterSet {
     /// From decoded wire values: data counters converted to bytes, saturation judged on
     /// the wire value.
     pub(super) fn from_values(values: &[CounterValue]) -> CounterSet {
-        CounterSet::from_readings(values.iter().map(Reading::from_value).collect())
+        CounterSet::owning(values.iter().map(Reading::from_value).collect())
     }
     /// Counters that did not saturate, from (name, value) pairs.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, u64)>) -> CounterSet {
@@ -136,7 +140,9 @@ impl std::fmt::Debug for CounterSet {
 /// readings are ([`Stored`]).
 #[derive(Debug, Default)]
 pub(super) struct ReadingArena {
-    chunks: Vec<Vec<Reading>>,
+    chunks: Vec<Arc<[Reading]>>,
+    /// Readings stored in the last chunk.
+    used: usize,
 }
 
 /// Where a set's readings are in a [`ReadingArena`].
@@ -147,6 +153,15 @@ pub(super) struct Stored {
     len: u32,
 }
 
+impl Stored {
+    /// An empty set: no chunk.
+    const EMPTY: Stored = Stored {
+        chunk: u32::MAX,
+        start: 0,
+        len: 0,
+    };
+}
+
 impl ReadingArena {
     /// Readings per chunk (64 KiB): a set kept after the rest of its sweep is dropped keeps
     /// its chunk, so chunks stay small.
@@ -155,15 +170,27 @@ impl ReadingArena {
     /// Stores the readings of decoded wire values (as [`CounterSet::from_values`] makes
     /// them). A set never spans two chunks; a chunk never grows (no reading moves).
     pub fn store(&mut self, values: &[CounterValue]) -> Stored {
-        let fits = |c: &Vec<Reading>| c.capacity() - c.len() >= values.len();
-        if !self.chunks.last().is_some_and(fits) {
+        let Some(first) = values.first() else {
+            return Stored::EMPTY;
+        };
+        let room = self.chunks.last().map_or(0, |c| c.len() - self.used);
+        if room < values.len() {
+            // Filled in place below: the chunk is made at its size, in one allocation,
+            // with copies of the first reading as placeholders.
+            let size = Self::CHUNK.max(values.len());
+            let filler = Reading::from_value(first);
             self.chunks
-                .push(Vec::with_capacity(Self::CHUNK.max(values.len())));
+                .push(std::iter::repeat(filler).take(size).collect());
+            self.used = 0;
         }
         let chunk = self.chunks.len() - 1;
-        let readings = &mut self.chunks[chunk];
-        let start = readings.len();
-        readings.extend(values.iter().map(Reading::from_value));
+        let readings = Arc::get_mut(&mut self.chunks[chunk])
+            .expect("a chunk is the arena's alone until it is sealed");
+        let start = self.used;
+        for (slot, v) in readings[start..].iter_mut().zip(values) {
+            *slot = Reading::from_value(v);
+        }
+        self.used += values.len();
         Stored {
             chunk: u32::try_from(chunk).expect("fewer than 4G chunks"),
             start: u32::try_from(start).expect("a chunk holds fewer than 4G readings"),
@@ -174,23 +201,26 @@ impl ReadingArena {
     /// The sweep is over: its sets can be made.
     pub fn seal(self) -> SealedReadings {
         SealedReadings {
-            chunks: self.chunks.into_iter().map(Arc::new).collect(),
+            chunks: self.chunks,
         }
     }
 }
 
 /// A [`ReadingArena`] whose sweep is over.
 pub(super) struct SealedReadings {
-    chunks: Vec<Arc<Vec<Reading>>>,
+    chunks: Vec<Arc<[Reading]>>,
 }
 
 impl SealedReadings {
     /// The set stored at `at` (by the arena this was sealed from).
     pub fn set(&self, at: Stored) -> CounterSet {
-        CounterSet {
-            store: Arc::clone(&self.chunks[at.chunk as usize]),
-            start: at.start,
-            len: at.len,
+        match self.chunks.get(at.chunk as usize) {
+            Some(chunk) => CounterSet {
+                store: Arc::clone(chunk),
+                start: at.start,
+                len: at.len,
+            },
+            None => CounterSet::default(),
         }
     }
 }
