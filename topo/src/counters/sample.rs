@@ -326,10 +326,6 @@ impl Details {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    /// The counter called `name` in any of the attributes.
-    fn reading(&self, name: &str) -> Option<&Reading> {
-        self.0.iter().find_map(|(_, c)| c.reading(name))
-    }
 }
 
 impl Serialize for Details {
@@ -410,13 +406,25 @@ impl PortSample {
     /// The best reading of a counter: the 64-bit PortCountersExtended one where the PMA
     /// has it, else PortCounters', else a detail attribute's.
     pub fn reading(&self, name: &str) -> Option<&Reading> {
-        if let Some(r) = self.extended.as_ref().and_then(|e| e.reading(name)) {
-            return Some(r);
+        self.best(|r| r.name == name)
+    }
+
+    /// [`PortSample::reading`] of a name held as a [`CounterName`]: two bytes compared per
+    /// reading instead of text (what checking every port against thresholds does).
+    pub fn reading_of(&self, name: CounterName) -> Option<&Reading> {
+        self.best(|r| r.name == name)
+    }
+
+    /// The first reading `is` picks, in [`PortSample::reading`]'s order.
+    fn best(&self, is: impl Fn(&Reading) -> bool + Copy) -> Option<&Reading> {
+        fn first_in(set: &CounterSet, is: impl Fn(&Reading) -> bool) -> Option<&Reading> {
+            set.readings().iter().find(|&r| is(r))
         }
-        if let Some(r) = self.counters.as_ref().and_then(|c| c.reading(name)) {
-            return Some(r);
-        }
-        self.details.reading(name)
+        self.extended
+            .as_ref()
+            .and_then(|set| first_in(set, is))
+            .or_else(|| self.counters.as_ref().and_then(|set| first_in(set, is)))
+            .or_else(|| self.details.0.iter().find_map(|(_, set)| first_in(set, is)))
     }
 
     /// The best value of a counter (see [`PortSample::reading`]).
@@ -637,6 +645,29 @@ mod tests {
                 proptest::prop_assert_eq!(sealed.set(at), alone);
             }
         }
+    }
+
+    /// Looking a counter up by its two-byte name finds what looking it up by text does,
+    /// in the same order: PortCountersExtended, PortCounters, the detail attributes.
+    #[test]
+    fn a_reading_by_its_two_byte_name_is_the_reading_by_text() {
+        let mut p = sample(
+            &[("SymbolErrorCounter", 3), ("PortXmitData", 10)],
+            Some(&[("PortXmitData", 11), ("SymbolErrorCounter", 4)]),
+            &[],
+        );
+        p.details.insert(
+            "PortRcvErrorDetails",
+            CounterSet::from_pairs([("PortLocalPhysicalErrors", 5)]),
+        );
+        for name in CounterName::table_names().chain(["NotACounter"]) {
+            let by_name = p.reading_of(CounterName::intern(name));
+            assert_eq!(by_name, p.reading(name), "{name}");
+        }
+        let symbol = CounterName::intern("SymbolErrorCounter");
+        assert_eq!(p.reading_of(symbol).map(|r| r.value), Some(4));
+        let local = CounterName::intern("PortLocalPhysicalErrors");
+        assert_eq!(p.reading_of(local).map(|r| r.value), Some(5));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Error thresholds, in ibqueryerrors' --threshold-file format.
 
 use super::names::{known_counter, ERROR_COUNTERS};
+use ibscope_mad::attr::CounterName;
+
 use super::sample::PortSample;
 
 /// Error thresholds: a counter above its threshold is a finding. The file format is
@@ -8,7 +10,7 @@ use super::sample::PortSample;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thresholds {
     /// (counter name, threshold): a value strictly above is reported.
-    pub limits: Vec<(String, u64)>,
+    pub limits: Vec<(CounterName, u64)>,
 }
 
 impl Default for Thresholds {
@@ -16,7 +18,10 @@ impl Default for Thresholds {
     /// PortXmitWait (congestion, not an error) only when a file sets it.
     fn default() -> Self {
         Thresholds {
-            limits: ERROR_COUNTERS.iter().map(|n| (n.to_string(), 0)).collect(),
+            limits: ERROR_COUNTERS
+                .iter()
+                .map(|n| (CounterName::intern(n), 0))
+                .collect(),
         }
     }
 }
@@ -53,16 +58,19 @@ impl Thresholds {
             let value: u64 = value
                 .parse()
                 .map_err(|_| err(format!("{value:?} is not a non-negative integer")))?;
-            match t.limits.iter_mut().find(|(n, _)| n == name) {
+            match t.limits.iter_mut().find(|(n, _)| *n == name) {
                 Some(slot) => slot.1 = value,
-                None => t.limits.push((name.to_string(), value)),
+                None => t.limits.push((CounterName::intern(name), value)),
             }
         }
         Ok(t)
     }
 
     pub fn get(&self, name: &str) -> Option<u64> {
-        self.limits.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.limits
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
     }
 
     /// (counter, value, threshold) of every counter of `port` above its threshold.
@@ -70,8 +78,8 @@ impl Thresholds {
         self.limits
             .iter()
             .filter_map(|(name, limit)| {
-                let v = port.value(name)?;
-                (v > *limit).then(|| (name.clone(), v, *limit))
+                let v = port.reading_of(*name)?.value;
+                (v > *limit).then(|| (name.to_string(), v, *limit))
             })
             .collect()
     }
