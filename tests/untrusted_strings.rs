@@ -349,8 +349,8 @@ fn hostile_description_live() {
     let mut sample: ibscope_topo::counters::Sample = serde_json::from_str(&text).unwrap();
     let mut replaced = 0;
     for p in &mut sample.ports {
-        if p.at.node.name == SIM_DESC {
-            p.at.node.name = FULL_DESC.to_string();
+        if &*p.at.node.name == SIM_DESC {
+            p.at.node.name = FULL_DESC.into();
             replaced += 1;
         }
     }

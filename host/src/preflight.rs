@@ -53,7 +53,7 @@ impl HostFinding {
             node: NodeRef {
                 guid: device.node_guid.unwrap_or(0),
                 kind: NodeKind::Ca,
-                name: device.name.clone(),
+                name: device.name.as_str().into(),
             },
             port: port.port,
             lid: port.lid.unwrap_or(0),
@@ -396,7 +396,7 @@ mod tests {
             f[1].finding.message
         );
         let at = f[0].finding.at.as_ref().unwrap();
-        assert_eq!((at.node.name.as_str(), at.port, at.lid), ("mlx5_1", 1, 11));
+        assert_eq!((at.node.name.as_ref(), at.port, at.lid), ("mlx5_1", 1, 11));
         assert!(f[0].text_line().starts_with(
             "[hca-port-not-active] \"mlx5_1\" (0x0c42a10300000006) port 1 (lid 11): "
         ));

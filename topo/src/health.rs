@@ -942,7 +942,7 @@ Hca 2 \"h4\"\n[1] \"sw2\"[4]\n[2] \"sw2\"[5]\n";
                 .find(|l| {
                     [&l.a, &l.b]
                         .iter()
-                        .any(|e| e.at.node.name == name && e.at.port == port)
+                        .any(|e| &*e.at.node.name == name && e.at.port == port)
                 })
                 .unwrap()
         };

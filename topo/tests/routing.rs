@@ -153,7 +153,7 @@ fn minhop_tables_of_the_small_fabric() {
 fn trace_host_to_host_across_the_spine() {
     let t = small();
     let p = trace(&t.f, end(t.h[0], 1), lid(&t.f, t.h[2])).unwrap();
-    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_str()).collect();
+    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_ref()).collect();
     assert_eq!(names, ["h1", "L1", "S", "L2", "h3"]);
     let ports: Vec<_> = p.hops.iter().map(|h| (h.in_port, h.out_port)).collect();
     assert_eq!(
@@ -167,7 +167,7 @@ fn trace_host_to_host_across_the_spine() {
         ]
     );
     assert_eq!(p.link_hops(), 4);
-    assert_eq!(p.dst.node.name, "h3");
+    assert_eq!(&*p.dst.node.name, "h3");
     assert_eq!(p.dst.port, 1);
     // Same leaf: two links.
     let p = trace(&t.f, end(t.h[0], 1), lid(&t.f, t.h[1])).unwrap();
@@ -178,14 +178,14 @@ fn trace_host_to_host_across_the_spine() {
 fn trace_to_a_switch_ends_on_its_port_0() {
     let t = small();
     let p = trace(&t.f, end(t.h[0], 1), lid(&t.f, t.s)).unwrap();
-    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_str()).collect();
+    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_ref()).collect();
     assert_eq!(names, ["h1", "L1", "S"]);
     assert_eq!(p.dst.port, 0);
     assert_eq!(p.hops[2].in_port, Some(1));
     assert_eq!(p.hops[2].out_port, None);
     // From a switch: the walk starts at its own LFT.
     let p = trace(&t.f, end(t.l2, 0), lid(&t.f, t.h[0])).unwrap();
-    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_str()).collect();
+    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_ref()).collect();
     assert_eq!(names, ["L2", "S", "L1", "h1"]);
     // To itself.
     let p = trace(&t.f, end(t.h[0], 1), lid(&t.f, t.h[0])).unwrap();
@@ -200,7 +200,7 @@ fn trace_errors_name_the_break() {
     set_lft(&mut t.f, t.l1, h3, NO_ROUTE);
     match trace(&t.f, end(t.h[0], 1), h3) {
         Err(TraceError::NoRoute { switch, lid }) => {
-            assert_eq!(switch.name, "L1");
+            assert_eq!(&*switch.name, "L1");
             assert_eq!(lid, h3);
         }
         other => panic!("{other:?}"),
@@ -209,7 +209,7 @@ fn trace_errors_name_the_break() {
     let mut t = small();
     t.f.node_mut(t.s).switch.as_mut().unwrap().linear_fdb_top = 5;
     match trace(&t.f, end(t.h[0], 1), lid(&t.f, t.h[2])) {
-        Err(TraceError::NoRoute { switch, .. }) => assert_eq!(switch.name, "S"),
+        Err(TraceError::NoRoute { switch, .. }) => assert_eq!(&*switch.name, "S"),
         other => panic!("{other:?}"),
     }
     // Egress port down.
@@ -223,7 +223,7 @@ fn trace_errors_name_the_break() {
     );
     match partial.error {
         Some(TraceError::PortDown { switch, port }) => {
-            assert_eq!(switch.name, "S");
+            assert_eq!(&*switch.name, "S");
             assert_eq!(port, 2);
         }
         other => panic!("{other:?}"),
@@ -233,7 +233,7 @@ fn trace_errors_name_the_break() {
     set_lft(&mut t.f, t.s, h3, 1);
     let e = trace(&t.f, end(t.h[0], 1), h3).unwrap_err();
     assert!(
-        matches!(&e, TraceError::Loop { at } if at.name == "L1"),
+        matches!(&e, TraceError::Loop { at } if &*at.name == "L1"),
         "{e}"
     );
     assert!(e.to_string().contains("\"L1\""));
@@ -242,7 +242,7 @@ fn trace_errors_name_the_break() {
     set_lft(&mut t.f, t.l1, h3, 1);
     match trace(&t.f, end(t.h[1], 1), h3) {
         Err(TraceError::Misdelivered { at, lid }) => {
-            assert_eq!(at.node.name, "h1");
+            assert_eq!(&*at.node.name, "h1");
             assert_eq!(lid, h3);
         }
         other => panic!("{other:?}"),
@@ -251,7 +251,7 @@ fn trace_errors_name_the_break() {
     let mut t = small();
     t.f.node_mut(t.l2).switch.as_mut().unwrap().lft.clear();
     match trace(&t.f, end(t.h[0], 1), h3) {
-        Err(TraceError::LftNotRead { switch }) => assert_eq!(switch.name, "L2"),
+        Err(TraceError::LftNotRead { switch }) => assert_eq!(&*switch.name, "L2"),
         other => panic!("{other:?}"),
     }
     // Source down.
@@ -283,8 +283,8 @@ fn lmc_lids_are_each_routed() {
     let base = lid(&f, a);
     let p0 = trace(&f, end(z, 1), base).unwrap();
     let p1 = trace(&f, end(z, 1), base + 1).unwrap();
-    assert_eq!(p0.dst.node.name, "a");
-    assert_eq!(p1.dst.node.name, "a");
+    assert_eq!(&*p0.dst.node.name, "a");
+    assert_eq!(&*p1.dst.node.name, "a");
     // Balancing spreads the two LIDs of `a` over both spines.
     assert_ne!(p0.hops[2].node.name, p1.hops[2].node.name);
     let r = check(&f, &CheckOptions::default());
@@ -298,7 +298,13 @@ fn dump_resolves_destinations() {
     let d = dump(&t.f, t.l1);
     let rows: Vec<_> = d
         .iter()
-        .map(|e| (e.lid, e.port, e.dest.as_ref().unwrap().node.name.clone()))
+        .map(|e| {
+            (
+                e.lid,
+                e.port,
+                e.dest.as_ref().unwrap().node.name.to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -312,7 +318,7 @@ fn dump_resolves_destinations() {
             (7, 3, "h4".into())
         ]
     );
-    assert_eq!(d[3].peer.as_ref().unwrap().node.name, "h1");
+    assert_eq!(&*d[3].peer.as_ref().unwrap().node.name, "h1");
     assert!(d[1].peer.is_none());
     assert!(dump(&t.f, t.h[0]).is_empty());
     let text = routing::format_ibroute_like(&t.f, t.l1);
@@ -349,7 +355,7 @@ fn check_small_fabric_counts() {
         r.balance
             .ports
             .iter()
-            .find(|l| l.from.node.name == from && l.from.port == p)
+            .find(|l| &*l.from.node.name == from && l.from.port == p)
             .unwrap()
             .clone()
     };
@@ -406,7 +412,7 @@ fn black_hole_from_a_missing_link_with_the_lft_entry_kept() {
     let at = |name: &str| {
         r.breaks
             .iter()
-            .find(|b| b.at.name == name)
+            .find(|b| &*b.at.name == name)
             .unwrap_or_else(|| panic!("no break at {name}: {:#?}", r.breaks))
     };
     // S port 2: h3, h4 and L2's LID; pairs from h1, h2 to those 3.
@@ -428,7 +434,7 @@ fn black_hole_from_a_missing_link_with_the_lft_entry_kept() {
     assert_eq!(r.unreachable_destinations, 7);
     match trace(&t.f, end(t.h[0], 1), lid(&t.f, t.h[2])) {
         Err(TraceError::PortDown { switch, port }) => {
-            assert_eq!((switch.name.as_str(), port), ("S", 2))
+            assert_eq!((&*switch.name, port), ("S", 2))
         }
         other => panic!("{other:?}"),
     }
@@ -443,7 +449,7 @@ fn black_hole_from_an_unset_entry() {
     assert_eq!(r.breaks.len(), 1);
     let b = &r.breaks[0];
     assert_eq!(
-        (b.at.name.as_str(), b.kind, b.destinations, b.pairs),
+        (&*b.at.name, b.kind, b.destinations, b.pairs),
         ("L1", BreakKind::NoRoute, 1, 2)
     );
     assert_eq!(b.example_lids, vec![h3]);
@@ -466,7 +472,7 @@ fn forwarding_loop_in_lfts() {
     assert_eq!(r.loops_found, 1);
     let l = &r.loops[0];
     assert_eq!(l.dst_lid, h3);
-    let mut names: Vec<_> = l.cycle.iter().map(|n| n.name.as_str()).collect();
+    let mut names: Vec<_> = l.cycle.iter().map(|n| &*n.name).collect();
     names.sort();
     assert_eq!(names, ["L1", "S"]);
     // h1 and h2 go round; h4 (same leaf as h3) is fine.
@@ -482,7 +488,7 @@ fn lft_not_read_is_reported() {
     t.f.node_mut(t.l2).switch.as_mut().unwrap().lft.clear();
     let r = check(&t.f, &CheckOptions::default());
     assert_eq!(r.lft_not_read.len(), 1);
-    assert_eq!(r.lft_not_read[0].name, "L2");
+    assert_eq!(&*r.lft_not_read[0].name, "L2");
     let b = r
         .breaks
         .iter()
@@ -512,7 +518,7 @@ fn ring_of_four_lowest_port_minhop_has_a_credit_loop() {
     let (mut f, xs, hs) = ring(4);
     compute_minhop_lfts_with(&mut f, &MinhopOptions { balance: false });
     let p = trace(&f, end(hs[0], 1), lid(&f, hs[2])).unwrap();
-    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_str()).collect();
+    let names: Vec<_> = p.hops.iter().map(|h| h.node.name.as_ref()).collect();
     assert_eq!(names, ["h0", "X0", "X1", "X2", "h2"]);
     let r = check(&f, &CheckOptions::default());
     assert!(r.pairs_broken == 0 && r.pairs_looping == 0);
@@ -547,7 +553,7 @@ fn ring_of_four_balanced_minhop_avoids_the_loop() {
     compute_minhop_lfts(&mut f);
     let names = |src: usize, dst: usize| -> Vec<String> {
         let p = trace(&f, end(hs[src], 1), lid(&f, hs[dst])).unwrap();
-        p.hops.iter().map(|h| h.node.name.clone()).collect()
+        p.hops.iter().map(|h| h.node.name.to_string()).collect()
     };
     assert_eq!(names(0, 2), ["h0", "X0", "X3", "X2", "h2"]);
     assert_eq!(names(1, 3), ["h1", "X1", "X2", "X3", "h3"]);
@@ -640,7 +646,7 @@ fn lft_balance_flags_a_skewed_leaf() {
     assert!(r.breaks.is_empty());
     let u = &r.balance.lft_unbalanced;
     assert_eq!(u.len(), 1, "{u:?}");
-    assert_eq!(u[0].switch.name, "L0");
+    assert_eq!(&*u[0].switch.name, "L0");
     assert_eq!(u[0].direction, Direction::Up);
     assert_eq!((u[0].min, u[0].max), (0, 6));
     assert_eq!(u[0].ports, vec![(3, 6), (4, 0)]);
@@ -690,13 +696,13 @@ fn load_degraded_uplink_is_the_hot_link() {
     let r = load(&t.f, Pattern::Ring, &hosts).unwrap();
     assert_eq!(r.ring_allreduce_busbw_gbps, Some(50.0));
     let slow = r.flows.iter().find(|f| f.rate_gbps == Some(50.0)).unwrap();
-    assert_eq!(slow.src.node.name, "h2");
+    assert_eq!(&*slow.src.node.name, "h2");
     let b = slow.bottleneck.as_ref().unwrap();
-    assert_eq!((b.from.node.name.as_str(), b.from.port), ("S", 2));
-    let back = r.flows.iter().find(|f| f.src.node.name == "h4").unwrap();
+    assert_eq!((b.from.node.name.as_ref(), b.from.port), ("S", 2));
+    let back = r.flows.iter().find(|f| &*f.src.node.name == "h4").unwrap();
     assert_eq!(back.rate_gbps, Some(50.0));
     let b = back.bottleneck.as_ref().unwrap();
-    assert_eq!((b.from.node.name.as_str(), b.from.port), ("L2", 3));
+    assert_eq!((b.from.node.name.as_ref(), b.from.port), ("L2", 3));
     // The two leaf-local flows are unaffected.
     assert_eq!(
         r.flows
@@ -1044,7 +1050,7 @@ fn trace_matches_ibtracert() {
         let got: Vec<_> = p
             .hops
             .iter()
-            .map(|h| (h.node.name.as_str(), h.in_port, h.out_port))
+            .map(|h| (h.node.name.as_ref(), h.in_port, h.out_port))
             .collect();
         assert_eq!(got, want);
     }

@@ -3,6 +3,7 @@
 //! [`SweepOptions`] adds the detail attributes: the breakdown of an error counter that
 //! counted, or every detail attribute of every port (`counters --details`).
 
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ibscope_mad::attr::link::SpeedField;
@@ -27,9 +28,9 @@ use super::screen::{screen, Screen};
 use super::targets::CounterTarget;
 use super::thresholds::Thresholds;
 use crate::discover::SmpExecutor;
-use crate::model::refs::PortRef;
-use crate::model::{End, Fabric};
-use crate::namemap::NameMap;
+use crate::model::refs::{NodeRef, PortRef};
+use crate::model::{End, Fabric, NodeId};
+use crate::namemap::{display_name, NameMap};
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -280,6 +281,10 @@ struct Ports<'a> {
     /// sets are made from `readings` when the sweep is over.
     stored: Vec<StoredSets>,
     readings: ReadingArena,
+    /// Per node (by index), its name as the records give it, once a record needed it: a
+    /// node's ports, and the far ends that are its ports, share one copy (at 100k HCAs a
+    /// sweep makes some 1.2M references to about 110k nodes).
+    node_names: Vec<Option<Arc<str>>>,
 }
 
 /// Where a port's PortCounters and PortCountersExtended readings are in the sweep's arena.
@@ -308,6 +313,7 @@ impl<'a> Ports<'a> {
             made: Vec::with_capacity(expected),
             stored: Vec::with_capacity(expected),
             readings: ReadingArena::default(),
+            node_names: vec![None; fabric.node_count()],
         }
     }
 
@@ -322,12 +328,44 @@ impl<'a> Ports<'a> {
         let mut at = self.slot[i];
         if at == Self::UNMADE {
             at = u32::try_from(self.made.len()).expect("fewer than 4G ports");
-            let t = self.targets[i];
-            self.made.push(new_port(self.fabric, &t, self.names));
+            let port = self.new_port(self.targets[i]);
+            self.made.push(port);
             self.stored.push(StoredSets::default());
             self.slot[i] = at;
         }
         at as usize
+    }
+
+    /// Target `t`'s port as a sweep starts it: named, with the far end of its link.
+    fn new_port(&mut self, t: CounterTarget) -> PortSample {
+        let at = PortRef {
+            node: self.node_ref(t.node),
+            port: t.port,
+            lid: t.lid,
+            host: None,
+            rail: None,
+        };
+        let far = self.fabric.peer(End {
+            node: t.node,
+            port: t.port,
+        });
+        let remote = far.map(|e| PortRef {
+            node: self.node_ref(e.node),
+            port: e.port,
+            lid: PortRef::lid_of(self.fabric.node(e.node), e.port),
+            host: None,
+            rail: None,
+        });
+        PortSample::new(at, remote)
+    }
+
+    /// Node `id` as the records name it (see [`NodeRef::named`]), its name made once.
+    fn node_ref(&mut self, id: NodeId) -> NodeRef {
+        let node = self.fabric.node(id);
+        let names = self.names;
+        let name =
+            self.node_names[id.index()].get_or_insert_with(|| display_name(node, names).into());
+        NodeRef::sharing(node, Arc::clone(name))
     }
 
     /// Keeps the PortCounters (or, `extended`, PortCountersExtended) values read of the
@@ -389,18 +427,6 @@ impl<'a> Ports<'a> {
         made.truncate(kept);
         made
     }
-}
-
-/// Target `t`'s port as a sweep starts it: named, with the far end of its link.
-fn new_port(fabric: &Fabric, t: &CounterTarget, names: Option<&NameMap>) -> PortSample {
-    let at = PortRef::with_lid(fabric.node(t.node), t.port, t.lid, names);
-    let remote = fabric
-        .peer(End {
-            node: t.node,
-            port: t.port,
-        })
-        .map(|e| PortRef::new(fabric.node(e.node), e.port, names));
-    PortSample::new(at, remote)
 }
 
 /// One sweep in progress: what is asked, and what came back so far.
@@ -1104,6 +1130,40 @@ Ca\t1 \"H-0000000000000030\"\t\t# \"ca2\"
                     let written = order.contains(&i).then(|| format!("target {i}"));
                     assert_eq!(port.errors.first(), written.as_ref(), "{order:?} {skip:?}");
                 }
+            }
+        }
+    }
+
+    /// A node's name is made once per sweep: its ports, and the far ends that are its
+    /// ports, share it; each port is named and aimed as `PortRef` names it alone, and a
+    /// node-name map's name is the one shared.
+    #[test]
+    fn ports_of_a_node_share_its_name() {
+        let (f, t) = small_fabric();
+        let map = NameMap::parse("0x10 \"spine-1\"\n", "names").unwrap();
+        for names in [None, Some(&map)] {
+            let ports = Ports::new(&f, &t, names, 0);
+            let out = ports.finish(&vec![false; t.len()]);
+            let switch: Vec<&PortSample> = out.iter().filter(|p| p.at.node.guid == 0x10).collect();
+            assert_eq!(switch.len(), 4, "{out:?}");
+            let name = &switch[0].at.node.name;
+            assert_eq!(&**name, if names.is_some() { "spine-1" } else { "sw" });
+            let far_ends = out.iter().filter_map(|p| p.remote.as_ref());
+            let the_switch = far_ends.filter(|r| r.node.guid == 0x10).map(|r| &r.node);
+            let referring = switch.iter().map(|p| &p.at.node).chain(the_switch);
+            assert_eq!(referring.clone().count(), 6);
+            for node in referring {
+                assert!(Arc::ptr_eq(&node.name, name), "{node:?}");
+            }
+            for (p, target) in out.iter().zip(&t) {
+                let alone = PortRef::with_lid(f.node(target.node), target.port, target.lid, names);
+                assert_eq!(p.at, alone);
+                let far = f.peer(End {
+                    node: target.node,
+                    port: target.port,
+                });
+                let far = far.map(|e| PortRef::new(f.node(e.node), e.port, names));
+                assert_eq!(p.remote, far);
             }
         }
     }

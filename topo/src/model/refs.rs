@@ -11,6 +11,8 @@
 //! sent between processes and kept across sweeps), and code that needs the node looks it up
 //! by GUID.
 
+use std::sync::Arc;
+
 use ibscope_mad::codes::guid;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -25,7 +27,8 @@ pub struct NodeRef {
     pub guid: u64,
     pub kind: NodeKind,
     /// The node-name-map name where the report was given a map, else the NodeDescription.
-    pub name: String,
+    /// Shared: the records of a sweep name each node's ports with one copy of its name.
+    pub name: Arc<str>,
 }
 
 impl NodeRef {
@@ -35,10 +38,14 @@ impl NodeRef {
     }
     /// `node` under its node-name-map name, if `names` has one.
     pub fn named(node: &Node, names: Option<&NameMap>) -> NodeRef {
+        NodeRef::sharing(node, display_name(node, names).into())
+    }
+    /// `node` under `name`, a name made before (its [`NodeRef::named`] name) and shared.
+    pub fn sharing(node: &Node, name: Arc<str>) -> NodeRef {
         NodeRef {
             guid: node.guid,
             kind: node.kind,
-            name: display_name(node, names).to_string(),
+            name,
         }
     }
 }
@@ -71,13 +78,16 @@ pub struct PortRef {
 impl PortRef {
     /// Port `port` of `node`, the node under its node-name-map name if `names` has one.
     pub fn new(node: &Node, port: u8, names: Option<&NameMap>) -> PortRef {
-        let lid = node
-            .port(port)
+        PortRef::with_lid(node, port, PortRef::lid_of(node, port), names)
+    }
+    /// The LID a report gives port `port` of `node`: the port's own, else the node's (a
+    /// switch's for its external ports), else 0.
+    pub fn lid_of(node: &Node, port: u8) -> u16 {
+        node.port(port)
             .map(|p| p.lid)
             .filter(|&l| l != 0)
             .or_else(|| node.lid())
-            .unwrap_or(0);
-        PortRef::with_lid(node, port, lid, names)
+            .unwrap_or(0)
     }
     /// [`PortRef::new`] with the LID already known (a counter target's, its PMA's), so
     /// the port is not looked up again.
@@ -167,7 +177,7 @@ impl<'de> Deserialize<'de> for PortRef {
             node: NodeRef {
                 guid: f.node_guid,
                 kind: f.kind,
-                name: f.node,
+                name: f.node.into(),
             },
             port: f.port,
             lid: f.lid,

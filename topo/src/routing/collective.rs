@@ -695,7 +695,7 @@ mod tests {
             let limit = c.limit.as_ref().expect("a limit");
             let ends = [&limit.channel.from.node.name, &limit.channel.to.node.name];
             assert!(
-                ends.contains(&&"gpu-0003 mlx5_2".to_string()),
+                ends.iter().any(|e| &***e == "gpu-0003 mlx5_2"),
                 "{}: {}",
                 c.collective,
                 limit.channel
