@@ -49,17 +49,12 @@ impl HostFinding {
         }
     }
     fn port(device: &Device, port: &Port, kind: FindingKind, message: String) -> HostFinding {
-        let at = PortRef {
-            node: NodeRef {
-                guid: device.node_guid.unwrap_or(0),
-                kind: NodeKind::Ca,
-                name: device.name.as_str().into(),
-            },
-            port: port.port,
-            lid: port.lid.unwrap_or(0),
-            host: None,
-            rail: None,
+        let node = NodeRef {
+            guid: device.node_guid.unwrap_or(0),
+            kind: NodeKind::Ca,
+            name: device.name.as_str().into(),
         };
+        let at = PortRef::on(node, port.port, port.lid.unwrap_or(0));
         HostFinding {
             device: Some(device.name.clone()),
             finding: Finding::new(kind, message).at(at, None),

@@ -338,23 +338,14 @@ impl<'a> Ports<'a> {
 
     /// Target `t`'s port as a sweep starts it: named, with the far end of its link.
     fn new_port(&mut self, t: CounterTarget) -> PortSample {
-        let at = PortRef {
-            node: self.node_ref(t.node),
-            port: t.port,
-            lid: t.lid,
-            host: None,
-            rail: None,
-        };
+        let at = PortRef::on(self.node_ref(t.node), t.port, t.lid);
         let far = self.fabric.peer(End {
             node: t.node,
             port: t.port,
         });
-        let remote = far.map(|e| PortRef {
-            node: self.node_ref(e.node),
-            port: e.port,
-            lid: PortRef::lid_of(self.fabric.node(e.node), e.port),
-            host: None,
-            rail: None,
+        let remote = far.map(|e| {
+            let lid = PortRef::lid_of(self.fabric.node(e.node), e.port);
+            PortRef::on(self.node_ref(e.node), e.port, lid)
         });
         PortSample::new(at, remote)
     }

@@ -92,8 +92,12 @@ impl PortRef {
     /// [`PortRef::new`] with the LID already known (a counter target's, its PMA's), so
     /// the port is not looked up again.
     pub fn with_lid(node: &Node, port: u8, lid: u16, names: Option<&NameMap>) -> PortRef {
+        PortRef::on(NodeRef::named(node, names), port, lid)
+    }
+    /// Port `port` of `node` at `lid`, its host and rail not known (yet).
+    pub fn on(node: NodeRef, port: u8, lid: u16) -> PortRef {
         PortRef {
-            node: NodeRef::named(node, names),
+            node,
             port,
             lid,
             host: None,
@@ -207,13 +211,7 @@ pub mod route_port {
 
     impl From<In> for PortRef {
         fn from(r: In) -> PortRef {
-            PortRef {
-                node: r.node,
-                port: r.port,
-                lid: 0,
-                host: None,
-                rail: None,
-            }
+            PortRef::on(r.node, r.port, 0)
         }
     }
 
