@@ -163,8 +163,10 @@ pub fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<
 /// CRC-32 is no such check (one stale family in 2^32 would be served); with 128 bits a
 /// collision is not a practical concern.
 ///
-/// The text is never held. A family that changed on the last page is compressed as it
-/// comes (data counters change every sweep); one that did not is only hashed, piece by
+/// The text is never held. A family the renderer digests the inputs of (its ports'
+/// labels and values), with the same inputs as on the last page, is last page's piece,
+/// not rendered again. Otherwise a family that changed on the last page is compressed as
+/// it comes (data counters change every sweep); one that did not is only hashed, piece by
 /// piece against last page's, and compressed from where it first differs, the part
 /// before inflated from last page's piece. Costs one page's compressed samples and 16
 /// bytes per 256 KiB of text.
@@ -185,6 +187,9 @@ struct Cached {
     piece: Deflated,
     /// Its text differed from the page before's: expect it to differ again.
     changed: bool,
+    /// The digest of what its text was made of, when the renderer gave one: a family
+    /// with the same is taken as it is, not rendered again.
+    inputs: Option<u128>,
 }
 
 impl PieceCache {
@@ -244,6 +249,8 @@ struct Reused {
     compressing: bool,
     /// Its first samples could not be taken from `last`: not cached.
     broken: bool,
+    /// The digest of what its text is made of, if the renderer gave one.
+    inputs: Option<u128>,
 }
 
 /// How a [`PageDeflater`] compresses a family: as the samples come, or only where they
@@ -297,6 +304,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
             hashes: Vec::new(),
             compressing: true,
             broken: false,
+            inputs: None,
         };
         PageDeflater::with_mode(Mode::Reusing { cache, family }, done)
     }
@@ -314,6 +322,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
         };
         let hashes = std::mem::take(&mut family.hashes);
         let last = family.last.take();
+        let inputs = family.inputs.take();
         let same = last.as_ref().is_some_and(|l| l.hashes == hashes);
         // A family new to the cache is expected not to change: comparing one that does
         // costs only hashing its first piece.
@@ -323,6 +332,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
                 cache.reused += 1;
                 Cached {
                     changed: false,
+                    inputs,
                     ..last
                 }
             }
@@ -344,6 +354,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
                     hashes,
                     piece,
                     changed,
+                    inputs,
                 }
             }
         };
@@ -407,6 +418,7 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
         if let Mode::Reusing { cache, family } = &mut self.mode {
             family.last = cache.pieces.remove(name);
             family.broken = false;
+            family.inputs = None;
             // One that changed last time is compressed as it comes; one that did not
             // is compared first.
             family.compressing = family.last.as_ref().map_or(true, |l| l.changed);
@@ -437,6 +449,29 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
             }
         }
         self.compressing.put(data);
+    }
+
+    fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
+        self.end_family();
+        if let Mode::Reusing { cache, .. } = &mut self.mode {
+            let same = cache.pieces.get(name).map(|c| c.inputs) == Some(Some(inputs));
+            if let Some(last) = same.then(|| cache.pieces.remove(name)).flatten() {
+                // Made of the same as last page's: the same text, not rendered again.
+                cache.reused += 1;
+                (self.done)(name, head, &last.piece);
+                let last = Cached {
+                    changed: false,
+                    ..last
+                };
+                cache.next.insert(name.to_string(), last);
+                return true;
+            }
+        }
+        self.family(name, head);
+        if let Mode::Reusing { family, .. } = &mut self.mode {
+            family.inputs = Some(inputs);
+        }
+        false
     }
 }
 
@@ -632,6 +667,54 @@ mod tests {
         assert_eq!((cache.compressed, cache.reused), (2, 0));
         let grown_text = format!("{head_e}{}{data}{head_s}{errors}more 1\n", &errors[..100]);
         assert_eq!(gunzipped(&fifth), grown_text);
+    }
+
+    /// A family the renderer says is made of the same as on the last page is taken from
+    /// there without its samples; with other inputs it is written and compressed again.
+    #[test]
+    fn a_family_of_the_same_inputs_is_taken_without_its_samples() {
+        let data = "data{port=\"1\"} 1234567\n".repeat(1000);
+        let moved = data.replacen("1234567", "1234568", 1);
+        let head = "# HELP data D.\n";
+        let page = |cache: &mut PieceCache, inputs: u128, text: &str| {
+            let mut out = Vec::new();
+            let mut sink = PageDeflater::reusing(cache, |name: &str, head: &str, b: &Deflated| {
+                out.push((name.to_string(), head.to_string(), b.clone()))
+            });
+            sink.family("first", "# HELP first F.\n");
+            sink.samples("first 1\n");
+            let taken = sink.family_as_before("data", head, inputs);
+            if !taken {
+                sink.samples(text);
+            }
+            sink.finish();
+            (taken, out)
+        };
+        let mut cache = PieceCache::default();
+        let (taken, first) = page(&mut cache, 7, &data);
+        assert!(!taken);
+        assert_eq!((cache.compressed, cache.reused), (2, 0));
+        let (taken, second) = page(&mut cache, 7, "");
+        assert!(taken, "same inputs");
+        // `first` by its text's hashes, `data` by its inputs.
+        assert_eq!((cache.compressed, cache.reused), (0, 2));
+        assert_eq!(second[1], first[1], "last page's piece, as it was");
+        let text = format!("# HELP first F.\nfirst 1\n{head}{data}");
+        assert_eq!(gunzipped(&second), text);
+        // Other inputs: its samples are written and compressed.
+        let (taken, third) = page(&mut cache, 8, &moved);
+        assert!(!taken);
+        assert_eq!(
+            gunzipped(&third),
+            format!("# HELP first F.\nfirst 1\n{head}{moved}")
+        );
+        // Back to the first inputs: the page before is what counts, not an older one.
+        let (taken, _) = page(&mut cache, 7, &data);
+        assert!(!taken);
+        // A sink that keeps no page takes nothing.
+        let mut streamed = PageDeflater::new(|_: &str, _: &str, _: &Deflated| {});
+        assert!(!streamed.family_as_before("data", head, 7));
+        streamed.finish();
     }
 
     #[test]

@@ -5,10 +5,15 @@
 //! with [`escape::for_prometheus_label`].
 //!
 //! Samples are written straight into the page (no per-family list of label copies): at
-//! 16k ports and 40 series each, rendering is most of a sweep's CPU time.
+//! 16k ports and 40 series each, rendering is most of a sweep's CPU time. A sink that
+//! keeps its last page is offered each family of ports by a digest of what it is made of
+//! (the ports' labels, the family's values): on a busy healthy fabric most families
+//! (error counters, link facts) are the same sweep after sweep and are not written again.
 
 use std::collections::HashMap;
 use std::fmt::Write;
+
+use xxhash_rust::xxh3::Xxh3;
 
 use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_mad::codes::guid;
@@ -112,6 +117,61 @@ pub trait PageSink {
     fn family(&mut self, name: &str, head: &str);
     /// More samples of the family last started: whole lines.
     fn samples(&mut self, lines: &str);
+    /// A family starts whose text (head included) is made only of what `inputs` digests
+    /// (XXH3-128): a sink that kept its last page may take the family from there when it
+    /// had the same name and inputs, and answer true: then no samples follow. Otherwise
+    /// it starts the family as [`PageSink::family`] does and answers false.
+    fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
+        let _ = inputs;
+        self.family(name, head);
+        false
+    }
+}
+
+/// The digest of what a family's text is made of, for [`PageSink::family_as_before`].
+struct Inputs(Xxh3);
+
+impl Inputs {
+    fn new() -> Inputs {
+        Inputs(Xxh3::new())
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        // The length first, so that two texts in a row cannot be cut differently.
+        self.word(bytes.len() as u64);
+        self.0.update(bytes);
+    }
+
+    fn word(&mut self, word: u64) {
+        self.0.update(&word.to_le_bytes());
+    }
+
+    fn words(&mut self, words: &[u64]) {
+        self.words_of(words.iter().copied());
+    }
+
+    /// The words, then how many (after them: read from the end, one run of words and
+    /// the next cannot be cut differently either).
+    fn words_of(&mut self, words: impl IntoIterator<Item = u64>) {
+        // Through a buffer: one update per 256 words, not per word.
+        let mut buf = [0u8; 2048];
+        let (mut used, mut count) = (0, 0u64);
+        for w in words {
+            buf[used..used + 8].copy_from_slice(&w.to_le_bytes());
+            used += 8;
+            count += 1;
+            if used == buf.len() {
+                self.0.update(&buf);
+                used = 0;
+            }
+        }
+        self.0.update(&buf[..used]);
+        self.word(count);
+    }
+
+    fn finish(&self) -> u128 {
+        self.0.digest128()
+    }
 }
 
 /// Pieces of samples a [`PageSink`] gets: big enough that handing one over costs little,
@@ -123,6 +183,9 @@ const PIECE_BYTES: usize = 1 << 18;
 struct Page<'s> {
     text: String,
     sink: Option<&'s mut dyn PageSink>,
+    /// With a sink, the digest of every port's labels and rows (see [`PortLabels::digest`]),
+    /// which the families of ports are made of.
+    layout: u128,
 }
 
 impl<'s> Page<'s> {
@@ -132,6 +195,7 @@ impl<'s> Page<'s> {
         Page {
             text: String::with_capacity(capacity),
             sink: None,
+            layout: 0,
         }
     }
 
@@ -139,6 +203,7 @@ impl<'s> Page<'s> {
         Page {
             text: String::with_capacity(PIECE_BYTES + 4096),
             sink: Some(sink),
+            layout: 0,
         }
     }
 
@@ -156,6 +221,33 @@ impl<'s> Page<'s> {
                 sink.family(name, &head);
             }
         }
+    }
+
+    /// HELP and TYPE of a family of ports whose samples are made of the page's layout and
+    /// of what `inputs` feeds the digest: true when the sink took the family as it was
+    /// on its last page (the same digest), and its samples are not to be written.
+    fn head_unless_same(
+        &mut self,
+        name: &str,
+        kind: &str,
+        help: &str,
+        inputs: impl FnOnce(&mut Inputs),
+    ) -> bool {
+        let Some(sink) = self.sink.as_mut() else {
+            family_head(&mut self.text, name, kind, help);
+            return false;
+        };
+        if !self.text.is_empty() {
+            sink.samples(&self.text);
+            self.text.clear();
+        }
+        let mut head = String::new();
+        family_head(&mut head, name, kind, help);
+        let mut digest = Inputs::new();
+        digest.bytes(head.as_bytes());
+        digest.bytes(&self.layout.to_le_bytes());
+        inputs(&mut digest);
+        sink.family_as_before(name, &head, digest.finish())
     }
 
     #[inline]
@@ -232,7 +324,10 @@ fn counter_families<L: AsRef<str>>(
             ""
         };
         let source = breakdown_source(name).unwrap_or_else(|| source.to_string());
-        out.head(&metric, "counter", &format!("IB {name}{unit} {source}."));
+        let help = format!("IB {name}{unit} {source}.");
+        if out.head_unless_same(&metric, "counter", &help, |d| best.digest(k, d)) {
+            continue;
+        }
         for (i, (_, labels)) in ports.iter().enumerate() {
             if let Some(v) = best.value(k, i) {
                 out.sample(&metric, labels.as_ref(), v);
@@ -248,7 +343,8 @@ fn counter_families<L: AsRef<str>>(
 /// its values in order instead of every port's readings again.
 struct BestValues {
     ports: usize,
-    /// Counter `k` of port `i` at `k * ports + i`; `have` says which are there.
+    /// Counter `k` of port `i` at `k * ports + i`; `have` says which are there (its bits,
+    /// counter by counter, each counter's from a word of its own).
     values: Vec<u64>,
     have: Vec<u64>,
 }
@@ -260,7 +356,7 @@ impl BestValues {
         let mut best = BestValues {
             ports: count,
             values: vec![0; n * count],
-            have: vec![0; (n * count).div_ceil(64)],
+            have: vec![0; n * count.div_ceil(64)],
         };
         // Per (set, position): the counter last found there (NONE: not on the page).
         // Every port of a sweep mostly has its counters in the same order, so one
@@ -292,11 +388,10 @@ impl BestValues {
                         }
                     };
                     if k != NONE {
-                        let at = k * count + i;
-                        let (word, bit) = (at / 64, 1u64 << (at % 64));
+                        let (word, bit) = best.have_bit(k, i);
                         if best.have[word] & bit == 0 {
                             best.have[word] |= bit;
-                            best.values[at] = r.value;
+                            best.values[k * count + i] = r.value;
                         }
                     }
                 }
@@ -305,10 +400,23 @@ impl BestValues {
         best
     }
 
+    /// The word of `have` and the bit in it that say whether port `i` has counter `k`.
+    fn have_bit(&self, k: usize, i: usize) -> (usize, u64) {
+        (k * self.ports.div_ceil(64) + i / 64, 1u64 << (i % 64))
+    }
+
     /// Counter `k` of port `i`, if it has one.
     fn value(&self, k: usize, i: usize) -> Option<u64> {
-        let at = k * self.ports + i;
-        (self.have[at / 64] & (1u64 << (at % 64)) != 0).then(|| self.values[at])
+        let (word, bit) = self.have_bit(k, i);
+        (self.have[word] & bit != 0).then(|| self.values[k * self.ports + i])
+    }
+
+    /// Counter `k` of every port, which ports have it and its value: what its family's
+    /// samples are made of besides the ports' labels.
+    fn digest(&self, k: usize, d: &mut Inputs) {
+        let words = self.ports.div_ceil(64);
+        d.words(&self.have[k * words..(k + 1) * words]);
+        d.words(&self.values[k * self.ports..(k + 1) * self.ports]);
     }
 }
 
@@ -627,8 +735,22 @@ impl PortLabels {
         &self.text[start..end]
     }
 
-    fn get(&self, key: PortKey) -> Option<&str> {
-        self.by_key.get(&key).map(|&i| self.row(i))
+    fn row_of(&self, key: PortKey) -> Option<usize> {
+        self.by_key.get(&key).copied()
+    }
+
+    /// Every row's labels and the row of each swept port (`rows`): with a family's values
+    /// by row, what its samples are made of.
+    fn digest(&self, rows: &[usize]) -> u128 {
+        let mut d = Inputs::new();
+        d.bytes(self.text.as_bytes());
+        d.words_of(
+            self.spans
+                .iter()
+                .flat_map(|&(start, end)| [start as u64, end as u64]),
+        );
+        d.words_of(rows.iter().map(|&row| row as u64));
+        d.finish()
     }
 
     /// The row of each swept port, in the sample's order. A port the model does not list
@@ -732,7 +854,10 @@ fn render(
         .map(|(p, &row)| (p, labels.row(row)))
         .collect();
     let mut out = match sink {
-        Some(sink) => Page::streamed(sink),
+        Some(sink) => Page {
+            layout: labels.digest(&rows),
+            ..Page::streamed(sink)
+        },
         None => Page::whole(page_estimate(fabric, &labels, &swept, stats)),
     };
     counter_families(
@@ -779,18 +904,26 @@ fn saturated_family<L: AsRef<str>>(
     on_page: &[&str],
 ) {
     let name = "ibscope_port_saturated_counters";
-    out.head(
-        name,
-        "gauge",
-        "Counters of the port on this page stuck at their maximum without a 64-bit replacement.",
-    );
-    for (p, labels) in swept {
-        if p.counters.is_some() {
-            let n = p
+    // Each swept port's count, NONE for a port without PortCounters (no sample).
+    const NONE: u64 = u64::MAX;
+    let counts: Vec<u64> = swept
+        .iter()
+        .map(|(p, _)| match p.counters {
+            Some(_) => p
                 .saturated
                 .iter()
                 .filter(|s| on_page.contains(&s.as_str()) && p.is_saturated(s))
-                .count();
+                .count() as u64,
+            None => NONE,
+        })
+        .collect();
+    let help =
+        "Counters of the port on this page stuck at their maximum without a 64-bit replacement.";
+    if out.head_unless_same(name, "gauge", help, |d| d.words(&counts)) {
+        return;
+    }
+    for ((_, labels), &n) in swept.iter().zip(&counts) {
+        if n != NONE {
             out.sample(name, labels.as_ref(), n);
         }
     }
@@ -902,9 +1035,18 @@ fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
     // A fabric has a few distinct rates: each written once, as `f64::to_string` writes it.
     let mut rates: Vec<(u64, String)> = Vec::new();
     for (name, help, fact) in link_facts() {
-        out.head(name, "gauge", &help);
-        for (row, port) in ports.iter().enumerate() {
-            match port.and_then(fact) {
+        let values: Vec<Option<FactValue>> = ports.iter().map(|p| p.and_then(fact)).collect();
+        // Two words a row: which kind of value, and its bits.
+        let words = values.iter().flat_map(|v| match *v {
+            None => [0, 0],
+            Some(FactValue::Whole(n)) => [1, u64::from(n)],
+            Some(FactValue::Rate(rate)) => [2, rate.to_bits()],
+        });
+        if out.head_unless_same(name, "gauge", &help, |d| d.words_of(words)) {
+            continue;
+        }
+        for (row, &value) in values.iter().enumerate() {
+            match value {
                 Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n),
                 Some(FactValue::Rate(rate)) => {
                     let bits = rate.to_bits();
@@ -925,18 +1067,23 @@ fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
 
 /// Degraded flag of both ends of every link (healthy ones as 0).
 fn degraded_family(out: &mut Page<'_>, health: &HealthReport, labels: &PortLabels) {
-    out.head(
-        "ibscope_port_degraded",
-        "gauge",
-        "1 if the port's link runs below what both ends could do or below the fabric norm.",
-    );
-    for link in &health.links {
-        let value = u8::from(link.degraded);
-        for end in [&link.a, &link.b] {
-            if let Some(l) = labels.get(end.at.key()) {
-                out.sample("ibscope_port_degraded", l, value);
-            }
-        }
+    let name = "ibscope_port_degraded";
+    // Each end's row (on the page) and whether its link is degraded.
+    let ends: Vec<(usize, bool)> = health
+        .links
+        .iter()
+        .flat_map(|link| [(&link.a, link.degraded), (&link.b, link.degraded)])
+        .filter_map(|(end, degraded)| Some((labels.row_of(end.at.key())?, degraded)))
+        .collect();
+    let help = "1 if the port's link runs below what both ends could do or below the fabric norm.";
+    let words = ends
+        .iter()
+        .map(|&(row, d)| (row as u64) << 1 | u64::from(d));
+    if out.head_unless_same(name, "gauge", help, |d| d.words_of(words)) {
+        return;
+    }
+    for &(row, degraded) in &ends {
+        out.sample(name, labels.row(row), u8::from(degraded));
     }
 }
 
@@ -1186,6 +1333,271 @@ mod tests {
             "{help}"
         );
         assert!(help.ends_with("; 0 not read)."), "{help}");
+    }
+
+    /// A sink that keeps its last page family by family, as `serve`'s sweeper does, and
+    /// takes a family from there when its inputs are the same.
+    #[derive(Default)]
+    struct KeepingSink {
+        last: HashMap<String, (u128, String)>,
+        next: HashMap<String, (u128, String)>,
+        page: String,
+        /// The family being written: its name, inputs (if given) and text.
+        current: Option<(String, Option<u128>, String)>,
+        /// Families taken from the last page, on the page being written.
+        taken: Vec<String>,
+    }
+
+    impl KeepingSink {
+        fn end_family(&mut self) {
+            if let Some((name, inputs, text)) = self.current.take() {
+                self.page.push_str(&text);
+                if let Some(inputs) = inputs {
+                    self.next.insert(name, (inputs, text));
+                }
+            }
+        }
+
+        fn page(&mut self, mut write: impl FnMut(&mut dyn PageSink)) -> String {
+            self.taken.clear();
+            write(self);
+            self.end_family();
+            self.last = std::mem::take(&mut self.next);
+            std::mem::take(&mut self.page)
+        }
+    }
+
+    impl PageSink for KeepingSink {
+        fn family(&mut self, name: &str, head: &str) {
+            self.end_family();
+            self.current = Some((name.to_string(), None, head.to_string()));
+        }
+
+        fn samples(&mut self, lines: &str) {
+            self.current
+                .as_mut()
+                .expect("a family started")
+                .2
+                .push_str(lines);
+        }
+
+        fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
+            self.end_family();
+            if let Some((_, text)) = self.last.get(name).filter(|(i, _)| *i == inputs) {
+                self.current = Some((name.to_string(), Some(inputs), text.clone()));
+                self.taken.push(name.to_string());
+                return true;
+            }
+            self.current = Some((name.to_string(), Some(inputs), head.to_string()));
+            false
+        }
+    }
+
+    /// A small fat tree discovered and swept through the in-process responder.
+    struct Swept {
+        fabric: Fabric,
+        health: HealthReport,
+        hosts: Hosts,
+        sample: Sample,
+    }
+
+    fn swept() -> Swept {
+        use crate::responder::{FabricModel, FabricPort, ResponderOptions};
+        use ibscope_mad::engine::{Engine, EngineConfig};
+        use std::sync::Arc;
+        let text = crate::gen::fat_tree(&crate::gen::FatTreeSpec::new(2, 8, 12)).unwrap();
+        let model = FabricModel::from_fabric(&crate::ibnd::parse(&text).unwrap(), 0).unwrap();
+        let port = FabricPort::new(Arc::new(model), ResponderOptions::default());
+        let mut engine = Engine::with_port(port, EngineConfig::default(), 1);
+        let options = crate::discover::DiscoverOptions { read_lft: false };
+        let fabric = crate::discover::discover(&mut engine, options, |_| {});
+        let targets = counters::targets(&fabric, None, None);
+        let sample = counters::sweep(&mut engine, &fabric, &targets, None);
+        assert!(sample.ports.len() > 20, "{}", sample.ports.len());
+        let health = crate::health::assess(&fabric, None, &Default::default());
+        let hosts = Hosts::group(&fabric, None);
+        Swept {
+            fabric,
+            health,
+            hosts,
+            sample,
+        }
+    }
+
+    fn stats<'a>(
+        names: &'a [&'static str],
+        errors: &'a HashMap<u64, ScrapeErrors>,
+        thresholds: &'a Thresholds,
+        sweeps: u64,
+    ) -> PageStats<'a> {
+        PageStats {
+            fabric: "f\"a",
+            filter: PortFilter::default(),
+            counters: names,
+            sweeps,
+            discoveries: 1,
+            discovery_seconds: 0.5,
+            scrape_errors: errors,
+            thresholds,
+            sm: None,
+        }
+    }
+
+    /// Through a sink that keeps its last page, the page is the one rendered whole, and
+    /// the families of ports are taken from the last page exactly when what they are made
+    /// of did not change.
+    #[test]
+    fn a_family_made_of_the_same_is_taken_from_the_last_page() {
+        let s = swept();
+        let names = counters::all_counter_names();
+        let (errors, thresholds) = (HashMap::new(), Thresholds::default());
+        let st = stats(&names, &errors, &thresholds, 1);
+        let mut sink = KeepingSink::default();
+        let page = |sink: &mut KeepingSink, sample: &Sample, health: &HealthReport| {
+            let got = sink.page(|sink| {
+                write_fabric_page(&s.fabric, health, &s.hosts, None, sample, &st, sink)
+            });
+            let whole = fabric_page(&s.fabric, health, &s.hosts, None, sample, &st);
+            assert_eq!(got, whole);
+        };
+        page(&mut sink, &s.sample, &s.health);
+        assert!(sink.taken.is_empty());
+        // Nothing changed: every family of ports is taken (counters, saturated, the seven
+        // link facts, degraded).
+        page(&mut sink, &s.sample, &s.health);
+        assert_eq!(
+            sink.taken.len(),
+            names.len() + 1 + 7 + 1,
+            "{:?}",
+            sink.taken
+        );
+        // One counter of one port moved: only its family is written again.
+        let mut sample = s.sample.clone();
+        let port = &mut sample.ports[3];
+        let mut readings = port.counters.as_ref().unwrap().readings().to_vec();
+        let moved = readings
+            .iter_mut()
+            .find(|r| &*r.name == "SymbolErrorCounter")
+            .unwrap();
+        moved.value += 1;
+        port.counters = Some(CounterSet::from_readings(readings));
+        page(&mut sink, &sample, &s.health);
+        let metric = metric_name("SymbolErrorCounter");
+        assert_eq!(sink.taken.len(), names.len() + 8, "{:?}", sink.taken);
+        assert!(!sink.taken.contains(&metric));
+        // A link called degraded: only the degraded family.
+        let mut health = s.health.clone();
+        health.links[0].degraded = true;
+        page(&mut sink, &sample, &health);
+        assert_eq!(sink.taken.len(), names.len() + 8, "{:?}", sink.taken);
+        assert!(!sink.taken.iter().any(|n| n == "ibscope_port_degraded"));
+        // Without a sink that keeps pages, nothing is taken and the page is whole.
+        let mut plain = String::new();
+        struct Plain<'a>(&'a mut String);
+        impl PageSink for Plain<'_> {
+            fn family(&mut self, _: &str, head: &str) {
+                self.0.push_str(head);
+            }
+            fn samples(&mut self, lines: &str) {
+                self.0.push_str(lines);
+            }
+        }
+        write_fabric_page(
+            &s.fabric,
+            &health,
+            &s.hosts,
+            None,
+            &sample,
+            &st,
+            &mut Plain(&mut plain),
+        );
+        assert_eq!(
+            plain,
+            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st)
+        );
+    }
+
+    use crate::counters::CounterSet;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Pages after any run of changes to the sample, the fabric, its health and the
+        /// names: each equals the page rendered whole, whatever its sink took from the
+        /// page before.
+        #[test]
+        fn pages_through_a_keeping_sink_are_the_pages_rendered_whole(
+            changes in proptest::collection::vec((0u8..9, any::<u16>(), any::<u64>()), 1..8)
+        ) {
+            let mut s = swept();
+            let names = counters::all_counter_names();
+            let (errors, thresholds) = (HashMap::new(), Thresholds::default());
+            let mut sink = KeepingSink::default();
+            let mut map: Option<NameMap> = None;
+            for (step, (kind, at, value)) in changes.into_iter().enumerate() {
+                let n = s.sample.ports.len();
+                let i = usize::from(at) % n.max(1);
+                match kind {
+                    // A reading's value, or its saturation.
+                    0 | 1 if n > 0 => {
+                        let port = &mut s.sample.ports[i];
+                        let set = if kind == 0 { &mut port.counters } else { &mut port.extended };
+                        if let Some(read) = set.as_ref() {
+                            let mut readings = read.readings().to_vec();
+                            if !readings.is_empty() {
+                                let k = (value as usize) % readings.len();
+                                readings[k].value = value % 4;
+                                readings[k].saturated = value % 3 == 0;
+                                if readings[k].saturated {
+                                    port.saturated.push(readings[k].name.to_string());
+                                }
+                            }
+                            *set = Some(CounterSet::from_readings(readings));
+                        }
+                    }
+                    // A port's extended counters gone (its values from PortCounters).
+                    2 if n > 0 => s.sample.ports[i].extended = None,
+                    // A port no longer swept.
+                    3 if n > 0 => {
+                        s.sample.ports.remove(i);
+                    }
+                    // A port of the fabric down.
+                    4 => {
+                        let ids: Vec<_> = s.fabric.nodes().map(|(id, _)| id).collect();
+                        let id = ids[usize::from(at) % ids.len()];
+                        let node = s.fabric.node_mut(id);
+                        let number = (value % u64::from(node.num_ports.max(1))) as u8 + 1;
+                        if let Some(p) = node.port_mut(number) {
+                            p.state = Some(PortState::Down);
+                            p.width_active = None;
+                        }
+                        s.health = crate::health::assess(&s.fabric, None, &Default::default());
+                    }
+                    // A link's verdict.
+                    5 if !s.health.links.is_empty() => {
+                        let l = usize::from(at) % s.health.links.len();
+                        s.health.links[l].degraded ^= true;
+                    }
+                    // A name map that renames a node.
+                    6 => {
+                        let guid = s.fabric.nodes().nth(usize::from(at) % s.fabric.node_count())
+                            .map(|(_, node)| node.guid).unwrap();
+                        map = Some(NameMap::parse(&format!("{guid:#x} \"renamed {value}\"\n"), "test").unwrap());
+                        s.hosts = Hosts::group(&s.fabric, map.as_ref());
+                    }
+                    // Nothing: the same page again.
+                    _ => {}
+                }
+                let st = stats(&names, &errors, &thresholds, step as u64);
+                let (fabric, health, hosts, sample) = (&s.fabric, &s.health, &s.hosts, &s.sample);
+                let got = sink.page(|sink| {
+                    write_fabric_page(fabric, health, hosts, map.as_ref(), sample, &st, sink)
+                });
+                let whole = fabric_page(fabric, health, hosts, map.as_ref(), sample, &st);
+                prop_assert_eq!(got, whole);
+            }
+        }
     }
 
     /// The page's values are each port's best ones, whatever order and mix of sets the
