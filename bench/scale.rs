@@ -36,17 +36,21 @@
 //! - `serve-gzip`: `serve-stream` with every family compressed as it comes (fast deflate
 //!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
 //! - `serve-steady`: `serve`'s second sweep of a busy fabric, as its sweeper renders it
-//!   (`PageDeflater::reusing`: each family's text hashed, compressed only when it differs
-//!   from the last page's). Setup: a first page rendered through the same cache. Between
+//!   (`PageDeflater::reusing`: a family of ports made of the same labels and values as on
+//!   the last page taken from there, not rendered; every other family's text hashed,
+//!   compressed only when it differs from the last page's). Setup: a first page rendered through the same cache. Between
 //!   the two, what moves on a busy fabric with no errors moves: every data and packet
 //!   counter (PortXmitData, PortRcvData, PortXmitPkts, PortRcvPkts, the unicast and
 //!   multicast packets; the counters `serve --counters data` names) of every port that
 //!   answered grows by a different amount per port, and the sweep count goes up. Error
 //!   counters, link states, widths and speeds stay as they were, as they do on a healthy
-//!   fabric: the families of those are reused. The cost is the render, hashing every
-//!   family and compressing the changed ones; the cache (one page compressed, held as the
-//!   sweeper holds it) is in base_mib, the page `serve` holds as the next one comes in
-//!   is not. The data counters moving makes their families less compressible than the
+//!   fabric: the families of those are reused. The cost is the render of the families
+//!   whose values moved and of those not of ports, hashing the latter and compressing
+//!   the changed ones; the cache (one page compressed, held as the
+//!   sweeper holds it) and the first page as `serve` holds it are in base_mib. Families
+//!   the sweeper finds as before are the first page's (the sweeper sends only their
+//!   names); the others are copied, as `serve` reads them from the pipe; the first page
+//!   is let go of at the end, as `serve` does when it publishes the second. The data counters moving makes their families less compressible than the
 //!   responder's (the unicast and multicast counters it leaves at 0 become numbers):
 //!   compare with `serve-cold`, not `serve`. `reused` and `compressed` count families;
 //! - `serve-cold`: the same second sweep with an empty cache, every family compressed:
@@ -372,24 +376,29 @@ fn main() {
         }
         _ => {}
     }
-    // The sweepers' caches, one per plane, and the first page through them (a page the
-    // parent held is replaced by the next: not kept).
+    // The sweepers' caches, one per plane, and the first page through them, as `serve`
+    // holds it (by family name) until the next page replaces it.
     let mut caches: Vec<PieceCache> = Vec::new();
+    let mut last_pages: Vec<HashMap<String, HeldFamily>> = Vec::new();
     if op == "serve-steady" || op == "serve-cold" {
         let families = CounterFamilies::All.names();
         let errors = HashMap::new();
         let stats = page_stats(&families, &errors, &thresholds, 1);
         for (fabric, eval) in prior.iter().zip(&mut sweeps) {
             let mut cache = PieceCache::default();
+            let mut last_page = HashMap::new();
             if op == "serve-steady" {
                 let sample = eval.sample.as_ref().expect("swept");
-                let mut sink =
-                    PageDeflater::reusing(&mut cache, |_: &str, _: &str, _: &Deflated| {});
+                let keep = |name: &str, head: &str, body: &Deflated, _| {
+                    last_page.insert(name.to_string(), HeldFamily::received(head, body));
+                };
+                let mut sink = PageDeflater::reusing(&mut cache, keep);
                 let (health, hosts) = (&eval.health, &eval.hosts);
                 write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
                 sink.finish();
             }
             caches.push(cache);
+            last_pages.push(last_page);
             if let Some(sample) = eval.sample.as_mut() {
                 advance_data_counters(sample);
             }
@@ -496,11 +505,17 @@ fn main() {
                 let sample = eval.sample.as_ref().expect("swept");
                 if second || op == "serve" {
                     // Each family as `serve` holds it: name, head and compressed head,
-                    // samples as the sweeper compressed them (from the pipe).
-                    let mut held: Vec<(String, String, Deflated, Deflated)> = Vec::new();
-                    let keep = |name: &str, head: &str, body: &Deflated| {
-                        let head_z = Deflated::new(head.as_bytes());
-                        held.push((name.into(), head.into(), head_z, body.clone()));
+                    // samples as the sweeper compressed them (from the pipe), or, when
+                    // the sweeper says it is as before, the last page's (shared).
+                    let mut held: Vec<(String, HeldFamily)> = Vec::new();
+                    let last_page = last_pages.get(i);
+                    let keep = |name: &str, head: &str, body: &Deflated, as_before: bool| {
+                        let last = last_page.and_then(|l| l.get(name)).filter(|_| as_before);
+                        let family = match last {
+                            Some(last) => last.clone(),
+                            None => HeldFamily::received(head, body),
+                        };
+                        held.push((name.into(), family));
                     };
                     let (health, hosts) = (&eval.health, &eval.hosts);
                     // Only the second-page operations have caches.
@@ -514,9 +529,9 @@ fn main() {
                         reused += cache.reused;
                         compressed += cache.compressed;
                     }
-                    for (_, head, head_z, body) in &held {
-                        out_bytes += head.len() + body.text_len() as usize;
-                        gzip_bytes += head_z.bytes().len() + body.bytes().len();
+                    for (_, f) in &held {
+                        out_bytes += f.head.len() + f.body.text_len() as usize;
+                        gzip_bytes += f.head_z.bytes().len() + f.body.bytes().len();
                     }
                     held_pages.push(held);
                     continue;
@@ -542,6 +557,8 @@ fn main() {
         // `main` returns): counted. The TUI and serve hold theirs until the next sweep.
         keep.clear();
     }
+    // `serve` lets go of the last page as it publishes the new one: counted.
+    last_pages.clear();
     let wall = t0.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     let peak_kib = status_kib("VmHWM:");
@@ -584,9 +601,9 @@ fn main() {
         // The text a scrape without gzip gets: heads, samples inflated.
         for held in &held_pages {
             let mut page = Vec::new();
-            for (_, head, _, body) in held {
-                page.extend_from_slice(head.as_bytes());
-                let text = body.inflate().expect("the page's own pieces inflate");
+            for (_, f) in held {
+                page.extend_from_slice(f.head.as_bytes());
+                let text = f.body.inflate().expect("the page's own pieces inflate");
                 page.extend_from_slice(text.as_bytes());
             }
             produced.push(String::from_utf8(page).expect("the page is text"));
@@ -710,6 +727,26 @@ fn page_stats<'a>(
 /// What moves between two sweeps of a busy, healthy fabric: every data and packet counter
 /// of every port that answered, by a different amount per port (a few MB to a few GB of
 /// traffic); error counters stay as they were.
+/// A family of a page as `serve` holds it: its head as text and compressed, its samples
+/// shared with the next page when they are as before.
+#[derive(Clone)]
+struct HeldFamily {
+    head: String,
+    head_z: Deflated,
+    body: Arc<Deflated>,
+}
+
+impl HeldFamily {
+    /// As `serve` reads it from the sweeper's pipe: a copy of the sweeper's piece.
+    fn received(head: &str, body: &Deflated) -> HeldFamily {
+        HeldFamily {
+            head: head.to_string(),
+            head_z: Deflated::new(head.as_bytes()),
+            body: Arc::new(body.clone()),
+        }
+    }
+}
+
 fn advance_data_counters(sample: &mut counters::Sample) {
     let data = CounterFamilies::Data.names();
     for (i, port) in sample.ports.iter_mut().enumerate() {

@@ -144,6 +144,7 @@ fn serve_metrics_pass_promtool_and_prometheus_scrapes_them() {
 
     assert_findings_are_checks(&sim, &metrics);
     let prom_pid = prometheus_scrapes_it(&sim, port, scratch.path());
+    counter_moved_is_seen(&sim, port);
     link_down_is_seen(&sim, port);
     drop(serve);
     assert_all_gone(&[serve_pid, prom_pid]);
@@ -254,6 +255,25 @@ fn prometheus_scrapes_it(sim: &Sim, port: u16, scratch: &Path) -> u32 {
 
 /// A link goes down: a sweep sees its LinkDownedCounter move, the exporter rediscovers,
 /// and the port's state follows without waiting for the periodic rediscovery.
+/// A counter that moves after many sweeps of an unchanged fabric (its families taken from
+/// the page before, sweep after sweep) shows on the next page, the other families still
+/// there.
+fn counter_moved_is_seen(sim: &Sim, port: u16) {
+    let before = get(port, "/metrics").1;
+    let metric = "ibscope_port_symbol_error_total";
+    let at = [("node_name", "Hca1"), ("port", "1")];
+    assert_eq!(sample_value(&before, metric, &at), Some(0.0));
+    sim.set_counter("Hca1", 1, "SymbolErrorCounter", 5).unwrap();
+    let after = wait_for(Duration::from_secs(8), "the counter to move", || {
+        let (_, m) = get(port, "/metrics");
+        (sample_value(&m, metric, &at)? == 5.0).then_some(m)
+    });
+    assert_eq!(family_names(&after), family_names(&before));
+    let switch = [("node_name", "Switch1"), ("port", "1")];
+    assert_eq!(sample_value(&after, metric, &switch), Some(17.0));
+    sim.set_counter("Hca1", 1, "SymbolErrorCounter", 0).unwrap();
+}
+
 fn link_down_is_seen(sim: &Sim, port: u16) {
     let before = sample_value(&get(port, "/metrics").1, "ibscope_discoveries_total", &[]);
     sim.unlink("Switch1", 3).unwrap();

@@ -22,6 +22,9 @@ pub enum Frame {
         head: String,
         samples: Deflated,
     },
+    /// A family of a sweep's page exactly as on the last page this process sent: its
+    /// head and samples are not sent again.
+    Unchanged { name: String },
     /// The families sent since the last page are a sweep's page; `failure` when the sweep
     /// reached no port.
     Page { failure: Option<String> },
@@ -51,6 +54,9 @@ enum Head {
         samples: usize,
         crc: u32,
         len: u64,
+    },
+    Unchanged {
+        name: String,
     },
     Page {
         failure: Option<String>,
@@ -95,6 +101,16 @@ pub fn write_family(
     w.flush()
 }
 
+/// Write a family of a page that is as on the last page: [`Frame::Unchanged`].
+pub fn write_unchanged(w: &mut impl Write, name: &str) -> io::Result<()> {
+    let head = Head::Unchanged {
+        name: name.to_string(),
+    };
+    serde_json::to_writer(&mut *w, &head)?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
 pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
     let head = match frame {
         Frame::Opened { port, id } => Head::Opened {
@@ -106,6 +122,7 @@ pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
             head,
             samples,
         } => return write_family(w, name, head, samples),
+        Frame::Unchanged { name } => return write_unchanged(w, name),
         Frame::Page { failure } => Head::Page {
             failure: failure.clone(),
         },
@@ -159,6 +176,7 @@ pub fn read(r: &mut impl BufRead) -> io::Result<Option<Frame>> {
                 samples: Deflated::from_parts(read_bytes(r, samples)?, crc, len),
             }
         }
+        Head::Unchanged { name } => Frame::Unchanged { name },
         Head::Page { failure } => Frame::Page { failure },
         Head::Fabric { snapshot } => Frame::Fabric {
             snapshot: read_text(r, snapshot)?,
@@ -208,6 +226,9 @@ mod tests {
                 name: "empty".into(),
                 head: String::new(),
                 samples: Deflated::new(b""),
+            },
+            Frame::Unchanged {
+                name: "ibscope_port_state".into(),
             },
             Frame::Page { failure: None },
             Frame::Page {
@@ -259,6 +280,7 @@ mod tests {
             r#"{"kind":"family","name":"a","head":"","samples":-1,"crc":0,"len":0}"#,
             r#"{"kind":"family","name":"a","head":"","samples":3,"crc":0,"len":"x"}"#,
             r#"{"kind":"page"}garbage"#,
+            r#"{"kind":"unchanged"}"#,
             // Larger than any frame, or more text than three bytes of deflate can hold.
             r#"{"kind":"family","name":"a","head":"","samples":99999999999,"crc":0,"len":0}"#,
             r#"{"kind":"family","name":"a","head":"","samples":3,"crc":0,"len":99999999}"#,

@@ -19,12 +19,15 @@ use super::web::BasicAuth;
 /// stream made of these pieces (see [`Deflated`]), so every client reads it, not only
 /// those that read concatenated gzip members; a scraper that does not accept gzip gets
 /// the samples inflated as they are written.
-#[derive(Debug)]
+///
+/// The samples are shared: a family the sweeper sends as unchanged is the last page's,
+/// not a copy.
+#[derive(Debug, Clone)]
 pub struct Family {
     pub name: String,
     pub head: String,
     pub head_z: Deflated,
-    pub body: Deflated,
+    pub body: Arc<Deflated>,
 }
 
 impl Family {
@@ -34,7 +37,7 @@ impl Family {
             name,
             head,
             head_z,
-            body,
+            body: Arc::new(body),
         }
     }
 }
@@ -655,7 +658,7 @@ mod tests {
     /// the deflater in pieces, as the renderer hands them out.
     fn families(page: &str) -> Vec<Family> {
         let mut out = Vec::new();
-        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated, _| {
             out.push(Family::new(name.into(), head.into(), body.clone()))
         });
         for (name, head, body) in prometheus::split_families(page) {
@@ -727,8 +730,11 @@ mod tests {
     fn a_piece_that_does_not_inflate_cuts_the_text_short_without_a_panic() {
         let mut snap = Snapshot::new(families("# HELP a A.\n# TYPE a gauge\na 1\n"), None);
         let body = &snap.families[0].body;
-        snap.families[0].body =
-            Deflated::from_parts(body.bytes()[..1].to_vec(), body.crc(), body.text_len());
+        snap.families[0].body = Arc::new(Deflated::from_parts(
+            body.bytes()[..1].to_vec(),
+            body.crc(),
+            body.text_len(),
+        ));
         let snaps = vec![(0, Arc::new(snap))];
         let mut text = Vec::new();
         assert!(write_text(&mut text, &merged(&snaps), "").is_err());

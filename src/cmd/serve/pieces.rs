@@ -264,10 +264,11 @@ enum Mode<'c> {
 }
 
 /// A [`PageSink`] that compresses each family's samples and hands every family, once
-/// complete, to `done` (its name, its head as text, its samples as one piece). Only the
+/// complete, to `done` (its name, its head as text, its samples as one piece, and whether
+/// that piece is the one of the last page, as it was). Only the
 /// family being compressed is held ([`PageDeflater::new`]), and last page's pieces to
 /// reuse ([`PageDeflater::reusing`]).
-pub struct PageDeflater<'c, F: FnMut(&str, &str, &Deflated)> {
+pub struct PageDeflater<'c, F: FnMut(&str, &str, &Deflated, bool)> {
     mode: Mode<'c>,
     compressing: Compressing,
     /// The family being compressed: its name and head.
@@ -275,14 +276,14 @@ pub struct PageDeflater<'c, F: FnMut(&str, &str, &Deflated)> {
     done: F,
 }
 
-impl<F: FnMut(&str, &str, &Deflated)> PageDeflater<'static, F> {
+impl<F: FnMut(&str, &str, &Deflated, bool)> PageDeflater<'static, F> {
     /// Each family compressed as its samples come.
     pub fn new(done: F) -> Self {
         PageDeflater::with_mode(Mode::Streamed, done)
     }
 }
 
-impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
+impl<'c, F: FnMut(&str, &str, &Deflated, bool)> PageDeflater<'c, F> {
     fn with_mode(mode: Mode<'c>, done: F) -> Self {
         PageDeflater {
             mode,
@@ -317,7 +318,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
         let Mode::Reusing { cache, family } = &mut self.mode else {
             self.compressing.end();
             // Its buffer is kept for the next family.
-            (self.done)(&name, &head, &self.compressing.body);
+            (self.done)(&name, &head, &self.compressing.body, false);
             return;
         };
         let hashes = std::mem::take(&mut family.hashes);
@@ -327,9 +328,11 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
         // A family new to the cache is expected not to change: comparing one that does
         // costs only hashing its first piece.
         let changed = last.is_some() && !same;
+        let mut as_before = false;
         let cached = match last {
             Some(last) if same && !family.compressing => {
                 cache.reused += 1;
+                as_before = true;
                 Cached {
                     changed: false,
                     inputs,
@@ -358,7 +361,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated)> PageDeflater<'c, F> {
                 }
             }
         };
-        (self.done)(&name, &head, &cached.piece);
+        (self.done)(&name, &head, &cached.piece, as_before);
         if !std::mem::take(&mut family.broken) {
             cache.next.insert(name, cached);
         }
@@ -409,7 +412,7 @@ fn begin_from(c: &mut Compressing, last: Option<&Cached>, len: u64) -> bool {
     true
 }
 
-impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
+impl<F: FnMut(&str, &str, &Deflated, bool)> PageSink for PageDeflater<'_, F> {
     fn family(&mut self, name: &str, head: &str) {
         self.end_family();
         // Each family's samples are a piece of their own (a merged page puts other
@@ -458,7 +461,7 @@ impl<F: FnMut(&str, &str, &Deflated)> PageSink for PageDeflater<'_, F> {
             if let Some(last) = same.then(|| cache.pieces.remove(name)).flatten() {
                 // Made of the same as last page's: the same text, not rendered again.
                 cache.reused += 1;
-                (self.done)(name, head, &last.piece);
+                (self.done)(name, head, &last.piece, true);
                 let last = Cached {
                     changed: false,
                     ..last
@@ -505,7 +508,7 @@ mod tests {
     /// A page as the renderer hands it out: heads, then samples in several pieces.
     fn deflated_page(families: &[(&str, &str, &[&str])]) -> Vec<(String, String, Deflated)> {
         let mut out = Vec::new();
-        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated| {
+        let mut sink = PageDeflater::new(|name: &str, head: &str, body: &Deflated, _| {
             out.push((name.to_string(), head.to_string(), body.clone()))
         });
         feed(&mut sink, families);
@@ -571,9 +574,10 @@ mod tests {
         families: &[(&str, &str, &[&str])],
     ) -> Vec<(String, String, Deflated)> {
         let mut out = Vec::new();
-        let mut sink = PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated| {
-            out.push((name.to_string(), head.to_string(), body.clone()))
-        });
+        let mut sink =
+            PageDeflater::reusing(cache, |name: &str, head: &str, body: &Deflated, _| {
+                out.push((name.to_string(), head.to_string(), body.clone()))
+            });
         feed(&mut sink, families);
         sink.finish();
         out
@@ -677,10 +681,12 @@ mod tests {
         let moved = data.replacen("1234567", "1234568", 1);
         let head = "# HELP data D.\n";
         let page = |cache: &mut PieceCache, inputs: u128, text: &str| {
-            let mut out = Vec::new();
-            let mut sink = PageDeflater::reusing(cache, |name: &str, head: &str, b: &Deflated| {
-                out.push((name.to_string(), head.to_string(), b.clone()))
-            });
+            let (mut out, mut as_before) = (Vec::new(), Vec::new());
+            let mut sink =
+                PageDeflater::reusing(cache, |name: &str, head: &str, b: &Deflated, same| {
+                    out.push((name.to_string(), head.to_string(), b.clone()));
+                    as_before.push(same);
+                });
             sink.family("first", "# HELP first F.\n");
             sink.samples("first 1\n");
             let taken = sink.family_as_before("data", head, inputs);
@@ -688,31 +694,34 @@ mod tests {
                 sink.samples(text);
             }
             sink.finish();
-            (taken, out)
+            (taken, out, as_before)
         };
         let mut cache = PieceCache::default();
-        let (taken, first) = page(&mut cache, 7, &data);
+        let (taken, first, as_before) = page(&mut cache, 7, &data);
         assert!(!taken);
         assert_eq!((cache.compressed, cache.reused), (2, 0));
-        let (taken, second) = page(&mut cache, 7, "");
+        assert_eq!(as_before, [false, false]);
+        let (taken, second, as_before) = page(&mut cache, 7, "");
         assert!(taken, "same inputs");
-        // `first` by its text's hashes, `data` by its inputs.
+        // `first` by its text's hashes, `data` by its inputs: both said to be as before.
         assert_eq!((cache.compressed, cache.reused), (0, 2));
+        assert_eq!(as_before, [true, true]);
         assert_eq!(second[1], first[1], "last page's piece, as it was");
         let text = format!("# HELP first F.\nfirst 1\n{head}{data}");
         assert_eq!(gunzipped(&second), text);
         // Other inputs: its samples are written and compressed.
-        let (taken, third) = page(&mut cache, 8, &moved);
+        let (taken, third, as_before) = page(&mut cache, 8, &moved);
         assert!(!taken);
+        assert_eq!(as_before, [true, false]);
         assert_eq!(
             gunzipped(&third),
             format!("# HELP first F.\nfirst 1\n{head}{moved}")
         );
         // Back to the first inputs: the page before is what counts, not an older one.
-        let (taken, _) = page(&mut cache, 7, &data);
+        let (taken, _, _) = page(&mut cache, 7, &data);
         assert!(!taken);
         // A sink that keeps no page takes nothing.
-        let mut streamed = PageDeflater::new(|_: &str, _: &str, _: &Deflated| {});
+        let mut streamed = PageDeflater::new(|_: &str, _: &str, _: &Deflated, _| {});
         assert!(!streamed.family_as_before("data", head, 7));
         streamed.finish();
     }

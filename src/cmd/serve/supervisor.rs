@@ -14,6 +14,7 @@
 //! the loss, each further one twice as late, at most [`REOPEN_MAX`] apart; a process that
 //! delivered a good page resets the delay.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::BufReader;
 use std::os::unix::process::CommandExt;
@@ -291,8 +292,7 @@ impl Loop {
         let mut said: Option<String> = None;
         let mut closed = false;
         let mut merged = false;
-        // The families of the page being received.
-        let mut families: Vec<Family> = Vec::new();
+        let mut receiving = Receiving::default();
         if let Some(out) = child.stdout.take() {
             let mut out = BufReader::new(out);
             loop {
@@ -319,11 +319,17 @@ impl Loop {
                         name,
                         head,
                         samples,
-                    })) => families.push(Family::new(name, head, samples)),
+                    })) => receiving.family(Family::new(name, head, samples)),
+                    Ok(Some(Frame::Unchanged { name })) => {
+                        if let Err(e) = receiving.unchanged(&name) {
+                            tracing::warn!("reading the sweeper process: {e}");
+                            break;
+                        }
+                    }
                     Ok(Some(Frame::Page { failure })) => {
                         self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
                         good |= failure.is_none();
-                        let mut families = std::mem::take(&mut families);
+                        let mut families = receiving.page();
                         if let Err(e) = self.patch_planes(&mut families) {
                             tracing::warn!("reading the sweeper process: {e}");
                             break;
@@ -421,7 +427,7 @@ impl Loop {
         }
         for f in families.iter_mut().filter(|f| f.name == FINDINGS) {
             let text = planes.patch(self.fabric.slot, f.body.inflate()?);
-            f.body = Deflated::new(text.as_bytes());
+            f.body = Arc::new(Deflated::new(text.as_bytes()));
         }
         Ok(())
     }
@@ -452,6 +458,43 @@ impl Loop {
                 slot.set_down(format!("the last sweep reached no port: {why}"), true);
             }
         }
+    }
+}
+
+/// The families of the page a sweeper process is sending, and those of the last page it
+/// sent, which it names instead of sending again when they did not change.
+#[derive(Default)]
+struct Receiving {
+    families: Vec<Family>,
+    last: HashMap<String, Family>,
+}
+
+impl Receiving {
+    fn family(&mut self, family: Family) {
+        self.families.push(family);
+    }
+
+    /// A family as on the last page: an error when the last page has none of that name
+    /// (not what a sweeper process sends).
+    fn unchanged(&mut self, name: &str) -> std::io::Result<()> {
+        let family = self.last.get(name).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "family {name:?} sent as unchanged, but the last page has none"
+            ))
+        })?;
+        self.families.push(family.clone());
+        Ok(())
+    }
+
+    /// The page is complete: its families as received (the next page's unchanged ones
+    /// are these).
+    fn page(&mut self) -> Vec<Family> {
+        let families = std::mem::take(&mut self.families);
+        self.last = families
+            .iter()
+            .map(|f| (f.name.clone(), f.clone()))
+            .collect();
+        families
     }
 }
 
@@ -495,6 +538,75 @@ fn describe(status: Option<ExitStatus>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pages as a sweeper process sends them, through its own cache, read back: a family
+    /// sent as unchanged is the last page's (shared, not copied), and one the last page
+    /// lacks is an error.
+    #[test]
+    fn unchanged_families_are_the_last_pages() {
+        use super::super::pieces::{PageDeflater, PieceCache};
+        use ibscope_topo::export::prometheus::PageSink;
+        let mut cache = PieceCache::default();
+        let mut receiving = Receiving::default();
+        let mut send = |page: &[(&str, &str)]| {
+            let mut wire = Vec::new();
+            let mut sink = PageDeflater::reusing(
+                &mut cache,
+                |name: &str, head: &str, body: &Deflated, same| {
+                    let sent = match same {
+                        true => frames::write_unchanged(&mut wire, name),
+                        false => frames::write_family(&mut wire, name, head, body),
+                    };
+                    sent.unwrap();
+                },
+            );
+            for (name, samples) in page {
+                sink.family(name, &format!("# HELP {name} X.\n"));
+                sink.samples(samples);
+            }
+            sink.finish();
+            let mut r = std::io::Cursor::new(wire);
+            let mut unchanged = 0;
+            while let Some(frame) = frames::read(&mut r).unwrap() {
+                match frame {
+                    Frame::Family {
+                        name,
+                        head,
+                        samples,
+                    } => receiving.family(Family::new(name, head, samples)),
+                    Frame::Unchanged { name } => {
+                        unchanged += 1;
+                        receiving.unchanged(&name).unwrap();
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            (receiving.page(), unchanged)
+        };
+        let text = |page: &[Family]| -> String {
+            page.iter()
+                .map(|f| format!("{}{}", f.head, f.body.inflate().unwrap()))
+                .collect()
+        };
+        let (first, unchanged) = send(&[("a", "a 1\n"), ("b", "b 1\n")]);
+        assert_eq!(unchanged, 0);
+        assert_eq!(text(&first), "# HELP a X.\na 1\n# HELP b X.\nb 1\n");
+        let (second, unchanged) = send(&[("a", "a 1\n"), ("b", "b 2\n")]);
+        assert_eq!(unchanged, 1);
+        assert_eq!(text(&second), "# HELP a X.\na 1\n# HELP b X.\nb 2\n");
+        assert!(Arc::ptr_eq(&first[0].body, &second[0].body), "shared");
+        // `b` changed last time: compressed again as it comes, then known unchanged.
+        let (third, unchanged) = send(&[("a", "a 1\n"), ("b", "b 2\n")]);
+        assert_eq!(unchanged, 1);
+        assert_eq!(text(&third), text(&second));
+        let (fourth, unchanged) = send(&[("a", "a 1\n"), ("b", "b 2\n")]);
+        assert_eq!(unchanged, 2);
+        assert_eq!(text(&fourth), text(&second));
+        // A sweeper that names a family its last page did not have.
+        let mut fresh = Receiving::default();
+        assert!(fresh.unchanged("a").is_err());
+        assert!(fresh.page().is_empty());
+    }
 
     #[test]
     fn reopening_backs_off_from_one_second_to_thirty() {

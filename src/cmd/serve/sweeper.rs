@@ -2,8 +2,8 @@
 //! --sweeper-process`, one per fabric): it owns the fabric's management port (or its relay
 //! agent), discovers the fabric, sweeps the counters every interval, renders the page
 //! ([`prometheus::write_fabric_page`]), compressing each family as it is rendered, and
-//! hands it to `serve` as [`Frame`]s on stdout, a family at a time;
-//! it rediscovers when the fabric changed under it. When the transport is lost it says so
+//! hands it to `serve` as [`Frame`]s on stdout, a family at a time (one that is as on
+//! the last page by its name only); it rediscovers when the fabric changed under it. When the transport is lost it says so
 //! and ends: `serve` starts another one (see `supervisor`).
 
 use std::collections::HashMap;
@@ -244,10 +244,15 @@ impl Sweeper {
         let (mut text, mut gzip) = (0u64, 0usize);
         let mut written = true;
         let out = &mut self.out;
-        let done = |name: &str, head: &str, samples: &Deflated| {
+        let done = |name: &str, head: &str, samples: &Deflated, as_before: bool| {
             text += head.len() as u64 + samples.text_len();
             gzip += samples.bytes().len();
-            written = written && frames::write_family(out, name, head, samples).is_ok();
+            // `serve` holds the last page's: only the name goes over the pipe.
+            let sent = match as_before {
+                true => frames::write_unchanged(out, name),
+                false => frames::write_family(out, name, head, samples),
+            };
+            written = written && sent.is_ok();
         };
         let mut sink = PageDeflater::reusing(&mut self.pieces, done);
         prometheus::write_fabric_page(
