@@ -37,22 +37,25 @@
 //!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
 //! - `serve-steady`: `serve`'s second sweep of a busy fabric, as its sweeper renders it
 //!   (`PageDeflater::reusing`: a family of ports made of the same labels and values as on
-//!   the last page taken from there, not rendered; every other family's text hashed,
-//!   compressed only when it differs from the last page's). Setup: a first page rendered through the same cache. Between
-//!   the two, what moves on a busy fabric with no errors moves: every data and packet
-//!   counter (PortXmitData, PortRcvData, PortXmitPkts, PortRcvPkts, the unicast and
-//!   multicast packets; the counters `serve --counters data` names) of every port that
-//!   answered grows by a different amount per port, and the sweep count goes up. Error
-//!   counters, link states, widths and speeds stay as they were, as they do on a healthy
-//!   fabric: the families of those are reused. The cost is the render of the families
-//!   whose values moved and of those not of ports, hashing the latter and compressing
-//!   the changed ones; the cache (one page compressed, held as the
-//!   sweeper holds it) and the first page as `serve` holds it are in base_mib. Families
-//!   the sweeper finds as before are the first page's (the sweeper sends only their
-//!   names); the others are copied, as `serve` reads them from the pipe; the first page
-//!   is let go of at the end, as `serve` does when it publishes the second. The data counters moving makes their families less compressible than the
-//!   responder's (the unicast and multicast counters it leaves at 0 become numbers):
-//!   compare with `serve-cold`, not `serve`. `reused` and `compressed` count families;
+//!   the last page is taken from there, not rendered; every other family's text is
+//!   hashed and compressed only when it differs from the last page's). Setup: a first
+//!   page rendered through the same cache. Between the two, what moves on a busy fabric
+//!   with no errors moves: every data and packet counter (PortXmitData, PortRcvData,
+//!   PortXmitPkts, PortRcvPkts, the unicast and multicast packets; the counters `serve
+//!   --counters data` names) of every port that answered grows by a different amount per
+//!   port, and the sweep count goes up. Error counters, link states, widths and speeds
+//!   stay as they were, as they do on a healthy fabric: the families of those are
+//!   reused. The cost is the render of the families whose values moved and of those not
+//!   of ports, hashing the latter and compressing the changed ones. The cache (one page
+//!   compressed, held as the sweeper holds it), the ports' labels made with the first
+//!   page (kept, as the sweeper keeps them until it rediscovers) and the first page as
+//!   `serve` holds it are in base_mib. Families the sweeper finds as before are the first
+//!   page's (the sweeper sends only their names); the others are copied, as `serve` reads
+//!   them from the pipe; the first page is let go of at the end, as `serve` does when it
+//!   publishes the second. The data counters moving makes their families less
+//!   compressible than the responder's (the unicast and multicast counters it leaves at 0
+//!   become numbers): compare with `serve-cold`, not `serve`. `reused` and `compressed`
+//!   count families;
 //! - `serve-cold`: the same second sweep with an empty cache, every family compressed:
 //!   the worst case (every family changed, or the first sweep after a start), `serve`
 //!   plus the hashing.
@@ -81,7 +84,7 @@ use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
 use ibscope_topo::export::prometheus::{
-    write_fabric_page, PageSink, PageStats, PortFilter, ScrapeErrors,
+    write_fabric_page, PageLabels, PageSink, PageStats, PortFilter, ScrapeErrors,
 };
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
@@ -380,6 +383,8 @@ fn main() {
     // holds it (by family name) until the next page replaces it.
     let mut caches: Vec<PieceCache> = Vec::new();
     let mut last_pages: Vec<HashMap<String, HeldFamily>> = Vec::new();
+    // The sweepers' port labels, made with the first page and kept until a rediscovery.
+    let mut kept_labels: Vec<PageLabels> = Vec::new();
     if op == "serve-steady" || op == "serve-cold" {
         let families = CounterFamilies::All.names();
         let errors = HashMap::new();
@@ -394,8 +399,11 @@ fn main() {
                 };
                 let mut sink = PageDeflater::reusing(&mut cache, keep);
                 let (health, hosts) = (&eval.health, &eval.hosts);
-                write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                let mut labels = PageLabels::new(fabric, None, hosts, stats.fabric, stats.filter);
+                let kept = Some(&mut labels);
+                write_fabric_page(fabric, health, hosts, None, sample, &stats, kept, &mut sink);
                 sink.finish();
+                kept_labels.push(labels);
             }
             caches.push(cache);
             last_pages.push(last_page);
@@ -518,12 +526,14 @@ fn main() {
                         held.push((name.into(), family));
                     };
                     let (health, hosts) = (&eval.health, &eval.hosts);
-                    // Only the second-page operations have caches.
+                    // Only the second-page operations have caches, and only serve-steady
+                    // the first page's labels.
                     let mut sink = match caches.get_mut(i) {
                         Some(cache) => PageDeflater::reusing(cache, keep),
                         None => PageDeflater::new(keep),
                     };
-                    write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                    let kept = kept_labels.get_mut(i);
+                    write_fabric_page(fabric, health, hosts, None, sample, &stats, kept, &mut sink);
                     sink.finish();
                     if let Some(cache) = caches.get(i) {
                         reused += cache.reused;
@@ -542,7 +552,7 @@ fn main() {
                     deflate: (op == "serve-gzip").then(Deflating::default),
                 };
                 let (health, hosts) = (&eval.health, &eval.hosts);
-                write_fabric_page(fabric, health, hosts, None, sample, &stats, &mut sink);
+                write_fabric_page(fabric, health, hosts, None, sample, &stats, None, &mut sink);
                 out_bytes += sink.bytes;
                 if let Some(d) = sink.deflate {
                     gzip_bytes += d.finish();

@@ -15,7 +15,7 @@ use anyhow::Result;
 use ibscope_mad::engine::{CancelToken, Engine, Request};
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
 use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
-use ibscope_topo::export::prometheus::{self, PageStats, PortFilter, ScrapeErrors};
+use ibscope_topo::export::prometheus::{self, PageLabels, PageStats, PortFilter, ScrapeErrors};
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
@@ -62,6 +62,8 @@ struct Discovered {
     health: HealthReport,
     /// Its hosts and rails (the host and rail labels of HCA ports).
     hosts: Hosts,
+    /// Its ports' labels on the page, made once for every page until the next discovery.
+    labels: PageLabels,
     duration: Duration,
 }
 
@@ -174,7 +176,7 @@ impl Sweeper {
         if !go_on(self, engine)? {
             return Ok(false);
         }
-        let d = progress.current.as_ref().expect("discovered above");
+        let d = progress.current.as_mut().expect("discovered above");
         let t = Instant::now();
         // The breakdown of errors that counted: the page's breakdown families, and the
         // findings' causes.
@@ -223,7 +225,7 @@ impl Sweeper {
     /// drops the families it got).
     fn send_page(
         &mut self,
-        d: &Discovered,
+        d: &mut Discovered,
         sample: &Sample,
         sweep_us: u64,
         sm: Option<&Finding>,
@@ -262,6 +264,7 @@ impl Sweeper {
             self.names.as_ref(),
             sample,
             &stats,
+            Some(&mut d.labels),
             &mut sink,
         );
         sink.finish();
@@ -300,12 +303,16 @@ impl Sweeper {
         );
         let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
         let hosts = Hosts::group(&fabric, self.names.as_ref());
+        let duration = t.elapsed();
+        let names = self.names.as_ref();
+        let labels = PageLabels::new(&fabric, names, &hosts, &self.name, self.filter);
         Discovered {
             fabric,
             targets,
             health,
             hosts,
-            duration: t.elapsed(),
+            labels,
+            duration,
         }
     }
 

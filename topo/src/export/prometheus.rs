@@ -671,9 +671,9 @@ fn push_port_labels(
 }
 
 /// The ports the model describes (every switch port 1..N and every CA or router port,
-/// less what the filter leaves out), each with its label set, built once per page; then
-/// rows of swept ports the model does not list. All label sets are in one string, one
-/// after the other, so the page's many passes over them read memory in order.
+/// less what the filter leaves out), each with its label set; then rows of swept ports
+/// the model does not list. All label sets are in one string, one after the other, so
+/// the page's many passes over them read memory in order.
 struct PortLabels {
     text: String,
     /// Where each row's labels are in `text`.
@@ -681,6 +681,38 @@ struct PortLabels {
     /// The model's ports: the first rows.
     ends: Vec<(End, PortKey)>,
     by_key: foldhash::HashMap<PortKey, usize>,
+    /// The rows of swept ports the model does not list, made by the pages so far.
+    unlisted: foldhash::HashMap<PortKey, usize>,
+    /// The digest of `text` and `spans` as of so many rows.
+    digest: Option<(usize, u128)>,
+}
+
+/// The label sets of a fabric's ports on its page, kept from one sweep's page to the next
+/// ([`write_fabric_page`]): at 100,000 HCAs they are 280 MB of text, a tenth of the
+/// render. Made for one fabric as discovered, with one name map and host grouping: a new
+/// discovery needs new ones. Pages of another fabric name or filter make their own.
+pub struct PageLabels {
+    prefix: String,
+    filter: PortFilter,
+    labels: PortLabels,
+}
+
+impl PageLabels {
+    pub fn new(
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        fabric_name: &str,
+        filter: PortFilter,
+    ) -> PageLabels {
+        let prefix = fabric_label(fabric_name);
+        let labels = PortLabels::new(&prefix, fabric, names, hosts, filter);
+        PageLabels {
+            prefix,
+            filter,
+            labels,
+        }
+    }
 }
 
 impl PortLabels {
@@ -698,6 +730,8 @@ impl PortLabels {
             spans: Vec::new(),
             ends: Vec::new(),
             by_key: foldhash::HashMap::default(),
+            unlisted: foldhash::HashMap::default(),
+            digest: None,
         };
         // A node's own labels, the same on each of its ports (a switch has dozens).
         let mut node_part = String::new();
@@ -741,14 +775,24 @@ impl PortLabels {
 
     /// Every row's labels and the row of each swept port (`rows`): with a family's values
     /// by row, what its samples are made of.
-    fn digest(&self, rows: &[usize]) -> u128 {
+    fn digest(&mut self, rows: &[usize]) -> u128 {
+        let labels = match self.digest {
+            Some((count, digest)) if count == self.spans.len() => digest,
+            _ => {
+                let mut d = Inputs::new();
+                d.bytes(self.text.as_bytes());
+                d.words_of(
+                    self.spans
+                        .iter()
+                        .flat_map(|&(start, end)| [start as u64, end as u64]),
+                );
+                let digest = d.finish();
+                self.digest = Some((self.spans.len(), digest));
+                digest
+            }
+        };
         let mut d = Inputs::new();
-        d.bytes(self.text.as_bytes());
-        d.words_of(
-            self.spans
-                .iter()
-                .flat_map(|&(start, end)| [start as u64, end as u64]),
-        );
+        d.bytes(&labels.to_le_bytes());
         d.words_of(rows.iter().map(|&row| row as u64));
         d.finish()
     }
@@ -770,7 +814,11 @@ impl PortLabels {
             // A sweep mostly reads ports in the model's order: try the row after the last.
             let known = match self.ends.get(next) {
                 Some(&(_, k)) if k == key => Some(next),
-                _ => self.by_key.get(&key).copied(),
+                _ => self
+                    .by_key
+                    .get(&key)
+                    .or_else(|| self.unlisted.get(&key))
+                    .copied(),
             };
             let row = match known {
                 Some(row) => row,
@@ -796,6 +844,8 @@ impl PortLabels {
                         }
                     }
                     self.spans.push((start, self.text.len()));
+                    // Not in `by_key`: a link's end looked up by key is a listed port.
+                    self.unlisted.insert(key, self.spans.len() - 1);
                     self.spans.len() - 1
                 }
             };
@@ -819,10 +869,12 @@ pub fn fabric_page(
     sample: &Sample,
     stats: &PageStats<'_>,
 ) -> String {
-    render(fabric, health, hosts, names, sample, stats, None)
+    render(fabric, health, hosts, names, sample, stats, None, None)
 }
 
-/// [`fabric_page`] handed to `sink` family by family, in pieces, instead of held whole.
+/// [`fabric_page`] handed to `sink` family by family, in pieces, instead of held whole;
+/// with `labels` kept from the last page of the same discovery (made on the first).
+#[allow(clippy::too_many_arguments)]
 pub fn write_fabric_page(
     fabric: &Fabric,
     health: &HealthReport,
@@ -830,11 +882,22 @@ pub fn write_fabric_page(
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
+    labels: Option<&mut PageLabels>,
     sink: &mut dyn PageSink,
 ) {
-    render(fabric, health, hosts, names, sample, stats, Some(sink));
+    render(
+        fabric,
+        health,
+        hosts,
+        names,
+        sample,
+        stats,
+        labels,
+        Some(sink),
+    );
 }
 
+#[allow(clippy::too_many_arguments)]
 fn render(
     fabric: &Fabric,
     health: &HealthReport,
@@ -842,11 +905,24 @@ fn render(
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
+    kept: Option<&mut PageLabels>,
     sink: Option<&mut dyn PageSink>,
 ) -> String {
-    let prefix = fabric_label(stats.fabric);
-    let mut labels = PortLabels::new(&prefix, fabric, names, hosts, stats.filter);
-    let rows = labels.add_sample(&prefix, fabric, names, hosts, sample);
+    let mut made;
+    let page_labels = match kept {
+        Some(kept) if kept.prefix == fabric_label(stats.fabric) && kept.filter == stats.filter => {
+            kept
+        }
+        _ => {
+            made = PageLabels::new(fabric, names, hosts, stats.fabric, stats.filter);
+            &mut made
+        }
+    };
+    let prefix = page_labels.prefix.as_str();
+    let labels = &mut page_labels.labels;
+    let rows = labels.add_sample(prefix, fabric, names, hosts, sample);
+    let layout = sink.is_some().then(|| labels.digest(&rows));
+    let labels = &*labels;
     let swept: Vec<(&PortSample, &str)> = sample
         .ports
         .iter()
@@ -855,10 +931,10 @@ fn render(
         .collect();
     let mut out = match sink {
         Some(sink) => Page {
-            layout: labels.digest(&rows),
+            layout: layout.unwrap_or_default(),
             ..Page::streamed(sink)
         },
-        None => Page::whole(page_estimate(fabric, &labels, &swept, stats)),
+        None => Page::whole(page_estimate(fabric, labels, &swept, stats)),
     };
     counter_families(
         &mut out,
@@ -868,11 +944,11 @@ fn render(
     );
     saturated_family(&mut out, &swept, stats.counters);
     let found = page_findings(fabric, health, hosts, names, sample, stats);
-    findings_family(&mut out, &prefix, &found);
-    link_families(&mut out, fabric, &labels);
-    degraded_family(&mut out, health, &labels);
-    node_families(&mut out, &prefix, fabric, names, stats.scrape_errors);
-    exporter_families(&mut out, &prefix, fabric, sample, stats);
+    findings_family(&mut out, prefix, &found);
+    link_families(&mut out, fabric, labels);
+    degraded_family(&mut out, health, labels);
+    node_families(&mut out, prefix, fabric, names, stats.scrape_errors);
+    exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
 }
 
@@ -1412,8 +1488,17 @@ mod tests {
         let options = crate::discover::DiscoverOptions { read_lft: false };
         let fabric = crate::discover::discover(&mut engine, options, |_| {});
         let targets = counters::targets(&fabric, None, None);
-        let sample = counters::sweep(&mut engine, &fabric, &targets, None);
+        let mut sample = counters::sweep(&mut engine, &fabric, &targets, None);
         assert!(sample.ports.len() > 20, "{}", sample.ports.len());
+        // A switch's port 0, as an enhanced one is swept (these switches' are not): a
+        // port the model does not list.
+        let switch = sample
+            .ports
+            .iter()
+            .position(|p| p.at.node.kind == NodeKind::Switch);
+        let mut port0 = sample.ports[switch.expect("a switch swept")].clone();
+        port0.at.port = 0;
+        sample.ports.insert(1, port0);
         let health = crate::health::assess(&fabric, None, &Default::default());
         let hosts = Hosts::group(&fabric, None);
         Swept {
@@ -1453,9 +1538,13 @@ mod tests {
         let (errors, thresholds) = (HashMap::new(), Thresholds::default());
         let st = stats(&names, &errors, &thresholds, 1);
         let mut sink = KeepingSink::default();
-        let page = |sink: &mut KeepingSink, sample: &Sample, health: &HealthReport| {
+        // Switch ports 0 are swept but not listed by the model: rows of their own.
+        assert!(s.sample.ports.iter().any(|p| p.at.port == 0));
+        let mut labels = PageLabels::new(&s.fabric, None, &s.hosts, st.fabric, st.filter);
+        let mut page = |sink: &mut KeepingSink, sample: &Sample, health: &HealthReport| {
             let got = sink.page(|sink| {
-                write_fabric_page(&s.fabric, health, &s.hosts, None, sample, &st, sink)
+                let kept = Some(&mut labels);
+                write_fabric_page(&s.fabric, health, &s.hosts, None, sample, &st, kept, sink)
             });
             let whole = fabric_page(&s.fabric, health, &s.hosts, None, sample, &st);
             assert_eq!(got, whole);
@@ -1502,6 +1591,8 @@ mod tests {
                 self.0.push_str(lines);
             }
         }
+        // Labels made for another fabric's name: not used, the page makes its own.
+        let mut other = PageLabels::new(&s.fabric, None, &s.hosts, "other", st.filter);
         write_fabric_page(
             &s.fabric,
             &health,
@@ -1509,6 +1600,7 @@ mod tests {
             None,
             &sample,
             &st,
+            Some(&mut other),
             &mut Plain(&mut plain),
         );
         assert_eq!(
@@ -1535,6 +1627,9 @@ mod tests {
             let (errors, thresholds) = (HashMap::new(), Thresholds::default());
             let mut sink = KeepingSink::default();
             let mut map: Option<NameMap> = None;
+            // The port labels, kept from page to page until the fabric or the names change
+            // (as the sweeper keeps them until it rediscovers).
+            let mut labels: Option<PageLabels> = None;
             for (step, (kind, at, value)) in changes.into_iter().enumerate() {
                 let n = s.sample.ports.len();
                 let i = usize::from(at) % n.max(1);
@@ -1573,6 +1668,7 @@ mod tests {
                             p.width_active = None;
                         }
                         s.health = crate::health::assess(&s.fabric, None, &Default::default());
+                        labels = None;
                     }
                     // A link's verdict.
                     5 if !s.health.links.is_empty() => {
@@ -1585,14 +1681,19 @@ mod tests {
                             .map(|(_, node)| node.guid).unwrap();
                         map = Some(NameMap::parse(&format!("{guid:#x} \"renamed {value}\"\n"), "test").unwrap());
                         s.hosts = Hosts::group(&s.fabric, map.as_ref());
+                        labels = None;
                     }
                     // Nothing: the same page again.
                     _ => {}
                 }
                 let st = stats(&names, &errors, &thresholds, step as u64);
                 let (fabric, health, hosts, sample) = (&s.fabric, &s.health, &s.hosts, &s.sample);
+                let kept = labels.get_or_insert_with(|| {
+                    PageLabels::new(fabric, map.as_ref(), hosts, st.fabric, st.filter)
+                });
                 let got = sink.page(|sink| {
-                    write_fabric_page(fabric, health, hosts, map.as_ref(), sample, &st, sink)
+                    let kept = Some(&mut *kept);
+                    write_fabric_page(fabric, health, hosts, map.as_ref(), sample, &st, kept, sink)
                 });
                 let whole = fabric_page(fabric, health, hosts, map.as_ref(), sample, &st);
                 prop_assert_eq!(got, whole);
