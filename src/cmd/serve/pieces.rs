@@ -454,6 +454,10 @@ impl<F: FnMut(&str, &str, &Deflated, bool)> PageSink for PageDeflater<'_, F> {
         self.compressing.put(data);
     }
 
+    fn keeps_last_page(&self) -> bool {
+        matches!(self.mode, Mode::Reusing { .. })
+    }
+
     fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
         self.end_family();
         if let Mode::Reusing { cache, .. } = &mut self.mode {

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 use xxhash_rust::xxh3::Xxh3;
 
-use ibscope_mad::attr::{PhysState, PortState};
+use ibscope_mad::attr::{CounterName, PhysState, PortState};
 use ibscope_mad::codes::guid;
 
 use crate::counters::{self, PortSample, Sample, Thresholds};
@@ -117,6 +117,12 @@ pub trait PageSink {
     fn family(&mut self, name: &str, head: &str);
     /// More samples of the family last started: whole lines.
     fn samples(&mut self, lines: &str);
+    /// Whether the sink keeps its last page, so that the renderer offers it families by
+    /// their inputs ([`PageSink::family_as_before`]); those that do not are spared the
+    /// hashing.
+    fn keeps_last_page(&self) -> bool {
+        false
+    }
     /// A family starts whose text (head included) is made only of what `inputs` digests
     /// (XXH3-128): a sink that kept its last page may take the family from there when it
     /// had the same name and inputs, and answer true: then no samples follow. Otherwise
@@ -233,8 +239,8 @@ impl<'s> Page<'s> {
         help: &str,
         inputs: impl FnOnce(&mut Inputs),
     ) -> bool {
-        let Some(sink) = self.sink.as_mut() else {
-            family_head(&mut self.text, name, kind, help);
+        let Some(sink) = self.sink.as_mut().filter(|s| s.keeps_last_page()) else {
+            self.head(name, kind, help);
             return false;
         };
         if !self.text.is_empty() {
@@ -350,7 +356,7 @@ struct BestValues {
 }
 
 impl BestValues {
-    fn new<'a, L>(names: &[&str], ports: &[(&'a PortSample, L)]) -> BestValues {
+    fn new<L>(names: &[&str], ports: &[(&PortSample, L)]) -> BestValues {
         const NONE: usize = usize::MAX;
         let (n, count) = (names.len(), ports.len());
         let mut best = BestValues {
@@ -361,7 +367,7 @@ impl BestValues {
         // Per (set, position): the counter last found there (NONE: not on the page).
         // Every port of a sweep mostly has its counters in the same order, so one
         // comparison of names confirms it.
-        let mut seen: Vec<Vec<(&'a str, usize)>> = Vec::new();
+        let mut seen: Vec<Vec<(Option<CounterName>, usize)>> = Vec::new();
         for (i, &(p, _)) in ports.iter().enumerate() {
             // In PortSample::reading's order: the first reading of a counter is its best.
             let sets = p
@@ -375,15 +381,16 @@ impl BestValues {
                 }
                 let hints = &mut seen[set_no];
                 for (pos, r) in set.readings().iter().enumerate() {
-                    let name: &'a str = &r.name;
+                    // Names compared as their two bytes, not as text.
                     let k = match hints.get(pos) {
-                        Some(&(last, k)) if last == name => k,
+                        Some(&(Some(last), k)) if last == r.name => k,
                         _ => {
+                            let name = r.name.as_str();
                             let k = names.iter().position(|&c| c == name).unwrap_or(NONE);
                             if hints.len() <= pos {
-                                hints.resize(pos + 1, ("", NONE));
+                                hints.resize(pos + 1, (None, NONE));
                             }
-                            hints[pos] = (name, k);
+                            hints[pos] = (Some(r.name), k);
                             k
                         }
                     };
@@ -921,7 +928,8 @@ fn render(
     let prefix = page_labels.prefix.as_str();
     let labels = &mut page_labels.labels;
     let rows = labels.add_sample(prefix, fabric, names, hosts, sample);
-    let layout = sink.is_some().then(|| labels.digest(&rows));
+    let keeps = sink.as_ref().is_some_and(|s| s.keeps_last_page());
+    let layout = keeps.then(|| labels.digest(&rows));
     let labels = &*labels;
     let swept: Vec<(&PortSample, &str)> = sample
         .ports
@@ -1444,6 +1452,10 @@ mod tests {
     }
 
     impl PageSink for KeepingSink {
+        fn keeps_last_page(&self) -> bool {
+            true
+        }
+
         fn family(&mut self, name: &str, head: &str) {
             self.end_family();
             self.current = Some((name.to_string(), None, head.to_string()));
