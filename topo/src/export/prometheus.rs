@@ -1592,6 +1592,18 @@ mod tests {
         page(&mut sink, &sample, &health);
         assert_eq!(sink.taken.len(), names.len() + 8, "{:?}", sink.taken);
         assert!(!sink.taken.iter().any(|n| n == "ibscope_port_degraded"));
+        // Labels made again for the same fabric (a rediscovery that found it as it was)
+        // digest the same: every family of ports is taken.
+        let mut again = PageLabels::new(&s.fabric, None, &s.hosts, st.fabric, st.filter);
+        let got = sink.page(|sink| {
+            let kept = Some(&mut again);
+            write_fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st, kept, sink)
+        });
+        assert_eq!(
+            got,
+            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st)
+        );
+        assert_eq!(sink.taken.len(), names.len() + 9, "{:?}", sink.taken);
         // Without a sink that keeps pages, nothing is taken and the page is whole.
         let mut plain = String::new();
         struct Plain<'a>(&'a mut String);
