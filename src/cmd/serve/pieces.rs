@@ -190,6 +190,9 @@ struct Cached {
     /// The digest of what its text was made of, when the renderer gave one: a family
     /// with the same is taken as it is, not rendered again.
     inputs: Option<u128>,
+    /// Its head: a family is as before only with the same head too (what `serve` holds
+    /// of a family sent as unchanged is the last page's, head and samples).
+    head: String,
 }
 
 impl PieceCache {
@@ -332,10 +335,11 @@ impl<'c, F: FnMut(&str, &str, &Deflated, bool)> PageDeflater<'c, F> {
         let cached = match last {
             Some(last) if same && !family.compressing => {
                 cache.reused += 1;
-                as_before = true;
+                as_before = last.head == head;
                 Cached {
                     changed: false,
                     inputs,
+                    head: head.clone(),
                     ..last
                 }
             }
@@ -358,6 +362,7 @@ impl<'c, F: FnMut(&str, &str, &Deflated, bool)> PageDeflater<'c, F> {
                     piece,
                     changed,
                     inputs,
+                    head: head.clone(),
                 }
             }
         };
@@ -461,7 +466,8 @@ impl<F: FnMut(&str, &str, &Deflated, bool)> PageSink for PageDeflater<'_, F> {
     fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
         self.end_family();
         if let Mode::Reusing { cache, .. } = &mut self.mode {
-            let same = cache.pieces.get(name).map(|c| c.inputs) == Some(Some(inputs));
+            let same = |c: &Cached| c.inputs == Some(inputs) && c.head == head;
+            let same = cache.pieces.get(name).is_some_and(same);
             if let Some(last) = same.then(|| cache.pieces.remove(name)).flatten() {
                 // Made of the same as last page's: the same text, not rendered again.
                 cache.reused += 1;
@@ -724,6 +730,19 @@ mod tests {
         // Back to the first inputs: the page before is what counts, not an older one.
         let (taken, _, _) = page(&mut cache, 7, &data);
         assert!(!taken);
+        // A new head over the same samples: their piece is reused, but the family is not
+        // as before (`serve` would keep the old head).
+        let mut as_before = Vec::new();
+        let mut sink = PageDeflater::reusing(&mut cache, |_: &str, _: &str, _: &Deflated, same| {
+            as_before.push(same)
+        });
+        sink.family("first", "# HELP first Renamed.\n");
+        sink.samples("first 1\n");
+        assert!(!sink.family_as_before("data", "# HELP data Renamed.\n", 7));
+        sink.samples(&data);
+        sink.finish();
+        assert_eq!(as_before, [false, false]);
+        assert_eq!(cache.reused, 1, "the first family's piece, by its text");
         // A sink that keeps no page takes nothing.
         let mut streamed = PageDeflater::new(|_: &str, _: &str, _: &Deflated, _| {});
         assert!(!streamed.family_as_before("data", head, 7));
