@@ -26,9 +26,10 @@
 //! - `route-check`: the route check of every plane (LFTs from min-hop routing);
 //! - `tui`: the TUI's snapshot preparation of a second sweep (the snapshot from discovery
 //!   and counters, then derived rows, summary and events against the first);
-//! - `serve`: what `serve` does with a sweep to have the /metrics page ready: the render
-//!   handed out family by family (`write_fabric_page`) to the sweeper's own compressor
-//!   (`PageDeflater`: each family's samples compressed as they come), every family held
+//! - `serve`: what `serve` does with its first sweep to have the /metrics page ready: the
+//!   render handed out family by family (`write_fabric_page`) to the sweeper's own
+//!   compressor (`PageDeflater::reusing` with its cache empty: each family's samples
+//!   compressed as they come, and hashed for the next page), every family held
 //!   compressed, with its head, as `serve` holds it (the pipe between the two processes
 //!   left out);
 //! - `serve-stream`: the same render to a sink that only counts the pieces: the render's
@@ -412,6 +413,11 @@ fn main() {
             }
         }
     }
+    if op == "serve" {
+        // A sweeper's first page goes through its cache too, empty then: the families
+        // are hashed (and digested) for the next page.
+        caches.extend(prior.iter().map(|_| PieceCache::default()));
+    }
     for p in &mut planes {
         p.engine.port_mut().set_options(options);
     }
@@ -526,12 +532,10 @@ fn main() {
                         held.push((name.into(), family));
                     };
                     let (health, hosts) = (&eval.health, &eval.hosts);
-                    // Only the second-page operations have caches, and only serve-steady
-                    // the first page's labels.
-                    let mut sink = match caches.get_mut(i) {
-                        Some(cache) => PageDeflater::reusing(cache, keep),
-                        None => PageDeflater::new(keep),
-                    };
+                    // Every one has a cache (`serve`'s empty), only serve-steady the
+                    // first page's labels.
+                    let cache = caches.get_mut(i).expect("a sweeper's cache per plane");
+                    let mut sink = PageDeflater::reusing(cache, keep);
                     let kept = kept_labels.get_mut(i);
                     write_fabric_page(fabric, health, hosts, None, sample, &stats, kept, &mut sink);
                     sink.finish();
