@@ -164,11 +164,11 @@ pub fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<
 /// collision is not a practical concern.
 ///
 /// The text is never held. A family the renderer digests the inputs of (its ports'
-/// labels and values), with the same inputs as on the last page, is last page's piece,
-/// not rendered again. Otherwise a family that changed on the last page is compressed as
-/// it comes (data counters change every sweep); one that did not is only hashed, piece by
-/// piece against last page's, and compressed from where it first differs, the part
-/// before inflated from last page's piece. Costs one page's compressed samples and 16
+/// labels and values) is, with the same inputs as on the last page, last page's piece,
+/// not rendered again; with other inputs it is compressed as it comes, not hashed. Of the
+/// other families, one that changed on the last page is compressed as it comes; one that
+/// did not is only hashed, piece by piece against last page's, and compressed from where
+/// it first differs, the part before inflated from last page's piece. Costs one page's compressed samples and 16
 /// bytes per 256 KiB of text.
 #[derive(Default)]
 pub struct PieceCache {
@@ -441,7 +441,12 @@ impl<F: FnMut(&str, &str, &Deflated, bool)> PageSink for PageDeflater<'_, F> {
             self.family("", "");
         }
         let data = lines.as_bytes();
-        if let Mode::Reusing { family, .. } = &mut self.mode {
+        // A family with inputs is not hashed: they say whether it changed.
+        let hashed = match &mut self.mode {
+            Mode::Reusing { family, .. } if family.inputs.is_none() => Some(family),
+            _ => None,
+        };
+        if let Some(family) = hashed {
             let hash = xxh3_128(data);
             let at = family.hashes.len();
             family.hashes.push(hash);
@@ -482,7 +487,10 @@ impl<F: FnMut(&str, &str, &Deflated, bool)> PageSink for PageDeflater<'_, F> {
         }
         self.family(name, head);
         if let Mode::Reusing { family, .. } = &mut self.mode {
+            // Compressed afresh as it comes: with other inputs its text is another.
             family.inputs = Some(inputs);
+            family.last = None;
+            family.compressing = true;
         }
         false
     }
