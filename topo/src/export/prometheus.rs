@@ -702,6 +702,46 @@ pub struct PageLabels {
     prefix: String,
     filter: PortFilter,
     labels: PortLabels,
+    nodes: NodeLabels,
+}
+
+/// Every node's label sets on the page: its own (the scrape-error families') and, with its
+/// facts, those of `ibscope_node_info`; and a digest of both.
+struct NodeLabels {
+    guids: Vec<u64>,
+    own: Vec<String>,
+    info: Vec<String>,
+    digest: u128,
+}
+
+impl NodeLabels {
+    fn new(prefix: &str, fabric: &Fabric, names: Option<&NameMap>) -> NodeLabels {
+        let (mut guids, mut own, mut info) = (Vec::new(), Vec::new(), Vec::new());
+        let mut d = Inputs::new();
+        for (_, node) in fabric.nodes() {
+            let base = node_labels(prefix, node.guid, display_name(node, names), node.kind);
+            let facts = format!(
+                "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
+                escape::for_prometheus_label(&node.description),
+                node.lid().unwrap_or(0),
+                node.num_ports,
+                node.vendor_id,
+                node.device_id,
+                node.system_image_guid
+            );
+            d.bytes(base.as_bytes());
+            d.bytes(facts.as_bytes());
+            guids.push(node.guid);
+            own.push(base);
+            info.push(facts);
+        }
+        NodeLabels {
+            guids,
+            own,
+            info,
+            digest: d.finish(),
+        }
+    }
 }
 
 impl PageLabels {
@@ -714,10 +754,12 @@ impl PageLabels {
     ) -> PageLabels {
         let prefix = fabric_label(fabric_name);
         let labels = PortLabels::new(&prefix, fabric, names, hosts, filter);
+        let nodes = NodeLabels::new(&prefix, fabric, names);
         PageLabels {
             prefix,
             filter,
             labels,
+            nodes,
         }
     }
 }
@@ -955,7 +997,7 @@ fn render(
     findings_family(&mut out, prefix, &found);
     link_families(&mut out, fabric, labels);
     degraded_family(&mut out, health, labels);
-    node_families(&mut out, prefix, fabric, names, stats.scrape_errors);
+    node_families(&mut out, &page_labels.nodes, stats.scrape_errors);
     exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
 }
@@ -1176,38 +1218,22 @@ type ErrorCount = fn(ScrapeErrors) -> u64;
 
 fn node_families(
     out: &mut Page<'_>,
-    prefix: &str,
-    fabric: &Fabric,
-    names: Option<&NameMap>,
+    nodes: &NodeLabels,
     scrape_errors: &HashMap<u64, ScrapeErrors>,
 ) {
-    let node_base: Vec<(&Node, String)> = fabric
-        .nodes()
-        .map(|(_, n)| {
-            (
-                n,
-                node_labels(prefix, n.guid, display_name(n, names), n.kind),
-            )
-        })
-        .collect();
-    out.head(
-        "ibscope_node_info",
-        "gauge",
-        "One per discovered node; its facts are labels.",
-    );
-    for (node, base) in &node_base {
-        let labels = format!(
-            "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
-            escape::for_prometheus_label(&node.description),
-            node.lid().unwrap_or(0),
-            node.num_ports,
-            node.vendor_id,
-            node.device_id,
-            node.system_image_guid
-        );
-        out.sample("ibscope_node_info", &labels, 1u8);
+    let name = "ibscope_node_info";
+    let help = "One per discovered node; its facts are labels.";
+    let labels = |d: &mut Inputs| d.bytes(&nodes.digest.to_le_bytes());
+    if !out.head_unless_same(name, "gauge", help, labels) {
+        for info in &nodes.info {
+            out.sample(name, info, 1u8);
+        }
     }
-    let errors_of = |n: &Node| scrape_errors.get(&n.guid).copied().unwrap_or_default();
+    let errors: Vec<ScrapeErrors> = nodes
+        .guids
+        .iter()
+        .map(|guid| scrape_errors.get(guid).copied().unwrap_or_default())
+        .collect();
     let counted: [(&str, &str, ErrorCount); 2] = [
         (
             "ibscope_node_scrape_errors_total",
@@ -1221,9 +1247,16 @@ fn node_families(
         ),
     ];
     for (name, help, count) in counted {
-        out.head(name, "counter", help);
-        for (node, base) in &node_base {
-            out.sample(name, base, count(errors_of(node)));
+        let values: Vec<u64> = errors.iter().map(|&e| count(e)).collect();
+        let inputs = |d: &mut Inputs| {
+            d.bytes(&nodes.digest.to_le_bytes());
+            d.words(&values);
+        };
+        if out.head_unless_same(name, "counter", help, inputs) {
+            continue;
+        }
+        for (own, &value) in nodes.own.iter().zip(&values) {
+            out.sample(name, own, value);
         }
     }
 }
@@ -1563,15 +1596,11 @@ mod tests {
         };
         page(&mut sink, &s.sample, &s.health);
         assert!(sink.taken.is_empty());
-        // Nothing changed: every family of ports is taken (counters, saturated, the seven
-        // link facts, degraded).
+        // Nothing changed: every family of ports (counters, saturated, the seven link
+        // facts, degraded) and of nodes (info, scrape errors and timeouts) is taken.
         page(&mut sink, &s.sample, &s.health);
-        assert_eq!(
-            sink.taken.len(),
-            names.len() + 1 + 7 + 1,
-            "{:?}",
-            sink.taken
-        );
+        let all = names.len() + 1 + 7 + 1 + 3;
+        assert_eq!(sink.taken.len(), all, "{:?}", sink.taken);
         // One counter of one port moved: only its family is written again.
         let mut sample = s.sample.clone();
         let port = &mut sample.ports[3];
@@ -1584,13 +1613,13 @@ mod tests {
         port.counters = Some(CounterSet::from_readings(readings));
         page(&mut sink, &sample, &s.health);
         let metric = metric_name("SymbolErrorCounter");
-        assert_eq!(sink.taken.len(), names.len() + 8, "{:?}", sink.taken);
+        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
         assert!(!sink.taken.contains(&metric));
         // A link called degraded: only the degraded family.
         let mut health = s.health.clone();
         health.links[0].degraded = true;
         page(&mut sink, &sample, &health);
-        assert_eq!(sink.taken.len(), names.len() + 8, "{:?}", sink.taken);
+        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
         assert!(!sink.taken.iter().any(|n| n == "ibscope_port_degraded"));
         // Labels made again for the same fabric (a rediscovery that found it as it was)
         // digest the same: every family of ports is taken.
@@ -1603,7 +1632,32 @@ mod tests {
             got,
             fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st)
         );
-        assert_eq!(sink.taken.len(), names.len() + 9, "{:?}", sink.taken);
+        assert_eq!(sink.taken.len(), all, "{:?}", sink.taken);
+        // A node's PMA query failed: only the scrape errors family is written again.
+        let node = s.fabric.nodes().nth(2).unwrap().1.guid;
+        let failed = HashMap::from([(
+            node,
+            ScrapeErrors {
+                errors: 1,
+                timeouts: 0,
+            },
+        )]);
+        let st_failed = stats(&names, &failed, &thresholds, 1);
+        let got = sink.page(|sink| {
+            let kept = Some(&mut again);
+            write_fabric_page(
+                &s.fabric, &health, &s.hosts, None, &sample, &st_failed, kept, sink,
+            )
+        });
+        assert_eq!(
+            got,
+            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st_failed)
+        );
+        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
+        assert!(!sink
+            .taken
+            .iter()
+            .any(|n| n == "ibscope_node_scrape_errors_total"));
         // Without a sink that keeps pages, nothing is taken and the page is whole.
         let mut plain = String::new();
         struct Plain<'a>(&'a mut String);
@@ -1639,16 +1693,16 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// Pages after any run of changes to the sample, the fabric, its health and the
-        /// names: each equals the page rendered whole, whatever its sink took from the
-        /// page before.
+        /// Pages after any run of changes to the sample, the fabric, its health, the names
+        /// and the scrape errors: each equals the page rendered whole, whatever its sink
+        /// took from the page before.
         #[test]
         fn pages_through_a_keeping_sink_are_the_pages_rendered_whole(
             changes in proptest::collection::vec((0u8..9, any::<u16>(), any::<u64>()), 1..8)
         ) {
             let mut s = swept();
             let names = counters::all_counter_names();
-            let (errors, thresholds) = (HashMap::new(), Thresholds::default());
+            let (mut errors, thresholds) = (HashMap::new(), Thresholds::default());
             let mut sink = KeepingSink::default();
             let mut map: Option<NameMap> = None;
             // The port labels, kept from page to page until the fabric or the names change
@@ -1706,6 +1760,14 @@ mod tests {
                         map = Some(NameMap::parse(&format!("{guid:#x} \"renamed {value}\"\n"), "test").unwrap());
                         s.hosts = Hosts::group(&s.fabric, map.as_ref());
                         labels = None;
+                    }
+                    // A node's PMA query failed, or timed out.
+                    7 => {
+                        let guid = s.fabric.nodes().nth(usize::from(at) % s.fabric.node_count())
+                            .map(|(_, node)| node.guid).unwrap();
+                        let e: &mut ScrapeErrors = errors.entry(guid).or_default();
+                        e.errors += 1;
+                        e.timeouts += value % 2;
                     }
                     // Nothing: the same page again.
                     _ => {}
