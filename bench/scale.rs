@@ -85,7 +85,7 @@ use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
 use ibscope_topo::export::prometheus::{
-    write_fabric_page, PageLabels, PageSink, PageStats, PortFilter, ScrapeErrors,
+    write_fabric_page, PageLabels, PageSink, PageStats, ScrapeErrors,
 };
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
@@ -726,21 +726,12 @@ fn page_stats<'a>(
     sweeps: u64,
 ) -> PageStats<'a> {
     PageStats {
-        fabric: "scale",
-        filter: PortFilter::default(),
-        counters,
         sweeps,
         discoveries: 1,
-        discovery_seconds: 0.0,
-        scrape_errors,
-        thresholds,
-        sm: None,
+        ..PageStats::new("scale", counters, scrape_errors, thresholds)
     }
 }
 
-/// What moves between two sweeps of a busy, healthy fabric: every data and packet counter
-/// of every port that answered, by a different amount per port (a few MB to a few GB of
-/// traffic); error counters stay as they were.
 /// A family of a page as `serve` holds it: its head as text and compressed, its samples
 /// shared with the next page when they are as before.
 #[derive(Clone)]
@@ -761,6 +752,9 @@ impl HeldFamily {
     }
 }
 
+/// What moves between two sweeps of a busy, healthy fabric: every data and packet counter
+/// of every port that answered, by a different amount per port (a few MB to a few GB of
+/// traffic); error counters stay as they were.
 fn advance_data_counters(sample: &mut counters::Sample) {
     let data = CounterFamilies::Data.names();
     for (i, port) in sample.ports.iter_mut().enumerate() {

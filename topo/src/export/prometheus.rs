@@ -613,6 +613,29 @@ pub struct PageStats<'a> {
     pub sm: Option<&'a Finding>,
 }
 
+impl<'a> PageStats<'a> {
+    /// A page of `fabric` with these counter families, errors and thresholds, every port
+    /// on it, before any sweep or discovery and with no SM finding: the rest to be set.
+    pub fn new(
+        fabric: &'a str,
+        counters: &'a [&'static str],
+        scrape_errors: &'a HashMap<u64, ScrapeErrors>,
+        thresholds: &'a Thresholds,
+    ) -> PageStats<'a> {
+        PageStats {
+            fabric,
+            filter: PortFilter::default(),
+            counters,
+            sweeps: 0,
+            discoveries: 0,
+            discovery_seconds: 0.0,
+            scrape_errors,
+            thresholds,
+            sm: None,
+        }
+    }
+}
+
 /// `prefix` (the fabric label) and a node's own labels.
 fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
     let mut s = String::new();
@@ -1554,24 +1577,8 @@ mod tests {
         }
     }
 
-    fn stats<'a>(
-        names: &'a [&'static str],
-        errors: &'a HashMap<u64, ScrapeErrors>,
-        thresholds: &'a Thresholds,
-        sweeps: u64,
-    ) -> PageStats<'a> {
-        PageStats {
-            fabric: "f\"a",
-            filter: PortFilter::default(),
-            counters: names,
-            sweeps,
-            discoveries: 1,
-            discovery_seconds: 0.5,
-            scrape_errors: errors,
-            thresholds,
-            sm: None,
-        }
-    }
+    /// The fabric's name on the test pages: its label needs escaping.
+    const FABRIC: &str = "f\"a";
 
     /// Through a sink that keeps its last page, the page is the one rendered whole, and
     /// the families of ports are taken from the last page exactly when what they are made
@@ -1581,7 +1588,10 @@ mod tests {
         let s = swept();
         let names = counters::all_counter_names();
         let (errors, thresholds) = (HashMap::new(), Thresholds::default());
-        let st = stats(&names, &errors, &thresholds, 1);
+        let st = PageStats {
+            sweeps: 1,
+            ..PageStats::new(FABRIC, &names, &errors, &thresholds)
+        };
         let mut sink = KeepingSink::default();
         // Switch ports 0 are swept but not listed by the model: rows of their own.
         assert!(s.sample.ports.iter().any(|p| p.at.port == 0));
@@ -1642,7 +1652,10 @@ mod tests {
                 timeouts: 0,
             },
         )]);
-        let st_failed = stats(&names, &failed, &thresholds, 1);
+        let st_failed = PageStats {
+            sweeps: 1,
+            ..PageStats::new(FABRIC, &names, &failed, &thresholds)
+        };
         let got = sink.page(|sink| {
             let kept = Some(&mut again);
             write_fabric_page(
@@ -1772,7 +1785,10 @@ mod tests {
                     // Nothing: the same page again.
                     _ => {}
                 }
-                let st = stats(&names, &errors, &thresholds, step as u64);
+                let st = PageStats {
+                    sweeps: step as u64,
+                    ..PageStats::new(FABRIC, &names, &errors, &thresholds)
+                };
                 let (fabric, health, hosts, sample) = (&s.fabric, &s.health, &s.hosts, &s.sample);
                 let kept = labels.get_or_insert_with(|| {
                     PageLabels::new(fabric, map.as_ref(), hosts, st.fabric, st.filter)
