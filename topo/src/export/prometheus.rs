@@ -218,10 +218,7 @@ impl<'s> Page<'s> {
         match self.sink.as_mut() {
             None => family_head(&mut self.text, name, kind, help),
             Some(sink) => {
-                if !self.text.is_empty() {
-                    sink.samples(&self.text);
-                    self.text.clear();
-                }
+                hand_over(&mut **sink, &mut self.text);
                 let mut head = String::new();
                 family_head(&mut head, name, kind, help);
                 sink.family(name, &head);
@@ -243,10 +240,7 @@ impl<'s> Page<'s> {
             self.head(name, kind, help);
             return false;
         };
-        if !self.text.is_empty() {
-            sink.samples(&self.text);
-            self.text.clear();
-        }
+        hand_over(&mut **sink, &mut self.text);
         let mut head = String::new();
         family_head(&mut head, name, kind, help);
         let mut digest = Inputs::new();
@@ -261,8 +255,7 @@ impl<'s> Page<'s> {
         sample_line(&mut self.text, name, labels, value);
         if self.text.len() >= PIECE_BYTES {
             if let Some(sink) = self.sink.as_mut() {
-                sink.samples(&self.text);
-                self.text.clear();
+                hand_over(&mut **sink, &mut self.text);
             }
         }
     }
@@ -271,12 +264,17 @@ impl<'s> Page<'s> {
     /// handed over.
     fn finish(mut self) -> String {
         if let Some(sink) = self.sink.as_mut() {
-            if !self.text.is_empty() {
-                sink.samples(&self.text);
-            }
-            return String::new();
+            hand_over(&mut **sink, &mut self.text);
         }
         self.text
+    }
+}
+
+/// Hands `text`, whole lines of samples not yet handed over, to `sink`, and empties it.
+fn hand_over(sink: &mut dyn PageSink, text: &mut String) {
+    if !text.is_empty() {
+        sink.samples(text);
+        text.clear();
     }
 }
 
