@@ -111,6 +111,21 @@ pub fn write_unchanged(w: &mut impl Write, name: &str) -> io::Result<()> {
     w.flush()
 }
 
+/// Write a family of a page as a sweeper sends it: by its name when its piece is the one
+/// of the last page (`as_before`, `serve` holds it), else whole.
+pub fn write_page_family(
+    w: &mut impl Write,
+    name: &str,
+    head: &str,
+    samples: &Deflated,
+    as_before: bool,
+) -> io::Result<()> {
+    match as_before {
+        true => write_unchanged(w, name),
+        false => write_family(w, name, head, samples),
+    }
+}
+
 pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
     let head = match frame {
         Frame::Opened { port, id } => Head::Opened {

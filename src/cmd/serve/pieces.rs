@@ -168,8 +168,8 @@ pub fn gzip_parts<'a>(pieces: &[&'a Deflated], trailer: &'a mut [u8; 8]) -> Vec<
 /// not rendered again; with other inputs it is compressed as it comes, not hashed. Of the
 /// other families, one that changed on the last page is compressed as it comes; one that
 /// did not is only hashed, piece by piece against last page's, and compressed from where
-/// it first differs, the part before inflated from last page's piece. Costs one page's compressed samples and 16
-/// bytes per 256 KiB of text.
+/// it first differs, the part before inflated from last page's piece. Costs one page's
+/// compressed samples and 16 bytes per 256 KiB of text.
 #[derive(Default)]
 pub struct PieceCache {
     pieces: HashMap<String, Cached>,

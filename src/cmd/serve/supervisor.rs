@@ -553,11 +553,7 @@ mod tests {
             let mut sink = PageDeflater::reusing(
                 &mut cache,
                 |name: &str, head: &str, body: &Deflated, same| {
-                    let sent = match same {
-                        true => frames::write_unchanged(&mut wire, name),
-                        false => frames::write_family(&mut wire, name, head, body),
-                    };
-                    sent.unwrap();
+                    frames::write_page_family(&mut wire, name, head, body, same).unwrap();
                 },
             );
             for (name, samples) in page {

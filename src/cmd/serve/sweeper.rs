@@ -3,8 +3,9 @@
 //! agent), discovers the fabric, sweeps the counters every interval, renders the page
 //! ([`prometheus::write_fabric_page`]), compressing each family as it is rendered, and
 //! hands it to `serve` as [`Frame`]s on stdout, a family at a time (one that is as on
-//! the last page by its name only); it rediscovers when the fabric changed under it. When the transport is lost it says so
-//! and ends: `serve` starts another one (see `supervisor`).
+//! the last page by its name only); it rediscovers when the fabric changed under it.
+//! When the transport is lost it says so and ends: `serve` starts another one (see
+//! `supervisor`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -249,11 +250,7 @@ impl Sweeper {
         let done = |name: &str, head: &str, samples: &Deflated, as_before: bool| {
             text += head.len() as u64 + samples.text_len();
             gzip += samples.bytes().len();
-            // `serve` holds the last page's: only the name goes over the pipe.
-            let sent = match as_before {
-                true => frames::write_unchanged(out, name),
-                false => frames::write_family(out, name, head, samples),
-            };
+            let sent = frames::write_page_family(out, name, head, samples, as_before);
             written = written && sent.is_ok();
         };
         let mut sink = PageDeflater::reusing(&mut self.pieces, done);
