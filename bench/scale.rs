@@ -79,7 +79,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::{CounterFamilies, Deflated, PageDeflater, PieceCache};
+use ibscope::cmd::serve::{CounterFamilies, Deflated, Family, PageDeflater, PieceCache};
 use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
@@ -383,7 +383,7 @@ fn main() {
     // The sweepers' caches, one per plane, and the first page through them, as `serve`
     // holds it (by family name) until the next page replaces it.
     let mut caches: Vec<PieceCache> = Vec::new();
-    let mut last_pages: Vec<HashMap<String, HeldFamily>> = Vec::new();
+    let mut last_pages: Vec<HashMap<String, Family>> = Vec::new();
     // The sweepers' port labels, made with the first page and kept until a rediscovery.
     let mut kept_labels: Vec<PageLabels> = Vec::new();
     if op == "serve-steady" || op == "serve-cold" {
@@ -396,7 +396,9 @@ fn main() {
             if op == "serve-steady" {
                 let sample = eval.sample.as_ref().expect("swept");
                 let keep = |name: &str, head: &str, body: &Deflated, _| {
-                    last_page.insert(name.to_string(), HeldFamily::received(head, body));
+                    // As `serve` reads it from the sweeper's pipe: a copy of its piece.
+                    let family = Family::new(name.into(), head.into(), body.clone());
+                    last_page.insert(name.to_string(), family);
                 };
                 let mut sink = PageDeflater::reusing(&mut cache, keep);
                 let (health, hosts) = (&eval.health, &eval.hosts);
@@ -521,15 +523,14 @@ fn main() {
                     // Each family as `serve` holds it: name, head and compressed head,
                     // samples as the sweeper compressed them (from the pipe), or, when
                     // the sweeper says it is as before, the last page's (shared).
-                    let mut held: Vec<(String, HeldFamily)> = Vec::new();
+                    let mut held: Vec<Family> = Vec::new();
                     let last_page = last_pages.get(i);
                     let keep = |name: &str, head: &str, body: &Deflated, as_before: bool| {
                         let last = last_page.and_then(|l| l.get(name)).filter(|_| as_before);
-                        let family = match last {
+                        held.push(match last {
                             Some(last) => last.clone(),
-                            None => HeldFamily::received(head, body),
-                        };
-                        held.push((name.into(), family));
+                            None => Family::new(name.into(), head.into(), body.clone()),
+                        });
                     };
                     let (health, hosts) = (&eval.health, &eval.hosts);
                     // Every one has a cache (`serve`'s empty), only serve-steady the
@@ -543,7 +544,7 @@ fn main() {
                         reused += cache.reused;
                         compressed += cache.compressed;
                     }
-                    for (_, f) in &held {
+                    for f in &held {
                         out_bytes += f.head.len() + f.body.text_len() as usize;
                         gzip_bytes += f.head_z.bytes().len() + f.body.bytes().len();
                     }
@@ -615,7 +616,7 @@ fn main() {
         // The text a scrape without gzip gets: heads, samples inflated.
         for held in &held_pages {
             let mut page = Vec::new();
-            for (_, f) in held {
+            for f in held {
                 page.extend_from_slice(f.head.as_bytes());
                 let text = f.body.inflate().expect("the page's own pieces inflate");
                 page.extend_from_slice(text.as_bytes());
@@ -729,26 +730,6 @@ fn page_stats<'a>(
         sweeps,
         discoveries: 1,
         ..PageStats::new("scale", counters, scrape_errors, thresholds)
-    }
-}
-
-/// A family of a page as `serve` holds it: its head as text and compressed, its samples
-/// shared with the next page when they are as before.
-#[derive(Clone)]
-struct HeldFamily {
-    head: String,
-    head_z: Deflated,
-    body: Arc<Deflated>,
-}
-
-impl HeldFamily {
-    /// As `serve` reads it from the sweeper's pipe: a copy of the sweeper's piece.
-    fn received(head: &str, body: &Deflated) -> HeldFamily {
-        HeldFamily {
-            head: head.to_string(),
-            head_z: Deflated::new(head.as_bytes()),
-            body: Arc::new(body.clone()),
-        }
     }
 }
 

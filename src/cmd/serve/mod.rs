@@ -32,8 +32,10 @@ use ibscope_topo::export::prometheus::PortFilter;
 use crate::cli::{exit, Global};
 use crate::fabrics::{Planned, Reach};
 use crate::signals;
+/// How a sweeper compresses its page and `serve` holds it, for the scale benchmark to
+/// measure.
+pub use http::Family;
 use http::{listen_addr, Pages, Slot};
-/// How a sweeper compresses its page, for the scale benchmark to measure.
 pub use pieces::{Deflated, PageDeflater, PieceCache};
 use supervisor::{Event, Supervisor};
 use sweeper::Sweeper;
