@@ -33,6 +33,11 @@
 # lookup reads a PathRecord table that arrives incomplete under the shim and now and then
 # segfaults on a bogus DLID (see tests/check.rs); it costs one SA query. The fabric is clean:
 # nothing is injected. Needs: ibsim-utils, libumad2sim0, opensm, infiniband-diags.
+#
+# The simulator's CPU time during each run (ibsim's, from the scheduler) is what answering
+# that run's MADs cost it; no tool sending the same MADs through it can finish sooner on
+# this machine. Hence the ceiling printed under (1): ibqueryerrors' wall over the
+# simulator CPU of check's MADs, the best ratio those MADs allow here.
 set -euo pipefail
 
 HOSTS=${HOSTS:-2048}
@@ -54,6 +59,7 @@ topo="$work/ft3-$HOSTS.topo"
 name="bench-counters-$$"
 eval "$("$ibscope" sim up "$topo" --name "$name" 2>"$work/up.err")"
 settle "$IBSCOPE_SIM_DIR/$name"
+SIM_PID=$(sim_process_pid "$IBSCOPE_SIM_DIR/$name" ibsim)
 switches=$(grep -c '^Switch' "$topo")
 
 # The tools take turns, so that a slow stretch of the machine hits them alike.
@@ -65,6 +71,9 @@ done
 ibqe=$(median_of ibqueryerrors)
 check=$(median_of check)
 counters=$(median_of counters)
+sim_ibqe=$(sim_cpu_of ibqueryerrors)
+sim_check=$(sim_cpu_of check)
+sim_counters=$(sim_cpu_of counters)
 ibqe_summary=$(grep -E 'ports checked' "$work/out.ibqueryerrors" | sed 's/^## *//')
 check_ports=$(json_number ports_sampled "$work/out.check")
 check_screened=$(json_number switches_screened "$work/out.check")
@@ -116,11 +125,15 @@ printf '  ibqueryerrors:                       %8.3f s   (%s)\n' "$ibqe" "$ibqe_
 printf '  ibscope check:                       %8.3f s   (%s ports, %s switches screened by AllPortSelect, %s counter MADs, %s findings)\n' \
     "$check" "$check_ports" "$check_screened" "$check_mads" "$check_findings"
 printf '  ratio (ibqueryerrors / check):       %8sx\n' "$(ratio "$ibqe" "$check")"
+printf '  simulator CPU per run:               %8.3f s   (ibqueryerrors), %.3f s (check)\n' "$sim_ibqe" "$sim_check"
+printf '  check / its simulator CPU:           %8s    (1.00: check waits only for the simulator)\n' "$(ratio "$check" "$sim_check")"
+printf '  ceiling (ibqueryerrors / that CPU):  %8sx   (the best ratio check'"'"'s MADs allow on this machine)\n' "$(ratio "$ibqe" "$sim_check")"
 printf '\n(2) every port'"'"'s counters (ibqueryerrors reads per-port counters only for switches whose sum shows errors)\n'
 printf '  ibqueryerrors:                       %8.3f s\n' "$ibqe"
 printf '  ibscope counters --format json:      %8.3f s   (%s ports, PortCounters + PortCountersExtended each, %s MADs)\n' \
     "$counters" "$counters_ports" "$counters_mads"
 printf '  ratio (ibqueryerrors / counters):    %8sx\n' "$(ratio "$ibqe" "$counters")"
+printf '  simulator CPU per run:               %8.3f s   (counters; %.2f of its wall)\n' "$sim_counters" "$(ratio "$sim_counters" "$counters")"
 printf '\n(3) steady-state sweep of counters --interval S --count 4 (fabric already discovered)\n'
 printf '  one sweep, --interval 1:             %8.3f s   (%s)\n' "$sweep1" "$sweep1_how"
 printf '  one sweep, --interval 3:             %8.3f s   (%s)\n' "$sweep3" "$sweep3_how"

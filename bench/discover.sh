@@ -14,6 +14,12 @@
 # window were up to 30% slower for both tools). MADs: ibscope
 # prints its count on stderr; ibnetdiscover's is counted by ibsim itself (one
 # `process_packet` line per request at `Verbose 1`, measured in one extra, untimed run).
+#
+# Under each row: the simulator's CPU time during each tool's runs (ibsim's, from the
+# scheduler; median), what answering those MADs cost it. No tool sending ibscope's MADs
+# through it finishes sooner on this machine, so ibnetdiscover's wall over that CPU time is
+# the ceiling: the best ratio ibscope's MADs allow here. "ibscope / its simulator CPU"
+# near 1 means ibscope waits for the simulator and little else.
 set -euo pipefail
 
 SIZES=${SIZES:-"2048 8192"}
@@ -31,13 +37,18 @@ bench_setup discover
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install -y time)" >&2; exit 2; }
 
 
-# once LABEL CMD...: one timed run; appends its wall time to WALLS_<LABEL>, keeps the
-# largest RSS in RSS_<LABEL> (KiB) and its stderr in $work/err.LABEL
+# once LABEL CMD...: one timed run; appends its wall time to WALLS_<LABEL> and the
+# simulator's CPU time during it to SIMCPU_<LABEL> (s), keeps the largest RSS in
+# RSS_<LABEL> (KiB) and its stderr in $work/err.LABEL
 once() {
     local label=$1; shift
+    local c0 c1
+    c0=$(cpu_ns "$SIM_PID")
     /usr/bin/time -f '%e %M' -o "$work/time.$label" "$@" >/dev/null 2>"$work/err.$label"
+    c1=$(cpu_ns "$SIM_PID")
     read -r wall kib <"$work/time.$label"
     eval "WALLS_$label+=(\"$wall\")"
+    eval "SIMCPU_$label+=($(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'))"
     eval "((kib > RSS_$label)) && RSS_$label=$kib" || true
 }
 
@@ -58,15 +69,18 @@ for hosts in $SIZES; do
     sw=$(grep -c '^Switch' "$topo")
     nodes=$((sw + hosts))
     settle "$IBSCOPE_SIM_DIR/$name"
+    SIM_PID=$(sim_process_pid "$IBSCOPE_SIM_DIR/$name" ibsim)
 
     # The two tools take turns, so that a slow stretch of the machine hits both alike.
-    WALLS_ibnd=() WALLS_ours=() RSS_ibnd=0 RSS_ours=0
+    WALLS_ibnd=() WALLS_ours=() RSS_ibnd=0 RSS_ours=0 SIMCPU_ibnd=() SIMCPU_ours=()
     for ((i = 0; i < REPS; i++)); do
         once ibnd ibnetdiscover -o "$OUTSTANDING"
         once ours "$ibscope" discover "${ours_flags[@]}" -o /dev/null
     done
     ibnd_wall=$(printf '%s\n' "${WALLS_ibnd[@]}" | median) ibnd_rss=$RSS_ibnd
     ours_wall=$(printf '%s\n' "${WALLS_ours[@]}" | median) ours_rss=$RSS_ours
+    ibnd_sim=$(printf '%s\n' "${SIMCPU_ibnd[@]}" | median)
+    ours_sim=$(printf '%s\n' "${SIMCPU_ours[@]}" | median)
     ours_mads=$(sed -n 's/.* with \([0-9]*\) MADs.*/\1/p' "$work/err.ours" | tail -1)
 
     "$ibscope" sim fault --name "$name" raw "Verbose 1" >/dev/null
@@ -81,4 +95,6 @@ for hosts in $SIZES; do
         "$hosts" "$sw" "$nodes" "$ibnd_wall" "$ibnd_mads" $((ibnd_rss / 1024)) \
         "$ours_wall" "$ours_mads" $((ours_rss / 1024)) \
         "$(awk -v a="$ibnd_wall" -v b="$ours_wall" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+    printf '        simulator CPU per run: %s s (ibnetdiscover), %s s (ibscope); ibscope / its simulator CPU %s; ceiling %sx\n' \
+        "$ibnd_sim" "$ours_sim" "$(ratio "$ours_wall" "$ours_sim")" "$(ratio "$ibnd_wall" "$ours_sim")"
 done

@@ -5,7 +5,7 @@
 # in that window were up to 30% slower, for ibscope and the reference tools alike.
 settle() {
     local pid ticks last="" quiet=0 i
-    pid=$(grep -A1 '"opensm"' "$1/state.json" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+    pid=$(sim_process_pid "$1" opensm)
     [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || { sleep 5; return; }
     for ((i = 0; i < 240 && quiet < 4; i++)); do
         ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
@@ -13,6 +13,23 @@ settle() {
         last=$ticks
         sleep 0.5
     done
+}
+
+# sim_process_pid SIM_STATE_DIR ibsim|opensm: the pid of that process of the simulator.
+sim_process_pid() {
+    grep -A1 "\"$2\"" "$1/state.json" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p'
+}
+
+# cpu_ns PID: the CPU time (ns) the process has used so far, all its threads, as the
+# scheduler counts it (exact; /proc/PID/stat's ticks are 10 ms). Empty without PID.
+cpu_ns() {
+    [ -n "${1:-}" ] && [ -d "/proc/$1" ] || return 0
+    local f ns rest sum=0
+    for f in /proc/"$1"/task/*/schedstat; do
+        read -r ns rest <"$f" || continue
+        sum=$((sum + ns))
+    done
+    echo "$sum"
 }
 
 # bench_setup TAG: builds the release ibscope into $ibscope, makes the run's directory $work
@@ -41,12 +58,19 @@ ratio() { awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*f", d, (b >
 # timed LABEL CMD...: one run of CMD; appends its wall time (s) to $work/walls.LABEL and
 # keeps its stdout in $work/out.LABEL, its stderr in $work/err.LABEL. Exit status 1 is
 # accepted (the tools use it for "found something"); anything higher ends the benchmark.
+# With SIM_PID set (the simulator's ibsim), the CPU time ibsim spent during the run (s)
+# goes to $work/simcpu.LABEL: what answering the run's MADs cost the simulator.
 timed() {
     local label=$1; shift
-    local t0 t1 rc=0
+    local t0 t1 rc=0 c0 c1
+    c0=$(cpu_ns "${SIM_PID:-}")
     t0=$(date +%s.%N)
     "$@" >"$work/out.$label" 2>"$work/err.$label" || rc=$?
     t1=$(date +%s.%N)
+    c1=$(cpu_ns "${SIM_PID:-}")
+    if [ -n "$c0" ] && [ -n "$c1" ]; then
+        awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }' >>"$work/simcpu.$label"
+    fi
     if ((rc > 1)); then
         echo "$label failed (exit $rc):" >&2
         cat "$work/err.$label" >&2
@@ -56,3 +80,5 @@ timed() {
 }
 # median_of LABEL: the median of LABEL's wall times so far.
 median_of() { median <"$work/walls.$1"; }
+# sim_cpu_of LABEL: the median of the simulator's CPU time (s) during LABEL's runs.
+sim_cpu_of() { median <"$work/simcpu.$1"; }
