@@ -550,6 +550,11 @@ pub struct ResponderStats {
     pub busy: Duration,
     /// Time spent waiting for a reply's latency to pass.
     pub waited: Duration,
+    /// Calls timed into `busy` (every send and recv), each between two clock reads. About
+    /// one read's cost of each falls outside its interval (the start of the first read,
+    /// the end of the second) and is counted as the caller's unless taken off: a
+    /// benchmark subtracts `timed` times a read's measured cost.
+    pub timed: u64,
 }
 
 /// A [`MadPort`] over a [`FabricModel`].
@@ -624,6 +629,7 @@ impl MadPort for FabricPort {
         _retries: u32,
     ) -> Result<(), TransportError> {
         let started = Instant::now();
+        self.stats.timed += 1;
         if self.options.loss > 0.0 && self.draw() < self.options.loss {
             self.stats.dropped += 1;
             self.stats.busy += started.elapsed();
@@ -657,6 +663,7 @@ impl MadPort for FabricPort {
     }
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError> {
         let now = Instant::now();
+        self.stats.timed += 1;
         let waited_before = self.stats.waited;
         let limit = now + Duration::from_millis(u64::from(timeout_ms));
         let received = match self.queue.front() {
@@ -768,6 +775,7 @@ mod tests {
         let dropped = port.stats.dropped as f64 / 4000.0;
         assert!((0.22..0.28).contains(&dropped), "dropped {dropped}");
         assert_eq!(port.stats.answered + port.stats.dropped, 4000);
+        assert_eq!(port.stats.timed, 4000, "a dropped send is timed too");
         let mut port = FabricPort::new(
             model.clone(),
             ResponderOptions {
@@ -785,6 +793,9 @@ mod tests {
             .decode::<NodeInfo>()
             .unwrap();
         assert_eq!(info.node_guid, model.local_port().node_guid);
+        // One send and two recvs: each a timed call, leaving one clock read outside its
+        // interval for a benchmark to take off.
+        assert_eq!(port.stats.timed, 3);
     }
 
     #[test]
