@@ -101,16 +101,6 @@ pub fn write_family(
     w.flush()
 }
 
-/// Write a family of a page that is as on the last page: [`Frame::Unchanged`].
-pub fn write_unchanged(w: &mut impl Write, name: &str) -> io::Result<()> {
-    let head = Head::Unchanged {
-        name: name.to_string(),
-    };
-    serde_json::to_writer(&mut *w, &head)?;
-    w.write_all(b"\n")?;
-    w.flush()
-}
-
 /// Write a family of a page as a sweeper sends it: by its name when its piece is the one
 /// of the last page (`as_before`, `serve` holds it), else whole.
 pub fn write_page_family(
@@ -121,7 +111,12 @@ pub fn write_page_family(
     as_before: bool,
 ) -> io::Result<()> {
     match as_before {
-        true => write_unchanged(w, name),
+        true => write(
+            w,
+            &Frame::Unchanged {
+                name: name.to_string(),
+            },
+        ),
         false => write_family(w, name, head, samples),
     }
 }
@@ -137,7 +132,7 @@ pub fn write(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
             head,
             samples,
         } => return write_family(w, name, head, samples),
-        Frame::Unchanged { name } => return write_unchanged(w, name),
+        Frame::Unchanged { name } => Head::Unchanged { name: name.clone() },
         Frame::Page { failure } => Head::Page {
             failure: failure.clone(),
         },
