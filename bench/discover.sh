@@ -48,7 +48,7 @@ once() {
     c1=$(cpu_ns "$SIM_PID")
     read -r wall kib <"$work/time.$label"
     eval "WALLS_$label+=(\"$wall\")"
-    eval "SIMCPU_$label+=($(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'))"
+    eval "SIMCPU_$label+=($(seconds_between "$c0" "$c1"))"
     eval "((kib > RSS_$label)) && RSS_$label=$kib" || true
 }
 

@@ -32,6 +32,9 @@ cpu_ns() {
     echo "$sum"
 }
 
+# seconds_between NS0 NS1: the seconds from one cpu_ns reading to a later one.
+seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'; }
+
 # bench_setup TAG: builds the release ibscope into $ibscope, makes the run's directory $work
 # (removed on exit, with the simulator named $name stopped if one is up), points the
 # simulator's state there and moves into it: clients under the shim keep their fake sysfs
@@ -69,7 +72,7 @@ timed() {
     t1=$(date +%s.%N)
     c1=$(cpu_ns "${SIM_PID:-}")
     if [ -n "$c0" ] && [ -n "$c1" ]; then
-        awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }' >>"$work/simcpu.$label"
+        seconds_between "$c0" "$c1" >>"$work/simcpu.$label"
     fi
     if ((rc > 1)); then
         echo "$label failed (exit $rc):" >&2
