@@ -8,6 +8,7 @@ pub use model::refs::{NodeRef, PortRef};
 pub use model::{
     End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
 };
+pub mod changes;
 pub mod counters;
 pub mod diff;
 pub mod discover;

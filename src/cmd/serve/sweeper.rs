@@ -13,15 +13,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use ibscope_mad::engine::{CancelToken, Engine, Request};
+use ibscope_mad::engine::{CancelToken, Engine};
+use ibscope_topo::changes;
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
-use ibscope_topo::discover::{self, DiscoverOptions, SmpExecutor};
+use ibscope_topo::discover::{self, DiscoverOptions};
 use ibscope_topo::export::prometheus::{self, PageLabels, PageStats, PortFilter, ScrapeErrors};
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::{Fabric, PortKey};
+use ibscope_topo::Fabric;
 
 use super::frames::{self, Frame};
 use super::pieces::{Deflated, PageDeflater, PieceCache};
@@ -203,14 +204,14 @@ impl Sweeper {
             return Ok(false);
         }
         let t = Instant::now();
-        let states_moved = port_states_changed(engine, &d.fabric);
+        let states_moved = changes::port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
         crate::fabric::ensure_connected(engine)?;
         let changed = states_moved
             || progress
                 .previous
                 .as_ref()
-                .is_some_and(|p| topology_changed(p, &sample));
+                .is_some_and(|p| changes::topology_changed(p, &sample));
         let empty = d.targets.is_empty();
         let due = self.rediscover_every > 0 && progress.since_discovery >= self.rediscover_every;
         if changed || empty || due {
@@ -345,69 +346,6 @@ impl Sweeper {
             None
         }
     }
-}
-
-/// Whether any switch port's logical state differs from the one discovery recorded: one
-/// PortInfo per switch port (1..N) per sweep, over the discovery's directed routes. Covers
-/// links going down and coming up; a back-to-back CA link is seen only through its
-/// counters. (ibsim changes neither SwitchInfo.PortStateChange nor LinkDownedCounter on
-/// Unlink, so this is the signal that works everywhere.) With --active-only this is also
-/// what brings a port that came up onto the page.
-fn port_states_changed<E: SmpExecutor>(exec: &mut E, fabric: &Fabric) -> bool {
-    use ibscope_mad::attr::PortInfo;
-    use ibscope_mad::smp::{DrPath, SmpRoute};
-    let mut batch = Vec::new();
-    for (_, node) in fabric.switches() {
-        let route = match node.dr_path.as_deref().map(DrPath::parse) {
-            Some(Ok(path)) => SmpRoute::Directed(path),
-            _ => match node.lid() {
-                Some(lid) => SmpRoute::Lid(lid),
-                None => continue,
-            },
-        };
-        for p in &node.ports {
-            if p.number == 0 {
-                continue;
-            }
-            batch.push((
-                p.state,
-                Request::get::<PortInfo>(&route, u32::from(p.number)),
-            ));
-        }
-    }
-    let mut changed = false;
-    exec.execute(batch, &mut |known, result, _| {
-        if let Ok(Ok(info)) = result.map(|r| r.decode::<PortInfo>()) {
-            if Some(info.state()) != known {
-                changed = true;
-            }
-        }
-    });
-    changed
-}
-
-/// A sign that the fabric changed under us: a port's LinkDownedCounter moved, or its PMA
-/// started or stopped answering.
-fn topology_changed(prev: &Sample, cur: &Sample) -> bool {
-    let before: HashMap<PortKey, (bool, Option<u64>)> = prev
-        .ports
-        .iter()
-        .map(|p| {
-            (
-                p.at.key(),
-                (p.counters.is_some(), p.value("LinkDownedCounter")),
-            )
-        })
-        .collect();
-    cur.ports.iter().any(|p| match before.get(&p.at.key()) {
-        Some(&(answered, downed)) => {
-            answered != p.counters.is_some()
-                || (downed.is_some()
-                    && p.counters.is_some()
-                    && downed != p.value("LinkDownedCounter"))
-        }
-        None => true,
-    })
 }
 
 /// Give the calling thread (the sweeper) a lower CPU priority than the HTTP threads, so a
