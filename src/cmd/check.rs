@@ -8,7 +8,7 @@ use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
 use ibscope_topo::health::{HealthOptions, Rate};
-use ibscope_topo::hosts::planes::{self, PlaneView};
+use ibscope_topo::hosts::planes::PlaneView;
 use ibscope_topo::hosts::Hosts;
 use serde::Serialize;
 
@@ -336,9 +336,6 @@ fn plane_findings(
     swept: &[(String, ibscope_topo::Fabric, Hosts)],
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Vec<findings::Finding> {
-    if swept.len() < 2 {
-        return Vec::new();
-    }
     let views: Vec<PlaneView> = swept
         .iter()
         .map(|(name, fabric, hosts)| PlaneView {
@@ -347,8 +344,7 @@ fn plane_findings(
             hosts,
         })
         .collect();
-    let ports = planes::group(&views);
-    findings::plane_findings(&views, &ports, names)
+    findings::planes_disagree(&views, names).findings
 }
 
 /// One fabric's report on stdout; `fabric` names it when the command checks several (a

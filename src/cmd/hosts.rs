@@ -8,7 +8,7 @@ use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health;
-use ibscope_topo::hosts::planes::{self, PlaneView, PlanedPort};
+use ibscope_topo::hosts::planes::{PlaneView, PlanedPort};
 use ibscope_topo::hosts::{self, Host, Hosts, RailIssue};
 use serde::Serialize;
 
@@ -321,7 +321,8 @@ fn run_planes(
             hosts,
         })
         .collect();
-    let ports = planes::group(&views);
+    let planes = findings::planes_disagree(&views, names);
+    let ports = planes.ports;
     let mut found = Vec::new();
     for v in &views {
         let mut own = findings::host_findings(v.fabric, names, v.hosts, None);
@@ -331,7 +332,7 @@ fn run_planes(
         }
         found.extend(own);
     }
-    found.extend(findings::plane_findings(&views, &ports, names));
+    found.extend(planes.findings);
     found.retain(|f| f.host.as_deref().is_some_and(keep));
     let shown: Vec<&PlanedPort> = ports.iter().filter(|p| keep(&p.host)).collect();
     let missing: Vec<String> = wanted

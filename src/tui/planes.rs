@@ -1,13 +1,13 @@
 //! Planes across the fabrics the UI watches: a host CA port found in more than one of
 //! them is one HCA port's planes, and a plane that disagrees (not Active, slower, or
 //! missing) is a `planes-disagree` finding on that plane's fabric, as `ibscope -C all
-//! check` reports it. topo decides (`hosts::planes`, `findings::plane_findings`); this
+//! check` reports it. topo decides (`hosts::planes`, `findings::planes_disagree`); this
 //! only gathers each fabric's latest snapshot.
 
 use std::sync::Arc;
 
 use ibscope_topo::findings::{self, FindingKind};
-use ibscope_topo::hosts::planes::{self, PlaneView};
+use ibscope_topo::hosts::planes::PlaneView;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::Fabric;
 
@@ -43,8 +43,7 @@ pub fn refresh(states: &mut [AppState]) {
                 hosts,
             })
             .collect();
-        let ports = planes::group(&views);
-        findings::plane_findings(&views, &ports, names)
+        findings::planes_disagree(&views, names).findings
     };
     for (i, name, _) in &swept {
         let Some(snap) = states[*i].snapshot.as_mut() else {

@@ -655,10 +655,30 @@ pub fn host_findings(
     findings
 }
 
+/// The fabrics swept together, seen as planes: every HCA port found in more than one of
+/// them, and the planes-disagree findings among those.
+#[derive(Debug, Default)]
+pub struct PlanesFound {
+    pub ports: Vec<PlanedPort>,
+    pub findings: Vec<Finding>,
+}
+
+/// The planes of the fabrics swept together and their planes-disagree findings: the one
+/// place `check`, `hosts`, the TUI and the exporter get them from. Nothing with fewer than
+/// two fabrics.
+pub fn planes_disagree(views: &[PlaneView], names: Option<&NameMap>) -> PlanesFound {
+    if views.len() < 2 {
+        return PlanesFound::default();
+    }
+    let ports = planes::group(views);
+    let findings = plane_findings(views, &ports, names);
+    PlanesFound { ports, findings }
+}
+
 /// The findings of one HCA port's planes that disagree (see [`crate::hosts::planes`]):
 /// each names the host, rail, HCA, the plane (its fabric, also in `fabric`) and the switch
 /// port to go to, and belongs to that plane's fabric.
-pub fn plane_findings(
+fn plane_findings(
     views: &[PlaneView],
     ports: &[PlanedPort],
     names: Option<&NameMap>,

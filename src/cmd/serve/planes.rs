@@ -1,7 +1,7 @@
 //! Planes under `serve -C all`: the one finding no fabric's sweeper can make alone. Each
 //! sweeper process sends its fabric as discovered (after every discovery); here the
 //! latest of each is kept, the planes of all are worked out as `check -C all` does
-//! (topo's `hosts::planes` and `findings::plane_findings`), and each fabric's page gets
+//! (topo's `hosts::planes` and `findings::planes_disagree`), and each fabric's page gets
 //! its count of planes-disagree findings in place of the 0 its sweeper wrote (in its
 //! findings family, the only one inflated and compressed again for it). A fabric
 //! lost keeps its last discovery, as its page keeps its last sample.
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Result};
 use ibscope_topo::findings::{self, FindingKind};
-use ibscope_topo::hosts::planes::{self, PlaneView};
+use ibscope_topo::hosts::planes::PlaneView;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricFile};
@@ -72,11 +72,8 @@ impl Planes {
             })
             .collect();
         counts.iter_mut().for_each(|c| *c = 0);
-        if views.len() < 2 {
-            return Ok(());
-        }
         let only: Vec<PlaneView> = views.iter().map(|(_, v)| *v).collect();
-        let found = findings::plane_findings(&only, &planes::group(&only), self.names.as_ref());
+        let found = findings::planes_disagree(&only, self.names.as_ref()).findings;
         for (i, v) in &views {
             counts[*i] = found
                 .iter()

@@ -356,7 +356,7 @@ mod tests {
                 hosts: &hb,
             },
         ];
-        let found = crate::findings::plane_findings(&views, &group(&views), None);
+        let found = crate::findings::planes_disagree(&views, None).findings;
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert_eq!(f.kind, crate::findings::FindingKind::PlanesDisagree);
