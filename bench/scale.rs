@@ -82,7 +82,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ibscope::cmd::serve::{CounterFamilies, Deflated, Family, PageDeflater, PieceCache};
-use ibscope::tui;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
@@ -95,6 +94,7 @@ use ibscope_topo::health::HealthOptions;
 use ibscope_topo::responder::{FabricModel, FabricPort, ResponderOptions, ResponderStats};
 use ibscope_topo::routing::{self, CheckOptions};
 use ibscope_topo::Fabric;
+use ibscope_tui as tui;
 
 const RADIX: u8 = 64;
 const MAX_PLANE_HOSTS: usize = 25_000;

@@ -12,7 +12,6 @@ pub mod output;
 pub mod signals;
 pub mod sim;
 pub mod statedir;
-pub mod tui;
 
 /// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
 pub fn init_logging(verbose: u8) {

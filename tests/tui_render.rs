@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ibscope::tui::events::EventKind;
-use ibscope::tui::state::prepare;
-use ibscope::tui::{input, render, AppState, PortCounterSample, Snapshot, Source, View};
 use ibscope_topo::gen::{self, FatTreeSpec};
 use ibscope_topo::{ibnd, routing, Fabric};
+use ibscope_tui::event_log::EventKind;
+use ibscope_tui::state::prepare;
+use ibscope_tui::{input, render, AppState, PortCounterSample, Snapshot, Source, View};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
@@ -102,7 +102,7 @@ fn snapshot(fabric: Fabric, at: SystemTime, sm: Option<&str>, errors: u64, bytes
         sample(s2, 1, at, errors, bytes),
         sample(h1, 1, at, 0, bytes * 3),
     ];
-    snap.routes = ibscope::tui::snapshot::check_routes(&snap.fabric);
+    snap.routes = ibscope_tui::source::check_routes(&snap.fabric);
     snap.sm = sm.map(str::to_string);
     snap.duration = Duration::from_millis(12);
     snap
@@ -541,19 +541,19 @@ impl Source for CountingSource {
 /// with no key (the loop draws a frame), running out of keys is an error.
 struct Script {
     /// Each with its fabric's index.
-    messages: std::collections::VecDeque<(usize, ibscope::tui::SweepMsg)>,
+    messages: std::collections::VecDeque<(usize, ibscope_tui::SweepMsg)>,
     keys: std::collections::VecDeque<Option<KeyCode>>,
     /// The fabric of each sweep asked for.
     sweeps_asked: Vec<usize>,
 }
 
 impl Script {
-    fn new(messages: Vec<ibscope::tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
+    fn new(messages: Vec<ibscope_tui::SweepMsg>, keys: &[Option<KeyCode>]) -> Script {
         Script::of_fabrics(messages.into_iter().map(|m| (0, m)).collect(), keys)
     }
 
     fn of_fabrics(
-        messages: Vec<(usize, ibscope::tui::SweepMsg)>,
+        messages: Vec<(usize, ibscope_tui::SweepMsg)>,
         keys: &[Option<KeyCode>],
     ) -> Script {
         Script {
@@ -564,8 +564,8 @@ impl Script {
     }
 }
 
-impl ibscope::tui::Events for Script {
-    fn sweep_message(&mut self) -> Option<(usize, ibscope::tui::SweepMsg)> {
+impl ibscope_tui::Events for Script {
+    fn sweep_message(&mut self) -> Option<(usize, ibscope_tui::SweepMsg)> {
         self.messages.pop_front()
     }
     fn terminal_event(
@@ -586,7 +586,7 @@ impl ibscope::tui::Events for Script {
 /// filter it, ask for a sweep and quit; the last frame is the filtered list.
 #[test]
 fn event_loop_runs_scripted_keys() {
-    use ibscope::tui::SweepMsg;
+    use ibscope_tui::SweepMsg;
     let snap = snapshot(fixture_fabric(FIXTURE), t0(), None, 10, 1_000_000);
     let messages = vec![
         SweepMsg::Started,
@@ -604,7 +604,7 @@ fn event_loop_runs_scripted_keys() {
     let mut script = Script::new(messages, &keys);
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    ibscope::tui::event_loop(&mut terminal, std::slice::from_mut(&mut state), &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, std::slice::from_mut(&mut state), &mut script).unwrap();
     assert!(state.quit && script.keys.is_empty());
     assert_eq!(state.view, View::Nodes);
     assert_eq!(state.nodes.filter, "leaf");
@@ -623,7 +623,7 @@ fn event_loop_runs_scripted_keys() {
         error: "lost the connection to the fabric".into(),
     }];
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(
+    let e = ibscope_tui::event_loop(
         &mut terminal,
         std::slice::from_mut(&mut state),
         &mut Script::new(lost, &[]),
@@ -633,7 +633,7 @@ fn event_loop_runs_scripted_keys() {
         "lost the connection to the fabric"
     );
     let mut state = AppState::new(None, Duration::from_secs(5), Instant::now());
-    let e = ibscope::tui::event_loop(
+    let e = ibscope_tui::event_loop(
         &mut terminal,
         std::slice::from_mut(&mut state),
         &mut Script::new(vec![], &[]),
@@ -643,8 +643,8 @@ fn event_loop_runs_scripted_keys() {
 
 /// Two fabrics' states, "compute" and "storage" (its hosts named disk-N), each with a
 /// snapshot message from its own sweeper.
-fn two_fabrics() -> (Vec<AppState>, Vec<(usize, ibscope::tui::SweepMsg)>) {
-    use ibscope::tui::{FabricTag, SweepMsg};
+fn two_fabrics() -> (Vec<AppState>, Vec<(usize, ibscope_tui::SweepMsg)>) {
+    use ibscope_tui::{FabricTag, SweepMsg};
     let mut states = Vec::new();
     let mut messages = Vec::new();
     for (index, (name, text)) in [
@@ -685,7 +685,7 @@ fn f_switches_fabric_and_the_header_names_it() {
     ];
     let mut script = Script::of_fabrics(messages, &keys);
     let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
-    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
     assert!(states[1].quit, "q was pressed on the storage fabric");
     assert_eq!(
         states[1].view,
@@ -712,19 +712,19 @@ fn f_switches_fabric_and_the_header_names_it() {
         Some(KeyCode::Char('q')),
     ];
     let mut script = Script::of_fabrics(messages, &keys);
-    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
     assert!(states[1].quit);
     let mut single = AppState::new(None, Duration::from_secs(5), Instant::now());
     assert_eq!(input::map_key(&single, key(KeyCode::Char('f'))), None);
     single.view = View::Nodes;
-    assert!(!ibscope::tui::keymap::footer(&single, 200).contains("fabric"));
+    assert!(!ibscope_tui::keymap::footer(&single, 200).contains("fabric"));
 }
 
 /// One fabric lost among several: it shows the failure and the others go on; all lost
 /// ends the UI with the error.
 #[test]
 fn a_lost_fabric_among_several_leaves_the_others() {
-    use ibscope::tui::SweepMsg;
+    use ibscope_tui::SweepMsg;
     let lost = |i: usize| {
         (
             i,
@@ -743,7 +743,7 @@ fn a_lost_fabric_among_several_leaves_the_others() {
     ];
     let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
     let mut script = Script::of_fabrics(messages, &keys);
-    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
     assert!(states[0].status.last_error.is_none());
     assert!(states[1].status.last_error.is_some());
     let header = buffer_text(terminal.backend().buffer());
@@ -755,7 +755,7 @@ fn a_lost_fabric_among_several_leaves_the_others() {
 
     let (mut states, mut messages) = two_fabrics();
     messages.extend([lost(0), lost(1)]);
-    let e = ibscope::tui::event_loop(
+    let e = ibscope_tui::event_loop(
         &mut terminal,
         &mut states,
         &mut Script::of_fabrics(messages, &[None]),
@@ -768,7 +768,7 @@ fn a_lost_fabric_among_several_leaves_the_others() {
 
 #[test]
 fn sweeper_delivers_snapshots_and_failures() {
-    use ibscope::tui::{handle_message, SweepMsg, Sweeper};
+    use ibscope_tui::{handle_message, SweepMsg, Sweeper};
     let sweeper = Sweeper::spawn(
         Box::new(CountingSource { n: 0 }),
         Duration::from_secs(60),
@@ -804,7 +804,9 @@ fn file_source_reads_topology() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fixture.topo");
     std::fs::write(&path, FIXTURE).unwrap();
-    let mut source = ibscope::tui::FileSource::new(&path);
+    let mut source = ibscope_tui::FileSource::new(&path, |p| {
+        ibscope::fabric::read_file(p).map(|(fabric, _warnings)| fabric)
+    });
     assert_eq!(source.describe(), "file fixture.topo");
     let snap = source.snapshot().unwrap();
     assert_eq!(snap.fabric.node_count(), 8);
@@ -893,7 +895,7 @@ fn responsiveness_2048_hosts() {
         );
     }
     let t = Instant::now();
-    let report = ibscope::tui::snapshot::check_routes(&Arc::new(fabric));
+    let report = ibscope_tui::source::check_routes(&Arc::new(fabric));
     println!("route check (sweeper thread) {:?}", t.elapsed());
     assert!(report.is_some());
 }
@@ -1292,9 +1294,9 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
 /// nothing; when beta's next snapshot has the port at 4x again, the finding goes.
 #[test]
 fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
-    use ibscope::tui::{FabricTag, SweepMsg};
     use ibscope_mad::attr::link::{Rate, Width};
     use ibscope_topo::findings::FindingKind;
+    use ibscope_tui::{FabricTag, SweepMsg};
 
     let plane = |slow: bool| {
         let spec = gen::RailsSpec {
@@ -1350,7 +1352,7 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
     ];
     let mut script = Script::of_fabrics(messages, &keys);
     let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
-    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
     assert_eq!(planes_of(&states[0]), vec![]);
     let beta = planes_of(&states[1]);
     assert_eq!(beta.len(), 1, "{beta:?}");
@@ -1370,7 +1372,7 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
         vec![done(1, plane(false))],
         &[None, Some(KeyCode::Char('q'))],
     );
-    ibscope::tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
+    ibscope_tui::event_loop(&mut terminal, &mut states, &mut script).unwrap();
     assert_eq!(planes_of(&states[1]), vec![]);
     assert_eq!(planes_of(&states[0]), vec![]);
 }

@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ibscope::tui::{input, render, AppState, Snapshot};
 use ibscope_topo::{ibnd, routing, Fabric};
+use ibscope_tui::{input, render, AppState, Snapshot};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::Value;
@@ -413,7 +413,7 @@ fn hostile_description_tui() {
     let mut state = AppState::new(None, Duration::from_secs(5), start);
     let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let mut snap = Snapshot::from_fabric(f, at);
-    snap.routes = ibscope::tui::snapshot::check_routes(&snap.fabric);
+    snap.routes = ibscope_tui::source::check_routes(&snap.fabric);
     state.apply_snapshot(snap, start);
     for view in ['1', '2', '3', '4', '5', '6', '7', '8', '9'] {
         key(&mut state, view);

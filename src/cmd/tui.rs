@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use crate::cli::{exit, Global};
-use crate::tui;
+use ibscope_tui as tui;
 
 /// Interactive terminal UI: overview, nodes, links, counters, routing, events.
 ///
@@ -39,7 +39,7 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
     let fabrics = match &g.topology {
         Some(path) => vec![tui::FabricSource {
             name: None,
-            source: Box::new(tui::FileSource::new(path)),
+            source: Box::new(tui::FileSource::new(path, read_topology)),
         }],
         None if crate::fabrics::is_multi(g.ca.as_deref()) => live_fabrics(g)?,
         None => vec![tui::FabricSource {
@@ -47,14 +47,24 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
             source: Box::new(LiveSource::new(g, crate::fabric::open_engine(g)?)?),
         }],
     };
+    // A signal only asks the UI to leave (within one tick), so the terminal is restored and
+    // the sweepers' ports closed; a second one changes nothing.
+    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     tui::run(
         fabrics,
         tui::Options {
             interval: Duration::from_secs_f64(a.interval),
             names,
+            stop_requested: || crate::signals::received().is_some(),
         },
     )?;
     Ok(ExitCode::from(exit::OK))
+}
+
+/// A topology file as the UI reads it: the screen is the UI's, so the file's warnings are
+/// not printed over it.
+fn read_topology(path: &std::path::Path) -> anyhow::Result<ibscope_topo::Fabric> {
+    crate::fabric::read_file(path).map(|(fabric, _warnings)| fabric)
 }
 
 /// The live fabric: rediscovery (with LFTs) and a counter sweep each time, and the
@@ -139,7 +149,7 @@ impl tui::Source for LiveSource {
             .unwrap_or_default();
         let local = self.engine.local();
         let sm = (local.sm_lid != 0).then(|| format!("LID {}", local.sm_lid));
-        let routes = tui::snapshot::check_routes(&fabric);
+        let routes = tui::source::check_routes(&fabric);
         // The same assessment check's findings came from (HealthOptions::default() above).
         let health = std::sync::Arc::new(tui::derive::LinkHealth::from_report(&eval.health));
         Ok(tui::Snapshot {
@@ -161,5 +171,9 @@ impl tui::Source for LiveSource {
     fn describe(&self) -> String {
         let l = self.engine.local();
         format!("{}/{}", l.ca_name, l.port_num)
+    }
+
+    fn connection_lost(&self) -> bool {
+        self.engine.transport_lost().is_some()
     }
 }

@@ -12,8 +12,8 @@ use ibscope_topo::routing::{self, Hop};
 use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
-use super::events::{self, Event, EventKind};
-use super::snapshot::{PortCounterSample, Snapshot};
+use super::event_log::{self, Event, EventKind};
+use super::source::{PortCounterSample, Snapshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum View {
@@ -318,7 +318,7 @@ pub struct Prepared {
 /// `snap.health`, judged once when the snapshot was made.
 pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameMap>) -> Prepared {
     let events = match previous {
-        Some(old) => events::diff(old, &snap, names),
+        Some(old) => event_log::diff(old, &snap, names),
         None => vec![Event {
             at: snap.taken_at,
             kind: EventKind::Info,

@@ -4,7 +4,7 @@
 //! thread over a channel, so the UI never waits on the fabric.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -116,25 +116,37 @@ pub trait Source: Send {
     /// A token that, once cancelled, should make a running `snapshot` give up soon (a live
     /// source hands it to its MAD engine). Sources that never wait need not keep it.
     fn set_cancel(&mut self, _token: ibscope_mad::engine::CancelToken) {}
+    /// Asked after a failed `snapshot`: whether the connection to the fabric is gone, so
+    /// that no later sweep can work (a live source whose transport was lost). The UI then
+    /// ends with that error.
+    fn connection_lost(&self) -> bool {
+        false
+    }
 }
 
 /// A saved topology (`--topology FILE`): re-read on every sweep so edits show up, no
 /// counters. Routes are checked when the file carries LFTs (JSON snapshots can).
 pub struct FileSource {
     path: PathBuf,
+    read: ReadTopology,
 }
 
+/// Reads a topology file (the ibnetdiscover text or a JSON snapshot) into a fabric.
+pub type ReadTopology = fn(&Path) -> anyhow::Result<Fabric>;
+
 impl FileSource {
-    pub fn new(path: impl Into<PathBuf>) -> FileSource {
-        FileSource { path: path.into() }
+    pub fn new(path: impl Into<PathBuf>, read: ReadTopology) -> FileSource {
+        FileSource {
+            path: path.into(),
+            read,
+        }
     }
 }
 
 impl Source for FileSource {
     fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
         let started = Instant::now();
-        // The screen is the TUI's: the file's warnings are not printed over it.
-        let (fabric, _warnings) = crate::fabric::read_file(&self.path)?;
+        let fabric = (self.read)(&self.path)?;
         let mut snap = Snapshot::from_fabric(fabric, SystemTime::now());
         snap.routes = check_routes(&snap.fabric);
         snap.duration = started.elapsed();

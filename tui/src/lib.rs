@@ -10,14 +10,14 @@
 //! The terminal is restored on exit, on error, on panic and on a stop signal.
 
 pub mod derive;
-pub mod events;
+pub mod event_log;
 pub mod input;
 pub mod keymap;
-pub mod planes;
+pub mod plane_findings;
 pub mod render;
-pub mod snapshot;
+pub mod source;
 pub mod state;
-pub mod sweeper;
+pub mod sweep_thread;
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -31,9 +31,9 @@ use ibscope_topo::namemap::NameMap;
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
 
-pub use snapshot::{FileSource, Finding, PortCounterSample, Snapshot, Source};
+pub use source::{FileSource, Finding, PortCounterSample, Snapshot, Source};
 pub use state::{AppState, FabricTag, View};
-pub use sweeper::{SweepMsg, Sweeper};
+pub use sweep_thread::{SweepMsg, Sweeper};
 
 /// Options of one UI session.
 #[derive(Debug, Clone)]
@@ -41,6 +41,9 @@ pub struct Options {
     /// Time between the end of one sweep and the start of the next.
     pub interval: Duration,
     pub names: Option<NameMap>,
+    /// Whether a stop signal (SIGINT, SIGTERM, SIGHUP) came: the UI then leaves as for
+    /// `q`. The caller installs the handlers before [`run`].
+    pub stop_requested: fn() -> bool,
 }
 
 /// Apply one sweeper message to the state.
@@ -107,9 +110,6 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
     }
 
     install_panic_hook();
-    // A signal only asks the loop to leave (within one tick), so the terminal is restored
-    // and the sweeper's port closed; a second one changes nothing.
-    crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     enable_raw_mode()?;
     let _guard = TerminalGuard;
     execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
@@ -121,6 +121,7 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
         &mut states,
         &mut LiveEvents {
             sweepers: &sweepers,
+            stop_requested: options.stop_requested,
         },
     );
     // A live sweep in progress is cancelled (its MADs fail within one timeout) so the
@@ -153,6 +154,7 @@ pub trait Events {
 /// The live session's events: the sweepers' channels and the terminal's input.
 struct LiveEvents<'a> {
     sweepers: &'a [Sweeper],
+    stop_requested: fn() -> bool,
 }
 
 impl Events for LiveEvents<'_> {
@@ -175,7 +177,7 @@ impl Events for LiveEvents<'_> {
         }
     }
     fn stop_requested(&mut self) -> bool {
-        crate::signals::received().is_some()
+        (self.stop_requested)()
     }
 }
 
@@ -217,7 +219,7 @@ pub fn event_loop<B: Backend, E: Events>(
         }
         if snapshots {
             // A new snapshot of one plane can change what the others' planes disagree on.
-            planes::refresh(states);
+            plane_findings::refresh(states);
         }
         let state = &mut states[shown];
         state.now = Instant::now();

@@ -18,9 +18,9 @@ use super::derive::{
     hop_name, link_facts, node_name, port_name, CellState, FabricSummary, Layer, LinkHealth,
     LinkVerdict, SwitchChip,
 };
-use super::events::EventKind;
+use super::event_log::EventKind;
 use super::keymap;
-use super::snapshot::{finding_subject, ERROR_COUNTERS};
+use super::source::{finding_subject, ERROR_COUNTERS};
 use super::state::{AppState, PortHistory, RouteField, View};
 
 const RED: Style = Style::new().fg(Color::Red);

@@ -431,7 +431,7 @@ pub fn help_lines(view: View) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::state::RouteField;
+    use crate::state::RouteField;
     use std::time::{Duration, Instant};
 
     #[test]
@@ -457,7 +457,7 @@ mod tests {
                 (false, true, false, true),
             ] {
                 let mut s = AppState::new(None, Duration::from_secs(1), Instant::now());
-                s.status.fabric = several.then(|| crate::tui::state::FabricTag {
+                s.status.fabric = several.then(|| crate::state::FabricTag {
                     name: "storage".into(),
                     index: 1,
                     count: 2,

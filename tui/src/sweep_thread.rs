@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use ibscope_mad::engine::CancelToken;
 use ibscope_topo::namemap::NameMap;
 
-use super::snapshot::{Snapshot, Source};
+use super::source::{Snapshot, Source};
 use super::state::{prepare, Prepared};
 
 /// What the sweeper tells the UI.
@@ -21,8 +21,8 @@ pub enum SweepMsg {
         error: String,
         at: SystemTime,
     },
-    /// The connection to the fabric is gone (see `crate::fabric::is_transport_lost`): no
-    /// later sweep can work, the sweeper has ended and the UI should end with this error.
+    /// The connection to the fabric is gone (the source says so, [`Source::connection_lost`]):
+    /// no later sweep can work, the sweeper has ended and the UI should end with this error.
     Lost {
         error: String,
     },
@@ -75,7 +75,7 @@ impl Sweeper {
                             previous = Some(prepared.snapshot.clone());
                             SweepMsg::Done(Box::new(prepared))
                         }
-                        Err(e) if crate::fabric::is_transport_lost(&e) => {
+                        Err(e) if source.connection_lost() => {
                             let _ = msg_tx.send(SweepMsg::Lost {
                                 error: format!("{e:#}"),
                             });
@@ -168,6 +168,9 @@ mod tests {
         }
         fn describe(&self) -> String {
             "gone".into()
+        }
+        fn connection_lost(&self) -> bool {
+            true
         }
     }
 

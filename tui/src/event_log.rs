@@ -7,7 +7,7 @@ use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, LinkKey, PortKey};
 
 use super::derive::{node_name, port_name, LinkHealth};
-use super::snapshot::{Snapshot, ERROR_COUNTERS};
+use super::source::{Snapshot, ERROR_COUNTERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
@@ -164,7 +164,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Even
     }
 
     // Error counters that went up.
-    let old_counters: HashMap<PortKey, &super::snapshot::PortCounterSample> =
+    let old_counters: HashMap<PortKey, &super::source::PortCounterSample> =
         old.counters.iter().map(|c| (c.at, c)).collect();
     for c in &new.counters {
         let Some(prev) = old_counters.get(&c.at) else {
