@@ -779,7 +779,9 @@ fn sweeper_delivers_snapshots_and_failures() {
     let recv = |s: &Sweeper| s.messages.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(matches!(recv(&sweeper), SweepMsg::Started));
     handle_message(&mut state, SweepMsg::Started, Instant::now());
-    assert!(render::status_text(&state).0.starts_with("sweeping…"));
+    assert!(ibscope_tui::views::widgets::status_text(&state)
+        .0
+        .starts_with("sweeping…"));
     let done = recv(&sweeper);
     assert!(matches!(done, SweepMsg::Done(_)));
     handle_message(&mut state, done, Instant::now());
@@ -790,7 +792,9 @@ fn sweeper_delivers_snapshots_and_failures() {
     let failed = recv(&sweeper);
     assert!(matches!(&failed, SweepMsg::Failed { error, .. } if error.contains("unreachable")));
     handle_message(&mut state, failed, Instant::now());
-    assert!(render::status_text(&state).0.starts_with("sweep failed"));
+    assert!(ibscope_tui::views::widgets::status_text(&state)
+        .0
+        .starts_with("sweep failed"));
     assert_eq!(
         state.fabric().unwrap().node_count(),
         8,
@@ -880,7 +884,7 @@ fn responsiveness_2048_hosts() {
     println!("trace {:?}", t.elapsed());
     assert!(matches!(&state.routing.result, Some(Ok(r)) if r.error.is_none()));
     let mut terminal = Terminal::new(TestBackend::new(160, 48)).unwrap();
-    for view in View::ALL {
+    for &view in View::ALL {
         state.view = view;
         terminal.draw(|f| render::draw(f, &state)).unwrap();
         let t = Instant::now();
@@ -890,7 +894,7 @@ fn responsiveness_2048_hosts() {
         }
         println!(
             "{:<9} {:>8.2} ms/frame",
-            view.title(),
+            ibscope_tui::views::parts(view).title,
             t.elapsed().as_secs_f64() * 1000.0 / f64::from(FRAMES)
         );
     }

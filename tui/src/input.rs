@@ -4,7 +4,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::keymap;
-use super::state::{AppState, RouteField, View};
+use super::state::{AppState, ListCursor, RouteField, View};
+use super::views;
 
 pub use super::keymap::Action;
 
@@ -161,37 +162,8 @@ fn after_edit(state: &mut AppState) {
 }
 
 /// Move the cursor of the list the current view scrolls.
-fn move_cursor(state: &mut AppState, f: impl FnOnce(&mut super::state::ListCursor, usize, usize)) {
-    let (cursor, len) = match state.view {
-        View::Overview => (&mut state.overview_findings, {
-            state
-                .snapshot
-                .as_ref()
-                .map(|s| s.findings.len())
-                .unwrap_or(0)
-        }),
-        View::Nodes => match state.nodes.detail {
-            Some(guid) => {
-                let len = state
-                    .fabric()
-                    .and_then(|f| f.node_by_guid(guid).map(|id| f.node(id).ports.len()))
-                    .unwrap_or(0);
-                (&mut state.nodes.detail_ports, len)
-            }
-            None => (&mut state.nodes.list, state.nodes.visible.len()),
-        },
-        View::Links => (&mut state.links, state.derived.link_rows.len()),
-        View::Counters => (&mut state.counters.list, state.counters.rows.len()),
-        View::Routing => {
-            let len = match &state.routing.result {
-                Some(Ok(r)) => r.hops.len(),
-                _ => 0,
-            };
-            (&mut state.routing.hops, len)
-        }
-        View::Events => (&mut state.event_list, state.events.len()),
-        View::Hosts => (&mut state.hosts.list, state.derived.host_grid.rows.len()),
-    };
+fn move_cursor(state: &mut AppState, f: impl FnOnce(&mut ListCursor, usize, usize)) {
+    let (cursor, len) = (views::parts(state.view).list)(state);
     let page = cursor.page();
     f(cursor, len, page);
 }

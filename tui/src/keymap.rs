@@ -4,9 +4,10 @@
 use crossterm::event::KeyCode;
 
 use super::state::{AppState, View};
+use super::views;
 
 /// What a key does, once mapped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
     GoTo(View),
@@ -100,6 +101,38 @@ const fn ch(c: char) -> KeyCode {
     KeyCode::Char(c)
 }
 
+/// The digit of each view (1 the first of [`View::ALL`]), then Tab and Shift-Tab.
+const VIEW_KEYS: [(KeyCode, Action); View::ALL.len() + 2] = view_keys();
+
+const fn view_keys() -> [(KeyCode, Action); View::ALL.len() + 2] {
+    let mut keys = [(BackTab, Action::PrevView); View::ALL.len() + 2];
+    let mut i = 0;
+    while i < View::ALL.len() {
+        keys[i] = (ch((b'1' + i as u8) as char), Action::GoTo(View::ALL[i]));
+        i += 1;
+    }
+    keys[i] = (Tab, Action::NextView);
+    keys
+}
+
+/// How the help and the footer name [`VIEW_KEYS`], by the number of views: digits reach
+/// nine views (a tenth fails to compile here).
+const VIEW_KEYS_SHOWN: &str = [
+    "1, Tab", "1-2, Tab", "1-3, Tab", "1-4, Tab", "1-5, Tab", "1-6, Tab", "1-7, Tab", "1-8, Tab",
+    "1-9, Tab",
+][View::ALL.len() - 1];
+const VIEW_KEYS_HINT: &str = [
+    "1/Tab view",
+    "1-2/Tab view",
+    "1-3/Tab view",
+    "1-4/Tab view",
+    "1-5/Tab view",
+    "1-6/Tab view",
+    "1-7/Tab view",
+    "1-8/Tab view",
+    "1-9/Tab view",
+][View::ALL.len() - 1];
+
 /// Every binding, in the help screen's order.
 pub const BINDINGS: &[Binding] = &[
     Binding {
@@ -110,21 +143,11 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some((0, Hint::Text("q quit"))),
     },
     Binding {
-        keys: &[
-            (ch('1'), Action::GoTo(View::ALL[0])),
-            (ch('2'), Action::GoTo(View::ALL[1])),
-            (ch('3'), Action::GoTo(View::ALL[2])),
-            (ch('4'), Action::GoTo(View::ALL[3])),
-            (ch('5'), Action::GoTo(View::ALL[4])),
-            (ch('6'), Action::GoTo(View::ALL[5])),
-            (ch('7'), Action::GoTo(View::ALL[6])),
-            (Tab, Action::NextView),
-            (BackTab, Action::PrevView),
-        ],
+        keys: &VIEW_KEYS,
         places: &[Place::Every],
-        shown: "1-7, Tab",
+        shown: VIEW_KEYS_SHOWN,
         help: "switch view (Shift-Tab back)",
-        hint: Some((8, Hint::Text("1-7/Tab view"))),
+        hint: Some((8, Hint::Text(VIEW_KEYS_HINT))),
     },
     Binding {
         keys: &[(ch('?'), Action::ToggleHelp), (F(1), Action::ToggleHelp)],
@@ -342,26 +365,7 @@ pub fn active(state: &AppState) -> impl Iterator<Item = &'static Binding> + '_ {
 
 /// The action a key has in the current state, by the table.
 pub fn lookup(state: &AppState, code: KeyCode) -> Option<Action> {
-    active(state).find_map(|b| {
-        b.keys
-            .iter()
-            .find(|(k, _)| *k == code)
-            .map(|(_, a)| a.clone())
-    })
-}
-
-/// What the arrow keys move through in the current view.
-fn list_noun(state: &AppState) -> &'static str {
-    match state.view {
-        View::Overview => "findings",
-        View::Nodes if state.nodes.detail.is_some() => "ports",
-        View::Nodes => "nodes",
-        View::Links => "links",
-        View::Counters => "ports",
-        View::Routing => "hops",
-        View::Events => "events",
-        View::Hosts => "hosts",
-    }
+    active(state).find_map(|b| b.keys.iter().find(|(k, _)| *k == code).map(|(_, a)| *a))
 }
 
 /// The footer: the hints of the bindings that apply, by rank, as many as fit in `width`
@@ -375,7 +379,7 @@ pub fn footer(state: &AppState, width: usize) -> String {
             let (rank, hint) = b.hint?;
             let text = match hint {
                 Hint::Text(t) => t.to_string(),
-                Hint::Moves => format!("↑↓ {}", list_noun(state)),
+                Hint::Moves => format!("↑↓ {}", (views::parts(state.view).list_noun)(state)),
             };
             Some((rank, text))
         })
@@ -439,14 +443,19 @@ mod tests {
         for (i, view) in View::ALL.iter().enumerate() {
             let digit = char::from(b'1' + i as u8);
             let goto = BINDINGS[1].keys.iter().find(|(k, _)| *k == ch(digit));
-            assert_eq!(goto.map(|(_, a)| a.clone()), Some(Action::GoTo(*view)));
+            assert_eq!(goto.map(|(_, a)| *a), Some(Action::GoTo(*view)));
         }
+        let last = View::ALL.len().to_string();
+        assert!(BINDINGS[1].shown.starts_with(&format!("1-{last},")));
+        assert!(
+            matches!(BINDINGS[1].hint, Some((8, Hint::Text(t))) if t == format!("1-{last}/Tab view"))
+        );
     }
 
     /// Every state the key map tells apart.
     fn states() -> Vec<AppState> {
         let mut out = Vec::new();
-        for view in View::ALL {
+        for &view in View::ALL {
             for (detail, editing, help, several) in [
                 (false, false, false, false),
                 (true, false, false, false),
@@ -508,7 +517,7 @@ mod tests {
 
     #[test]
     fn help_lists_every_binding_of_the_view() {
-        for view in View::ALL {
+        for &view in View::ALL {
             let help = help_lines(view).join("\n");
             for b in BINDINGS.iter().filter(|b| {
                 b.places.iter().any(|p| match *p {

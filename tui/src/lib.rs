@@ -18,6 +18,7 @@ pub mod render;
 pub mod source;
 pub mod state;
 pub mod sweep_thread;
+pub mod views;
 
 use std::io;
 use std::time::{Duration, Instant};

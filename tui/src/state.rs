@@ -15,7 +15,9 @@ use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
 use super::event_log::{self, Event, EventKind};
 use super::source::{PortCounterSample, Snapshot};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The views, in the order of their tabs: the n-th is selected by the digit n, Tab goes
+/// to the next. What each shows and how it is drawn is its file's in `views/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
 pub enum View {
     Overview,
     Nodes,
@@ -27,28 +29,11 @@ pub enum View {
 }
 
 impl View {
-    pub const ALL: [View; 7] = [
-        View::Overview,
-        View::Nodes,
-        View::Links,
-        View::Counters,
-        View::Routing,
-        View::Events,
-        View::Hosts,
-    ];
+    /// Every view, in order (the enum's own list).
+    pub const ALL: &'static [View] = <View as strum::VariantArray>::VARIANTS;
+
     pub fn index(self) -> usize {
         View::ALL.iter().position(|v| *v == self).unwrap_or(0)
-    }
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Overview => "Overview",
-            View::Nodes => "Nodes",
-            View::Links => "Links",
-            View::Counters => "Counters",
-            View::Routing => "Routing",
-            View::Events => "Events",
-            View::Hosts => "Hosts",
-        }
     }
     pub fn next(self) -> View {
         View::ALL[(self.index() + 1) % View::ALL.len()]

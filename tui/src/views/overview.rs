@@ -1,0 +1,285 @@
+//! The Overview: the counts, the fabric picture by layer (hops from the nearest CA), the
+//! findings.
+
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::findings::Severity;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+use super::widgets::{format_time, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
+use crate::derive::{FabricSummary, Layer, SwitchChip};
+use crate::source::finding_subject;
+use crate::state::{AppState, ListCursor};
+
+/// What this view gives the screen, the keys and the help.
+pub const PARTS: ViewParts = ViewParts {
+    title: "Overview",
+    about: &[
+        "Overview: counts, fabric picture by layer",
+        "(layer = hops from the nearest CA), findings.",
+        "Red: degraded or down links.",
+    ],
+    draw: draw_overview,
+    list,
+    list_noun,
+};
+
+fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
+    let len = state
+        .snapshot
+        .as_ref()
+        .map(|s| s.findings.len())
+        .unwrap_or(0);
+    (&mut state.overview_findings, len)
+}
+
+fn list_noun(_: &AppState) -> &'static str {
+    "findings"
+}
+
+fn chip_text(chip: &SwitchChip, top: bool) -> String {
+    let name: String = if chip.short.chars().count() > 14 {
+        let mut n: String = chip.short.chars().take(13).collect();
+        n.push('…');
+        n
+    } else {
+        chip.short.clone()
+    };
+    if top || chip.up == 0 {
+        format!("[{name} ↓{}]", chip.down)
+    } else {
+        format!("[{name} ↑{} ↓{}]", chip.up, chip.down)
+    }
+}
+
+/// Lines of the layered fabric picture for `width` columns, top layer first. A layer whose
+/// switches do not fit in `max_rows` rows is drawn as one summary line.
+pub fn picture_lines(summary: &FabricSummary, width: u16, max_rows: usize) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    let mut lines: Vec<Line> = Vec::new();
+    let top_layer = summary.layers.last().map(|l| l.layer).unwrap_or(0);
+    for layer in summary.layers.iter().rev() {
+        let (layer_text, aggregated) =
+            layer_lines(layer, layer.layer == top_layer, width, max_rows);
+        lines.extend(layer_text);
+        if aggregated {
+            // The summary line already counts the links down.
+            continue;
+        }
+        let style = if layer.problems_down > 0 { RED } else { DIM };
+        let mut text = format!("   │ {} links", layer.links_down);
+        if layer.problems_down > 0 {
+            text.push_str(&format!(", {} degraded/down", layer.problems_down));
+        }
+        lines.push(Line::styled(text, style));
+    }
+    let hosts = summary.cas + summary.routers;
+    let mut ca = format!(" CA  {hosts} hosts");
+    if let Some((first, last)) = &summary.ca_names_first_last {
+        if hosts > 1 {
+            ca.push_str(&format!(" ({first} … {last})"));
+        } else {
+            ca.push_str(&format!(" ({first})"));
+        }
+    }
+    lines.push(Line::raw(ca));
+    if !summary.unlayered.is_empty() {
+        lines.push(Line::styled(
+            format!(" {} switches no CA reaches", summary.unlayered.len()),
+            WARN,
+        ));
+    }
+    lines
+}
+
+/// The lines of one layer, and whether it was summarised rather than drawn.
+fn layer_lines(
+    layer: &Layer,
+    top: bool,
+    width: usize,
+    max_rows: usize,
+) -> (Vec<Line<'static>>, bool) {
+    let label = format!(" L{:<2} ", layer.layer);
+    let avail = width.saturating_sub(label.len());
+    // Cheap bound first: chips are at least 6 columns wide.
+    let fits_bound = layer.switches.len() * 6 <= avail * max_rows;
+    let mut rows: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    let mut fits = fits_bound;
+    if fits_bound {
+        for chip in &layer.switches {
+            let text = chip_text(chip, top);
+            let w = text.chars().count() + 1;
+            if used + w > avail {
+                if rows.len() == max_rows {
+                    fits = false;
+                    break;
+                }
+                rows.push(Vec::new());
+                used = 0;
+            }
+            used += w;
+            let style = if chip.problems > 0 {
+                BAD
+            } else {
+                Style::new().fg(Color::Cyan)
+            };
+            if let Some(row) = rows.last_mut() {
+                row.push(Span::styled(text, style));
+                row.push(Span::raw(" "));
+            }
+        }
+    }
+    if !fits || layer.switches.is_empty() {
+        let problems = layer.problems_down + layer.problems_lateral;
+        let mut text = format!(
+            "{label}layer {}: {} switches, {} links down",
+            layer.layer,
+            layer.switches.len(),
+            layer.links_down,
+        );
+        if layer.links_lateral > 0 {
+            text.push_str(&format!(", {} within", layer.links_lateral));
+        }
+        text.push_str(&format!(", {problems} degraded/down"));
+        let style = if problems > 0 { RED } else { Style::new() };
+        return (vec![Line::styled(text, style)], true);
+    }
+    let mut out = Vec::new();
+    for (i, row) in rows.into_iter().enumerate() {
+        let lead = if i == 0 {
+            label.clone()
+        } else {
+            " ".repeat(label.len())
+        };
+        let mut spans = vec![Span::styled(lead, HEAD)];
+        spans.extend(row);
+        out.push(Line::from(spans));
+    }
+    if let Some((pre, suf)) = &layer.common {
+        out.push(Line::styled(format!("     names: \"{pre}…{suf}\""), DIM));
+    }
+    if layer.links_lateral > 0 {
+        out.push(Line::styled(
+            format!("     ↔ {} links within layer", layer.links_lateral),
+            if layer.problems_lateral > 0 { RED } else { DIM },
+        ));
+    }
+    (out, false)
+}
+
+fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(snap) = &state.snapshot else {
+        return no_data(frame, area, state);
+    };
+    let s = &state.derived.summary;
+    let sm = snap
+        .sm
+        .as_deref()
+        .map(for_terminal)
+        .unwrap_or_else(|| "unknown".into());
+    let problems = s.degraded + s.down;
+    let counts = vec![
+        Line::from(vec![
+            Span::styled(format!("{} switches", s.switches), HEAD),
+            Span::raw(format!(", {} CAs", s.cas)),
+            Span::raw(if s.routers > 0 {
+                format!(", {} routers", s.routers)
+            } else {
+                String::new()
+            }),
+            Span::raw(if s.aggregation_nodes > 0 {
+                format!(", {} aggregation nodes", s.aggregation_nodes)
+            } else {
+                String::new()
+            }),
+            Span::raw(format!(", {} links  ", s.links)),
+            Span::styled(
+                format!("{} degraded, {} down", s.degraded, s.down),
+                if problems > 0 { BAD } else { OK },
+            ),
+            Span::styled(
+                if s.below_norm > 0 {
+                    format!(", {} below norm (capability unknown)", s.below_norm)
+                } else {
+                    String::new()
+                },
+                WARN,
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw(format!("SM: {sm}  ")),
+            Span::styled(
+                format!(
+                    "{}, swept at {} UTC in {} ms",
+                    for_terminal(&state.status.source),
+                    format_time(snap.taken_at),
+                    snap.duration.as_millis()
+                ),
+                DIM,
+            ),
+        ]),
+    ];
+    let findings_min = 4u16;
+    let inner_w = area.width.saturating_sub(2);
+    let max_pic = area.height.saturating_sub(2 + findings_min + 2);
+    // Rows of chips a layer may take: what the picture's height leaves after one label
+    // and one connector line per layer and the CA line.
+    let layers = s.layers.len().max(1);
+    let spare = usize::from(max_pic).saturating_sub(2 * layers + 2);
+    let max_rows = (spare / layers).clamp(1, 6);
+    let pic = picture_lines(s, inner_w, max_rows);
+    let pic_h = (pic.len() as u16).min(max_pic);
+    let [counts_area, pic_area, findings_area] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(pic_h + 2),
+        Constraint::Min(findings_min),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(counts), counts_area);
+    frame.render_widget(
+        Paragraph::new(pic).block(Block::default().borders(Borders::ALL).title(" Fabric ")),
+        pic_area,
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" Findings ({}) ", snap.findings.len()));
+    let inner = block.inner(findings_area);
+    frame.render_widget(block, findings_area);
+    if snap.findings.is_empty() {
+        frame.render_widget(Paragraph::new(Span::styled("no findings", OK)), inner);
+        return;
+    }
+    let window = state
+        .overview_findings
+        .window(snap.findings.len(), usize::from(inner.height));
+    let lines: Vec<Line> = window
+        .clone()
+        .map(|i| {
+            let f = &snap.findings[i];
+            let style = match f.severity {
+                Severity::Error => BAD,
+                Severity::Warning => RED,
+                Severity::Info => Style::new(),
+            };
+            let subject = finding_subject(f);
+            let mut line = Line::from(vec![
+                Span::styled(format!("{:<5} ", f.severity.short()), style),
+                Span::raw(if subject.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", for_terminal(&subject))
+                }),
+                Span::styled(for_terminal(&f.message), style),
+            ]);
+            if i == state.overview_findings.selected {
+                line = line.patch_style(Modifier::REVERSED);
+            }
+            line
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}

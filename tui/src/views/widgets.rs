@@ -1,0 +1,120 @@
+//! What the views share: the colours, ages, times and rates as text, the screen shown
+//! before the first sweep, a link's verdict in words, and [`ViewParts`], what each view
+//! gives the rest of the UI.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ibscope_topo::escape::for_terminal;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::derive::LinkVerdict;
+use crate::state::{AppState, ListCursor};
+
+pub const RED: Style = Style::new().fg(Color::Red);
+pub const BAD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+pub const DIM: Style = Style::new().fg(Color::DarkGray);
+pub const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
+pub const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+pub const OK: Style = Style::new().fg(Color::Green);
+pub const WARN: Style = Style::new().fg(Color::Yellow);
+
+/// What a view gives the rest of the UI: each view's file has one, and
+/// [`parts`](super::parts) finds it by [`View`](crate::state::View).
+pub struct ViewParts {
+    /// Its tab in the header and the title of its help.
+    pub title: &'static str,
+    /// What it shows, for its help screen (its keys come from the key map).
+    pub about: &'static [&'static str],
+    /// Draws it into the body of the screen.
+    pub draw: fn(&mut Frame, Rect, &AppState),
+    /// The list its arrow keys move, and that list's length.
+    pub list: fn(&mut AppState) -> (&mut ListCursor, usize),
+    /// What that list holds, for the footer's hint ("↑↓ nodes").
+    pub list_noun: fn(&AppState) -> &'static str,
+}
+
+/// "3s", "4m05s", "2h03m".
+pub fn format_age(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// "HH:MM:SS" in UTC (no time zone database needed, and tests are reproducible).
+pub fn format_time(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, (day % 3600) / 60, day % 60)
+}
+
+/// "1.2 GB/s" style (decimal units, as link rates are quoted).
+pub fn format_rate(bytes_per_s: f64) -> String {
+    const UNITS: [&str; 5] = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+    let mut v = bytes_per_s.max(0.0);
+    let mut u = 0;
+    while v >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 || v >= 100.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The status text and its style: "sweeping…", "updated 3s ago", failures.
+pub fn status_text(state: &AppState) -> (String, Style) {
+    let age = state
+        .status
+        .last_update
+        .map(|t| format_age(state.now.saturating_duration_since(t)));
+    let stale = state
+        .status
+        .last_update
+        .map(|t| {
+            state.now.saturating_duration_since(t) > state.interval * 3 + Duration::from_secs(5)
+        })
+        .unwrap_or(false);
+    match (&state.status.last_error, state.status.sweeping, age) {
+        (_, true, None) => ("sweeping… (first sweep)".into(), WARN),
+        (_, true, Some(a)) => (format!("sweeping… updated {a} ago"), WARN),
+        (Some(_), false, Some(a)) => (format!("sweep failed, data {a} old"), BAD),
+        (Some(_), false, None) => ("sweep failed".into(), BAD),
+        (None, false, Some(a)) => (format!("updated {a} ago"), if stale { WARN } else { OK }),
+        (None, false, None) => ("waiting for first sweep".into(), WARN),
+    }
+}
+
+pub fn no_data(frame: &mut Frame, area: Rect, state: &AppState) {
+    let (text, style) = status_text(state);
+    let mut lines = vec![Line::styled(text, style)];
+    if let Some(e) = &state.status.last_error {
+        lines.push(Line::styled(e.clone(), RED));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+/// A link's verdict as the Links view and the Hosts detail word it.
+pub fn verdict_text(v: &LinkVerdict) -> (String, Style) {
+    let why = for_terminal(&v.reasons.join("; "));
+    if v.degraded() {
+        (format!("degraded: {why}"), RED)
+    } else if v.below_norm() {
+        (format!("below norm: {why}"), WARN)
+    } else {
+        ("not degraded".to_string(), DIM)
+    }
+}
