@@ -306,32 +306,6 @@ fn sweep_all(plane: &mut Plane, fabric: &Fabric) -> counters::Sample {
     counters::sweep(&mut plane.engine, fabric, &targets, None)
 }
 
-/// The TUI's snapshot of a sweep, built as its live source builds one.
-fn tui_snapshot(fabric: Fabric, eval: findings::Evaluation, taken_at: SystemTime) -> tui::Snapshot {
-    let counters = eval
-        .sample
-        .map(|sample| {
-            sample
-                .ports
-                .iter()
-                .filter(|p| p.counters.is_some())
-                .map(|p| tui::PortCounterSample::from_sweep(p, taken_at))
-                .collect()
-        })
-        .unwrap_or_default();
-    let health = Arc::new(tui::derive::LinkHealth::from_report(&eval.health));
-    tui::Snapshot {
-        fabric: Arc::new(fabric),
-        health,
-        counters,
-        findings: eval.findings,
-        routes: None,
-        sm: None,
-        taken_at,
-        duration: Duration::ZERO,
-    }
-}
-
 fn discover_plane(plane: &mut Plane) -> Fabric {
     discover(&mut plane.engine, DiscoverOptions::default(), |_| {})
 }
@@ -390,8 +364,8 @@ fn main() {
         "tui" => {
             for (plane, fabric) in planes.iter_mut().zip(&prior) {
                 let eval = evaluate(plane, fabric, &thresholds);
-                let snap = tui_snapshot(fabric.clone(), eval, SystemTime::now());
-                first_snapshots.push(tui::state::prepare(None, snap, None).snapshot);
+                let snap = tui::Sweep::from_evaluation(fabric.clone(), eval, SystemTime::now());
+                first_snapshots.push(tui::state::prepare(None, snap, None).sweep);
                 let eval = evaluate(plane, fabric, &thresholds);
                 sweeps.push(eval);
             }
@@ -536,7 +510,7 @@ fn main() {
         "tui" => {
             let now = SystemTime::now();
             for ((fabric, eval), previous) in prior.iter().zip(sweeps).zip(&first_snapshots) {
-                let snap = tui_snapshot(fabric.clone(), eval, now);
+                let snap = tui::Sweep::from_evaluation(fabric.clone(), eval, now);
                 keep.push(Box::new(tui::state::prepare(Some(previous), snap, None)));
             }
         }

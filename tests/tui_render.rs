@@ -11,7 +11,7 @@ use ibscope_topo::gen::{self, FatTreeSpec};
 use ibscope_topo::{ibnd, routing, Fabric};
 use ibscope_tui::event_log::EventKind;
 use ibscope_tui::state::prepare;
-use ibscope_tui::{input, render, AppState, PortCounterSample, Snapshot, Source, View};
+use ibscope_tui::{input, render, AppState, PortCounterSample, Source, Sweep, View};
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
@@ -92,11 +92,11 @@ fn sample(guid: u64, port: u8, at: SystemTime, symbol: u64, bytes: u64) -> PortC
     }
 }
 
-fn snapshot(fabric: Fabric, at: SystemTime, sm: Option<&str>, errors: u64, bytes: u64) -> Snapshot {
+fn snapshot(fabric: Fabric, at: SystemTime, sm: Option<&str>, errors: u64, bytes: u64) -> Sweep {
     let l1 = guid_of(&fabric, "leaf-1");
     let s2 = guid_of(&fabric, "spine-2");
     let h1 = guid_of(&fabric, "host-1");
-    let mut snap = Snapshot::from_fabric(fabric, at);
+    let mut snap = Sweep::from_fabric(fabric, at);
     snap.counters = vec![
         sample(l1, 4, at, errors, bytes),
         sample(s2, 1, at, errors, bytes),
@@ -115,7 +115,7 @@ fn fixture_state() -> AppState {
     let mut state = AppState::new(None, Duration::from_secs(5), start);
     state.status.source = "file fixture.topo".into();
     let first = snapshot(fixture_fabric(FIXTURE), t0(), None, 10, 1_000_000);
-    state.apply_snapshot(first, start);
+    state.apply_sweep(first, start);
     let unplugged: String = FIXTURE
         .lines()
         .filter(|l| !l.starts_with("[2] \"H2\"") && !l.starts_with("[1] \"L1\"[2]"))
@@ -128,7 +128,7 @@ fn fixture_state() -> AppState {
         50,
         6_000_000_000,
     );
-    state.apply_snapshot(second, start + Duration::from_secs(5));
+    state.apply_sweep(second, start + Duration::from_secs(5));
     state.now = start + Duration::from_secs(8);
     state
 }
@@ -366,7 +366,7 @@ fn saturated_counter_shows_as_a_lower_bound() {
             c.saturated.insert("SymbolErrorCounter".to_string());
         }
     }
-    state.apply_snapshot(snap, start);
+    state.apply_sweep(snap, start);
     press(&mut state, KeyCode::Char('4'));
     let text = buffer_text(&render_buffer(&state, 100, 30));
     assert!(text.contains("SymbolErrorCounter≥65535"), "{text}");
@@ -522,12 +522,12 @@ struct CountingSource {
 }
 
 impl Source for CountingSource {
-    fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+    fn sweep(&mut self) -> anyhow::Result<Sweep> {
         self.n += 1;
         if self.n == 2 {
             anyhow::bail!("fabric unreachable");
         }
-        Ok(Snapshot::from_fabric(
+        Ok(Sweep::from_fabric(
             ibnd::parse(FIXTURE)?,
             t0() + Duration::from_secs(self.n),
         ))
@@ -564,7 +564,7 @@ impl Script {
     }
 }
 
-impl ibscope_tui::Events for Script {
+impl ibscope_tui::Inputs for Script {
     fn sweep_message(&mut self) -> Option<(usize, ibscope_tui::SweepMsg)> {
         self.messages.pop_front()
     }
@@ -661,7 +661,7 @@ fn two_fabrics() -> (Vec<AppState>, Vec<(usize, ibscope_tui::SweepMsg)>) {
             count: 2,
         });
         states.push(state);
-        let snap = Snapshot::from_fabric(ibnd::parse(&text).unwrap(), t0());
+        let snap = Sweep::from_fabric(ibnd::parse(&text).unwrap(), t0());
         messages.push((index, SweepMsg::Started));
         messages.push((index, SweepMsg::Done(Box::new(prepare(None, snap, None)))));
     }
@@ -768,15 +768,15 @@ fn a_lost_fabric_among_several_leaves_the_others() {
 
 #[test]
 fn sweeper_delivers_snapshots_and_failures() {
-    use ibscope_tui::{handle_message, SweepMsg, Sweeper};
-    let sweeper = Sweeper::spawn(
+    use ibscope_tui::{handle_message, SweepMsg, SweepThread};
+    let sweeper = SweepThread::spawn(
         Box::new(CountingSource { n: 0 }),
         Duration::from_secs(60),
         None,
     )
     .unwrap();
     let mut state = AppState::new(None, Duration::from_secs(60), Instant::now());
-    let recv = |s: &Sweeper| s.messages.recv_timeout(Duration::from_secs(10)).unwrap();
+    let recv = |s: &SweepThread| s.messages.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(matches!(recv(&sweeper), SweepMsg::Started));
     handle_message(&mut state, SweepMsg::Started, Instant::now());
     assert!(ibscope_tui::views::widgets::status_text(&state)
@@ -812,7 +812,7 @@ fn file_source_reads_topology() {
         ibscope::fabric::read_file(p).map(|(fabric, _warnings)| fabric)
     });
     assert_eq!(source.describe(), "file fixture.topo");
-    let snap = source.snapshot().unwrap();
+    let snap = source.sweep().unwrap();
     assert_eq!(snap.fabric.node_count(), 8);
     assert!(snap.counters.is_empty());
     assert!(snap.routes.is_none(), "no LFTs in an ibnetdiscover file");
@@ -822,7 +822,7 @@ fn file_source_reads_topology() {
         ibscope_topo::findings::FindingKind::DegradedLink
     );
     std::fs::write(&path, "Switch 8 \"broken\n").unwrap();
-    assert!(source.snapshot().is_err());
+    assert!(source.sweep().is_err());
 }
 
 /// LIDs in node order: a switch's on port 0 (its external ports repeat it), one per CA port.
@@ -844,7 +844,7 @@ fn responsiveness_2048_hosts() {
     let build = t.elapsed();
     let guids: Vec<u64> = fabric.nodes().map(|(_, n)| n.guid).collect();
     let mk = |fabric: &Fabric, at: SystemTime, errors: u64| {
-        let mut s = Snapshot::from_fabric(fabric.clone(), at);
+        let mut s = Sweep::from_fabric(fabric.clone(), at);
         s.counters = guids
             .iter()
             .take(500)
@@ -855,11 +855,11 @@ fn responsiveness_2048_hosts() {
     let now = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), now);
     let t = Instant::now();
-    state.apply_snapshot(mk(&fabric, t0(), 0), now);
+    state.apply_sweep(mk(&fabric, t0(), 0), now);
     let first = t.elapsed();
     let t = Instant::now();
     let prepared = prepare(
-        state.snapshot.as_ref(),
+        state.sweep.as_ref(),
         mk(&fabric, t0() + Duration::from_secs(5), 3),
         None,
     );
@@ -953,7 +953,7 @@ fn big_fabric_overview_aggregates_layers() {
     let now = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), now);
     state.status.source = "file ft2-512.topo".into();
-    state.apply_snapshot(Snapshot::from_fabric(fabric, t0()), now);
+    state.apply_sweep(Sweep::from_fabric(fabric, t0()), now);
     for (w, h) in [(80u16, 24u16), (160, 48)] {
         let buf = render_buffer(&state, w, h);
         let text = buffer_text(&buf);
@@ -1044,9 +1044,9 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
 
     let start = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), start);
-    state.apply_snapshot(Snapshot::from_fabric(healthy, t0()), start);
-    state.apply_snapshot(
-        Snapshot::from_fabric(narrowed, t0() + Duration::from_secs(5)),
+    state.apply_sweep(Sweep::from_fabric(healthy, t0()), start);
+    state.apply_sweep(
+        Sweep::from_fabric(narrowed, t0() + Duration::from_secs(5)),
         start + Duration::from_secs(5),
     );
     state.now = start + Duration::from_secs(5);
@@ -1191,7 +1191,7 @@ fn rail_state() -> AppState {
     let start = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), start);
     for (k, at) in [(0u64, t0()), (1, t0() + Duration::from_secs(5))] {
-        let mut snap = Snapshot::from_fabric(f.clone(), at);
+        let mut snap = Sweep::from_fabric(f.clone(), at);
         snap.counters = vec![sample(
             slow,
             1,
@@ -1199,7 +1199,7 @@ fn rail_state() -> AppState {
             3 + 20 * k,
             1_000_000 + k * 5_000_000_000,
         )];
-        state.apply_snapshot(snap, start + Duration::from_secs(5 * k));
+        state.apply_sweep(snap, start + Duration::from_secs(5 * k));
     }
     state.now = start + Duration::from_secs(8);
     state
@@ -1320,7 +1320,7 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
         f
     };
     let done = |i: usize, f: Fabric| {
-        let snap = Snapshot::from_fabric(f, t0());
+        let snap = Sweep::from_fabric(f, t0());
         (i, SweepMsg::Done(Box::new(prepare(None, snap, None))))
     };
     let mut states: Vec<AppState> = ["alpha", "beta"]
@@ -1337,7 +1337,7 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
         })
         .collect();
     let planes_of = |s: &AppState| -> Vec<(Option<String>, Option<u8>, String)> {
-        s.snapshot
+        s.sweep
             .as_ref()
             .unwrap()
             .findings

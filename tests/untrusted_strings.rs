@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ibscope_topo::{ibnd, routing, Fabric};
-use ibscope_tui::{input, render, AppState, Snapshot};
+use ibscope_tui::{input, render, AppState, Sweep};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::Value;
@@ -412,9 +412,9 @@ fn hostile_description_tui() {
     let start = Instant::now();
     let mut state = AppState::new(None, Duration::from_secs(5), start);
     let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let mut snap = Snapshot::from_fabric(f, at);
+    let mut snap = Sweep::from_fabric(f, at);
     snap.routes = ibscope_tui::source::check_routes(&snap.fabric);
-    state.apply_snapshot(snap, start);
+    state.apply_sweep(snap, start);
     for view in ['1', '2', '3', '4', '5', '6', '7', '8', '9'] {
         key(&mut state, view);
         for (w, h) in [(80, 24), (200, 50)] {

@@ -48,7 +48,7 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
         }],
     };
     // A signal only asks the UI to leave (within one tick), so the terminal is restored and
-    // the sweepers' ports closed; a second one changes nothing.
+    // the sweep threads' ports closed; a second one changes nothing.
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     tui::run(
         fabrics,
@@ -117,7 +117,7 @@ fn live_fabrics(g: &Global) -> anyhow::Result<Vec<tui::FabricSource>> {
 }
 
 impl tui::Source for LiveSource {
-    fn snapshot(&mut self) -> anyhow::Result<tui::Snapshot> {
+    fn sweep(&mut self) -> anyhow::Result<tui::Sweep> {
         use ibscope_topo::discover::{discover, DiscoverOptions};
         let started = std::time::Instant::now();
         let taken_at = std::time::SystemTime::now();
@@ -135,33 +135,13 @@ impl tui::Source for LiveSource {
             ibscope_topo::findings::CounterReads::PerPort,
         );
         crate::fabric::ensure_connected(&self.engine)?;
-        let findings = eval.findings;
-        let counters = eval
-            .sample
-            .map(|sample| {
-                sample
-                    .ports
-                    .iter()
-                    .filter(|p| p.counters.is_some())
-                    .map(|p| tui::PortCounterSample::from_sweep(p, taken_at))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let local = self.engine.local();
-        let sm = (local.sm_lid != 0).then(|| format!("LID {}", local.sm_lid));
-        let routes = tui::source::check_routes(&fabric);
-        // The same assessment check's findings came from (HealthOptions::default() above).
-        let health = std::sync::Arc::new(tui::derive::LinkHealth::from_report(&eval.health));
-        Ok(tui::Snapshot {
-            fabric: std::sync::Arc::new(fabric),
-            health,
-            counters,
-            findings,
-            routes,
-            sm,
-            taken_at,
-            duration: started.elapsed(),
-        })
+        // Its links judged as check's findings were (HealthOptions::default() above).
+        let mut sweep = tui::Sweep::from_evaluation(fabric, eval, taken_at);
+        let sm_lid = self.engine.local().sm_lid;
+        sweep.sm = (sm_lid != 0).then(|| format!("LID {sm_lid}"));
+        sweep.routes = tui::source::check_routes(&sweep.fabric);
+        sweep.duration = started.elapsed();
+        Ok(sweep)
     }
 
     fn set_cancel(&mut self, token: ibscope_mad::engine::CancelToken) {

@@ -1,4 +1,4 @@
-//! Facts derived from a snapshot once, when it arrives, so that drawing a frame only
+//! Facts derived from a sweep once, when it arrives, so that drawing a frame only
 //! formats the rows it shows: the health verdict on every link, the layered summary of
 //! the fabric, and the sorted row lists of the tables.
 
@@ -54,9 +54,9 @@ impl LinkVerdict {
     }
 }
 
-/// The health verdict on every link of one snapshot: `ibscope check`'s and `ibscope links`'
+/// The health verdict on every link of one sweep: `ibscope check`'s and `ibscope links`'
 /// (both rules: below what both ends support and enable, below the fabric norm).
-/// `assess` is O(links), so it runs once when the snapshot is made; every count, colour,
+/// `assess` is O(links), so it runs once when the sweep is made; every count, colour,
 /// marker and event of the UI reads this.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LinkHealth {
@@ -103,7 +103,7 @@ impl LinkHealth {
         self.verdict(link).is_some_and(LinkVerdict::degraded)
     }
 
-    /// Degraded links in the snapshot: the count `check` reports as degraded-link findings.
+    /// Degraded links in the sweep: the count `check` reports as degraded-link findings.
     pub fn degraded_count(&self) -> usize {
         self.degraded
     }
@@ -619,7 +619,7 @@ pub struct HostRow {
     pub cells: Vec<Option<HostCell>>,
 }
 
-/// The hosts x rails grid of a snapshot.
+/// The hosts x rails grid of a sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HostGrid {
     pub rails: Vec<u8>,

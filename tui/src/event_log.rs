@@ -1,4 +1,4 @@
-//! The event log: what changed between two consecutive snapshots.
+//! The event log: what changed between two consecutive sweeps.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::SystemTime;
@@ -7,7 +7,7 @@ use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, LinkKey, PortKey};
 
 use super::derive::{node_name, port_name, LinkHealth};
-use super::source::{Snapshot, ERROR_COUNTERS};
+use super::source::{Sweep, ERROR_COUNTERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
@@ -61,7 +61,7 @@ pub struct Event {
     pub text: String,
 }
 
-/// Every link of a snapshot, with whether its health verdict calls it degraded.
+/// Every link of a sweep, with whether its health verdict calls it degraded.
 fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
     fabric
         .links()
@@ -92,7 +92,7 @@ fn link_text(fabric: &Fabric, names: Option<&NameMap>, key: &LinkKey) -> String 
 }
 
 /// Events from `old` to `new`, stamped with `new.taken_at`.
-pub fn diff(old: &Snapshot, new: &Snapshot, names: Option<&NameMap>) -> Vec<Event> {
+pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
     let at = new.taken_at;
     let mut out = Vec::new();
     let mut push = |kind, text| out.push(Event { at, kind, text });

@@ -2,7 +2,7 @@
 //! them is one HCA port's planes, and a plane that disagrees (not Active, slower, or
 //! missing) is a `planes-disagree` finding on that plane's fabric, as `ibscope -C all
 //! check` reports it. topo decides (`hosts::planes`, `findings::planes_disagree`); this
-//! only gathers each fabric's latest snapshot.
+//! only gathers each fabric's latest sweep.
 
 use std::sync::Arc;
 
@@ -13,8 +13,8 @@ use ibscope_topo::Fabric;
 
 use super::state::AppState;
 
-/// Work the planes out again over every named fabric's latest snapshot and give each
-/// snapshot its fabric's planes-disagree findings, in place of the ones it had. With fewer
+/// Work the planes out again over every named fabric's latest sweep and give each
+/// sweep its fabric's planes-disagree findings, in place of the ones it had. With fewer
 /// than two such fabrics there are no planes, and nothing changes.
 pub fn refresh(states: &mut [AppState]) {
     let swept: Vec<(usize, String, Arc<Fabric>)> = states
@@ -22,7 +22,7 @@ pub fn refresh(states: &mut [AppState]) {
         .enumerate()
         .filter_map(|(i, s)| {
             let name = s.status.fabric.as_ref()?.name.clone();
-            Some((i, name, s.snapshot.as_ref()?.fabric.clone()))
+            Some((i, name, s.sweep.as_ref()?.fabric.clone()))
         })
         .collect();
     if swept.len() < 2 {
@@ -46,7 +46,7 @@ pub fn refresh(states: &mut [AppState]) {
         findings::planes_disagree(&views, names).findings
     };
     for (i, name, _) in &swept {
-        let Some(snap) = states[*i].snapshot.as_mut() else {
+        let Some(snap) = states[*i].sweep.as_mut() else {
             continue;
         };
         snap.findings

@@ -1,6 +1,6 @@
 //! What one sweep of the fabric produces, and where sweeps come from.
 //!
-//! A [`Snapshot`] is immutable once made: the sweeper thread builds it and hands it to the UI
+//! A [`Sweep`] is immutable once made: the sweep thread builds it and hands it to the UI
 //! thread over a channel, so the UI never waits on the fabric.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,7 +40,7 @@ pub use ibscope_topo::counters::ERROR_COUNTERS;
 impl PortCounterSample {
     /// One port of a sweep as the TUI keeps it: the best reading of each counter (64-bit
     /// where the PMA has it), the breakdown counters read, and which of those are saturated.
-    pub fn from_sweep(p: &PortSample, taken_at: SystemTime) -> PortCounterSample {
+    pub fn from_port_sample(p: &PortSample, taken_at: SystemTime) -> PortCounterSample {
         let breakdowns = p.details.0.iter().flat_map(|(_, set)| set.iter());
         let readings: Vec<(&str, u64)> = p.effective().into_iter().chain(breakdowns).collect();
         PortCounterSample {
@@ -71,7 +71,7 @@ impl PortCounterSample {
 
 /// One sweep's worth of fabric state.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub struct Sweep {
     pub fabric: Arc<Fabric>,
     /// `health::assess`'s verdict on every link of `fabric` (see [`LinkHealth::from_report`]): what
     /// the UI counts, colours and logs as degraded.
@@ -87,14 +87,14 @@ pub struct Snapshot {
     pub duration: Duration,
 }
 
-impl Snapshot {
-    /// A snapshot of a fabric with findings computed from it and nothing else, links judged
+impl Sweep {
+    /// A sweep of a fabric with findings computed from it and nothing else, links judged
     /// with the default health options (as `ibscope check --topology` without `--expect`).
-    pub fn from_fabric(fabric: Fabric, taken_at: SystemTime) -> Snapshot {
+    pub fn from_fabric(fabric: Fabric, taken_at: SystemTime) -> Sweep {
         let eval = findings::evaluate_offline(&fabric, None, &HealthOptions::default());
         let health = Arc::new(LinkHealth::from_report(&eval.health));
         let findings = eval.findings;
-        Snapshot {
+        Sweep {
             fabric: Arc::new(fabric),
             health,
             counters: Vec::new(),
@@ -107,16 +107,49 @@ impl Snapshot {
     }
 }
 
-/// Where snapshots come from: the live fabric (discovery + counters) or a file.
-/// `snapshot` runs on the sweeper thread and may take as long as it needs.
+impl Sweep {
+    /// A live sweep as `ibscope check` evaluated it: its findings, the health of its links
+    /// and the counters it read. Routes, the master SM and how long it took are the
+    /// source's to add.
+    pub fn from_evaluation(
+        fabric: Fabric,
+        evaluation: findings::Evaluation,
+        taken_at: SystemTime,
+    ) -> Sweep {
+        let counters = evaluation
+            .sample
+            .map(|sample| {
+                sample
+                    .ports
+                    .iter()
+                    .filter(|p| p.counters.is_some())
+                    .map(|p| PortCounterSample::from_port_sample(p, taken_at))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Sweep {
+            fabric: Arc::new(fabric),
+            health: Arc::new(LinkHealth::from_report(&evaluation.health)),
+            counters,
+            findings: evaluation.findings,
+            routes: None,
+            sm: None,
+            taken_at,
+            duration: Duration::ZERO,
+        }
+    }
+}
+
+/// Where sweeps come from: the live fabric (discovery + counters) or a file.
+/// `sweep` runs on the sweep thread and may take as long as it needs.
 pub trait Source: Send {
-    fn snapshot(&mut self) -> anyhow::Result<Snapshot>;
+    fn sweep(&mut self) -> anyhow::Result<Sweep>;
     /// Shown in the header, e.g. "file net.topo" or "mlx5_0/1".
     fn describe(&self) -> String;
-    /// A token that, once cancelled, should make a running `snapshot` give up soon (a live
+    /// A token that, once cancelled, should make a running `sweep` give up soon (a live
     /// source hands it to its MAD engine). Sources that never wait need not keep it.
     fn set_cancel(&mut self, _token: ibscope_mad::engine::CancelToken) {}
-    /// Asked after a failed `snapshot`: whether the connection to the fabric is gone, so
+    /// Asked after a failed `sweep`: whether the connection to the fabric is gone, so
     /// that no later sweep can work (a live source whose transport was lost). The UI then
     /// ends with that error.
     fn connection_lost(&self) -> bool {
@@ -144,10 +177,10 @@ impl FileSource {
 }
 
 impl Source for FileSource {
-    fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+    fn sweep(&mut self) -> anyhow::Result<Sweep> {
         let started = Instant::now();
         let fabric = (self.read)(&self.path)?;
-        let mut snap = Snapshot::from_fabric(fabric, SystemTime::now());
+        let mut snap = Sweep::from_fabric(fabric, SystemTime::now());
         snap.routes = check_routes(&snap.fabric);
         snap.duration = started.elapsed();
         Ok(snap)
@@ -210,7 +243,7 @@ mod tests {
     #[test]
     fn a_swept_port_keeps_its_best_readings_breakdowns_and_saturation() {
         let port: PortSample = serde_json::from_str(SWEPT).unwrap();
-        let s = PortCounterSample::from_sweep(&port, std::time::UNIX_EPOCH);
+        let s = PortCounterSample::from_port_sample(&port, std::time::UNIX_EPOCH);
         assert_eq!(
             s.at,
             PortKey {

@@ -1,5 +1,5 @@
 //! Everything the UI shows, as plain data: no terminal, no threads, no clock reads. The
-//! event loop feeds it snapshots and actions and sets `now`; the renderer only reads it.
+//! event loop feeds it sweeps and actions and sets `now`; the renderer only reads it.
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -13,7 +13,7 @@ use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
 use super::event_log::{self, Event, EventKind};
-use super::source::{PortCounterSample, Snapshot};
+use super::source::{PortCounterSample, Sweep};
 
 /// The views, in the order of their tabs: the n-th is selected by the digit n, Tab goes
 /// to the next. What each shows and how it is drawn is its file's in `views/`.
@@ -84,14 +84,14 @@ impl ListCursor {
     }
 }
 
-/// Sweeper status, for the "updated 3s ago" / "sweeping…" line.
+/// Sweep status, for the "updated 3s ago" / "sweeping…" line.
 #[derive(Debug, Default)]
 pub struct Status {
     pub sweeping: bool,
     pub last_update: Option<Instant>,
     pub last_error: Option<String>,
     pub sweeps: u64,
-    /// Where snapshots come from ("file net.topo").
+    /// Where sweeps come from ("file net.topo").
     pub source: String,
     /// Which fabric this is, when the UI watches several (`-C all`, a list).
     pub fabric: Option<FabricTag>,
@@ -222,7 +222,7 @@ pub struct NodesView {
     /// Indexes into `Derived::node_rows`, filtered and sorted.
     pub visible: Vec<usize>,
     pub list: ListCursor,
-    /// GUID of the node whose detail pane is open (a GUID survives a new snapshot).
+    /// GUID of the node whose detail pane is open (a GUID survives a new sweep).
     pub detail: Option<u64>,
     pub detail_ports: ListCursor,
 }
@@ -233,7 +233,7 @@ pub enum RouteField {
     To,
 }
 
-/// A traced route, resolved against the snapshot it was traced in.
+/// A traced route, resolved against the sweep it was traced in.
 #[derive(Debug, Clone)]
 pub struct RouteResult {
     pub src: End,
@@ -280,7 +280,7 @@ pub struct CountersView {
     pub list: ListCursor,
 }
 
-/// What is computed once per snapshot.
+/// What is computed once per sweep.
 #[derive(Debug, Default)]
 pub struct Derived {
     pub summary: FabricSummary,
@@ -289,19 +289,19 @@ pub struct Derived {
     pub host_grid: HostGrid,
 }
 
-/// A snapshot with everything derived from it, built off the UI thread.
+/// A sweep with everything derived from it, built off the UI thread.
 #[derive(Debug)]
 pub struct Prepared {
-    pub snapshot: Snapshot,
+    pub sweep: Sweep,
     pub derived: Derived,
-    /// What changed since the previous snapshot (or a "first snapshot" note).
+    /// What changed since the previous sweep (or a note on the first sweep).
     pub events: Vec<Event>,
 }
 
 /// Derive rows, the layered summary and the events of `snap` (relative to `previous`).
-/// O(nodes + links) with sorting; runs on the sweeper thread. Degraded links are those of
-/// `snap.health`, judged once when the snapshot was made.
-pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameMap>) -> Prepared {
+/// O(nodes + links) with sorting; runs on the sweep thread. Degraded links are those of
+/// `snap.health`, judged once when the sweep was made.
+pub fn prepare(previous: Option<&Sweep>, snap: Sweep, names: Option<&NameMap>) -> Prepared {
     let events = match previous {
         Some(old) => event_log::diff(old, &snap, names),
         None => vec![Event {
@@ -321,7 +321,7 @@ pub fn prepare(previous: Option<&Snapshot>, snap: Snapshot, names: Option<&NameM
         host_grid: derive::host_grid(&snap.fabric, &snap.health, names),
     };
     Prepared {
-        snapshot: snap,
+        sweep: snap,
         derived,
         events,
     }
@@ -339,7 +339,7 @@ pub struct AppState {
     pub now: Instant,
     pub interval: Duration,
     pub status: Status,
-    pub snapshot: Option<Snapshot>,
+    pub sweep: Option<Sweep>,
     pub names: Option<NameMap>,
     pub derived: Derived,
     pub history: HashMap<PortKey, PortHistory>,
@@ -364,7 +364,7 @@ impl AppState {
             now,
             interval,
             status: Status::default(),
-            snapshot: None,
+            sweep: None,
             names,
             derived: Derived::default(),
             history: HashMap::new(),
@@ -380,15 +380,15 @@ impl AppState {
     }
 
     pub fn fabric(&self) -> Option<&Fabric> {
-        self.snapshot.as_ref().map(|s| &*s.fabric)
+        self.sweep.as_ref().map(|s| &*s.fabric)
     }
 
-    /// The sweeper started a sweep.
+    /// The sweep thread started a sweep.
     pub fn sweep_started(&mut self) {
         self.status.sweeping = true;
     }
 
-    /// A sweep failed: keep showing the last snapshot, log the failure.
+    /// A sweep failed: keep showing the last sweep, log the failure.
     pub fn sweep_failed(&mut self, error: String, at: SystemTime) {
         self.status.sweeping = false;
         let text = ibscope_topo::escape::for_terminal(&error);
@@ -408,18 +408,18 @@ impl AppState {
         self.events.push_front(e);
     }
 
-    /// A new snapshot arrived (at `now`): derive rows and events here. The event loop
-    /// uses [`AppState::apply_prepared`] with the work done on the sweeper thread instead.
-    pub fn apply_snapshot(&mut self, snap: Snapshot, now: Instant) {
-        let prepared = prepare(self.snapshot.as_ref(), snap, self.names.as_ref());
+    /// A new sweep arrived (at `now`): derive rows and events here. The event loop
+    /// uses [`AppState::apply_prepared`] with the work done on the sweep thread instead.
+    pub fn apply_sweep(&mut self, snap: Sweep, now: Instant) {
+        let prepared = prepare(self.sweep.as_ref(), snap, self.names.as_ref());
         self.apply_prepared(prepared, now);
     }
 
-    /// Take a prepared snapshot: log its events, update counter histories, keep
+    /// Take a prepared sweep: log its events, update counter histories, keep
     /// selections in range. Cost: O(counters + nodes log nodes), no per-link work.
     pub fn apply_prepared(&mut self, prepared: Prepared, now: Instant) {
         let Prepared {
-            snapshot: snap,
+            sweep: snap,
             derived,
             events: new_events,
         } = prepared;
@@ -435,7 +435,7 @@ impl AppState {
             }
         }
         self.derived = derived;
-        self.snapshot = Some(snap);
+        self.sweep = Some(snap);
         self.status.sweeping = false;
         self.status.last_error = None;
         self.status.last_update = Some(now);
@@ -450,7 +450,7 @@ impl AppState {
         }
     }
 
-    /// Re-filter and re-sort the node list (after a filter/sort change or a new snapshot).
+    /// Re-filter and re-sort the node list (after a filter/sort change or a new sweep).
     pub fn refresh_nodes(&mut self) {
         self.nodes.visible =
             derive::filter_sort_nodes(&self.derived.node_rows, &self.nodes.filter, self.nodes.sort);
@@ -459,7 +459,7 @@ impl AppState {
 
     pub fn refresh_counters(&mut self) {
         let mut rows: Vec<PortKey> = self.history.keys().copied().collect();
-        let fabric = self.snapshot.as_ref().map(|s| s.fabric.clone());
+        let fabric = self.sweep.as_ref().map(|s| s.fabric.clone());
         let name_of = |k: &PortKey| -> String {
             fabric
                 .as_ref()
@@ -503,9 +503,9 @@ impl AppState {
             .and_then(|&i| self.derived.node_rows.get(i))
     }
 
-    /// Resolve the routing inputs and trace the route in the current snapshot.
+    /// Resolve the routing inputs and trace the route in the current sweep.
     pub fn run_trace(&mut self) {
-        let Some(fabric) = self.snapshot.as_ref().map(|s| s.fabric.clone()) else {
+        let Some(fabric) = self.sweep.as_ref().map(|s| s.fabric.clone()) else {
             self.routing.result = Some(Err("no snapshot yet".into()));
             return;
         };

@@ -1,4 +1,4 @@
-//! The background thread that takes snapshots, so the UI thread never waits on the fabric.
+//! The background thread that takes sweeps, so the UI thread never waits on the fabric.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -7,14 +7,14 @@ use std::time::{Duration, SystemTime};
 use ibscope_mad::engine::CancelToken;
 use ibscope_topo::namemap::NameMap;
 
-use super::source::{Snapshot, Source};
+use super::source::{Source, Sweep};
 use super::state::{prepare, Prepared};
 
-/// What the sweeper tells the UI.
+/// What the sweep thread tells the UI.
 #[derive(Debug)]
 pub enum SweepMsg {
     Started,
-    /// A snapshot with its rows and events already derived.
+    /// A sweep with its rows and events already derived.
     Done(Box<Prepared>),
     /// The source failed; the text is the error chain.
     Failed {
@@ -22,20 +22,20 @@ pub enum SweepMsg {
         at: SystemTime,
     },
     /// The connection to the fabric is gone (the source says so, [`Source::connection_lost`]):
-    /// no later sweep can work, the sweeper has ended and the UI should end with this error.
+    /// no later sweep can work, the sweep thread has ended and the UI should end with this error.
     Lost {
         error: String,
     },
 }
 
-/// What the UI tells the sweeper.
+/// What the UI tells the sweep thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Control {
     SweepNow,
     Stop,
 }
 
-pub struct Sweeper {
+pub struct SweepThread {
     pub messages: Receiver<SweepMsg>,
     control: Sender<Control>,
     handle: Option<JoinHandle<()>>,
@@ -43,14 +43,14 @@ pub struct Sweeper {
     cancel: CancelToken,
 }
 
-impl Sweeper {
+impl SweepThread {
     /// Start sweeping at once, then every `interval` (measured from the end of a sweep, so
     /// a slow fabric is not swept back to back). `names` are used for the derived rows.
     pub fn spawn(
         mut source: Box<dyn Source>,
         interval: Duration,
         names: Option<NameMap>,
-    ) -> std::io::Result<Sweeper> {
+    ) -> std::io::Result<SweepThread> {
         let (msg_tx, messages) = mpsc::channel();
         let (control, ctl_rx) = mpsc::channel::<Control>();
         let cancel = CancelToken::new();
@@ -59,12 +59,12 @@ impl Sweeper {
         let handle = std::thread::Builder::new()
             .name("ibscope-sweeper".into())
             .spawn(move || {
-                let mut previous: Option<Snapshot> = None;
+                let mut previous: Option<Sweep> = None;
                 loop {
                     if msg_tx.send(SweepMsg::Started).is_err() {
                         return;
                     }
-                    let result = source.snapshot();
+                    let result = source.sweep();
                     if cancelled.is_cancelled() {
                         // What a cancelled sweep saw is partial: not worth showing.
                         return;
@@ -72,7 +72,7 @@ impl Sweeper {
                     let msg = match result {
                         Ok(s) => {
                             let prepared = prepare(previous.as_ref(), s, names.as_ref());
-                            previous = Some(prepared.snapshot.clone());
+                            previous = Some(prepared.sweep.clone());
                             SweepMsg::Done(Box::new(prepared))
                         }
                         Err(e) if source.connection_lost() => {
@@ -101,7 +101,7 @@ impl Sweeper {
                     }
                 }
             })?;
-        Ok(Sweeper {
+        Ok(SweepThread {
             messages,
             control,
             handle: Some(handle),
@@ -110,7 +110,7 @@ impl Sweeper {
     }
 
     /// Cancel a sweep in progress and ask the thread to stop, without waiting (so several
-    /// sweepers stop together; [`Sweeper::quit`] then waits).
+    /// sweep threads stop together; [`SweepThread::quit`] then waits).
     pub fn cancel(&self) {
         self.cancel.cancel();
         let _ = self.control.send(Control::Stop);
@@ -158,7 +158,7 @@ mod tests {
     struct Gone(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
     impl Source for Gone {
-        fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+        fn sweep(&mut self) -> anyhow::Result<Sweep> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let lost = MadError::TransportLost {
                 call: UmadCall::Send,
@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn a_lost_transport_ends_the_sweeper_with_one_message() {
         let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let sweeper = Sweeper::spawn(
+        let sweeper = SweepThread::spawn(
             Box::new(Gone(calls.clone())),
             Duration::from_millis(1),
             None,
@@ -203,7 +203,7 @@ mod tests {
         sweeper.stop();
     }
 
-    /// Blocks in `snapshot` until its token is cancelled, like an engine waiting on a
+    /// Blocks in `sweep` until its token is cancelled, like an engine waiting on a
     /// frozen fabric; records what happened.
     struct Stuck {
         token: Option<CancelToken>,
@@ -212,7 +212,7 @@ mod tests {
     }
 
     impl Source for Stuck {
-        fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
+        fn sweep(&mut self) -> anyhow::Result<Sweep> {
             let token = self
                 .token
                 .clone()
@@ -244,7 +244,7 @@ mod tests {
     fn quit_cancels_a_sweep_in_progress_and_closes_the_source() {
         let saw_cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let sweeper = Sweeper::spawn(
+        let sweeper = SweepThread::spawn(
             Box::new(Stuck {
                 token: None,
                 saw_cancel: saw_cancel.clone(),
@@ -254,7 +254,7 @@ mod tests {
             None,
         )
         .unwrap();
-        // The sweep has started (and is stuck in snapshot).
+        // The sweep has started (and is stuck in sweep).
         assert!(matches!(
             sweeper.messages.recv_timeout(Duration::from_secs(10)),
             Ok(SweepMsg::Started)

@@ -35,7 +35,7 @@ fn list_noun(_: &AppState) -> &'static str {
 }
 
 fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.snapshot else {
+    let Some(snap) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let v = &state.counters;

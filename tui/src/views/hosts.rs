@@ -51,7 +51,7 @@ fn cell_style(state: CellState) -> Style {
 }
 
 fn draw_hosts(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.snapshot else {
+    let Some(snap) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let grid = &state.derived.host_grid;
@@ -214,7 +214,7 @@ fn draw_host_detail(
         None => lines.push(Line::styled("this host has no HCA on this rail", DIM)),
     }
     let findings = state
-        .snapshot
+        .sweep
         .as_ref()
         .map(|s| s.findings.as_slice())
         .unwrap_or(&[]);

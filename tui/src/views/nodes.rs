@@ -45,7 +45,7 @@ fn list_noun(state: &AppState) -> &'static str {
 }
 
 fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.snapshot else {
+    let Some(snap) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let detail = state.nodes.detail.and_then(|g| snap.fabric.node_by_guid(g));

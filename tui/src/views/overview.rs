@@ -28,11 +28,7 @@ pub const PARTS: ViewParts = ViewParts {
 };
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
-    let len = state
-        .snapshot
-        .as_ref()
-        .map(|s| s.findings.len())
-        .unwrap_or(0);
+    let len = state.sweep.as_ref().map(|s| s.findings.len()).unwrap_or(0);
     (&mut state.overview_findings, len)
 }
 
@@ -172,7 +168,7 @@ fn layer_lines(
 }
 
 fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.snapshot else {
+    let Some(snap) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let s = &state.derived.summary;

@@ -37,7 +37,7 @@ fn list_noun(_: &AppState) -> &'static str {
 }
 
 fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.snapshot else {
+    let Some(snap) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let fabric = &snap.fabric;
@@ -246,7 +246,7 @@ fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
         .title(" Route balance ");
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some(report) = state.snapshot.as_ref().and_then(|s| s.routes.as_deref()) else {
+    let Some(report) = state.sweep.as_ref().and_then(|s| s.routes.as_deref()) else {
         frame.render_widget(
             Paragraph::new(vec![
                 Line::styled("no route analysis:", DIM),
