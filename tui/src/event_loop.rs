@@ -9,9 +9,11 @@ use crossterm::event::Event as TermEvent;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
+use crate::input;
+use crate::plane_findings;
+use crate::render;
 use crate::state::AppState;
 use crate::sweep_thread::SweepMsg;
-use crate::{input, plane_findings, render};
 
 /// Apply one sweep thread message to the state.
 pub fn handle_message(state: &mut AppState, msg: SweepMsg, now: Instant) {
