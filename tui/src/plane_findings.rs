@@ -46,12 +46,13 @@ pub fn refresh(states: &mut [AppState]) {
         findings::planes_disagree(&views, names).findings
     };
     for (i, name, _) in &swept {
-        let Some(snap) = states[*i].sweep.as_mut() else {
+        let Some(sweep) = states[*i].sweep.as_mut() else {
             continue;
         };
-        snap.findings
+        sweep
+            .findings
             .retain(|f| f.kind != FindingKind::PlanesDisagree);
-        snap.findings.extend(
+        sweep.findings.extend(
             found
                 .iter()
                 .filter(|f| f.fabric.as_deref() == Some(name.as_str()))

@@ -180,10 +180,10 @@ impl Source for FileSource {
     fn sweep(&mut self) -> anyhow::Result<Sweep> {
         let started = Instant::now();
         let fabric = (self.read)(&self.path)?;
-        let mut snap = Sweep::from_fabric(fabric, SystemTime::now());
-        snap.routes = check_routes(&snap.fabric);
-        snap.duration = started.elapsed();
-        Ok(snap)
+        let mut sweep = Sweep::from_fabric(fabric, SystemTime::now());
+        sweep.routes = check_routes(&sweep.fabric);
+        sweep.duration = started.elapsed();
+        Ok(sweep)
     }
     fn describe(&self) -> String {
         format!(

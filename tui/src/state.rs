@@ -298,30 +298,30 @@ pub struct Prepared {
     pub events: Vec<Event>,
 }
 
-/// Derive rows, the layered summary and the events of `snap` (relative to `previous`).
+/// Derive rows, the layered summary and the events of `sweep` (relative to `previous`).
 /// O(nodes + links) with sorting; runs on the sweep thread. Degraded links are those of
-/// `snap.health`, judged once when the sweep was made.
-pub fn prepare(previous: Option<&Sweep>, snap: Sweep, names: Option<&NameMap>) -> Prepared {
+/// `sweep.health`, judged once when the sweep was made.
+pub fn prepare(previous: Option<&Sweep>, sweep: Sweep, names: Option<&NameMap>) -> Prepared {
     let events = match previous {
-        Some(old) => event_log::diff(old, &snap, names),
+        Some(old) => event_log::diff(old, &sweep, names),
         None => vec![Event {
-            at: snap.taken_at,
+            at: sweep.taken_at,
             kind: EventKind::Info,
             text: format!(
                 "first snapshot: {} nodes, {} links",
-                snap.fabric.node_count(),
-                snap.fabric.link_count()
+                sweep.fabric.node_count(),
+                sweep.fabric.link_count()
             ),
         }],
     };
     let derived = Derived {
-        summary: derive::summarize(&snap.fabric, &snap.health, names),
-        node_rows: derive::node_rows(&snap.fabric, names),
-        link_rows: derive::link_rows(&snap.fabric, &snap.health, names),
-        host_grid: derive::host_grid(&snap.fabric, &snap.health, names),
+        summary: derive::summarize(&sweep.fabric, &sweep.health, names),
+        node_rows: derive::node_rows(&sweep.fabric, names),
+        link_rows: derive::link_rows(&sweep.fabric, &sweep.health, names),
+        host_grid: derive::host_grid(&sweep.fabric, &sweep.health, names),
     };
     Prepared {
-        sweep: snap,
+        sweep,
         derived,
         events,
     }
@@ -410,8 +410,8 @@ impl AppState {
 
     /// A new sweep arrived (at `now`): derive rows and events here. The event loop
     /// uses [`AppState::apply_prepared`] with the work done on the sweep thread instead.
-    pub fn apply_sweep(&mut self, snap: Sweep, now: Instant) {
-        let prepared = prepare(self.sweep.as_ref(), snap, self.names.as_ref());
+    pub fn apply_sweep(&mut self, sweep: Sweep, now: Instant) {
+        let prepared = prepare(self.sweep.as_ref(), sweep, self.names.as_ref());
         self.apply_prepared(prepared, now);
     }
 
@@ -419,14 +419,14 @@ impl AppState {
     /// selections in range. Cost: O(counters + nodes log nodes), no per-link work.
     pub fn apply_prepared(&mut self, prepared: Prepared, now: Instant) {
         let Prepared {
-            sweep: snap,
+            sweep,
             derived,
             events: new_events,
         } = prepared;
         for e in new_events {
             self.log(e);
         }
-        for c in &snap.counters {
+        for c in &sweep.counters {
             match self.history.get_mut(&c.at) {
                 Some(h) => h.update(c.clone()),
                 None => {
@@ -435,7 +435,7 @@ impl AppState {
             }
         }
         self.derived = derived;
-        self.sweep = Some(snap);
+        self.sweep = Some(sweep);
         self.status.sweeping = false;
         self.status.last_error = None;
         self.status.last_update = Some(now);

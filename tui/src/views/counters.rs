@@ -35,7 +35,7 @@ fn list_noun(_: &AppState) -> &'static str {
 }
 
 fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let v = &state.counters;
@@ -66,7 +66,7 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
     ));
     let inner = block.inner(table_area);
     frame.render_widget(block, table_area);
-    draw_counter_rows(frame, inner, state, &snap.fabric);
+    draw_counter_rows(frame, inner, state, &sweep.fabric);
     if detail_h == 0 {
         return;
     }

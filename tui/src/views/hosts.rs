@@ -51,7 +51,7 @@ fn cell_style(state: CellState) -> Style {
 }
 
 fn draw_hosts(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let grid = &state.derived.host_grid;
@@ -93,7 +93,7 @@ fn draw_hosts(frame: &mut Frame, area: Rect, state: &AppState) {
         Layout::vertical([Constraint::Min(3), Constraint::Length(detail_h)]).areas(inner);
     draw_host_grid(frame, table_area, state);
     if detail_h > 0 {
-        draw_host_detail(frame, detail_area, state, &snap.fabric, &snap.health);
+        draw_host_detail(frame, detail_area, state, &sweep.fabric, &sweep.health);
     }
 }
 

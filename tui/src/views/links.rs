@@ -36,10 +36,10 @@ fn list_noun(_: &AppState) -> &'static str {
 }
 
 fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
-    let fabric = &snap.fabric;
+    let fabric = &sweep.fabric;
     let names = state.names.as_ref();
     let rows_all = &state.derived.link_rows;
     let s = &state.derived.summary;

@@ -45,10 +45,13 @@ fn list_noun(state: &AppState) -> &'static str {
 }
 
 fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
-    let detail = state.nodes.detail.and_then(|g| snap.fabric.node_by_guid(g));
+    let detail = state
+        .nodes
+        .detail
+        .and_then(|g| sweep.fabric.node_by_guid(g));
     let (list_area, detail_area) = match detail {
         None => (Some(area), None),
         Some(_) if area.width >= 140 => {
@@ -63,7 +66,7 @@ fn draw_nodes(frame: &mut Frame, area: Rect, state: &AppState) {
         draw_node_list(frame, area, state);
     }
     if let (Some(area), Some(id)) = (detail_area, detail) {
-        draw_node_detail(frame, area, state, &snap.fabric, &snap.health, id);
+        draw_node_detail(frame, area, state, &sweep.fabric, &sweep.health, id);
     }
 }
 

@@ -168,11 +168,11 @@ fn layer_lines(
 }
 
 fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let s = &state.derived.summary;
-    let sm = snap
+    let sm = sweep
         .sm
         .as_deref()
         .map(for_terminal)
@@ -212,8 +212,8 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
                 format!(
                     "{}, swept at {} UTC in {} ms",
                     for_terminal(&state.status.source),
-                    format_time(snap.taken_at),
-                    snap.duration.as_millis()
+                    format_time(sweep.taken_at),
+                    sweep.duration.as_millis()
                 ),
                 DIM,
             ),
@@ -242,20 +242,20 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
     );
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Findings ({}) ", snap.findings.len()));
+        .title(format!(" Findings ({}) ", sweep.findings.len()));
     let inner = block.inner(findings_area);
     frame.render_widget(block, findings_area);
-    if snap.findings.is_empty() {
+    if sweep.findings.is_empty() {
         frame.render_widget(Paragraph::new(Span::styled("no findings", OK)), inner);
         return;
     }
     let window = state
         .overview_findings
-        .window(snap.findings.len(), usize::from(inner.height));
+        .window(sweep.findings.len(), usize::from(inner.height));
     let lines: Vec<Line> = window
         .clone()
         .map(|i| {
-            let f = &snap.findings[i];
+            let f = &sweep.findings[i];
             let style = match f.severity {
                 Severity::Error => BAD,
                 Severity::Warning => RED,

@@ -1,6 +1,7 @@
 //! The Routing view: a route traced hop by hop, the LFT of a hop's switch, the route balance.
 
 use ibscope_topo::escape::for_terminal;
+use ibscope_topo::routing::Hop;
 use ibscope_topo::{End, Fabric};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -37,10 +38,10 @@ fn list_noun(_: &AppState) -> &'static str {
 }
 
 fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(snap) = &state.sweep else {
+    let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
-    let fabric = &snap.fabric;
+    let fabric = &sweep.fabric;
     let names = state.names.as_ref();
     let r = &state.routing;
     let field = |label: &str, text: &str, which: RouteField| -> Vec<Span<'static>> {
@@ -99,14 +100,32 @@ fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
     let [lft_area, balance_area] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
 
-    // Hops.
-    let block = Block::default().borders(Borders::TOP).title(" Path ");
-    let inner = block.inner(hops_area);
-    frame.render_widget(block, hops_area);
-    let hops: &[ibscope_topo::routing::Hop] = match &r.result {
+    let hops: &[Hop] = match &r.result {
         Some(Ok(res)) => &res.hops,
         _ => &[],
     };
+    draw_path(frame, hops_area, state, fabric, hops);
+
+    // LFT of the selected hop's switch, around the destination LID.
+    let selected_switch = hops
+        .get(r.hops.selected)
+        .and_then(|h| fabric.node_by_guid(h.node.guid))
+        .filter(|id| fabric.node(*id).is_switch());
+    let dst_lid = match &r.result {
+        Some(Ok(res)) => Some(res.dst_lid),
+        _ => None,
+    };
+    draw_lft(frame, lft_area, state, fabric, selected_switch, dst_lid);
+    draw_balance(frame, balance_area, state);
+}
+
+/// The traced route's hops, one row each, the selected one marked.
+fn draw_path(frame: &mut Frame, area: Rect, state: &AppState, fabric: &Fabric, hops: &[Hop]) {
+    let names = state.names.as_ref();
+    let r = &state.routing;
+    let block = Block::default().borders(Borders::TOP).title(" Path ");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let height = usize::from(inner.height.saturating_sub(1));
     let window = r.hops.window(hops.len(), height);
     let rows: Vec<Row> = window
@@ -141,18 +160,6 @@ fn draw_routing(frame: &mut Frame, area: Rect, state: &AppState) {
         .header(Row::new(vec!["#", "Node", "Kind", "In", "Out"]).style(HEAD)),
         inner,
     );
-
-    // LFT of the selected hop's switch, around the destination LID.
-    let selected_switch = hops
-        .get(r.hops.selected)
-        .and_then(|h| fabric.node_by_guid(h.node.guid))
-        .filter(|id| fabric.node(*id).is_switch());
-    let dst_lid = match &r.result {
-        Some(Ok(res)) => Some(res.dst_lid),
-        _ => None,
-    };
-    draw_lft(frame, lft_area, state, fabric, selected_switch, dst_lid);
-    draw_balance(frame, balance_area, state);
 }
 
 fn draw_lft(
