@@ -26,7 +26,7 @@ pub fn handle_message(state: &mut AppState, msg: SweepMsg, now: Instant) {
 }
 
 /// What the event loop waits on: sweeps from the sweep threads (one per fabric), keys from
-/// the terminal. [`run`] gives it the live sweep threads and crossterm; a test gives it a
+/// the terminal. [`run`](crate::session::run) gives it the live sweep threads and crossterm; a test gives it a
 /// script.
 pub trait Inputs {
     /// A sweep thread message that has arrived, if any, with its fabric's index; never waits.

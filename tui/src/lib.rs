@@ -9,7 +9,7 @@
 //! - [`sweep_thread`]: a thread that turns a [`Source`] into [`Sweep`]s on a channel;
 //! - [`derive`](mod@derive) / [`event_log`]: what is computed once per sweep, and what changed;
 //! - [`plane_findings`]: with several fabrics, the planes that disagree;
-//! - [`event_loop`] and [`session`]: the loop, and the live terminal around it.
+//! - [`event_loop`](mod@event_loop) and [`session`]: the loop, and the live terminal around it.
 
 pub mod derive;
 pub mod event_log;
