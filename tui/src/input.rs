@@ -102,20 +102,7 @@ pub fn apply(state: &mut AppState, action: Action) {
             }
             after_edit(state);
         }
-        Action::InputSubmit => match state.view {
-            View::Nodes => state.nodes.editing = false,
-            View::Routing => {
-                match state.routing.editing {
-                    Some(RouteField::From) if state.routing.to.is_empty() => {
-                        state.routing.editing = Some(RouteField::To);
-                        return;
-                    }
-                    _ => state.routing.editing = None,
-                }
-                state.run_trace();
-            }
-            _ => {}
-        },
+        Action::InputSubmit => submit_input(state),
         Action::InputCancel => match state.view {
             View::Nodes => {
                 state.nodes.editing = false;
@@ -138,6 +125,24 @@ pub fn apply(state: &mut AppState, action: Action) {
                 state.run_trace();
             }
         }
+    }
+}
+
+/// Enter while typing: keep the node filter; in Routing go on to the destination, or trace.
+fn submit_input(state: &mut AppState) {
+    match state.view {
+        View::Nodes => state.nodes.editing = false,
+        View::Routing => {
+            match state.routing.editing {
+                Some(RouteField::From) if state.routing.to.is_empty() => {
+                    state.routing.editing = Some(RouteField::To);
+                    return;
+                }
+                _ => state.routing.editing = None,
+            }
+            state.run_trace();
+        }
+        _ => {}
     }
 }
 

@@ -11,7 +11,7 @@ use ratatui::Frame;
 
 use super::widgets::{format_time, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
 use crate::derive::{FabricSummary, Layer, SwitchChip};
-use crate::source::finding_subject;
+use crate::source::{finding_subject, Sweep};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -167,10 +167,9 @@ fn layer_lines(
     (out, false)
 }
 
-fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
-    let Some(sweep) = &state.sweep else {
-        return no_data(frame, area, state);
-    };
+/// The two lines above the picture: what the fabric holds and how many links are bad; the
+/// SM and where the sweep came from.
+fn count_lines(state: &AppState, sweep: &Sweep) -> Vec<Line<'static>> {
     let s = &state.derived.summary;
     let sm = sweep
         .sm
@@ -178,7 +177,7 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
         .map(for_terminal)
         .unwrap_or_else(|| "unknown".into());
     let problems = s.degraded + s.down;
-    let counts = vec![
+    vec![
         Line::from(vec![
             Span::styled(format!("{} switches", s.switches), HEAD),
             Span::raw(format!(", {} CAs", s.cas)),
@@ -218,7 +217,15 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
                 DIM,
             ),
         ]),
-    ];
+    ]
+}
+
+fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
+    let Some(sweep) = &state.sweep else {
+        return no_data(frame, area, state);
+    };
+    let s = &state.derived.summary;
+    let counts = count_lines(state, sweep);
     let findings_min = 4u16;
     let inner_w = area.width.saturating_sub(2);
     let max_pic = area.height.saturating_sub(2 + findings_min + 2);
