@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use ibscope_mad::attr::{NodeDescription, SmInfo};
 use ibscope_mad::engine::{Engine, MadError, Request};
-use ibscope_mad::sa::{comp_mask, SaStatus, SmInfoRecord};
+use ibscope_mad::sa::{comp_mask, SmInfoRecord};
 use ibscope_mad::smp::SmpRoute;
 use ibscope_topo::escape::for_terminal;
 use serde_json::{json, Value};
@@ -112,12 +112,7 @@ pub fn sa_sm_info_record(engine: &mut Engine, sm_lid: u16) -> Result<SmInfoRecor
 
 /// Turn an SA status into words; other errors pass through.
 pub fn sa_error(e: MadError) -> anyhow::Error {
-    if let MadError::Status(s) = &e {
-        if let Some(sa) = SaStatus::from_mad_status(*s) {
-            return anyhow::anyhow!("{} (SA status {:#06x})", sa.describe(), s.0);
-        }
-    }
-    anyhow::Error::new(e)
+    anyhow::anyhow!(ibscope_topo::sa_tables::sa_error(e))
 }
 
 fn print_text(r: &Value) {
