@@ -85,7 +85,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .as_deref()
         .map(crate::fabric::host_list)
         .transpose()?;
-    if g.topology.is_none() && crate::fabrics::is_multi(g.ca.as_deref()) {
+    if g.topology.is_none() && crate::fabric_set::is_multi(g.ca.as_deref()) {
         return run_planes(g, a, names.as_ref(), wanted.as_deref());
     }
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
@@ -293,7 +293,7 @@ struct PlanesReport<'a> {
     /// Each fabric's host findings (with its name) and the planes-disagree findings.
     findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    failed: Vec<crate::fabrics::Failed>,
+    failed: Vec<crate::fabric_set::Failed>,
 }
 
 /// `hosts` over several fabrics: each one's hosts, then the planes they share.
@@ -304,7 +304,7 @@ fn run_planes(
     wanted: Option<&[String]>,
 ) -> Result<ExitCode> {
     let mut swept: Vec<(String, ibscope_topo::Fabric, Hosts)> = Vec::new();
-    let ran = crate::fabrics::each(g, |opened, _| {
+    let ran = crate::fabric_set::each(g, |opened, _| {
         let mut fabric =
             crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         fabric.id = Some(opened.id.clone());
