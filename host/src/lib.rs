@@ -6,7 +6,7 @@
 //! This crate knows the machine it runs on; it speaks the fabric's vocabulary (port states,
 //! widths, speeds, rates from `ibscope-mad`; findings from `ibscope-topo`) but sends no MAD.
 //!
-//! - [`gather`]: read the host ([`gather::Options::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
+//! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
@@ -22,6 +22,6 @@ pub mod sysfs;
 #[cfg(feature = "verbs")]
 mod verbs;
 
-pub use gather::{gather, GatherError, Options, NO_DEVICES};
-pub use model::Host;
-pub use preflight::{preflight, HostFinding, Norms, PreflightOptions};
+pub use gather::{gather, GatherError, GatherOptions, NO_DEVICES};
+pub use model::LocalHost;
+pub use preflight::{preflight, HostFinding, LinkLayerNorms, PreflightOptions};

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use clap::ValueEnum;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use ibscope_mad::attr::{PhysState, PortInfo};
 use ibscope_mad::engine::{Engine, MadError, Request};
 use ibscope_mad::header::method;
@@ -20,22 +20,20 @@ use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Action {
-    /// PortPhysicalState Disabled: the link goes down and stays down until enabled.
-    Disable,
-    /// PortPhysicalState Polling: the port trains again (the link comes up once its peer
-    /// port is enabled too).
-    Enable,
-}
-
-impl From<Action> for PortAction {
-    fn from(a: Action) -> PortAction {
-        match a {
-            Action::Disable => PortAction::Disable,
-            Action::Enable => PortAction::Enable,
-        }
-    }
+/// The ACTION argument: its values and their help, parsed into topo's [`PortAction`].
+fn action_parser() -> impl TypedValueParser<Value = PortAction> {
+    PossibleValuesParser::new([
+        PossibleValue::new("disable")
+            .help("PortPhysicalState Disabled: the link goes down and stays down until enabled"),
+        PossibleValue::new("enable").help(
+            "PortPhysicalState Polling: the port trains again (the link comes up once its \
+             peer port is enabled too)",
+        ),
+    ])
+    .map(|value| match value.as_str() {
+        "disable" => PortAction::Disable,
+        _ => PortAction::Enable,
+    })
 }
 
 /// Disable or enable one port (writes to the fabric: a SubnSet(PortInfo)).
@@ -60,8 +58,8 @@ impl From<Action> for PortAction {
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    #[arg(value_enum)]
-    pub action: Action,
+    #[arg(value_parser = action_parser())]
+    pub action: PortAction,
     /// A LID, a GUID (node or port, 0x-hex) or a node name.
     pub node: String,
     /// The port number on NODE (1..N).
@@ -84,7 +82,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         node,
         port: a.port_number,
     };
-    let plan = port_toggle::plan(&fabric, names.as_ref(), target, a.action.into(), a.force)?;
+    let plan = port_toggle::plan(&fabric, names.as_ref(), target, a.action, a.force)?;
     let here = PortRef::new(fabric.node(node), a.port_number, names.as_ref());
     let code = apply(&mut engine, &fabric, &plan, &here, a.action)?;
     Ok(ExitCode::from(code))
@@ -119,7 +117,7 @@ fn apply(
     fabric: &Fabric,
     plan: &Plan,
     at: &PortRef,
-    action: Action,
+    action: PortAction,
 ) -> Result<u8> {
     let at_text = at.report_text();
     let route = SmpRoute::Directed(plan.route.clone());
@@ -136,17 +134,17 @@ fn apply(
         }
     };
     let was = before.phys_state();
-    if PortAction::from(action).is_in_effect(was) {
+    if action.is_in_effect(was) {
         match action {
-            Action::Disable => println!("{at_text} is already disabled: nothing to do"),
-            Action::Enable => println!(
+            PortAction::Disable => println!("{at_text} is already disabled: nothing to do"),
+            PortAction::Enable => println!(
                 "{at_text} is not disabled (PortPhysicalState {}): nothing to do",
                 was.name()
             ),
         }
         return Ok(exit::OK);
     }
-    let payload = port_toggle::set_payload(&before, action.into());
+    let payload = port_toggle::set_payload(&before, action);
     let set = Request::new::<PortInfo>(&route, method::SET, u32::from(port), &payload);
     if let Err(e) = engine.call(set) {
         crate::fabric::ensure_connected(engine)?;
@@ -171,7 +169,7 @@ fn apply(
         }
     };
     let now = after.phys_state();
-    if !PortAction::from(action).is_in_effect(now) {
+    if !action.is_in_effect(now) {
         return Ok(fail(&format!(
             "SubnSet PortInfo to {at_text} was answered, but PortPhysicalState is still {}",
             now.name()
@@ -190,15 +188,15 @@ fn apply(
         })
         .unwrap_or_default();
     let verb = match action {
-        Action::Disable => "disabled",
-        Action::Enable => "enabled",
+        PortAction::Disable => "disabled",
+        PortAction::Enable => "enabled",
     };
     println!(
         "{verb} {at_text}{peer}: PortPhysicalState {} -> {}",
         was.name(),
         now.name()
     );
-    if action == Action::Enable && now != PhysState::LinkUp {
+    if action == PortAction::Enable && now != PhysState::LinkUp {
         println!("the link comes up once the port at its other end is enabled and trains");
     }
     Ok(exit::OK)

@@ -775,7 +775,7 @@ impl Fabric {
             nodes: self.graph.node_weights().cloned().collect(),
             links: self
                 .links()
-                .map(|l| LinkRecord {
+                .map(|l| FileLink {
                     a_guid: l.a_node.guid,
                     a_port: l.a.port,
                     b_guid: l.b_node.guid,
@@ -820,8 +820,9 @@ impl Fabric {
     }
 }
 
+/// A link as the JSON snapshot holds it: both ends by node GUID and port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkRecord {
+pub struct FileLink {
     #[serde(with = "guid")]
     pub a_guid: u64,
     pub a_port: u8,
@@ -837,7 +838,7 @@ pub struct FabricFile {
     #[serde(default)]
     pub local: Option<PortKey>,
     pub nodes: Vec<Node>,
-    pub links: Vec<LinkRecord>,
+    pub links: Vec<FileLink>,
     #[serde(default)]
     pub report: DiscoveryReport,
     /// Which fabric the snapshot is of (absent when unknown).
