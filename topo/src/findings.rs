@@ -2,7 +2,7 @@
 //! it is worded, and the evaluation that produces the list from a fabric, its link health,
 //! its counters and its subnet manager. `check`, the TUI and the exporter all show this
 //! one list; adding a kind of finding is a line in [`FINDING_KINDS`] and the rule that
-//! emits it here.
+//! emits it here (docs/ARCHITECTURE.md, "A finding kind", names the schema's list too).
 
 use ibscope_mad::attr::{SmInfo, SmState};
 use ibscope_mad::engine::Request;
