@@ -33,6 +33,7 @@ mod check;
 mod collective;
 mod dump;
 mod index;
+mod job;
 mod load;
 mod minhop;
 mod refs;
@@ -48,6 +49,7 @@ pub use collective::{
     ModelText, MODEL,
 };
 pub use dump::{dump, format_ibroute_like, LftEntry};
+pub use job::{job_servers, JobError, JobServers};
 pub use load::{
     default_hosts, load, load_with, FlowResult, LinkLoad, LoadError, LoadOptions, LoadReport,
     Pattern,
