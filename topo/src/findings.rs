@@ -655,6 +655,21 @@ pub fn host_findings(
     findings
 }
 
+/// Each of the fabrics swept together's host and rail findings, annotated with hosts and
+/// rails and carrying its fabric's name (`hosts` over several fabrics).
+pub fn host_findings_of_each(views: &[PlaneView], names: Option<&NameMap>) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for v in views {
+        let mut own = host_findings(v.fabric, names, v.hosts, None);
+        annotate(&mut own, v.hosts);
+        for f in &mut own {
+            f.fabric = Some(v.name.to_string());
+        }
+        found.extend(own);
+    }
+    found
+}
+
 /// The fabrics swept together, seen as planes: every HCA port found in more than one of
 /// them, and the planes-disagree findings among those.
 #[derive(Debug, Default)]
