@@ -8,6 +8,7 @@
 //!
 //! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
+//! - [`multi_plane`]: the local ports that are planes of one multi-plane HCA port.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
 //!   itself is the `verbs` module, behind the feature of that name.
@@ -15,6 +16,7 @@
 pub mod gather;
 pub mod ibv;
 pub mod model;
+pub mod multi_plane;
 pub mod parse;
 pub mod pci;
 pub mod preflight;
