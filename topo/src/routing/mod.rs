@@ -36,7 +36,7 @@ mod index;
 mod job;
 mod load;
 mod minhop;
-mod refs;
+mod path;
 mod trace;
 
 pub use crate::model::refs::{NodeRef, PortRef};
@@ -55,5 +55,5 @@ pub use load::{
     Pattern,
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
-pub use refs::{ChannelRef, Hop, Path, MAX_HOPS};
+pub use path::{ChannelRef, Hop, Path, MAX_HOPS};
 pub use trace::{trace, trace_partial, PartialTrace, TraceError};
