@@ -173,11 +173,7 @@ fn report(fabric: &ibscope_topo::Fabric, name: Option<&str>) -> u8 {
     for lid in &report.duplicate_lids {
         eprintln!("{prefix}warning: LID {lid} is claimed by more than one port");
     }
-    let clean = report.errors.is_empty()
-        && report.inconsistencies.is_empty()
-        && report.duplicate_guids.is_empty()
-        && report.duplicate_lids.is_empty();
-    if clean {
+    if report.is_clean() {
         exit::OK
     } else {
         exit::FINDINGS

@@ -341,6 +341,16 @@ pub struct DiscoveryReport {
     pub duration_ms: u64,
 }
 
+impl DiscoveryReport {
+    /// Nothing to warn of: no errors, no inconsistencies, no duplicate GUIDs or LIDs.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+            && self.inconsistencies.is_empty()
+            && self.duplicate_guids.is_empty()
+            && self.duplicate_lids.is_empty()
+    }
+}
+
 /// Which fabric (subnet) a model is of, when a host reaches several: the name it goes by
 /// (the config file's, else the local CA and port) and, where read, its identity: the
 /// subnet prefix (the local port's GidPrefix) and the master SM's GUID (its SMInfo).
