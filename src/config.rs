@@ -101,7 +101,7 @@ pub struct FileConfig {
     node_name_map: Option<PathBuf>,
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
-    /// `[[fabric]]` tables: named fabrics (see `crate::fabrics`).
+    /// `[[fabric]]` tables: named fabrics (see `crate::fabric_set`).
     fabric: Option<Vec<crate::cli::FabricConfig>>,
 }
 
