@@ -21,6 +21,7 @@ pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
 pub mod m_key;
+pub mod master_sm;
 pub mod namemap;
 pub mod parse_error;
 pub mod port_toggle;

@@ -14,8 +14,9 @@ use ibscope_topo::discover::DiscoverOptions;
 use serde_json::json;
 
 use crate::cli::{exit, Global};
-use crate::cmd::sm::{sa_error, NO_SM};
+use crate::cmd::sm::sa_error;
 use crate::output;
+use ibscope_topo::master_sm::NO_SM;
 use ibscope_topo::sa_tables::{self, node_request, path_request, Completeness, Countable, Query};
 use records::Record;
 
