@@ -121,7 +121,8 @@ pub enum Command {
 
 impl Command {
     /// The command ends on its own once it has answered, rather than running until
-    /// stopped (see [`crate::memory`]).
+    /// stopped (see [`crate::memory`]). Only the commands that run until stopped (servers,
+    /// loops, screens) are named.
     pub fn is_one_shot(&self) -> bool {
         match self {
             Command::Serve(_)
@@ -130,20 +131,8 @@ impl Command {
             | Command::Sim(_)
             | Command::Agent(_) => false,
             Command::Counters(a) => a.interval.is_none(),
-            Command::Check(_)
-            | Command::Discover(_)
-            | Command::Diff(_)
-            | Command::Host(_)
-            | Command::Hosts(_)
-            | Command::Links(_)
-            | Command::Port(_)
-            | Command::Query(_)
-            | Command::Route(_)
-            | Command::Sa(_)
-            | Command::Sm(_)
-            | Command::Config(_)
-            | Command::Completions(_)
-            | Command::Man(_) => true,
+            // Every other command answers and ends: a new one needs no line here.
+            _ => true,
         }
     }
 }

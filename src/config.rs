@@ -101,7 +101,7 @@ pub struct FileConfig {
     node_name_map: Option<PathBuf>,
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
-    /// `[[fabric]]` tables: named fabrics (see `crate::fabrics`).
+    /// `[[fabric]]` tables: named fabrics (see `crate::fabric_set`).
     fabric: Option<Vec<crate::cli::FabricConfig>>,
 }
 
@@ -121,30 +121,30 @@ struct ServeConfig {
 
 /// Where a value in force came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum SettingSource {
     Default,
     File(PathBuf),
     Env(&'static str),
     Flag(&'static str),
 }
 
-impl Source {
+impl SettingSource {
     fn kind(&self) -> &'static str {
         match self {
-            Source::Default => "default",
-            Source::File(_) => "file",
-            Source::Env(_) => "env",
-            Source::Flag(_) => "flag",
+            SettingSource::Default => "default",
+            SettingSource::File(_) => "file",
+            SettingSource::Env(_) => "env",
+            SettingSource::Flag(_) => "flag",
         }
     }
 
     /// The file, variable or flag; `None` for a built-in default.
     fn origin(&self) -> Option<String> {
         match self {
-            Source::Default => None,
-            Source::File(p) => Some(p.display().to_string()),
-            Source::Env(v) => Some(format!("${v}")),
-            Source::Flag(f) => Some(f.to_string()),
+            SettingSource::Default => None,
+            SettingSource::File(p) => Some(p.display().to_string()),
+            SettingSource::Env(v) => Some(format!("${v}")),
+            SettingSource::Flag(f) => Some(f.to_string()),
         }
     }
 }
@@ -156,7 +156,7 @@ pub struct Setting {
     pub key: &'static str,
     /// JSON null: unset (the command picks, e.g. the first CA).
     pub value: Value,
-    pub source: Source,
+    pub source: SettingSource,
     /// What an unset value means, or why a default file was taken.
     pub note: Option<&'static str>,
 }
@@ -242,14 +242,14 @@ impl Layers {
     }
 
     /// The value of the last file that sets it, with that file.
-    fn get<T>(&self, pick: impl Fn(&FileConfig) -> Option<T>) -> Option<(T, Source)> {
+    fn get<T>(&self, pick: impl Fn(&FileConfig) -> Option<T>) -> Option<(T, SettingSource)> {
         self.files
             .iter()
             .rev()
-            .find_map(|(path, c)| pick(c).map(|v| (v, Source::File(path.clone()))))
+            .find_map(|(path, c)| pick(c).map(|v| (v, SettingSource::File(path.clone()))))
     }
 
-    fn serve<T>(&self, pick: impl Fn(&ServeConfig) -> Option<T>) -> Option<(T, Source)> {
+    fn serve<T>(&self, pick: impl Fn(&ServeConfig) -> Option<T>) -> Option<(T, SettingSource)> {
         self.get(|c| c.serve.as_ref().and_then(&pick))
     }
 }
@@ -285,15 +285,15 @@ fn layer<T: Clone + Into<Value>>(
     key: &'static str,
     flag: Option<&'static str>,
     slot: &mut T,
-    from_file: Option<(T, Source)>,
+    from_file: Option<(T, SettingSource)>,
 ) {
     let source = match (flag, from_file) {
-        (Some(f), _) => Source::Flag(f),
+        (Some(f), _) => SettingSource::Flag(f),
         (None, Some((v, source))) => {
             *slot = v;
             source
         }
-        (None, None) => Source::Default,
+        (None, None) => SettingSource::Default,
     };
     out.push(Setting {
         key,
@@ -415,7 +415,7 @@ fn apply_global(
         {
             Some(i) => (
                 Some(env.default_thresholds()[i].clone()),
-                Source::Default,
+                SettingSource::Default,
                 Some(if i == 0 {
                     "ibqueryerrors' default file, present"
                 } else {
@@ -424,7 +424,7 @@ fn apply_global(
             ),
             None => (
                 None,
-                Source::Default,
+                SettingSource::Default,
                 Some("every error counter at 0; `check --thresholds` overrides"),
             ),
         },
@@ -451,7 +451,7 @@ fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Res
         }
         None => (
             Vec::new(),
-            Source::Default,
+            SettingSource::Default,
             Some("none: fabrics are named CA:port"),
         ),
     };
@@ -472,12 +472,12 @@ fn node_name_map(
     flag: Option<&'static str>,
     env: &Env,
     layers: &Layers,
-) -> Result<(Option<PathBuf>, Source, Option<&'static str>)> {
+) -> Result<(Option<PathBuf>, SettingSource, Option<&'static str>)> {
     if let (Some(f), Some(p)) = (flag, from_flag) {
-        return Ok((Some(p), Source::Flag(f), None));
+        return Ok((Some(p), SettingSource::Flag(f), None));
     }
     if let Some(v) = &env.node_name_map {
-        let source = Source::Env("IBSCOPE_NODE_NAME_MAP");
+        let source = SettingSource::Env("IBSCOPE_NODE_NAME_MAP");
         return Ok(if v.is_empty() {
             (None, source, Some("empty: no map"))
         } else {
@@ -491,13 +491,13 @@ fn node_name_map(
     Ok(if p.exists() {
         (
             Some(p),
-            Source::Default,
+            SettingSource::Default,
             Some("infiniband-diags' default file, present"),
         )
     } else {
         (
             None,
-            Source::Default,
+            SettingSource::Default,
             Some("no map: nodes go by NodeDescription"),
         )
     })
@@ -602,13 +602,13 @@ fn path_value(p: Option<&Path>) -> Value {
     p.map_or(Value::Null, |p| Value::String(p.display().to_string()))
 }
 
-fn describe(source: Option<&Source>) -> String {
+fn describe(source: Option<&SettingSource>) -> String {
     source
-        .and_then(Source::origin)
+        .and_then(SettingSource::origin)
         .unwrap_or_else(|| "the default".to_string())
 }
 
-impl std::fmt::Display for Source {
+impl std::fmt::Display for SettingSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.origin() {
             Some(origin) => f.write_str(&origin),

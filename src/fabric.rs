@@ -12,13 +12,13 @@ use ibscope_topo::Fabric;
 
 use crate::cli::Global;
 // The transport's loss is told where engines are opened; every command reaches it here.
-pub use crate::fabrics::{ensure_connected, is_transport_lost};
+pub use crate::fabric_set::{ensure_connected, is_transport_lost};
 
 /// Open the CA port named by -C/-P (defaults: first CA, first active port; a configured
 /// fabric's name reaches it as configured), SMPs carrying the --m-key. One fabric only:
-/// see [`crate::fabrics`] for commands that take several.
+/// see [`crate::fabric_set`] for commands that take several.
 pub fn open_engine(g: &Global) -> Result<Engine> {
-    crate::fabrics::open_single(g)
+    crate::fabric_set::open_single(g)
 }
 
 /// The node-name map given with --node-name-map, if any.

@@ -6,7 +6,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod fabric;
-pub mod fabrics;
+pub mod fabric_set;
 pub mod memory;
 pub mod output;
 pub mod signals;

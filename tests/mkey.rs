@@ -5,7 +5,7 @@
 //! "MKey support", the M_Key read in sim_mad.c's decode_sim_MAD is commented out, and a
 //! PortInfo Set stores none of M_Key, M_KeyProtectBits or M_KeyLeasePeriod.
 //! `opensm_m_keys_are_not_enforced_by_ibsim` pins that down; the M_Key diagnosis itself is
-//! unit-tested on its decision function (src/cmd/port.rs, `explain_no_reply`). Should a
+//! unit-tested on its decision function (topo/src/m_key.rs, `explain_no_reply`). Should a
 //! later ibsim enforce M_Keys, that test fails: then test the protected path here.
 
 mod common;

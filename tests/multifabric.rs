@@ -12,7 +12,7 @@
 //! uses for a fabric only another host is cabled to (`ssh host ibscope agent`), and it
 //! keeps the ibscope under test out of the shim entirely. Several local umad ports in one
 //! process (what a multi-port host does) are the other path: its port selection and
-//! subnet de-duplication are unit-tested (src/fabrics.rs, topo/src/subnet.rs).
+//! subnet de-duplication are unit-tested (src/fabric_set.rs, topo/src/subnet.rs).
 //!
 //! The two fabrics get different subnet prefixes (opensm.conf `subnet_prefix`): ibsim
 //! numbers GUIDs the same way in every fabric, so the first switch of both, which is

@@ -1123,7 +1123,7 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
 /// mlx5_2 at 1xHDR, gpu-0004's mlx5_0 and mlx5_3 with each other's cables, gpu-0006's
 /// mlx5_1 Initialize. Counters on gpu-0003's mlx5_2.
 fn rail_state() -> AppState {
-    use ibscope_topo::model::{FabricFile, LinkRecord};
+    use ibscope_topo::model::{FabricFile, FileLink};
     let spec = gen::RailsSpec {
         hosts_per_leaf: 4,
         ..gen::RailsSpec::new(6, 4, 64)
@@ -1161,7 +1161,7 @@ fn rail_state() -> AppState {
         guid(&file, "gpu-0004 mlx5_3"),
     );
     let (ia, ib) = (link_of(&file, a), link_of(&file, b));
-    let far = |l: LinkRecord, me: u64| {
+    let far = |l: FileLink, me: u64| {
         if l.a_guid == me {
             (l.b_guid, l.b_port)
         } else {
@@ -1169,13 +1169,13 @@ fn rail_state() -> AppState {
         }
     };
     let (fa, fb) = (far(file.links[ia], a), far(file.links[ib], b));
-    file.links[ia] = LinkRecord {
+    file.links[ia] = FileLink {
         a_guid: a,
         a_port: 1,
         b_guid: fb.0,
         b_port: fb.1,
     };
-    file.links[ib] = LinkRecord {
+    file.links[ib] = FileLink {
         a_guid: b,
         a_port: 1,
         b_guid: fa.0,

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::ibv::VerbsDevice;
-use crate::model::{Device, GpuNear, Host, VerbsStatus, VerbsUse};
+use crate::model::{Device, GpuNear, LocalHost, VerbsStatus, VerbsUse};
 use crate::pci;
 use crate::sysfs::Sysfs;
 
@@ -17,22 +17,22 @@ pub const NO_DEVICES: &str = "no RDMA devices: is the mlx5_ib module loaded?";
 
 /// Where to read from.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct GatherOptions {
     /// `/` on a real host.
     pub root: PathBuf,
     /// Ask libibverbs (only meaningful with root `/`: it reads the real /sys and /dev).
     pub verbs: bool,
 }
 
-impl Options {
+impl GatherOptions {
     /// From the environment: `IBSCOPE_SYSFS_ROOT` (default `/`); libibverbs is asked when
     /// the feature is built and the root is the real one.
-    pub fn from_env() -> Options {
+    pub fn from_env() -> GatherOptions {
         let root = std::env::var_os(SYSFS_ROOT_ENV)
             .filter(|v| !v.is_empty())
             .map_or_else(|| PathBuf::from("/"), PathBuf::from);
         let real = std::fs::canonicalize(&root).is_ok_and(|r| r == std::path::Path::new("/"));
-        Options {
+        GatherOptions {
             root,
             verbs: cfg!(feature = "verbs") && real,
         }
@@ -48,7 +48,7 @@ pub enum GatherError {
 }
 
 /// Read the host.
-pub fn gather(opts: &Options) -> Result<Host, GatherError> {
+pub fn gather(opts: &GatherOptions) -> Result<LocalHost, GatherError> {
     let sysfs = Sysfs::new(&opts.root);
     let from_sysfs: Vec<Device> = sysfs
         .device_names()
@@ -78,7 +78,7 @@ pub fn gather(opts: &Options) -> Result<Host, GatherError> {
     for device in &mut devices {
         device.gpus_near = near_gpus(device, &gpus);
     }
-    Ok(Host {
+    Ok(LocalHost {
         hostname: sysfs.hostname(),
         kernel: sysfs.kernel(),
         verbs,
@@ -205,14 +205,14 @@ pub fn near_gpus(device: &Device, gpus: &[crate::model::Gpu]) -> Vec<GpuNear> {
 mod tests {
     use super::*;
     use crate::ibv::{VerbsFacts, VerbsPort};
-    use crate::model::{LinkLayer, Port};
+    use crate::model::{DevicePort, LinkLayer};
     use ibscope_mad::attr::PortState;
 
     fn sysfs_device(name: &str) -> Device {
         let mut d = Device::named(name);
         d.hca_type = Some("MT4129".into());
         d.fw_ver = Some("28.39.1002".into());
-        d.ports = vec![Port {
+        d.ports = vec![DevicePort {
             port: 1,
             link_layer: LinkLayer::InfiniBand,
             state: Some(PortState::Down),
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn an_empty_root_is_no_devices() {
         let dir = tempfile::tempdir().unwrap();
-        let err = gather(&Options {
+        let err = gather(&GatherOptions {
             root: dir.path().into(),
             verbs: false,
         })

@@ -6,7 +6,7 @@
 use ibscope_mad::attr::link::{Speed, Width};
 use ibscope_mad::attr::{PhysState, PortState};
 
-use crate::model::{Gid, LinkLayer, Port};
+use crate::model::{DevicePort, Gid, LinkLayer};
 
 /// One device as libibverbs lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,12 +93,12 @@ pub fn link_layer(code: u8) -> LinkLayer {
 impl VerbsPort {
     /// The port in the shared vocabulary. GID types and network interfaces are not in
     /// `ibv_query_gid`: they come from `sysfs`, the same port as read there, by index.
-    pub fn to_port(&self, sysfs: Option<&Port>) -> Port {
+    pub fn to_port(&self, sysfs: Option<&DevicePort>) -> DevicePort {
         let layer = link_layer(self.link_layer);
         let state = Some(
             u8::try_from(self.state).map_or(PortState::Unknown(u8::MAX), PortState::from_code),
         );
-        let mut port = Port {
+        let mut port = DevicePort {
             port: self.port,
             link_layer: layer,
             state,
@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_port_in_the_shared_vocabulary() {
-        let sysfs = Port {
+        let sysfs = DevicePort {
             gids: vec![Gid {
                 gid_type: Some(GidType::RoceV2),
                 netdev: Some("enp65s0f0np0".into()),
@@ -228,7 +228,7 @@ mod tests {
             ..raw_port()
         };
         assert_eq!(xdr.to_port(None).rate(), None);
-        let sysfs = Port {
+        let sysfs = DevicePort {
             width: Some(Width::X4),
             speed: Some(Speed::Xdr),
             ..xdr.to_port(None)

@@ -6,8 +6,9 @@
 //! This crate knows the machine it runs on; it speaks the fabric's vocabulary (port states,
 //! widths, speeds, rates from `ibscope-mad`; findings from `ibscope-topo`) but sends no MAD.
 //!
-//! - [`gather`]: read the host ([`gather::Options::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
+//! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
+//! - [`multi_plane`]: the local ports that are planes of one multi-plane HCA port.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
 //!   itself is the `verbs` module, behind the feature of that name.
@@ -15,6 +16,7 @@
 pub mod gather;
 pub mod ibv;
 pub mod model;
+pub mod multi_plane;
 pub mod parse;
 pub mod pci;
 pub mod preflight;
@@ -22,6 +24,6 @@ pub mod sysfs;
 #[cfg(feature = "verbs")]
 mod verbs;
 
-pub use gather::{gather, GatherError, Options, NO_DEVICES};
-pub use model::Host;
-pub use preflight::{preflight, HostFinding, Norms, PreflightOptions};
+pub use gather::{gather, GatherError, GatherOptions, NO_DEVICES};
+pub use model::LocalHost;
+pub use preflight::{preflight, HostFinding, LinkLayerNorms, PreflightOptions};

@@ -14,7 +14,7 @@ pub use crate::pci::Relation;
 
 /// Everything gathered about the host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Host {
+pub struct LocalHost {
     /// `/proc/sys/kernel/hostname`.
     pub hostname: Option<String>,
     /// The running kernel's release (`/proc/sys/kernel/osrelease`): the version of every
@@ -71,7 +71,7 @@ pub struct Device {
     pub pci: Option<Pci>,
     /// GPUs close to this device on the PCIe tree or the NUMA node, closest first.
     pub gpus_near: Vec<GpuNear>,
-    pub ports: Vec<Port>,
+    pub ports: Vec<DevicePort>,
 }
 
 impl Device {
@@ -104,7 +104,7 @@ impl Device {
         self.ports
             .iter()
             .filter(|p| p.state == Some(PortState::Active))
-            .filter_map(Port::rate)
+            .filter_map(DevicePort::rate)
             .max_by(|a, b| a.nominal_gbps().total_cmp(&b.nominal_gbps()))
     }
 }
@@ -177,7 +177,7 @@ impl LinkLayer {
 
 /// One port of a device. JSON adds `rate` (`4xNDR`) and its nominal `gbps`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Port {
+pub struct DevicePort {
     pub port: u8,
     pub link_layer: LinkLayer,
     pub state: Option<PortState>,
@@ -193,7 +193,7 @@ pub struct Port {
     pub gids: Vec<Gid>,
 }
 
-impl Port {
+impl DevicePort {
     /// Width and speed together.
     pub fn rate(&self) -> Option<Rate> {
         Some(Rate::new(self.width?, self.speed?))
@@ -224,7 +224,7 @@ struct PortJson<'a> {
     gids: &'a [Gid],
 }
 
-impl Serialize for Port {
+impl Serialize for DevicePort {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         PortJson {
             port: self.port,

@@ -22,7 +22,7 @@ use ibscope_topo::model::refs::{NodeRef, PortRef};
 use ibscope_topo::model::NodeKind;
 use serde::Serialize;
 
-use crate::model::{Device, Host, LinkLayer, PeerMemory, Port, VerbsStatus};
+use crate::model::{Device, DevicePort, LinkLayer, LocalHost, PeerMemory, VerbsStatus};
 
 /// What the preflight is told.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +48,7 @@ impl HostFinding {
             finding: Finding::new(kind, message),
         }
     }
-    fn port(device: &Device, port: &Port, kind: FindingKind, message: String) -> HostFinding {
+    fn port(device: &Device, port: &DevicePort, kind: FindingKind, message: String) -> HostFinding {
         let node = NodeRef {
             guid: device.node_guid.unwrap_or(0),
             kind: NodeKind::Ca,
@@ -82,16 +82,16 @@ impl HostFinding {
 
 /// The rate each link layer's ports are held to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Norms {
+pub struct LinkLayerNorms {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub infiniband: Option<Rate>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ethernet: Option<Rate>,
 }
 
-impl Norms {
-    pub fn of(host: &Host, opts: &PreflightOptions) -> Norms {
-        Norms {
+impl LinkLayerNorms {
+    pub fn of(host: &LocalHost, opts: &PreflightOptions) -> LinkLayerNorms {
+        LinkLayerNorms {
             infiniband: opts
                 .expect
                 .or_else(|| most_common_rate(host, LinkLayer::InfiniBand)),
@@ -107,7 +107,7 @@ impl Norms {
     }
 }
 
-fn active_ports(host: &Host) -> impl Iterator<Item = (&Device, &Port)> {
+fn active_ports(host: &LocalHost) -> impl Iterator<Item = (&Device, &DevicePort)> {
     host.devices.iter().flat_map(|d| {
         d.ports
             .iter()
@@ -117,7 +117,7 @@ fn active_ports(host: &Host) -> impl Iterator<Item = (&Device, &Port)> {
 }
 
 /// The most common rate among Active ports of a layer; the higher one on a tie.
-fn most_common_rate(host: &Host, layer: LinkLayer) -> Option<Rate> {
+fn most_common_rate(host: &LocalHost, layer: LinkLayer) -> Option<Rate> {
     let mut counts: BTreeMap<Rate, usize> = BTreeMap::new();
     for (_, p) in active_ports(host).filter(|(_, p)| p.link_layer == layer) {
         if let Some(r) = p.rate() {
@@ -134,11 +134,11 @@ fn most_common_rate(host: &Host, layer: LinkLayer) -> Option<Rate> {
 }
 
 /// Every finding, in rule order, devices in their order.
-pub fn preflight(host: &Host, opts: &PreflightOptions) -> Vec<HostFinding> {
+pub fn preflight(host: &LocalHost, opts: &PreflightOptions) -> Vec<HostFinding> {
     let mut out = Vec::new();
     verbs_unusable(host, &mut out);
     ports_not_active(host, &mut out);
-    rates_below_norm(host, &Norms::of(host, opts), &mut out);
+    rates_below_norm(host, &LinkLayerNorms::of(host, opts), &mut out);
     pcie_links(host, &mut out);
     peer_memory(host, &mut out);
     mixed_firmware(host, &mut out);
@@ -146,7 +146,7 @@ pub fn preflight(host: &Host, opts: &PreflightOptions) -> Vec<HostFinding> {
     out
 }
 
-fn verbs_unusable(host: &Host, out: &mut Vec<HostFinding>) {
+fn verbs_unusable(host: &LocalHost, out: &mut Vec<HostFinding>) {
     if host.verbs.status == VerbsStatus::NotUsed {
         return;
     }
@@ -161,7 +161,7 @@ fn verbs_unusable(host: &Host, out: &mut Vec<HostFinding>) {
     }
 }
 
-fn ports_not_active(host: &Host, out: &mut Vec<HostFinding>) {
+fn ports_not_active(host: &LocalHost, out: &mut Vec<HostFinding>) {
     for d in &host.devices {
         for p in &d.ports {
             if p.state == Some(PortState::Active) {
@@ -184,7 +184,7 @@ fn ports_not_active(host: &Host, out: &mut Vec<HostFinding>) {
     }
 }
 
-fn rates_below_norm(host: &Host, norms: &Norms, out: &mut Vec<HostFinding>) {
+fn rates_below_norm(host: &LocalHost, norms: &LinkLayerNorms, out: &mut Vec<HostFinding>) {
     for (d, p) in active_ports(host) {
         let (Some(rate), Some(norm)) = (p.rate(), norms.get(p.link_layer)) else {
             continue;
@@ -200,7 +200,7 @@ fn rates_below_norm(host: &Host, norms: &Norms, out: &mut Vec<HostFinding>) {
     }
 }
 
-fn pcie_links(host: &Host, out: &mut Vec<HostFinding>) {
+fn pcie_links(host: &LocalHost, out: &mut Vec<HostFinding>) {
     for d in &host.devices {
         let Some(pci) = &d.pci else { continue };
         let Some(link) = pci.link else { continue };
@@ -236,7 +236,7 @@ fn pcie_links(host: &Host, out: &mut Vec<HostFinding>) {
     }
 }
 
-fn peer_memory(host: &Host, out: &mut Vec<HostFinding>) {
+fn peer_memory(host: &LocalHost, out: &mut Vec<HostFinding>) {
     if host.gpus.is_empty() || host.peer_memory != PeerMemory::Missing {
         return;
     }
@@ -257,7 +257,7 @@ fn spread(groups: &BTreeMap<String, Vec<&str>>) -> String {
         .join("; ")
 }
 
-fn mixed_firmware(host: &Host, out: &mut Vec<HostFinding>) {
+fn mixed_firmware(host: &LocalHost, out: &mut Vec<HostFinding>) {
     let mut models: BTreeMap<String, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
     for d in &host.devices {
         let (Some(model), Some(fw)) = (d.model(), &d.fw_ver) else {
@@ -283,7 +283,7 @@ fn mixed_firmware(host: &Host, out: &mut Vec<HostFinding>) {
     }
 }
 
-fn mixed_drivers(host: &Host, out: &mut Vec<HostFinding>) {
+fn mixed_drivers(host: &LocalHost, out: &mut Vec<HostFinding>) {
     let mut drivers: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for d in &host.devices {
         if let Some(driver) = &d.driver {
@@ -308,9 +308,9 @@ mod tests {
     use ibscope_mad::attr::link::{Speed, Width};
     use ibscope_mad::attr::PhysState;
 
-    fn port(n: u8, rate: &str) -> Port {
+    fn port(n: u8, rate: &str) -> DevicePort {
         let r = Rate::parse(rate).unwrap();
-        Port {
+        DevicePort {
             port: n,
             link_layer: LinkLayer::InfiniBand,
             state: Some(PortState::Active),
@@ -344,8 +344,8 @@ mod tests {
         d
     }
 
-    fn host(devices: Vec<Device>) -> Host {
-        Host {
+    fn host(devices: Vec<Device>) -> LocalHost {
+        LocalHost {
             hostname: Some("node1".into()),
             kernel: Some("6.8.0".into()),
             verbs: VerbsUse {
@@ -417,7 +417,7 @@ mod tests {
         // On a tie the higher rate is the norm.
         let tie = host(vec![hca("mlx5_0", "4xHDR"), hca("mlx5_1", "4xNDR")]);
         assert_eq!(
-            Norms::of(&tie, &Default::default()).infiniband,
+            LinkLayerNorms::of(&tie, &Default::default()).infiniband,
             Rate::parse("4xNDR")
         );
         // Ethernet ports have their own norm.

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Device, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory, Port};
+use crate::model::{Device, DevicePort, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory};
 use crate::parse;
 use crate::pci::PcieLink;
 
@@ -101,10 +101,10 @@ impl Sysfs {
         device
     }
 
-    fn port(dir: &Path, number: u8) -> Port {
+    fn port(dir: &Path, number: u8) -> DevicePort {
         let text = |file: &str| Self::read(&dir.join(file));
         let layer = text("link_layer").map_or(LinkLayer::Unknown, |t| parse::link_layer(&t));
-        let mut port = Port {
+        let mut port = DevicePort {
             port: number,
             link_layer: layer,
             state: text("state").and_then(|t| parse::port_state(&t)),

@@ -255,7 +255,7 @@ mod tests {
 
     crate::coded_enum! {
         /// Test table.
-        pub enum Sample: u8 {
+        pub enum TestCode: u8 {
             One = 1, "One", "1";
             Two = 2, "Two", "2";
         }
@@ -264,40 +264,46 @@ mod tests {
     #[test]
     fn table_round_trips() {
         for code in 0..=255u8 {
-            assert_eq!(Sample::from_code(code).code(), code);
+            assert_eq!(TestCode::from_code(code).code(), code);
         }
-        assert_eq!(Sample::KNOWN, &[Sample::One, Sample::Two]);
-        assert_eq!(Sample::parse("two"), Some(Sample::Two));
-        assert_eq!(Sample::parse("Unknown(9)"), Some(Sample::Unknown(9)));
-        assert_eq!(Sample::parse("Three"), None);
-        assert!(Sample::One.is_known() && !Sample::Unknown(3).is_known());
+        assert_eq!(TestCode::KNOWN, &[TestCode::One, TestCode::Two]);
+        assert_eq!(TestCode::parse("two"), Some(TestCode::Two));
+        assert_eq!(TestCode::parse("Unknown(9)"), Some(TestCode::Unknown(9)));
+        assert_eq!(TestCode::parse("Three"), None);
+        assert!(TestCode::One.is_known() && !TestCode::Unknown(3).is_known());
         assert_eq!(
-            (Sample::name_of(Some(Sample::One)), Sample::name_of(None)),
+            (
+                TestCode::name_of(Some(TestCode::One)),
+                TestCode::name_of(None)
+            ),
             ("One", "Unknown")
         );
         assert_eq!(
-            (Sample::Two.short(), Sample::Unknown(3).short()),
+            (TestCode::Two.short(), TestCode::Unknown(3).short()),
             ("2", "?")
         );
-        assert!(Sample::One < Sample::Two && Sample::Two < Sample::Unknown(0));
+        assert!(TestCode::One < TestCode::Two && TestCode::Two < TestCode::Unknown(0));
     }
 
     #[test]
     fn serde_names_and_codes() {
-        assert_eq!(serde_json::to_string(&Sample::Two).unwrap(), "\"Two\"");
+        assert_eq!(serde_json::to_string(&TestCode::Two).unwrap(), "\"Two\"");
         assert_eq!(
-            serde_json::to_string(&Sample::Unknown(7)).unwrap(),
+            serde_json::to_string(&TestCode::Unknown(7)).unwrap(),
             "\"Unknown(7)\""
         );
         for text in ["\"Two\"", "\"2\"", "2"] {
-            assert_eq!(serde_json::from_str::<Sample>(text).unwrap(), Sample::Two);
+            assert_eq!(
+                serde_json::from_str::<TestCode>(text).unwrap(),
+                TestCode::Two
+            );
         }
         assert_eq!(
-            serde_json::from_str::<Sample>("\"Unknown(7)\"").unwrap(),
-            Sample::Unknown(7)
+            serde_json::from_str::<TestCode>("\"Unknown(7)\"").unwrap(),
+            TestCode::Unknown(7)
         );
-        assert!(serde_json::from_str::<Sample>("300").is_err());
-        assert!(serde_json::from_str::<Sample>("\"Nine\"").is_err());
+        assert!(serde_json::from_str::<TestCode>("300").is_err());
+        assert!(serde_json::from_str::<TestCode>("\"Nine\"").is_err());
     }
 
     #[test]

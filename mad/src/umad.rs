@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::attr::{PhysState, PortState};
 use crate::header::MAD_SIZE;
 use crate::smp::{SmpRoute, PERMISSIVE_LID};
-use crate::wire::Host;
+use crate::wire::HostOrder;
 use crate::wire_struct;
 
 /// PortInfo CapabilityMask bit IsSMDisabled (IB spec 14.2.5.6; `CAPMASK_IS_SM_DISABLED`
@@ -32,15 +32,15 @@ pub const GSI_QKEY: u32 = 0x8001_0000;
 wire_struct! {
     /// `struct ib_user_mad` (umad.h) without its data: the header the kernel and libibumad
     /// put before every MAD. Its five leading words and the P_Key index are the host's
-    /// integers ([`Host`]); the address fields (`struct ib_mad_addr`) are big-endian, as on
+    /// integers ([`HostOrder`]); the address fields (`struct ib_mad_addr`) are big-endian, as on
     /// the wire. Names as in umad.h; offsets as gcc's offsetof gives them (tested).
     pub struct UmadHeader (64) {
-        pub agent_id: Host<u32> = 0, 32, "agent_id";
+        pub agent_id: HostOrder<u32> = 0, 32, "agent_id";
         /// 0, or an errno for a send given back (ETIMEDOUT: nobody answered).
-        pub status: Host<u32> = 32, 32, "status";
-        pub timeout_ms: Host<u32> = 64, 32, "timeout_ms";
-        pub retries: Host<u32> = 96, 32, "retries";
-        pub length: Host<u32> = 128, 32, "length";
+        pub status: HostOrder<u32> = 32, 32, "status";
+        pub timeout_ms: HostOrder<u32> = 64, 32, "timeout_ms";
+        pub retries: HostOrder<u32> = 96, 32, "retries";
+        pub length: HostOrder<u32> = 128, 32, "length";
         pub qpn: u32 = 160, 32, "qpn";
         pub qkey: u32 = 192, 32, "qkey";
         pub lid: u16 = 224, 16, "lid";
@@ -52,7 +52,7 @@ wire_struct! {
         pub traffic_class: u8 = 280, 8, "traffic_class";
         pub gid: [u8; 16] = 288, 128, "gid";
         pub flow_label: u32 = 416, 32, "flow_label";
-        pub pkey_index: Host<u16> = 448, 16, "pkey_index";
+        pub pkey_index: HostOrder<u16> = 448, 16, "pkey_index";
     }
 }
 
@@ -833,11 +833,11 @@ mod tests {
         gid[0] = 0xfe;
         gid[15] = 0x21;
         let h = UmadHeader {
-            agent_id: Host(0x0102_0304),
-            status: Host(110),
-            timeout_ms: Host(200),
-            retries: Host(3),
-            length: Host(256),
+            agent_id: HostOrder(0x0102_0304),
+            status: HostOrder(110),
+            timeout_ms: HostOrder(200),
+            retries: HostOrder(3),
+            length: HostOrder(256),
             qpn: 1,
             qkey: GSI_QKEY,
             lid: 0x1234,
@@ -849,7 +849,7 @@ mod tests {
             traffic_class: 7,
             gid,
             flow_label: 0x000a_bcde,
-            pkey_index: Host(0x0203),
+            pkey_index: HostOrder(0x0203),
         };
         let mut want = [0u8; 64];
         want[0..4].copy_from_slice(&0x0102_0304u32.to_ne_bytes());
@@ -966,9 +966,9 @@ mod tests {
                 None => -libc::ETIMEDOUT,
                 Some((agent, status, mad)) => {
                     let header = UmadHeader {
-                        agent_id: Host(*agent),
-                        status: Host(*status),
-                        length: Host((UMAD_HEADER_LEN + mad.len()) as u32),
+                        agent_id: HostOrder(*agent),
+                        status: HostOrder(*status),
+                        length: HostOrder((UMAD_HEADER_LEN + mad.len()) as u32),
                         ..Default::default()
                     };
                     header.encode_into(bytes).unwrap();

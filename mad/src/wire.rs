@@ -369,15 +369,15 @@ impl Field for Region {
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(transparent)]
-pub struct Host<T>(pub T);
+pub struct HostOrder<T>(pub T);
 
 macro_rules! host_field {
     ($($t:ty),*) => {$(
-        impl Field for Host<$t> {
+        impl Field for HostOrder<$t> {
             fn read(buf: &[u8], bit_off: usize, bits: usize) -> Result<Self, DecodeError> {
                 const N: usize = std::mem::size_of::<$t>();
                 debug_assert!(bits == 8 * N);
-                aligned::<N>(buf, bit_off).map(|b| Host(<$t>::from_ne_bytes(*b)))
+                aligned::<N>(buf, bit_off).map(|b| HostOrder(<$t>::from_ne_bytes(*b)))
             }
             fn write(&self, buf: &mut [u8], bit_off: usize, _bits: usize, what: &'static str)
                 -> Result<(), EncodeError> {

@@ -147,7 +147,7 @@ struct MultiReport {
     fabrics: Vec<Report>,
     /// Fabrics that could not be opened or checked: name and error.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    failed: Vec<crate::fabrics::Failed>,
+    failed: Vec<crate::fabric_set::Failed>,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -179,7 +179,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let mut reports = Vec::new();
     let mut swept = Vec::new();
-    let mut ran = crate::fabrics::each(g, |opened, multi| {
+    let mut ran = crate::fabric_set::each(g, |opened, multi| {
         let mut fabric =
             crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         fabric.id = Some(opened.id.clone());
@@ -227,7 +227,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             r.findings.push(f);
         }
     }
-    if crate::fabrics::is_multi(g.ca.as_deref()) && a.json {
+    if crate::fabric_set::is_multi(g.ca.as_deref()) && a.json {
         let failed = ran.failed.clone();
         let doc = MultiReport {
             healthy: failed.is_empty() && reports.iter().all(|r| r.healthy),

@@ -114,7 +114,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     let names = crate::fabric::names(g)?;
-    if crate::fabrics::is_multi(g.ca.as_deref()) {
+    if crate::fabric_set::is_multi(g.ca.as_deref()) {
         if a.reset || a.interval.is_some() || a.node.is_some() {
             bail!(
                 "NODE, --reset and --interval work on one fabric at a time: pick one with -C \
@@ -231,7 +231,7 @@ fn fabric_name(g: &Global, engine: &ibscope_mad::engine::Engine) -> String {
                     && f.port.map_or(true, |p| p == local.port_num)
             })
             .map_or_else(
-                || crate::fabrics::port_name(&local.ca_name, local.port_num),
+                || crate::fabric_set::port_name(&local.ca_name, local.port_num),
                 |f| f.name.clone(),
             ),
     }
@@ -248,7 +248,7 @@ fn run_each(
     let mut out = std::io::stdout().lock();
     let mut samples: Vec<(String, Sample)> = Vec::new();
     let mut first = true;
-    let ran = crate::fabrics::each(g, |opened, _| {
+    let ran = crate::fabric_set::each(g, |opened, _| {
         let fabric = crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         let targets = counters::targets(&fabric, None, None);
         let options = sweep_options(a.details, opened.engine.local().is_simulator());

@@ -93,7 +93,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         export(a.format, &fabric, names.as_ref(), &mut out).map_err(write_err)?;
         return Ok(ExitCode::from(exit::OK));
     }
-    let multi = crate::fabrics::is_multi(g.ca.as_deref());
+    let multi = crate::fabric_set::is_multi(g.ca.as_deref());
     let mut written = 0usize;
     if multi && a.format == Format::Json {
         // One document, streamed: each snapshot is written as it is swept. Its head is
@@ -104,7 +104,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             ibscope_topo::model::SCHEMA_VERSION
         )?;
     }
-    let ran = crate::fabrics::each(g, |opened, multi| {
+    let ran = crate::fabric_set::each(g, |opened, multi| {
         let mut fabric = crate::fabric::discover_live(&mut opened.engine, options.clone())?;
         fabric.id = Some(opened.id.clone());
         if multi {
@@ -173,11 +173,7 @@ fn report(fabric: &ibscope_topo::Fabric, name: Option<&str>) -> u8 {
     for lid in &report.duplicate_lids {
         eprintln!("{prefix}warning: LID {lid} is claimed by more than one port");
     }
-    let clean = report.errors.is_empty()
-        && report.inconsistencies.is_empty()
-        && report.duplicate_guids.is_empty()
-        && report.duplicate_lids.is_empty();
-    if clean {
+    if report.is_clean() {
         exit::OK
     } else {
         exit::FINDINGS

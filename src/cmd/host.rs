@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use ibscope_host::model::{
-    self, Device, Driver, GpuNear, Host, LinkLayer, PeerMemory, Port, VerbsStatus,
+    self, Device, DevicePort, Driver, GpuNear, LinkLayer, LocalHost, PeerMemory, VerbsStatus,
 };
-use ibscope_host::{HostFinding, Norms, PreflightOptions};
+use ibscope_host::{HostFinding, LinkLayerNorms, PreflightOptions};
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::findings::{self, Severity};
 use ibscope_topo::health::Rate;
@@ -74,9 +74,9 @@ fn kinds_help() -> String {
 #[derive(Serialize)]
 struct Report<'a> {
     #[serde(flatten)]
-    host: &'a Host,
+    host: &'a LocalHost,
     #[serde(skip_serializing_if = "Option::is_none")]
-    norms: Option<Norms>,
+    norms: Option<LinkLayerNorms>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ready: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,7 +84,7 @@ struct Report<'a> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    let mut host = ibscope_host::gather(&ibscope_host::Options::from_env())?;
+    let mut host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
     if let Some(ca) = &g.ca {
         let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();
         host.devices.retain(|d| &d.name == ca);
@@ -106,7 +106,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let written = if a.json {
         let report = Report {
             host: &host,
-            norms: a.check.then(|| Norms::of(&host, &opts)),
+            norms: a.check.then(|| LinkLayerNorms::of(&host, &opts)),
             ready: a.check.then_some(findings.is_empty()),
             findings: a.check.then_some(findings.as_slice()),
         };
@@ -130,7 +130,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }))
 }
 
-fn print_text(out: &mut impl Write, host: &Host) -> io::Result<()> {
+fn print_text(out: &mut impl Write, host: &LocalHost) -> io::Result<()> {
     let text = |s: &Option<String>| s.as_deref().map_or("?".into(), for_terminal);
     let detail = for_terminal(host.verbs.detail.as_deref().unwrap_or("?"));
     let verbs = match host.verbs.status {
@@ -169,7 +169,7 @@ fn print_text(out: &mut impl Write, host: &Host) -> io::Result<()> {
 }
 
 /// `mlx5_core 24.10-1.1.4` (all), or each driver with its devices.
-fn drivers_line(host: &Host) -> String {
+fn drivers_line(host: &LocalHost) -> String {
     let kernel = host.kernel.as_deref().unwrap_or("?");
     let mut drivers: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for d in &host.devices {
@@ -196,7 +196,7 @@ fn drivers_line(host: &Host) -> String {
         .join("; ")
 }
 
-fn gpus_line(host: &Host) -> String {
+fn gpus_line(host: &LocalHost) -> String {
     let peer = match &host.peer_memory {
         PeerMemory::Loaded { module, version } => format!(
             "{module} {}",
@@ -273,7 +273,7 @@ fn device_rows(d: &Device, rows: &mut Vec<Vec<String>>) {
     }
 }
 
-fn port_cells(p: &Port) -> Vec<String> {
+fn port_cells(p: &DevicePort) -> Vec<String> {
     let num = |v: Option<u16>| v.map_or("-".into(), |v| v.to_string());
     vec![
         p.port.to_string(),
@@ -287,7 +287,7 @@ fn port_cells(p: &Port) -> Vec<String> {
 }
 
 /// One line per address: `RoCE v1 gid 2, RoCE v2 gid 3  192.168.10.21  enp65s0f0np0`.
-fn gid_rows(p: &Port, rows: &mut Vec<Vec<String>>) {
+fn gid_rows(p: &DevicePort, rows: &mut Vec<Vec<String>>) {
     let mut by_address: Vec<(String, Option<&str>, Vec<String>)> = Vec::new();
     for g in &p.gids {
         let ip =

@@ -85,7 +85,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .as_deref()
         .map(crate::fabric::host_list)
         .transpose()?;
-    if g.topology.is_none() && crate::fabrics::is_multi(g.ca.as_deref()) {
+    if g.topology.is_none() && crate::fabric_set::is_multi(g.ca.as_deref()) {
         return run_planes(g, a, names.as_ref(), wanted.as_deref());
     }
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
@@ -94,30 +94,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let issues = hosts::check(&fabric, &all);
     let mut found = findings::host_findings(&fabric, names, &all, wanted.as_deref());
     findings::annotate(&mut found, &all);
-    let (shown, missing): (Vec<usize>, Vec<String>) = match &wanted {
-        None => ((0..all.len()).collect(), Vec::new()),
-        Some(list) => {
-            let mut shown = Vec::new();
-            let mut missing = Vec::new();
-            for name in list {
-                match all.find(name) {
-                    Some(i) if !shown.contains(&i) => shown.push(i),
-                    Some(_) => {}
-                    None => missing.push(name.clone()),
-                }
-            }
-            (shown, missing)
-        }
-    };
-    let shown_names: Vec<&str> = shown
-        .iter()
-        .map(|&i| all.hosts()[i].name.as_str())
-        .collect();
-    found.retain(|f| {
-        f.host
-            .as_deref()
-            .is_some_and(|h| shown_names.contains(&h) || missing.iter().any(|m| m == h))
-    });
+    let selection = hosts::Selection::of(&all, wanted.as_deref());
+    found.retain(|f| f.host.as_deref().is_some_and(|h| selection.names(&all, h)));
+    let hosts::Selection { shown, missing } = selection;
     if a.json {
         let report = Report {
             rails: all.rails(),
@@ -293,7 +272,7 @@ struct PlanesReport<'a> {
     /// Each fabric's host findings (with its name) and the planes-disagree findings.
     findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    failed: Vec<crate::fabrics::Failed>,
+    failed: Vec<crate::fabric_set::Failed>,
 }
 
 /// `hosts` over several fabrics: each one's hosts, then the planes they share.
@@ -304,7 +283,7 @@ fn run_planes(
     wanted: Option<&[String]>,
 ) -> Result<ExitCode> {
     let mut swept: Vec<(String, ibscope_topo::Fabric, Hosts)> = Vec::new();
-    let ran = crate::fabrics::each(g, |opened, _| {
+    let ran = crate::fabric_set::each(g, |opened, _| {
         let mut fabric =
             crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         fabric.id = Some(opened.id.clone());
@@ -323,15 +302,7 @@ fn run_planes(
         .collect();
     let planes = findings::planes_disagree(&views, names);
     let ports = planes.ports;
-    let mut found = Vec::new();
-    for v in &views {
-        let mut own = findings::host_findings(v.fabric, names, v.hosts, None);
-        findings::annotate(&mut own, v.hosts);
-        for f in &mut own {
-            f.fabric = Some(v.name.to_string());
-        }
-        found.extend(own);
-    }
+    let mut found = findings::host_findings_of_each(&views, names);
     found.extend(planes.findings);
     found.retain(|f| f.host.as_deref().is_some_and(keep));
     let shown: Vec<&PlanedPort> = ports.iter().filter(|p| keep(&p.host)).collect();

@@ -79,7 +79,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     let mut docs = Vec::new();
-    let ran = crate::fabrics::each(g, |opened, multi| {
+    let ran = crate::fabric_set::each(g, |opened, multi| {
         let mut fabric =
             crate::fabric::discover_live(&mut opened.engine, DiscoverOptions::default())?;
         fabric.id = Some(opened.id.clone());
@@ -91,7 +91,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         Ok(code)
     })?;
-    if a.json && crate::fabrics::is_multi(g.ca.as_deref()) {
+    if a.json && crate::fabric_set::is_multi(g.ca.as_deref()) {
         let doc = serde_json::json!({"fabrics": docs, "failed": ran.failed});
         crate::output::print_json(&doc)?;
     }

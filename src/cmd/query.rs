@@ -17,7 +17,7 @@ use crate::cli::Global;
 use crate::output;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Attribute {
+pub enum QueriedAttribute {
     /// NodeInfo: type, port count, GUIDs, vendor and device.
     Nodeinfo,
     /// NodeDescription: the node's name string.
@@ -40,7 +40,7 @@ pub enum Attribute {
 pub struct Args {
     /// Attribute to read.
     #[arg(value_enum)]
-    pub attribute: Attribute,
+    pub attribute: QueriedAttribute,
     /// A LID (decimal or 0x-hex), or a directed route such as `0,1,3` (egress ports).
     pub target: String,
     /// Port number for portinfo.
@@ -71,23 +71,23 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let route = parse_target(&a.target, a.direct)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let title = match a.attribute {
-        Attribute::Nodeinfo => NodeInfo::NAME,
-        Attribute::Nodedesc => NodeDescription::NAME,
-        Attribute::Portinfo => PortInfo::NAME,
-        Attribute::Switchinfo => SwitchInfo::NAME,
+        QueriedAttribute::Nodeinfo => NodeInfo::NAME,
+        QueriedAttribute::Nodedesc => NodeDescription::NAME,
+        QueriedAttribute::Portinfo => PortInfo::NAME,
+        QueriedAttribute::Switchinfo => SwitchInfo::NAME,
     };
     let context = || format!("{title} query to {}", describe(&route));
     let value: Value = match a.attribute {
-        Attribute::Nodeinfo => {
+        QueriedAttribute::Nodeinfo => {
             serde_json::to_value(engine.get::<NodeInfo>(&route, 0).with_context(context)?)?
         }
-        Attribute::Nodedesc => {
+        QueriedAttribute::Nodedesc => {
             let d = engine
                 .get::<NodeDescription>(&route, 0)
                 .with_context(context)?;
             json!({ "node_description": d.text() })
         }
-        Attribute::Portinfo => {
+        QueriedAttribute::Portinfo => {
             let port = a.port_number.unwrap_or(0);
             let p = engine
                 .get::<PortInfo>(&route, u32::from(port))
@@ -108,7 +108,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             }
             v
         }
-        Attribute::Switchinfo => {
+        QueriedAttribute::Switchinfo => {
             serde_json::to_value(engine.get::<SwitchInfo>(&route, 0).with_context(context)?)?
         }
     };
@@ -120,7 +120,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             "# {title} of {}{}",
             describe(&route),
             match (a.attribute, a.port_number) {
-                (Attribute::Portinfo, Some(p)) => format!(" port {p}"),
+                (QueriedAttribute::Portinfo, Some(p)) => format!(" port {p}"),
                 _ => String::new(),
             }
         );

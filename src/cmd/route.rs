@@ -8,7 +8,7 @@ use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
-use ibscope_topo::routing::{self, CheckOptions, Collective, JobHost, ModelOptions, Pattern};
+use ibscope_topo::routing::{self, CheckOptions, Collective, ModelOptions, Pattern};
 use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
@@ -314,47 +314,9 @@ fn load_job(
     job: &Job,
     json: bool,
 ) -> Result<ExitCode> {
-    let all = Hosts::group(fabric, names);
-    let mut chosen: Vec<usize> = Vec::new();
-    if job.hosts.is_empty() {
-        chosen.extend((0..all.len()).filter(|&i| all.hosts()[i].rails().next().is_some()));
-    }
-    for name in job.hosts {
-        let i = all.find(name).with_context(|| {
-            format!(
-                "{name:?} is not in the fabric: no CA's NodeDescription names it (see \
-                 `ibscope hosts`; `ibscope check --hosts` reports every missing one)"
-            )
-        })?;
-        if all.hosts()[i].rails().next().is_none() {
-            bail!("{name:?} has no HCA with a known rail (see `ibscope hosts`)");
-        }
-        if !chosen.contains(&i) {
-            chosen.push(i);
-        }
-    }
-    let mut known: Vec<u8> = chosen
-        .iter()
-        .flat_map(|&i| all.hosts()[i].rails())
-        .collect();
-    known.sort_unstable();
-    known.dedup();
-    let rails = parse_rails(job.rails, &known)?;
-    let job_hosts: Vec<JobHost> = chosen
-        .iter()
-        .map(|&i| {
-            let h = &all.hosts()[i];
-            JobHost {
-                name: h.name.clone(),
-                hcas: h
-                    .hcas
-                    .iter()
-                    .filter(|c| c.is_up())
-                    .filter_map(|c| Some((c.rail?, c.end())))
-                    .collect(),
-            }
-        })
-        .collect();
+    let servers = routing::job_servers(&Hosts::group(fabric, names), job.hosts)?;
+    let rails = parse_rails(job.rails, &servers.rails)?;
+    let job_hosts = servers.hosts;
     let mut report = routing::collectives(fabric, &job_hosts, &rails, job.collectives, &job.opts);
     if !job.curve {
         for c in &mut report.collectives {

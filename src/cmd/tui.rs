@@ -41,7 +41,7 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
             name: None,
             source: Box::new(tui::FileSource::new(path, read_topology)),
         }],
-        None if crate::fabrics::is_multi(g.ca.as_deref()) => live_fabrics(g)?,
+        None if crate::fabric_set::is_multi(g.ca.as_deref()) => live_fabrics(g)?,
         None => vec![tui::FabricSource {
             name: None,
             source: Box::new(LiveSource::new(g, crate::fabric::open_engine(g)?)?),
@@ -90,14 +90,14 @@ impl LiveSource {
 fn live_fabrics(g: &Global) -> anyhow::Result<Vec<tui::FabricSource>> {
     let mut out = Vec::new();
     let mut failed = Vec::new();
-    for fabric in crate::fabrics::open(g)? {
+    for fabric in crate::fabric_set::open(g)? {
         match fabric {
             Ok(o) => out.push(tui::FabricSource {
                 name: Some(o.id.name.clone()),
                 source: Box::new(LiveSource::new(g, o.engine)?),
             }),
             Err(u) => {
-                let line = crate::fabrics::failure_line(&u.name, &u.error);
+                let line = crate::fabric_set::failure_line(&u.name, &u.error);
                 eprintln!("ibscope: error: {line}");
                 failed.push(line);
             }

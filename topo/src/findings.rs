@@ -2,7 +2,7 @@
 //! it is worded, and the evaluation that produces the list from a fabric, its link health,
 //! its counters and its subnet manager. `check`, the TUI and the exporter all show this
 //! one list; adding a kind of finding is a line in [`FINDING_KINDS`] and the rule that
-//! emits it here.
+//! emits it here (docs/ARCHITECTURE.md, "A finding kind", names the schema's list too).
 
 use ibscope_mad::attr::{SmInfo, SmState};
 use ibscope_mad::engine::Request;
@@ -653,6 +653,21 @@ pub fn host_findings(
         }
     }
     findings
+}
+
+/// Each of the fabrics swept together's host and rail findings, annotated with hosts and
+/// rails and carrying its fabric's name (`hosts` over several fabrics).
+pub fn host_findings_of_each(views: &[PlaneView], names: Option<&NameMap>) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for v in views {
+        let mut own = host_findings(v.fabric, names, v.hosts, None);
+        annotate(&mut own, v.hosts);
+        for f in &mut own {
+            f.fabric = Some(v.name.to_string());
+        }
+        found.extend(own);
+    }
+    found
 }
 
 /// The fabrics swept together, seen as planes: every HCA port found in more than one of

@@ -20,11 +20,15 @@ pub mod health;
 pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
+pub mod m_key;
+pub mod master_sm;
 pub mod namemap;
 pub mod parse_error;
+pub mod port_toggle;
 pub mod resolve;
 pub mod responder;
 pub mod routing;
+pub mod sa_tables;
 pub mod subnet;
 #[cfg(test)]
 mod test_fixtures;

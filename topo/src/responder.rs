@@ -94,7 +94,7 @@ pub struct FabricModel {
 
 /// Why a fabric cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ModelError {
+pub enum FabricModelError {
     #[error("the fabric has no channel adapter to attach to")]
     NoLocalPort,
     #[error("the fabric needs {0} LIDs; a subnet holds at most {MAX_UNICAST_LID}")]
@@ -117,7 +117,7 @@ impl FabricModel {
     /// The model of `fabric`, attached at the first CA's first linked port. `guid_offset`
     /// is added to every node and port GUID (several planes served side by side stay
     /// apart). LIDs the fabric lacks are assigned after the highest it has.
-    pub fn from_fabric(fabric: &Fabric, guid_offset: u64) -> Result<FabricModel, ModelError> {
+    pub fn from_fabric(fabric: &Fabric, guid_offset: u64) -> Result<FabricModel, FabricModelError> {
         let index: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
         let mut position = vec![NONE; index.iter().map(|id| id.index() + 1).max().unwrap_or(0)];
         for (i, id) in index.iter().enumerate() {
@@ -187,7 +187,7 @@ impl FabricModel {
             });
         }
         if next_lid - 1 > usize::from(MAX_UNICAST_LID) {
-            return Err(ModelError::TooManyLids(next_lid - 1));
+            return Err(FabricModelError::TooManyLids(next_lid - 1));
         }
         let mut by_lid = vec![(NONE, 0u8); next_lid];
         for (i, n) in nodes.iter().enumerate() {
@@ -207,7 +207,7 @@ impl FabricModel {
                     .find(|&p| n.port(p).is_some_and(|p| p.peer != NONE))
                     .map(|p| (i as u32, p))
             })
-            .ok_or(ModelError::NoLocalPort)?;
+            .ok_or(FabricModelError::NoLocalPort)?;
         let sm_lid = nodes[local.0 as usize].ports[usize::from(local.1)].lid;
         Ok(FabricModel {
             nodes,
@@ -838,7 +838,7 @@ mod tests {
         // The other nodes get LIDs after it: past 0xbfff.
         assert!(matches!(
             FabricModel::from_fabric(&fabric, 0),
-            Err(ModelError::TooManyLids(n)) if n > usize::from(MAX_UNICAST_LID)
+            Err(FabricModelError::TooManyLids(n)) if n > usize::from(MAX_UNICAST_LID)
         ));
     }
 }

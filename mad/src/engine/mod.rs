@@ -20,7 +20,7 @@
 //!
 //! Files: `request.rs` (what goes out and comes back, typed by attribute), `ledger.rs` (the
 //! pure bookkeeping), `packed.rs` (a request as the ledger keeps it), `pacing.rs` (the window and the cap per destination), `io_loop.rs`
-//! (the [`Engine`]: the loop over a port), `trace.rs` (the in-flight time series),
+//! (the [`Engine`]: the loop over a port), `mad_trace.rs` (the in-flight time series),
 //! `config.rs` (its settings and counters), `error.rs` and `cancel.rs`.
 
 mod cancel;
@@ -28,10 +28,10 @@ mod config;
 mod error;
 mod io_loop;
 mod ledger;
+pub mod mad_trace;
 pub mod pacing;
 mod packed;
 mod request;
-pub mod trace;
 
 pub use crate::umad::{Dest, LocalPort, MadPort, Received, TransportError, GSI_QKEY};
 pub use cancel::CancelToken;

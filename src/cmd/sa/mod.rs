@@ -10,13 +10,15 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use ibscope_mad::engine::Engine;
 use ibscope_mad::sa::{comp_mask, LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
+use ibscope_topo::discover::DiscoverOptions;
 use serde_json::json;
 
 use crate::cli::{exit, Global};
-use crate::cmd::sm::{sa_error, NO_SM};
+use crate::cmd::sm::sa_error;
 use crate::output;
+use ibscope_topo::master_sm::NO_SM;
+use ibscope_topo::sa_tables::{self, node_request, path_request, Completeness, Countable, Query};
 use records::Record;
-use table::{node_request, path_request, Completeness, Countable, Query};
 
 /// Query the SA (Subnet Administration, the SM's database), as saquery does.
 ///
@@ -172,7 +174,10 @@ fn print_table<R: Record + Countable>(
     query: &Query<R>,
     json: bool,
 ) -> Result<ExitCode> {
-    let listing = table::list(engine, sm_lid, query)?;
+    let listing = sa_tables::list(engine, sm_lid, query, |engine| {
+        crate::fabric::discover_live(engine, DiscoverOptions { read_lft: false })
+            .map_err(|e| format!("{e:#}"))
+    })?;
     crate::fabric::ensure_connected(engine)?;
     let received = listing.records.len();
     let (complete, table_size) = match &listing.completeness {

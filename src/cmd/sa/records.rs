@@ -10,16 +10,11 @@ use serde_json::{json, Value};
 
 /// An SA record `sa` lists: its JSON and its text line (already safe for a terminal).
 pub trait Record: Attribute<Class = SubnAdm> + Default {
-    /// What one record is called in messages ("NodeRecord").
-    const WHAT: &'static str = Self::NAME;
-    /// The record's length on the wire (without the padding to 8-byte words).
-    const LEN: usize;
     fn to_json(&self) -> Value;
     fn line(&self) -> String;
 }
 
 impl Record for NodeRecord {
-    const LEN: usize = NodeRecord::WIRE_LEN;
     fn to_json(&self) -> Value {
         node_json(self)
     }
@@ -29,7 +24,6 @@ impl Record for NodeRecord {
 }
 
 impl Record for PathRecord {
-    const LEN: usize = PathRecord::WIRE_LEN;
     fn to_json(&self) -> Value {
         path_json(self)
     }
@@ -49,7 +43,6 @@ impl Record for PathRecord {
 }
 
 impl Record for LinkRecord {
-    const LEN: usize = LinkRecord::WIRE_LEN;
     fn to_json(&self) -> Value {
         json!({
             "from_lid": self.from_lid,
@@ -67,7 +60,6 @@ impl Record for LinkRecord {
 }
 
 impl Record for PortInfoRecord {
-    const LEN: usize = PortInfoRecord::WIRE_LEN;
     fn to_json(&self) -> Value {
         let pi = &self.port_info;
         json!({

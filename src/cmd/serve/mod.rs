@@ -30,7 +30,7 @@ use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
 
 use crate::cli::{exit, Global};
-use crate::fabrics::{Planned, Reach};
+use crate::fabric_set::{Planned, Reach};
 use crate::signals;
 /// How a sweeper compresses its page and `serve` holds it, for the scale benchmark to
 /// measure.
@@ -240,7 +240,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     // Read now so a bad file fails the command at once, not every sweeper process.
     crate::fabric::names(g)?;
     crate::fabric::thresholds(g, None)?;
-    let planned = crate::fabrics::planned(g)?;
+    let planned = crate::fabric_set::planned(g)?;
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     let state = crate::statedir::StateDir::create("serve")?;
     // Every thread started from here on (tiny_http's, ours) inherits it.
@@ -289,7 +289,7 @@ fn start(
     let front_stop = Arc::new(AtomicBool::new(false));
     let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
     let server = Arc::new(server);
-    let multi = crate::fabrics::is_multi(g.ca.as_deref());
+    let multi = crate::fabric_set::is_multi(g.ca.as_deref());
     let pages = Arc::new(Pages {
         slots: planned.iter().map(|p| Slot::new(slot_name(g, p))).collect(),
         multi,
@@ -336,7 +336,7 @@ fn slot_name(g: &Global, p: &Planned) -> String {
         return p.name.clone();
     }
     match (&g.ca, g.port) {
-        (Some(ca), Some(port)) => crate::fabrics::port_name(ca, port),
+        (Some(ca), Some(port)) => crate::fabric_set::port_name(ca, port),
         (Some(ca), None) => ca.clone(),
         _ => "default".to_string(),
     }
@@ -594,7 +594,7 @@ fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Re
             }
             Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
             Ok(Event::NotOpened { slot, error }) => {
-                let line = crate::fabrics::failure_line(&pages.slots[slot].name(), &error);
+                let line = crate::fabric_set::failure_line(&pages.slots[slot].name(), &error);
                 eprintln!(
                     "ibscope serve: {line}; trying again in {} s, then less often",
                     supervisor::REOPEN_FIRST.as_secs()

@@ -27,7 +27,7 @@ use ibscope_topo::Fabric;
 use super::frames::{self, Frame};
 use super::pieces::{Deflated, PageDeflater, PieceCache};
 use crate::cli::{exit, Global};
-use crate::fabrics::Planned;
+use crate::fabric_set::Planned;
 
 pub struct Sweeper {
     pub g: Global,
@@ -107,7 +107,7 @@ impl Sweeper {
         lower_own_priority();
         let stop = self.stop.clone();
         let opened =
-            crate::fabrics::open_one_until(&self.g, &self.planned, &|| stop.is_cancelled());
+            crate::fabric_set::open_one_until(&self.g, &self.planned, &|| stop.is_cancelled());
         let mut engine = match opened {
             Ok(o) => {
                 let local = o.engine.local();

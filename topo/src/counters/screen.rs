@@ -131,22 +131,15 @@ mod tests {
     fn screen_drills_down_on_any_error_with_default_thresholds() {
         let t = Thresholds::default();
         for name in ERROR_COUNTERS {
-            let mut sum = PortCounters::default();
-            match *name {
-                "SymbolErrorCounter" => sum.symbol_error_counter = 1,
-                "LinkErrorRecoveryCounter" => sum.link_error_recovery_counter = 1,
-                "LinkDownedCounter" => sum.link_downed_counter = 1,
-                "PortRcvErrors" => sum.port_rcv_errors = 1,
-                "PortRcvRemotePhysicalErrors" => sum.port_rcv_remote_physical_errors = 1,
-                "PortRcvSwitchRelayErrors" => sum.port_rcv_switch_relay_errors = 1,
-                "PortXmitDiscards" => sum.port_xmit_discards = 1,
-                "PortXmitConstraintErrors" => sum.port_xmit_constraint_errors = 1,
-                "PortRcvConstraintErrors" => sum.port_rcv_constraint_errors = 1,
-                "LocalLinkIntegrityErrors" => sum.local_link_integrity_errors = 1,
-                "ExcessiveBufferOverrunErrors" => sum.excessive_buffer_overrun_errors = 1,
-                "VL15Dropped" => sum.vl15_dropped = 1,
-                other => panic!("unexpected error counter {other}"),
-            }
+            // The counter at 1, wherever the PortCounters table puts it.
+            let field = PortCounters::FIELDS
+                .iter()
+                .find(|f| f.name == *name)
+                .unwrap_or_else(|| panic!("error counter {name} has no PortCounters field"));
+            let last_bit = field.bit_offset + field.bit_width - 1;
+            let mut bytes = PortCounters::default().to_bytes();
+            bytes[last_bit / 8] |= 0x80 >> (last_bit % 8);
+            let sum = PortCounters::decode(&bytes).unwrap();
             let r = reason(screen(&sum.counters(), None, SWITCH_MASK, &t));
             assert!(r.starts_with(&format!("{name} = 1 ")), "{r}");
             assert!(r.contains("above its threshold 0"), "{r}");

@@ -9,6 +9,8 @@ pub mod hostlist;
 pub mod name;
 pub mod planes;
 mod rails;
+mod select;
 
 pub use group::{rail_ranges, Grouping, Hca, Host, Hosts, Leaf, LeafPort};
 pub use rails::{check, HcaRef, RailDown, RailIssue};
+pub use select::Selection;

@@ -411,7 +411,7 @@ fn misplaced(hosts: &[Host], positions: &Positions) -> Vec<RailIssue> {
 mod tests {
     use super::*;
     use crate::gen::{self, RailsSpec};
-    use crate::model::{FabricFile, LinkRecord};
+    use crate::model::{FabricFile, FileLink};
     use ibscope_mad::attr::link::Width;
     use ibscope_mad::attr::PortState;
 
@@ -456,13 +456,13 @@ mod tests {
         let (ga, gb) = (guid(file, a), guid(file, b));
         let (ia, pa) = link_at(file, ga);
         let (ib, pb) = link_at(file, gb);
-        file.links[ia] = LinkRecord {
+        file.links[ia] = FileLink {
             a_guid: ga,
             a_port: 1,
             b_guid: pb.0,
             b_port: pb.1,
         };
-        file.links[ib] = LinkRecord {
+        file.links[ib] = FileLink {
             a_guid: gb,
             a_port: 1,
             b_guid: pa.0,
@@ -614,7 +614,7 @@ mod tests {
         let g = guid(&file, "gpu-0005 mlx5_1");
         let leaf = guid(&file, "MF0;leaf-r3-002:MQM9700/U1");
         let (i, _) = link_at(&file, g);
-        file.links[i] = LinkRecord {
+        file.links[i] = FileLink {
             a_guid: g,
             a_port: 1,
             b_guid: leaf,

@@ -341,6 +341,16 @@ pub struct DiscoveryReport {
     pub duration_ms: u64,
 }
 
+impl DiscoveryReport {
+    /// Nothing to warn of: no errors, no inconsistencies, no duplicate GUIDs or LIDs.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+            && self.inconsistencies.is_empty()
+            && self.duplicate_guids.is_empty()
+            && self.duplicate_lids.is_empty()
+    }
+}
+
 /// Which fabric (subnet) a model is of, when a host reaches several: the name it goes by
 /// (the config file's, else the local CA and port) and, where read, its identity: the
 /// subnet prefix (the local port's GidPrefix) and the master SM's GUID (its SMInfo).
@@ -775,7 +785,7 @@ impl Fabric {
             nodes: self.graph.node_weights().cloned().collect(),
             links: self
                 .links()
-                .map(|l| LinkRecord {
+                .map(|l| FileLink {
                     a_guid: l.a_node.guid,
                     a_port: l.a.port,
                     b_guid: l.b_node.guid,
@@ -820,8 +830,9 @@ impl Fabric {
     }
 }
 
+/// A link as the JSON snapshot holds it: both ends by node GUID and port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkRecord {
+pub struct FileLink {
     #[serde(with = "guid")]
     pub a_guid: u64,
     pub a_port: u8,
@@ -837,7 +848,7 @@ pub struct FabricFile {
     #[serde(default)]
     pub local: Option<PortKey>,
     pub nodes: Vec<Node>,
-    pub links: Vec<LinkRecord>,
+    pub links: Vec<FileLink>,
     #[serde(default)]
     pub report: DiscoveryReport,
     /// Which fabric the snapshot is of (absent when unknown).

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
 use super::load::{channel_ref, place, Links, Routes};
-use super::refs::ChannelRef;
+use super::path::ChannelRef;
 use crate::model::{End, Fabric};
 
 /// The collectives a job runs.

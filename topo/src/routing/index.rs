@@ -5,7 +5,7 @@
 
 use ibscope_mad::attr::PortState;
 
-use super::refs::MAX_HOPS;
+use super::path::MAX_HOPS;
 use crate::model::{End, Fabric, NodeId, SwitchFacts, NO_ROUTE};
 
 pub(crate) const NONE: u32 = u32::MAX;

@@ -23,7 +23,7 @@ use ibscope_mad::attr::link::Speed;
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, NONE};
-use super::refs::ChannelRef;
+use super::path::ChannelRef;
 use super::trace::{trace_with_index, TraceError};
 use crate::model::refs::{route_port, PortRef};
 use crate::model::{End, Fabric};

@@ -33,9 +33,10 @@ mod check;
 mod collective;
 mod dump;
 mod index;
+mod job;
 mod load;
 mod minhop;
-mod refs;
+mod path;
 mod trace;
 
 pub use crate::model::refs::{NodeRef, PortRef};
@@ -48,10 +49,11 @@ pub use collective::{
     ModelText, MODEL,
 };
 pub use dump::{dump, format_ibroute_like, LftEntry};
+pub use job::{job_servers, JobError, JobServers};
 pub use load::{
     default_hosts, load, load_with, FlowResult, LinkLoad, LoadError, LoadOptions, LoadReport,
     Pattern,
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
-pub use refs::{ChannelRef, Hop, Path, MAX_HOPS};
+pub use path::{ChannelRef, Hop, Path, MAX_HOPS};
 pub use trace::{trace, trace_partial, PartialTrace, TraceError};

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::{Index, Step};
-use super::refs::{Hop, Path, MAX_HOPS};
+use super::path::{Hop, Path, MAX_HOPS};
 use crate::model::refs::{route_port, NodeRef, PortRef};
 use crate::model::{End, Fabric, NodeId};
 

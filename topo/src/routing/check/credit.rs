@@ -8,7 +8,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::model::refs::PortRef;
 use crate::model::Fabric;
 use crate::routing::index::Index;
-use crate::routing::refs::{ChannelRef, Path};
+use crate::routing::path::{ChannelRef, Path};
 use crate::routing::trace::trace;
 
 use super::endpoints::Endpoints;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::refs::{route_port, NodeRef, PortRef};
-use crate::routing::refs::{ChannelRef, Path};
+use crate::routing::path::{ChannelRef, Path};
 
 /// What [`check`](super::check) looks at and how much it reports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

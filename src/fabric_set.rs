@@ -11,6 +11,8 @@ use ibscope_topo::subnet::{self, Sweep};
 use ibscope_topo::FabricId;
 
 use crate::cli::{FabricConfig, Global};
+pub use ibscope_host::multi_plane::port_name;
+use ibscope_host::multi_plane::{local_planes, LocalPlanes};
 
 /// Fail with the engine's "lost the connection to the fabric" error once its transport is
 /// gone: a command then ends with that one message (exit 2) instead of one failure per
@@ -54,11 +56,6 @@ pub struct Planned {
 /// Whether `-C` names several fabrics: `all` or a comma-separated list.
 pub fn is_multi(ca: Option<&str>) -> bool {
     ca.is_some_and(|c| c.trim() == "all" || c.contains(','))
-}
-
-/// "mlx5_0:1".
-pub fn port_name(ca: &str, port: u8) -> String {
-    format!("{ca}:{port}")
 }
 
 /// The config's name of a local port, else "CA:port". A table with a port names that
@@ -206,60 +203,6 @@ pub fn plan(
     }
     uniquify(&mut unique);
     Ok((unique, skipped))
-}
-
-/// The local ports that are planes of one multi-plane HCA port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalPlanes {
-    pub port_guid: u64,
-    /// "CA:port" of each plane, plane 0 first (CA names in natural order, then port).
-    pub planes: Vec<String>,
-    /// "CA:port" of the port's GSI-only device (IsSMDisabled), which carries no SMPs.
-    pub gsi: Vec<String>,
-}
-
-/// Local InfiniBand ports that share one port GUID: a planarized HCA port shows one umad
-/// device per plane with the port's GUID, the planes able to send SMPs and one GSI device
-/// with IsSMDisabled set (rdma-core's libibumad/umad.c: `count_ports_by_guid` counts the
-/// ports of each GUID, `umad_get_smi_gsi_pairs` calls a GUID counted more than once a
-/// planarized port and tells its SMI and GSI devices apart by `is_smi_disabled`). Only
-/// GUIDs shared by at least two ports are listed; `planes` may hold a single SMI device
-/// when the port merely has its GSI device apart.
-pub fn local_planes(cas: &[(String, Vec<LocalPort>)]) -> Vec<LocalPlanes> {
-    let mut ports: Vec<&LocalPort> = cas
-        .iter()
-        .flat_map(|(_, ps)| ps.iter())
-        .filter(|p| umad::is_ib(p) && p.port_guid != 0)
-        .collect();
-    ports.sort_by(|a, b| {
-        ibscope_topo::hosts::name::natural_cmp(&a.ca_name, &b.ca_name)
-            .then(a.port_num.cmp(&b.port_num))
-    });
-    let mut out: Vec<LocalPlanes> = Vec::new();
-    for p in &ports {
-        if out.iter().any(|g| g.port_guid == p.port_guid) {
-            continue;
-        }
-        let same: Vec<&&LocalPort> = ports
-            .iter()
-            .filter(|q| q.port_guid == p.port_guid)
-            .collect();
-        if same.len() < 2 {
-            continue;
-        }
-        let names = |gsi: bool| {
-            same.iter()
-                .filter(|q| q.sm_disabled == gsi)
-                .map(|q| port_name(&q.ca_name, q.port_num))
-                .collect()
-        };
-        out.push(LocalPlanes {
-            port_guid: p.port_guid,
-            planes: names(false),
-            gsi: names(true),
-        });
-    }
-    out
 }
 
 /// Names must tell fabrics apart: a name given twice gets " #2", " #3".
@@ -793,17 +736,10 @@ mod tests {
     }
 
     #[test]
-    fn ports_sharing_a_port_guid_are_one_ports_planes() {
+    fn planes_of_one_port_are_noted_and_swept_but_not_its_gsi_device() {
         let cas = planarized();
+        // Which ports are planes: host/src/multi_plane.rs; here the note and the sweep plan.
         let groups = local_planes(&cas);
-        assert_eq!(
-            groups,
-            vec![LocalPlanes {
-                port_guid: 0xa1,
-                planes: vec!["mlx5_0:1".into(), "mlx5_1:1".into()],
-                gsi: vec!["mlx5_2:1".into()],
-            }]
-        );
         assert_eq!(
             planes_notes(&groups),
             vec![
@@ -823,10 +759,8 @@ mod tests {
                  through mlx5_0:1, mlx5_1:1"
             ]
         );
-        // No shared GUID, no planes; a GSI device apart from one SMI device is no plane.
-        assert_eq!(local_planes(&cas[..1]), vec![]);
+        // A GSI device apart from one SMI device is no plane: no note.
         let pair = local_planes(&cas[1..3]);
-        assert_eq!(pair[0].planes, ["mlx5_1:1"]);
         assert!(planes_notes(&pair).is_empty());
     }
 }
