@@ -368,6 +368,29 @@ fn serve_exports_both_fabrics_and_a_lost_one_leaves_the_other_fresh() {
         ),
         Some(1.0)
     );
+    // One fabric's page (the multi-target pattern): exactly that fabric's lines of the
+    // whole page, the same families and values.
+    let (code, beta) = get(port, "/metrics?fabric=beta");
+    assert_eq!(code, 200, "{beta}");
+    let report = promtool_check(&beta);
+    assert!(report.passed(), "{}", report.report);
+    assert_eq!(value(&beta, "ibscope_fabric_nodes", "beta"), Some(4.0));
+    assert_eq!(value(&beta, "ibscope_fabric_nodes", "alpha"), None);
+    for l in beta.lines().filter(|l| !l.starts_with('#')) {
+        assert!(l.contains("{fabric=\"beta\""), "not beta's: {l}");
+    }
+    let (code, missing) = get(port, "/metrics?fabric=gamma");
+    assert_eq!(code, 404, "{missing}");
+    assert!(missing.contains("alpha, beta"), "{missing}");
+    // The landing page names both fabrics and links to each one's page.
+    let (code, landing) = get(port, "/");
+    assert_eq!(code, 200, "{landing}");
+    for name in ["alpha", "beta"] {
+        assert!(
+            landing.contains(&format!("<a href=\"/metrics?fabric={name}\">{name}</a>")),
+            "{landing}"
+        );
+    }
 
     // Fabric B's simulator dies: its last good series stay, marked stale, ibscope_up
     // says 0, A keeps sweeping.

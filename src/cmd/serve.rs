@@ -6,22 +6,12 @@
 //! fabric and never sends a MAD, and the exporter keeps answering while a fabric is
 //! unreachable.
 
-mod frames;
-mod http;
-mod pieces;
-mod planes;
-mod supervisor;
-mod sweeper;
-mod tls;
-mod web;
-
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
@@ -34,11 +24,14 @@ use crate::fabric_set::{Planned, Reach};
 use crate::signals;
 /// How a sweeper compresses its page and `serve` holds it, for the scale benchmark to
 /// measure.
-pub use http::Family;
-use http::{listen_addr, Pages, Slot};
-pub use pieces::{Deflated, PageDeflater, PieceCache};
-use supervisor::{Event, Supervisor};
-use sweeper::Sweeper;
+pub use ibscope_exporter::http::Family;
+use ibscope_exporter::http::{listen_addr, Pages, Slot};
+pub use ibscope_exporter::pieces::{Deflated, PageDeflater, PieceCache};
+use ibscope_exporter::plane_counts;
+use ibscope_exporter::server::{http_server, spawn_http_workers, Running};
+use ibscope_exporter::supervisor::{self, Event, Supervisor};
+use ibscope_exporter::sweeper::SweeperProcess;
+use ibscope_exporter::web::{self, TlsConfig};
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
 ///
@@ -72,7 +65,7 @@ use sweeper::Sweeper;
 /// sweep once the fabric is back. With one fabric, only a port that cannot be opened at
 /// start fails the command (exit 2).
 ///
-/// Page size and how the options trim it: see AFTER_HELP (the end of `serve --help`).
+/// Page size and how the options trim it: docs/exporter.md.
 ///
 /// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweepers abandon their sweeps
 /// (a MAD in flight gets its timeout, no retry) and close the management ports, and serve
@@ -117,22 +110,19 @@ pub struct Args {
     /// Counter families on the page: all 31 (default), errors (the 12 PortCounters error
     /// counters, SymbolErrorCounter to VL15Dropped, and the 10 breakdown counters, with
     /// series only for ports whose PortRcvErrors or PortXmitDiscards counted) or data (the
-    /// 9 traffic counters: data, packets, unicast/multicast packets, XmitWait). On the
-    /// 2,048-host benchmark fabric (no errors, so no breakdown series):
-    /// 442,658 series (5.7 MiB gzip), errors 311,474 (4.0 MiB), data 267,746 (3.5 MiB).
+    /// 9 traffic counters: data, packets, unicast/multicast packets, XmitWait).
     /// Trims the page only: one PortCounters MAD carries every counter. Link, node and
     /// sweep families are always there.
     #[arg(long, value_enum, default_value_t = CounterFamilies::All, value_name = "WHICH")]
     pub counters: CounterFamilies,
     /// Only ports that are Active (and physically LinkUp) at the last discovery: only their
     /// counters are read, and other ports have no series at all (a port that goes down
-    /// leaves the page at the rediscovery this triggers). On the benchmark fabric 1,840 of
-    /// 14,576 ports are down or unused: 389,298 series instead of 442,658.
+    /// leaves the page at the rediscovery this triggers).
     #[arg(long)]
     pub active_only: bool,
     /// Read the counters of switch ports only (fewer MADs; each CA port's traffic is
     /// also seen at its switch port). CA ports then have no port series, CA nodes keep
-    /// theirs: 381,218 series instead of 442,658 on the benchmark fabric.
+    /// theirs.
     #[arg(long)]
     pub switches_only: bool,
     /// Rediscover the fabric every N sweeps even without a sign of change (0: never).
@@ -171,16 +161,8 @@ pub struct Args {
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
 const AFTER_HELP: &str = "\
-Page size: per port 21 counter series, a saturation gauge and up to 8 link gauges (state,
-physical state, active, link up, width, speed, data rate, degraded); per node 3 series;
-and 6 or 4 breakdown series per port whose PortRcvErrors or PortXmitDiscards counted.
-Measured on the 2,048-host fat tree of bench/serve_scrape.sh (2,396 nodes, 14,576 ports):
-  (default)                                         442,658 series, 97 MiB text, 5.7 MiB gzip
-  --counters errors                                 311,474 series, 4.0 MiB gzip
-  --counters data                                   267,746 series, 3.5 MiB gzip
-  --active-only                                     389,298 series, 5.3 MiB gzip
-  --switches-only                                   381,218 series, 4.6 MiB gzip
-  --counters errors --active-only --switches-only   231,666 series, 2.9 MiB gzip
+Page size: per port 21 counter series, a saturation gauge and up to 8 link gauges; per
+node 3 series. --counters, --active-only and --switches-only trim it (docs/exporter.md).
 
 Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, abandons the running sweep (a MAD in
 flight gets its timeout, no retry), closes the management port and exits 0 with one line
@@ -258,22 +240,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         &running.pages,
         &format!("{scheme}://{addr}/metrics"),
     );
-    let code = running.shut_down(g, why);
+    let limit = stop_limit(g);
+    let stopped = running.shut_down(limit);
+    let code =
+        why.map(|signal| report_stop(signal, stopped.sweeps, stopped.closed, stopped.took, limit));
+    stopped.join();
     // Only now: the sweeper processes kept their files there until they exited.
     drop(state);
     code
-}
-
-/// What runs while serving: the HTTP front, its workers and a supervisor per fabric.
-struct Running {
-    pages: Arc<Pages>,
-    supervisors: Vec<Supervisor>,
-    sweeps: Arc<AtomicU64>,
-    server: Arc<tiny_http::Server>,
-    workers: Vec<JoinHandle<()>>,
-    /// The TLS accept loop, when there is TLS, and what stops it.
-    front: Option<JoinHandle<()>>,
-    front_stop: Arc<AtomicBool>,
 }
 
 /// Listen, start a supervisor (and so a sweeper process) per fabric, and the HTTP workers.
@@ -283,7 +257,7 @@ fn start(
     planned: Vec<Planned>,
     state: &crate::statedir::StateDir,
     addr: std::net::SocketAddr,
-    tls_config: Option<Arc<rustls::ServerConfig>>,
+    tls_config: Option<Arc<TlsConfig>>,
     auth: Option<Arc<web::BasicAuth>>,
 ) -> Result<(Running, mpsc::Receiver<Event>)> {
     let front_stop = Arc::new(AtomicBool::new(false));
@@ -301,7 +275,7 @@ fn start(
         pages: pages.clone(),
         sweeps: sweeps.clone(),
         subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
-        planes: planes::Planes::new(planned.len(), crate::fabric::names(g)?),
+        planes: plane_counts::Planes::new(planned.len(), crate::fabric::names(g)?),
         events: events_tx,
     };
     let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -312,7 +286,7 @@ fn start(
         if multi {
             args.push("--sweeper-planes".into());
         }
-        let fabric = supervisor::Fabric { slot, args, multi };
+        let fabric = supervisor::SweeperCommand { slot, args, multi };
         supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
     }
     let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
@@ -385,34 +359,6 @@ fn parse_reach(g: &Global, text: &str) -> Result<Reach> {
     })
 }
 
-/// The HTTP server: on `addr`, or with TLS on a private socket behind the TLS front
-/// (which `front_stop` ends).
-fn http_server(
-    addr: std::net::SocketAddr,
-    tls_config: Option<&Arc<rustls::ServerConfig>>,
-    front_stop: &Arc<AtomicBool>,
-) -> Result<(tiny_http::Server, Option<JoinHandle<()>>)> {
-    match tls_config {
-        Some(config) => {
-            let (inner, inner_addr) = tls::inner_listener()?;
-            let server = tiny_http::Server::from_listener(inner, None)
-                .map_err(|e| anyhow!("cannot serve on a private socket: {e}"))?;
-            let front = tls::spawn(
-                http::listener(addr)?,
-                config.clone(),
-                inner_addr,
-                front_stop.clone(),
-            )?;
-            Ok((server, Some(front)))
-        }
-        None => Ok((
-            tiny_http::Server::from_listener(http::listener(addr)?, None)
-                .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?,
-            None,
-        )),
-    }
-}
-
 /// `serve --sweeper-process`: sweep one fabric and hand the pages over on stdout until a
 /// stop signal comes or `serve` is gone.
 fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -463,10 +409,14 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
                 }
             })?
     };
-    let sweeper = Sweeper {
-        g: g.clone(),
-        name: planned.name.clone(),
-        planned,
+    let name = planned.name.clone();
+    let opener = g.clone();
+    let open: ibscope_exporter::sweeper::OpenFabric = Box::new(move |stop| {
+        let opened = crate::fabric_set::open_one_until(&opener, &planned, stop)?;
+        Ok((opened.id, opened.engine))
+    });
+    let sweeper = SweeperProcess {
+        name,
         names: crate::fabric::names(g)?,
         thresholds: crate::fabric::thresholds(g, None)?,
         filter: PortFilter {
@@ -484,11 +434,11 @@ fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
         discoveries: 0,
         pieces: PieceCache::default(),
     };
-    let code = sweeper.run(sleeper);
+    let closed = sweeper.run(open, sleeper);
     finished.store(true, Ordering::SeqCst);
     stop.cancel();
     let _ = watcher.join();
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(if closed { exit::OK } else { exit::ERROR }))
 }
 
 /// A sweeper process asked to stop (a signal, or `serve` gone) stops within one MAD
@@ -511,67 +461,6 @@ fn end_if_stuck(finished: &AtomicBool, limit: Duration) {
     // SAFETY: _exit ends the process at once without running destructors, which is the
     // point: the stuck thread holds the shim's state.
     unsafe { libc::_exit(i32::from(exit::ERROR)) }
-}
-
-impl Running {
-    /// Stop: no new requests; every sweeper process sends no new MAD, lets what is in
-    /// flight finish and closes its port.
-    fn shut_down(self, g: &Global, why: Result<i32>) -> Result<ExitCode> {
-        let started = Instant::now();
-        let tls = self.front.is_some();
-        // All at once: one fabric's slow stop does not delay another's.
-        for s in &self.supervisors {
-            s.ask_to_stop();
-        }
-        self.front_stop.store(true, Ordering::SeqCst);
-        if let Some(front) = self.front {
-            if finished_within(&front, Duration::from_secs(1)) {
-                let _ = front.join();
-            }
-        }
-        stop_http_workers(self.server, self.workers, tls);
-        let limit = stop_limit(g);
-        let deadline = Instant::now() + limit;
-        let mut closed = true;
-        for s in &self.supervisors {
-            closed &= s.stop(deadline.saturating_duration_since(Instant::now()));
-        }
-        let took = started.elapsed();
-        let sweeps = self.sweeps.load(Ordering::SeqCst);
-        drop(self.pages);
-        // Said once the ports are closed; the sweeper processes may take a moment more to
-        // exit.
-        let code = why.map(|signal| report_stop(signal, sweeps, closed, took, limit));
-        for s in self.supervisors {
-            s.join();
-        }
-        code
-    }
-}
-
-fn spawn_http_workers(
-    server: &Arc<tiny_http::Server>,
-    pages: &Arc<Pages>,
-    auth: Option<Arc<web::BasicAuth>>,
-    max_age: Duration,
-    threads: u32,
-) -> Result<Vec<JoinHandle<()>>> {
-    let mut workers = Vec::new();
-    for i in 0..threads {
-        let server = server.clone();
-        let pages = pages.clone();
-        let auth = auth.clone();
-        workers.push(
-            std::thread::Builder::new()
-                .name(format!("http-{i}"))
-                .spawn(move || {
-                    while let Ok(req) = server.recv() {
-                        http::serve_one(req, &pages, auth.as_deref(), max_age);
-                    }
-                })?,
-        );
-    }
-    Ok(workers)
 }
 
 /// Wait for a stop signal, announcing `url` once a sweeper process opened its port. An
@@ -608,36 +497,6 @@ fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Re
             // The supervisors end only after a stop: wait for the signal.
             Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
         }
-    }
-}
-
-/// Stop accepting and let the workers finish what they are writing, for a moment.
-/// `behind_tls`: the server listens on the TLS front's private abstract socket, which
-/// tiny_http cannot close on drop (it panics looking for the socket's path): it is left
-/// to the process's exit, and the TCP port closes with the front.
-fn stop_http_workers(
-    server: Arc<tiny_http::Server>,
-    workers: Vec<JoinHandle<()>>,
-    behind_tls: bool,
-) {
-    for _ in &workers {
-        server.unblock();
-    }
-    // A worker still writing a page to a slow client gets a moment, not forever.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let workers_done = workers
-        .iter()
-        .all(|w| finished_within(w, deadline.saturating_duration_since(Instant::now())));
-    if workers_done {
-        for w in workers {
-            let _ = w.join();
-        }
-    }
-    if behind_tls {
-        std::mem::forget(server);
-    } else {
-        // The last reference: closes the listening socket.
-        drop(server);
     }
 }
 
@@ -679,18 +538,6 @@ fn stop_limit(g: &Global) -> Duration {
 
 /// How often the main thread looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// Wait until `handle`'s thread ends or `limit` passes; true if it ended.
-fn finished_within<T>(handle: &JoinHandle<T>, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while !handle.is_finished() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    true
-}
 
 #[cfg(test)]
 mod tests {

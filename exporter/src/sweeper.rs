@@ -22,17 +22,17 @@ use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::Fabric;
+use ibscope_topo::{Fabric, FabricId};
 
-use super::frames::{self, Frame};
-use super::pieces::{Deflated, PageDeflater, PieceCache};
-use crate::cli::{exit, Global};
-use crate::fabric_set::Planned;
+use crate::frames::{self, Frame};
+use crate::pieces::{Deflated, PageDeflater, PieceCache};
 
-pub struct Sweeper {
-    pub g: Global,
-    /// The fabric to sweep; its name (the `fabric` label) once opened.
-    pub planned: Planned,
+/// Opens the fabric's management port (or relay), giving up when the function it is given
+/// says stop: the fabric's identity and its engine.
+pub type OpenFabric = Box<dyn FnOnce(&dyn Fn() -> bool) -> Result<(FabricId, Engine)> + Send>;
+
+pub struct SweeperProcess {
+    /// The fabric's name (the `fabric` label), its real one once opened.
     pub name: String,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
@@ -82,14 +82,14 @@ fn micros(since: Instant) -> u64 {
 }
 
 /// Why a sweep ended the loop.
-enum Ended {
+enum LoopEnd {
     /// Asked to stop (or `serve` stopped reading).
     Stopped,
     /// The transport is gone: the error to report.
     Lost(anyhow::Error),
 }
 
-impl Sweeper {
+impl SweeperProcess {
     fn stopped(&self) -> bool {
         self.stop.is_cancelled()
     }
@@ -101,26 +101,25 @@ impl Sweeper {
         }
     }
 
-    /// Until stopped or the transport is lost; the exit code of the process. The engine is
-    /// closed (agents unregistered after a drain) before the last frame goes out.
-    pub fn run(mut self, sleeper: mpsc::Receiver<()>) -> u8 {
+    /// Until stopped or the transport is lost; true when it stopped as asked (the
+    /// process's exit code says so). The engine is closed (agents unregistered after a
+    /// drain) before the last frame goes out.
+    pub fn run(mut self, open: OpenFabric, sleeper: mpsc::Receiver<()>) -> bool {
         lower_own_priority();
         let stop = self.stop.clone();
-        let opened =
-            crate::fabric_set::open_one_until(&self.g, &self.planned, &|| stop.is_cancelled());
-        let mut engine = match opened {
-            Ok(o) => {
-                let local = o.engine.local();
+        let mut engine = match open(&|| stop.is_cancelled()) {
+            Ok((id, engine)) => {
+                let local = engine.local();
                 let port = format!("{}/{}", local.ca_name, local.port_num);
-                self.name = o.id.name.clone();
-                self.send(&Frame::Opened { port, id: o.id });
-                o.engine
+                self.name = id.name.clone();
+                self.send(&Frame::Opened { port, id });
+                engine
             }
             Err(e) => {
                 self.send(&Frame::Failed {
                     error: format!("{e:#}"),
                 });
-                return exit::ERROR;
+                return false;
             }
         };
         // A stop then abandons the running sweep within about one MAD timeout.
@@ -130,27 +129,27 @@ impl Sweeper {
             let started = Instant::now();
             match self.sweep_once(&mut engine, &mut progress) {
                 Ok(true) => {}
-                Ok(false) => break Ended::Stopped,
-                Err(e) => break Ended::Lost(e),
+                Ok(false) => break LoopEnd::Stopped,
+                Err(e) => break LoopEnd::Lost(e),
             }
             match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // Woken (or the sender gone): asked to stop.
-                _ => break Ended::Stopped,
+                _ => break LoopEnd::Stopped,
             }
         };
         // Late replies drained, agents unregistered (see Engine's Drop).
         drop(engine);
         match ended {
-            Ended::Stopped => {
+            LoopEnd::Stopped => {
                 self.send(&Frame::Closed);
-                exit::OK
+                true
             }
-            Ended::Lost(e) => {
+            LoopEnd::Lost(e) => {
                 self.send(&Frame::Lost {
                     error: format!("{e:#}"),
                 });
-                exit::ERROR
+                false
             }
         }
     }
@@ -159,13 +158,13 @@ impl Sweeper {
     /// `Ok(false)` when asked to stop, an error when the transport is lost.
     fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<bool> {
         let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
-            crate::fabric::ensure_connected(engine)?;
+            ensure_connected(engine)?;
             Ok(!this.stopped())
         };
         if progress.current.is_none() {
             let d = self.discover(engine);
             // Not a discovery the transport was lost in the middle of.
-            if self.send_fabric && crate::fabric::ensure_connected(engine).is_ok() {
+            if self.send_fabric && ensure_connected(engine).is_ok() {
                 match serde_json::to_string(&d.fabric.to_file()) {
                     Ok(snapshot) => self.send(&Frame::Fabric { snapshot }),
                     Err(e) => tracing::warn!("the fabric's snapshot: {e}"),
@@ -206,7 +205,7 @@ impl Sweeper {
         let t = Instant::now();
         let states_moved = changes::port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
-        crate::fabric::ensure_connected(engine)?;
+        ensure_connected(engine)?;
         let changed = states_moved
             || progress
                 .previous
@@ -371,3 +370,12 @@ fn lower_own_priority() {
 
 /// How much nicer the sweeper is than the HTTP threads.
 const SWEEPER_NICE: i32 = 10;
+
+/// The engine's "lost the connection to the fabric" error once its transport is gone, so
+/// the sweep ends with that one error instead of one failure per query.
+fn ensure_connected(engine: &Engine) -> Result<()> {
+    match engine.transport_lost() {
+        Some(e) => Err(anyhow::Error::new(e.clone())),
+        None => Ok(()),
+    }
+}

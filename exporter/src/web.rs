@@ -20,6 +20,9 @@ use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// The TLS settings a web config makes (rustls'), as the server takes them.
+pub type TlsConfig = rustls::ServerConfig;
+
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
 use rustls::pki_types::pem::PemObject;

@@ -6,13 +6,13 @@ use std::fmt::Write as _;
 use std::io::{Cursor, Write as _};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 use ibscope_topo::export::prometheus;
 
-use super::pieces::{gzip_parts, Deflated};
-use super::web::BasicAuth;
+use crate::pieces::{gzip_parts, Deflated};
+use crate::web::BasicAuth;
 
 /// One family of a fabric's page: its head (HELP, TYPE) as text and compressed, and its
 /// samples compressed (by the sweeper, as they were rendered). A merged page is one gzip
@@ -44,7 +44,7 @@ impl Family {
 
 /// What a sweeper publishes after each sweep.
 #[derive(Debug)]
-pub struct Snapshot {
+pub struct PublishedSweep {
     /// The exposition, family by family, except the per-scrape families (age, up).
     pub families: Vec<Family>,
     pub finished: Instant,
@@ -52,9 +52,9 @@ pub struct Snapshot {
     pub failure: Option<String>,
 }
 
-impl Snapshot {
-    pub fn new(families: Vec<Family>, failure: Option<String>) -> Snapshot {
-        Snapshot {
+impl PublishedSweep {
+    pub fn new(families: Vec<Family>, failure: Option<String>) -> PublishedSweep {
+        PublishedSweep {
             families,
             finished: Instant::now(),
             failure,
@@ -178,7 +178,7 @@ impl Slot {
 
 /// A fabric's health: `Ok` when it answers and its last sweep succeeded and is fresh, else
 /// why not (one line, or two while the last good page is served).
-fn state(snapshot: Option<&Snapshot>, link: &Link, max_age: Duration) -> Result<(), String> {
+fn state(snapshot: Option<&PublishedSweep>, link: &Link, max_age: Duration) -> Result<(), String> {
     if let (false, Some(why)) = (link.up, &link.reason) {
         let mut body = format!(
             "fabric unreachable for {:.0} s: {why}",
@@ -216,6 +216,12 @@ pub struct Pages {
 }
 
 impl Pages {
+    /// The slots on a page of one fabric (`/metrics?fabric=NAME`), or of every fabric.
+    fn shown_only<'a>(&'a self, only: Option<&'a str>) -> impl Iterator<Item = (usize, &'a Slot)> {
+        self.shown()
+            .filter(move |(_, s)| only.map_or(true, |name| s.name() == name))
+    }
+
     /// The slots on the page: every one but those merged into another.
     fn shown(&self) -> impl Iterator<Item = (usize, &Slot)> {
         self.slots
@@ -254,10 +260,10 @@ impl Pages {
 /// guards the pointer: a scrape clones the `Arc`, the sweeper swaps in a new one; nothing
 /// renders, compresses or frees a page while holding it.
 #[derive(Debug, Default)]
-pub struct Cache(Mutex<Option<Arc<Snapshot>>>);
+pub struct Cache(Mutex<Option<Arc<PublishedSweep>>>);
 
 impl Cache {
-    pub fn load(&self) -> Option<Arc<Snapshot>> {
+    pub fn load(&self) -> Option<Arc<PublishedSweep>> {
         match self.0.lock() {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -266,7 +272,7 @@ impl Cache {
 
     /// Publish `snap`; returns the previous snapshot, for the caller to drop outside the
     /// lock.
-    pub fn store(&self, snap: Arc<Snapshot>) -> Option<Arc<Snapshot>> {
+    pub fn store(&self, snap: Arc<PublishedSweep>) -> Option<Arc<PublishedSweep>> {
         let mut g = match self.0.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -275,7 +281,7 @@ impl Cache {
     }
 
     /// Forget the page; returns it, for the caller to drop outside the lock.
-    pub fn clear(&self) -> Option<Arc<Snapshot>> {
+    pub fn clear(&self) -> Option<Arc<PublishedSweep>> {
         let mut g = match self.0.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -351,34 +357,7 @@ fn text_response(status: u16, body: String) -> tiny_http::Response<Cursor<Vec<u8
 
 /// An IMF-fixdate (RFC 9110 5.6.7) for the Date header.
 fn http_date(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        WEEKDAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    httpdate::fmt_http_date(t)
 }
 
 /// What one request got, for the debug log.
@@ -396,7 +375,10 @@ pub fn serve_one(
     max_age: Duration,
 ) {
     let started = Instant::now();
-    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let (path, query) = match req.url().split_once('?') {
+        Some((path, query)) => (path.to_string(), query.to_string()),
+        None => (req.url().to_string(), String::new()),
+    };
     let allowed = auth.map_or(true, |a| {
         let header = req
             .headers()
@@ -406,7 +388,7 @@ pub fn serve_one(
         a.allows(header)
     });
     let result = if allowed {
-        answer(req, &path, pages, max_age)
+        answer(req, &path, &query, pages, max_age)
     } else {
         let r = text_response(401, "unauthorized\n".into())
             .with_header(header("WWW-Authenticate", "Basic realm=\"ibscope\""));
@@ -447,6 +429,7 @@ fn respond_text(req: tiny_http::Request, status: u16, body: String) -> std::io::
 fn answer(
     req: tiny_http::Request,
     path: &str,
+    query: &str,
     pages: &Pages,
     max_age: Duration,
 ) -> std::io::Result<Served> {
@@ -462,13 +445,23 @@ fn answer(
     }
     match path {
         "/metrics" => {
-            let snaps: Vec<(usize, Arc<Snapshot>)> = pages
-                .shown()
+            let only = match fabric_asked(query) {
+                Ok(only) => only,
+                Err(why) => return respond_text(req, 400, why),
+            };
+            if let Some(name) = &only {
+                if !pages.shown().any(|(_, s)| s.name() == *name) {
+                    let known: Vec<String> = pages.shown().map(|(_, s)| s.name()).collect();
+                    let body = format!("no fabric {name:?} here; fabrics: {}\n", known.join(", "));
+                    return respond_text(req, 404, body);
+                }
+            }
+            let shown = || pages.shown_only(only.as_deref());
+            let snaps: Vec<(usize, Arc<PublishedSweep>)> = shown()
                 .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
                 .collect();
             if snaps.is_empty() {
-                let unreachable: Vec<String> = pages
-                    .shown()
+                let unreachable: Vec<String> = shown()
                     .filter_map(|(_, s)| {
                         let link = s.link();
                         let why = link.reason.filter(|_| !link.up)?;
@@ -489,14 +482,116 @@ fn answer(
                 };
                 return respond_text(req, 503, body);
             }
-            write_metrics(req, pages, &snaps, max_age)
+            write_metrics(req, pages, only.as_deref(), &snaps, max_age)
+        }
+        "/" => {
+            let body = landing_page(pages, max_age);
+            let bytes = body.len();
+            let r = tiny_http::Response::from_string(body)
+                .with_header(header("Content-Type", "text/html; charset=utf-8"));
+            req.respond(r)?;
+            Ok(Served {
+                status: 200,
+                bytes,
+                gzip: false,
+            })
         }
         "/healthz" => {
             let (status, body) = pages.health(max_age);
             respond_text(req, status, body)
         }
-        _ => respond_text(req, 404, "not found: try /metrics or /healthz\n".into()),
+        _ => respond_text(req, 404, "not found: try /, /metrics or /healthz\n".into()),
     }
+}
+
+/// The landing page at `/`, as node_exporter has one: each fabric, its state, and links
+/// to its page and to the health check. Fabric names are the operator's (config, CA
+/// names) or the subnet's: escaped for HTML and for the query all the same.
+fn landing_page(pages: &Pages, max_age: Duration) -> String {
+    let mut rows = String::new();
+    for (_, slot) in pages.shown() {
+        let name = slot.name();
+        let state = match slot.state(max_age) {
+            Ok(()) => "up".to_string(),
+            Err(why) => why.lines().next().unwrap_or("down").to_string(),
+        };
+        rows.push_str(&format!(
+            "<tr><td><a href=\"/metrics?fabric={}\">{}</a></td><td>{}</td></tr>\n",
+            query_escape(&name),
+            html_escape(&name),
+            html_escape(&state)
+        ));
+    }
+    format!(
+        "<!DOCTYPE html>\n<html><head><title>ibscope exporter</title></head><body>\n\
+         <h1>ibscope exporter</h1>\n\
+         <p><a href=\"/metrics\">/metrics</a> (every fabric) &middot; \
+         <a href=\"/healthz\">/healthz</a></p>\n\
+         <table>\n<tr><th>fabric</th><th>state</th></tr>\n{rows}</table>\n</body></html>\n"
+    )
+}
+
+fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push_str(&format!("&#{};", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encoding of a query value: every byte but unreserved ones (RFC 3986 2.3).
+fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The fabric a `/metrics` query asks for (`fabric=NAME`, the multi-target pattern of
+/// the blackbox and snmp exporters), percent-decoded; `None` for every fabric. Other
+/// parameters are ignored; a name that does not decode is a client error.
+fn fabric_asked(query: &str) -> Result<Option<String>, String> {
+    let Some(value) = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("fabric="))
+    else {
+        return Ok(None);
+    };
+    let bad = || format!("fabric={value}: not a percent-encoded UTF-8 name\n");
+    let mut bytes = Vec::with_capacity(value.len());
+    let mut rest = value.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        match b {
+            b'%' => {
+                let hex = tail.get(..2).ok_or_else(bad)?;
+                let text = std::str::from_utf8(hex).map_err(|_| bad())?;
+                bytes.push(u8::from_str_radix(text, 16).map_err(|_| bad())?);
+                rest = &tail[2..];
+            }
+            b'+' => {
+                bytes.push(b' ');
+                rest = tail;
+            }
+            _ => {
+                bytes.push(b);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| bad())
 }
 
 /// A part of a merged page: a family's head, or one fabric's samples of it.
@@ -517,7 +612,7 @@ impl Part<'_> {
 
 /// The families of a merged page in order: each family's head once, then every fabric's
 /// samples of it.
-fn merged(snaps: &[(usize, Arc<Snapshot>)]) -> Vec<Part<'_>> {
+fn merged(snaps: &[(usize, Arc<PublishedSweep>)]) -> Vec<Part<'_>> {
     let mut parts = Vec::new();
     let Some((_, first)) = snaps.first() else {
         return parts;
@@ -581,11 +676,12 @@ const INFLATE_BUF: usize = 1 << 18;
 fn write_metrics(
     req: tiny_http::Request,
     pages: &Pages,
-    snaps: &[(usize, Arc<Snapshot>)],
+    only: Option<&str>,
+    snaps: &[(usize, Arc<PublishedSweep>)],
     max_age: Duration,
 ) -> std::io::Result<Served> {
     let states: Vec<(String, Link, bool, Option<Duration>)> = pages
-        .shown()
+        .shown_only(only)
         .map(|(i, slot)| {
             let age = snaps
                 .iter()
@@ -651,7 +747,35 @@ fn write_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::serve::pieces::PageDeflater;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn fabric_names_are_escaped_on_the_landing_page_and_in_its_links() {
+        let name = "<b>\"x\" & y/1";
+        assert_eq!(html_escape(name), "&lt;b&gt;&quot;x&quot; &amp; y/1");
+        assert_eq!(html_escape("a\u{1b}[31m"), "a&#27;[31m");
+        assert_eq!(query_escape(name), "%3Cb%3E%22x%22%20%26%20y%2F1");
+        assert_eq!(
+            fabric_asked(&format!("fabric={}", query_escape(name))),
+            Ok(Some(name.into()))
+        );
+    }
+
+    #[test]
+    fn a_metrics_query_names_one_fabric_or_none() {
+        assert_eq!(fabric_asked(""), Ok(None));
+        assert_eq!(fabric_asked("debug=1"), Ok(None));
+        assert_eq!(fabric_asked("fabric=plane-a"), Ok(Some("plane-a".into())));
+        assert_eq!(
+            fabric_asked("x=1&fabric=mlx5_0%2F1"),
+            Ok(Some("mlx5_0/1".into()))
+        );
+        assert_eq!(fabric_asked("fabric=a+b"), Ok(Some("a b".into())));
+        assert!(fabric_asked("fabric=%4").is_err());
+        assert!(fabric_asked("fabric=%zz").is_err());
+        assert!(fabric_asked("fabric=%ff").is_err());
+    }
+    use crate::pieces::PageDeflater;
     use ibscope_topo::export::prometheus::PageSink;
 
     /// A rendered page's families as a sweeper process sends them: its samples handed to
@@ -685,8 +809,8 @@ mod tests {
         };
         let (alpha, beta) = (page("alpha", 50_000), page("beta", 3));
         let snaps = vec![
-            (0, Arc::new(Snapshot::new(families(&alpha), None))),
-            (1, Arc::new(Snapshot::new(families(&beta), None))),
+            (0, Arc::new(PublishedSweep::new(families(&alpha), None))),
+            (1, Arc::new(PublishedSweep::new(families(&beta), None))),
         ];
         let tail = "# HELP up Up.\n# TYPE up gauge\nup 1\n";
         // Family by family: each head once, then every fabric's samples.
@@ -728,7 +852,7 @@ mod tests {
 
     #[test]
     fn a_piece_that_does_not_inflate_cuts_the_text_short_without_a_panic() {
-        let mut snap = Snapshot::new(families("# HELP a A.\n# TYPE a gauge\na 1\n"), None);
+        let mut snap = PublishedSweep::new(families("# HELP a A.\n# TYPE a gauge\na 1\n"), None);
         let body = &snap.families[0].body;
         snap.families[0].body = Arc::new(Deflated::from_parts(
             body.bytes()[..1].to_vec(),
@@ -755,7 +879,7 @@ mod tests {
         let limit = Duration::from_secs(35);
         let slot = Slot::new("alpha".into());
         let page = |age: Duration, failure: Option<&str>| {
-            let mut s = Snapshot::new(
+            let mut s = PublishedSweep::new(
                 families("# HELP a A.\n# TYPE a gauge\na 1\n"),
                 failure.map(String::from),
             );

@@ -28,9 +28,9 @@ use anyhow::{anyhow, Result};
 
 use ibscope_topo::FabricId;
 
-use super::frames::{self, Frame};
-use super::http::{Family, Pages, Slot, Snapshot};
-use super::pieces::Deflated;
+use crate::frames::{self, Frame};
+use crate::http::{Family, Pages, PublishedSweep, Slot};
+use crate::pieces::Deflated;
 
 /// The delay before the first new sweeper process after a loss.
 pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
@@ -73,7 +73,7 @@ pub struct Supervisor {
 }
 
 /// What one fabric's supervisor is given.
-pub struct Fabric {
+pub struct SweeperCommand {
     /// Its slot in `pages`.
     pub slot: usize,
     /// The sweeper process's command line (after the program): serve's own, and which
@@ -94,13 +94,13 @@ pub struct Shared {
     pub sweeps: Arc<AtomicU64>,
     pub subnets: Subnets,
     /// Every fabric's latest discovery, for the planes-disagree findings.
-    pub planes: Arc<super::planes::Planes>,
+    pub planes: Arc<crate::plane_counts::Planes>,
     pub events: mpsc::Sender<Event>,
 }
 
 /// What the supervisor thread needs.
 struct Loop {
-    fabric: Fabric,
+    fabric: SweeperCommand,
     shared: Shared,
     stop: Arc<AtomicBool>,
     current: Arc<Mutex<Current>>,
@@ -112,7 +112,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Supervisor {
     /// Start the supervisor thread of `fabric`.
-    pub fn spawn(fabric: Fabric, shared: Shared) -> Result<Supervisor> {
+    pub fn spawn(fabric: SweeperCommand, shared: Shared) -> Result<Supervisor> {
         let stop = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Current::default()));
         let name = format!("supervisor-{}", fabric.slot);
@@ -179,7 +179,7 @@ fn signal(pid: u32, signal: i32) {
 }
 
 /// How one sweeper process ended.
-struct Ended {
+struct ProcessEnd {
     /// It delivered a good page.
     good: bool,
     /// Why it ended, as it said (a lost transport) or as its exit status says.
@@ -205,7 +205,7 @@ impl Loop {
             attempts += 1;
             let ended = match self.spawn() {
                 Ok(child) => self.follow(child, &mut ever_opened),
-                Err(e) => Ended {
+                Err(e) => ProcessEnd {
                     good: false,
                     why: format!("{e:#}"),
                     merged: false,
@@ -287,7 +287,7 @@ impl Loop {
     }
 
     /// Read one sweeper process's frames until it ends.
-    fn follow(&self, mut child: Child, ever_opened: &mut bool) -> Ended {
+    fn follow(&self, mut child: Child, ever_opened: &mut bool) -> ProcessEnd {
         let mut good = false;
         let mut said: Option<String> = None;
         let mut closed = false;
@@ -386,7 +386,7 @@ impl Loop {
                 )
             }
         });
-        Ended { good, why, merged }
+        ProcessEnd { good, why, merged }
     }
 
     /// Record the subnet this slot's port reaches; the name of the slot that already
@@ -438,7 +438,7 @@ impl Loop {
         let slot = self.slot();
         match failure {
             None => {
-                let snap = Snapshot::new(families, None);
+                let snap = PublishedSweep::new(families, None);
                 let (text_len, gzip_len) = snap.sizes();
                 tracing::debug!(
                     slot = self.fabric.slot,
@@ -452,7 +452,7 @@ impl Loop {
             Some(why) => {
                 let have_good = slot.page.load().is_some_and(|s| s.failure.is_none());
                 if !have_good {
-                    let snap = Snapshot::new(families, Some(why.clone()));
+                    let snap = PublishedSweep::new(families, Some(why.clone()));
                     drop(slot.page.store(Arc::new(snap)));
                 }
                 slot.set_down(format!("the last sweep reached no port: {why}"), true);
@@ -544,7 +544,7 @@ mod tests {
     /// lacks is an error.
     #[test]
     fn unchanged_families_are_the_last_pages() {
-        use super::super::pieces::{PageDeflater, PieceCache};
+        use crate::pieces::{PageDeflater, PieceCache};
         use ibscope_topo::export::prometheus::PageSink;
         let mut cache = PieceCache::default();
         let mut receiving = Receiving::default();

@@ -8,7 +8,7 @@ use std::io::{self, BufRead, Write};
 use ibscope_topo::FabricId;
 use serde::{Deserialize, Serialize};
 
-use super::pieces::Deflated;
+use crate::pieces::Deflated;
 
 /// One message of the sweeper process.
 #[derive(Debug, Clone, PartialEq, Eq)]
