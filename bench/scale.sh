@@ -10,7 +10,7 @@
 #   LATENCY_ONLY=1 bench/scale.sh           # only the latency-and-loss discovery runs
 #
 # Then discovery under 20 us per MAD and 1% loss, against MADs x latency / window, at the
-# default window (128) and at 16 (see README: at 128 the latency bound is below ibscope's
+# default window (128) and at 16 (see bench/README.md: at 128 the latency bound is below ibscope's
 # CPU time per MAD).
 set -euo pipefail
 
