@@ -530,6 +530,11 @@ pub struct RelayPort {
     info: LocalPort,
 }
 
+/// How long an agent gets to exit once its input ended, before it is killed: closing its
+/// port takes it a moment, but the simulator's shim waits at exit for a frozen ibsim
+/// forever.
+const AGENT_EXIT: Duration = Duration::from_secs(1);
+
 /// How long a register waits for the agent's answer.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -545,13 +550,31 @@ impl RelayPort {
             command: command.to_string(),
             reason,
         };
-        let mut child = Command::new("sh")
-            .arg("-c")
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
             .arg(command)
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        // SAFETY: sigemptyset, sigprocmask and prctl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                // The starting thread may block the stop signals (they are its process's
+                // main thread's to take); the mask survives exec, and the agent needs them.
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                // The agent ends with the thread that started it, even when it never reads
+                // the end of its input (an agent opening a port inside the simulator's
+                // shim waits for a lost ibsim forever).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .map_err(|e| failed(format!("cannot start it: {e}")))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -625,7 +648,7 @@ impl RelayPort {
     /// children, are not left behind).
     fn wait_briefly(&mut self) -> Option<i32> {
         drop(self.to_agent.take());
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + AGENT_EXIT;
         let mut code = None;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -742,6 +765,10 @@ impl RelayPort {
 impl MadPort for RelayPort {
     fn info(&self) -> &LocalPort {
         &self.info
+    }
+
+    fn is_in_process(&self) -> bool {
+        false
     }
 
     fn register(&mut self, mgmt_class: u8, version: u8) -> Result<u32, TransportError> {

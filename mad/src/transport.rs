@@ -75,4 +75,10 @@ impl MadPort for AnyPort {
             AnyPort::Relay(p) => p.recv(timeout_ms),
         }
     }
+    fn is_in_process(&self) -> bool {
+        match self {
+            AnyPort::Umad(p) => p.is_in_process(),
+            AnyPort::Relay(p) => p.is_in_process(),
+        }
+    }
 }

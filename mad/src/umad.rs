@@ -611,6 +611,12 @@ pub trait MadPort {
     fn recv(&mut self, timeout_ms: u32) -> Result<Option<Received>, TransportError>;
     /// Keep the port (and its agents) open when dropped: the process's exit closes it.
     fn leave_open(&mut self) {}
+    /// Whether the transport runs in this process, so that a reply arriving after its
+    /// agent was unregistered can hurt it (the simulator's shim); a relay's agent is
+    /// another process, which looks after its own port.
+    fn is_in_process(&self) -> bool {
+        true
+    }
 }
 
 impl MadPort for UmadPort {

@@ -592,8 +592,9 @@ impl<P: MadPort> Drop for Engine<P> {
     /// replies itself: on hardware, and once the transport is gone, the port always closes.
     fn drop(&mut self) {
         let mut keep_open = false;
-        // With the transport gone no reply will come: do not wait for one.
-        if self.lost.is_none() {
+        // With the transport gone no reply will come: do not wait for one. Nor for a
+        // relay's: late replies reach its agent, not this process.
+        if self.lost.is_none() && self.port.is_in_process() {
             self.drain((self.config.timeout * 2).min(Duration::from_secs(1)));
             let unanswered = self.stats.sent.saturating_sub(self.stats.received);
             if unanswered > 0 && self.port.info().is_simulator() {
