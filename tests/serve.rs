@@ -324,20 +324,18 @@ fn assert_clean_stop<G>(
         .unwrap()
         .count();
     assert!(
-        threads > 2,
-        "supervisor and HTTP threads expected, saw {threads}"
+        threads > 3,
+        "supervisor, sweeper and HTTP threads expected, saw {threads}"
     );
-    // One child: the sweeper process, which owns the port, in serve's state directory.
+    // One child: the agent that owns the port for the sweeper thread, in serve's state
+    // directory.
     let children = children_of(pid);
-    assert_eq!(children.len(), 1, "one sweeper process: {children:?}");
+    assert_eq!(children.len(), 1, "one agent: {children:?}");
     let sweeper = children[0];
     let cmdline = std::fs::read(format!("/proc/{sweeper}/cmdline")).unwrap();
-    // serve's own arguments, then which fabric it sweeps: the one of -C/-P.
+    // The port of -C/-P: none given, the agent's default.
     let cmdline = String::from_utf8_lossy(&cmdline);
-    assert!(
-        cmdline.ends_with("\0--sweeper-process\0--sweeper-fabric\0\0--sweeper-reach\0default\0"),
-        "{cmdline:?}"
-    );
+    assert!(cmdline.ends_with("\0agent\0"), "{cmdline:?}");
     let state = std::fs::read_link(format!("/proc/{sweeper}/cwd")).unwrap();
     let state_name = state.file_name().unwrap().to_string_lossy().to_string();
     assert!(
@@ -992,4 +990,48 @@ fn serve_fails_at_once_when_the_port_cannot_be_opened() {
         .flatten()
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// The fabric lost (ibsim killed), serve keeps answering and reopening; a SIGTERM then
+/// stops it within 2 s, whatever its sweeper was doing (an agent waiting for the lost
+/// simulator, or the wait before the next reopening).
+#[test]
+fn serve_stops_within_two_seconds_with_its_fabric_lost() {
+    let mut sim = sim("net");
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let (mut serve, port) = start_serve(&sim, &log, &["--interval", "0.2"]);
+    wait_healthy(&mut serve, port, &log);
+    sim.stop().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        serve.assert_running(&log);
+        if let Ok((503, _)) = http_get(port, "/healthz") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the loss was never reported");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Into the reopening.
+    std::thread::sleep(Duration::from_millis(1500));
+    serve.assert_running(&log);
+    let sent = Instant::now();
+    // SAFETY: signalling our own child by its PID.
+    assert_eq!(unsafe { libc::kill(serve.pid() as i32, libc::SIGTERM) }, 0);
+    let status = loop {
+        if let Some(status) = serve.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "serve did not stop within 2 s of SIGTERM with its fabric lost; log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    eprintln!("stopped {:?} after SIGTERM: {status}", sent.elapsed());
+    assert!(
+        status.code().is_some(),
+        "killed rather than stopped: {status}"
+    );
 }

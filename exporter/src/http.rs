@@ -73,7 +73,7 @@ impl PublishedSweep {
 }
 
 /// One fabric's place on the page: its name, its last snapshot and whether its sweeper
-/// process holds the fabric. A fabric that is lost keeps its last good snapshot, served
+/// holds the fabric. A fabric that is lost keeps its last good snapshot, served
 /// marked stale, until its port is open again.
 #[derive(Debug)]
 pub struct Slot {
@@ -82,7 +82,7 @@ pub struct Slot {
     link: Mutex<Link>,
 }
 
-/// Whether a fabric's sweeper process holds the fabric, as its supervisor last saw it.
+/// Whether a fabric's sweeper holds the fabric, as its supervisor last saw it.
 #[derive(Debug, Clone)]
 pub struct Link {
     /// The port is open and the last sweep reached the fabric.
@@ -778,7 +778,7 @@ mod tests {
     use crate::pieces::PageDeflater;
     use ibscope_topo::export::prometheus::PageSink;
 
-    /// A rendered page's families as a sweeper process sends them: its samples handed to
+    /// A rendered page's families as a sweeper sends them: its samples handed to
     /// the deflater in pieces, as the renderer hands them out.
     fn families(page: &str) -> Vec<Family> {
         let mut out = Vec::new();
@@ -904,7 +904,7 @@ mod tests {
 
         drop(slot.page.store(page(Duration::from_secs(1), None)));
         slot.set_down("lost the connection".into(), false);
-        slot.set_down("the sweeper process exited".into(), false);
+        slot.set_down("the sweeper ended".into(), false);
         let why = slot.state(limit).unwrap_err();
         assert!(
             why.starts_with("fabric unreachable for 0 s: lost the connection; ")

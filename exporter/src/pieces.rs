@@ -57,7 +57,7 @@ impl Deflated {
         }
     }
 
-    /// A piece as it came from elsewhere (a sweeper process): its bytes, and the CRC-32
+    /// A piece made of its parts: its bytes, and the CRC-32
     /// and length of the text they hold, checked when inflated.
     pub fn from_parts(bytes: Vec<u8>, crc: u32, len: u64) -> Deflated {
         Deflated { bytes, crc, len }

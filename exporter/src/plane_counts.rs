@@ -1,5 +1,5 @@
 //! Planes under `serve -C all`: the one finding no fabric's sweeper can make alone. Each
-//! sweeper process sends its fabric as discovered (after every discovery); here the
+//! sweeper hands over its fabric as discovered (after every discovery); here the
 //! latest of each is kept, the planes of all are worked out as `check -C all` does
 //! (topo's `hosts::planes` and `findings::planes_disagree`), and each fabric's page gets
 //! its count of planes-disagree findings in place of the 0 its sweeper wrote (in its
@@ -8,12 +8,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Result};
 use ibscope_topo::findings::{self, FindingKind};
 use ibscope_topo::hosts::planes::PlaneView;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::{Fabric, FabricFile};
+use ibscope_topo::Fabric;
 
 /// One fabric's latest discovery, by slot.
 struct Seen {
@@ -40,12 +39,9 @@ impl Planes {
         })
     }
 
-    /// Slot `slot` (fabric `name`) was discovered again: `snapshot` is its JSON snapshot.
-    /// Every fabric's count is worked out again.
-    pub fn update(&self, slot: usize, name: &str, snapshot: &str) -> Result<()> {
-        let file: FabricFile =
-            serde_json::from_str(snapshot).map_err(|e| anyhow!("the fabric's snapshot: {e}"))?;
-        let fabric = Fabric::from_file(file).map_err(|e| anyhow!("the fabric's snapshot: {e}"))?;
+    /// Slot `slot` (fabric `name`) was discovered again, as `fabric`. Every fabric's count
+    /// is worked out again.
+    pub fn update(&self, slot: usize, name: &str, fabric: Fabric) {
         let hosts = Hosts::group(&fabric, self.names.as_ref());
         let mut state = lock(&self.state);
         let (seen, counts) = &mut *state;
@@ -80,7 +76,6 @@ impl Planes {
                 .filter(|f| f.fabric.as_deref() == Some(v.name))
                 .count();
         }
-        Ok(())
     }
 
     /// Slot `slot`'s count of planes-disagree findings.
@@ -121,9 +116,9 @@ mod tests {
     use ibscope_mad::attr::link::{Rate, Width};
     use ibscope_topo::gen::{self, RailsSpec};
 
-    /// One plane of 4 servers x 2 rails (the same GUIDs every time), as its sweeper sends
-    /// it; `slow` puts gpu-0002's rail 1 at 1x.
-    fn snapshot(slow: bool) -> String {
+    /// One plane of 4 servers x 2 rails (the same GUIDs every time), as its sweeper hands
+    /// it over; `slow` puts gpu-0002's rail 1 at 1x.
+    fn plane(slow: bool) -> Fabric {
         let spec = RailsSpec {
             hosts_per_leaf: 2,
             ..RailsSpec::new(4, 2, 8)
@@ -138,7 +133,7 @@ mod tests {
                 .0;
             f.node_mut(id).port_mut(1).unwrap().width_active = Some(Width::X1);
         }
-        serde_json::to_string(&f.to_file()).unwrap()
+        f
     }
 
     const PAGE: &str = "# TYPE ibscope_findings gauge\n\
@@ -149,10 +144,10 @@ mod tests {
     #[test]
     fn the_plane_that_disagrees_gets_the_count_on_its_page() {
         let planes = Planes::new(3, None);
-        planes.update(1, "beta", &snapshot(true)).unwrap();
+        planes.update(1, "beta", plane(true));
         // One fabric alone has no planes.
         assert_eq!(planes.patch(1, PAGE.to_string()), PAGE);
-        planes.update(0, "alpha", &snapshot(false)).unwrap();
+        planes.update(0, "alpha", plane(false));
         assert_eq!(
             planes.patch(1, PAGE.to_string()),
             PAGE.replace(
@@ -163,8 +158,7 @@ mod tests {
         let alpha = PAGE.replace("beta", "alpha");
         assert_eq!(planes.patch(0, alpha.clone()), alpha);
         // Beta discovered again at 4x: the planes agree.
-        planes.update(1, "beta", &snapshot(false)).unwrap();
+        planes.update(1, "beta", plane(false));
         assert_eq!(planes.patch(1, PAGE.to_string()), PAGE);
-        assert!(planes.update(2, "gamma", "not json").is_err());
     }
 }

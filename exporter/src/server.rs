@@ -25,9 +25,9 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stop: no new requests; every sweeper process sends no new MAD, lets what is in
+    /// Stop: no new requests; every sweeper sends no new MAD, lets what is in
     /// flight finish and closes its port.
-    /// `limit`: how long the sweeper processes get to close their ports.
+    /// `limit`: how long the sweepers get to close their ports.
     pub fn shut_down(self, limit: Duration) -> Stopped {
         let started = Instant::now();
         let tls = self.front.is_some();
@@ -60,10 +60,10 @@ impl Running {
 }
 
 /// How a stop went. The supervisors are joined by [`Stopped::join`], after the caller has
-/// said how it went: the sweeper processes may take a moment more to exit.
+/// said how it went: a sweeper may take a moment more to end.
 pub struct Stopped {
     pub sweeps: u64,
-    /// Every sweeper process closed its management port in time.
+    /// Every sweeper closed its management port in time.
     pub closed: bool,
     pub took: Duration,
     supervisors: Vec<Supervisor>,

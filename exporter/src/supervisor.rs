@@ -1,84 +1,93 @@
-//! `serve`'s hold on a fabric: each fabric's sweeper runs in a process of its own (this
-//! binary, `serve --sweeper-process`), which that fabric's supervisor thread starts, reads
-//! frames from, and starts again when it ends. The supervisors of several fabrics know
-//! nothing of each other but the subnets they reach, so a slow or lost fabric never
-//! delays another.
+//! `serve`'s hold on a fabric: each fabric's sweeper runs on a thread of its own, which
+//! that fabric's supervisor thread starts, reads frames from, and starts again when it
+//! ends. The supervisors of several fabrics know nothing of each other but the subnets
+//! they reach, so a slow or lost fabric never delays another.
 //!
-//! Why a process: a port whose transport is gone (HCA reset, driver reload, the simulator
-//! killed) is reopened by a fresh process. The simulator's shim attaches to ibsim once per
-//! process and never again, and a crash in the transport (the shim's receiver thread has
-//! one, see the engine's Drop) takes only the sweeper with it; the exporter keeps serving
-//! the last good page, marked stale, meanwhile.
+//! A port whose transport is gone (HCA reset, driver reload, the simulator killed) is
+//! reopened by opening it again: for a local port `serve` reaches it through an
+//! `ibscope agent` process (the relay), so a new agent reopens it, and a crash in the
+//! transport (the simulator's shim attaches once per process, and its receiver thread
+//! can fail) takes only that agent with it; the exporter keeps serving the last good
+//! page, marked stale, meanwhile.
 //!
-//! Reopening backs off exponentially: the first new process starts [`REOPEN_FIRST`] after
-//! the loss, each further one twice as late, at most [`REOPEN_MAX`] apart; a process that
+//! Reopening backs off exponentially: the first new sweeper starts [`REOPEN_FIRST`] after
+//! the loss, each further one twice as late, at most [`REOPEN_MAX`] apart; a sweeper that
 //! delivered a good page resets the delay.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::io::BufReader;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-
+use ibscope_mad::engine::CancelToken;
 use ibscope_topo::FabricId;
 
-use crate::frames::{self, Frame};
+use crate::frames::Frame;
 use crate::http::{Family, Pages, PublishedSweep, Slot};
 use crate::pieces::Deflated;
+use crate::sweeper::{OpenFabric, SweepSettings, Sweeper};
 
-/// The delay before the first new sweeper process after a loss.
+/// The delay before the first new sweeper after a loss.
 pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
-/// The longest delay between two new sweeper processes.
+/// The longest delay between two new sweepers.
 pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 /// The family whose planes-disagree count `serve` fills in (see `planes`).
 const FINDINGS: &str = "ibscope_findings";
-/// How long a sweeper process that said it closed the port gets to exit.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// What a supervisor tells the main thread, about its fabric (its slot).
 pub enum Event {
-    /// The first sweeper process opened the port ("CA/port").
+    /// The first sweeper opened the port ("CA/port").
     Opened { slot: usize, port: String },
-    /// The first sweeper process could not open the port. With one fabric the command
+    /// The first sweeper could not open the port. With one fabric the command
     /// fails with this (and the supervisor has ended); with several the supervisor keeps
     /// trying with backoff.
     NotOpened { slot: usize, error: anyhow::Error },
 }
 
-/// The subnets the fabrics' ports reach, by slot, as their sweeper processes said:
+/// The subnets the fabrics' ports reach, by slot, as their sweepers said:
 /// a port on a subnet another slot already sweeps is swept once, by that slot.
 pub type Subnets = Arc<Mutex<Vec<Option<FabricId>>>>;
 
-/// The running sweeper process, shared with the main thread for the stop.
+/// The running sweeper, shared with the main thread for the stop.
 #[derive(Default)]
 struct Current {
-    pid: Option<u32>,
+    /// Cancels its sweep (the engine sends no new MAD).
+    cancel: Option<CancelToken>,
+    /// Dropped to wake it from its wait between sweeps.
+    wake: Option<mpsc::Sender<()>>,
     /// It opened the port (and has not said it closed it).
     open: bool,
-    /// It said it closed the port after a stop (it may still be exiting).
+    /// It said it closed the port after a stop.
     closed: bool,
+}
+
+impl Current {
+    /// Cancel its sweep and wake it from its wait: it closes the port and ends.
+    fn stop_sweeper(&mut self) {
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
+        self.wake = None;
+    }
 }
 
 /// Handle of a supervisor thread, kept by the main thread.
 pub struct Supervisor {
     stop: Arc<AtomicBool>,
     current: Arc<Mutex<Current>>,
-    thread: std::thread::JoinHandle<()>,
+    thread: JoinHandle<()>,
 }
 
 /// What one fabric's supervisor is given.
-pub struct SweeperCommand {
+pub struct FabricPlan {
     /// Its slot in `pages`.
     pub slot: usize,
-    /// The sweeper process's command line (after the program): serve's own, and which
-    /// fabric it is to sweep.
-    pub args: Vec<OsString>,
+    /// How its port is opened, every time.
+    pub open: OpenFabric,
+    /// How it is swept.
+    pub settings: SweepSettings,
     /// Several fabrics: one that cannot be opened at start is tried again, not fatal.
     pub multi: bool,
 }
@@ -86,9 +95,6 @@ pub struct SweeperCommand {
 /// What every supervisor shares.
 #[derive(Clone)]
 pub struct Shared {
-    /// The sweeper processes' working directory (the simulator's shim keeps a
-    /// `sys-<pid>` there).
-    pub dir: PathBuf,
     pub pages: Arc<Pages>,
     /// Pages received so far, of every fabric (for the stop message).
     pub sweeps: Arc<AtomicU64>,
@@ -100,7 +106,7 @@ pub struct Shared {
 
 /// What the supervisor thread needs.
 struct Loop {
-    fabric: SweeperCommand,
+    fabric: FabricPlan,
     shared: Shared,
     stop: Arc<AtomicBool>,
     current: Arc<Mutex<Current>>,
@@ -112,7 +118,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Supervisor {
     /// Start the supervisor thread of `fabric`.
-    pub fn spawn(fabric: SweeperCommand, shared: Shared) -> Result<Supervisor> {
+    pub fn spawn(fabric: FabricPlan, shared: Shared) -> Result<Supervisor> {
         let stop = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(Current::default()));
         let name = format!("supervisor-{}", fabric.slot);
@@ -132,18 +138,15 @@ impl Supervisor {
         })
     }
 
-    /// Ask the sweeper process to stop, without waiting (see [`Supervisor::stop`]).
+    /// Ask the sweeper to stop, without waiting (see [`Supervisor::stop`]).
     pub fn ask_to_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(pid) = lock(&self.current).pid {
-            signal(pid, libc::SIGTERM);
-        }
+        lock(&self.current).stop_sweeper();
     }
 
-    /// Ask the sweeper process to stop (SIGTERM: it abandons its sweep and closes the
-    /// port) and wait until it said it closed the port, or it ended, for at most `limit`;
-    /// a process that did neither is killed. True when no port is left open. The process
-    /// may still be exiting: [`Supervisor::join`] waits for that.
+    /// Ask the sweeper to stop (it abandons its sweep and closes the port) and wait until
+    /// it said it closed the port, or it ended, for at most `limit`. True when no port is
+    /// left open.
     pub fn stop(&self, limit: Duration) -> bool {
         self.ask_to_stop();
         let deadline = Instant::now() + limit;
@@ -151,35 +154,21 @@ impl Supervisor {
         while !settled() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let (pid, open) = {
-            let c = lock(&self.current);
-            (c.pid, c.open)
-        };
-        if !settled() {
-            // Stuck in a sweep that ignores the stop: do not wait any longer.
-            if let Some(pid) = pid {
-                signal(pid, libc::SIGKILL);
-            }
-        }
-        !open
+        !lock(&self.current).open
     }
 
-    /// Wait for the sweeper process to exit (at most [`EXIT_GRACE`] after it closed the
-    /// port: the simulator's shim says goodbye to ibsim at exit and waits for its answer,
-    /// forever when ibsim is frozen; then it is killed) and for the supervisor to end.
+    /// Wait for the supervisor to end, unless it is stuck (a port opening inside the
+    /// simulator's shim waits for a lost ibsim forever): then it is left to the
+    /// process's exit.
     pub fn join(self) {
-        let _ = self.thread.join();
+        if self.thread.is_finished() {
+            let _ = self.thread.join();
+        }
     }
 }
 
-fn signal(pid: u32, signal: i32) {
-    // SAFETY: kill(2) on the PID of our own child, which is not reaped before `current`
-    // forgets it, so the PID cannot belong to another process.
-    unsafe { libc::kill(pid as libc::pid_t, signal) };
-}
-
-/// How one sweeper process ended.
-struct ProcessEnd {
+/// How one sweeper ended.
+struct SweeperEnd {
     /// It delivered a good page.
     good: bool,
     /// Why it ended, as it said (a lost transport) or as its exit status says.
@@ -204,8 +193,8 @@ impl Loop {
         while !self.stopping() {
             attempts += 1;
             let ended = match self.spawn() {
-                Ok(child) => self.follow(child, &mut ever_opened),
-                Err(e) => ProcessEnd {
+                Ok((thread, frames)) => self.follow(thread, frames, &mut ever_opened),
+                Err(e) => SweeperEnd {
                     good: false,
                     why: format!("{e:#}"),
                     merged: false,
@@ -230,7 +219,7 @@ impl Loop {
             }
             tracing::info!(
                 slot = self.fabric.slot,
-                "the sweeper process ended; a new one in {:.1} s",
+                "the sweeper ended; a new one in {:.1} s",
                 delay.as_secs_f64()
             );
             let until = Instant::now() + delay;
@@ -241,152 +230,122 @@ impl Loop {
         }
     }
 
-    fn spawn(&self) -> Result<Child> {
-        let exe = std::env::current_exe().map_err(|e| anyhow!("locating ibscope: {e}"))?;
-        let mut cmd = Command::new(exe);
-        cmd.args(&self.fabric.args)
-            .current_dir(&self.shared.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: sigemptyset, sigprocmask, setpgid, prctl, getppid and raise are
-        // async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                // This thread was started with the stop signals blocked (they are the main
-                // thread's to take); the mask survives exec, and the sweeper needs them.
-                let mut none: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut none);
-                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-                // Its own process group: a Ctrl-C at the terminal reaches `serve`, which
-                // stops it in order, not both at once.
-                libc::setpgid(0, 0);
-                // Ends with the supervisor thread (and so with `serve`, however it ends).
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    libc::raise(libc::SIGTERM);
-                }
-                Ok(())
-            });
+    /// Start a sweeper on a thread of its own; its frames come over the channel.
+    fn spawn(&self) -> Result<(JoinHandle<bool>, mpsc::Receiver<Frame>)> {
+        let (out, frames) = mpsc::channel();
+        let (wake, sleeper) = mpsc::channel::<()>();
+        let cancel = CancelToken::new();
+        let sweeper = Sweeper::new(self.fabric.settings.clone(), cancel.clone(), out);
+        let open = self.fabric.open.clone();
+        {
+            let mut c = lock(&self.current);
+            c.cancel = Some(cancel.clone());
+            c.wake = Some(wake);
+            c.open = false;
+            c.closed = false;
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| anyhow!("starting the sweeper process: {e}"))?;
-        let mut c = lock(&self.current);
-        c.pid = Some(child.id());
-        c.open = false;
-        c.closed = false;
-        // A stop that came while it started found no process to signal.
+        // A stop that came while it started found no sweeper to stop.
         if self.stopping() {
-            signal(child.id(), libc::SIGTERM);
+            lock(&self.current).stop_sweeper();
         }
-        Ok(child)
+        let thread = std::thread::Builder::new()
+            .name(format!("sweeper-{}", self.fabric.slot))
+            .spawn(move || sweeper.run(&open, sleeper))
+            .map_err(|e| anyhow!("starting the sweeper: {e}"))?;
+        Ok((thread, frames))
     }
 
-    /// Read one sweeper process's frames until it ends.
-    fn follow(&self, mut child: Child, ever_opened: &mut bool) -> ProcessEnd {
+    /// Read one sweeper's frames until it ends.
+    fn follow(
+        &self,
+        thread: JoinHandle<bool>,
+        frames: mpsc::Receiver<Frame>,
+        ever_opened: &mut bool,
+    ) -> SweeperEnd {
         let mut good = false;
         let mut said: Option<String> = None;
-        let mut closed = false;
         let mut merged = false;
         let mut receiving = Receiving::default();
-        if let Some(out) = child.stdout.take() {
-            let mut out = BufReader::new(out);
-            loop {
-                match frames::read(&mut out) {
-                    Ok(Some(Frame::Opened { port, id })) => {
-                        if let Some(sweeper) = self.claim_subnet(&id) {
-                            self.merge_into(&id, &sweeper, child.id());
-                            merged = true;
-                            continue;
-                        }
-                        lock(&self.current).open = true;
-                        self.slot().set_name(id.name);
-                        if *ever_opened {
-                            self.slot().count_reopen();
-                        } else {
-                            let _ = self.shared.events.send(Event::Opened {
-                                slot: self.fabric.slot,
-                                port,
-                            });
-                        }
-                        *ever_opened = true;
+        while let Ok(frame) = frames.recv() {
+            match frame {
+                Frame::Opened { port, id } => {
+                    if let Some(sweeper) = self.claim_subnet(&id) {
+                        self.merge_into(&id, &sweeper);
+                        merged = true;
+                        continue;
                     }
-                    Ok(Some(Frame::Family {
-                        name,
-                        head,
-                        samples,
-                    })) => receiving.family(Family::new(name, head, samples)),
-                    Ok(Some(Frame::Unchanged { name })) => {
-                        if let Err(e) = receiving.unchanged(&name) {
-                            tracing::warn!("reading the sweeper process: {e}");
-                            break;
-                        }
+                    lock(&self.current).open = true;
+                    self.slot().set_name(id.name);
+                    if *ever_opened {
+                        self.slot().count_reopen();
+                    } else {
+                        let _ = self.shared.events.send(Event::Opened {
+                            slot: self.fabric.slot,
+                            port,
+                        });
                     }
-                    Ok(Some(Frame::Page { failure })) => {
-                        self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
-                        good |= failure.is_none();
-                        let mut families = receiving.page();
-                        if let Err(e) = self.patch_planes(&mut families) {
-                            tracing::warn!("reading the sweeper process: {e}");
-                            break;
-                        }
-                        self.publish(families, failure);
-                    }
-                    // A port merged into another slot's subnet is no plane of its own.
-                    Ok(Some(Frame::Fabric { .. })) if merged => {}
-                    Ok(Some(Frame::Fabric { snapshot })) => {
-                        let name = self.slot().name();
-                        if let Err(e) =
-                            self.shared
-                                .planes
-                                .update(self.fabric.slot, &name, &snapshot)
-                        {
-                            tracing::warn!(slot = self.fabric.slot, "planes: {e:#}");
-                        }
-                    }
-                    Ok(Some(Frame::Lost { error })) => {
-                        self.slot().set_down(error.clone(), true);
-                        said = Some(error);
-                    }
-                    Ok(Some(Frame::Failed { error })) => said = Some(error),
-                    // It will not write again; a shim waiting on a frozen ibsim at exit
-                    // would keep the pipe open: do not wait for its end.
-                    Ok(Some(Frame::Closed)) => {
-                        closed = true;
-                        let mut c = lock(&self.current);
-                        c.open = false;
-                        c.closed = true;
+                    *ever_opened = true;
+                }
+                Frame::Family {
+                    name,
+                    head,
+                    samples,
+                } => receiving.family(Family::new(name, head, samples)),
+                Frame::Unchanged { name } => {
+                    if let Err(e) = receiving.unchanged(&name) {
+                        tracing::warn!("reading the sweeper: {e}");
                         break;
                     }
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::warn!("reading the sweeper process: {e}");
+                }
+                Frame::Page { failure } => {
+                    self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
+                    good |= failure.is_none();
+                    let mut families = receiving.page();
+                    if let Err(e) = self.patch_planes(&mut families) {
+                        tracing::warn!("reading the sweeper: {e}");
                         break;
                     }
+                    self.publish(families, failure);
+                }
+                // A port merged into another slot's subnet is no plane of its own.
+                Frame::Fabric { .. } if merged => {}
+                Frame::Fabric { fabric } => {
+                    let name = self.slot().name();
+                    self.shared.planes.update(self.fabric.slot, &name, *fabric);
+                }
+                Frame::Lost { error } => {
+                    self.slot().set_down(error.clone(), true);
+                    said = Some(error);
+                }
+                Frame::Failed { error } => said = Some(error),
+                // It will not send again.
+                Frame::Closed => {
+                    let mut c = lock(&self.current);
+                    c.open = false;
+                    c.closed = true;
+                    break;
                 }
             }
         }
-        let status = wait(&mut child, closed.then_some(EXIT_GRACE));
+        // Whatever ended the reading, the sweeper stops too (one that ended already is
+        // not affected), and its frames are no longer read.
+        lock(&self.current).stop_sweeper();
+        drop(frames);
+        let ended_well = thread.join().unwrap_or(false);
         {
             let mut c = lock(&self.current);
-            c.pid = None;
+            c.cancel = None;
             c.open = false;
         }
         let why = said.unwrap_or_else(|| {
+            let how = if ended_well { "stopped" } else { "ended" };
             if *ever_opened {
-                format!("the sweeper process ended ({})", describe(status))
+                format!("the sweeper {how}")
             } else {
-                format!(
-                    "the sweeper process ended before opening the port ({})",
-                    describe(status)
-                )
+                format!("the sweeper {how} before opening the port")
             }
         });
-        ProcessEnd { good, why, merged }
+        SweeperEnd { good, why, merged }
     }
 
     /// Record the subnet this slot's port reaches; the name of the slot that already
@@ -405,8 +364,8 @@ impl Loop {
     }
 
     /// This slot's port reaches a subnet another slot sweeps: say so, leave the page and
-    /// stop the sweeper process (the supervisor then ends).
-    fn merge_into(&self, id: &FabricId, sweeper: &str, pid: u32) {
+    /// stop the sweeper (the supervisor then ends).
+    fn merge_into(&self, id: &FabricId, sweeper: &str) {
         eprintln!(
             "note: {} reaches the same subnet as {sweeper} ({}): swept once, as {sweeper}",
             id.name,
@@ -414,7 +373,7 @@ impl Loop {
         );
         self.slot().set_merged();
         self.stop.store(true, Ordering::SeqCst);
-        signal(pid, libc::SIGTERM);
+        lock(&self.current).stop_sweeper();
     }
 
     /// The page's count of planes-disagree findings, in place of the 0 its sweeper
@@ -432,7 +391,7 @@ impl Loop {
         Ok(())
     }
 
-    /// A page the sweeper process rendered: a page of a sweep that reached no port does
+    /// A page the sweeper rendered: a page of a sweep that reached no port does
     /// not replace a good one (that stays, marked stale).
     fn publish(&self, families: Vec<Family>, failure: Option<String>) {
         let slot = self.slot();
@@ -461,7 +420,7 @@ impl Loop {
     }
 }
 
-/// The families of the page a sweeper process is sending, and those of the last page it
+/// The families of the page a sweeper is sending, and those of the last page it
 /// sent, which it names instead of sending again when they did not change.
 #[derive(Default)]
 struct Receiving {
@@ -475,7 +434,7 @@ impl Receiving {
     }
 
     /// A family as on the last page: an error when the last page has none of that name
-    /// (not what a sweeper process sends).
+    /// (not what a sweeper sends).
     fn unchanged(&mut self, name: &str) -> std::io::Result<()> {
         let family = self.last.get(name).ok_or_else(|| {
             std::io::Error::other(format!(
@@ -498,48 +457,17 @@ impl Receiving {
     }
 }
 
-/// The delay before the next new sweeper process when this one also ends without a good
+/// The delay before the next new sweeper when this one also ends without a good
 /// page: twice as long, at most [`REOPEN_MAX`].
 fn next_delay(delay: Duration) -> Duration {
     (delay * 2).min(REOPEN_MAX)
-}
-
-/// Wait for the child; with a grace, kill it when it has not exited by then.
-fn wait(child: &mut Child, grace: Option<Duration>) -> Option<ExitStatus> {
-    let Some(grace) = grace else {
-        return child.wait().ok();
-    };
-    let deadline = Instant::now() + grace;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                tracing::warn!("the sweeper process did not exit after closing the port");
-                let _ = child.kill();
-                return child.wait().ok();
-            }
-        }
-    }
-}
-
-fn describe(status: Option<ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => format!("exit code {c}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            (None, None) => "unknown status".into(),
-        },
-        None => "status unknown".into(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Pages as a sweeper process sends them, through its own cache, read back: a family
+    /// Pages as a sweeper sends them, through its own cache, read back: a family
     /// sent as unchanged is the last page's (shared, not copied), and one the last page
     /// lacks is an error.
     #[test]
@@ -549,11 +477,19 @@ mod tests {
         let mut cache = PieceCache::default();
         let mut receiving = Receiving::default();
         let mut send = |page: &[(&str, &str)]| {
-            let mut wire = Vec::new();
+            let mut sent = Vec::new();
             let mut sink = PageDeflater::reusing(
                 &mut cache,
-                |name: &str, head: &str, body: &Deflated, same| {
-                    frames::write_page_family(&mut wire, name, head, body, same).unwrap();
+                |name: &str, head: &str, body: &Deflated, same: bool| {
+                    let name = name.to_string();
+                    sent.push(match same {
+                        true => Frame::Unchanged { name },
+                        false => Frame::Family {
+                            name,
+                            head: head.to_string(),
+                            samples: body.clone(),
+                        },
+                    });
                 },
             );
             for (name, samples) in page {
@@ -561,9 +497,8 @@ mod tests {
                 sink.samples(samples);
             }
             sink.finish();
-            let mut r = std::io::Cursor::new(wire);
             let mut unchanged = 0;
-            while let Some(frame) = frames::read(&mut r).unwrap() {
+            for frame in sent {
                 match frame {
                     Frame::Family {
                         name,

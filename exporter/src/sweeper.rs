@@ -1,15 +1,13 @@
-//! The sweeper of one fabric of `serve`, run in a process of its own (`serve
-//! --sweeper-process`, one per fabric): it owns the fabric's management port (or its relay
-//! agent), discovers the fabric, sweeps the counters every interval, renders the page
-//! ([`prometheus::write_fabric_page`]), compressing each family as it is rendered, and
-//! hands it to `serve` as [`Frame`]s on stdout, a family at a time (one that is as on
-//! the last page by its name only); it rediscovers when the fabric changed under it.
-//! When the transport is lost it says so and ends: `serve` starts another one (see
-//! `supervisor`).
+//! The sweeper of one fabric of `serve`, on a thread of its own: it opens the fabric's
+//! management port (through its relay agent), discovers the fabric, sweeps the counters
+//! every interval, renders the page ([`prometheus::write_fabric_page`]), compressing each
+//! family as it is rendered, and hands it to its supervisor as [`Frame`]s, a family at a
+//! time (one that is as on the last page by its name only); it rediscovers when the
+//! fabric changed under it. When the transport is lost it says so and ends: the
+//! supervisor starts another one.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -24,14 +22,32 @@ use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
-use crate::frames::{self, Frame};
+use crate::frames::Frame;
 use crate::pieces::{Deflated, PageDeflater, PieceCache};
 
 /// Opens the fabric's management port (or relay), giving up when the function it is given
-/// says stop: the fabric's identity and its engine.
-pub type OpenFabric = Box<dyn FnOnce(&dyn Fn() -> bool) -> Result<(FabricId, Engine)> + Send>;
+/// says stop: the fabric's identity and its engine. Called again for every reopening.
+pub type OpenFabric = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(FabricId, Engine)> + Send + Sync>;
 
-pub struct SweeperProcess {
+/// How a fabric is swept and its page made: the same for every sweeper of the fabric.
+#[derive(Clone)]
+pub struct SweepSettings {
+    /// The fabric's name (the `fabric` label) until it is opened.
+    pub name: String,
+    pub names: Option<NameMap>,
+    /// `check`'s thresholds in force, for the findings family.
+    pub thresholds: Thresholds,
+    pub filter: PortFilter,
+    pub counters: Vec<&'static str>,
+    pub interval: Duration,
+    pub rediscover_every: u64,
+    /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
+    pub send_fabric: bool,
+}
+
+/// One fabric's sweeps, on a thread of `serve`: from opening the port until it is lost
+/// or the sweeper is asked to stop.
+pub struct Sweeper {
     /// The fabric's name (the `fabric` label), its real one once opened.
     pub name: String,
     pub names: Option<NameMap>,
@@ -43,17 +59,17 @@ pub struct SweeperProcess {
     pub rediscover_every: u64,
     /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
     pub send_fabric: bool,
-    /// The engine's cancel token, set on a stop signal (or when `serve` is gone).
-    pub stop: CancelToken,
-    /// Where the frames go (`serve`'s pipe).
-    pub out: Box<dyn Write + Send>,
+    /// The engine's cancel token, set when the sweeper is asked to stop.
+    stop: CancelToken,
+    /// Where the frames go (the fabric's supervisor).
+    out: mpsc::Sender<Frame>,
     /// By node GUID, kept across rediscoveries.
-    pub scrape_errors: HashMap<u64, ScrapeErrors>,
-    pub sweeps: u64,
-    pub discoveries: u64,
+    scrape_errors: HashMap<u64, ScrapeErrors>,
+    sweeps: u64,
+    discoveries: u64,
     /// Last page's compressed families: the fabric's families that did not change are
     /// sent again without being compressed again.
-    pub pieces: PieceCache,
+    pieces: PieceCache,
 }
 
 /// The discovered fabric and what is derived from it once per discovery.
@@ -89,22 +105,51 @@ enum LoopEnd {
     Lost(anyhow::Error),
 }
 
-impl SweeperProcess {
+impl Sweeper {
+    pub fn new(settings: SweepSettings, stop: CancelToken, out: mpsc::Sender<Frame>) -> Sweeper {
+        let SweepSettings {
+            name,
+            names,
+            thresholds,
+            filter,
+            counters,
+            interval,
+            rediscover_every,
+            send_fabric,
+        } = settings;
+        Sweeper {
+            name,
+            names,
+            thresholds,
+            filter,
+            counters,
+            interval,
+            rediscover_every,
+            send_fabric,
+            stop,
+            out,
+            scrape_errors: HashMap::new(),
+            sweeps: 0,
+            discoveries: 0,
+            pieces: PieceCache::default(),
+        }
+    }
+
     fn stopped(&self) -> bool {
         self.stop.is_cancelled()
     }
 
-    /// Hand `serve` a frame; a `serve` that stopped reading stops us.
-    fn send(&mut self, frame: &Frame) {
-        if frames::write(&mut self.out, frame).is_err() {
+    /// Hand the supervisor a frame; a supervisor that stopped reading stops us.
+    fn send(&mut self, frame: Frame) {
+        if self.out.send(frame).is_err() {
             self.stop.cancel();
         }
     }
 
-    /// Until stopped or the transport is lost; true when it stopped as asked (the
-    /// process's exit code says so). The engine is closed (agents unregistered after a
-    /// drain) before the last frame goes out.
-    pub fn run(mut self, open: OpenFabric, sleeper: mpsc::Receiver<()>) -> bool {
+    /// Until stopped (the stop token, or `sleeper`'s sender gone) or the transport is
+    /// lost; true when it stopped as asked. The engine is closed (agents unregistered
+    /// after a drain) before the last frame goes out.
+    pub fn run(mut self, open: &OpenFabric, sleeper: mpsc::Receiver<()>) -> bool {
         lower_own_priority();
         let stop = self.stop.clone();
         let mut engine = match open(&|| stop.is_cancelled()) {
@@ -112,11 +157,11 @@ impl SweeperProcess {
                 let local = engine.local();
                 let port = format!("{}/{}", local.ca_name, local.port_num);
                 self.name = id.name.clone();
-                self.send(&Frame::Opened { port, id });
+                self.send(Frame::Opened { port, id });
                 engine
             }
             Err(e) => {
-                self.send(&Frame::Failed {
+                self.send(Frame::Failed {
                     error: format!("{e:#}"),
                 });
                 return false;
@@ -142,11 +187,11 @@ impl SweeperProcess {
         drop(engine);
         match ended {
             LoopEnd::Stopped => {
-                self.send(&Frame::Closed);
+                self.send(Frame::Closed);
                 true
             }
             LoopEnd::Lost(e) => {
-                self.send(&Frame::Lost {
+                self.send(Frame::Lost {
                     error: format!("{e:#}"),
                 });
                 false
@@ -165,10 +210,8 @@ impl SweeperProcess {
             let d = self.discover(engine);
             // Not a discovery the transport was lost in the middle of.
             if self.send_fabric && ensure_connected(engine).is_ok() {
-                match serde_json::to_string(&d.fabric.to_file()) {
-                    Ok(snapshot) => self.send(&Frame::Fabric { snapshot }),
-                    Err(e) => tracing::warn!("the fabric's snapshot: {e}"),
-                }
+                let fabric = Box::new(d.fabric.clone());
+                self.send(Frame::Fabric { fabric });
             }
             progress.current = Some(d);
             progress.previous = None;
@@ -250,8 +293,16 @@ impl SweeperProcess {
         let done = |name: &str, head: &str, samples: &Deflated, as_before: bool| {
             text += head.len() as u64 + samples.text_len();
             gzip += samples.bytes().len();
-            let sent = frames::write_page_family(out, name, head, samples, as_before);
-            written = written && sent.is_ok();
+            let name = name.to_string();
+            let frame = match as_before {
+                true => Frame::Unchanged { name },
+                false => Frame::Family {
+                    name,
+                    head: head.to_string(),
+                    samples: samples.clone(),
+                },
+            };
+            written = written && out.send(frame).is_ok();
         };
         let mut sink = PageDeflater::reusing(&mut self.pieces, done);
         prometheus::write_fabric_page(
@@ -266,7 +317,7 @@ impl SweeperProcess {
         );
         sink.finish();
         if !written {
-            // `serve` stopped reading: stop too.
+            // The supervisor stopped reading: stop too.
             self.stop.cancel();
         }
         if self.stopped() {
@@ -282,7 +333,7 @@ impl SweeperProcess {
             reused = self.pieces.reused,
             "swept"
         );
-        self.send(&Frame::Page { failure });
+        self.send(Frame::Page { failure });
         !self.stopped()
     }
 

@@ -1,23 +1,20 @@
-//! `ibscope serve`: a Prometheus exporter. For each fabric a sweeper process owns the
-//! management port (discovery, then a counter sweep every --interval) and hands each
-//! sweep's page to this one, where that fabric's supervisor thread keeps it in the
-//! fabric's slot and starts a new sweeper process when one ends (the fabric lost: see
-//! `supervisor`). HTTP threads answer from the slots only, so a scrape never waits on a
-//! fabric and never sends a MAD, and the exporter keeps answering while a fabric is
-//! unreachable.
+//! `ibscope serve`: its arguments, which fabrics it serves and how each one's port is
+//! opened, and its stop. The exporter itself is the `ibscope-exporter` crate: a sweeper
+//! thread per fabric (discovery, then a counter sweep every --interval) whose pages its
+//! supervisor keeps in the fabric's slot, starting a new sweeper when one ends (the fabric
+//! lost); HTTP threads answer from the slots only, so a scrape never waits on a fabric.
 
-use std::collections::HashMap;
-use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use ibscope_mad::engine::CancelToken;
-use ibscope_topo::counters;
+use ibscope_mad::engine::TransportError;
+use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::export::prometheus::PortFilter;
+use ibscope_topo::namemap::NameMap;
 
 use crate::cli::{exit, Global};
 use crate::fabric_set::{Planned, Reach};
@@ -30,7 +27,7 @@ pub use ibscope_exporter::pieces::{Deflated, PageDeflater, PieceCache};
 use ibscope_exporter::plane_counts;
 use ibscope_exporter::server::{http_server, spawn_http_workers, Running};
 use ibscope_exporter::supervisor::{self, Event, Supervisor};
-use ibscope_exporter::sweeper::SweeperProcess;
+use ibscope_exporter::sweeper::{OpenFabric, SweepSettings};
 use ibscope_exporter::web::{self, TlsConfig};
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
@@ -50,7 +47,7 @@ use ibscope_exporter::web::{self, TlsConfig};
 ///   /healthz   200 "ok" when every fabric answers and its last sweep succeeded and is
 ///              fresh (younger than 3 x --interval + 5 s), else 503 with the reason.
 ///
-/// A sweeper process per fabric (this binary, started by serve) discovers the fabric,
+/// A sweeper thread per fabric discovers the fabric,
 /// then sweeps the counters every --interval seconds, and rediscovers when a sweep sees a
 /// topology change (a switch port whose state differs from the discovered one: one
 /// PortInfo per switch port per sweep; or a port whose LinkDownedCounter moved or whose
@@ -60,7 +57,7 @@ use ibscope_exporter::web::{self, TlsConfig};
 /// When a fabric becomes unreachable (the HCA resets, the driver reloads, the umad device,
 /// the relay agent or the simulator goes away) serve keeps answering: /metrics serves its
 /// last good sample with ibscope_up 0 and ibscope_sample_stale 1, /healthz says 503 and
-/// why. It reopens the port in a new sweeper process 1 s after the loss, then backs off
+/// why. It reopens the port (a new agent process) 1 s after the loss, then backs off
 /// (2 s, 4 s, ...) up to 30 s between attempts, and serves fresh data after the first
 /// sweep once the fabric is back. With one fabric, only a port that cannot be opened at
 /// start fails the command (exit 2).
@@ -80,7 +77,7 @@ use ibscope_exporter::web::{self, TlsConfig};
 /// node_exporter reads) adds TLS (rustls: TLS 1.2 and 1.3) and basic auth with
 /// bcrypt-hashed passwords; every path then asks for them.
 ///
-/// Several fabrics (-C all, a list; see -C): one sweeper process per fabric, each on its
+/// Several fabrics (-C all, a list; see -C): one sweeper per fabric, each on its
 /// own schedule, so a slow or lost fabric never delays another. Every series carries a
 /// `fabric` label (with one fabric too); ibscope_up{fabric} is 1 while the fabric answers
 /// and its last sweep succeeded and is fresh. A fabric whose port cannot be opened, or
@@ -144,19 +141,6 @@ pub struct Args {
     /// --allow-remote. A file that cannot be used fails at start.
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
-    /// Run as serve's sweeper process: frames on stdout (started by serve itself).
-    #[arg(long, hide = true)]
-    pub sweeper_process: bool,
-    /// The sweeper process's fabric: its name ("" for the one fabric of -C/-P).
-    #[arg(long, hide = true, requires = "sweeper_process", value_name = "NAME")]
-    pub sweeper_fabric: Option<String>,
-    /// The sweeper process's fabric: how it is reached (see `reach_arg`).
-    #[arg(long, hide = true, requires = "sweeper_process", value_name = "REACH")]
-    pub sweeper_reach: Option<String>,
-    /// The sweeper process sends its fabric after each discovery (several fabrics: their
-    /// planes are compared).
-    #[arg(long, hide = true, requires = "sweeper_process")]
-    pub sweeper_planes: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -209,9 +193,6 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if !(a.interval.is_finite() && a.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    if a.sweeper_process {
-        return run_sweeper_process(g, a);
-    }
     let web = match &a.web_config {
         Some(path) => Some(web::WebConfig::load(path)?),
         None => None,
@@ -219,15 +200,23 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let tls_config = web.as_ref().and_then(|w| w.tls.clone());
     let auth = web.and_then(|w| w.auth).map(Arc::new);
     let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
-    // Read now so a bad file fails the command at once, not every sweeper process.
-    crate::fabric::names(g)?;
-    crate::fabric::thresholds(g, None)?;
+    // Read once: a bad file fails the command at once.
+    let names = crate::fabric::names(g)?;
+    let thresholds = crate::fabric::thresholds(g, None)?;
     let planned = crate::fabric_set::planned(g)?;
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     let state = crate::statedir::StateDir::create("serve")?;
     // Every thread started from here on (tiny_http's, ours) inherits it.
     signals::block_stop_signals(true);
-    let started = start(g, a, planned, &state, addr, tls_config, auth);
+    let started = start(
+        g,
+        a,
+        planned,
+        names,
+        thresholds,
+        &state,
+        (addr, tls_config, auth),
+    );
     signals::block_stop_signals(false);
     let (running, events) = started?;
     let scheme = if running.front.is_some() {
@@ -245,21 +234,41 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let code =
         why.map(|signal| report_stop(signal, stopped.sweeps, stopped.closed, stopped.took, limit));
     stopped.join();
-    // Only now: the sweeper processes kept their files there until they exited.
+    // Only now: the agents kept their files there until they exited.
     drop(state);
     code
 }
 
-/// Listen, start a supervisor (and so a sweeper process) per fabric, and the HTTP workers.
+/// Where and how serve listens: the address, TLS and basic auth.
+type Listening = (
+    std::net::SocketAddr,
+    Option<Arc<TlsConfig>>,
+    Option<Arc<web::BasicAuth>>,
+);
+
+/// Listen, start a supervisor (and so a sweeper) per fabric, and the HTTP workers.
 fn start(
     g: &Global,
     a: &Args,
     planned: Vec<Planned>,
+    names: Option<NameMap>,
+    thresholds: Thresholds,
     state: &crate::statedir::StateDir,
-    addr: std::net::SocketAddr,
-    tls_config: Option<Arc<TlsConfig>>,
-    auth: Option<Arc<web::BasicAuth>>,
+    (addr, tls_config, auth): Listening,
 ) -> Result<(Running, mpsc::Receiver<Event>)> {
+    let settings = SweepSettings {
+        name: String::new(),
+        names,
+        thresholds,
+        filter: PortFilter {
+            switches_only: a.switches_only,
+            active_only: a.active_only,
+        },
+        counters: a.counters.names(),
+        interval: Duration::from_secs_f64(a.interval),
+        rediscover_every: a.rediscover_every,
+        send_fabric: crate::fabric_set::is_multi(g.ca.as_deref()),
+    };
     let front_stop = Arc::new(AtomicBool::new(false));
     let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
     let server = Arc::new(server);
@@ -271,22 +280,23 @@ fn start(
     let sweeps = Arc::new(AtomicU64::new(0));
     let (events_tx, events) = mpsc::channel::<Event>();
     let shared = supervisor::Shared {
-        dir: state.path().to_path_buf(),
         pages: pages.clone(),
         sweeps: sweeps.clone(),
         subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
-        planes: plane_counts::Planes::new(planned.len(), crate::fabric::names(g)?),
+        planes: plane_counts::Planes::new(planned.len(), settings.names.clone()),
         events: events_tx,
     };
-    let own_args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let mut supervisors = Vec::new();
-    for (slot, p) in planned.iter().enumerate() {
-        let mut args = own_args.clone();
-        args.extend(sweeper_args(p));
-        if multi {
-            args.push("--sweeper-planes".into());
-        }
-        let fabric = supervisor::SweeperCommand { slot, args, multi };
+    for (slot, p) in planned.into_iter().enumerate() {
+        let fabric = supervisor::FabricPlan {
+            slot,
+            settings: SweepSettings {
+                name: p.name.clone(),
+                ..settings.clone()
+            },
+            open: opener(g, p, state.path())?,
+            multi,
+        };
         supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
     }
     let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
@@ -303,7 +313,7 @@ fn start(
     Ok((running, events))
 }
 
-/// A fabric's name before its sweeper process opened it: the planned name, or for the
+/// A fabric's name before its sweeper opened it: the planned name, or for the
 /// one fabric of -C/-P what names it (its real name, CA:port, comes with the port).
 fn slot_name(g: &Global, p: &Planned) -> String {
     if !p.name.is_empty() {
@@ -316,154 +326,61 @@ fn slot_name(g: &Global, p: &Planned) -> String {
     }
 }
 
-/// The arguments that make a sweeper process of `p`'s fabric.
-fn sweeper_args(p: &Planned) -> Vec<OsString> {
-    vec![
-        "--sweeper-process".into(),
-        "--sweeper-fabric".into(),
-        p.name.clone().into(),
-        "--sweeper-reach".into(),
-        reach_arg(&p.reach).into(),
-    ]
-}
-
-/// How a fabric is reached, as one argument: `default` (-C/-P as given), `local:PORT:CA`,
-/// `relay:COMMAND`.
-fn reach_arg(reach: &Reach) -> String {
-    match reach {
-        Reach::Default { .. } => "default".to_string(),
-        Reach::Local { ca, port } => format!("local:{port}:{ca}"),
-        Reach::Relay { command } => format!("relay:{command}"),
-    }
-}
-
-/// [`reach_arg`] read back; `Default` takes -C/-P from `g`.
-fn parse_reach(g: &Global, text: &str) -> Result<Reach> {
-    let bad = || anyhow!("--sweeper-reach {text:?}: not a fabric's reach");
-    Ok(match text.split_once(':') {
-        None if text == "default" => Reach::Default {
-            ca: g.ca.clone(),
-            port: g.port,
-        },
-        Some(("local", rest)) => {
-            let (port, ca) = rest.split_once(':').ok_or_else(bad)?;
-            Reach::Local {
-                ca: ca.to_string(),
-                port: port.parse().map_err(|_| bad())?,
+/// How a fabric's sweeper opens its port, every time: a local port through an
+/// `ibscope agent` of its own (the relay, run in serve's state directory, where the
+/// simulator's shim keeps its files), so that a port lost with its transport is reopened
+/// by a new agent process; a fabric the config reaches through a command, through that.
+fn opener(g: &Global, planned: Planned, dir: &Path) -> Result<OpenFabric> {
+    let exe = std::env::current_exe().map_err(|e| anyhow!("locating ibscope: {e}"))?;
+    let (ca, port) = match &planned.reach {
+        Reach::Relay { .. } => (None, None),
+        Reach::Local { ca, port } => (Some(ca.clone()), Some(*port)),
+        Reach::Default { ca, port } => (ca.clone(), *port),
+    };
+    let relayed = match &planned.reach {
+        Reach::Relay { .. } => planned.clone(),
+        _ => {
+            let mut command = format!(
+                "cd {} && exec {}",
+                shell_quoted(&dir.to_string_lossy()),
+                shell_quoted(&exe.to_string_lossy())
+            );
+            if let Some(ca) = &ca {
+                command.push_str(&format!(" -C {}", shell_quoted(ca)));
+            }
+            if let Some(port) = port {
+                command.push_str(&format!(" -P {port}"));
+            }
+            command.push_str(" agent");
+            Planned {
+                name: planned.name.clone(),
+                reach: Reach::Relay { command },
             }
         }
-        Some(("relay", command)) => Reach::Relay {
-            command: command.to_string(),
-        },
-        _ => return Err(bad()),
-    })
-}
-
-/// `serve --sweeper-process`: sweep one fabric and hand the pages over on stdout until a
-/// stop signal comes or `serve` is gone.
-fn run_sweeper_process(g: &Global, a: &Args) -> Result<ExitCode> {
-    use std::os::fd::FromRawFd;
-    // The stop is serve's to order; a second signal must not cut the clean close short.
-    signals::install(signals::STOP_SIGNALS, signals::Second::Wait);
-    let planned = Planned {
-        name: a.sweeper_fabric.clone().unwrap_or_default(),
-        reach: parse_reach(g, a.sweeper_reach.as_deref().unwrap_or("default"))?,
     };
-    // The frames get stdout to themselves: whatever else would print there goes to stderr.
-    // SAFETY: dup of fd 1 gives a new descriptor owned by `out` alone; dup2 then points
-    // fd 1 at stderr.
-    let out = unsafe {
-        let fd = libc::dup(1);
-        if fd < 0 || libc::dup2(2, 1) < 0 {
-            bail!("setting up the sweeper process's output");
+    let g = g.clone();
+    let own_agent = !matches!(planned.reach, Reach::Relay { .. });
+    Ok(Arc::new(move |stop| {
+        let opened = crate::fabric_set::open_one_until(&g, &relayed, stop);
+        match opened {
+            Ok(o) => Ok((o.id, o.engine)),
+            // Our own agent's command line says nothing to the operator: its reason does.
+            Err(e) if own_agent => Err(match e.downcast::<TransportError>() {
+                Ok(TransportError::Relay { reason, .. }) => anyhow!("{reason}"),
+                Ok(other) => anyhow::Error::new(other),
+                Err(e) => e,
+            }),
+            Err(e) => Err(e),
         }
-        std::fs::File::from_raw_fd(fd)
-    };
-    let stop = CancelToken::new();
-    let finished = Arc::new(AtomicBool::new(false));
-    let (wake, sleeper) = mpsc::channel::<()>();
-    let watcher = {
-        let stop = stop.clone();
-        let finished = finished.clone();
-        let limit = stop_limit(g);
-        // SAFETY: getppid has no preconditions.
-        let parent = unsafe { libc::getppid() };
-        std::thread::Builder::new()
-            .name("stop-watcher".into())
-            .spawn(move || {
-                let asked = loop {
-                    if stop.is_cancelled() {
-                        break false;
-                    }
-                    // SAFETY: as above.
-                    let orphaned = unsafe { libc::getppid() } != parent;
-                    if signals::received().is_some() || orphaned {
-                        break true;
-                    }
-                    std::thread::sleep(STOP_POLL);
-                };
-                stop.cancel();
-                drop(wake);
-                if asked {
-                    end_if_stuck(&finished, limit);
-                }
-            })?
-    };
-    let name = planned.name.clone();
-    let opener = g.clone();
-    let open: ibscope_exporter::sweeper::OpenFabric = Box::new(move |stop| {
-        let opened = crate::fabric_set::open_one_until(&opener, &planned, stop)?;
-        Ok((opened.id, opened.engine))
-    });
-    let sweeper = SweeperProcess {
-        name,
-        names: crate::fabric::names(g)?,
-        thresholds: crate::fabric::thresholds(g, None)?,
-        filter: PortFilter {
-            switches_only: a.switches_only,
-            active_only: a.active_only,
-        },
-        counters: a.counters.names(),
-        interval: Duration::from_secs_f64(a.interval),
-        rediscover_every: a.rediscover_every,
-        send_fabric: a.sweeper_planes,
-        stop: stop.clone(),
-        out: Box::new(std::io::BufWriter::new(out)),
-        scrape_errors: HashMap::new(),
-        sweeps: 0,
-        discoveries: 0,
-        pieces: PieceCache::default(),
-    };
-    let closed = sweeper.run(open, sleeper);
-    finished.store(true, Ordering::SeqCst);
-    stop.cancel();
-    let _ = watcher.join();
-    Ok(ExitCode::from(if closed { exit::OK } else { exit::ERROR }))
+    }))
 }
 
-/// A sweeper process asked to stop (a signal, or `serve` gone) stops within one MAD
-/// timeout, except where no stop reaches: the simulator's shim, opening a port while its
-/// ibsim is gone, waits for it in C, retrying forever. After as long as `serve` itself
-/// would wait (which then kills it), the process ends itself: an orphan of a `serve` that
-/// was killed has no one else to.
-fn end_if_stuck(finished: &AtomicBool, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if finished.load(Ordering::SeqCst) {
-            return;
-        }
-        std::thread::sleep(STOP_POLL);
-    }
-    eprintln!(
-        "ibscope serve: a sweeper process still not stopped {:.1} s after the stop; ending it",
-        limit.as_secs_f64()
-    );
-    // SAFETY: _exit ends the process at once without running destructors, which is the
-    // point: the stuck thread holds the shim's state.
-    unsafe { libc::_exit(i32::from(exit::ERROR)) }
+/// `text` as one word for `sh`.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// Wait for a stop signal, announcing `url` once a sweeper process opened its port. An
+/// Wait for a stop signal, announcing `url` once a sweeper opened its port. An
 /// error when the one fabric's port could not be opened at start, or with several, when
 /// none of them could.
 fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Result<i32> {
@@ -527,10 +444,9 @@ fn report_stop(
     }
 }
 
-/// How long a sweeper process gets to stop once asked: the attempt in flight (the
-/// cancelled engine sends no retry), the engine's drain of late replies (at most 1 s)
-/// before it unregisters, a relay agent's exit (at most 2 s), a render already under way,
-/// and its exit. Generous: the engine's own retries would fit too.
+/// How long a sweeper gets to stop once asked: the attempt in flight (the cancelled engine
+/// sends no retry), its agent's exit (at most 1 s), a render already under way. Generous:
+/// the engine's own retries would fit too.
 fn stop_limit(g: &Global) -> Duration {
     let engine = g.engine_config();
     engine.timeout * (engine.retries + 1) + Duration::from_secs(4)
