@@ -3,12 +3,15 @@
 //! module, not a macro's `$crate::` paths) names a path into it: `crate::a::b::Item`,
 //! `super::b::Item`, or in a `mod.rs`/`lib.rs` a `use child::...` of one of its rooms.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
+
+/// Repository root (the ibscope package).
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
 
 /// Every `.rs` file under `root` by its module path (`a/b.rs` and `a/b/mod.rs` are
 /// `[a, b]`, `lib.rs` is `[]`); `main.rs` of a crate with a `lib.rs` is left out.
@@ -155,7 +158,7 @@ fn cycles(root: &Path) -> Vec<String> {
 
 #[test]
 fn no_file_imports_a_file_that_imports_it_back() {
-    let repo = common::repo_root();
+    let repo = repo_root();
     let mut found = Vec::new();
     for krate in ["mad/src", "topo/src", "host/src", "src"] {
         for c in cycles(&repo.join(krate)) {
@@ -293,7 +296,7 @@ fn long_functions(text: &str, limit: usize) -> Vec<(String, usize, usize)> {
 /// benchmarks tell a story step by step and may run longer).
 #[test]
 fn no_function_runs_over_120_lines() {
-    let repo = common::repo_root();
+    let repo = repo_root();
     let mut found = Vec::new();
     for krate in ["mad/src", "topo/src", "host/src", "src"] {
         for (_, file) in modules(&repo.join(krate)) {

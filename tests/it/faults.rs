@@ -4,7 +4,7 @@
 //!
 //! (A link going down is covered by tests/route.rs: the black hole `route check` finds.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! snapshot, which can carry any string): human formats never pass ESC or BEL through,
 //! machine formats quote per their grammar and round-trip the string exactly.
 
-mod common;
+use crate::common;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

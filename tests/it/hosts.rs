@@ -9,7 +9,7 @@
 //!   names each exactly (the whole finding list), and `route load --rails all` names the
 //!   degraded link as the limit.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

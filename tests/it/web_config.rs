@@ -7,7 +7,7 @@
 //! openssl package, which scripts/install-deps.sh installs with curl): one self-signed
 //! certificate for 127.0.0.1 and localhost, no Rust dependency added for it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

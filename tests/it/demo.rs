@@ -1,7 +1,7 @@
 //! The README's demo, non-interactively: `ibscope demo --once --json` must report exactly
 //! the faults the demo plants, and leave no simulator process behind.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -4,7 +4,7 @@
 //! (the same fabric as without loss), and not hammer (MADs sent per MAD answered stays near
 //! what the loss itself costs).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -14,7 +14,7 @@
 //! One client at a time per simulator (the shim routes replies to the last registered
 //! process); fabrics run in parallel.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -7,7 +7,7 @@
 //! between two reads), so every port is read by perfquery before and after ibscope:
 //! `before <= ibscope <= after`, which is equality for every counter nothing moved.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -7,7 +7,7 @@
 //! the same GUIDs in both: what a planarized HCA port shows, one port GUID in each plane.
 //! The second plane gets its own subnet prefix, so the two are told apart as subnets.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! the flags; `config show` says where each value came from. Every test has its own /etc
 //! (IBSCOPE_ETC) and home, so nothing depends on this machine's files.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

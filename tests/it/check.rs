@@ -1,7 +1,7 @@
 //! `ibscope check` and `ibscope links` on generated fabrics: clean, and with degraded links
 //! (topo::gen writes the override on both ends) plus injected counters.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

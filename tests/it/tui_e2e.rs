@@ -2,7 +2,7 @@
 //! on screen, the degraded-link count `ibscope check` reports, an injected error counter on
 //! the right port, an Unlink showing up in Events, and a clean quit.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@
 //! One client at a time per simulator (the shim routes replies to the last registered
 //! process), so each fabric is walked sequentially; fabrics run in parallel.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -8,7 +8,7 @@
 //! unit-tested on its decision function (src/cmd/port.rs, `explain_no_reply`). Should a
 //! later ibsim enforce M_Keys, that test fails: then test the protected path here.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -19,7 +19,7 @@
 //! where OpenSM runs, has the same GUID, and only the prefix tells these two subnets apart
 //! (real GUIDs are unique, so real subnets differ by their SM's GUID too).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -10,7 +10,7 @@
 //!
 //! One client at a time per simulator; fabrics run in parallel.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The simulator harness itself: start, drive, fault injection, and that nothing is left behind.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! A reader that stops early (`ibscope links | head -1`) ends every command quietly with
 //! exit 0: no panic, no message, as the standard tools behave in a pipeline.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

@@ -2,7 +2,7 @@
 //! GUIDs, links, LIDs and active link rates; the ibnetdiscover export loads back into ibsim;
 //! lossy ports, cut links and duplicate LIDs are reported; fewer MADs than ibnetdiscover.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! private TMPDIR that must be empty afterwards), leave no `sys-<pid>` fake sysfs of the
 //! simulator's shim in the working directory, and restore the terminal.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! and (as root, which CI is) the Debian package builds, installs with `dpkg -i`, and the
 //! installed `ibscope` runs, with its man pages, completions and unit in place.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -7,7 +7,7 @@
 //! no integer a JSON reader would round (above 2^53; only a 64-bit counter of a
 //! long-running fabric may be, never one of these fabrics).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

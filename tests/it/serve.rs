@@ -3,7 +3,7 @@
 //! the exporter and returns that value from its query API. The trimming options give valid
 //! pages with exactly the families asked for, and SIGTERM/SIGINT stop it cleanly.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! are valid roff that names every command, and the shell completions parse and complete.
 //! No fabric needed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! the rules pass `promtool check rules` and their unit tests, and serve takes its
 //! defaults from the config file and reports a missing master SM.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
