@@ -10,8 +10,7 @@ pub mod fabrics;
 pub mod memory;
 pub mod output;
 pub mod signals;
-pub mod sim;
-pub mod statedir;
+pub use ibscope_sim::statedir;
 pub mod tui;
 
 /// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.

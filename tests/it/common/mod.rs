@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub use ibscope::sim::{Sim, SimOptions};
+pub use ibscope_sim::{Sim, SimOptions};
 
 pub mod net;
 pub mod schema;
@@ -232,7 +232,7 @@ pub fn children_of(pid: u32) -> Vec<u32> {
 
 /// True if a process with this PID exists and is not a zombie.
 pub fn pid_alive(pid: u32) -> bool {
-    ibscope::sim::process_alive(pid)
+    ibscope_sim::process_alive(pid)
 }
 
 /// Assert none of `pids` is left (waits briefly: reaping is asynchronous for orphans).

@@ -518,11 +518,18 @@ fn alive(p: &Mutex<Proc>) -> bool {
         .is_ours_and_alive()
 }
 
-/// `sim up` must be able to abort a long wait and clean up: once SIGINT is caught (see
-/// [`crate::signals`]), the waits here fail with "interrupted", so the caller's cleanup
-/// (Drop) runs.
+/// What tells the waits here that the process was asked to stop (see [`interrupt_waits_when`]).
+static INTERRUPTED: OnceLock<fn() -> bool> = OnceLock::new();
+
+/// `sim up` must be able to abort a long wait and clean up: once `interrupted` says so (the
+/// command's signal handler caught SIGINT), the waits here fail with "interrupted", so the
+/// caller's cleanup (Drop) runs. Set once per process; without it waits run to the end.
+pub fn interrupt_waits_when(interrupted: fn() -> bool) {
+    let _ = INTERRUPTED.set(interrupted);
+}
+
 fn check_interrupted() -> Result<()> {
-    if crate::signals::received().is_some() {
+    if INTERRUPTED.get().is_some_and(|interrupted| interrupted()) {
         bail!("interrupted");
     }
     Ok(())
