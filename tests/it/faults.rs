@@ -2,7 +2,7 @@
 //! killed, and malformed input files. ibscope must finish within its timeouts (the
 //! exporter: keep serving), answer what it can, say exactly what failed, and never panic.
 //!
-//! (A link going down is covered by tests/route.rs: the black hole `route check` finds.)
+//! (A link going down is covered by tests/it/route.rs: the black hole `route check` finds.)
 
 use crate::common;
 

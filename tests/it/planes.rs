@@ -2,7 +2,7 @@
 //! planes of one rail-optimised cluster, watched by one ibscope (`-C all`).
 //!
 //! Each plane is its own ibsim with its own OpenSM, reached through `ibscope agent` (one
-//! simulated CA per process: see tests/multifabric.rs). Both planes are generated from the
+//! simulated CA per process: see tests/it/multifabric.rs). Both planes are generated from the
 //! same topology, and ibsim numbers GUIDs by a node's place in the file, so every HCA has
 //! the same GUIDs in both: what a planarized HCA port shows, one port GUID in each plane.
 //! The second plane gets its own subnet prefix, so the two are told apart as subnets.
