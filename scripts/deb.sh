@@ -7,16 +7,23 @@
 # is missing. Prints the package's path on stdout.
 #
 #   scripts/deb.sh && sudo dpkg -i target/debian/ibscope_*.deb
+#
+# IBSCOPE_DEB_PROFILE picks the cargo profile (default `release`, whole-program LTO);
+# scripts/test.sh uses `deb-ci`, which builds faster and runs slower (see Cargo.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The version CI and the tests know works.
 CARGO_DEB_VERSION=3.8.0
+profile=${IBSCOPE_DEB_PROFILE:-release}
 if ! cargo deb --version >/dev/null 2>&1; then
     echo "installing cargo-deb $CARGO_DEB_VERSION (crates.io)" >&2
-    cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION" >&2
+    # Without its default features (xz2's liblzma build, ELF debug IDs): it compresses with
+    # the system's xz, which dpkg-dev (scripts/install-deps.sh) depends on.
+    cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION" \
+        --no-default-features >&2
 fi
-cargo build --release --locked --quiet >&2
-bin=target/release/ibscope
+cargo build --profile "$profile" --locked --quiet >&2
+bin=${CARGO_TARGET_DIR:-target}/$profile/ibscope
 assets=target/assets
 rm -rf "$assets"
 mkdir -p "$assets/completions"
@@ -25,8 +32,9 @@ gzip -9n "$assets"/man/*.1
 "$bin" completions bash > "$assets/completions/ibscope.bash"
 "$bin" completions zsh > "$assets/completions/_ibscope"
 "$bin" completions fish > "$assets/completions/ibscope.fish"
-# The binary was just built: cargo-deb only packs a stripped copy of it. It prints the
+# The binary was just built: cargo-deb only packs a stripped copy of it (its
+# `target/release/` asset path stands for the profile's directory). It prints the
 # package's path last.
-deb=$(cargo deb --no-build --strip --locked | tail -n 1)
+deb=$(cargo deb --no-build --profile "$profile" --strip --locked | tail -n 1)
 [ -f "$deb" ] || { echo "cargo deb built no package ($deb)" >&2; exit 1; }
 echo "$deb"

@@ -181,8 +181,8 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Tui(a) => cmd::tui::run(g, a),
         Command::Sm(a) => cmd::sm::run(g, a),
         Command::Config(a) => cmd::config::run(a, settings.as_ref()),
-        Command::Completions(a) => cmd::completions::run(a),
-        Command::Man(a) => cmd::man::run(a),
+        Command::Completions(a) => cmd::completions::run(a, command()),
+        Command::Man(a) => cmd::man::run(a, command()),
         Command::Agent(a) => cmd::agent::run(g, a),
     }
 }

@@ -10,8 +10,7 @@ pub mod fabric_set;
 pub mod memory;
 pub mod output;
 pub mod signals;
-pub mod sim;
-pub mod statedir;
+pub use ibscope_sim::statedir;
 
 /// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
 pub fn init_logging(verbose: u8) {

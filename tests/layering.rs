@@ -3,12 +3,15 @@
 //! module, not a macro's `$crate::` paths) names a path into it: `crate::a::b::Item`,
 //! `super::b::Item`, or in a `mod.rs`/`lib.rs` a `use child::...` of one of its rooms.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
+
+/// Repository root (the ibscope package).
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
 
 /// Every `.rs` file under `root` by its module path (`a/b.rs` and `a/b/mod.rs` are
 /// `[a, b]`, `lib.rs` is `[]`); `main.rs` of a crate with a `lib.rs` is left out.
@@ -62,68 +65,269 @@ fn code(text: &str) -> String {
     lines.join("\n")
 }
 
-/// The identifier paths that follow each `prefix` in `text` (`crate::a::b::{c, d}` gives
-/// `[a, b]`).
-fn paths_after(text: &str, prefix: &str) -> Vec<Module> {
+/// A `use` item: the name it brings into its module and the path it names, from the
+/// crate root (`None` for a path outside the crate: std, another crate).
+#[derive(Debug, Clone)]
+struct UseItem {
+    /// `None` for a glob (`use a::*`).
+    name: Option<String>,
+    target: Option<Module>,
+}
+
+/// Identifiers, `::`, braces, commas and `*` of a `use` tree's text.
+fn use_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(prefix) {
-        let before = rest[..i].chars().last();
-        rest = &rest[i + prefix.len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            let mut ident = c.to_string();
+            while let Some(&d) = chars.peek().filter(|d| d.is_alphanumeric() || **d == '_') {
+                ident.push(d);
+                chars.next();
+            }
+            out.push(ident);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            out.push("::".into());
+        } else if "{},*".contains(c) {
+            out.push(c.to_string());
         }
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(rest.len());
-        let path: Module = rest[..end]
-            .split("::")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        out.push(path);
     }
     out
 }
 
-/// The longest prefix of `base + path` that is a file.
-fn resolve(files: &BTreeMap<Module, PathBuf>, base: &[String], path: &[String]) -> Option<Module> {
-    (0..=path.len()).rev().find_map(|k| {
-        let mut m = base.to_vec();
-        m.extend_from_slice(&path[..k]);
-        files.contains_key(&m).then_some(m)
-    })
+/// The leaves of a use tree (`a::{b, c::d as e, self, *}`) as (path, alias, is_glob).
+fn use_leaves(tokens: &[String]) -> Vec<(Vec<String>, Option<String>, bool)> {
+    fn tree(
+        t: &[String],
+        i: &mut usize,
+        prefix: &[String],
+        out: &mut Vec<(Vec<String>, Option<String>, bool)>,
+    ) {
+        let mut path = prefix.to_vec();
+        while *i < t.len() {
+            match t[*i].as_str() {
+                "::" => *i += 1,
+                "*" => {
+                    *i += 1;
+                    out.push((path.clone(), None, true));
+                    return;
+                }
+                "{" => {
+                    *i += 1;
+                    while *i < t.len() && t[*i] != "}" {
+                        tree(t, i, &path, out);
+                        if *i < t.len() && t[*i] == "," {
+                            *i += 1;
+                        }
+                    }
+                    *i += 1;
+                    return;
+                }
+                "," | "}" => break,
+                "as" => {
+                    *i += 1;
+                    let alias = t.get(*i).cloned();
+                    *i += 1;
+                    out.push((path.clone(), alias, false));
+                    return;
+                }
+                ident => {
+                    path.push(ident.to_string());
+                    *i += 1;
+                }
+            }
+        }
+        if path.len() > prefix.len() {
+            out.push((path, None, false));
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        tree(tokens, &mut i, &[], &mut out);
+        i += 1;
+    }
+    out
 }
 
-/// The files each file imports.
+/// The text of each `use` declaration of `code` (any visibility), without `use` and `;`.
+fn use_declarations(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("use ") {
+        let before = rest[..i].trim_end();
+        let starts = before.is_empty()
+            || before.ends_with([';', '{', '}', ']'])
+            || before.ends_with("pub")
+            || before.ends_with(')') && before.rfind("pub(").is_some();
+        let ident_before = rest[..i]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        rest = &rest[i + 4..];
+        if !starts || ident_before {
+            continue;
+        }
+        let end = rest.find(';').unwrap_or(rest.len());
+        out.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// A path as written in `module` (`crate::a`, `super::a`, `self::a`, a child module's
+/// `child::a`, an alias's `alias::a`) made absolute; `None` outside the crate.
+fn absolute(
+    files: &BTreeMap<Module, PathBuf>,
+    module: &[String],
+    aliases: &BTreeMap<String, Module>,
+    path: &[String],
+) -> Option<Module> {
+    let (first, rest) = path.split_first()?;
+    let mut base: Module = match first.as_str() {
+        "crate" => Vec::new(),
+        "self" => module.to_vec(),
+        "super" => {
+            let mut base = module[..module.len().saturating_sub(1)].to_vec();
+            let mut rest = rest;
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop();
+                rest = &rest[1..];
+            }
+            base.extend_from_slice(rest);
+            return Some(base);
+        }
+        name => {
+            let mut child = module.to_vec();
+            child.push(name.to_string());
+            if files.contains_key(&child) {
+                child
+            } else {
+                aliases.get(name)?.clone()
+            }
+        }
+    };
+    base.extend_from_slice(rest);
+    Some(base)
+}
+
+/// Every file's `use` items, with their paths made absolute.
+fn use_items(files: &BTreeMap<Module, PathBuf>) -> BTreeMap<Module, Vec<UseItem>> {
+    let mut out = BTreeMap::new();
+    for (m, f) in files {
+        let text = code(&std::fs::read_to_string(f).unwrap());
+        let mut aliases = BTreeMap::new();
+        let mut items = Vec::new();
+        for decl in use_declarations(&text) {
+            for (path, alias, glob) in use_leaves(&use_tokens(&decl)) {
+                let mut path = path;
+                // `use a::{self}` names `a`.
+                if path.last().is_some_and(|s| s == "self") && path.len() > 1 {
+                    path.pop();
+                }
+                let target = absolute(files, m, &aliases, &path);
+                let name = (!glob).then(|| alias.or_else(|| path.last().cloned()).unwrap());
+                if let (Some(name), Some(target)) = (&name, &target) {
+                    aliases.insert(name.clone(), target.clone());
+                }
+                items.push(UseItem { name, target });
+            }
+        }
+        out.insert(m.clone(), items);
+    }
+    out
+}
+
+/// The files an absolute path names: the file it lies in and, when that file only
+/// re-exports the name (`pub use inner::Item`), the file the name comes from, and so on.
+fn files_named(
+    files: &BTreeMap<Module, PathBuf>,
+    uses: &BTreeMap<Module, Vec<UseItem>>,
+    path: &[String],
+    out: &mut BTreeSet<Module>,
+    depth: usize,
+) {
+    let Some(k) = (0..=path.len())
+        .rev()
+        .find(|&k| files.contains_key(&path[..k]))
+    else {
+        return;
+    };
+    let file = path[..k].to_vec();
+    if !out.insert(file.clone()) || depth > 8 {
+        return;
+    }
+    let Some(next) = path.get(k) else { return };
+    for item in &uses[&file] {
+        if item.name.as_deref() == Some(next.as_str()) {
+            if let Some(target) = &item.target {
+                let mut onward = target.clone();
+                onward.extend_from_slice(&path[k + 1..]);
+                files_named(files, uses, &onward, out, depth + 1);
+            }
+        }
+    }
+}
+
+/// The paths of `text`: every `a::b::c` not preceded by an identifier character.
+fn paths_in(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_ident(bytes[i]) || (i > 0 && (is_ident(bytes[i - 1]) || bytes[i - 1] == b'$')) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && (is_ident(bytes[i]) || text[i..].starts_with("::")) {
+            i += if bytes[i] == b':' { 2 } else { 1 };
+        }
+        let path: Vec<String> = text[start..i]
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if path.len() > 1 {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The files each file imports: the paths its code names, through `crate::`, `super::`,
+/// `self::`, its child modules and its aliases (`use crate::x as y;`, `use crate::x;`), and
+/// through the re-exports of the files they name; a glob `use a::*` imports `a` and all
+/// that `a` itself imports by `use`.
 fn imports(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     let files = modules(root);
+    let uses = use_items(&files);
     let mut out = BTreeMap::new();
     for (m, f) in &files {
         let text = code(&std::fs::read_to_string(f).unwrap());
+        let aliases: BTreeMap<String, Module> = uses[m]
+            .iter()
+            .filter_map(|u| Some((u.name.clone()?, u.target.clone()?)))
+            .collect();
         let mut deps = BTreeSet::new();
-        for p in paths_after(&text, "crate::") {
-            deps.extend(resolve(&files, &[], &p));
+        for path in paths_in(&text) {
+            if let Some(abs) = absolute(&files, m, &aliases, &path) {
+                files_named(&files, &uses, &abs, &mut deps, 0);
+            }
         }
-        let parent = &m[..m.len().saturating_sub(1)];
-        for p in paths_after(&text, "super::") {
-            deps.extend(resolve(&files, parent, &p));
-        }
-        let is_dir_module = f
-            .file_name()
-            .is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs");
-        if is_dir_module {
-            for line in text.lines() {
-                let t = line.trim_start();
-                let used = ["use ", "pub use ", "pub(crate) use "]
-                    .iter()
-                    .find_map(|p| t.strip_prefix(p));
-                if let Some(used) = used {
-                    let used = used.strip_prefix("self::").unwrap_or(used);
-                    if let Some((child, _)) = used.split_once("::") {
-                        deps.extend(resolve(&files, m, &[child.to_string()]));
+        for item in uses[m].iter().filter(|u| u.name.is_none()) {
+            let Some(target) = &item.target else { continue };
+            let mut named = BTreeSet::new();
+            files_named(&files, &uses, target, &mut named, 0);
+            for file in named {
+                for u in &uses[&file] {
+                    if let Some(t) = &u.target {
+                        files_named(&files, &uses, t, &mut deps, 0);
                     }
                 }
+                deps.insert(file);
             }
         }
         deps.remove(m);
@@ -132,7 +336,8 @@ fn imports(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     out
 }
 
-/// Pairs of files of the crate under `root` that import each other.
+/// The import circles of the crate under `root`: two files that import each other
+/// (`a <-> b`), or a longer circle (`circle: a, b, c`, its files).
 fn cycles(root: &Path) -> Vec<String> {
     let deps = imports(root);
     let name = |m: &Module| {
@@ -142,23 +347,64 @@ fn cycles(root: &Path) -> Vec<String> {
             m.join("/")
         }
     };
-    let mut out = Vec::new();
-    for (a, ds) in &deps {
-        for b in ds {
-            if a < b && deps.get(b).is_some_and(|x| x.contains(a)) {
-                out.push(format!("{} <-> {}", name(a), name(b)));
+    // Strongly connected components by reachability: a file's component is the files it
+    // reaches that reach it back (the crates have a few hundred files).
+    let reach = |from: &Module| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(m) = stack.pop() {
+            for d in deps.get(&m).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    stack.push(d.clone());
+                }
             }
         }
+        seen
+    };
+    let reached: BTreeMap<&Module, BTreeSet<Module>> = deps.keys().map(|m| (m, reach(m))).collect();
+    let mut placed = BTreeSet::new();
+    let mut out = Vec::new();
+    for (a, from_a) in &reached {
+        if placed.contains(*a) || !from_a.contains(*a) {
+            continue;
+        }
+        let circle: Vec<&Module> = from_a.iter().filter(|b| reached[b].contains(*a)).collect();
+        placed.extend(circle.iter().map(|m| (*m).clone()));
+        let names: Vec<String> = circle.iter().map(|m| name(m)).collect();
+        out.push(match names.as_slice() {
+            [x, y] => format!("{x} <-> {y}"),
+            _ => format!("circle: {}", names.join(", ")),
+        });
     }
     out
 }
 
+/// The source directory of every crate of the workspace, from the root Cargo.toml's
+/// `members` (so a new crate is checked without a change here).
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    let repo = repo_root();
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(repo.join("Cargo.toml")).unwrap()).unwrap();
+    let members = manifest["workspace"]["members"].as_array().unwrap();
+    members
+        .iter()
+        .map(|m| {
+            let m = m.as_str().unwrap();
+            assert!(!m.contains('*'), "members are listed one by one: {m}");
+            let src = repo.join(m).join("src");
+            assert!(src.is_dir(), "{m}: no src/");
+            (m.to_string(), src)
+        })
+        .collect()
+}
+
 #[test]
 fn no_file_imports_a_file_that_imports_it_back() {
-    let repo = common::repo_root();
     let mut found = Vec::new();
-    for krate in ["mad/src", "topo/src", "host/src", "src"] {
-        for c in cycles(&repo.join(krate)) {
+    let crates = crate_sources();
+    assert!(crates.len() >= 5, "the workspace's crates: {crates:?}");
+    for (krate, src) in crates {
+        for c in cycles(&src) {
             found.push(format!("{krate}: {c}"));
         }
     }
@@ -197,126 +443,101 @@ fn the_scan_finds_a_planted_cycle_and_nothing_else() {
     assert_eq!(imports(root)[&vec!["c".to_string()]], BTreeSet::new());
 }
 
-/// A line with its string and character literals emptied and its comment cut, so that
-/// braces inside them do not count. `in_string` carries a string literal that runs on
-/// past the end of a line into the next one.
-fn braces_of(line: &str, in_string: &mut bool) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        if *in_string {
-            *in_string = !skip_string(&mut chars);
-        }
-        let Some(c) = chars.next() else { break };
-        match c {
-            '"' => *in_string = true,
-            // A character literal ('{', '\''), not a lifetime ('a).
-            '\'' => {
-                let rest: String = chars.clone().take(3).collect();
-                if rest.starts_with('\\') {
-                    let close = chars.clone().skip(1).position(|x| x == '\'');
-                    for _ in 0..close.map_or(0, |p| p + 2) {
-                        chars.next();
-                    }
-                } else if rest.chars().nth(1) == Some('\'') {
-                    chars.next();
-                    chars.next();
-                }
-            }
-            '/' if chars.peek() == Some(&'/') => break,
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Skip the rest of a string literal; whether its closing quote was on this line.
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
-    while let Some(d) = chars.next() {
-        match d {
-            '\\' => {
-                chars.next();
-            }
-            '"' => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The functions of `text` longer than `limit` lines: (name, first line, length).
-fn long_functions(text: &str, limit: usize) -> Vec<(String, usize, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let t = lines[i].trim_start();
-        let t = t
-            .strip_prefix("pub(crate) ")
-            .or(t.strip_prefix("pub(super) "))
-            .unwrap_or(t);
-        let t = t.strip_prefix("pub ").unwrap_or(t);
-        let t = t.strip_prefix("const ").unwrap_or(t);
-        let t = t.strip_prefix("unsafe ").unwrap_or(t);
-        let Some(rest) = t.strip_prefix("fn ") else {
-            i += 1;
-            continue;
-        };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        let (mut depth, mut opened, mut j) = (0i64, false, i);
-        let mut in_string = false;
-        while j < lines.len() {
-            let code = braces_of(lines[j], &mut in_string);
-            if !opened && code.contains(';') && !code.contains('{') {
-                break; // a declaration without a body
-            }
-            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
-            opened |= code.contains('{');
-            if opened && depth <= 0 {
-                break;
-            }
-            j += 1;
-        }
-        let length = j - i + 1;
-        if opened && length > limit {
-            out.push((name, i + 1, length));
-        }
-        i = if opened { j + 1 } else { i + 1 };
-    }
-    out
-}
-
-/// CONTRIBUTING.md: no function runs over about 120 lines (the crates' code; tests and
-/// benchmarks tell a story step by step and may run longer).
+/// Circles the paths alone do not show: through a module alias (`use crate::x as y;`, and
+/// `use crate::x;` then `x::child`), through a parent's re-export, and longer than two.
 #[test]
-fn no_function_runs_over_120_lines() {
-    let repo = common::repo_root();
-    let mut found = Vec::new();
-    for krate in ["mad/src", "topo/src", "host/src", "src"] {
-        for (_, file) in modules(&repo.join(krate)) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            for (name, line, length) in long_functions(&text, 120) {
-                let path = file.strip_prefix(&repo).unwrap().display().to_string();
-                found.push(format!("{path}:{line}: fn {name}: {length} lines"));
-            }
-        }
-    }
-    assert!(found.is_empty(), "long functions:\n{}", found.join("\n"));
-}
-
-/// The measure counts a body's lines, braces in strings, characters and comments aside.
-#[test]
-fn function_length_is_measured_by_its_braces() {
-    let body: String = (0..5).map(|_| "    let x = \"}\"; // }\n").collect();
-    let text = format!(
-        "fn short() {{\n    let c = '{{';\n}}\nfn declared();\npub fn long<'a>(s: &'a str) {{\n{body}}}\n"
+fn the_scan_sees_circles_through_aliases_and_re_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("cmd")).unwrap();
+    std::fs::create_dir(root.join("shelf")).unwrap();
+    let write = |p: &str, text: &str| std::fs::write(root.join(p), text).unwrap();
+    write(
+        "lib.rs",
+        "pub mod app;\npub mod cmd;\npub mod shelf;\npub mod x;\npub mod y;\npub mod z;\n",
     );
-    assert_eq!(long_functions(&text, 4), [("long".to_string(), 5, 7)]);
-    assert_eq!(long_functions(&text, 7), []);
-    // A string over several lines: its braces are text, the function ends where it ends.
-    let text = "fn page() {\n    let s = \"a {\n}} b\n{\";\n}\nfn next() {\n}\n";
-    assert_eq!(long_functions(text, 3), [("page".to_string(), 1, 5)]);
+    // app -> cmd/man through `use crate::cmd;`, man -> app by its path.
+    write("app.rs", "use crate::cmd;\nfn f() { cmd::man::run(); }\n");
+    write("cmd/mod.rs", "pub mod man;\n");
+    write("cmd/man.rs", "pub fn run() { crate::app::g(); }\n");
+    // x -> y through an alias; y -> shelf/book through shelf's re-export; book -> x.
+    write("x.rs", "use crate::y as why;\nfn f() { why::f(); }\n");
+    write("y.rs", "use crate::shelf::Book;\npub fn f() {}\n");
+    write("shelf/mod.rs", "mod book;\npub use book::Book;\n");
+    write(
+        "shelf/book.rs",
+        "pub struct Book;\nfn f() { crate::x::f(); }\n",
+    );
+    // z imports only what it names: no circle.
+    write("z.rs", "use crate::cmd::man as m;\n");
+    let mut found = cycles(root);
+    found.sort();
+    assert_eq!(
+        found,
+        ["app <-> cmd/man", "circle: shelf, shelf/book, x, y"]
+    );
+    let y = imports(root)[&vec!["y".to_string()]].clone();
+    assert!(
+        y.contains(&vec!["shelf".to_string(), "book".to_string()]),
+        "{y:?}"
+    );
+}
+
+/// No source file runs over 1,000 lines outside its `#[cfg(test)]` module: a file that
+/// grows past it holds more than one thing.
+#[test]
+fn no_source_file_is_over_1000_lines_outside_its_tests() {
+    let repo = repo_root();
+    let mut found = Vec::new();
+    for (_, src) in crate_sources() {
+        for file in modules(&src).into_values().chain([src.join("main.rs")]) {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let lines = code(&text).lines().count();
+            if lines > 1000 {
+                let path = file.strip_prefix(&repo).unwrap().display().to_string();
+                found.push(format!("{path}: {lines} lines"));
+            }
+        }
+    }
+    found.dedup();
+    assert!(
+        found.is_empty(),
+        "files over 1,000 lines:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Function length is clippy's `too_many_lines` (clippy.toml sets the limit): every crate
+/// takes the workspace's lints, so none goes unchecked.
+#[test]
+fn every_crate_takes_the_workspace_lints() {
+    let repo = repo_root();
+    let root: toml::Table =
+        toml::from_str(&std::fs::read_to_string(repo.join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(
+        root["workspace"]["lints"]["clippy"]["too_many_lines"].as_str(),
+        Some("warn")
+    );
+    let clippy = std::fs::read_to_string(repo.join("clippy.toml")).unwrap();
+    assert!(
+        clippy.contains("too-many-lines-threshold = 120"),
+        "{clippy}"
+    );
+    let mut missing = Vec::new();
+    for (krate, src) in crate_sources() {
+        let manifest: toml::Table = toml::from_str(
+            &std::fs::read_to_string(src.parent().unwrap().join("Cargo.toml")).unwrap(),
+        )
+        .unwrap();
+        let lints = manifest.get("lints").and_then(|l| l.get("workspace"));
+        if lints.and_then(toml::Value::as_bool) != Some(true) {
+            missing.push(krate);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "without `[lints] workspace = true`: {missing:?}"
+    );
 }

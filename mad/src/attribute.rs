@@ -4,9 +4,8 @@
 //! hand. Attribute IDs are per class (PortCounters, SwitchInfo and PortInfoRecord are all
 //! 0x12, in three classes): each is declared once, in its codec's `wire_struct!` line.
 
-use crate::engine::Request;
 use crate::error::{DecodeError, EncodeError};
-use crate::header::class;
+use crate::header::{class, MAD_SIZE};
 use crate::smp::{build_gmp, build_smp, GmpFrame, SmpFrame, SmpRoute};
 use crate::umad::{Dest, GSI_QKEY};
 use crate::wire::{Region, Slot};
@@ -18,15 +17,16 @@ pub trait Class {
     type Target: ?Sized;
     /// Where the attribute lies in a MAD of this class.
     const PAYLOAD: Slot<Region>;
-    /// A request: `method` on `attribute_id`/`modifier`, addressed to `target`, with
-    /// `payload` (cut to the data area) as the attribute.
-    fn request(
+    /// A request's MAD and where it goes: `method` on `attribute_id`/`modifier`, addressed
+    /// to `target`, with `payload` (cut to the data area) as the attribute. (The engine's
+    /// `Request` is made of these; the class knows nothing of the engine.)
+    fn frame(
         target: &Self::Target,
         method: u8,
         attribute_id: u16,
         modifier: u32,
         payload: &[u8],
-    ) -> Request;
+    ) -> ([u8; MAD_SIZE], Dest);
 }
 
 /// An attribute codec of one management class.
@@ -69,27 +69,33 @@ pub(crate) fn gsi(lid: u16) -> Dest {
 impl Class for SubnMgt {
     type Target = SmpRoute;
     const PAYLOAD: Slot<Region> = SmpFrame::data;
-    fn request(
+    fn frame(
         route: &SmpRoute,
         method: u8,
         attribute_id: u16,
         modifier: u32,
         payload: &[u8],
-    ) -> Request {
-        Request {
-            mad: build_smp(route, method, attribute_id, modifier, 0, payload),
-            dest: Dest::Smp(route.clone()),
-        }
+    ) -> ([u8; MAD_SIZE], Dest) {
+        (
+            build_smp(route, method, attribute_id, modifier, 0, payload),
+            Dest::Smp(route.clone()),
+        )
     }
 }
 
 impl Class for PerfMgt {
     type Target = u16;
     const PAYLOAD: Slot<Region> = GmpFrame::data;
-    fn request(lid: &u16, method: u8, attribute_id: u16, modifier: u32, payload: &[u8]) -> Request {
-        Request {
-            mad: build_gmp(class::PERF, method, attribute_id, modifier, payload),
-            dest: gsi(*lid),
-        }
+    fn frame(
+        lid: &u16,
+        method: u8,
+        attribute_id: u16,
+        modifier: u32,
+        payload: &[u8],
+    ) -> ([u8; MAD_SIZE], Dest) {
+        (
+            build_gmp(class::PERF, method, attribute_id, modifier, payload),
+            gsi(*lid),
+        )
     }
 }

@@ -16,10 +16,10 @@
 
 use crate::attr::{NodeDescription, NodeInfo, PortInfo, SmInfo};
 use crate::attribute::{gsi, Class, SubnAdm};
-use crate::engine::Request;
 use crate::error::DecodeError;
 use crate::header::{class, MadHeader, MadStatus, MAD_SIZE};
 use crate::smp::{put_region, MadView};
+use crate::umad::Dest;
 use crate::wire::{Region, Slot};
 use crate::wire_struct;
 
@@ -82,18 +82,18 @@ pub fn build_sa(header: &MadHeader, frame: &SaFrame, record: &[u8]) -> [u8; MAD_
 impl Class for SubnAdm {
     type Target = u16;
     const PAYLOAD: Slot<Region> = SaFrame::data;
-    fn request(
+    fn frame(
         sm_lid: &u16,
         method: u8,
         attribute_id: u16,
         modifier: u32,
         payload: &[u8],
-    ) -> Request {
+    ) -> ([u8; MAD_SIZE], Dest) {
         let header = MadHeader::request(class::SUBN_ADM, method, attribute_id, modifier);
-        Request {
-            mad: build_sa(&header, &SaFrame::default(), payload),
-            dest: gsi(*sm_lid),
-        }
+        (
+            build_sa(&header, &SaFrame::default(), payload),
+            gsi(*sm_lid),
+        )
     }
 }
 

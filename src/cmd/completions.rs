@@ -27,8 +27,9 @@ pub struct Args {
     pub shell: Shell,
 }
 
-pub fn run(a: &Args) -> Result<ExitCode> {
-    let mut cmd = crate::app::command();
+/// `root` is the whole command tree (`app::command()`, passed in: app dispatches here).
+pub fn run(a: &Args, root: clap::Command) -> Result<ExitCode> {
+    let mut cmd = root;
     // Into memory first: clap_complete panics when its writer fails (a closed pipe).
     let mut script = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "ibscope", &mut script);

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::cli::Global;
-use crate::sim::{Sim, SimOptions};
 use crate::statedir::StateDir;
+use ibscope_sim::{Sim, SimOptions};
 
 /// The demo fabric: 16 GPU nodes on a 2-level fat tree of 8-port switches.
 pub const DEMO_TOPOLOGY: &str = include_str!("../../examples/fabrics/demo.topo");
@@ -50,6 +50,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     // A stop signal: the waits for the simulator fail, or the child is told (see
     // `run_child`); either way Drop stops ibsim and OpenSM and removes the directories.
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
+    ibscope_sim::interrupt_waits_when(|| crate::signals::received().is_some());
     let dir = StateDir::create("demo")?;
     let topo = dir.path().join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;

@@ -29,8 +29,8 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-pub fn run(a: &Args) -> Result<ExitCode> {
-    let root = crate::app::command();
+/// `root` is the whole command tree (`app::command()`, passed in: app dispatches here).
+pub fn run(a: &Args, root: clap::Command) -> Result<ExitCode> {
     if let Some(dir) = &a.dir {
         let n = write_all(&root, dir)?;
         eprintln!("{n} man pages written to {}", dir.display());

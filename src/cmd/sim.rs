@@ -1,5 +1,5 @@
 //! `ibscope sim`: run a simulated fabric (ibsim + OpenSM) in the background, run commands
-//! against it, inject faults. The orchestration itself is `crate::sim`.
+//! against it, inject faults. The orchestration itself is the `ibscope-sim` crate.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 
 use crate::cli::{exit, Global};
-use crate::sim::{self, Sim, SimOptions};
+use ibscope_sim::{self as sim, Sim, SimOptions};
 
 /// Run simulated fabrics (ibsim holds the fabric, the real OpenSM brings it up) in the
 /// background, run commands against them, inject faults, and generate topologies. No
@@ -198,6 +198,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     // A stop signal while waiting for SUBNET UP: the waits fail, and Drop stops what was
     // started.
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
+    sim::interrupt_waits_when(|| crate::signals::received().is_some());
     let name = a.name.resolve();
     let opts = SimOptions {
         topology: a.file.clone(),

@@ -5,7 +5,9 @@
 //! count) and the ClassPortInfo capabilities it needs. Names, widths, saturation and the
 //! name lists below all come from those rows.
 
-pub use super::counter_facts::{Counter, CounterKind, PmaCapabilities};
+pub use super::counter_facts::{
+    pma_capability, pma_capability2, Counter, CounterKind, PmaCapabilities,
+};
 use crate::attribute::{Attribute, PerfMgt};
 use crate::wire::{get_bits, FieldSpec, FieldValue, Role};
 use crate::wire_struct;
@@ -64,41 +66,6 @@ impl ClassPortInfo {
     pub fn has_additional_extended_counters(&self) -> bool {
         self.capabilities().covers(ADDITIONAL_EXTENDED)
     }
-}
-
-/// PMA ClassPortInfo CapabilityMask bits (IBA 16.1.2 and the PortCountersExtended annex;
-/// the names of rdma-core's IB_PM_* constants in comments).
-pub mod pma_capability {
-    /// PortSelect 0xFF (all ports) is accepted. IB_PM_ALL_PORT_SELECT.
-    pub const ALL_PORT_SELECT: u16 = 1 << 8;
-    /// PortCountersExtended with every counter. IB_PM_EXT_WIDTH_SUPPORTED.
-    pub const IS_EXTENDED_WIDTH_SUPPORTED: u16 = 1 << 9;
-    /// PortCountersExtended without the unicast/multicast counters. IB_PM_EXT_WIDTH_NOIETF_SUP.
-    pub const IS_EXTENDED_WIDTH_NO_IETF_SUPPORTED: u16 = 1 << 10;
-    /// Only PortSamples* are implemented. IB_PM_SAMPLES_ONLY_SUP.
-    pub const IS_SAMPLES_ONLY_SUPPORTED: u16 = 1 << 11;
-    /// PortCounters.PortXmitWait is implemented. IB_PM_PC_XMIT_WAIT_SUP.
-    pub const IS_PORT_XMIT_WAIT_SUPPORTED: u16 = 1 << 12;
-    /// PortExtendedSpeedsCounters has its RS-FEC layout where the port runs RS-FEC.
-    /// IS_PM_RSFEC_COUNTERS_SUP.
-    pub const IS_RS_FEC_COUNTERS_SUPPORTED: u16 = 1 << 14;
-    /// PortCounters.QP1Dropped is implemented. IB_PM_IS_QP1_DROP_SUP.
-    pub const IS_QP1_DROPPED_SUPPORTED: u16 = 1 << 15;
-
-    /// A PMA with this CapabilityMask answers PortCountersExtended (with or without the
-    /// unicast/multicast counters).
-    pub const fn has_extended_counters(capability_mask: u16) -> bool {
-        capability_mask & (IS_EXTENDED_WIDTH_SUPPORTED | IS_EXTENDED_WIDTH_NO_IETF_SUPPORTED) != 0
-    }
-}
-
-/// PMA ClassPortInfo CapabilityMask2 bits (the 27-bit field).
-pub mod pma_capability2 {
-    /// IB_PM_IS_PM_KEY_SUPPORTED.
-    pub const IS_PM_KEY_SUPPORTED: u32 = 1 << 0;
-    /// PortCountersExtended also carries the error counters in 64 bits.
-    /// IB_PM_IS_ADDL_PORT_CTRS_EXT_SUP.
-    pub const IS_ADDITIONAL_PORT_COUNTERS_EXTENDED_SUPPORTED: u32 = 1 << 1;
 }
 
 /// No capability bit needed.

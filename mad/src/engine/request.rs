@@ -27,7 +27,8 @@ impl Request {
         modifier: u32,
         payload: &[u8],
     ) -> Self {
-        A::Class::request(target, method, A::ID, modifier, payload)
+        let (mad, dest) = A::Class::frame(target, method, A::ID, modifier, payload);
+        Request { mad, dest }
     }
 
     /// Get(`A`): SubnGet, PerfMgt Get or SubnAdmGet by the attribute's class.
