@@ -7,3 +7,4 @@ pub mod dot;
 pub mod ibnd;
 pub mod json;
 pub mod prometheus;
+mod prometheus_labels;

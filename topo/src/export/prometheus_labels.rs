@@ -1,0 +1,386 @@
+//! The label sets of a fabric's Prometheus page: the `fabric` label, each node's and each
+//! port's labels (host, rail and the link's far end among them), made once per discovery
+//! and kept for every page until the next; and which ports have series at all.
+
+use std::fmt::Write;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use ibscope_mad::codes::guid;
+
+use crate::counters::Sample;
+use crate::escape::{self, for_prometheus_label};
+use crate::hosts::Hosts;
+use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
+use crate::namemap::{display_name, NameMap};
+
+/// `fabric="NAME"`: the label every series of a page starts with.
+pub fn fabric_label(name: &str) -> String {
+    format!("fabric=\"{}\"", for_prometheus_label(name))
+}
+
+/// Which ports have series on the fabric page (and have their counters read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortFilter {
+    pub switches_only: bool,
+    pub active_only: bool,
+}
+
+impl PortFilter {
+    pub fn keeps(&self, node: &Node, port: u8) -> bool {
+        if self.switches_only && !node.is_switch() {
+            return false;
+        }
+        if self.active_only {
+            // A switch's port 0 has no physical link of its own: its logical state counts.
+            let up =
+                |p: &Port| p.is_active() && (p.is_phys_up() || (node.is_switch() && p.number == 0));
+            return node.port(port).is_some_and(up);
+        }
+        true
+    }
+}
+
+/// The digest of what a family's text is made of, for [`PageSink::family_as_before`].
+pub(crate) struct Inputs(Xxh3);
+
+impl Inputs {
+    pub(crate) fn new() -> Inputs {
+        Inputs(Xxh3::new())
+    }
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        // The length first, so that two texts in a row cannot be cut differently.
+        self.word(bytes.len() as u64);
+        self.0.update(bytes);
+    }
+
+    pub(crate) fn word(&mut self, word: u64) {
+        self.0.update(&word.to_le_bytes());
+    }
+
+    pub(crate) fn words(&mut self, words: &[u64]) {
+        self.words_of(words.iter().copied());
+    }
+
+    /// The words, then how many (after them: read from the end, one run of words and
+    /// the next cannot be cut differently either).
+    pub(crate) fn words_of(&mut self, words: impl IntoIterator<Item = u64>) {
+        // Through a buffer: one update per 256 words, not per word.
+        let mut buf = [0u8; 2048];
+        let (mut used, mut count) = (0, 0u64);
+        for w in words {
+            buf[used..used + 8].copy_from_slice(&w.to_le_bytes());
+            used += 8;
+            count += 1;
+            if used == buf.len() {
+                self.0.update(&buf);
+                used = 0;
+            }
+        }
+        self.0.update(&buf[..used]);
+        self.word(count);
+    }
+
+    pub(crate) fn finish(&self) -> u128 {
+        self.0.digest128()
+    }
+}
+
+/// `prefix` (the fabric label) and a node's own labels.
+pub(crate) fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
+    let mut s = String::new();
+    push_node_labels(&mut s, prefix, guid, name, kind);
+    s
+}
+
+pub(crate) fn push_node_labels(
+    s: &mut String,
+    prefix: &str,
+    guid: u64,
+    name: &str,
+    kind: NodeKind,
+) {
+    s.push_str(prefix);
+    s.push_str(",node_guid=\"");
+    push_guid(s, guid);
+    s.push_str("\",node_name=\"");
+    escape::push_prometheus_label(s, name);
+    s.push_str("\",kind=\"");
+    s.push_str(kind.as_str());
+    s.push('"');
+}
+
+/// A GUID as `{:#018x}` writes it, without going through `fmt` (twice per port).
+pub(crate) fn push_guid(s: &mut String, guid: u64) {
+    s.push_str(guid::text_in(guid, &mut [0; 18]));
+}
+
+/// Appends the label set of one port to `s`: `node` (the fabric label and the node's own,
+/// from [`push_node_labels`]), the port, its host and rail when it is a host's HCA port,
+/// and its link's far end (empty values when none).
+pub(crate) fn push_port_labels(
+    s: &mut String,
+    node: &str,
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    hosts: &Hosts,
+    end: End,
+) {
+    let mut number = itoa::Buffer::new();
+    s.push_str(node);
+    s.push_str(",port=\"");
+    s.push_str(number.format(end.port));
+    s.push('"');
+    if let Some((host, rail)) = hosts.label(fabric.node(end.node).port_key(end.port)) {
+        s.push_str(",host=\"");
+        escape::push_prometheus_label(s, host);
+        s.push('"');
+        if let Some(rail) = rail {
+            s.push_str(",rail=\"");
+            s.push_str(number.format(rail));
+            s.push('"');
+        }
+    }
+    match fabric.peer(end) {
+        Some(r) => {
+            let rn = fabric.node(r.node);
+            s.push_str(",remote_guid=\"");
+            push_guid(s, rn.guid);
+            s.push_str("\",remote_name=\"");
+            escape::push_prometheus_label(s, display_name(rn, names));
+            s.push_str("\",remote_port=\"");
+            s.push_str(number.format(r.port));
+            s.push('"');
+        }
+        None => s.push_str(",remote_guid=\"\",remote_name=\"\",remote_port=\"\""),
+    }
+}
+
+/// The ports the model describes (every switch port 1..N and every CA or router port,
+/// less what the filter leaves out), each with its label set; then rows of swept ports
+/// the model does not list. All label sets are in one string, one after the other, so
+/// the page's many passes over them read memory in order.
+pub(crate) struct PortLabels {
+    pub(crate) text: String,
+    /// Where each row's labels are in `text`.
+    pub(crate) spans: Vec<(usize, usize)>,
+    /// The model's ports: the first rows.
+    pub(crate) ends: Vec<(End, PortKey)>,
+    pub(crate) by_key: foldhash::HashMap<PortKey, usize>,
+    /// The rows of swept ports the model does not list, made by the pages so far.
+    pub(crate) unlisted: foldhash::HashMap<PortKey, usize>,
+    /// The digest of `text` and `spans` as of so many rows.
+    pub(crate) digest: Option<(usize, u128)>,
+}
+
+/// The label sets of a fabric's ports on its page, kept from one sweep's page to the next
+/// ([`write_fabric_page`]): at 100,000 HCAs they are 280 MB of text, and making them took
+/// about a tenth of the render's time. Made for one fabric as discovered, with one name map and host grouping: a new
+/// discovery needs new ones. Pages of another fabric name or filter make their own.
+pub struct PageLabels {
+    pub(crate) prefix: String,
+    pub(crate) filter: PortFilter,
+    pub(crate) labels: PortLabels,
+    pub(crate) nodes: NodeLabels,
+}
+
+/// Every node's label sets on the page: its own (the scrape-error families') and, with its
+/// facts, those of `ibscope_node_info`; and a digest of both.
+pub(crate) struct NodeLabels {
+    pub(crate) guids: Vec<u64>,
+    pub(crate) own: Vec<String>,
+    pub(crate) info: Vec<String>,
+    pub(crate) digest: u128,
+}
+
+impl NodeLabels {
+    pub(crate) fn new(prefix: &str, fabric: &Fabric, names: Option<&NameMap>) -> NodeLabels {
+        let (mut guids, mut own, mut info) = (Vec::new(), Vec::new(), Vec::new());
+        let mut d = Inputs::new();
+        for (_, node) in fabric.nodes() {
+            let base = node_labels(prefix, node.guid, display_name(node, names), node.kind);
+            let facts = format!(
+                "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
+                escape::for_prometheus_label(&node.description),
+                node.lid().unwrap_or(0),
+                node.num_ports,
+                node.vendor_id,
+                node.device_id,
+                node.system_image_guid
+            );
+            d.bytes(base.as_bytes());
+            d.bytes(facts.as_bytes());
+            guids.push(node.guid);
+            own.push(base);
+            info.push(facts);
+        }
+        NodeLabels {
+            guids,
+            own,
+            info,
+            digest: d.finish(),
+        }
+    }
+}
+
+impl PageLabels {
+    pub fn new(
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        fabric_name: &str,
+        filter: PortFilter,
+    ) -> PageLabels {
+        let prefix = fabric_label(fabric_name);
+        let labels = PortLabels::new(&prefix, fabric, names, hosts, filter);
+        let nodes = NodeLabels::new(&prefix, fabric, names);
+        PageLabels {
+            prefix,
+            filter,
+            labels,
+            nodes,
+        }
+    }
+}
+
+impl PortLabels {
+    pub(crate) fn new(
+        prefix: &str,
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        filter: PortFilter,
+    ) -> PortLabels {
+        // Most label sets are 200-250 bytes: one reservation instead of a dozen copies.
+        let ports: usize = fabric.nodes().map(|(_, n)| n.ports.len()).sum();
+        let mut labels = PortLabels {
+            text: String::with_capacity(ports * 256),
+            spans: Vec::new(),
+            ends: Vec::new(),
+            by_key: foldhash::HashMap::default(),
+            unlisted: foldhash::HashMap::default(),
+            digest: None,
+        };
+        // A node's own labels, the same on each of its ports (a switch has dozens).
+        let mut node_part = String::new();
+        for (id, node) in fabric.nodes() {
+            node_part.clear();
+            for p in &node.ports {
+                if (node.is_switch() && p.number == 0) || !filter.keeps(node, p.number) {
+                    continue;
+                }
+                if node_part.is_empty() {
+                    let name = display_name(node, names);
+                    push_node_labels(&mut node_part, prefix, node.guid, name, node.kind);
+                }
+                let end = End {
+                    node: id,
+                    port: p.number,
+                };
+                let start = labels.text.len();
+                push_port_labels(&mut labels.text, &node_part, fabric, names, hosts, end);
+                labels.spans.push((start, labels.text.len()));
+                labels.ends.push((end, node.port_key(p.number)));
+            }
+        }
+        labels.by_key = labels
+            .ends
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, key))| (key, i))
+            .collect();
+        labels
+    }
+
+    pub(crate) fn row(&self, row: usize) -> &str {
+        let (start, end) = self.spans[row];
+        &self.text[start..end]
+    }
+
+    pub(crate) fn row_of(&self, key: PortKey) -> Option<usize> {
+        self.by_key.get(&key).copied()
+    }
+
+    /// Every row's labels and the row of each swept port (`rows`): with a family's values
+    /// by row, what its samples are made of.
+    pub(crate) fn digest(&mut self, rows: &[usize]) -> u128 {
+        let labels = match self.digest {
+            Some((count, digest)) if count == self.spans.len() => digest,
+            _ => {
+                let mut d = Inputs::new();
+                d.bytes(self.text.as_bytes());
+                d.words_of(
+                    self.spans
+                        .iter()
+                        .flat_map(|&(start, end)| [start as u64, end as u64]),
+                );
+                let digest = d.finish();
+                self.digest = Some((self.spans.len(), digest));
+                digest
+            }
+        };
+        let mut d = Inputs::new();
+        d.bytes(&labels.to_le_bytes());
+        d.words_of(rows.iter().map(|&row| row as u64));
+        d.finish()
+    }
+
+    /// The row of each swept port, in the sample's order. A port the model does not list
+    /// (a switch's port 0) gets a row of its own.
+    pub(crate) fn add_sample(
+        &mut self,
+        prefix: &str,
+        fabric: &Fabric,
+        names: Option<&NameMap>,
+        hosts: &Hosts,
+        sample: &Sample,
+    ) -> Vec<usize> {
+        let mut rows = Vec::with_capacity(sample.ports.len());
+        let mut next = 0;
+        for p in &sample.ports {
+            let key = p.at.key();
+            // A sweep mostly reads ports in the model's order: try the row after the last.
+            let known = match self.ends.get(next) {
+                Some(&(_, k)) if k == key => Some(next),
+                _ => self
+                    .by_key
+                    .get(&key)
+                    .or_else(|| self.unlisted.get(&key))
+                    .copied(),
+            };
+            let row = match known {
+                Some(row) => row,
+                None => {
+                    let start = self.text.len();
+                    match fabric.node_by_guid(p.at.node.guid) {
+                        Some(node) => {
+                            let end = End {
+                                node,
+                                port: p.at.port,
+                            };
+                            let n = fabric.node(node);
+                            let name = display_name(n, names);
+                            let node_part = node_labels(prefix, n.guid, name, n.kind);
+                            push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
+                        }
+                        None => {
+                            let _ = write!(
+                                self.text,
+                                "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
+                                p.at.node.guid, p.at.port
+                            );
+                        }
+                    }
+                    self.spans.push((start, self.text.len()));
+                    // Not in `by_key`: a link's end looked up by key is a listed port.
+                    self.unlisted.insert(key, self.spans.len() - 1);
+                    self.spans.len() - 1
+                }
+            };
+            next = row + 1;
+            rows.push(row);
+        }
+        rows
+    }
+}
