@@ -1,16 +1,19 @@
 //! The HTTP side of serving: the server (plain, or behind the TLS front), its worker
 //! threads, and the orderly stop of everything that runs while serving.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 
-use crate::http::{self, Pages};
-use crate::supervisor::Supervisor;
-use crate::{tls, web};
+use crate::http::{self, Pages, Slot};
+use crate::supervisor::{self, Event, Supervisor, REOPEN_FIRST};
+use crate::sweeper::{OpenFabric, SweepSettings};
+use crate::web::{BasicAuth, TlsConfig};
+use crate::{plane_counts, tls, web};
 
 /// What runs while serving: the HTTP front, its workers and a supervisor per fabric.
 pub struct Running {
@@ -58,6 +61,123 @@ impl Running {
         }
     }
 }
+
+/// One fabric to serve: its name until its port is open, how that port is opened (every
+/// time), how it is swept.
+pub struct FabricToServe {
+    pub name: String,
+    pub open: OpenFabric,
+    pub settings: SweepSettings,
+}
+
+/// Where and how to listen.
+pub struct Listen {
+    pub addr: SocketAddr,
+    pub tls: Option<Arc<TlsConfig>>,
+    pub auth: Option<Arc<BasicAuth>>,
+    pub http_threads: u32,
+    /// A fabric whose last sweep is older is not fresh (`/healthz`, `ibscope_up`).
+    pub max_age: Duration,
+}
+
+/// Listen, start a supervisor (and so a sweeper) per fabric, and the HTTP workers.
+/// `multi`: several fabrics, where one that cannot be opened at start is tried again.
+pub fn start(
+    fabrics: Vec<FabricToServe>,
+    listen: Listen,
+    multi: bool,
+) -> Result<(Running, mpsc::Receiver<Event>)> {
+    let front_stop = Arc::new(AtomicBool::new(false));
+    let (server, front) = http_server(listen.addr, listen.tls.as_ref(), &front_stop)?;
+    let server = Arc::new(server);
+    let pages = Arc::new(Pages {
+        slots: fabrics.iter().map(|f| Slot::new(f.name.clone())).collect(),
+        multi,
+    });
+    let sweeps = Arc::new(AtomicU64::new(0));
+    let (events_tx, events) = mpsc::channel::<Event>();
+    let names = fabrics.first().and_then(|f| f.settings.names.clone());
+    let shared = supervisor::Shared {
+        pages: pages.clone(),
+        sweeps: sweeps.clone(),
+        subnets: Arc::new(Mutex::new(vec![None; fabrics.len()])),
+        planes: plane_counts::Planes::new(fabrics.len(), names),
+        events: events_tx,
+    };
+    let mut supervisors = Vec::new();
+    for (slot, f) in fabrics.into_iter().enumerate() {
+        let plan = supervisor::FabricPlan {
+            slot,
+            settings: f.settings,
+            open: f.open,
+            multi,
+        };
+        supervisors.push(Supervisor::spawn(plan, shared.clone())?);
+    }
+    let workers = spawn_http_workers(
+        &server,
+        &pages,
+        listen.auth,
+        listen.max_age,
+        listen.http_threads,
+    )?;
+    let running = Running {
+        pages,
+        supervisors,
+        sweeps,
+        server,
+        workers,
+        front,
+        front_stop,
+    };
+    Ok((running, events))
+}
+
+/// Wait until `stop_requested` names a signal, announcing `url` once a sweeper opened
+/// its port. An
+/// error when the one fabric's port could not be opened at start, or with several, when
+/// none of them could.
+pub fn wait_for_stop(
+    events: &mpsc::Receiver<Event>,
+    pages: &Pages,
+    url: &str,
+    stop_requested: &dyn Fn() -> Option<i32>,
+) -> Result<i32> {
+    let mut announced = false;
+    let mut not_opened: Vec<String> = Vec::new();
+    loop {
+        if let Some(signal) = stop_requested() {
+            return Ok(signal);
+        }
+        match events.recv_timeout(STOP_POLL) {
+            Ok(Event::Opened { slot, port }) => {
+                tracing::info!(slot, "management port {port} open");
+                if !announced {
+                    eprintln!("ibscope serve: listening on {url}");
+                    announced = true;
+                }
+            }
+            Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
+            Ok(Event::NotOpened { slot, error }) => {
+                let line = format!("fabric {}: {error:#}", pages.slots[slot].name());
+                eprintln!(
+                    "ibscope serve: {line}; trying again in {} s, then less often",
+                    REOPEN_FIRST.as_secs()
+                );
+                not_opened.push(line);
+                if !announced && not_opened.len() == pages.slots.len() {
+                    bail!("no fabric could be opened: {}", not_opened.join("; "));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The supervisors end only after a stop: wait for the signal.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
+        }
+    }
+}
+
+/// How often the main thread looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// How a stop went. The supervisors are joined by [`Stopped::join`], after the caller has
 /// said how it went: a sweeper may take a moment more to end.

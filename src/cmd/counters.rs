@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_terminal};
-use ibscope_topo::export::prometheus;
+use ibscope_topo::export::{counters_csv, prometheus};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::resolve::{resolve, NameMatch};
 
@@ -283,9 +283,9 @@ fn run_each(
             }
             Format::Csv => {
                 if first {
-                    writeln!(out, "fabric,{}", csv_header(a.details))?;
+                    writeln!(out, "fabric,{}", counters_csv::header(a.details))?;
                 }
-                print_csv_rows(&mut out, &sample, Some(name), a.details)?;
+                counters_csv::write_rows(&mut out, &sample, Some(name), a.details)?;
             }
         }
         first = false;
@@ -360,7 +360,7 @@ fn print_sample(
     match format {
         Format::Json => write_labelled_json(out, sample, fabric, true)?,
         Format::Table => print_table(out, sample)?,
-        Format::Csv => print_csv(out, sample, details)?,
+        Format::Csv => counters_csv::write(out, sample, details)?,
         Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
     }
     Ok(())
@@ -464,101 +464,6 @@ fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
         "# {} ports; data in bytes; ≥ = saturated: stopped at its maximum (no 64-bit replacement)",
         sample.ports.len()
     )?;
-    Ok(())
-}
-
-/// The detail attributes' counters, as CSV columns `Attribute.Counter`.
-fn detail_columns() -> Vec<String> {
-    use ibscope_mad::attr::perf_attrs;
-    let mut cols = Vec::new();
-    for b in perf_attrs::BREAKDOWNS {
-        cols.extend(
-            b.fields
-                .iter()
-                .filter(|f| f.counter().is_some())
-                .map(|f| format!("{}.{}", b.attribute, f.name)),
-        );
-    }
-    let speeds =
-        <ibscope_mad::attr::PortExtendedSpeedsCounters as ibscope_mad::attribute::Attribute>::NAME;
-    let mut speed_counters: Vec<&str> = perf_attrs::EXTENDED_SPEEDS_COUNTERS.to_vec();
-    for n in perf_attrs::EXTENDED_SPEEDS_RS_FEC_COUNTERS {
-        if !speed_counters.contains(&n) {
-            speed_counters.push(n);
-        }
-    }
-    cols.extend(speed_counters.iter().map(|n| format!("{speeds}.{n}")));
-    cols
-}
-
-/// The PortCountersExtended columns: its counters, the additional (error) ones included.
-fn extended_columns() -> Vec<&'static str> {
-    let mut cols = counters::EXTENDED_COUNTER_NAMES.to_vec();
-    cols.extend(counters::ADDITIONAL_EXTENDED);
-    cols
-}
-
-fn csv_header(details: bool) -> String {
-    let mut cols: Vec<String> = ["time_ms", "node", "node_guid", "lid", "port"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    cols.extend(counters::PORT_COUNTER_NAMES.iter().map(|s| s.to_string()));
-    cols.extend(
-        extended_columns()
-            .iter()
-            .map(|s| format!("PortCountersExtended.{s}")),
-    );
-    if details {
-        cols.extend(detail_columns());
-    }
-    cols.push("saturated".into());
-    cols.join(",")
-}
-
-fn print_csv(out: &mut impl Write, sample: &Sample, details: bool) -> Result<()> {
-    writeln!(out, "{}", csv_header(details))?;
-    print_csv_rows(out, sample, None, details)
-}
-
-/// One line per port; `fabric` first when the command reads several.
-fn print_csv_rows(
-    out: &mut impl Write,
-    sample: &Sample,
-    fabric: Option<&str>,
-    details: bool,
-) -> Result<()> {
-    let detail_columns = if details {
-        detail_columns()
-    } else {
-        Vec::new()
-    };
-    for p in &sample.ports {
-        let mut row = fabric.map(|f| vec![for_csv(f)]).unwrap_or_default();
-        row.extend([
-            sample.time_ms.to_string(),
-            for_csv(&p.at.node.name),
-            format!("{:#018x}", p.at.node.guid),
-            p.at.lid.to_string(),
-            p.at.port.to_string(),
-        ]);
-        let get = |set: Option<&counters::CounterSet>, n: &str| {
-            set.and_then(|s| s.get(n))
-                .map_or(String::new(), |v| v.to_string())
-        };
-        for n in counters::PORT_COUNTER_NAMES {
-            row.push(get(p.counters.as_ref(), n));
-        }
-        for n in extended_columns() {
-            row.push(get(p.extended.as_ref(), n));
-        }
-        for col in &detail_columns {
-            let (attribute, n) = col.split_once('.').unwrap_or((col, ""));
-            row.push(get(p.details.get(attribute), n));
-        }
-        row.push(for_csv(&p.saturated.join(" ")));
-        writeln!(out, "{}", row.join(","))?;
-    }
     Ok(())
 }
 
@@ -748,29 +653,6 @@ mod tests {
                 assert_eq!(out, labelled_json_by_value(s, "fab\"ric", pretty));
             }
         }
-    }
-
-    #[test]
-    fn csv_header_has_every_counter() {
-        let h = csv_header(false);
-        assert!(h.starts_with("time_ms,node,node_guid,lid,port,SymbolErrorCounter,"));
-        assert!(h.contains(",PortCountersExtended.PortXmitData,"));
-        assert!(h.contains(",PortCountersExtended.PortMulticastRcvPkts,"));
-        assert!(h.ends_with(
-            ",PortCountersExtended.VL15Dropped,PortCountersExtended.PortXmitWait,\
-             PortCountersExtended.QP1Dropped,saturated"
-        ));
-        let d = csv_header(true);
-        assert!(d.contains(",PortRcvErrorDetails.PortLocalPhysicalErrors,"));
-        assert!(d.contains(",PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards,"));
-        assert!(d.contains(",PortExtendedSpeedsCounters.FECUncorrectableBlockCtrLane11,"));
-        assert!(d.ends_with(",PortExtendedSpeedsCounters.PortFECCorrectedSymbolCtr,saturated"));
-        // No column twice (the layouts share their first two counters).
-        let cols: Vec<&str> = d.split(',').collect();
-        let mut unique = cols.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), cols.len());
     }
 
     #[test]

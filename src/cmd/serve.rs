@@ -6,29 +6,25 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use ibscope_mad::engine::TransportError;
-use ibscope_topo::counters::{self, Thresholds};
+use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
-use ibscope_topo::namemap::NameMap;
 
 use crate::cli::{exit, Global};
 use crate::fabric_set::{Planned, Reach};
 use crate::signals;
+use ibscope_exporter::http::listen_addr;
 /// How a sweeper compresses its page and `serve` holds it, for the scale benchmark to
 /// measure.
 pub use ibscope_exporter::http::Family;
-use ibscope_exporter::http::{listen_addr, Pages, Slot};
 pub use ibscope_exporter::pieces::{Deflated, PageDeflater, PieceCache};
-use ibscope_exporter::plane_counts;
-use ibscope_exporter::server::{http_server, spawn_http_workers, Running};
-use ibscope_exporter::supervisor::{self, Event, Supervisor};
+use ibscope_exporter::server::{self, FabricToServe, Listen};
 use ibscope_exporter::sweeper::{OpenFabric, SweepSettings};
-use ibscope_exporter::web::{self, TlsConfig};
+use ibscope_exporter::web;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
 ///
@@ -208,54 +204,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let state = crate::statedir::StateDir::create("serve")?;
     // Every thread started from here on (tiny_http's, ours) inherits it.
     signals::block_stop_signals(true);
-    let started = start(
-        g,
-        a,
-        planned,
-        names,
-        thresholds,
-        &state,
-        (addr, tls_config, auth),
-    );
-    signals::block_stop_signals(false);
-    let (running, events) = started?;
-    let scheme = if running.front.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    let why = wait_for_stop(
-        &events,
-        &running.pages,
-        &format!("{scheme}://{addr}/metrics"),
-    );
-    let limit = stop_limit(g);
-    let stopped = running.shut_down(limit);
-    let code =
-        why.map(|signal| report_stop(signal, stopped.sweeps, stopped.closed, stopped.took, limit));
-    stopped.join();
-    // Only now: the agents kept their files there until they exited.
-    drop(state);
-    code
-}
-
-/// Where and how serve listens: the address, TLS and basic auth.
-type Listening = (
-    std::net::SocketAddr,
-    Option<Arc<TlsConfig>>,
-    Option<Arc<web::BasicAuth>>,
-);
-
-/// Listen, start a supervisor (and so a sweeper) per fabric, and the HTTP workers.
-fn start(
-    g: &Global,
-    a: &Args,
-    planned: Vec<Planned>,
-    names: Option<NameMap>,
-    thresholds: Thresholds,
-    state: &crate::statedir::StateDir,
-    (addr, tls_config, auth): Listening,
-) -> Result<(Running, mpsc::Receiver<Event>)> {
+    let multi = crate::fabric_set::is_multi(g.ca.as_deref());
     let settings = SweepSettings {
         name: String::new(),
         names,
@@ -267,50 +216,50 @@ fn start(
         counters: a.counters.names(),
         interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
-        send_fabric: crate::fabric_set::is_multi(g.ca.as_deref()),
+        send_fabric: multi,
     };
-    let front_stop = Arc::new(AtomicBool::new(false));
-    let (server, front) = http_server(addr, tls_config.as_ref(), &front_stop)?;
-    let server = Arc::new(server);
-    let multi = crate::fabric_set::is_multi(g.ca.as_deref());
-    let pages = Arc::new(Pages {
-        slots: planned.iter().map(|p| Slot::new(slot_name(g, p))).collect(),
-        multi,
-    });
-    let sweeps = Arc::new(AtomicU64::new(0));
-    let (events_tx, events) = mpsc::channel::<Event>();
-    let shared = supervisor::Shared {
-        pages: pages.clone(),
-        sweeps: sweeps.clone(),
-        subnets: Arc::new(Mutex::new(vec![None; planned.len()])),
-        planes: plane_counts::Planes::new(planned.len(), settings.names.clone()),
-        events: events_tx,
+    let fabrics: Result<Vec<FabricToServe>> = planned
+        .into_iter()
+        .map(|p| {
+            Ok(FabricToServe {
+                name: slot_name(g, &p),
+                settings: SweepSettings {
+                    name: p.name.clone(),
+                    ..settings.clone()
+                },
+                open: opener(g, p, state.path())?,
+            })
+        })
+        .collect();
+    let listen = Listen {
+        addr,
+        tls: tls_config,
+        auth,
+        http_threads: a.http_threads,
+        max_age: Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5),
     };
-    let mut supervisors = Vec::new();
-    for (slot, p) in planned.into_iter().enumerate() {
-        let fabric = supervisor::FabricPlan {
-            slot,
-            settings: SweepSettings {
-                name: p.name.clone(),
-                ..settings.clone()
-            },
-            open: opener(g, p, state.path())?,
-            multi,
-        };
-        supervisors.push(Supervisor::spawn(fabric, shared.clone())?);
-    }
-    let max_age = Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5);
-    let workers = spawn_http_workers(&server, &pages, auth, max_age, a.http_threads)?;
-    let running = Running {
-        pages,
-        supervisors,
-        sweeps,
-        server,
-        workers,
-        front,
-        front_stop,
+    let started = fabrics.and_then(|fabrics| server::start(fabrics, listen, multi));
+    signals::block_stop_signals(false);
+    let (running, events) = started?;
+    let scheme = if running.front.is_some() {
+        "https"
+    } else {
+        "http"
     };
-    Ok((running, events))
+    let why = server::wait_for_stop(
+        &events,
+        &running.pages,
+        &format!("{scheme}://{addr}/metrics"),
+        &signals::received,
+    );
+    let limit = stop_limit(g);
+    let stopped = running.shut_down(limit);
+    let code =
+        why.map(|signal| report_stop(signal, stopped.sweeps, stopped.closed, stopped.took, limit));
+    stopped.join();
+    // Only now: the agents kept their files there until they exited.
+    drop(state);
+    code
 }
 
 /// A fabric's name before its sweeper opened it: the planned name, or for the
@@ -380,43 +329,6 @@ fn shell_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// Wait for a stop signal, announcing `url` once a sweeper opened its port. An
-/// error when the one fabric's port could not be opened at start, or with several, when
-/// none of them could.
-fn wait_for_stop(events: &mpsc::Receiver<Event>, pages: &Pages, url: &str) -> Result<i32> {
-    let mut announced = false;
-    let mut not_opened: Vec<String> = Vec::new();
-    loop {
-        if let Some(signal) = signals::received() {
-            return Ok(signal);
-        }
-        match events.recv_timeout(STOP_POLL) {
-            Ok(Event::Opened { slot, port }) => {
-                tracing::info!(slot, "management port {port} open");
-                if !announced {
-                    eprintln!("ibscope serve: listening on {url}");
-                    announced = true;
-                }
-            }
-            Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
-            Ok(Event::NotOpened { slot, error }) => {
-                let line = crate::fabric_set::failure_line(&pages.slots[slot].name(), &error);
-                eprintln!(
-                    "ibscope serve: {line}; trying again in {} s, then less often",
-                    supervisor::REOPEN_FIRST.as_secs()
-                );
-                not_opened.push(line);
-                if !announced && not_opened.len() == pages.slots.len() {
-                    bail!("no fabric could be opened: {}", not_opened.join("; "));
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The supervisors end only after a stop: wait for the signal.
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
-        }
-    }
-}
-
 /// The one line on stderr after a signal, and the exit code: 0 when the management port
 /// was closed, 1 when the sweeper did not finish in time.
 fn report_stop(
@@ -451,9 +363,6 @@ fn stop_limit(g: &Global) -> Duration {
     let engine = g.engine_config();
     engine.timeout * (engine.retries + 1) + Duration::from_secs(4)
 }
-
-/// How often the main thread looks at the stop flag.
-const STOP_POLL: Duration = Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 //! Prometheus text exposition ([`prometheus`]). Untrusted strings (NodeDescriptions, names
 //! from a node-name map) are escaped for each format with [`crate::escape`].
 
+pub mod counters_csv;
 pub mod dot;
 pub mod ibnd;
 pub mod json;
