@@ -1035,3 +1035,50 @@ fn serve_stops_within_two_seconds_with_its_fabric_lost() {
         "killed rather than stopped: {status}"
     );
 }
+
+/// The series of a page: each sample line's metric name and labels, values left out,
+/// sorted.
+fn series_of(page: &str) -> Vec<String> {
+    let mut series: Vec<String> = page
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            l.rsplit_once(' ')
+                .map_or(l, |(series, _)| series)
+                .to_string()
+        })
+        .collect();
+    series.sort();
+    series
+}
+
+/// On the same fabric with the same planted faults, the page carries exactly the series
+/// (names and labels) the exporter wrote before it was rebuilt as its own crate
+/// (tests/data/serve/series_net.txt, captured from that exporter).
+#[test]
+fn serve_page_keeps_the_series_it_always_had() {
+    let sim = sim("examples/fabrics/net");
+    sim.set_counter("Switch1", 1, "SymbolErrorCounter", 17)
+        .unwrap();
+    sim.set_counter("Hca1", 1, "PortXmitDiscards", 42).unwrap();
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let (mut serve, port) = start_serve(&sim, &log, &["--interval", "0.5"]);
+    wait_healthy(&mut serve, port, &log);
+    let (code, page) = get(port, "/metrics");
+    assert_eq!(code, 200, "{page}");
+    let expected: Vec<String> =
+        std::fs::read_to_string(repo_root().join("tests/data/serve/series_net.txt"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+    let series = series_of(&page);
+    let missing: Vec<&String> = expected.iter().filter(|s| !series.contains(s)).collect();
+    let extra: Vec<&String> = series.iter().filter(|s| !expected.contains(s)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing: {missing:#?}\nextra: {extra:#?}"
+    );
+}
