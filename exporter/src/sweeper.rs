@@ -48,17 +48,8 @@ pub struct SweepSettings {
 /// One fabric's sweeps, on a thread of `serve`: from opening the port until it is lost
 /// or the sweeper is asked to stop.
 pub struct Sweeper {
-    /// The fabric's name (the `fabric` label), its real one once opened.
-    pub name: String,
-    pub names: Option<NameMap>,
-    /// `check`'s thresholds in force, for the findings family.
-    pub thresholds: Thresholds,
-    pub filter: PortFilter,
-    pub counters: Vec<&'static str>,
-    pub interval: Duration,
-    pub rediscover_every: u64,
-    /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
-    pub send_fabric: bool,
+    /// How it sweeps; its `name` becomes the fabric's real one once opened.
+    settings: SweepSettings,
     /// The engine's cancel token, set when the sweeper is asked to stop.
     stop: CancelToken,
     /// Where the frames go (the fabric's supervisor).
@@ -107,25 +98,8 @@ enum LoopEnd {
 
 impl Sweeper {
     pub fn new(settings: SweepSettings, stop: CancelToken, out: mpsc::Sender<Frame>) -> Sweeper {
-        let SweepSettings {
-            name,
-            names,
-            thresholds,
-            filter,
-            counters,
-            interval,
-            rediscover_every,
-            send_fabric,
-        } = settings;
         Sweeper {
-            name,
-            names,
-            thresholds,
-            filter,
-            counters,
-            interval,
-            rediscover_every,
-            send_fabric,
+            settings,
             stop,
             out,
             scrape_errors: HashMap::new(),
@@ -156,7 +130,7 @@ impl Sweeper {
             Ok((id, engine)) => {
                 let local = engine.local();
                 let port = format!("{}/{}", local.ca_name, local.port_num);
-                self.name = id.name.clone();
+                self.settings.name = id.name.clone();
                 self.send(Frame::Opened { port, id });
                 engine
             }
@@ -177,7 +151,7 @@ impl Sweeper {
                 Ok(false) => break LoopEnd::Stopped,
                 Err(e) => break LoopEnd::Lost(e),
             }
-            match sleeper.recv_timeout(self.interval.saturating_sub(started.elapsed())) {
+            match sleeper.recv_timeout(self.settings.interval.saturating_sub(started.elapsed())) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // Woken (or the sender gone): asked to stop.
                 _ => break LoopEnd::Stopped,
@@ -209,7 +183,7 @@ impl Sweeper {
         if progress.current.is_none() {
             let d = self.discover(engine);
             // Not a discovery the transport was lost in the middle of.
-            if self.send_fabric && ensure_connected(engine).is_ok() {
+            if self.settings.send_fabric && ensure_connected(engine).is_ok() {
                 let fabric = Box::new(d.fabric.clone());
                 self.send(Frame::Fabric { fabric });
             }
@@ -227,8 +201,13 @@ impl Sweeper {
         let options = counters::SweepOptions {
             details: counters::DetailReads::Explaining,
         };
-        let sample =
-            counters::sweep_with(engine, &d.fabric, &d.targets, self.names.as_ref(), options);
+        let sample = counters::sweep_with(
+            engine,
+            &d.fabric,
+            &d.targets,
+            self.settings.names.as_ref(),
+            options,
+        );
         let sweep_us = micros(t);
         if !go_on(self, engine)? {
             return Ok(false);
@@ -255,7 +234,8 @@ impl Sweeper {
                 .as_ref()
                 .is_some_and(|p| changes::topology_changed(p, &sample));
         let empty = d.targets.is_empty();
-        let due = self.rediscover_every > 0 && progress.since_discovery >= self.rediscover_every;
+        let due = self.settings.rediscover_every > 0
+            && progress.since_discovery >= self.settings.rediscover_every;
         if changed || empty || due {
             tracing::info!("rediscovering (change seen: {changed})");
             progress.current = None;
@@ -277,14 +257,14 @@ impl Sweeper {
         let failure = self.account(sample, d);
         let t = Instant::now();
         let stats = PageStats {
-            fabric: &self.name,
-            filter: self.filter,
-            counters: &self.counters,
+            fabric: &self.settings.name,
+            filter: self.settings.filter,
+            counters: &self.settings.counters,
             sweeps: self.sweeps,
             discoveries: self.discoveries,
             discovery_seconds: d.duration.as_secs_f64(),
             scrape_errors: &self.scrape_errors,
-            thresholds: &self.thresholds,
+            thresholds: &self.settings.thresholds,
             sm,
         };
         let (mut text, mut gzip) = (0u64, 0usize);
@@ -309,7 +289,7 @@ impl Sweeper {
             &d.fabric,
             &d.health,
             &d.hosts,
-            self.names.as_ref(),
+            self.settings.names.as_ref(),
             sample,
             &stats,
             Some(&mut d.labels),
@@ -324,7 +304,7 @@ impl Sweeper {
             return false;
         }
         tracing::debug!(
-            fabric = %self.name,
+            fabric = %self.settings.name,
             sweep_us,
             render_us = micros(t),
             text,
@@ -342,18 +322,28 @@ impl Sweeper {
         let fabric = discover::discover(exec, DiscoverOptions::default(), |_| {});
         self.discoveries += 1;
         let mut targets = counters::targets(&fabric, None, None);
-        targets.retain(|t| self.filter.keeps(fabric.node(t.node), t.port));
+        targets.retain(|t| self.settings.filter.keeps(fabric.node(t.node), t.port));
         tracing::debug!(
             us = micros(t),
             nodes = fabric.node_count(),
             targets = targets.len(),
             "discovered"
         );
-        let health = health::assess(&fabric, self.names.as_ref(), &HealthOptions::default());
-        let hosts = Hosts::group(&fabric, self.names.as_ref());
+        let health = health::assess(
+            &fabric,
+            self.settings.names.as_ref(),
+            &HealthOptions::default(),
+        );
+        let hosts = Hosts::group(&fabric, self.settings.names.as_ref());
         let duration = t.elapsed();
-        let names = self.names.as_ref();
-        let labels = PageLabels::new(&fabric, names, &hosts, &self.name, self.filter);
+        let names = self.settings.names.as_ref();
+        let labels = PageLabels::new(
+            &fabric,
+            names,
+            &hosts,
+            &self.settings.name,
+            self.settings.filter,
+        );
         Discovered {
             fabric,
             targets,
