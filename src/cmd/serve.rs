@@ -280,48 +280,46 @@ fn slot_name(g: &Global, p: &Planned) -> String {
 /// simulator's shim keeps its files), so that a port lost with its transport is reopened
 /// by a new agent process; a fabric the config reaches through a command, through that.
 fn opener(g: &Global, planned: Planned, dir: &Path) -> Result<OpenFabric> {
-    let exe = std::env::current_exe().map_err(|e| anyhow!("locating ibscope: {e}"))?;
     let (ca, port) = match &planned.reach {
-        Reach::Relay { .. } => (None, None),
-        Reach::Local { ca, port } => (Some(ca.clone()), Some(*port)),
-        Reach::Default { ca, port } => (ca.clone(), *port),
+        Reach::Relay { .. } => return Ok(open_through(g.clone(), planned, false)),
+        Reach::Local { ca, port } => (Some(ca.as_str()), Some(*port)),
+        Reach::Default { ca, port } => (ca.as_deref(), *port),
     };
-    let relayed = match &planned.reach {
-        Reach::Relay { .. } => planned.clone(),
-        _ => {
-            let mut command = format!(
-                "cd {} && exec {}",
-                shell_quoted(&dir.to_string_lossy()),
-                shell_quoted(&exe.to_string_lossy())
-            );
-            if let Some(ca) = &ca {
-                command.push_str(&format!(" -C {}", shell_quoted(ca)));
-            }
-            if let Some(port) = port {
-                command.push_str(&format!(" -P {port}"));
-            }
-            command.push_str(" agent");
-            Planned {
-                name: planned.name.clone(),
-                reach: Reach::Relay { command },
-            }
-        }
+    let exe = std::env::current_exe().map_err(|e| anyhow!("locating ibscope: {e}"))?;
+    let mut command = format!(
+        "cd {} && exec {}",
+        shell_quoted(&dir.to_string_lossy()),
+        shell_quoted(&exe.to_string_lossy())
+    );
+    if let Some(ca) = ca {
+        command.push_str(&format!(" -C {}", shell_quoted(ca)));
+    }
+    if let Some(port) = port {
+        command.push_str(&format!(" -P {port}"));
+    }
+    command.push_str(" agent");
+    let relayed = Planned {
+        name: planned.name,
+        reach: Reach::Relay { command },
     };
-    let g = g.clone();
-    let own_agent = !matches!(planned.reach, Reach::Relay { .. });
-    Ok(Arc::new(move |stop| {
-        let opened = crate::fabric_set::open_one_until(&g, &relayed, stop);
-        match opened {
+    Ok(open_through(g.clone(), relayed, true))
+}
+
+/// Opening `relayed` (a fabric reached through an agent's command), every time.
+/// `own_agent`: serve's own agent, whose command line says nothing to the operator: a
+/// failure is said by its reason alone.
+fn open_through(g: Global, relayed: Planned, own_agent: bool) -> OpenFabric {
+    Arc::new(
+        move |stop| match crate::fabric_set::open_one_until(&g, &relayed, stop) {
             Ok(o) => Ok((o.id, o.engine)),
-            // Our own agent's command line says nothing to the operator: its reason does.
             Err(e) if own_agent => Err(match e.downcast::<TransportError>() {
                 Ok(TransportError::Relay { reason, .. }) => anyhow!("{reason}"),
                 Ok(other) => anyhow::Error::new(other),
                 Err(e) => e,
             }),
             Err(e) => Err(e),
-        }
-    }))
+        },
+    )
 }
 
 /// `text` as one word for `sh`.
