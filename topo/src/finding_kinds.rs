@@ -54,6 +54,8 @@ pub enum FindingKind {
     HcasSwapped,
     HostMissing,
     PlanesDisagree,
+    LinkFlapping,
+    InterSwitchLinkNarrow,
     HcaPortNotActive,
     HcaRateBelowNorm,
     PcieLinkDegraded,
@@ -61,6 +63,9 @@ pub enum FindingKind {
     MixedFirmware,
     MixedDriver,
     VerbsUnusable,
+    HostCounterRate,
+    PfcStorm,
+    RoceConfig,
 }
 
 /// What is known of one kind of finding.
@@ -85,7 +90,7 @@ pub enum Scope {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 24] = {
+pub const FINDING_KINDS: [KindFacts; 29] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -220,6 +225,20 @@ pub const FINDING_KINDS: [KindFacts; 24] = {
             "one plane of a multi-plane HCA port is not Active, missing or slower than its \
              other planes (fabrics swept together)",
         ),
+        k(
+            LinkFlapping,
+            "link-flapping",
+            Error,
+            "a link went down more often than the thresholds file allows in its window \
+             (journal of port states and LinkDowned increases)",
+        ),
+        k(
+            InterSwitchLinkNarrow,
+            "inter-switch-link-narrow",
+            Warning,
+            "a switch-to-switch link runs narrower than its ports support, or than such links \
+             are built (4x; 2x on split ports), even when every such link does",
+        ),
         h(
             HcaPortNotActive,
             "hca-port-not-active",
@@ -261,6 +280,25 @@ pub const FINDING_KINDS: [KindFacts; 24] = {
             "verbs-unusable",
             Error,
             "libibverbs cannot list, open or query a device the kernel shows",
+        ),
+        h(
+            HostCounterRate,
+            "host-counter-rate",
+            Error,
+            "a local RDMA counter rises faster than its limit in the thresholds file",
+        ),
+        h(
+            PfcStorm,
+            "pfc-storm",
+            Error,
+            "a RoCE port sends pause frames without a break for longer than its limit",
+        ),
+        h(
+            RoceConfig,
+            "roce-config",
+            Warning,
+            "a RoCE port's lossless configuration (PFC, DSCP map, ECN, MTU) differs from the \
+             [roce] profile, or its ports disagree",
         ),
     ]
 };
