@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use ibscope_host::fabric_plan::FabricConfig;
 use ibscope_mad::engine::EngineConfig;
-use serde::{Deserialize, Serialize};
 
 /// Exit codes every command uses (documented in README).
 pub mod exit {
@@ -102,57 +102,6 @@ impl Global {
             timeout: self.timeout(),
             retries: self.retries,
         }
-    }
-}
-
-/// One `[[fabric]]` table of the config file: a name, and how the fabric is reached: a
-/// local CA (and port), or a command that runs `ibscope agent` (see `ibscope agent
-/// --help`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct FabricConfig {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-}
-
-impl FabricConfig {
-    /// The checks a list of tables must pass, worded for the file's author.
-    pub fn validate(list: &[FabricConfig]) -> Result<(), String> {
-        for (i, f) in list.iter().enumerate() {
-            let name = f.name.trim();
-            if name.is_empty() || name.contains([',', '"', '\n']) || name == "all" {
-                return Err(format!(
-                    "fabric name {:?}: must be non-empty, not \"all\", without commas or quotes",
-                    f.name
-                ));
-            }
-            if list[..i].iter().any(|g| g.name == f.name) {
-                return Err(format!("fabric {:?} is named twice", f.name));
-            }
-            match (&f.ca, &f.command) {
-                (Some(_), None) => {}
-                (None, Some(c)) if f.port.is_none() && !c.trim().is_empty() => {}
-                (None, Some(_)) if f.port.is_some() => {
-                    return Err(format!(
-                        "fabric {:?}: port goes with ca (give the agent's -P in the command)",
-                        f.name
-                    ))
-                }
-                _ => {
-                    return Err(format!(
-                        "fabric {:?}: give either ca (a local CA) or command (one that runs \
-                         `ibscope agent`)",
-                        f.name
-                    ))
-                }
-            }
-        }
-        Ok(())
     }
 }
 

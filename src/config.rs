@@ -102,7 +102,7 @@ pub struct FileConfig {
     thresholds: Option<PathBuf>,
     serve: Option<ServeConfig>,
     /// `[[fabric]]` tables: named fabrics (see `crate::fabric_set`).
-    fabric: Option<Vec<crate::cli::FabricConfig>>,
+    fabric: Option<Vec<ibscope_host::fabric_plan::FabricConfig>>,
 }
 
 /// The `[serve]` table.
@@ -444,7 +444,7 @@ fn apply_global(
 fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
     let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
         Some((list, source)) => {
-            if let Err(e) = crate::cli::FabricConfig::validate(&list) {
+            if let Err(e) = ibscope_host::fabric_plan::FabricConfig::validate(&list) {
                 bail!("config file {source}: {e}");
             }
             (list, source, None)

@@ -61,14 +61,14 @@ pub fn local_planes(cas: &[(String, Vec<LocalPort>)]) -> Vec<LocalPlanes> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ibscope_mad::attr::{PhysState, PortState};
 
     /// A host with one two-plane HCA port as libibumad lists it: mlx5_0 and mlx5_1, the
     /// planes (SMI devices), and mlx5_2, the GSI device (IsSMDisabled), all with port GUID
     /// 0x...a1; mlx5_10 an ordinary port.
-    fn planarized() -> Vec<(String, Vec<LocalPort>)> {
+    pub(crate) fn planarized() -> Vec<(String, Vec<LocalPort>)> {
         let dev = |ca: &str, guid: u64, sm_disabled: bool| {
             let p = LocalPort {
                 ca_name: ca.into(),
