@@ -42,6 +42,47 @@ pub fn thresholds(g: &Global, explicit: Option<&Path>) -> Result<Thresholds> {
     }
 }
 
+/// The largest topology file read: a 100,000-HCA fabric's ibnetdiscover output or JSON
+/// snapshot is a few hundred MB; anything larger is not a topology (or never ends).
+pub const TOPOLOGY_LIMIT: u64 = 2 << 30;
+
+/// A text file read whole, but never more than `limit` bytes and never a binary stream:
+/// `--topology /dev/zero` or an endless pipe end with an error instead of reading forever.
+pub fn read_text(path: &Path, what: &str, limit: u64) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    let mut bytes = Vec::new();
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file).take(limit + 1);
+    let mut chunk = [0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read {what} {}", path.display()))
+            }
+        };
+        if chunk[..n].contains(&0) {
+            anyhow::bail!(
+                "{what} {}: not a text file (it holds NUL bytes)",
+                path.display()
+            );
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    if bytes.len() as u64 > limit {
+        anyhow::bail!(
+            "{what} {}: larger than {} MiB, not read (is it endless?)",
+            path.display(),
+            limit >> 20
+        );
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{what} {}: not UTF-8 text ({e})", path.display()))
+}
+
 /// Load a topology file: an ibscope JSON snapshot or any ibnetdiscover output (plain,
 /// `-g`, `-f`, `-p`) or ibsim topology. What the parser skipped or assumed is printed on
 /// stderr as warnings.
@@ -56,8 +97,7 @@ pub fn load_file(path: &Path) -> Result<Fabric> {
 /// [`load_file`] without printing: the fabric and the warnings (already safe for a
 /// terminal), for callers that own the screen.
 pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read topology file {}", path.display()))?;
+    let text = read_text(path, "topology file", TOPOLOGY_LIMIT)?;
     if text.trim_start().starts_with('{') {
         let fabric = ibscope_topo::export::json::read(&text)
             .with_context(|| format!("{}", path.display()))?;
@@ -129,4 +169,25 @@ pub fn host_list(arg: &str) -> Result<Vec<String>> {
         anyhow::bail!("{source}: no hosts");
     }
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_read_whole_up_to_its_limit_and_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.txt");
+        std::fs::write(&path, "0123456789").unwrap();
+        assert_eq!(read_text(&path, "file", 10).unwrap(), "0123456789");
+        let e = read_text(&path, "file", 9).unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
+        std::fs::write(&path, b"ab\0cd").unwrap();
+        let e = read_text(&path, "file", 100).unwrap_err().to_string();
+        assert!(e.contains("not a text file"), "{e}");
+        std::fs::write(&path, b"ab\xffcd").unwrap();
+        let e = read_text(&path, "file", 100).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
 }

@@ -645,3 +645,16 @@ fn json_snapshot_with_wrong_schema_is_refused_clearly() {
         );
     }
 }
+
+/// An endless binary stream as the topology ends at once with a clear error instead of
+/// reading until memory runs out.
+#[test]
+fn topology_from_dev_zero_is_refused_at_once() {
+    for command in ["links", "check"] {
+        let err = assert_input_error(
+            &["--topology", "/dev/zero", command],
+            &["/dev/zero", "not a text file"],
+        );
+        assert!(err.lines().count() <= 3, "{err}");
+    }
+}
