@@ -11,23 +11,31 @@ use crate::cli::Global;
 use crate::statedir::StateDir;
 use ibscope_sim::{Sim, SimOptions};
 
-/// The demo fabric: 16 GPU nodes on a 2-level fat tree of 8-port switches.
-pub const DEMO_TOPOLOGY: &str = include_str!("../../examples/fabrics/demo.topo");
+/// The demo fabric: a GPU cluster of 8 servers with 8 HCAs each on 8 rails (a leaf per
+/// rail, 8 spines), named as rdma-ndd names them ("gpu-0001 mlx5_0").
+pub const DEMO_TOPOLOGY: &str = include_str!("../../examples/fabrics/gpu-cluster.topo");
 
 /// The faults the demo plants, so tests and the README can name them.
 pub mod faults {
-    /// Runs at 1xHDR instead of 4xHDR (set in the topology file, both ends).
-    pub const DEGRADED_UPLINK: (&str, u8) = ("L0001", 5);
+    /// An inter-switch link at 1xHDR instead of 4xHDR (set in the topology file, both ends).
+    pub const DEGRADED_UPLINK: (&str, u8) = ("R1L001", 9);
     /// A port with symbol errors (a marginal cable).
-    pub const SYMBOL_ERRORS: (&str, u8, u64) = ("L0002", 3, 1234);
+    pub const SYMBOL_ERRORS: (&str, u8, u64) = ("R4L001", 4, 1234);
     /// A flapping link: its LinkDowned counter is raised, and in interactive mode the link
     /// really goes down and up every few seconds.
-    pub const FLAPPING: (&str, u8, u64) = ("L0003", 7, 7);
+    pub const FLAPPING: (&str, u8, u64) = ("R7L001", 2, 7);
+    /// A server's HCA cabled to another rail's leaf (in the topology file): gpu-0003's
+    /// rail-5 HCA on rail 6's leaf.
+    pub const CROSS_RAIL: (&str, u8) = ("gpu-0003", 5);
+    /// A rail with no cable on one server (in the topology file): gpu-0006's rail 2.
+    pub const RAIL_DOWN: (&str, u8) = ("gpu-0006", 2);
 }
 
-/// Run ibscope against a bundled simulated fabric (ibsim + OpenSM) with three faults
-/// planted: a degraded uplink (L0001 port 5 at 1xHDR), symbol errors on L0002 port 3, and a
-/// flapping link at L0003 port 7. Opens the TUI; everything stops on exit.
+/// Run ibscope against a bundled simulated GPU cluster (ibsim + OpenSM): 8 servers with 8
+/// HCAs each on 8 rails, with the faults operators meet: gpu-0003's rail-5 HCA cabled to
+/// rail 6's leaf, rail 2 of gpu-0006 down, an inter-switch link at 1x (R1L001 port 9),
+/// symbol errors on R4L001 port 4, and a link that flaps while the demo runs (R7L001 port
+/// 2). Opens the TUI (the Hosts view shows the rail grid); everything stops on exit.
 ///
 /// With --once: run `ibscope check` on it once, print the report and exit with its code.
 ///
@@ -54,14 +62,21 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     let dir = StateDir::create("demo")?;
     let topo = dir.path().join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;
-    eprintln!("starting the demo fabric (ibsim + OpenSM): 16 GPU nodes, 6 switches ...");
+    eprintln!(
+        "starting the demo fabric (ibsim + OpenSM): 8 GPU servers x 8 rails, 16 switches ..."
+    );
     let sim = Arc::new(Sim::start(SimOptions::new(topo)).context("starting the simulator")?);
     let (node, port, value) = faults::SYMBOL_ERRORS;
     sim.set_counter(node, port, "SymbolErrorCounter", value)?;
     let (node, port, value) = faults::FLAPPING;
     sim.set_counter(node, port, "LinkDownedCounter", value)?;
     eprintln!(
-        "planted: degraded uplink {}[{}], symbol errors on {}[{}], flapping link {}[{}]",
+        "planted: {} rail {} on another rail's leaf, {} rail {} down, degraded uplink {}[{}], \
+         symbol errors on {}[{}], flapping link {}[{}]",
+        faults::CROSS_RAIL.0,
+        faults::CROSS_RAIL.1,
+        faults::RAIL_DOWN.0,
+        faults::RAIL_DOWN.1,
         faults::DEGRADED_UPLINK.0,
         faults::DEGRADED_UPLINK.1,
         faults::SYMBOL_ERRORS.0,

@@ -26,9 +26,14 @@ fn demo_once_reports_the_planted_faults() {
         })
         .collect();
     let expect = [
-        ("degraded-link", "leaf-0001", 5),
-        ("counter-above-threshold", "leaf-0002", 3),
-        ("counter-above-threshold", "leaf-0003", 7),
+        // R1L001 port 9 to spine 1, named from the spine end.
+        ("degraded-link", "spine-0001", 2),
+        ("counter-above-threshold", "leaf-r4-001", 4),
+        ("counter-above-threshold", "leaf-r7-001", 2),
+        // gpu-0003's rail-5 HCA, cabled to rail 6's leaf.
+        ("rail-misaligned", "gpu-0003 mlx5_5", 1),
+        // gpu-0006 has no rail-2 HCA: named at the leaf port where it belongs.
+        ("rail-down", "leaf-r2-001", 6),
     ];
     for (kind, node, port) in expect {
         assert!(
@@ -38,13 +43,13 @@ fn demo_once_reports_the_planted_faults() {
             "missing {kind} at {node}[{port}] in {found:?}"
         );
     }
-    assert_eq!(found.len(), 3, "only the planted faults: {found:?}");
+    assert_eq!(found.len(), 5, "only the planted faults: {found:?}");
     let symbol = findings
         .iter()
         .find(|f| f["counter"] == "SymbolErrorCounter")
         .expect("symbol error finding");
     assert_eq!(symbol["value"], 1234);
-    // The degraded link names its far end: the spine.
+    // The degraded link names its far end: rail 1's leaf, port 9.
     let degraded = &findings
         .iter()
         .find(|f| f["kind"] == "degraded-link")
@@ -52,5 +57,17 @@ fn demo_once_reports_the_planted_faults() {
     assert!(degraded["node"]
         .as_str()
         .unwrap_or("")
-        .contains("spine-0001"));
+        .contains("leaf-r1-001"));
+    assert_eq!(degraded["port"], 9);
+    let rail_down = findings
+        .iter()
+        .find(|f| f["kind"] == "rail-down")
+        .expect("rail down");
+    assert!(
+        rail_down["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("gpu-0006: rail 2"),
+        "{rail_down}"
+    );
 }

@@ -288,6 +288,6 @@ fn stop_signals_under_tui_restore_the_terminal_and_leave_nothing() {
 #[test]
 fn stop_signals_under_demo_restore_the_terminal_and_leave_nothing() {
     for (signal, name) in STOP_SIGNALS {
-        assert_tui_stops("demo", "", "6 switches, 16 CAs", signal, name);
+        assert_tui_stops("demo", "", "16 switches, 63 CAs", signal, name);
     }
 }
