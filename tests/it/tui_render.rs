@@ -1380,3 +1380,35 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
     assert_eq!(planes_of(&states[1]), vec![]);
     assert_eq!(planes_of(&states[0]), vec![]);
 }
+
+/// At 80 columns the Links view of the demo's GPU cluster (switch names such as
+/// "MF0;leaf-r6-001:MQM9700/U1") shortens the middle of long names and keeps both ends'
+/// port numbers.
+#[test]
+fn links_keep_both_port_numbers_at_80_columns() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/gpu-cluster.topo"),
+    )
+    .unwrap();
+    let fabric = ibnd::parse(&text).expect("the demo fabric parses");
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    state.status.source = "file gpu-cluster.topo".into();
+    state.apply_sweep(Sweep::from_fabric(fabric, t0()), start);
+    state.now = start + Duration::from_secs(3);
+    press(&mut state, KeyCode::Char('3'));
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("End A"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty() && !l.contains("Selected link"))
+        .collect();
+    assert!(rows.len() > 10, "{text}");
+    for row in &rows {
+        let ports = row.matches(|c| c == ']').count();
+        assert_eq!(ports, 2, "both ends' ports in {row:?}\n{text}");
+    }
+    assert!(text.contains('…'), "long names are shortened:\n{text}");
+    insta::assert_snapshot!("links_gpu_cluster_80x24", text);
+}

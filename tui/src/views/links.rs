@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
-use super::widgets::{no_data, verdict_text, ViewParts, BAD, HEAD, RED, WARN};
+use super::widgets::{name_and_port, no_data, verdict_text, ViewParts, BAD, HEAD, RED, WARN};
 use crate::derive::node_name;
 use crate::state::{AppState, ListCursor};
 
@@ -61,6 +61,10 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
     let height = usize::from(table_area.height.saturating_sub(1));
     let window = state.links.window(rows_all.len(), height);
     let end_text = |e: End| format!("{}[{}]", node_name(fabric.node(e.node), names), e.port);
+    // The end columns share what the fixed columns (and the gaps between all six) leave.
+    let end_width = usize::from(table_area.width.saturating_sub(6 + 7 + 7 + 4 + 5) / 2);
+    let end_cell =
+        |e: End| name_and_port(&node_name(fabric.node(e.node), names), e.port, end_width);
     let rate =
         |r: Option<ibscope_topo::health::Rate>| r.map_or_else(|| "?".into(), |r| r.to_string());
     let rows: Vec<Row> = window
@@ -76,8 +80,8 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
                 ""
             };
             let row = Row::new(vec![
-                end_text(r.a),
-                end_text(r.b),
+                end_cell(r.a),
+                end_cell(r.b),
                 r.facts.active_text(),
                 rate(r.verdict.expected),
                 r.facts.state_text(),

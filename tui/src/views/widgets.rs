@@ -37,6 +37,24 @@ pub struct ViewParts {
     pub list_noun: fn(&AppState) -> &'static str,
 }
 
+/// `name[port]` in at most `width` columns: a long name loses its middle (head kept longer
+/// than tail: a switch's name is at its start, its model at its end), never the port, so both ends of a link stay identifiable at 80 columns.
+pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
+    let port = format!("[{port}]");
+    let chars: Vec<char> = name.chars().collect();
+    let budget = width.saturating_sub(port.chars().count());
+    if chars.len() <= budget {
+        return format!("{name}{port}");
+    }
+    let keep = budget.saturating_sub(1);
+    let tail = keep / 4;
+    let head = keep - tail;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out + &port
+}
+
 /// "3s", "4m05s", "2h03m".
 pub fn format_age(d: Duration) -> String {
     let s = d.as_secs();
@@ -116,5 +134,20 @@ pub fn verdict_text(v: &LinkVerdict) -> (String, Style) {
         (format!("below norm: {why}"), WARN)
     } else {
         ("not degraded".to_string(), DIM)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_name_loses_its_middle_never_its_port() {
+        assert_eq!(name_and_port("leaf-1", 4, 20), "leaf-1[4]");
+        let short = name_and_port("MF0;leaf-r6-001:MQM9700/U1", 17, 20);
+        assert_eq!(short, "MF0;leaf-r6-…/U1[17]");
+        assert_eq!(short.chars().count(), 20);
+        // No room at all: the port alone.
+        assert_eq!(name_and_port("gpu-0003 mlx5_5", 1, 3), "…[1]");
     }
 }
