@@ -1406,7 +1406,7 @@ fn links_keep_both_port_numbers_at_80_columns() {
         .collect();
     assert!(rows.len() > 10, "{text}");
     for row in &rows {
-        let ports = row.matches(|c| c == ']').count();
+        let ports = row.matches(']').count();
         assert_eq!(ports, 2, "both ends' ports in {row:?}\n{text}");
     }
     assert!(text.contains('…'), "long names are shortened:\n{text}");
