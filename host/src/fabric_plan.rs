@@ -271,23 +271,10 @@ pub fn planes_notes(groups: &[LocalPlanes]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::multi_plane::tests::planarized;
-    use ibscope_mad::attr::{PhysState, PortState};
+    use ibscope_mad::attr::PortState;
 
     fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {
-        LocalPort {
-            ca_name: ca.into(),
-            ca_type: String::new(),
-            node_guid: 0,
-            port_num: n,
-            lid: 0,
-            sm_lid: 0,
-            lmc: 0,
-            state,
-            phys_state: PhysState::LinkUp,
-            port_guid: 0,
-            link_layer: ll.into(),
-            sm_disabled: false,
-        }
+        LocalPort::listed(ca, n, state, ll)
     }
 
     fn cas() -> Vec<(String, Vec<LocalPort>)> {

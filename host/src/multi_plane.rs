@@ -63,7 +63,7 @@ pub fn local_planes(cas: &[(String, Vec<LocalPort>)]) -> Vec<LocalPlanes> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use ibscope_mad::attr::{PhysState, PortState};
+    use ibscope_mad::attr::PortState;
 
     /// A host with one two-plane HCA port as libibumad lists it: mlx5_0 and mlx5_1, the
     /// planes (SMI devices), and mlx5_2, the GSI device (IsSMDisabled), all with port GUID
@@ -71,18 +71,9 @@ pub(crate) mod tests {
     pub(crate) fn planarized() -> Vec<(String, Vec<LocalPort>)> {
         let dev = |ca: &str, guid: u64, sm_disabled: bool| {
             let p = LocalPort {
-                ca_name: ca.into(),
-                ca_type: String::new(),
-                node_guid: 0,
-                port_num: 1,
-                lid: 0,
-                sm_lid: 0,
-                lmc: 0,
-                state: PortState::Active,
-                phys_state: PhysState::LinkUp,
                 port_guid: guid,
-                link_layer: "InfiniBand".into(),
                 sm_disabled,
+                ..LocalPort::listed(ca, 1, PortState::Active, "InfiniBand")
             };
             (ca.to_string(), vec![p])
         };

@@ -245,6 +245,25 @@ pub struct LocalPort {
 }
 
 impl LocalPort {
+    /// A port as libibumad lists it, known only by CA, number, state and link layer; GUIDs,
+    /// LIDs and LMC zero, physically LinkUp. What plans and tests of port selection need.
+    pub fn listed(ca_name: &str, port_num: u8, state: PortState, link_layer: &str) -> LocalPort {
+        LocalPort {
+            ca_name: ca_name.into(),
+            ca_type: String::new(),
+            node_guid: 0,
+            port_num,
+            lid: 0,
+            sm_lid: 0,
+            lmc: 0,
+            state,
+            phys_state: PhysState::LinkUp,
+            port_guid: 0,
+            link_layer: link_layer.into(),
+            sm_disabled: false,
+        }
+    }
+
     /// True under the ibsim shim, which fakes a CA of type "simulator".
     pub fn is_simulator(&self) -> bool {
         self.ca_type == "simulator"
@@ -1056,20 +1075,7 @@ mod tests {
     }
 
     fn port(ca: &str, n: u8, state: PortState, ll: &str) -> LocalPort {
-        LocalPort {
-            ca_name: ca.into(),
-            ca_type: String::new(),
-            node_guid: 0,
-            port_num: n,
-            lid: 0,
-            sm_lid: 0,
-            lmc: 0,
-            state,
-            phys_state: PhysState::LinkUp,
-            port_guid: 0,
-            link_layer: ll.into(),
-            sm_disabled: false,
-        }
+        LocalPort::listed(ca, n, state, ll)
     }
 
     #[test]
