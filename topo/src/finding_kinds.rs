@@ -66,6 +66,9 @@ pub enum FindingKind {
     HostCounterRate,
     PfcStorm,
     RoceConfig,
+    AcsBlocksPeerToPeer,
+    DeviceFilesMissing,
+    FirmwareNotExpected,
 }
 
 /// What is known of one kind of finding.
@@ -90,7 +93,7 @@ pub enum Scope {
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 29] = {
+pub const FINDING_KINDS: [KindFacts; 32] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -299,6 +302,26 @@ pub const FINDING_KINDS: [KindFacts; 29] = {
             Warning,
             "a RoCE port's lossless configuration (PFC, DSCP map, ECN, MTU) differs from the \
              [roce] profile, or its ports disagree",
+        ),
+        h(
+            AcsBlocksPeerToPeer,
+            "acs-blocks-p2p",
+            Warning,
+            "PCIe ACS redirects peer-to-peer requests on a bridge between a GPU and its HCA: \
+             GPUDirect RDMA goes through the root complex or fails",
+        ),
+        h(
+            DeviceFilesMissing,
+            "device-files-missing",
+            Error,
+            "a port is Active but its /dev/infiniband uverbs or umad file is missing: no \
+             application can use it",
+        ),
+        h(
+            FirmwareNotExpected,
+            "firmware-not-expected",
+            Warning,
+            "an HCA runs firmware other than the manifest given expects for its model",
         ),
     ]
 };
