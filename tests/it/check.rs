@@ -560,21 +560,24 @@ fn no_sm_means_no_master_and_ports_not_active() {
 #[test]
 fn offline_file_without_rates_says_so_and_expect_judges_it() {
     // The demo topology gives a rate only for its planted 1xHDR uplink: the fabric norm
-    // cannot judge the other 31 links, so "healthy" comes with a note, and --expect finds
-    // the degraded link.
+    // cannot judge the other 31 links (a note says so); the build rule of inter-switch
+    // links (4x) still flags the uplink, and --expect finds it as degraded instead.
     let topo = repo_root().join("examples/fabrics/demo.topo");
     let topo = topo.to_str().unwrap();
-    let text = assert_success(&ibscope_plain(&["--topology", topo, "check"], &[]));
+    let text = assert_exit(&ibscope_plain(&["--topology", topo, "check"], &[]), 1);
     assert!(
         text.contains("note: 31 of 32 links carry no active width/speed"),
         "{text}"
     );
-    let doc: Value = serde_json::from_str(&assert_success(&ibscope_plain(
-        &["--topology", topo, "check", "--json"],
-        &[],
-    )))
+    let doc: Value = serde_json::from_str(&assert_exit(
+        &ibscope_plain(&["--topology", topo, "check", "--json"], &[]),
+        1,
+    ))
     .unwrap();
     assert_eq!(doc["links_without_rate"], 31);
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{doc}");
+    assert_eq!(findings[0]["kind"], "inter-switch-link-narrow");
     let out = assert_exit(
         &ibscope_plain(
             &["--topology", topo, "check", "--json", "--expect", "4xHDR"],
@@ -662,4 +665,59 @@ fn error_findings_name_their_causes() {
         text.contains("PortXmitDiscards ≥ 65535: at its maximum, it no longer counts"),
         "{text}"
     );
+}
+
+/// The real FDR10 cluster (tests/data/real/loginoff-fdr10-qdr.ibnd) with every one of its
+/// 47 switch-to-switch links cut to 1x: the fabric's norm becomes 1x and sees nothing, the
+/// build rule flags each link once (the file gives no supported widths: "built 4x").
+#[test]
+fn uniformly_narrowed_inter_switch_links_are_flagged() {
+    let original =
+        std::fs::read_to_string(repo_root().join("tests/data/real/loginoff-fdr10-qdr.ibnd"))
+            .unwrap();
+    let mut in_switch = false;
+    let cut: Vec<String> = original
+        .lines()
+        .map(|l| {
+            if l.starts_with("Switch") {
+                in_switch = true;
+            } else if l.starts_with("Ca") || l.starts_with("Hca") {
+                in_switch = false;
+            }
+            let to_switch = l.starts_with('[') && l.contains("]\t\"S-");
+            if in_switch && to_switch {
+                l.replace("4xFDR10", "1xFDR10")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let dir = temp_dir();
+    let path = dir.path().join("fdr10-cut.ibnd");
+    std::fs::write(&path, cut.join("\n")).unwrap();
+    let out = assert_exit(
+        &ibscope_plain(
+            &["--topology", path.to_str().unwrap(), "check", "--json"],
+            &[],
+        ),
+        1,
+    );
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    let narrow: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["kind"] == "inter-switch-link-narrow")
+        .collect();
+    assert_eq!(narrow.len(), 47, "{out}");
+    assert_eq!(findings.len(), 47, "no other rule fires: {out}");
+    assert!(narrow[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("runs 1xFDR10, narrower than 4x: inter-switch links are built 4x"));
+    // The file as published: every inter-switch link at 4x, healthy.
+    let original_path = repo_root().join("tests/data/real/loginoff-fdr10-qdr.ibnd");
+    assert_success(&ibscope_plain(
+        &["--topology", original_path.to_str().unwrap(), "check"],
+        &[],
+    ));
 }

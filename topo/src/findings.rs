@@ -47,6 +47,9 @@ pub fn fabric_findings(
             );
         }
     }
+    findings.extend(crate::narrow_links::narrow_inter_switch_links(
+        &report.links,
+    ));
     for l in report.loopbacks() {
         findings.push(
             Finding::new(

@@ -25,6 +25,7 @@ mod ibnd_text;
 pub mod m_key;
 pub mod master_sm;
 pub mod namemap;
+pub mod narrow_links;
 pub mod parse_error;
 pub mod port_toggle;
 pub mod resolve;
