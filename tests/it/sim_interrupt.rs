@@ -291,3 +291,36 @@ fn stop_signals_under_demo_restore_the_terminal_and_leave_nothing() {
         assert_tui_stops("demo", "", "16 switches, 63 CAs", signal, name);
     }
 }
+
+/// The terminal closing under the UI (its window closed, its tmux session killed): the
+/// UI ends as for `q` and leaves nothing, instead of spinning on a terminal that reads
+/// end of file (crossterm retries such reads without end).
+#[test]
+fn a_closed_terminal_ends_tui_and_demo() {
+    let sim = sim("demo.topo");
+    let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    for (command, env, ready) in [
+        ("tui --interval 1", env.as_str(), "6 switches, 16 CAs"),
+        ("demo", "", "16 switches, 63 CAs"),
+    ] {
+        let scratch = Scratch::new();
+        let script = format!(
+            "cd {cwd} && env {env} TMPDIR={tmp} {bin} {command}; true",
+            cwd = scratch.cwd().display(),
+            tmp = scratch.tmp().display(),
+            bin = ibscope_bin().display(),
+        );
+        let tmux = Tmux::start("ibscope-hangup", &script);
+        tmux.wait_for(&[ready], Duration::from_secs(40));
+        let shell: u32 = tmux
+            .run(&["display", "-p", "-t", "ui", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap();
+        let ibscope = children_of(shell);
+        assert_eq!(ibscope.len(), 1, "{ibscope:?}");
+        drop(tmux);
+        assert_all_gone(&ibscope);
+        scratch.assert_clean(&format!("{command}, terminal closed"));
+    }
+}

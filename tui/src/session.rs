@@ -95,6 +95,7 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
         &mut LiveInputs {
             sweepers: &sweepers,
             stop_requested: options.stop_requested,
+            terminal_gone: false,
         },
     );
     // A live sweep in progress is cancelled (its MADs fail within one timeout) so the
@@ -112,6 +113,24 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
 struct LiveInputs<'a> {
     sweepers: &'a [SweepThread],
     stop_requested: fn() -> bool,
+    /// The terminal hung up (its window closed, its tmux session killed): leave as for `q`.
+    terminal_gone: bool,
+}
+
+/// Wait up to `timeout` for the terminal on stdin: `true` when it has hung up (its window
+/// closed, its tmux session killed). crossterm's poll and read retry a read that returns
+/// end of file without end, at full CPU, so the loop asks the kernel first and lets
+/// crossterm read only a terminal that is still there.
+fn terminal_hung_up(timeout: Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&mut fd, 1, millis) };
+    ready > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 impl Inputs for LiveInputs<'_> {
@@ -122,11 +141,18 @@ impl Inputs for LiveInputs<'_> {
             .find_map(|(i, s)| s.messages.try_recv().ok().map(|m| (i, m)))
     }
     fn terminal_event(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>> {
-        if event::poll(timeout)? {
-            event::read().map(Some)
-        } else {
-            Ok(None)
+        // What crossterm already holds (several keys from one read, a resize) first; then
+        // the terminal itself, waited on here rather than inside crossterm.
+        for wait in [Duration::ZERO, timeout] {
+            if terminal_hung_up(wait) {
+                self.terminal_gone = true;
+                return Ok(None);
+            }
+            if event::poll(Duration::ZERO)? {
+                return event::read().map(Some);
+            }
         }
+        Ok(None)
     }
     fn sweep_now(&mut self, fabric: usize) {
         if let Some(s) = self.sweepers.get(fabric) {
@@ -134,6 +160,6 @@ impl Inputs for LiveInputs<'_> {
         }
     }
     fn stop_requested(&mut self) -> bool {
-        (self.stop_requested)()
+        self.terminal_gone || (self.stop_requested)()
     }
 }
