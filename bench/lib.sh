@@ -35,13 +35,17 @@ cpu_ns() {
 # seconds_between NS0 NS1: the seconds from one cpu_ns reading to a later one.
 seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'; }
 
-# bench_setup TAG: builds the release ibscope into $ibscope, makes the run's directory $work
+# bench_setup TAG: builds the release ibscope into $ibscope (or takes $IBSCOPE), makes the run's directory $work
 # (removed on exit, with the simulator named $name stopped if one is up), points the
 # simulator's state there and moves into it: clients under the shim keep their fake sysfs
 # in the current directory.
 bench_setup() {
-    cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
-    ibscope="$root/target/release/ibscope"
+    if [ -n "${IBSCOPE:-}" ]; then
+        ibscope=$IBSCOPE # a build given by the caller (e.g. to compare two builds)
+    else
+        cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin ibscope
+        ibscope="$root/target/release/ibscope"
+    fi
     work=$(mktemp -d "/tmp/ibscope-bench-$1.XXXXXX")
     export IBSCOPE_SIM_DIR="$work/sims"
     cd "$work"
