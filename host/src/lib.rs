@@ -8,12 +8,14 @@
 //!
 //! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
+//! - [`counters`]: the ports' and devices' RDMA counters, their rates and the findings of them.
 //! - [`fabric_plan`]: which fabrics `-C`/`-P` and the config's `[[fabric]]` tables select.
 //! - [`multi_plane`]: the local ports that are planes of one multi-plane HCA port.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
 //!   itself is the `verbs` module, behind the feature of that name.
 
+pub mod counters;
 pub mod fabric_plan;
 pub mod gather;
 pub mod ibv;

@@ -39,7 +39,7 @@ impl Sysfs {
     }
 
     /// A small text file (sysfs attributes are at most a page; /proc/modules a few KiB).
-    fn read(path: &Path) -> Option<String> {
+    pub(crate) fn read(path: &Path) -> Option<String> {
         let mut text = String::new();
         std::fs::File::open(path)
             .ok()?
@@ -50,7 +50,7 @@ impl Sysfs {
     }
 
     /// The names in a directory, in natural order (`mlx5_2` before `mlx5_10`).
-    fn list(dir: &Path) -> Vec<String> {
+    pub(crate) fn list(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .into_iter()
             .flatten()

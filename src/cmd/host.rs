@@ -39,6 +39,8 @@ use crate::cli::{exit, Global};
 ///   ibscope host --check
 ///   ibscope host --check --expect 4xNDR --json
 ///   ibscope -C mlx5_0 host
+///   ibscope host --counters --interval 5     # counters and their rates over 5 s
+///   ibscope host --check --interval 10       # also counters rising above their limits
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = kinds_help())]
 pub struct Args {
@@ -52,6 +54,16 @@ pub struct Args {
     /// common rate).
     #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
     pub expect: Option<Rate>,
+    /// The RDMA counters of every port (ports/N/counters, hw_counters, the RoCE netdev's
+    /// carrier_changes) and device (hw_counters), named as the driver names them and
+    /// grouped: link errors, data (in bytes), transport, receive resources, congestion.
+    #[arg(long)]
+    pub counters: bool,
+    /// Read the counters twice, S seconds apart: with --counters their rates; with --check
+    /// also findings of counters rising faster than their limits (any link_downed,
+    /// symbol_error above 120/h, local_ack_timeout_err above 1/s, ...).
+    #[arg(long, value_name = "S")]
+    pub interval: Option<f64>,
 }
 
 /// The finding kinds --check reports, from the shared table.
@@ -84,6 +96,10 @@ struct Report<'a> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let interval = a.interval.map(super::host_counters::interval).transpose()?;
+    if a.counters {
+        return super::host_counters::run(g, a.json, interval);
+    }
     let mut host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
     if let Some(ca) = &g.ca {
         let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();
@@ -97,11 +113,17 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     let opts = PreflightOptions { expect: a.expect };
-    let findings = if a.check {
+    let mut findings = if a.check {
         ibscope_host::preflight(&host, &opts)
     } else {
         Vec::new()
     };
+    if let Some(interval) = interval.filter(|_| a.check) {
+        findings.extend(super::host_counters::rate_findings(
+            g.ca.as_deref(),
+            interval,
+        )?);
+    }
     let mut out = std::io::stdout().lock();
     let written = if a.json {
         let report = Report {

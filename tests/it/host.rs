@@ -389,3 +389,88 @@ fn this_machine_without_rdma_devices_is_exit_2_not_a_crash() {
         }
     }
 }
+
+/// `host --counters` on the ConnectX-6 tree with counters added: values named as the
+/// driver names them, data in bytes, "N/A (no PMA)" and garbage as null with a note; with
+/// --check --interval a link_downed that rises between the reads is a finding.
+#[test]
+fn counters_are_shown_and_a_rising_link_downed_is_a_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("connectx6-ib"), dir.path());
+    let port = dir.path().join("sys/class/infiniband/mlx5_0/ports/1");
+    let write = |rel: &str, text: &str| {
+        let p = port.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("counters/symbol_error", "12\n");
+    write("counters/link_downed", "0\n");
+    write("counters/port_rcv_data", "250\n");
+    write("counters/VL15_dropped", "N/A (no PMA)\n");
+    write("counters/port_xmit_discards", "\u{1b}]0;x\u{7}\n");
+    write("hw_counters/rnr_nak_retry_err", "0\n");
+    let (code, report) = json(dir.path(), &["host", "--counters", "--json"]);
+    assert_eq!(code, 0, "{report}");
+    let counters = report["counters"][0]["counters"].as_array().unwrap();
+    let of = |name: &str| {
+        counters
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {report}"))
+            .clone()
+    };
+    assert_eq!(of("symbol_error")["value"], 12);
+    assert_eq!(of("symbol_error")["group"], "link-errors");
+    assert_eq!(
+        of("port_rcv_data")["value"],
+        1000,
+        "4-byte words shown as bytes"
+    );
+    assert_eq!(of("port_rcv_data")["unit"], "bytes");
+    assert_eq!(of("VL15_dropped")["value"], Value::Null);
+    assert_eq!(of("VL15_dropped")["note"], "N/A (no PMA)");
+    assert_eq!(of("port_xmit_discards")["value"], Value::Null);
+    assert_eq!(of("rnr_nak_retry_err")["group"], "transport");
+    let text = String::from_utf8(run(Some(dir.path()), &["host", "--counters"]).stdout).unwrap();
+    assert!(
+        text.contains("link errors") && text.contains("1000 B"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "garbage is escaped:\n{text}");
+
+    // Between the two reads of --check --interval, the link goes down once.
+    let bump = {
+        let file = port.join("counters/link_downed");
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(file, "1\n").unwrap();
+        })
+    };
+    let (code, report) = json(
+        dir.path(),
+        &["host", "--check", "--interval", "1", "--json"],
+    );
+    bump.join().unwrap();
+    assert_eq!(code, 1, "{report}");
+    let rising: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "host-counter-rate")
+        .collect();
+    assert_eq!(rising.len(), 1, "{report}");
+    let message = rising[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("mlx5_0 port 1: link_downed rose by 1")
+            && message.contains("any increase"),
+        "{message}"
+    );
+    // Without a rise, --check --interval finds nothing more than --check.
+    let (code, report) = json(
+        dir.path(),
+        &["host", "--check", "--interval", "0.2", "--json"],
+    );
+    assert_eq!(code, 0, "{report}");
+    let out = run(Some(dir.path()), &["host", "--counters", "--interval", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,602 @@
+//! The RDMA counters the kernel shows for each port (`ports/N/counters/`, the InfiniBand
+//! PortCounters; `ports/N/hw_counters/`, the driver's own) and each device
+//! (`hw_counters/`), named as the driver names them, grouped as an operator reads them;
+//! the RoCE netdev's `carrier_changes`; rates between two reads; and the findings of rates
+//! above their limits.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ibscope_topo::findings::{Finding, FindingKind};
+use serde::Serialize;
+
+use crate::preflight::HostFinding;
+use crate::sysfs::Sysfs;
+
+/// How an operator groups a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterGroup {
+    /// The physical link: symbol errors, downed links, integrity and overrun errors.
+    LinkErrors,
+    /// Bytes and packets moved.
+    Data,
+    /// The reliable transport: retries, sequence errors, timeouts, RNR NAKs.
+    Transport,
+    /// Receive queues out of buffers.
+    ReceiveResources,
+    /// Congestion control: CNPs, ECN marks, RoCE adaptive retransmission.
+    Congestion,
+    Other,
+}
+
+impl CounterGroup {
+    pub fn title(self) -> &'static str {
+        match self {
+            CounterGroup::LinkErrors => "link errors",
+            CounterGroup::Data => "data",
+            CounterGroup::Transport => "transport",
+            CounterGroup::ReceiveResources => "receive resources",
+            CounterGroup::Congestion => "congestion",
+            CounterGroup::Other => "other",
+        }
+    }
+}
+
+/// Known counter names (mlx5, bnxt_re and the InfiniBand core) and their groups; any other
+/// name is [`CounterGroup::Other`].
+const GROUPS: &[(&str, CounterGroup)] = {
+    use CounterGroup::*;
+    &[
+        // InfiniBand PortCounters (drivers/infiniband/core/sysfs.c).
+        ("symbol_error", LinkErrors),
+        ("link_error_recovery", LinkErrors),
+        ("link_downed", LinkErrors),
+        ("port_rcv_errors", LinkErrors),
+        ("port_rcv_remote_physical_errors", LinkErrors),
+        ("port_rcv_switch_relay_errors", LinkErrors),
+        ("port_xmit_discards", LinkErrors),
+        ("port_xmit_constraint_errors", LinkErrors),
+        ("port_rcv_constraint_errors", LinkErrors),
+        ("local_link_integrity_errors", LinkErrors),
+        ("excessive_buffer_overrun_errors", LinkErrors),
+        ("VL15_dropped", LinkErrors),
+        ("port_xmit_wait", Congestion),
+        ("port_xmit_data", Data),
+        ("port_rcv_data", Data),
+        ("port_xmit_packets", Data),
+        ("port_rcv_packets", Data),
+        ("unicast_xmit_packets", Data),
+        ("unicast_rcv_packets", Data),
+        ("multicast_xmit_packets", Data),
+        ("multicast_rcv_packets", Data),
+        // mlx5 (drivers/infiniband/hw/mlx5/counters.c).
+        ("out_of_sequence", Transport),
+        ("packet_seq_err", Transport),
+        ("local_ack_timeout_err", Transport),
+        ("rnr_nak_retry_err", Transport),
+        ("implied_nak_seq_err", Transport),
+        ("duplicate_request", Transport),
+        ("resp_local_length_error", Transport),
+        ("resp_cqe_error", Transport),
+        ("req_cqe_error", Transport),
+        ("req_remote_invalid_request", Transport),
+        ("req_remote_access_errors", Transport),
+        ("resp_remote_access_errors", Transport),
+        ("resp_cqe_flush_error", Transport),
+        ("req_cqe_flush_error", Transport),
+        ("rx_write_requests", Data),
+        ("rx_read_requests", Data),
+        ("rx_atomic_requests", Data),
+        ("out_of_buffer", ReceiveResources),
+        ("rx_icrc_encapsulated", Transport),
+        ("np_cnp_sent", Congestion),
+        ("np_ecn_marked_roce_packets", Congestion),
+        ("rp_cnp_handled", Congestion),
+        ("rp_cnp_ignored", Congestion),
+        ("roce_adp_retrans", Congestion),
+        ("roce_adp_retrans_to", Congestion),
+        ("roce_slow_restart", Congestion),
+        ("roce_slow_restart_cnps", Congestion),
+        ("roce_slow_restart_trans", Congestion),
+        // bnxt_re (drivers/infiniband/hw/bnxt_re/hw_counters.c).
+        ("rx_pkts", Data),
+        ("rx_bytes", Data),
+        ("tx_pkts", Data),
+        ("tx_bytes", Data),
+        ("recoverable_errors", LinkErrors),
+        ("rx_roce_errors", Transport),
+        ("rx_roce_discards", ReceiveResources),
+        ("to_retransmits", Transport),
+        ("seq_err_naks_rcvd", Transport),
+        ("max_retry_exceeded", Transport),
+        ("rnr_naks_rcvd", Transport),
+        ("missing_resp", Transport),
+        ("dup_req", Transport),
+        ("res_rx_no_perm", Transport),
+        ("res_oos_drop_count", Transport),
+        ("res_srq_load_err", ReceiveResources),
+        ("res_rx_pci_err", Transport),
+        ("rx_cnp_pkts", Congestion),
+        ("tx_cnp_pkts", Congestion),
+        ("rx_ecn_marked_pkts", Congestion),
+        ("carrier_changes", LinkErrors),
+    ]
+};
+
+pub fn group_of(name: &str) -> CounterGroup {
+    GROUPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(CounterGroup::Other, |(_, g)| *g)
+}
+
+/// Where a counter was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterSource {
+    /// `ports/N/counters/` (the InfiniBand PortCounters the kernel reads from the PMA).
+    Port,
+    /// `ports/N/hw_counters/`.
+    PortHw,
+    /// The device's `hw_counters/`.
+    DeviceHw,
+    /// The RoCE port's netdev (`/sys/class/net/IF/`).
+    Netdev,
+}
+
+/// What a counter file held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    Value(u64),
+    /// "N/A (no PMA)": the port has no performance management agent.
+    NotAvailable,
+    /// Missing between listing and reading, unreadable, or not a number: why.
+    Unknown(String),
+}
+
+/// One counter of a port or device. JSON: `name`, `group`, `source`, `value` (a number,
+/// or null with a `note`: "N/A (no PMA)", "unreadable", "not a number: ..."), `unit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    /// The file's name, as the driver names it.
+    pub name: String,
+    pub group: CounterGroup,
+    pub source: CounterSource,
+    /// For `port_xmit_data`/`port_rcv_data` the bytes (the kernel counts 4-byte words).
+    pub reading: Reading,
+    /// `bytes` for the data counters converted from words, else absent.
+    pub unit: Option<&'static str>,
+}
+
+impl Serialize for Counter {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Counter", 6)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("source", &self.source)?;
+        let (value, note) = match &self.reading {
+            Reading::Value(v) => (Some(*v), None),
+            Reading::NotAvailable => (None, Some("N/A (no PMA)")),
+            Reading::Unknown(why) => (None, Some(why.as_str())),
+        };
+        st.serialize_field("value", &value)?;
+        if let Some(note) = note {
+            st.serialize_field("note", note)?;
+        }
+        if let Some(unit) = self.unit {
+            st.serialize_field("unit", unit)?;
+        }
+        st.end()
+    }
+}
+
+/// The counters of one port (`port` set) or of a device as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterSet {
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    pub counters: Vec<Counter>,
+}
+
+/// Counters the kernel shows in 4-byte words.
+const WORD_COUNTERS: [&str; 2] = ["port_xmit_data", "port_rcv_data"];
+
+/// One counter file: a number, "N/A (no PMA)", or unknown with the reason.
+pub fn parse_reading(text: Option<&str>) -> Reading {
+    let Some(text) = text else {
+        return Reading::Unknown("unreadable".into());
+    };
+    let t = text.trim();
+    if t.starts_with("N/A") {
+        return Reading::NotAvailable;
+    }
+    match t.parse::<u64>() {
+        Ok(v) => Reading::Value(v),
+        Err(_) => Reading::Unknown(format!(
+            "not a number: {:?}",
+            t.chars().take(40).collect::<String>()
+        )),
+    }
+}
+
+fn read_dir(dir: &Path, source: CounterSource) -> Vec<Counter> {
+    Sysfs::list(dir)
+        .into_iter()
+        .map(|name| {
+            let mut reading = parse_reading(Sysfs::read(&dir.join(&name)).as_deref());
+            let mut unit = None;
+            if source == CounterSource::Port && WORD_COUNTERS.contains(&name.as_str()) {
+                if let Reading::Value(words) = reading {
+                    reading = Reading::Value(words.saturating_mul(4));
+                }
+                unit = Some("bytes");
+            }
+            Counter {
+                group: group_of(&name),
+                name,
+                source,
+                reading,
+                unit,
+            }
+        })
+        .collect()
+}
+
+impl Sysfs {
+    /// Every port's and device's counters, of `only` (a device name) or every device.
+    pub fn counters(&self, only: Option<&str>) -> Vec<CounterSet> {
+        let class = self.root().join("sys/class/infiniband");
+        let mut sets = Vec::new();
+        for device in self.device_names() {
+            if only.is_some_and(|o| o != device) {
+                continue;
+            }
+            let dir = class.join(&device);
+            for port in Sysfs::list(&dir.join("ports")) {
+                let Ok(number) = port.parse::<u8>() else {
+                    continue;
+                };
+                let port_dir = dir.join("ports").join(&port);
+                let mut counters = read_dir(&port_dir.join("counters"), CounterSource::Port);
+                counters.extend(read_dir(
+                    &port_dir.join("hw_counters"),
+                    CounterSource::PortHw,
+                ));
+                let netdev = Sysfs::read(&port_dir.join("gid_attrs/ndevs/0"))
+                    .map(|t| t.trim().to_string())
+                    .filter(|n| !n.is_empty() && !n.contains('/'));
+                if let Some(ifname) = &netdev {
+                    let file = self.root().join("sys/class/net").join(ifname);
+                    if let Some(text) = Sysfs::read(&file.join("carrier_changes")) {
+                        counters.push(Counter {
+                            name: "carrier_changes".into(),
+                            group: CounterGroup::LinkErrors,
+                            source: CounterSource::Netdev,
+                            reading: parse_reading(Some(&text)),
+                            unit: None,
+                        });
+                    }
+                }
+                sets.push(CounterSet {
+                    device: device.clone(),
+                    port: Some(number),
+                    netdev,
+                    counters,
+                });
+            }
+            let device_hw = read_dir(&dir.join("hw_counters"), CounterSource::DeviceHw);
+            if !device_hw.is_empty() {
+                sets.push(CounterSet {
+                    device: device.clone(),
+                    port: None,
+                    netdev: None,
+                    counters: device_hw,
+                });
+            }
+        }
+        sets
+    }
+}
+
+/// How much a counter grew from `old` to `new`. A 32-bit counter that passed its maximum
+/// starts again at 0 (wrapped: the distance through 2^32); any other counter that went
+/// back was reset, and has no growth to tell.
+pub fn growth(old: u64, new: u64) -> Option<u64> {
+    const WRAP: u64 = 1 << 32;
+    if new >= old {
+        Some(new - old)
+    } else if old < WRAP && old - new > WRAP / 2 {
+        Some(WRAP - old + new)
+    } else {
+        None
+    }
+}
+
+/// One counter's change between two reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterRate {
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u8>,
+    pub name: String,
+    pub group: CounterGroup,
+    /// Growth over the interval (`None`: reset, or unknown in either read).
+    pub delta: Option<u64>,
+    /// `delta` per second.
+    pub per_second: Option<f64>,
+}
+
+/// The change of every counter read twice, `interval` apart.
+pub fn rates(before: &[CounterSet], after: &[CounterSet], interval: Duration) -> Vec<CounterRate> {
+    let seconds = interval.as_secs_f64();
+    let mut out = Vec::new();
+    for set in after {
+        let earlier = before
+            .iter()
+            .find(|b| b.device == set.device && b.port == set.port);
+        for c in &set.counters {
+            let old = earlier.and_then(|b| {
+                b.counters
+                    .iter()
+                    .find(|o| o.name == c.name && o.source == c.source)
+            });
+            let delta = match (old.map(|o| &o.reading), &c.reading) {
+                (Some(Reading::Value(o)), Reading::Value(n)) => {
+                    // Bytes converted from words wrap at 2^32 words, not bytes.
+                    if c.unit == Some("bytes") {
+                        growth(o / 4, n / 4).map(|w| w * 4)
+                    } else {
+                        growth(*o, *n)
+                    }
+                }
+                _ => None,
+            };
+            out.push(CounterRate {
+                device: set.device.clone(),
+                port: set.port,
+                name: c.name.clone(),
+                group: c.group,
+                delta,
+                per_second: delta.filter(|_| seconds > 0.0).map(|d| d as f64 / seconds),
+            });
+        }
+    }
+    out
+}
+
+/// A counter's limit: more than `count` in `per` is a finding (`count` 0: any increase).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub counter: &'static str,
+    pub count: u64,
+    pub per: Duration,
+}
+
+/// The limits used in practice: any increase of a downed link, an overrun or an integrity
+/// error or an RNR retry exhausted; symbol errors above 120 an hour; ACK timeouts above 1
+/// a second; discards above 100 a second.
+pub const DEFAULT_RATE_LIMITS: [RateLimit; 7] = [
+    RateLimit::any("link_downed"),
+    RateLimit::any("excessive_buffer_overrun_errors"),
+    RateLimit::any("local_link_integrity_errors"),
+    RateLimit::any("rnr_nak_retry_err"),
+    RateLimit::new("symbol_error", 120, 3600),
+    RateLimit::new("local_ack_timeout_err", 1, 1),
+    RateLimit::new("port_xmit_discards", 100, 1),
+];
+
+impl RateLimit {
+    const fn any(counter: &'static str) -> RateLimit {
+        RateLimit::new(counter, 0, 1)
+    }
+    const fn new(counter: &'static str, count: u64, seconds: u64) -> RateLimit {
+        RateLimit {
+            counter,
+            count,
+            per: Duration::from_secs(seconds),
+        }
+    }
+
+    fn text(self) -> String {
+        if self.count == 0 {
+            return "any increase".into();
+        }
+        let unit = match self.per.as_secs() {
+            1 => "s".to_string(),
+            60 => "min".to_string(),
+            3600 => "h".to_string(),
+            s => format!("{s} s"),
+        };
+        format!("{}/{unit}", self.count)
+    }
+
+    /// Whether `delta` over `interval` is above the limit.
+    fn exceeded(self, delta: u64, interval: Duration) -> bool {
+        if self.count == 0 {
+            return delta > 0;
+        }
+        let per_second = delta as f64 / interval.as_secs_f64().max(1e-9);
+        per_second > self.count as f64 / self.per.as_secs_f64()
+    }
+}
+
+/// A `host-counter-rate` finding for each counter that grew faster than its limit.
+pub fn rate_findings(
+    rates: &[CounterRate],
+    limits: &[RateLimit],
+    interval: Duration,
+) -> Vec<HostFinding> {
+    let mut found = Vec::new();
+    for r in rates {
+        let Some(limit) = limits.iter().find(|l| l.counter == r.name) else {
+            continue;
+        };
+        let Some(delta) = r.delta.filter(|d| limit.exceeded(*d, interval)) else {
+            continue;
+        };
+        let port = r.port.map_or_else(String::new, |p| format!(" port {p}"));
+        let message = format!(
+            "{}{port}: {} rose by {delta} in {:.1} s ({:.2}/s), limit {}",
+            r.device,
+            r.name,
+            interval.as_secs_f64(),
+            r.per_second.unwrap_or(0.0),
+            limit.text()
+        );
+        found.push(HostFinding {
+            device: Some(r.device.clone()),
+            finding: Finding::new(FindingKind::HostCounterRate, message),
+        });
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// An mlx5 device with one RoCE port: PortCounters, hw_counters, a netdev.
+    fn tree(root: &Path, symbol: u64, words: u64, link_downed: &str) {
+        let port = "sys/class/infiniband/mlx5_0/ports/1";
+        write(
+            root,
+            &format!("{port}/counters/symbol_error"),
+            &format!("{symbol}\n"),
+        );
+        write(
+            root,
+            &format!("{port}/counters/port_xmit_data"),
+            &format!("{words}\n"),
+        );
+        write(root, &format!("{port}/counters/link_downed"), link_downed);
+        write(
+            root,
+            &format!("{port}/counters/VL15_dropped"),
+            "N/A (no PMA)\n",
+        );
+        write(root, &format!("{port}/hw_counters/out_of_buffer"), "7\n");
+        write(root, &format!("{port}/hw_counters/np_cnp_sent"), "12\n");
+        write(root, &format!("{port}/gid_attrs/ndevs/0"), "ens1f0np0\n");
+        write(root, "sys/class/net/ens1f0np0/carrier_changes", "4\n");
+        write(
+            root,
+            "sys/class/infiniband/mlx5_0/hw_counters/lifespan",
+            "10\n",
+        );
+    }
+
+    fn value(sets: &[CounterSet], port: Option<u8>, name: &str) -> Reading {
+        sets.iter()
+            .find(|s| s.port == port)
+            .and_then(|s| s.counters.iter().find(|c| c.name == name))
+            .map(|c| c.reading.clone())
+            .unwrap_or_else(|| panic!("{name} missing"))
+    }
+
+    #[test]
+    fn counters_are_read_grouped_and_data_is_in_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 3, 1000, "0\n");
+        let sets = Sysfs::new(dir.path()).counters(None);
+        assert_eq!(sets.len(), 2, "the port and the device");
+        assert_eq!(
+            value(&sets, Some(1), "port_xmit_data"),
+            Reading::Value(4000)
+        );
+        assert_eq!(value(&sets, Some(1), "VL15_dropped"), Reading::NotAvailable);
+        assert_eq!(value(&sets, Some(1), "carrier_changes"), Reading::Value(4));
+        assert_eq!(value(&sets, None, "lifespan"), Reading::Value(10));
+        assert_eq!(sets[0].netdev.as_deref(), Some("ens1f0np0"));
+        let cnp = sets[0]
+            .counters
+            .iter()
+            .find(|c| c.name == "np_cnp_sent")
+            .unwrap();
+        assert_eq!(
+            (cnp.group, cnp.source),
+            (CounterGroup::Congestion, CounterSource::PortHw)
+        );
+        assert_eq!(group_of("out_of_buffer"), CounterGroup::ReceiveResources);
+        assert_eq!(group_of("something_new"), CounterGroup::Other);
+    }
+
+    #[test]
+    fn garbage_and_unreadable_files_are_unknown_never_a_number() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 3, 1000, "\u{1b}[2Jgarbage\n");
+        let port = dir
+            .path()
+            .join("sys/class/infiniband/mlx5_0/ports/1/counters");
+        std::os::unix::fs::symlink("/nonexistent", port.join("port_rcv_data")).unwrap();
+        let sets = Sysfs::new(dir.path()).counters(Some("mlx5_0"));
+        assert!(matches!(
+            value(&sets, Some(1), "link_downed"),
+            Reading::Unknown(_)
+        ));
+        assert_eq!(
+            value(&sets, Some(1), "port_rcv_data"),
+            Reading::Unknown("unreadable".into())
+        );
+        assert!(Sysfs::new(dir.path()).counters(Some("mlx5_9")).is_empty());
+    }
+
+    #[test]
+    fn growth_wraps_32_bit_counters_and_ignores_resets() {
+        assert_eq!(growth(5, 9), Some(4));
+        assert_eq!(growth(u64::from(u32::MAX) - 1, 3), Some(5));
+        assert_eq!(growth(1000, 10), None, "reset");
+        assert_eq!(
+            growth(1 << 40, 5),
+            None,
+            "a 64-bit counter does not wrap at 2^32"
+        );
+    }
+
+    #[test]
+    fn rates_and_the_findings_of_their_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 3, 1000, "0\n");
+        let before = Sysfs::new(dir.path()).counters(None);
+        tree(dir.path(), 3 + 240, 1500, "1\n");
+        let after = Sysfs::new(dir.path()).counters(None);
+        let interval = Duration::from_secs(10);
+        let r = rates(&before, &after, interval);
+        let of = |n: &str| r.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(of("port_xmit_data").delta, Some(2000));
+        assert_eq!(of("port_xmit_data").per_second, Some(200.0));
+        assert_eq!(of("VL15_dropped").delta, None);
+        let found = rate_findings(&r, &DEFAULT_RATE_LIMITS, interval);
+        let names: Vec<&str> = found.iter().map(|f| f.finding.message.as_str()).collect();
+        assert_eq!(found.len(), 2, "{names:?}");
+        let has = |needles: &[&str]| names.iter().any(|n| needles.iter().all(|x| n.contains(x)));
+        assert!(
+            has(&["mlx5_0 port 1: symbol_error rose by 240", "limit 120/h"]),
+            "{names:?}"
+        );
+        assert!(
+            has(&["link_downed rose by 1", "limit any increase"]),
+            "{names:?}"
+        );
+        assert!(found
+            .iter()
+            .all(|f| f.finding.kind == FindingKind::HostCounterRate));
+        // Below the limits: nothing.
+        assert!(rate_findings(
+            &rates(&before, &before, interval),
+            &DEFAULT_RATE_LIMITS,
+            interval
+        )
+        .is_empty());
+    }
+}
