@@ -105,6 +105,13 @@ pub struct Args {
     /// Leave out the host and rail findings (a fabric that is no GPU cluster).
     #[arg(long, conflicts_with = "hosts")]
     pub no_hosts: bool,
+    /// Compare the fabric with a cabling plan instead: a CSV file with the header
+    /// a_node,a_port,z_node,z_port[,rate] (nodes by NodeDescription, name-map name or
+    /// GUID; `discover --format plan` writes one), or an ibnetdiscover file or JSON
+    /// snapshot. Reports every cable missing, extra, on the wrong port or node, or below
+    /// the planned rate; exit 1 on any.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -151,6 +158,9 @@ struct MultiReport {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    if let Some(plan) = &a.plan {
+        return super::check_plan::run(g, plan, a.json);
+    }
     let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
     let names = crate::fabric::names(g)?;
     let expected_hosts = a

@@ -20,6 +20,8 @@ pub enum Format {
     Json,
     /// Graphviz: switches as boxes, CAs as ellipses, degraded links in red.
     Dot,
+    /// A cabling plan (CSV: a_node,a_port,z_node,z_port,rate), as `check --plan` reads it.
+    Plan,
 }
 
 /// Discover the fabric from the local port by directed route and export it.
@@ -69,6 +71,10 @@ fn export(
             let health = ibscope_topo::health::assess(fabric, names, &Default::default());
             out.write_all(export::dot::write(fabric, names, &health).as_bytes())?
         }
+        Format::Plan => ibscope_topo::plan::write_csv(
+            &ibscope_topo::plan::from_fabric(fabric, names),
+            &mut out,
+        )?,
     }
     out.flush()?;
     Ok(())
@@ -111,7 +117,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             match a.format {
                 Format::Json if written > 0 => out.write_all(b",\n")?,
                 Format::Json => {}
-                Format::Ibnetdiscover => writeln!(
+                Format::Ibnetdiscover | Format::Plan => writeln!(
                     out,
                     "#\n# fabric {}: {}\n#",
                     for_terminal(&opened.id.name),

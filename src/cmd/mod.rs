@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod check;
+pub mod check_plan;
 pub mod completions;
 pub mod config;
 pub mod counters;

@@ -23,6 +23,7 @@ mod monitoring;
 mod multifabric;
 mod pacing;
 mod package;
+mod plan;
 mod planes;
 mod query;
 mod route;

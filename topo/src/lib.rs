@@ -27,6 +27,7 @@ pub mod master_sm;
 pub mod namemap;
 pub mod narrow_links;
 pub mod parse_error;
+pub mod plan;
 pub mod port_toggle;
 pub mod resolve;
 pub mod responder;
