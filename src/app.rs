@@ -62,7 +62,9 @@ pub enum Command {
         about = "Port counters (PortCounters/PortCountersExtended) of every port; rates; reset"
     )]
     Counters(cmd::counters::Args),
-    #[command(about = "Discover the fabric and export it (ibnetdiscover text, JSON, DOT)")]
+    #[command(about = "What happened to the links: the journal serve --journal writes")]
+    Events(cmd::events::Args),
+    #[command(about = "Discover the fabric and export it (ibnetdiscover text, JSON, DOT, plan)")]
     Discover(cmd::discover::Args),
     #[command(about = "Compare two topology files: nodes, links, width/speed/state changes")]
     Diff(cmd::diff::Args),
@@ -169,6 +171,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Counters(a) => cmd::counters::run(g, a),
         Command::Discover(a) => cmd::discover::run(g, a),
         Command::Diff(a) => cmd::diff::run(g, a),
+        Command::Events(a) => cmd::events::run(g, a),
         Command::Host(a) => cmd::host::run(g, a),
         Command::Hosts(a) => cmd::hosts::run(g, a),
         Command::Links(a) => cmd::links::run(g, a),

@@ -76,6 +76,11 @@ pub struct Global {
     #[arg(skip)]
     pub fabrics: Vec<FabricConfig>,
 
+    /// The config file's `[serve] journal` (not a flag): where `events` and `check`
+    /// read the journal by default.
+    #[arg(skip)]
+    pub serve_journal: Option<PathBuf>,
+
     /// More log output on stderr (-v info, -vv debug, -vvv trace); IBSCOPE_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,

@@ -117,6 +117,7 @@ struct ServeConfig {
     allow_remote: Option<bool>,
     rediscover_every: Option<u64>,
     web_config: Option<PathBuf>,
+    journal: Option<PathBuf>,
 }
 
 /// Where a value in force came from.
@@ -258,11 +259,15 @@ impl FileConfig {
     /// Paths in a file are relative to the file's directory.
     fn resolve_paths(&mut self, file: &Path) {
         let dir = file.parent().unwrap_or(Path::new("."));
-        let web = self.serve.as_mut().and_then(|s| s.web_config.as_mut());
+        let (web, journal) = match self.serve.as_mut() {
+            Some(s) => (s.web_config.as_mut(), s.journal.as_mut()),
+            None => (None, None),
+        };
         for p in [&mut self.node_name_map, &mut self.thresholds]
             .into_iter()
             .flatten()
             .chain(web)
+            .chain(journal)
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -314,15 +319,19 @@ pub fn apply(
     let (layers, files) = Layers::load(env)?;
     let mut out = Vec::new();
     apply_global(global, matches, env, &layers, &mut out)?;
-    match serve_args {
-        Some(a) => apply_serve(a, matches.subcommand_matches("serve"), &layers, &mut out)?,
+    global.serve_journal = match serve_args {
+        Some(a) => {
+            apply_serve(a, matches.subcommand_matches("serve"), &layers, &mut out)?;
+            a.journal.clone()
+        }
         None => {
-            // Shown by `config show`; the command itself does not use them.
+            // Shown by `config show`; of them, `events` and `check` use the journal.
             let defaults = default_serve_args()?;
             let mut a = defaults;
             apply_serve(&mut a, None, &layers, &mut out)?;
+            a.journal
         }
-    }
+    };
     Ok(Settings {
         files,
         settings: out,
@@ -582,6 +591,15 @@ fn apply_serve(
         layers.serve(|s| s.web_config.as_ref().map(|p| Some(p.display().to_string()))),
     );
     a.web_config = web.map(PathBuf::from);
+    let mut journal = a.journal.as_ref().map(|p| p.display().to_string());
+    layer(
+        out,
+        "serve.journal",
+        flag("journal", "--journal"),
+        &mut journal,
+        layers.serve(|s| s.journal.as_ref().map(|p| Some(p.display().to_string()))),
+    );
+    a.journal = journal.map(PathBuf::from);
     Ok(())
 }
 

@@ -19,6 +19,7 @@ use ibscope_topo::export::prometheus::{self, PageLabels, PageStats, PortFilter, 
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
+use ibscope_topo::journal::JournalFile;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
@@ -43,6 +44,9 @@ pub struct SweepSettings {
     pub rediscover_every: u64,
     /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
     pub send_fabric: bool,
+    /// Where what changed between two discoveries (links down and up, state changes,
+    /// downshifts) is appended, if anywhere.
+    pub journal: Option<JournalFile>,
 }
 
 /// One fabric's sweeps, on a thread of `serve`: from opening the port until it is lost
@@ -80,6 +84,9 @@ struct Discovered {
 #[derive(Default)]
 struct Progress {
     current: Option<Discovered>,
+    /// The fabric of the discovery before `current` was dropped for a new one: what the
+    /// journal compares the new one with.
+    last_fabric: Option<Fabric>,
     previous: Option<Sample>,
     since_discovery: u64,
 }
@@ -182,6 +189,9 @@ impl Sweeper {
         };
         if progress.current.is_none() {
             let d = self.discover(engine);
+            if ensure_connected(engine).is_ok() {
+                self.journal(progress.last_fabric.take().as_ref(), &d.fabric);
+            }
             // Not a discovery the transport was lost in the middle of.
             if self.settings.send_fabric && ensure_connected(engine).is_ok() {
                 let fabric = Box::new(d.fabric.clone());
@@ -238,7 +248,7 @@ impl Sweeper {
             && progress.since_discovery >= self.settings.rediscover_every;
         if changed || empty || due {
             tracing::info!("rediscovering (change seen: {changed})");
-            progress.current = None;
+            progress.last_fabric = progress.current.take().map(|d| d.fabric);
         }
         progress.previous = Some(sample);
         Ok(!self.stopped())
@@ -315,6 +325,25 @@ impl Sweeper {
         );
         self.send(Frame::Page { failure });
         !self.stopped()
+    }
+
+    /// Append to the journal what changed since the last discovery.
+    fn journal(&self, last: Option<&Fabric>, now: &Fabric) {
+        let (Some(journal), Some(last)) = (&self.settings.journal, last) else {
+            return;
+        };
+        let mut events = ibscope_topo::journal::changes(
+            last,
+            now,
+            self.settings.names.as_ref(),
+            std::time::SystemTime::now(),
+        );
+        for e in &mut events {
+            e.fabric.clone_from(&self.settings.name);
+        }
+        if let Err(e) = journal.append(&events) {
+            tracing::warn!("cannot write the journal {}: {e}", journal.path.display());
+        }
     }
 
     fn discover(&mut self, exec: &mut Engine) -> Discovered {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -112,6 +112,10 @@ pub struct Args {
     /// the planned rate; exit 1 on any.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// Also report links that flap (link-flapping: down twice or more within 10 minutes)
+    /// from the event journal `serve --journal` writes.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -278,7 +282,7 @@ fn check_one(
     };
     let live = engine.is_some();
     let mut engine = engine;
-    let eval = evaluate(
+    let mut eval = evaluate(
         fabric,
         names,
         health_options,
@@ -289,6 +293,13 @@ fn check_one(
     if let Some(e) = &engine {
         // Lost mid-sweep: one message, not a finding per unreadable port.
         crate::fabric::ensure_connected(e)?;
+    }
+    if let Some(path) = &a.journal {
+        let (events, _) = ibscope_topo::journal::read(path)
+            .with_context(|| format!("cannot read the journal {}", path.display()))?;
+        let limits = ibscope_topo::journal::FlapLimits::default();
+        eval.findings
+            .extend(ibscope_topo::journal::flapping(&events, limits));
     }
     let links_without_rate = eval
         .health

@@ -9,6 +9,7 @@ pub mod counters;
 pub mod demo;
 pub mod diff;
 pub mod discover;
+pub mod events;
 pub mod gen;
 pub mod host;
 pub mod host_counters;

@@ -137,6 +137,11 @@ pub struct Args {
     /// --allow-remote. A file that cannot be used fails at start.
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+    /// Append what changes between discoveries (links down and up, port state changes,
+    /// width and speed downshifts) to this JSON Lines file, rotated at 16 MiB to FILE.1;
+    /// `ibscope events` reads it and `check --journal` finds flapping links in it.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -217,6 +222,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
         send_fabric: multi,
+        journal: a
+            .journal
+            .clone()
+            .map(|path| ibscope_topo::journal::JournalFile {
+                path,
+                max_bytes: ibscope_topo::journal::DEFAULT_MAX_BYTES,
+            }),
     };
     let fabrics: Result<Vec<FabricToServe>> = planned
         .into_iter()

@@ -1082,3 +1082,92 @@ fn serve_page_keeps_the_series_it_always_had() {
         "missing: {missing:#?}\nextra: {extra:#?}"
     );
 }
+
+/// `serve --journal` records a link going down and coming back at each rediscovery;
+/// `events` reads them back, and `check --journal` reports the link as flapping once it
+/// went down twice within ten minutes.
+#[test]
+fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
+    let sim = sim("examples/fabrics/net");
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let journal = scratch.path().join("events.jsonl");
+    let journal_arg = journal.to_str().unwrap();
+    let (mut serve, port) =
+        start_serve(&sim, &log, &["--interval", "0.3", "--journal", journal_arg]);
+    wait_healthy(&mut serve, port, &log);
+    let count = |kind: &str| {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+            .count()
+    };
+    let wait_for = |kind: &str, n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while count(kind) < n {
+            assert!(
+                Instant::now() < deadline,
+                "no {n} {kind} in the journal:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    for bounce in 1..=2 {
+        sim.unlink("Switch1", 2).unwrap();
+        sim.resweep().unwrap();
+        wait_for("link-down", bounce);
+        sim.relink("Switch1", 2).unwrap();
+        sim.resweep().unwrap();
+        wait_for("link-up", bounce);
+    }
+    let out = ibscope_plain(
+        &[
+            "events",
+            "--journal",
+            journal_arg,
+            "--json",
+            "--link",
+            "Switch1:2",
+        ],
+        &[],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&assert_success(&out)).unwrap();
+    let kinds: Vec<&str> = doc["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .filter(|k| k.starts_with("link-"))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["link-down", "link-up", "link-down", "link-up"],
+        "{doc}"
+    );
+    let text = assert_success(&ibscope_plain(
+        &["events", "--journal", journal_arg, "--since", "1h"],
+        &[],
+    ));
+    assert!(
+        text.contains("link-down") && text.contains("Switch1"),
+        "{text}"
+    );
+    let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
+    let flapping: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "link-flapping")
+        .collect();
+    assert_eq!(flapping.len(), 1, "{doc}");
+    assert!(
+        flapping[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("went down 2 times"),
+        "{doc}"
+    );
+}

@@ -22,6 +22,7 @@ pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
 mod ibnd_text;
+pub mod journal;
 pub mod m_key;
 pub mod master_sm;
 pub mod namemap;

@@ -1,0 +1,119 @@
+//! `ibscope events`: the event journal `serve --journal` writes, filtered.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::journal::{self, Event};
+use serde::Serialize;
+
+use crate::cli::{exit, Global};
+
+/// What happened to the fabric's links: the journal `ibscope serve --journal FILE` (or
+/// `[serve] journal` in the config file) appends to at each discovery: links down and up,
+/// port state changes, width and speed downshifts, with both ends.
+///
+/// Examples:
+///   ibscope events --journal /var/lib/ibscope/events.jsonl --since 1h
+///   ibscope events --journal events.jsonl --link leaf-07:17
+///   ibscope events --journal events.jsonl --json | jq '.events[].kind'
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The journal; default: the config file's `[serve] journal`.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Only the events of the last DURATION (e.g. 30m, 1h, 2d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub since: Option<Duration>,
+    /// Only the events of this link: NODE or NODE:PORT (NodeDescription or 0x GUID).
+    #[arg(long, value_name = "NODE[:PORT]")]
+    pub link: Option<String>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    journal::parse_duration(text)
+}
+
+/// `NODE:PORT` or `NODE`; a NodeDescription may hold colons, so only a number after the
+/// last one is a port.
+pub fn split_link(text: &str) -> (&str, Option<u8>) {
+    match text.rsplit_once(':') {
+        Some((node, port)) => match port.parse::<u8>() {
+            Ok(p) => (node, Some(p)),
+            Err(_) => (text, None),
+        },
+        None => (text, None),
+    }
+}
+
+/// The journal to read: `--journal`, else the one `serve` is configured to write.
+pub fn journal_path(explicit: Option<&PathBuf>, g: &Global) -> Result<PathBuf> {
+    explicit
+        .cloned()
+        .or_else(|| g.serve_journal.clone())
+        .context("no journal: give --journal FILE (the file `serve --journal` writes)")
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    journal: String,
+    skipped_lines: usize,
+    events: &'a [Event],
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let path = journal_path(a.journal.as_ref(), g)?;
+    let (mut events, skipped) = journal::read(&path)
+        .with_context(|| format!("cannot read the journal {}", path.display()))?;
+    if let Some(since) = a.since {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let from = now.saturating_sub(since.as_secs());
+        events.retain(|e| e.time >= from);
+    }
+    if let Some(link) = &a.link {
+        let (node, port) = split_link(link);
+        events.retain(|e| journal::touches(e, node, port));
+    }
+    if a.json {
+        crate::output::print_json(&Report {
+            journal: path.display().to_string(),
+            skipped_lines: skipped,
+            events: &events,
+        })?;
+        return Ok(ExitCode::from(exit::OK));
+    }
+    let mut out = std::io::stdout().lock();
+    for e in &events {
+        let b = e.b.as_ref().map_or_else(String::new, |b| {
+            format!(" <-> {:?}[{}]", for_terminal(&b.node), b.port)
+        });
+        let kind = serde_json::to_value(e.kind)?;
+        writeln!(
+            out,
+            "{}  {:<16} {:?}[{}]{b}  {}",
+            e.at,
+            kind.as_str().unwrap_or("?"),
+            for_terminal(&e.a.node),
+            e.a.port,
+            for_terminal(&e.detail)
+        )?;
+    }
+    if skipped > 0 {
+        eprintln!(
+            "warning: {skipped} line(s) of {} are not events (skipped)",
+            path.display()
+        );
+    }
+    writeln!(out, "{} event(s)", events.len())?;
+    out.flush()?;
+    Ok(ExitCode::from(exit::OK))
+}

@@ -1,0 +1,439 @@
+//! The event journal: what changed between two discoveries of a fabric (links down and up,
+//! port state changes, width and speed downshifts), as JSON Lines appended to a file that
+//! is rotated by size; read back with filters; and the `link-flapping` rule over it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::findings::{Finding, FindingKind};
+use crate::model::{End, Fabric, Port};
+use crate::namemap::{display_name, NameMap};
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// A link of the previous discovery is gone.
+    LinkDown,
+    /// A link the previous discovery did not have.
+    LinkUp,
+    /// A port's logical state changed (Active to Init, ...).
+    PortState,
+    WidthDownshift,
+    SpeedDownshift,
+}
+
+/// One end of the link an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventEnd {
+    pub node: String,
+    pub guid: String,
+    pub port: u8,
+}
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Seconds since the Unix epoch.
+    pub time: u64,
+    /// The same, RFC 3339 UTC, for people reading the file.
+    pub at: String,
+    pub kind: EventKind,
+    pub a: EventEnd,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<EventEnd>,
+    pub detail: String,
+    /// The fabric it happened in (its name in `serve`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fabric: String,
+}
+
+fn seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn end_of(fabric: &Fabric, names: Option<&NameMap>, end: End) -> EventEnd {
+    let node = fabric.node(end.node);
+    EventEnd {
+        node: display_name(node, names).to_string(),
+        guid: ibscope_mad::codes::guid::text(node.guid),
+        port: end.port,
+    }
+}
+
+/// A link by both ends' (node GUID, port), smaller end first: comparable across discoveries.
+type LinkKey = ((u64, u8), (u64, u8));
+
+fn links_of(fabric: &Fabric) -> HashMap<LinkKey, (End, End)> {
+    fabric
+        .links()
+        .map(|l| {
+            let a = (l.a_node.guid, l.a.port);
+            let b = (l.b_node.guid, l.b.port);
+            let key = if a <= b { (a, b) } else { (b, a) };
+            let ends = if a <= b { (l.a, l.b) } else { (l.b, l.a) };
+            (key, ends)
+        })
+        .collect()
+}
+
+fn port_of(fabric: &Fabric, end: End) -> Option<&Port> {
+    fabric.node(end.node).port(end.port)
+}
+
+/// The events between two discoveries of one fabric, at `now`.
+pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemTime) -> Vec<Event> {
+    let time = seconds(now);
+    let at = humantime::format_rfc3339_seconds(now).to_string();
+    let event = |kind, fabric: &Fabric, (a, b): (End, End), detail: String| Event {
+        time,
+        at: at.clone(),
+        kind,
+        a: end_of(fabric, names, a),
+        b: Some(end_of(fabric, names, b)),
+        detail,
+        fabric: String::new(),
+    };
+    let (before, after) = (links_of(old), links_of(new));
+    let mut out = Vec::new();
+    let mut keys: Vec<&LinkKey> = before.keys().chain(after.keys()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        match (before.get(key), after.get(key)) {
+            (Some(ends), None) => {
+                out.push(event(EventKind::LinkDown, old, *ends, "link down".into()))
+            }
+            (None, Some(ends)) => out.push(event(EventKind::LinkUp, new, *ends, "link up".into())),
+            (Some(o), Some(n)) => {
+                for (oe, ne) in [(o.0, n.0), (o.1, n.1)] {
+                    let (Some(op), Some(np)) = (port_of(old, oe), port_of(new, ne)) else {
+                        continue;
+                    };
+                    let pair = if ne == n.0 { *n } else { (n.1, n.0) };
+                    if let (Some(ow), Some(nw)) = (op.width_active, np.width_active) {
+                        if nw.lanes() < ow.lanes() {
+                            out.push(event(
+                                EventKind::WidthDownshift,
+                                new,
+                                pair,
+                                format!("width {ow} -> {nw}"),
+                            ));
+                        }
+                    }
+                    if let (Some(os), Some(ns)) = (op.speed_active, np.speed_active) {
+                        if ns < os {
+                            out.push(event(
+                                EventKind::SpeedDownshift,
+                                new,
+                                pair,
+                                format!("speed {os} -> {ns}"),
+                            ));
+                        }
+                    }
+                    if let (Some(os), Some(ns)) = (op.state, np.state) {
+                        if os != ns {
+                            out.push(event(
+                                EventKind::PortState,
+                                new,
+                                pair,
+                                format!("state {os} -> {ns}"),
+                            ));
+                        }
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// Where the journal is written and when it is rotated: at `max_bytes` the file becomes
+/// `PATH.1` (the one before is dropped) and a new one starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalFile {
+    pub path: PathBuf,
+    pub max_bytes: u64,
+}
+
+/// The journal's default size before rotation.
+pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+
+fn rotated(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".1");
+    PathBuf::from(p)
+}
+
+impl JournalFile {
+    /// Append `events`, one JSON object a line, rotating first when the file is full.
+    pub fn append(&self, events: &[Event]) -> std::io::Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut text = Vec::new();
+        for e in events {
+            serde_json::to_writer(&mut text, e)?;
+            text.push(b'\n');
+        }
+        let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if size > 0 && size + text.len() as u64 > self.max_bytes {
+            std::fs::rename(&self.path, rotated(&self.path))?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        f.write_all(&text)
+    }
+}
+
+/// The journal's events, the rotated file's first; with the count of lines that were not
+/// events (a line cut short by a crash, garbage), which are skipped.
+pub fn read(path: &Path) -> std::io::Result<(Vec<Event>, usize)> {
+    let mut events = Vec::new();
+    let mut skipped = 0;
+    let mut any = false;
+    for p in [rotated(path), path.to_path_buf()] {
+        let file = match std::fs::File::open(&p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        any = true;
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Event>(&line) {
+                Ok(e) => events.push(e),
+                Err(_) => skipped += 1,
+            }
+        }
+    }
+    if !any {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no journal at {}", path.display()),
+        ));
+    }
+    Ok((events, skipped))
+}
+
+/// A duration as people write it: `30m`, `1h`, `2d 4h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration such as 30m or 1h: {e}"))
+}
+
+/// Whether an event is about `node` (name, NodeDescription or GUID) and, when given, `port`.
+pub fn touches(e: &Event, node: &str, port: Option<u8>) -> bool {
+    let node = node.trim();
+    let guid = node
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok());
+    let same = |end: &EventEnd| {
+        let named =
+            end.node == node || guid.is_some_and(|g| ibscope_mad::codes::guid::text(g) == end.guid);
+        named && port.map_or(true, |p| p == end.port)
+    };
+    same(&e.a) || e.b.as_ref().is_some_and(same)
+}
+
+/// The `link-flapping` limits: more than `downs` times down within `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlapLimits {
+    pub downs: u32,
+    pub window: Duration,
+}
+
+impl Default for FlapLimits {
+    /// Twice in ten minutes, as operators alert on it.
+    fn default() -> Self {
+        FlapLimits {
+            downs: 2,
+            window: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One `link-flapping` finding for each link that went down at least `limits.downs` times
+/// within a window of `limits.window`.
+pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+    let mut downs: BTreeMap<(String, u8, String, u8), Vec<&Event>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
+        let Some(b) = &e.b else { continue };
+        let (x, y) = ((e.a.guid.clone(), e.a.port), (b.guid.clone(), b.port));
+        let key = if x <= y {
+            (x.0, x.1, y.0, y.1)
+        } else {
+            (y.0, y.1, x.0, x.1)
+        };
+        downs
+            .entry((key.0, key.1, key.2, key.3))
+            .or_default()
+            .push(e);
+    }
+    let window = limits.window.as_secs();
+    let mut found = Vec::new();
+    for list in downs.values_mut() {
+        list.sort_by_key(|e| e.time);
+        let need = limits.downs.max(1) as usize;
+        let most = (0..list.len())
+            .map(|i| {
+                list[i..]
+                    .iter()
+                    .take_while(|e| e.time - list[i].time <= window)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        if most >= need {
+            let e = list[list.len() - 1];
+            let b = e.b.as_ref().expect("grouped by both ends");
+            found.push(Finding::new(
+                FindingKind::LinkFlapping,
+                format!(
+                    "{:?}[{}] <-> {:?}[{}] went down {most} times within {} (limit {} in {}); \
+                     last at {}",
+                    e.a.node,
+                    e.a.port,
+                    b.node,
+                    b.port,
+                    humantime::format_duration(limits.window),
+                    limits.downs,
+                    humantime::format_duration(limits.window),
+                    e.at
+                ),
+            ));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ibnd;
+
+    const TWO: &str = r#"
+Switch 4 "S1" # "leaf-1" base port 0 lid 1 lmc 0
+[1] "H1"[1] # "gpu-01 mlx5_0" lid 2 4xHDR
+[2] "H2"[1] # "gpu-02 mlx5_0" lid 3 4xHDR
+
+Hca 1 "H1" # "gpu-01 mlx5_0"
+[1] "S1"[1] # lid 2 lmc 0 "leaf-1" lid 1 4xHDR
+
+Hca 1 "H2" # "gpu-02 mlx5_0"
+[1] "S1"[2] # lid 3 lmc 0 "leaf-1" lid 1 4xHDR
+"#;
+
+    fn at(s: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    fn without_h2() -> Fabric {
+        let text: String = TWO
+            .lines()
+            .filter(|l| !l.starts_with("[2] \"H2\"") && !l.starts_with("[1] \"S1\"[2]"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        ibnd::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn a_link_that_goes_and_comes_back_is_two_events() {
+        let full = ibnd::parse(TWO).unwrap();
+        let down = changes(&full, &without_h2(), None, at(0));
+        assert_eq!(down.len(), 1, "{down:#?}");
+        assert_eq!(down[0].kind, EventKind::LinkDown);
+        let ends = [
+            down[0].a.node.as_str(),
+            down[0].b.as_ref().unwrap().node.as_str(),
+        ];
+        assert!(
+            ends.contains(&"leaf-1") && ends.contains(&"gpu-02 mlx5_0"),
+            "{ends:?}"
+        );
+        assert!(down[0].at.ends_with('Z'));
+        let up = changes(&without_h2(), &full, None, at(5));
+        assert_eq!(up[0].kind, EventKind::LinkUp);
+        assert!(changes(&full, &full, None, at(9)).is_empty());
+        let narrow = ibnd::parse(
+            &TWO.replace("lid 3 4xHDR", "lid 3 1xHDR")
+                .replace("lid 1 4xHDR\n\"#", ""),
+        )
+        .unwrap();
+        let shifted = changes(&full, &narrow, None, at(9));
+        assert!(
+            shifted
+                .iter()
+                .any(|e| e.kind == EventKind::WidthDownshift && e.detail == "width 4x -> 1x"),
+            "{shifted:#?}"
+        );
+    }
+
+    #[test]
+    fn the_journal_rotates_and_survives_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = JournalFile {
+            path: dir.path().join("events.jsonl"),
+            max_bytes: 600,
+        };
+        let full = ibnd::parse(TWO).unwrap();
+        for i in 0..6 {
+            let (a, b) = if i % 2 == 0 {
+                (&full, &without_h2())
+            } else {
+                (&without_h2(), &full)
+            };
+            file.append(&changes(a, b, None, at(i * 60))).unwrap();
+        }
+        assert!(rotated(&file.path).exists(), "rotated at 600 bytes");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file.path)
+            .unwrap();
+        f.write_all(b"{\"time\": 1, \"truncat\n\x1b[2J garbage\n")
+            .unwrap();
+        let (events, skipped) = read(&file.path).unwrap();
+        assert_eq!(skipped, 2);
+        assert!(events.len() >= 3 && events.len() <= 6, "{}", events.len());
+        assert!(
+            events.windows(2).all(|w| w[0].time <= w[1].time),
+            "oldest first"
+        );
+        assert!(read(&dir.path().join("none")).is_err());
+        assert!(touches(&events[0], "gpu-02 mlx5_0", Some(1)));
+        assert!(!touches(&events[0], "gpu-02 mlx5_0", Some(2)));
+        assert!(touches(&events[0], &events[0].a.guid.clone(), None));
+    }
+
+    #[test]
+    fn two_downs_in_ten_minutes_flap_one_does_not() {
+        let full = ibnd::parse(TWO).unwrap();
+        let down = |s| changes(&full, &without_h2(), None, at(s));
+        let once = down(0);
+        assert!(flapping(&once, FlapLimits::default()).is_empty());
+        let twice: Vec<Event> = down(0).into_iter().chain(down(300)).collect();
+        let found = flapping(&twice, FlapLimits::default());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, FindingKind::LinkFlapping);
+        assert!(
+            found[0].message.contains("went down 2 times within 10m"),
+            "{}",
+            found[0].message
+        );
+        let apart: Vec<Event> = down(0).into_iter().chain(down(3600)).collect();
+        assert!(
+            flapping(&apart, FlapLimits::default()).is_empty(),
+            "an hour apart"
+        );
+    }
+}
