@@ -14,6 +14,7 @@
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
 //!   itself is the `verbs` module, behind the feature of that name.
 
+pub mod compare;
 pub mod fabric_plan;
 pub mod gather;
 pub mod ibv;
