@@ -52,6 +52,8 @@ pub struct Args {
     /// common rate).
     #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
     pub expect: Option<Rate>,
+    #[command(subcommand)]
+    pub action: Option<super::host_compare::Action>,
 }
 
 /// The finding kinds --check reports, from the shared table.
@@ -84,6 +86,9 @@ struct Report<'a> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    if let Some(super::host_compare::Action::Compare(c)) = &a.action {
+        return super::host_compare::run(g, c);
+    }
     let mut host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
     if let Some(ca) = &g.ca {
         let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();

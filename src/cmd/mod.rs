@@ -10,6 +10,7 @@ pub mod diff;
 pub mod discover;
 pub mod gen;
 pub mod host;
+pub mod host_compare;
 pub mod hosts;
 pub mod links;
 pub mod man;
