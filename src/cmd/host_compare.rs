@@ -22,8 +22,12 @@ pub enum Action {
 ///
 /// Reads `ibscope host --json` documents (concatenated or one per line) from each FILE,
 /// `-` for stdin, and names every server whose value of a field differs from the majority,
-/// per field. Exit 1 when any differs.
+/// per field. A server is named by its hostname, else FILE#N.
 ///
+/// Exit code: 0 all agree, 1 some server differs, 2 a document could not be read (the
+/// message names the file and the document's position).
+///
+/// Examples:
 ///   ibscope host compare fleet/*.json
 ///   cat hosts.jsonl | ibscope host compare -
 #[derive(Debug, clap::Args)]
