@@ -79,6 +79,15 @@ fn names_the_planted_firmware_outlier_and_exits_1() {
         "{text}"
     );
     assert!(lines[0].ends_with(" on 15 of 16)"), "{text}");
+
+    let out = compare_stdin(&["--json", "-"], &fleet_with_outlier());
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report =
+        crate::common::schema::assert_valid("host-compare", "host compare --json", &text, false);
+    assert_eq!(report[0]["consistent"], false);
+    assert_eq!(report[0]["outliers"][0]["server"], "gpu-0007");
+    assert_eq!(report[0]["outliers"][0]["value"], "28.41.9999");
 }
 
 #[test]
@@ -97,6 +106,8 @@ fn json_output_of_a_consistent_fleet_from_files() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    crate::common::schema::assert_valid("host-compare", "host compare --json", &text, false);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["servers"], 3);
     assert_eq!(report["consistent"], true);
