@@ -16,6 +16,7 @@
 
 pub mod compare;
 pub mod fabric_plan;
+pub mod firmware_manifest;
 pub mod gather;
 pub mod ibv;
 pub mod model;
