@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use ibscope_host::model::{
     self, Device, DevicePort, Driver, GpuNear, LinkLayer, LocalHost, PeerMemory, VerbsStatus,
 };
@@ -38,6 +38,7 @@ use crate::cli::{exit, Global};
 ///   ibscope host
 ///   ibscope host --check
 ///   ibscope host --check --expect 4xNDR --json
+///   ibscope host --check --firmware fleet-firmware.txt
 ///   ibscope -C mlx5_0 host
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = kinds_help())]
@@ -52,6 +53,10 @@ pub struct Args {
     /// common rate).
     #[arg(long, value_name = "WIDTHxSPEED", value_parser = super::links::parse_rate)]
     pub expect: Option<Rate>,
+    /// With --check: a file of `KEY=VERSION` lines, KEY an HCA's board_id (PSID), model
+    /// (MT4129) or PCI device id (4129): HCAs on other firmware are findings.
+    #[arg(long, value_name = "MANIFEST", requires = "check")]
+    pub firmware: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub action: Option<super::host_compare::Action>,
 }
@@ -102,11 +107,18 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     let opts = PreflightOptions { expect: a.expect };
-    let findings = if a.check {
+    let mut findings = if a.check {
         ibscope_host::preflight(&host, &opts)
     } else {
         Vec::new()
     };
+    if let Some(path) = &a.firmware {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let manifest = ibscope_host::firmware_manifest::FirmwareManifest::parse(&text)
+            .with_context(|| format!("{}", path.display()))?;
+        findings.extend(manifest.check(&host));
+    }
     let mut out = std::io::stdout().lock();
     let written = if a.json {
         let report = Report {

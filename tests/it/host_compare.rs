@@ -124,3 +124,44 @@ fn a_truncated_document_is_a_clear_error_naming_file_and_index() {
     assert!(err.contains("-: document 16: "), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn host_check_firmware_manifest_flags_hcas_off_the_manifest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs/dgx-h100");
+    let doc = dgx_document();
+    let model = doc["devices"][0]["hca_type"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("firmware.txt");
+    let run = |text: &str| {
+        std::fs::write(&manifest, text).unwrap();
+        let out = ibscope()
+            .args(["host", "--check", "--json", "--firmware"])
+            .arg(&manifest)
+            .env("IBSCOPE_SYSFS_ROOT", &root)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let flagged = report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["kind"] == "firmware-not-expected")
+            .count();
+        (out, flagged)
+    };
+    let (_, flagged) = run(&format!("{model}=99.99.9999\n"));
+    let with_model = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["hca_type"] == model.as_str())
+        .count();
+    assert!(with_model > 0);
+    assert_eq!(flagged, with_model);
+    let fw = doc["devices"][0]["fw_ver"].as_str().unwrap();
+    let (_, flagged) = run(&format!("# as installed\n{model}={fw}\n"));
+    assert_eq!(flagged, 0);
+    let (out, _) = run("not a manifest line\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("firmware manifest line 1"));
+}
