@@ -139,7 +139,8 @@ pub fn facts_of(doc: &Value, fallback_name: &str) -> ServerFacts {
     ServerFacts { server, facts }
 }
 
-/// Port fields compared when present; the RoCE and counter fields may be absent.
+/// Port fields compared when present; the RoCE fields may be absent. Counter values are
+/// left out: they differ between any two servers by nature.
 const PORT_FIELDS: &[&str] = &[
     "state",
     "rate",
@@ -149,7 +150,6 @@ const PORT_FIELDS: &[&str] = &[
     "pfc",
     "dscp_map",
     "trust",
-    "counters",
 ];
 
 /// A checklist entry may be a plain value or `{ "version": .., "note": .. }`.
