@@ -15,8 +15,10 @@
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
 //!   itself is the `verbs` module, behind the feature of that name.
 
+pub mod compare;
 pub mod counters;
 pub mod fabric_plan;
+pub mod firmware_manifest;
 pub mod gather;
 pub mod ibv;
 pub mod model;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use ibscope_host::model::{
     self, Device, DevicePort, Driver, GpuNear, LinkLayer, LocalHost, PeerMemory, VerbsStatus,
 };
@@ -38,6 +38,7 @@ use crate::cli::{exit, Global};
 ///   ibscope host
 ///   ibscope host --check
 ///   ibscope host --check --expect 4xNDR --json
+///   ibscope host --check --firmware fleet-firmware.txt
 ///   ibscope -C mlx5_0 host
 ///   ibscope host --counters --interval 5     # counters and their rates over 5 s
 ///   ibscope host --check --interval 10       # also counters rising above their limits
@@ -64,6 +65,12 @@ pub struct Args {
     /// symbol_error above 120/h, local_ack_timeout_err above 1/s, ...).
     #[arg(long, value_name = "S")]
     pub interval: Option<f64>,
+    /// With --check: a file of `KEY=VERSION` lines, KEY an HCA's board_id (PSID), model
+    /// (MT4129) or PCI device id (4129): HCAs on other firmware are findings.
+    #[arg(long, value_name = "MANIFEST", requires = "check")]
+    pub firmware: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    pub action: Option<super::host_compare::Action>,
 }
 
 /// The finding kinds --check reports, from the shared table.
@@ -96,6 +103,9 @@ struct Report<'a> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    if let Some(super::host_compare::Action::Compare(c)) = &a.action {
+        return super::host_compare::run(g, c);
+    }
     let interval = a.interval.map(super::host_counters::interval).transpose()?;
     if a.counters {
         return super::host_counters::run(g, a.json, interval);
@@ -123,6 +133,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             g.ca.as_deref(),
             interval,
         )?);
+    }
+    if let Some(path) = &a.firmware {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let manifest = ibscope_host::firmware_manifest::FirmwareManifest::parse(&text)
+            .with_context(|| format!("{}", path.display()))?;
+        findings.extend(manifest.check(&host));
     }
     let mut out = std::io::stdout().lock();
     let written = if a.json {

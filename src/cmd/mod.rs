@@ -12,6 +12,7 @@ pub mod discover;
 pub mod events;
 pub mod gen;
 pub mod host;
+pub mod host_compare;
 pub mod host_counters;
 pub mod hosts;
 pub mod links;

@@ -16,6 +16,7 @@ mod discover;
 mod docs;
 mod faults;
 mod host;
+mod host_compare;
 mod hosts;
 mod json_schema;
 mod mkey;

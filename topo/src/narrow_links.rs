@@ -4,7 +4,7 @@
 
 use ibscope_mad::attr::{Speed, Width};
 
-use crate::findings::{Finding, FindingKind};
+use crate::finding_kinds::{Finding, FindingKind};
 use crate::health::{LinkAssessment, LinkClass, LinkEnd, LinkVerdict};
 
 /// Why a switch-to-switch link is held to a width.

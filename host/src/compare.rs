@@ -1,0 +1,310 @@
+//! Fleet consistency for `ibscope host compare`: many servers' `ibscope host --json`
+//! documents, and the servers whose firmware, drivers, GPUDirect module or port settings
+//! differ from the majority, field by field.
+//!
+//! Works over `serde_json::Value` so that documents from older or newer ibscope versions
+//! (with or without the RoCE and checklist fields) compare on the fields they share.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Why a stream of documents could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: document {index}: {reason}")]
+pub struct DocumentError {
+    pub source_name: String,
+    /// 1-based position of the document in its source.
+    pub index: usize,
+    pub reason: String,
+}
+
+/// One server's comparable facts: field name to its value as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerFacts {
+    pub server: String,
+    pub facts: BTreeMap<String, String>,
+}
+
+/// A server whose value of a field differs from the majority.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outlier {
+    pub server: String,
+    pub field: String,
+    /// `None`: the field is absent on this server while the majority has it.
+    pub value: Option<String>,
+    pub majority: Option<String>,
+    pub majority_count: usize,
+    pub servers: usize,
+}
+
+impl std::fmt::Display for Outlier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "absent".into());
+        write!(
+            f,
+            "{}: {} {} (majority {} on {} of {})",
+            self.server,
+            self.field,
+            shown(&self.value),
+            shown(&self.majority),
+            self.majority_count,
+            self.servers
+        )
+    }
+}
+
+/// Reads every document of one source: concatenated or JSON-lines `ibscope host --json`
+/// output. A document that is not JSON, not an object, or truncated is an error naming the
+/// source and the document's position.
+pub fn read_documents(source_name: &str, text: &str) -> Result<Vec<Value>, DocumentError> {
+    let mut docs = Vec::new();
+    for (i, doc) in serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .enumerate()
+    {
+        let error = |reason: String| DocumentError {
+            source_name: source_name.to_string(),
+            index: i + 1,
+            reason,
+        };
+        let doc = doc.map_err(|e| error(e.to_string()))?;
+        if !doc.is_object() || doc.get("devices").is_none() {
+            return Err(error(
+                "not an `ibscope host --json` document (no devices)".into(),
+            ));
+        }
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+/// The comparable facts of one document; `fallback_name` names a server without hostname.
+pub fn facts_of(doc: &Value, fallback_name: &str) -> ServerFacts {
+    let server = doc
+        .get("hostname")
+        .and_then(Value::as_str)
+        .map_or_else(|| fallback_name.to_string(), str::to_string);
+    let mut facts = BTreeMap::new();
+    let mut put = |key: String, v: Option<&Value>| {
+        if let Some(text) = v.and_then(scalar_text) {
+            facts.insert(key, text);
+        }
+    };
+    let peer = doc.get("peer_memory");
+    put("nvidia_peermem".into(), peer.and_then(|p| p.get("status")));
+    put(
+        "nvidia_peermem version".into(),
+        peer.and_then(|p| p.get("version")),
+    );
+    // Checklist versions (driver stacks) where the document carries them.
+    for section in ["checklist", "versions"] {
+        if let Some(Value::Object(fields)) = doc.get(section) {
+            for (k, v) in fields {
+                put(k.clone(), Some(v).and_then(version_value));
+            }
+        }
+    }
+    for dev in doc
+        .get("devices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = dev.get("name").and_then(Value::as_str).unwrap_or("?");
+        put(format!("{name} firmware"), dev.get("fw_ver"));
+        put(format!("{name} board_id"), dev.get("board_id"));
+        let driver = dev.get("driver");
+        put(
+            format!("{name} driver"),
+            driver.and_then(|d| d.get("module")),
+        );
+        put(
+            format!("{name} driver version"),
+            driver.and_then(|d| d.get("version")),
+        );
+        for port in dev
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let number = port.get("port").and_then(scalar_text).unwrap_or_default();
+            for field in PORT_FIELDS {
+                put(format!("{name}/{number} {field}"), port.get(*field));
+            }
+        }
+    }
+    ServerFacts { server, facts }
+}
+
+/// Port fields compared when present; the RoCE fields may be absent. Counter values are
+/// left out: they differ between any two servers by nature.
+const PORT_FIELDS: &[&str] = &[
+    "state",
+    "rate",
+    "mtu",
+    "active_mtu",
+    "pfc_mask",
+    "pfc",
+    "dscp_map",
+    "trust",
+];
+
+/// A checklist entry may be a plain value or `{ "version": .., "note": .. }`.
+fn version_value(v: &Value) -> Option<&Value> {
+    match v {
+        Value::Object(o) => o.get("version").or_else(|| o.get("status")),
+        other => Some(other),
+    }
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(_) | Value::Number(_) => Some(v.to_string()),
+        // Maps and lists (a DSCP map, counters) compare as their canonical JSON text.
+        Value::Array(_) | Value::Object(_) => Some(v.to_string()),
+    }
+}
+
+/// The servers differing from the majority, per field, in field then server order.
+/// A field absent on every server but some is reported on those lacking it only when the
+/// majority has it; ties pick the smallest value so the result is deterministic.
+pub fn outliers(servers: &[ServerFacts]) -> Vec<Outlier> {
+    let fields: std::collections::BTreeSet<&String> =
+        servers.iter().flat_map(|s| s.facts.keys()).collect();
+    let mut found = Vec::new();
+    for field in fields {
+        let mut counts: BTreeMap<Option<&String>, usize> = BTreeMap::new();
+        for s in servers {
+            *counts.entry(s.facts.get(field)).or_default() += 1;
+        }
+        if counts.len() < 2 {
+            continue;
+        }
+        let (majority, majority_count) = counts
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(v, n)| (*v, *n))
+            .unwrap_or((None, 0));
+        for s in servers {
+            let value = s.facts.get(field);
+            if value != majority {
+                found.push(Outlier {
+                    server: s.server.clone(),
+                    field: field.clone(),
+                    value: value.cloned(),
+                    majority: majority.cloned(),
+                    majority_count,
+                    servers: servers.len(),
+                });
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc(host: &str, fw: &str, rate: &str) -> Value {
+        json!({
+            "schema_version": 1,
+            "hostname": host,
+            "peer_memory": {"status": "loaded", "module": "nvidia_peermem", "version": "1.0"},
+            "devices": [{
+                "name": "mlx5_0", "fw_ver": fw, "board_id": "MT_0000000838",
+                "driver": {"module": "mlx5_core", "version": "24.10"},
+                "ports": [{"port": 1, "state": "active", "rate": rate, "gids": []}]
+            }]
+        })
+    }
+
+    fn fleet(n: usize) -> Vec<Value> {
+        (1..=n)
+            .map(|i| doc(&format!("gpu-{i:04}"), "28.40.1000", "4xNDR"))
+            .collect()
+    }
+
+    fn facts(docs: &[Value]) -> Vec<ServerFacts> {
+        docs.iter()
+            .enumerate()
+            .map(|(i, d)| facts_of(d, &format!("doc{i}")))
+            .collect()
+    }
+
+    #[test]
+    fn planted_firmware_outlier_is_named_with_the_majority() {
+        let mut docs = fleet(64);
+        docs[6] = doc("gpu-0007", "28.39.1002", "4xNDR");
+        let found = outliers(&facts(&docs));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].to_string(),
+            "gpu-0007: mlx5_0 firmware 28.39.1002 (majority 28.40.1000 on 63 of 64)"
+        );
+    }
+
+    #[test]
+    fn rate_peermem_and_roce_fields_are_compared_and_absence_counts() {
+        let mut docs = fleet(5);
+        docs[1] = doc("gpu-0002", "28.40.1000", "4xHDR");
+        docs[2]["peer_memory"] = json!({"status": "missing"});
+        for d in &mut docs {
+            d["devices"][0]["ports"][0]["pfc_mask"] = json!("0x08");
+        }
+        docs[3]["devices"][0]["ports"][0]["pfc_mask"] = json!("0x00");
+        let found = outliers(&facts(&docs));
+        let named: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(named.contains(&"gpu-0002: mlx5_0/1 rate 4xHDR (majority 4xNDR on 4 of 5)".into()));
+        assert!(
+            named.contains(&"gpu-0003: nvidia_peermem missing (majority loaded on 4 of 5)".into())
+        );
+        assert!(named
+            .contains(&"gpu-0003: nvidia_peermem version absent (majority 1.0 on 4 of 5)".into()));
+        assert!(
+            named.contains(&"gpu-0004: mlx5_0/1 pfc_mask 0x00 (majority 0x08 on 4 of 5)".into())
+        );
+        assert_eq!(found.len(), 4, "{named:?}");
+    }
+
+    #[test]
+    fn a_consistent_fleet_has_no_outliers() {
+        assert!(outliers(&facts(&fleet(8))).is_empty());
+    }
+
+    #[test]
+    fn json_lines_and_concatenated_documents_are_read() {
+        let docs = fleet(3);
+        let lines: String = docs.iter().map(|d| format!("{d}\n")).collect();
+        assert_eq!(read_documents("f", &lines).unwrap().len(), 3);
+        let pretty: String = docs
+            .iter()
+            .map(|d| serde_json::to_string_pretty(d).unwrap())
+            .collect();
+        assert_eq!(read_documents("f", &pretty).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn garbage_and_truncated_documents_name_source_and_index() {
+        let good = fleet(1)[0].to_string();
+        let truncated = format!("{good}\n{}", &good[..good.len() / 2]);
+        let e = read_documents("fleet.jsonl", &truncated).unwrap_err();
+        assert_eq!((e.source_name.as_str(), e.index), ("fleet.jsonl", 2));
+        assert!(
+            e.to_string().starts_with("fleet.jsonl: document 2: "),
+            "{e}"
+        );
+        let e = read_documents("-", &format!("{good} [1,2]")).unwrap_err();
+        assert_eq!(e.index, 2);
+        assert!(e
+            .to_string()
+            .contains("not an `ibscope host --json` document"));
+        assert!(read_documents("x", "\u{0}garbage").is_err());
+    }
+}
