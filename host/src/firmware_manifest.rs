@@ -94,7 +94,7 @@ impl FirmwareManifest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{PeerMemory, VerbsStatus, VerbsUse};
+    use crate::preflight::tests::host;
 
     fn device(name: &str, model: &str, board: &str, fw: &str) -> Device {
         let mut d = Device::named(name);
@@ -102,20 +102,6 @@ mod tests {
         d.board_id = Some(board.into());
         d.fw_ver = Some(fw.into());
         d
-    }
-
-    fn host(devices: Vec<Device>) -> LocalHost {
-        LocalHost {
-            hostname: None,
-            kernel: None,
-            verbs: VerbsUse {
-                status: VerbsStatus::Used,
-                detail: None,
-            },
-            devices,
-            gpus: Vec::new(),
-            peer_memory: PeerMemory::Missing,
-        }
     }
 
     #[test]

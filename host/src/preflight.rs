@@ -301,7 +301,7 @@ fn mixed_drivers(host: &LocalHost, out: &mut Vec<HostFinding>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{Driver, Gpu, Pci, VerbsUse};
     use crate::pci::PcieLink;
@@ -344,7 +344,8 @@ mod tests {
         d
     }
 
-    fn host(devices: Vec<Device>) -> LocalHost {
+    /// A host named node1 with these devices, verbs used, no GPU.
+    pub(crate) fn host(devices: Vec<Device>) -> LocalHost {
         LocalHost {
             hostname: Some("node1".into()),
             kernel: Some("6.8.0".into()),

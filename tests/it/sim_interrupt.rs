@@ -208,6 +208,18 @@ fn stop_signals_under_serve_leave_nothing() {
     }
 }
 
+/// The ibscope process the shell in the terminal runs.
+fn ibscope_in(tmux: &Tmux) -> u32 {
+    let shell: u32 = tmux
+        .run(&["display", "-p", "-t", "ui", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let ibscope = children_of(shell);
+    assert_eq!(ibscope.len(), 1, "{ibscope:?}");
+    ibscope[0]
+}
+
 /// Run `command` (a shell line) in a terminal, wait until the TUI shows `ready`, send
 /// `signal` to the ibscope process, and check the exit code, the terminal after it (cooked
 /// mode, main screen) and that nothing is left.
@@ -239,14 +251,7 @@ fn assert_tui_stops(command: &str, env: &str, ready: &str, signal: i32, name: &s
             .trim(),
         "1"
     );
-    let shell: u32 = tmux
-        .run(&["display", "-p", "-t", "ui", "#{pane_pid}"])
-        .trim()
-        .parse()
-        .unwrap();
-    let ibscope = children_of(shell);
-    assert_eq!(ibscope.len(), 1, "{ibscope:?}");
-    send(ibscope[0], signal);
+    send(ibscope_in(&tmux), signal);
     let deadline = Instant::now() + Duration::from_secs(15);
     while !done.exists() {
         assert!(
@@ -312,15 +317,9 @@ fn a_closed_terminal_ends_tui_and_demo() {
         );
         let tmux = Tmux::start("ibscope-hangup", &script);
         tmux.wait_for(&[ready], Duration::from_secs(40));
-        let shell: u32 = tmux
-            .run(&["display", "-p", "-t", "ui", "#{pane_pid}"])
-            .trim()
-            .parse()
-            .unwrap();
-        let ibscope = children_of(shell);
-        assert_eq!(ibscope.len(), 1, "{ibscope:?}");
+        let ibscope = ibscope_in(&tmux);
         drop(tmux);
-        assert_all_gone(&ibscope);
+        assert_all_gone(&[ibscope]);
         scratch.assert_clean(&format!("{command}, terminal closed"));
     }
 }
