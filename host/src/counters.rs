@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+pub use ibscope_topo::counters::RateLimit;
 use ibscope_topo::findings::{Finding, FindingKind};
 use serde::Serialize;
 
@@ -369,60 +370,27 @@ pub fn rates(before: &[CounterSet], after: &[CounterSet], interval: Duration) ->
     out
 }
 
-/// A counter's limit: more than `count` in `per` is a finding (`count` 0: any increase).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    pub counter: &'static str,
-    pub count: u64,
-    pub per: Duration,
+/// A limit in words: "any increase", "120/h".
+fn limit_text(limit: &RateLimit) -> String {
+    if limit.count == 0 {
+        return "any increase".into();
+    }
+    let unit = match limit.per.as_secs() {
+        1 => "s".to_string(),
+        60 => "min".to_string(),
+        3600 => "h".to_string(),
+        s => format!("{s} s"),
+    };
+    format!("{}/{unit}", limit.count)
 }
 
-/// The limits used in practice: any increase of a downed link, an overrun or an integrity
-/// error or an RNR retry exhausted; symbol errors above 120 an hour; ACK timeouts above 1
-/// a second; discards above 100 a second.
-pub const DEFAULT_RATE_LIMITS: [RateLimit; 7] = [
-    RateLimit::any("link_downed"),
-    RateLimit::any("excessive_buffer_overrun_errors"),
-    RateLimit::any("local_link_integrity_errors"),
-    RateLimit::any("rnr_nak_retry_err"),
-    RateLimit::new("symbol_error", 120, 3600),
-    RateLimit::new("local_ack_timeout_err", 1, 1),
-    RateLimit::new("port_xmit_discards", 100, 1),
-];
-
-impl RateLimit {
-    const fn any(counter: &'static str) -> RateLimit {
-        RateLimit::new(counter, 0, 1)
+/// Whether `delta` over `interval` is above the limit.
+fn exceeded(limit: &RateLimit, delta: u64, interval: Duration) -> bool {
+    if limit.count == 0 {
+        return delta > 0;
     }
-    const fn new(counter: &'static str, count: u64, seconds: u64) -> RateLimit {
-        RateLimit {
-            counter,
-            count,
-            per: Duration::from_secs(seconds),
-        }
-    }
-
-    fn text(self) -> String {
-        if self.count == 0 {
-            return "any increase".into();
-        }
-        let unit = match self.per.as_secs() {
-            1 => "s".to_string(),
-            60 => "min".to_string(),
-            3600 => "h".to_string(),
-            s => format!("{s} s"),
-        };
-        format!("{}/{unit}", self.count)
-    }
-
-    /// Whether `delta` over `interval` is above the limit.
-    fn exceeded(self, delta: u64, interval: Duration) -> bool {
-        if self.count == 0 {
-            return delta > 0;
-        }
-        let per_second = delta as f64 / interval.as_secs_f64().max(1e-9);
-        per_second > self.count as f64 / self.per.as_secs_f64()
-    }
+    let per_second = delta as f64 / interval.as_secs_f64().max(1e-9);
+    per_second > limit.count as f64 / limit.per.as_secs_f64()
 }
 
 /// A `host-counter-rate` finding for each counter that grew faster than its limit.
@@ -436,7 +404,7 @@ pub fn rate_findings(
         let Some(limit) = limits.iter().find(|l| l.counter == r.name) else {
             continue;
         };
-        let Some(delta) = r.delta.filter(|d| limit.exceeded(*d, interval)) else {
+        let Some(delta) = r.delta.filter(|d| exceeded(limit, *d, interval)) else {
             continue;
         };
         let port = r.port.map_or_else(String::new, |p| format!(" port {p}"));
@@ -446,7 +414,7 @@ pub fn rate_findings(
             r.name,
             interval.as_secs_f64(),
             r.per_second.unwrap_or(0.0),
-            limit.text()
+            limit_text(limit)
         );
         found.push(HostFinding {
             device: Some(r.device.clone()),
@@ -576,7 +544,7 @@ mod tests {
         assert_eq!(of("port_xmit_data").delta, Some(2000));
         assert_eq!(of("port_xmit_data").per_second, Some(200.0));
         assert_eq!(of("VL15_dropped").delta, None);
-        let found = rate_findings(&r, &DEFAULT_RATE_LIMITS, interval);
+        let found = rate_findings(&r, &RateLimit::defaults(), interval);
         let names: Vec<&str> = found.iter().map(|f| f.finding.message.as_str()).collect();
         assert_eq!(found.len(), 2, "{names:?}");
         let has = |needles: &[&str]| names.iter().any(|n| needles.iter().all(|x| n.contains(x)));
@@ -594,7 +562,7 @@ mod tests {
         // Below the limits: nothing.
         assert!(rate_findings(
             &rates(&before, &before, interval),
-            &DEFAULT_RATE_LIMITS,
+            &RateLimit::defaults(),
             interval
         )
         .is_empty());

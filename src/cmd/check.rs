@@ -112,8 +112,9 @@ pub struct Args {
     /// the planned rate; exit 1 on any.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
-    /// Also report links that flap (link-flapping: down twice or more within 10 minutes)
-    /// from the event journal `serve --journal` writes.
+    /// Also report links that flap (link-flapping: down twice or more within 10 minutes,
+    /// or the thresholds file's flap.downs and flap.window) from the event journal
+    /// `serve --journal` writes.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
 }
@@ -297,7 +298,7 @@ fn check_one(
     if let Some(path) = &a.journal {
         let (events, _) = ibscope_topo::journal::read(path)
             .with_context(|| format!("cannot read the journal {}", path.display()))?;
-        let limits = ibscope_topo::journal::FlapLimits::default();
+        let limits = thresholds.flap;
         eval.findings
             .extend(ibscope_topo::journal::flapping(&events, limits));
     }

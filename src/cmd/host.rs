@@ -129,10 +129,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         Vec::new()
     };
     if let Some(interval) = interval.filter(|_| a.check) {
-        findings.extend(super::host_counters::rate_findings(
-            g.ca.as_deref(),
-            interval,
-        )?);
+        findings.extend(super::host_counters::rate_findings(g, interval)?);
     }
     if let Some(path) = &a.firmware {
         let text =

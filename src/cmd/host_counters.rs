@@ -47,14 +47,12 @@ pub fn read_twice(
     Ok((after, rates))
 }
 
-/// The `host-counter-rate` findings of two reads `interval` apart.
-pub fn rate_findings(only: Option<&str>, interval: Duration) -> Result<Vec<HostFinding>> {
-    let (_, rates) = read_twice(only, interval)?;
-    Ok(counters::rate_findings(
-        &rates,
-        &counters::DEFAULT_RATE_LIMITS,
-        interval,
-    ))
+/// The `host-counter-rate` findings of two reads `interval` apart, against the limits of
+/// the thresholds file in force (`host.COUNTER=N/s` lines), else the defaults.
+pub fn rate_findings(g: &Global, interval: Duration) -> Result<Vec<HostFinding>> {
+    let limits = crate::fabric::thresholds(g, None)?.host_rates;
+    let (_, rates) = read_twice(g.ca.as_deref(), interval)?;
+    Ok(counters::rate_findings(&rates, &limits, interval))
 }
 
 #[derive(Serialize)]

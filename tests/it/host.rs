@@ -465,6 +465,35 @@ fn counters_are_shown_and_a_rising_link_downed_is_a_finding() {
             && message.contains("any increase"),
         "{message}"
     );
+    // A thresholds file that allows 5 a second: the same rise is no finding.
+    let limits = dir.path().join("thresholds");
+    std::fs::write(&limits, "host.link_downed=5/s\n").unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("thresholds = {:?}\n", limits.to_str().unwrap()),
+    )
+    .unwrap();
+    std::fs::write(port.join("counters/link_downed"), "1\n").unwrap();
+    let bump = {
+        let file = port.join("counters/link_downed");
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(file, "2\n").unwrap();
+        })
+    };
+    let out = Command::new(ibscope())
+        .args(["host", "--check", "--interval", "1", "--json"])
+        .env("IBSCOPE_SYSFS_ROOT", dir.path())
+        .env("IBSCOPE_CONFIG", &config)
+        .output()
+        .unwrap();
+    bump.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !kinds(&report).contains(&"host-counter-rate".to_string()),
+        "{report}"
+    );
     // Without a rise, --check --interval finds nothing more than --check.
     let (code, report) = json(
         dir.path(),

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::counters::FlapLimits;
 use crate::findings::{Finding, FindingKind};
 use crate::model::{End, Fabric, Port};
 use crate::namemap::{display_name, NameMap};
@@ -244,23 +245,6 @@ pub fn touches(e: &Event, node: &str, port: Option<u8>) -> bool {
         named && port.map_or(true, |p| p == end.port)
     };
     same(&e.a) || e.b.as_ref().is_some_and(same)
-}
-
-/// The `link-flapping` limits: more than `downs` times down within `window`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlapLimits {
-    pub downs: u32,
-    pub window: Duration,
-}
-
-impl Default for FlapLimits {
-    /// Twice in ten minutes, as operators alert on it.
-    fn default() -> Self {
-        FlapLimits {
-            downs: 2,
-            window: Duration::from_secs(600),
-        }
-    }
 }
 
 /// One `link-flapping` finding for each link that went down at least `limits.downs` times

@@ -51,4 +51,4 @@ pub use sweep::{
     ScreenedSweep, ScreenedSwitch, SweepOptions,
 };
 pub use targets::{targets, CounterTarget};
-pub use thresholds::{ThresholdError, Thresholds};
+pub use thresholds::{FlapLimits, RateLimit, ThresholdError, Thresholds};

@@ -4,13 +4,86 @@ use super::names::{known_counter, ERROR_COUNTERS};
 use ibscope_mad::attr::CounterName;
 
 use super::sample::PortSample;
+use std::time::Duration;
 
 /// Error thresholds: a counter above its threshold is a finding. The file format is
-/// ibqueryerrors' --threshold-file: `Name=value` lines, `#` comments.
+/// ibqueryerrors' --threshold-file: `Name=value` lines, `#` comments. ibscope's own limits
+/// share the file under prefixes ibqueryerrors passes over: `flap.downs`, `flap.window`
+/// (seconds) for link-flapping, `host.COUNTER=N/s|N/min|N/h` for `host --check --interval`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thresholds {
     /// (counter name, threshold): a value strictly above is reported.
     pub limits: Vec<(CounterName, u64)>,
+    /// When a link flaps.
+    pub flap: FlapLimits,
+    /// How fast a local RDMA counter may rise.
+    pub host_rates: Vec<RateLimit>,
+}
+
+/// The `link-flapping` limits: `downs` times down or more within `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlapLimits {
+    pub downs: u32,
+    pub window: Duration,
+}
+
+impl Default for FlapLimits {
+    /// Twice in ten minutes, as operators alert on it.
+    fn default() -> Self {
+        FlapLimits {
+            downs: 2,
+            window: Duration::from_secs(600),
+        }
+    }
+}
+
+/// A local counter's limit: more than `count` in `per` is a finding (`count` 0: any
+/// increase).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimit {
+    pub counter: String,
+    pub count: u64,
+    pub per: Duration,
+}
+
+impl RateLimit {
+    fn new(counter: &str, count: u64, seconds: u64) -> RateLimit {
+        RateLimit {
+            counter: counter.to_string(),
+            count,
+            per: Duration::from_secs(seconds),
+        }
+    }
+
+    /// The limits used in practice: any increase of a downed link, an overrun or an
+    /// integrity error or an RNR retry exhausted; symbol errors above 120 an hour; ACK
+    /// timeouts above 1 a second; discards above 100 a second.
+    pub fn defaults() -> Vec<RateLimit> {
+        vec![
+            RateLimit::new("link_downed", 0, 1),
+            RateLimit::new("excessive_buffer_overrun_errors", 0, 1),
+            RateLimit::new("local_link_integrity_errors", 0, 1),
+            RateLimit::new("rnr_nak_retry_err", 0, 1),
+            RateLimit::new("symbol_error", 120, 3600),
+            RateLimit::new("local_ack_timeout_err", 1, 1),
+            RateLimit::new("port_xmit_discards", 100, 1),
+        ]
+    }
+
+    /// `N/s`, `N/min`, `N/h` or `N` (per second).
+    fn parse(counter: &str, text: &str) -> Option<RateLimit> {
+        let (count, per) = match text.split_once('/') {
+            Some((n, unit)) => (n, unit.trim()),
+            None => (text, "s"),
+        };
+        let seconds = match per {
+            "s" => 1,
+            "min" | "m" => 60,
+            "h" => 3600,
+            _ => return None,
+        };
+        Some(RateLimit::new(counter, count.trim().parse().ok()?, seconds))
+    }
 }
 
 impl Default for Thresholds {
@@ -22,6 +95,8 @@ impl Default for Thresholds {
                 .iter()
                 .map(|n| (CounterName::intern(n), 0))
                 .collect(),
+            flap: FlapLimits::default(),
+            host_rates: RateLimit::defaults(),
         }
     }
 }
@@ -52,6 +127,28 @@ impl Thresholds {
                 return Err(err(format!("expected Name=value, got {line:?}")));
             };
             let (name, value) = (name.trim(), value.trim());
+            if let Some(key) = name.strip_prefix("flap.") {
+                let n: u64 = value
+                    .parse()
+                    .map_err(|_| err(format!("{value:?} is not a non-negative integer")))?;
+                match key {
+                    "downs" => t.flap.downs = u32::try_from(n).unwrap_or(u32::MAX).max(1),
+                    "window" => t.flap.window = Duration::from_secs(n),
+                    _ => {
+                        return Err(err(format!(
+                            "unknown limit {name:?} (flap.downs, flap.window)"
+                        )))
+                    }
+                }
+                continue;
+            }
+            if let Some(counter) = name.strip_prefix("host.") {
+                let limit = RateLimit::parse(counter, value)
+                    .ok_or_else(|| err(format!("{value:?} is not N/s, N/min or N/h")))?;
+                t.host_rates.retain(|l| l.counter != counter);
+                t.host_rates.push(limit);
+                continue;
+            }
             if !known_counter(name) {
                 return Err(err(format!("unknown counter {name:?}")));
             }
@@ -116,5 +213,33 @@ mod tests {
         let e = Thresholds::parse("SymbolErrorCounter\n", "f").unwrap_err();
         assert_eq!(e.line, 1);
         assert!(Thresholds::parse("SymbolErrorCounter=-1", "f").is_err());
+    }
+
+    #[test]
+    fn ibscopes_own_limits_share_the_file() {
+        let t = Thresholds::parse(
+            "flap.downs=3\nflap.window=3600\nhost.symbol_error=10/min\nhost.out_of_buffer=5\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            t.flap,
+            FlapLimits {
+                downs: 3,
+                window: Duration::from_secs(3600)
+            }
+        );
+        let of = |c: &str| t.host_rates.iter().find(|l| l.counter == c).cloned();
+        assert_eq!(
+            of("symbol_error"),
+            Some(RateLimit::new("symbol_error", 10, 60))
+        );
+        assert_eq!(
+            of("out_of_buffer"),
+            Some(RateLimit::new("out_of_buffer", 5, 1))
+        );
+        assert_eq!(of("link_downed"), Some(RateLimit::new("link_downed", 0, 1)));
+        assert!(Thresholds::parse("flap.often=1", "t").is_err());
+        assert!(Thresholds::parse("host.symbol_error=fast", "t").is_err());
     }
 }
