@@ -98,12 +98,18 @@ pub fn load_file(path: &Path) -> Result<Fabric> {
 /// terminal), for callers that own the screen.
 pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
     let text = read_text(path, "topology file", TOPOLOGY_LIMIT)?;
+    parse_topology(&text, path)
+}
+
+/// A topology file's text already read (`path` names it in errors): a JSON snapshot or
+/// ibnetdiscover output, and what the parser skipped or assumed.
+pub fn parse_topology(text: &str, path: &Path) -> Result<(Fabric, Vec<String>)> {
     if text.trim_start().starts_with('{') {
-        let fabric = ibscope_topo::export::json::read(&text)
+        let fabric = ibscope_topo::export::json::read(text)
             .with_context(|| format!("{}", path.display()))?;
         Ok((fabric, Vec::new()))
     } else {
-        let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)
+        let parsed = ibscope_topo::ibnd::parse_with_warnings(text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let warnings = parsed.warnings.iter().map(ToString::to_string).collect();
         Ok((parsed.fabric, warnings))

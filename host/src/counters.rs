@@ -268,9 +268,11 @@ impl Sysfs {
                     &port_dir.join("hw_counters"),
                     CounterSource::PortHw,
                 ));
+                // Read as the GID table reads it; a name with a slash would leave
+                // /sys/class/net.
                 let netdev = Sysfs::read(&port_dir.join("gid_attrs/ndevs/0"))
-                    .map(|t| t.trim().to_string())
-                    .filter(|n| !n.is_empty() && !n.contains('/'));
+                    .and_then(|t| crate::parse::version(&t))
+                    .filter(|n| !n.contains('/'));
                 if let Some(ifname) = &netdev {
                     let file = self.root().join("sys/class/net").join(ifname);
                     if let Some(text) = Sysfs::read(&file.join("carrier_changes")) {

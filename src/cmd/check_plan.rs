@@ -29,7 +29,11 @@ fn read_plan(
     {
         return Ok(plan::parse_csv(&text, &path.display().to_string())?);
     }
-    let fabric = crate::fabric::load_file(path)?;
+    // The text read above is the topology: not read a second time.
+    let (fabric, warnings) = crate::fabric::parse_topology(&text, path)?;
+    for w in warnings {
+        eprintln!("warning: {}: {w}", path.display());
+    }
     Ok(plan::from_fabric(&fabric, names))
 }
 

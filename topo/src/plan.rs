@@ -357,15 +357,12 @@ pub fn compare(
     // Ports the plan accounts for: a fabric cable touching none of them is extra.
     let mut planned_ports: HashSet<End> = HashSet::new();
     for c in plan {
-        let (Some(a), Some(z)) = (
+        let (a, z) = (
             find_node(fabric, names, &c.a.node),
             find_node(fabric, names, &c.z.node),
-        ) else {
-            let which = if find_node(fabric, names, &c.a.node).is_none() {
-                &c.a.node
-            } else {
-                &c.z.node
-            };
+        );
+        let (Some(a), Some(z)) = (a, z) else {
+            let which = if a.is_none() { &c.a.node } else { &c.z.node };
             out.push(PlanDifference {
                 kind: Difference::UnknownNode,
                 planned: Some(c.clone()),
