@@ -91,6 +91,8 @@ pub enum Command {
                  credit loops, predict a collective's bandwidth on the actual routes"
     )]
     Route(cmd::route::Args),
+    #[command(about = "nccl-tests runs and NCCL logs beside the fabric: is the fabric the limit?")]
+    Nccl(cmd::nccl::Args),
     #[command(about = "Ask the Subnet Administrator for records: nodes by LID, path records")]
     Sa(cmd::sa::Args),
     #[command(
@@ -178,6 +180,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Port(a) => cmd::port::run(g, a),
         Command::Query(a) => cmd::query::run(g, a),
         Command::Route(a) => cmd::route::run(g, a),
+        Command::Nccl(a) => cmd::nccl::run(g, a),
         Command::Sa(a) => cmd::sa::run(g, a),
         Command::Serve(a) => cmd::serve::run(g, a),
         Command::Sim(a) => cmd::sim::run(g, a),

@@ -17,6 +17,7 @@ pub mod host_counters;
 pub mod hosts;
 pub mod links;
 pub mod man;
+pub mod nccl;
 pub mod port;
 pub mod query;
 pub mod route;

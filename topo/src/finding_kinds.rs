@@ -69,6 +69,10 @@ pub enum FindingKind {
     AcsBlocksPeerToPeer,
     DeviceFilesMissing,
     FirmwareNotExpected,
+    NcclWrongRail,
+    NcclGdrOff,
+    NcclRailUnused,
+    NcclMismatch,
 }
 
 /// What is known of one kind of finding.
@@ -80,8 +84,8 @@ pub struct KindFacts {
     pub severity: Severity,
     /// One line for `--help`, the TUI's help and the exporter's HELP text.
     pub meaning: &'static str,
-    /// What the finding is about: the fabric (`check`, the TUI, `serve`) or the local host
-    /// (`host --check`).
+    /// What the finding is about: the fabric (`check`, the TUI, `serve`), the local host
+    /// (`host --check`) or a job's NCCL log (`nccl log`).
     pub scope: Scope,
 }
 
@@ -90,10 +94,11 @@ pub struct KindFacts {
 pub enum Scope {
     Fabric,
     Host,
+    Job,
 }
 
 /// The table of finding kinds, in [`FindingKind`] order.
-pub const FINDING_KINDS: [KindFacts; 32] = {
+pub const FINDING_KINDS: [KindFacts; 36] = {
     use FindingKind::*;
     use Severity::*;
     const fn k(
@@ -119,6 +124,18 @@ pub const FINDING_KINDS: [KindFacts; 32] = {
     ) -> KindFacts {
         KindFacts {
             scope: Scope::Host,
+            ..k(kind, name, severity, meaning)
+        }
+    }
+    /// A kind of a job's NCCL log.
+    const fn j(
+        kind: FindingKind,
+        name: &'static str,
+        severity: Severity,
+        meaning: &'static str,
+    ) -> KindFacts {
+        KindFacts {
+            scope: Scope::Job,
             ..k(kind, name, severity, meaning)
         }
     }
@@ -322,6 +339,32 @@ pub const FINDING_KINDS: [KindFacts; 32] = {
             "firmware-not-expected",
             Warning,
             "an HCA runs firmware other than the manifest given expects for its model",
+        ),
+        j(
+            NcclWrongRail,
+            "nccl-wrong-rail",
+            Warning,
+            "a rank's NCCL channels leave through an HCA of another rail than its GPU's \
+             (GPU-NIC affinity), or one HCA serves several GPUs of a server",
+        ),
+        j(
+            NcclGdrOff,
+            "nccl-gdr-off",
+            Warning,
+            "a rank's network channels run without GPUDirect RDMA where its host or the \
+             job's other hosts use it",
+        ),
+        j(
+            NcclRailUnused,
+            "nccl-rail-unused",
+            Warning,
+            "an HCA of a server carries none of the job's network channels: a rail is idle",
+        ),
+        j(
+            NcclMismatch,
+            "nccl-mismatch",
+            Warning,
+            "ranks run different NCCL versions or NCCL_* settings",
         ),
     ]
 };

@@ -1,0 +1,558 @@
+//! nccl-tests output (`all_reduce_perf`, `alltoall_perf` and the other `*_perf` binaries):
+//! the header, one line per rank (`#  Rank  3 Group  0 Pid 1234 on gpu-0001 device  3
+//! [0x..] NVIDIA H100`), the column header and one row per message size with its
+//! out-of-place and in-place time, algbw, busbw and wrong-value count, then `Avg bus
+//! bandwidth`. A file may hold several runs (one per `# nThread` header), NCCL INFO lines
+//! between the rows, and launcher prefixes ([`crate::launcher`]).
+//!
+//! Versions differ: older ones have no `root` column and print `error` (the largest
+//! deviation, a float) where newer ones print `#wrong` (a count); alltoall and others print
+//! `N/A` for what they do not measure. The column header says which layout a run has; a run
+//! cut before its column header is read by its row's width.
+
+use serde::Serialize;
+
+use crate::launcher;
+
+/// One nccl-tests run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PerfRun {
+    /// The file it came from.
+    pub source: String,
+    /// The collective (`all_reduce`, `alltoall`, ...) where the file says it (a `*_perf`
+    /// command line or `Collective test starting` line), the file's name or --op names it.
+    pub op: Option<String>,
+    /// nccl-tests' own version line, where printed.
+    pub tests_version: Option<String>,
+    /// NCCL's version (`NCCL version 2.21.5+cuda12.4`), where printed.
+    pub nccl_version: Option<String>,
+    pub ranks: Vec<PerfRank>,
+    pub rows: Vec<Row>,
+    /// What the run printed as its average (not recomputed).
+    pub avg_busbw: Option<f64>,
+    /// `# Out of bounds values : N`.
+    pub out_of_bounds: Option<u64>,
+    /// Lines that could not be read, and other reasons the run is incomplete.
+    pub problems: Vec<String>,
+    /// The run ended early (no `Avg bus bandwidth` line) or has lines it could not read.
+    pub partial: bool,
+}
+
+/// One rank as the run's header lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PerfRank {
+    pub rank: u32,
+    pub host: String,
+    /// CUDA device number on its host.
+    pub device: u32,
+    /// PCI bus ID as printed (`0x07`, `0000:07:00.0`), where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<String>,
+    /// GPU model, where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+/// One message size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Bytes per rank (nccl-tests' size column).
+    pub size: u64,
+    pub count: u64,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redop: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<i64>,
+    pub out_of_place: Option<Measured>,
+    pub in_place: Option<Measured>,
+}
+
+impl Row {
+    /// The measurement verdicts judge: out-of-place where measured, else in-place.
+    pub fn best(&self) -> Option<&Measured> {
+        self.out_of_place.as_ref().or(self.in_place.as_ref())
+    }
+    /// Wrong values in either measurement (count, or 1 for an `error` above zero).
+    pub fn wrong(&self) -> u64 {
+        [&self.out_of_place, &self.in_place]
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.wrong)
+            .map(|w| if w > 0.0 { w.ceil() as u64 } else { 0 })
+            .sum()
+    }
+}
+
+/// Time and bandwidth of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measured {
+    pub time_us: f64,
+    /// GB/s (10^9 bytes/s).
+    pub algbw: f64,
+    pub busbw: f64,
+    /// `#wrong` (values wrong) or `error` (largest deviation), where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong: Option<f64>,
+}
+
+/// The columns of a row, as a run's column header names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layout {
+    has_redop: bool,
+    has_root: bool,
+    /// Columns per measurement: time, algbw, busbw and the wrong/error column if any.
+    per_measure: usize,
+}
+
+impl Layout {
+    fn width(&self) -> usize {
+        3 + usize::from(self.has_redop) + usize::from(self.has_root) + 2 * self.per_measure
+    }
+    /// From a column header line (`#  size  count  type  redop  root  time ...`).
+    fn from_header(text: &str) -> Option<Layout> {
+        let names: Vec<&str> = text
+            .trim_start_matches('#')
+            .split_whitespace()
+            .map(|w| w.trim_start_matches('#'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        if names.first() != Some(&"size") || !names.contains(&"time") {
+            return None;
+        }
+        let first_time = names.iter().position(|w| *w == "time")?;
+        let second_time = names[first_time + 1..]
+            .iter()
+            .position(|w| *w == "time")
+            .map(|p| p + 1)
+            .unwrap_or(names.len() - first_time);
+        Some(Layout {
+            has_redop: names[..first_time].contains(&"redop"),
+            has_root: names[..first_time].contains(&"root"),
+            per_measure: second_time.clamp(3, 4),
+        })
+    }
+    /// Guessed from a row's width when the column header was not seen.
+    fn from_width(width: usize) -> Option<Layout> {
+        let l = |has_redop, has_root, per_measure| Layout {
+            has_redop,
+            has_root,
+            per_measure,
+        };
+        [
+            l(true, true, 4),
+            l(true, false, 4),
+            l(false, false, 4),
+            l(true, true, 3),
+        ]
+        .into_iter()
+        .find(|l| l.width() == width)
+    }
+}
+
+/// Read every run in `text`; `source` names the file in messages.
+pub fn parse(text: &str, source: &str) -> Vec<PerfRun> {
+    let mut runs: Vec<PerfRun> = Vec::new();
+    let mut layout: Option<Layout> = None;
+    let mut op_hint: Option<String> = op_from_name(source);
+    let mut nccl_version: Option<String> = None;
+    for (n, raw) in text.lines().enumerate() {
+        let line = launcher::strip(raw);
+        let trimmed = line.trim();
+        if let Some(op) = op_from_command(trimmed) {
+            op_hint = Some(op);
+        }
+        if let Some(v) = nccl_version_of(trimmed) {
+            nccl_version = Some(v.to_string());
+            if let Some(r) = runs.last_mut() {
+                r.nccl_version.get_or_insert_with(|| v.to_string());
+            }
+        }
+        if trimmed.starts_with("# nThread")
+            || trimmed.starts_with("nThread ")
+            || runs.is_empty() && starts_run(trimmed)
+        {
+            runs.push(PerfRun {
+                source: source.to_string(),
+                op: op_hint.clone(),
+                tests_version: None,
+                nccl_version: nccl_version.clone(),
+                ranks: Vec::new(),
+                rows: Vec::new(),
+                avg_busbw: None,
+                out_of_bounds: None,
+                problems: Vec::new(),
+                partial: true,
+            });
+            layout = None;
+        }
+        let Some(run) = runs.last_mut() else {
+            continue;
+        };
+        if run.op.is_none() {
+            run.op.clone_from(&op_hint);
+        }
+        if let Some(rest) = trimmed.strip_prefix('#') {
+            header_line(run, rest.trim(), &mut layout);
+            continue;
+        }
+        // Header lines that lost their `#` on the way (copied through markdown).
+        if trimmed.starts_with("Rank ") || trimmed.starts_with("size ") {
+            header_line(run, trimmed, &mut layout);
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.contains("NCCL INFO") || trimmed.contains("NCCL WARN") {
+            continue;
+        }
+        if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+            match row(trimmed, &mut layout) {
+                Ok(r) => run.rows.push(r),
+                Err(why) => run.problems.push(format!("{source}:{}: {why}", n + 1)),
+            }
+        }
+    }
+    for run in &mut runs {
+        if run.rows.is_empty() {
+            run.problems
+                .push(format!("{}: no row of measurements", run.source));
+        }
+        if run.avg_busbw.is_none() {
+            run.problems.push(format!(
+                "{}: no \"Avg bus bandwidth\" line: the run ended early",
+                run.source
+            ));
+        }
+        run.partial = !run.problems.is_empty();
+    }
+    runs
+}
+
+/// A data row before any header: a file cut at its top still holds a run.
+fn starts_run(line: &str) -> bool {
+    line.starts_with(|c: char| c.is_ascii_digit())
+        || line.starts_with('#') && line.contains("Rank ")
+        || line.starts_with("Rank ")
+        || line.starts_with('#') && line.contains("size")
+}
+
+/// The lines starting with `#` (after the launcher's prefix): ranks, columns, totals.
+fn header_line(run: &mut PerfRun, rest: &str, layout: &mut Option<Layout>) {
+    if let Some(l) = Layout::from_header(rest) {
+        *layout = Some(l);
+    } else if let Some(r) = rank_line(rest) {
+        run.ranks.push(r);
+    } else if let Some(v) = rest.strip_prefix("Avg bus bandwidth") {
+        run.avg_busbw = v.trim_start_matches([' ', ':']).trim().parse().ok();
+    } else if let Some(v) = rest.strip_prefix("Out of bounds values") {
+        let v = v.trim_start_matches([' ', ':']);
+        run.out_of_bounds = v.split_whitespace().next().and_then(|n| n.parse().ok());
+    } else if let Some(v) = rest.strip_prefix("nccl-tests version") {
+        run.tests_version = v.split_whitespace().next().map(str::to_string);
+    } else if let Some(op) = rest.strip_prefix("Collective test starting:") {
+        let op = op.trim().trim_end_matches("_perf");
+        if !op.is_empty() {
+            run.op = Some(op.to_string());
+        }
+    }
+}
+
+/// `Rank  0 Group  0 Pid  12345 on gpu-0001 device  0 [0x07] NVIDIA H100 80GB HBM3`.
+fn rank_line(rest: &str) -> Option<PerfRank> {
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    if words.first() != Some(&"Rank") {
+        return None;
+    }
+    let after = |key: &str| {
+        let i = words.iter().position(|w| *w == key)?;
+        words.get(i + 1).copied()
+    };
+    let rank = words.get(1)?.parse().ok()?;
+    let host = after("on")?.to_string();
+    let device = after("device")?.parse().ok()?;
+    let at = words.iter().position(|w| *w == "device")? + 2;
+    let bus_id = words
+        .get(at)
+        .filter(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(['[', ']']).to_string());
+    let gpu_from = at + usize::from(bus_id.is_some());
+    let gpu = (gpu_from < words.len()).then(|| words[gpu_from..].join(" "));
+    Some(PerfRank {
+        rank,
+        host,
+        device,
+        bus_id,
+        gpu,
+    })
+}
+
+/// One data row under `layout` (guessed from its width when there is none yet).
+fn row(line: &str, layout: &mut Option<Layout>) -> Result<Row, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let l = match layout {
+        Some(l) if l.width() == words.len() => l.clone(),
+        _ => {
+            let guess = Layout::from_width(words.len()).ok_or_else(|| {
+                format!(
+                    "a row of {} columns, no layout of nccl-tests has that many: {:?}",
+                    words.len(),
+                    shorten(line)
+                )
+            })?;
+            *layout = Some(guess.clone());
+            guess
+        }
+    };
+    let number = |i: usize, what: &str| -> Result<u64, String> {
+        words[i]
+            .parse()
+            .map_err(|_| format!("{what} {:?} is not a number", words[i]))
+    };
+    let mut i = 3;
+    let redop = l.has_redop.then(|| {
+        i += 1;
+        words[i - 1].to_string()
+    });
+    let root = if l.has_root {
+        i += 1;
+        Some(
+            words[i - 1]
+                .parse::<i64>()
+                .map_err(|_| format!("root {:?} is not a number", words[i - 1]))?,
+        )
+    } else {
+        None
+    };
+    let out_of_place = measured(&words[i..i + l.per_measure])?;
+    let in_place = measured(&words[i + l.per_measure..i + 2 * l.per_measure])?;
+    if out_of_place.is_none() && in_place.is_none() {
+        return Err(format!(
+            "neither measurement is a number: {:?}",
+            shorten(line)
+        ));
+    }
+    Ok(Row {
+        size: number(0, "size")?,
+        count: number(1, "count")?,
+        dtype: words[2].to_string(),
+        redop,
+        root,
+        out_of_place,
+        in_place,
+    })
+}
+
+/// time, algbw, busbw[, wrong]; `N/A` for what the test does not measure.
+fn measured(words: &[&str]) -> Result<Option<Measured>, String> {
+    let value = |w: &str| -> Result<Option<f64>, String> {
+        if w == "N/A" {
+            return Ok(None);
+        }
+        match w.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
+            _ => Err(format!("{w:?} is not a measurement")),
+        }
+    };
+    let (Some(time_us), Some(algbw), Some(busbw)) =
+        (value(words[0])?, value(words[1])?, value(words[2])?)
+    else {
+        return Ok(None);
+    };
+    let wrong = match words.get(3) {
+        Some(w) => value(w)?,
+        None => None,
+    };
+    Ok(Some(Measured {
+        time_us,
+        algbw,
+        busbw,
+        wrong,
+    }))
+}
+
+fn shorten(line: &str) -> String {
+    line.chars().take(80).collect()
+}
+
+/// `NCCL version 2.21.5+cuda12.4` anywhere in the line (NCCL INFO or nccl-tests' own).
+pub(crate) fn nccl_version_of(line: &str) -> Option<&str> {
+    let at = line.find("NCCL version ")?;
+    line[at + "NCCL version ".len()..].split_whitespace().next()
+}
+
+/// The collective of a command line naming a `*_perf` binary.
+fn op_from_command(line: &str) -> Option<String> {
+    if line.starts_with('#') && !line.contains("_perf") {
+        return None;
+    }
+    line.split(|c: char| c.is_whitespace() || c == '/' || c == '=' || c == '"')
+        .find_map(|w| {
+            w.strip_suffix("_perf")
+                .or_else(|| w.strip_suffix("_perf_mpi"))
+        })
+        .filter(|op| known_op(op))
+        .map(str::to_string)
+}
+
+/// The collective a file's name says (`all_reduce_perf.out`, `alltoall-64n.log`).
+fn op_from_name(source: &str) -> Option<String> {
+    let name = source
+        .rsplit('/')
+        .next()
+        .unwrap_or(source)
+        .to_ascii_lowercase();
+    let name = name.replace('-', "_");
+    // Longest first: `all_reduce` before `reduce`.
+    let mut ops = OPS.to_vec();
+    ops.sort_by_key(|o| std::cmp::Reverse(o.len()));
+    ops.into_iter()
+        .find(|op| name.contains(op) || name.contains(&op.replace('_', "")))
+        .map(str::to_string)
+}
+
+/// nccl-tests' collectives.
+pub const OPS: [&str; 10] = [
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "alltoall",
+    "broadcast",
+    "reduce",
+    "sendrecv",
+    "gather",
+    "scatter",
+    "hypercube",
+];
+
+pub fn known_op(op: &str) -> bool {
+    OPS.contains(&op)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEW: &str = "\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  41 on   gpu-0001 device  0 [0x18] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  42 on   gpu-0002 device  0 [0x18] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+gpu-0001:41:41 [0] NCCL INFO Launch mode Parallel
+           8             2     float     sum      -1    20.31    0.00    0.00      0    19.94    0.00    0.00      0
+   134217728      33554432     float     sum      -1   1432.1   93.72   93.72      0   1431.0   93.79   93.79      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 46.8775
+#
+";
+
+    #[test]
+    fn a_new_run_reads_whole() {
+        let runs = parse(NEW, "all_reduce_perf.out");
+        assert_eq!(runs.len(), 1);
+        let r = &runs[0];
+        assert_eq!(r.op.as_deref(), Some("all_reduce"));
+        assert!(!r.partial, "{:?}", r.problems);
+        assert_eq!(r.ranks.len(), 2);
+        assert_eq!(r.ranks[1].host, "gpu-0002");
+        assert_eq!(r.ranks[1].bus_id.as_deref(), Some("0x18"));
+        assert_eq!(r.ranks[1].gpu.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[1].size, 134_217_728);
+        assert_eq!(r.rows[1].root, Some(-1));
+        assert_eq!(r.rows[1].best().unwrap().busbw, 93.72);
+        assert_eq!(r.rows[1].in_place.unwrap().time_us, 1431.0);
+        assert_eq!(r.avg_busbw, Some(46.8775));
+        assert_eq!(r.out_of_bounds, Some(0));
+    }
+
+    #[test]
+    fn an_old_layout_and_prefixes_read_the_same() {
+        let text = "\
+[1,0]<stdout>:#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+[1,0]<stdout>:           8             2     float     sum    30.11    0.00    0.00  0e+00    29.80    0.00    0.00  0e+00
+[1,0]<stdout>:     1048576        262144     float     sum    120.5    8.70   17.41  2e-07    119.9    8.75   17.49  2e-07
+[1,0]<stdout>:# Avg bus bandwidth    : 8.7
+";
+        let r = &parse(text, "run.txt")[0];
+        assert!(!r.partial, "{:?}", r.problems);
+        assert_eq!(r.op, None);
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[1].root, None);
+        assert_eq!(r.rows[1].redop.as_deref(), Some("sum"));
+        assert_eq!(r.rows[1].best().unwrap().busbw, 17.41);
+        assert_eq!(
+            r.rows[1].wrong(),
+            2,
+            "an error above zero counts in each measurement"
+        );
+    }
+
+    #[test]
+    fn alltoall_in_place_is_not_measured() {
+        let text = "\
+#  Collective test starting: alltoall_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 1024
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+        1024            16     float    none      -1    40.10    0.03    0.02      0      N/A     N/A     N/A    N/A
+# Avg bus bandwidth    : 0.02
+";
+        let r = &parse(text, "x")[0];
+        assert_eq!(r.op.as_deref(), Some("alltoall"));
+        assert!(r.rows[0].in_place.is_none());
+        assert_eq!(r.rows[0].best().unwrap().time_us, 40.10);
+    }
+
+    #[test]
+    fn truncated_and_garbled_runs_are_partial_not_wrong() {
+        let cut = &NEW[..NEW.find("# Out of bounds").unwrap() - 40];
+        let r = &parse(cut, "cut.txt")[0];
+        assert!(r.partial);
+        assert_eq!(r.rows.len(), 1, "the cut row is reported, not read");
+        assert!(
+            r.problems.iter().any(|p| p.contains("cut.txt:")),
+            "{:?}",
+            r.problems
+        );
+        assert!(r.problems.iter().any(|p| p.contains("ended early")));
+        for junk in [
+            "8 2 float sum -1 abc 1 1 0 1 1 1 0",
+            "8 x",
+            "99999999999999999999999 1",
+        ] {
+            let r = &parse(junk, "j")[0];
+            assert!(r.rows.is_empty() && r.partial, "{junk}");
+        }
+    }
+
+    #[test]
+    fn several_runs_in_one_file() {
+        let two =
+            format!("./build/all_gather_perf -b 8 -e 128M\n{NEW}mpirun ./alltoall_perf\n{NEW}");
+        let runs = parse(&two, "both.log");
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].op.as_deref(), Some("all_gather"));
+        assert_eq!(runs[1].op.as_deref(), Some("alltoall"));
+    }
+
+    #[test]
+    fn ops_from_names() {
+        assert_eq!(
+            op_from_name("logs/all_reduce_perf.out").as_deref(),
+            Some("all_reduce")
+        );
+        assert_eq!(
+            op_from_name("alltoall-64n.log").as_deref(),
+            Some("alltoall")
+        );
+        assert_eq!(
+            op_from_name("reduce-scatter.txt").as_deref(),
+            Some("reduce_scatter")
+        );
+        assert_eq!(op_from_name("run7.txt"), None);
+    }
+}

@@ -1,0 +1,437 @@
+//! Measured against possible: each size of an nccl-tests run beside what the fabric's routes
+//! allow the same servers, and a verdict per size range.
+//!
+//! The fabric's part is [`ibscope_topo::routing::collectives`]: the bus bandwidth `C` the
+//! SM's routes leave a job's large messages (ring all_reduce for the ring-shaped
+//! collectives, all-to-all for alltoall), with the link that caps it. The latency is the
+//! run's own: its time at the smallest size measured (`L`). For `S` bytes per rank and
+//! nccl-tests' busbw factor `f` of the collective:
+//!
+//! ```text
+//! predicted busbw(S) = f S / (L + f S / C)
+//! ```
+//!
+//! Verdicts, per size:
+//! - `latency-bound`: the measured time is at most twice `L`, or moving `f S` bytes at `C`
+//!   (without a fabric: at the run's best busbw) takes less than `L`: starting the
+//!   collective costs more than moving the bytes, no bandwidth is at stake;
+//! - `at-fabric-limit`: measured busbw at least 80% of the prediction: more needs a faster
+//!   path (the limiting link is named);
+//! - `below-fabric-limit`: under 80% (under 50%: far below): the fabric allows more, look at
+//!   the hosts (GPUDirect RDMA, PCIe, GPU-NIC affinity; the NCCL log's findings when given);
+//! - `no-prediction`: no fabric, or the collective is not modelled (gather, scatter,
+//!   sendrecv, hypercube): the measured curve alone.
+
+use serde::Serialize;
+
+use ibscope_topo::findings::Finding;
+use ibscope_topo::hosts::Hosts;
+use ibscope_topo::routing::{self, Collective, Limit, ModelOptions};
+use ibscope_topo::Fabric;
+
+use crate::perf::PerfRun;
+
+/// At or above this share of the prediction a size is at the fabric's limit.
+pub const AT_LIMIT: f64 = 0.8;
+/// Below this share it is far below.
+pub const FAR_BELOW: f64 = 0.5;
+
+/// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (its `busbw = algbw x f`).
+pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
+    let n = f64::from(ranks.max(1));
+    Some(match op {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
+        "broadcast" | "reduce" | "sendrecv" | "hypercube" => 1.0,
+        _ => return None,
+    })
+}
+
+/// Which of the routes model's collectives bounds `op`.
+fn modelled_by(op: &str) -> Option<Collective> {
+    match op {
+        "all_reduce" | "all_gather" | "reduce_scatter" | "broadcast" | "reduce" => {
+            Some(Collective::Ring)
+        }
+        "alltoall" => Some(Collective::AllToAll),
+        _ => None,
+    }
+}
+
+/// What the fabric allows a job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// The routes model's collective it comes from.
+    pub collective: Collective,
+    pub servers: Vec<String>,
+    pub rails: Vec<u8>,
+    /// Large-message bus bandwidth the routes allow, GB/s.
+    pub busbw: f64,
+    /// The link that caps it.
+    pub limit: Option<Limit>,
+}
+
+/// The fabric's prediction for `op` over `servers` (in the fabric's host names).
+pub fn predict(
+    fabric: &Fabric,
+    hosts: &Hosts,
+    servers: &[String],
+    op: &str,
+) -> Result<Prediction, String> {
+    let collective = modelled_by(op).ok_or_else(|| {
+        format!("{op} is not modelled on the routes (all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall are)")
+    })?;
+    let job = routing::job_servers(hosts, servers).map_err(|e| e.to_string())?;
+    let opts = ModelOptions {
+        max_bytes: 0,
+        ..ModelOptions::default()
+    };
+    let report = routing::collectives(fabric, &job.hosts, &job.rails, &[collective], &opts);
+    let c = report
+        .collectives
+        .into_iter()
+        .next()
+        .ok_or("no collective predicted")?;
+    if let Some(e) = c.error {
+        return Err(e);
+    }
+    Ok(Prediction {
+        collective,
+        servers: job.hosts.iter().map(|h| h.name.clone()).collect(),
+        rails: job.rails,
+        busbw: c.busbw.ok_or("no link on the routes has a known rate")?,
+        limit: c.limit,
+    })
+}
+
+/// A size's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    LatencyBound,
+    AtFabricLimit,
+    BelowFabricLimit,
+    NoPrediction,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::LatencyBound => "latency-bound",
+            Verdict::AtFabricLimit => "at-fabric-limit",
+            Verdict::BelowFabricLimit => "below-fabric-limit",
+            Verdict::NoPrediction => "no-prediction",
+        }
+    }
+}
+
+/// One size judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judged {
+    pub size: u64,
+    pub time_us: f64,
+    pub busbw: f64,
+    pub predicted_busbw: Option<f64>,
+    /// Measured over predicted.
+    pub ratio: Option<f64>,
+    pub verdict: Verdict,
+    /// Values nccl-tests found wrong at this size.
+    pub wrong: u64,
+}
+
+/// Consecutive sizes of one verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Range {
+    pub from: u64,
+    pub to: u64,
+    pub verdict: Verdict,
+    /// The lowest measured/predicted ratio in it.
+    pub worst_ratio: Option<f64>,
+    /// What the verdict means for this run, in one sentence.
+    pub says: String,
+}
+
+/// A run judged against a prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgement {
+    /// The run's own latency: its time at the smallest size, microseconds.
+    pub latency_us: Option<f64>,
+    pub sizes: Vec<Judged>,
+    pub ranges: Vec<Range>,
+}
+
+/// Judge every row of `run` against `prediction`; `hints` are findings of the job's log
+/// that name host causes.
+pub fn judge(run: &PerfRun, prediction: Option<&Prediction>, hints: &[Finding]) -> Judgement {
+    let op = run.op.as_deref().unwrap_or("");
+    let factor = busbw_factor(op, run.ranks.len() as u32);
+    let latency_us = run
+        .rows
+        .iter()
+        .filter_map(|r| r.best().map(|m| m.time_us))
+        .filter(|t| *t > 0.0)
+        .reduce(f64::min);
+    // The bandwidth a size's bytes are measured against: the routes', else the run's best.
+    let reference = prediction.map(|p| p.busbw).or_else(|| {
+        run.rows
+            .iter()
+            .filter_map(|r| r.best().map(|m| m.busbw))
+            .reduce(f64::max)
+            .filter(|b| *b > 0.0)
+    });
+    let mut sizes = Vec::new();
+    for row in &run.rows {
+        let Some(m) = row.best() else { continue };
+        let predicted = match (prediction, factor, latency_us) {
+            (Some(p), Some(f), Some(l)) if p.busbw > 0.0 => {
+                let bus_bytes = f * row.size as f64;
+                Some(bus_bytes / (l * 1e-6 + bus_bytes / (p.busbw * 1e9)) / 1e9)
+            }
+            _ => None,
+        };
+        let ratio = predicted.filter(|p| *p > 0.0).map(|p| m.busbw / p);
+        let latency_bound = latency_us.is_some_and(|l| {
+            // Even at the reference bandwidth, moving the bytes takes less than starting.
+            let moving_us = factor.zip(reference).map_or(f64::INFINITY, |(f, b)| {
+                f * row.size as f64 / (b * 1e9) * 1e6
+            });
+            m.time_us <= 2.0 * l || moving_us <= l
+        });
+        let verdict = if latency_bound {
+            Verdict::LatencyBound
+        } else {
+            match ratio {
+                Some(r) if r >= AT_LIMIT => Verdict::AtFabricLimit,
+                Some(_) => Verdict::BelowFabricLimit,
+                None => Verdict::NoPrediction,
+            }
+        };
+        sizes.push(Judged {
+            size: row.size,
+            time_us: m.time_us,
+            busbw: m.busbw,
+            predicted_busbw: predicted,
+            ratio,
+            verdict,
+            wrong: row.wrong(),
+        });
+    }
+    let ranges = ranges(&sizes, prediction, hints);
+    Judgement {
+        latency_us,
+        sizes,
+        ranges,
+    }
+}
+
+fn ranges(sizes: &[Judged], prediction: Option<&Prediction>, hints: &[Finding]) -> Vec<Range> {
+    let mut out: Vec<Range> = Vec::new();
+    for s in sizes {
+        match out.last_mut() {
+            Some(r) if r.verdict == s.verdict => {
+                r.to = s.size;
+                r.worst_ratio = min_option(r.worst_ratio, s.ratio);
+            }
+            _ => out.push(Range {
+                from: s.size,
+                to: s.size,
+                verdict: s.verdict,
+                worst_ratio: s.ratio,
+                says: String::new(),
+            }),
+        }
+    }
+    for r in &mut out {
+        r.says = says(r, prediction, hints);
+    }
+    out
+}
+
+fn min_option(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The sentence of a range.
+fn says(r: &Range, prediction: Option<&Prediction>, hints: &[Finding]) -> String {
+    let pct = |x: Option<f64>| x.map_or(String::new(), |x| format!("{:.0}%", x * 100.0));
+    match r.verdict {
+        Verdict::LatencyBound => {
+            "latency-bound: the time is mostly starting the collective; neither fabric nor \
+             host bandwidth is at stake"
+                .into()
+        }
+        Verdict::AtFabricLimit => {
+            let p = prediction.expect("a verdict against a prediction has one");
+            format!(
+                "at the fabric's limit ({} of {:.1} GB/s): {}",
+                pct(r.worst_ratio),
+                p.busbw,
+                limit_text(p)
+            )
+        }
+        Verdict::BelowFabricLimit => {
+            let p = prediction.expect("a verdict against a prediction has one");
+            let how = if r.worst_ratio.is_some_and(|x| x < FAR_BELOW) {
+                "far below"
+            } else {
+                "below"
+            };
+            let look = if hints.is_empty() {
+                "look at the hosts: GPUDirect RDMA (nvidia-peermem), PCIe links, an HCA \
+                 shared by GPUs (`ibscope host --check` on each; give the job's \
+                 NCCL_DEBUG=INFO log with --log)"
+                    .to_string()
+            } else {
+                let kinds: std::collections::BTreeSet<&str> =
+                    hints.iter().map(|f| f.kind.name()).collect();
+                format!(
+                    "look at the hosts: the log shows {} ({} finding(s), see below)",
+                    kinds.into_iter().collect::<Vec<_>>().join(", "),
+                    hints.len()
+                )
+            };
+            format!(
+                "{how} the fabric's limit (down to {} of what the routes allow, {:.1} GB/s): {look}",
+                pct(r.worst_ratio),
+                p.busbw
+            )
+        }
+        Verdict::NoPrediction => {
+            "bandwidth-bound; no prediction to compare with (no fabric, or the collective is \
+             not modelled)"
+                .into()
+        }
+    }
+}
+
+/// The limiting link in words.
+pub fn limit_text(p: &Prediction) -> String {
+    match &p.limit {
+        Some(l) => {
+            let what = if l.below_norm {
+                "a link below the job's HCA rate caps it"
+            } else if l.hca_link {
+                "the HCAs' own links cap it (line rate)"
+            } else {
+                "a switch link shared by the job's flows caps it"
+            };
+            let capacity = l
+                .capacity_gbps
+                .map_or(String::new(), |c| format!(", {c:.0} Gb/s"));
+            format!("{what}: {} ({} flows{capacity})", l.channel, l.flows)
+        }
+        None => "no single link caps it".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf;
+    use crate::synthetic::{self, Job};
+    use ibscope_topo::routing::ChannelRef;
+
+    fn prediction(busbw: f64) -> Prediction {
+        let port = ibscope_topo::PortRef {
+            node: ibscope_topo::NodeRef {
+                guid: 0x1,
+                kind: ibscope_topo::NodeKind::Ca,
+                name: "gpu-0001 mlx5_0".into(),
+            },
+            port: 1,
+            lid: 1,
+            host: None,
+            rail: None,
+        };
+        Prediction {
+            collective: Collective::Ring,
+            servers: vec!["gpu-0001".into(), "gpu-0002".into()],
+            rails: vec![0],
+            busbw,
+            limit: Some(Limit {
+                channel: ChannelRef {
+                    from: port.clone(),
+                    to: port,
+                },
+                capacity_gbps: Some(200.0),
+                flows: 2,
+                share_gbps: 200.0,
+                hca_link: true,
+                below_norm: false,
+            }),
+        }
+    }
+
+    /// A run whose sizes measure `busbw(size)`.
+    fn run(busbw: impl Fn(u64) -> f64) -> PerfRun {
+        let sizes: Vec<(u64, f64)> = (3..=33).map(|p| 1u64 << p).map(|s| (s, busbw(s))).collect();
+        let text = synthetic::perf_text(&Job::new(2, 1), "all_reduce", &sizes);
+        perf::parse(&text, "t").remove(0)
+    }
+
+    fn verdicts(j: &Judgement) -> Vec<Verdict> {
+        j.ranges.iter().map(|r| r.verdict).collect()
+    }
+
+    /// busbw of a collective with latency `l` us and bandwidth `c` GB/s (factor 1 for 2 ranks).
+    fn model(l: f64, c: f64) -> impl Fn(u64) -> f64 {
+        move |s| s as f64 / (l * 1e-6 + s as f64 / (c * 1e9)) / 1e9
+    }
+
+    #[test]
+    fn a_run_at_the_routes_limit() {
+        let j = judge(&run(model(20.0, 24.0)), Some(&prediction(25.0)), &[]);
+        assert_eq!(
+            verdicts(&j),
+            [Verdict::LatencyBound, Verdict::AtFabricLimit]
+        );
+        assert!(
+            j.ranges[1].says.contains("the HCAs' own links cap it"),
+            "{}",
+            j.ranges[1].says
+        );
+        let last = j.sizes.last().unwrap();
+        assert!((last.ratio.unwrap() - 0.96).abs() < 0.01, "{last:?}");
+    }
+
+    #[test]
+    fn a_run_far_below_the_routes_limit_points_at_the_hosts() {
+        let j = judge(&run(model(20.0, 8.0)), Some(&prediction(25.0)), &[]);
+        assert_eq!(
+            verdicts(&j),
+            [Verdict::LatencyBound, Verdict::BelowFabricLimit]
+        );
+        assert!(
+            j.ranges[1].says.starts_with("far below"),
+            "{}",
+            j.ranges[1].says
+        );
+        assert!(j.ranges[1].says.contains("GPUDirect RDMA"));
+        let hint = Finding::new(ibscope_topo::findings::FindingKind::NcclGdrOff, "x".into());
+        let j = judge(&run(model(20.0, 8.0)), Some(&prediction(25.0)), &[hint]);
+        assert!(
+            j.ranges[1].says.contains("the log shows nccl-gdr-off"),
+            "{}",
+            j.ranges[1].says
+        );
+    }
+
+    #[test]
+    fn without_a_fabric_the_curve_is_still_judged_by_time() {
+        let j = judge(&run(model(20.0, 24.0)), None, &[]);
+        assert_eq!(verdicts(&j), [Verdict::LatencyBound, Verdict::NoPrediction]);
+        assert!(j.sizes.iter().all(|s| s.predicted_busbw.is_none()));
+        assert_eq!(j.latency_us.map(f64::round), Some(20.0));
+    }
+
+    #[test]
+    fn factors_are_nccl_tests() {
+        assert_eq!(busbw_factor("all_reduce", 8), Some(1.75));
+        assert_eq!(busbw_factor("all_gather", 8), Some(0.875));
+        assert_eq!(busbw_factor("sendrecv", 8), Some(1.0));
+        assert_eq!(busbw_factor("nonsense", 8), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! Published captures (tests/data/nccl/real/, sources in SOURCES.md there): every layout,
+//! prefix and version they show reads, and what they show is found.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use ibscope_nccl::{log, perf, report};
+
+fn read(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/nccl/real")
+        .join(name);
+    String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+}
+
+fn one_run(name: &str) -> perf::PerfRun {
+    let mut runs = perf::parse(&read(name), name);
+    assert_eq!(runs.len(), 1, "{name}");
+    runs.remove(0)
+}
+
+#[test]
+fn every_nccl_tests_capture_reads_whole() {
+    // (file, op, ranks, servers, rows, average as printed)
+    let whole = [
+        (
+            "nccl-tests-2.17.1-allreduce-2node-gh200-slow-nocxi-indented.txt",
+            "all_reduce",
+            8,
+            2,
+            25,
+            1.58767,
+        ),
+        (
+            "nccl-tests-2.17.1-allreduce-2node-gh200-srun-indented.txt",
+            "all_reduce",
+            8,
+            2,
+            25,
+            19.7866,
+        ),
+        (
+            "nccl-tests-allgather-2node-b200-nccl2.26.6.txt",
+            "all_gather",
+            16,
+            2,
+            24,
+            59.3638,
+        ),
+        (
+            "nccl-tests-allreduce-2node-h100-mixed-hash-prefix.txt",
+            "all_reduce",
+            16,
+            2,
+            31,
+            70.742,
+        ),
+        (
+            "nccl-tests-allreduce-p5-mpirun-stdout-prefix.txt",
+            "all_reduce",
+            0,
+            0,
+            32,
+            156.742,
+        ),
+        (
+            "nccl-tests-allreduce-p5en-elided-rows.txt",
+            "all_reduce",
+            0,
+            0,
+            3,
+            84.0569,
+        ),
+        (
+            "nccl-tests-old-error-col-allreduce-2node-dgxa100-ib.txt",
+            "all_reduce",
+            0,
+            0,
+            30,
+            53.7098,
+        ),
+        (
+            "nccl-tests-old-error-col-allreduce-2node-efa-nccl2.7.8-interleaved-info.txt",
+            "all_reduce",
+            16,
+            2,
+            28,
+            7.14456,
+        ),
+        (
+            "nccl-tests-old-error-col-allreduce-2node-efa-nccl2.9.9-mpirun-prefix-full-info.txt",
+            "all_reduce",
+            16,
+            2,
+            30,
+            11.2432,
+        ),
+        (
+            "nccl-tests-old-narrow-cols-allreduce-4node-dgxa100.txt",
+            "all_reduce",
+            0,
+            0,
+            13,
+            113.289,
+        ),
+        (
+            "nccl-tests-old-narrow-cols-allreduce-roce-k8s-erratic.txt",
+            "all_reduce",
+            0,
+            0,
+            29,
+            7.76739,
+        ),
+    ];
+    for (name, op, ranks, servers, rows, avg) in whole {
+        let r = one_run(name);
+        assert!(!r.partial, "{name}: {:?}", r.problems);
+        assert_eq!(r.op.as_deref(), Some(op), "{name}");
+        assert_eq!(r.ranks.len(), ranks, "{name}");
+        let hosts: BTreeSet<&str> = r.ranks.iter().map(|x| x.host.as_str()).collect();
+        assert_eq!(hosts.len(), servers, "{name}");
+        assert_eq!(r.rows.len(), rows, "{name}");
+        assert_eq!(r.avg_busbw, Some(avg), "{name}");
+        // The printed average is the mean of the out-of-place busbw column (rounded).
+        let mean = r
+            .rows
+            .iter()
+            .filter_map(|x| x.out_of_place.map(|m| m.busbw))
+            .sum::<f64>()
+            / r.rows.len() as f64;
+        if name != "nccl-tests-allreduce-p5en-elided-rows.txt" {
+            assert!(
+                (mean - avg).abs() / avg < 0.02,
+                "{name}: mean {mean} printed {avg}"
+            );
+        }
+        assert!(r.rows.windows(2).all(|w| w[0].size < w[1].size), "{name}");
+    }
+}
+
+#[test]
+fn cut_captures_are_partial_and_say_why() {
+    let r = one_run("nccl-tests-allgather-4node-b200-truncated.txt");
+    assert!(r.partial && r.rows.is_empty());
+    assert!(
+        r.problems[0].contains("no row of measurements"),
+        "{:?}",
+        r.problems
+    );
+    let r = one_run("nccl-tests-allreduce-2node-p4de-srun-label.txt");
+    assert!(r.partial);
+    assert_eq!(r.rows.len(), 29, "the rows before the cut are kept");
+    assert!(r.problems[0].contains("ended early"));
+}
+
+#[test]
+fn the_slow_run_judged_alone_is_bandwidth_bound_without_a_prediction() {
+    let slow = one_run("nccl-tests-2.17.1-allreduce-2node-gh200-slow-nocxi-indented.txt");
+    let fast = one_run("nccl-tests-2.17.1-allreduce-2node-gh200-srun-indented.txt");
+    let (s, f) = (
+        report::run_report(&slow, None, &[], &[]),
+        report::run_report(&fast, None, &[], &[]),
+    );
+    assert!(
+        s.prediction.is_none()
+            && s.prediction_missing
+                .as_deref()
+                .unwrap()
+                .contains("no fabric")
+    );
+    let last = |r: &report::RunReport| r.judgement.sizes.last().unwrap().busbw;
+    assert!(
+        last(&f) > 10.0 * last(&s),
+        "the misconfigured run is an order slower"
+    );
+    for r in [&s, &f] {
+        let verdicts: Vec<&str> = r
+            .judgement
+            .ranges
+            .iter()
+            .map(|x| x.verdict.as_str())
+            .collect();
+        assert_eq!(verdicts.first(), Some(&"latency-bound"), "{verdicts:?}");
+        assert_eq!(verdicts.last(), Some(&"no-prediction"), "{verdicts:?}");
+    }
+}
+
+#[test]
+fn nccl_logs_read_with_ranks_devices_and_channels() {
+    // (file, ranks, net connections, all of them over GPUDirect RDMA)
+    for (name, ranks, net) in [
+        (
+            "nccl-log-2.27.5-2node-16rank-roce-ofi-fallback-node1.txt",
+            8,
+            64,
+        ),
+        (
+            "nccl-log-2.27.5-2node-16rank-single-hca-pxn-node1.txt",
+            8,
+            16,
+        ),
+        ("nccl-log-2.29.3-2node-16rank-roce-rank0-node.txt", 8, 64),
+    ] {
+        let text = read(name);
+        let l = log::parse([(name, text.as_str())]);
+        assert!(l.problems.is_empty(), "{name}: {:?}", l.problems);
+        assert_eq!(l.ranks.len(), ranks, "{name}");
+        assert_eq!(l.nranks(), Some(16), "{name}");
+        let r = report::log_report(&l, None);
+        assert_eq!((r.net_connections, r.gdr_connections), (net, net), "{name}");
+        assert!(
+            r.partial,
+            "{name}: one node's file of two: {:?}",
+            r.problems
+        );
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| p.contains("places 8 of the job's 16 ranks")));
+        let kinds: Vec<&str> = r.findings.iter().map(|f| f.kind.name()).collect();
+        assert!(
+            !kinds.contains(&"nccl-wrong-rail"),
+            "{name}: {:#?}",
+            r.findings
+        );
+        assert!(!kinds.contains(&"nccl-gdr-off"), "{name}");
+    }
+}
+
+/// NCCL_IB_HCA=mlx5_0,...,mlx5_7 is a prefix match: mlx5_1 also admits mlx5_10, which NCCL
+/// then lists and leaves idle. The log shows it; the rule names it.
+#[test]
+fn a_prefix_match_of_nccl_ib_hca_shows_as_an_idle_rail() {
+    let name = "nccl-log-2.29.3-2node-16rank-roce-rank0-node.txt";
+    let text = read(name);
+    let r = report::log_report(&log::parse([(name, text.as_str())]), None);
+    let idle: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind.name() == "nccl-rail-unused")
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert!(
+        idle[0].starts_with("mlx5_10 of tpgds-aihub0003"),
+        "{}",
+        idle[0]
+    );
+    assert!(idle[0].contains("NCCL_IB_HCA=mlx5_0,"));
+}

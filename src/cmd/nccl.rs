@@ -1,0 +1,526 @@
+//! `ibscope nccl`: nccl-tests output and NCCL logs beside the fabric (`ibscope_nccl`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use ibscope_nccl::chart;
+use ibscope_nccl::log::NcclLog;
+use ibscope_nccl::perf::{self, PerfRun};
+use ibscope_nccl::report::{self, Beside, LogReport, RunReport};
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::findings::{CounterReads, Finding};
+use ibscope_topo::health::HealthOptions;
+use ibscope_topo::hosts::Hosts;
+use ibscope_topo::Fabric;
+
+use crate::cli::{exit, Global};
+
+/// NCCL's evidence beside the fabric: nccl-tests runs against what the routes allow, and
+/// a job's NCCL_DEBUG=INFO log checked and placed on the links it crosses.
+///
+/// Examples:
+///   ibscope nccl tests all_reduce_perf.out --log nccl-debug.log
+///   ibscope nccl log nccl-debug.log
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: NcclCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum NcclCommand {
+    /// nccl-tests output against the fabric: per message size, whether the fabric allows
+    /// more.
+    ///
+    /// Reads the output of any *_perf binary of nccl-tests (old and new column layouts,
+    /// out-of-place and in-place, #wrong or error, Avg bus bandwidth), with NCCL INFO
+    /// lines between the rows and launcher prefixes ([1,0]<stdout>: of mpirun, 0: of srun
+    /// --label, [0] of -prepend-rank); several runs per file. The collective comes from
+    /// the *_perf command line or "Collective test starting" line, the file's name, or
+    /// --op; the servers from the run's "Rank N ... on HOST" lines, else --hosts.
+    ///
+    /// The fabric (live, or --topology FILE: an ibscope JSON snapshot taken with
+    /// `discover --lft` holds the routes) gives the bus bandwidth its routes allow the
+    /// job's servers on all their rails, as `route load` predicts it (ring all_reduce for
+    /// all_reduce, all_gather, reduce_scatter, broadcast and reduce; all-to-all for
+    /// alltoall), and the link that caps it. The run's own latency (its time at the
+    /// smallest size, L) completes the prediction for each size S:
+    ///   predicted busbw(S) = f S / (L + f S / C)      f: nccl-tests' busbw factor
+    ///
+    /// Verdicts, per size, shown as ranges:
+    ///   latency-bound        measured time at most 2 L, or f S at C (no fabric: at the
+    ///                        run's best busbw) takes less than L: starting costs more
+    ///   at-fabric-limit      measured busbw >= 80% of the prediction: the named link caps
+    ///                        it; more needs a faster path
+    ///   below-fabric-limit   under 80% ("far below" under 50%): the fabric allows more;
+    ///                        look at the hosts (GPUDirect RDMA, PCIe, an HCA shared by
+    ///                        GPUs), and with --log at what the job's NCCL log shows
+    ///   no-prediction        no fabric or a collective not modelled: the curve alone
+    /// Without a fabric (none reachable, no --topology) the measured curves and the
+    /// latency-bound ranges are still reported.
+    ///
+    /// Exit code: 0 every bandwidth range at the fabric's limit (or no prediction); 1 a
+    /// range below it, values nccl-tests found wrong, or a run cut short; 2 nothing read.
+    #[command(
+        verbatim_doc_comment,
+        after_help = "Examples:\n  ibscope nccl tests all_reduce_perf.out\n  ibscope nccl tests slurm-1234.out --log nccl-debug.log --plot busbw.svg\n  ibscope --topology fabric.json nccl tests run.txt --hosts gpu-[0001-0016] --op all_reduce\n  ibscope nccl tests run.txt --json | jq '.runs[].judgement.ranges'"
+    )]
+    Tests {
+        /// nccl-tests output files (`-` for stdin).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The job's servers when a file does not list its ranks: a Slurm hostlist or @FILE.
+        #[arg(long, value_name = "HOSTLIST")]
+        hosts: Option<String>,
+        /// The collective when a file does not say it (all_reduce, all_gather, alltoall...).
+        #[arg(long, value_parser = parse_op)]
+        op: Option<String>,
+        /// The job's NCCL_DEBUG=INFO log (repeatable: one file per rank): its findings
+        /// explain a run below the fabric's limit.
+        #[arg(long, value_name = "FILE")]
+        log: Vec<PathBuf>,
+        /// Also write the chart of measured against predicted busbw as SVG to FILE.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
+        /// Do not look for a fabric: report the measured curves alone.
+        #[arg(long)]
+        no_fabric: bool,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job's NCCL_DEBUG=INFO log: ranks, hosts, HCAs and channels, checked, and the links
+    /// its traffic crosses.
+    ///
+    /// Reads one file per rank or a merged log, any order, with launcher prefixes: the
+    /// NCCL version, NCCL_* settings, each process's network devices (NET/IB : Using),
+    /// ranks to host and GPU (cudaDev, busId), rings and trees, and every channel's
+    /// connection with its transport (NET/IB/k, PXN proxy, GDRDMA; P2P, SHM inside a
+    /// server). Checks (findings of the one table, see `ibscope check --help`):
+    ///   nccl-wrong-rail    a rank's channels leave through another HCA than its GPU's own
+    ///                      (entry D of the NET/IB list for CUDA device D; the fabric's
+    ///                      rails when given)
+    ///   nccl-gdr-off       network channels without GPUDirect RDMA where the host or the
+    ///                      job's other hosts use it (with NCCL's reason when printed)
+    ///   nccl-rail-unused   an HCA of a server carries none of the job's channels
+    ///   nccl-mismatch      ranks on different NCCL versions or NCCL_* settings
+    ///
+    /// With a fabric (live, or --topology with routes), each [send] between servers is
+    /// placed from the sender's HCA along the forwarding tables to the receiver's, and
+    /// every link crossed is listed with the ring and tree channels crossing it and the
+    /// fabric's findings at its ends (live: counters too), those with findings first.
+    ///
+    /// Exit code: 0 nothing found; 1 findings, or a crossed link with findings; 2 nothing
+    /// read.
+    #[command(
+        verbatim_doc_comment,
+        after_help = "Examples:\n  ibscope nccl log nccl-debug.log\n  ibscope nccl log logs/rank-*.log --json | jq '.findings'\n  ibscope --topology fabric.json nccl log job.log"
+    )]
+    Log {
+        /// NCCL_DEBUG=INFO logs (`-` for stdin).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Do not look for a fabric: the log's own checks only.
+        #[arg(long)]
+        no_fabric: bool,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_op(s: &str) -> Result<String, String> {
+    let op = s.trim_end_matches("_perf").replace('-', "_");
+    if perf::known_op(&op) {
+        Ok(op)
+    } else {
+        Err(format!(
+            "unknown collective {s:?} (one of {})",
+            perf::OPS.join(", ")
+        ))
+    }
+}
+
+/// Files are read whole; a log of a large job is a few hundred MB.
+const INPUT_LIMIT: u64 = 4 << 30;
+
+fn read_input(path: &Path) -> Result<(String, String)> {
+    let name = path.display().to_string();
+    if name == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("cannot read standard input")?;
+        return Ok(("stdin".into(), text));
+    }
+    Ok((name, crate::fabric::read_text(path, "file", INPUT_LIMIT)?))
+}
+
+/// The fabric to put the evidence beside, with its hosts and findings; `None` (said on
+/// stderr) when none is reachable. A --topology that cannot be read is an error.
+struct FabricContext {
+    fabric: Fabric,
+    hosts: Hosts,
+    findings: Vec<Finding>,
+}
+
+fn fabric(g: &Global, no_fabric: bool, with_findings: bool) -> Result<Option<FabricContext>> {
+    if no_fabric {
+        return Ok(None);
+    }
+    let names = crate::fabric::names(g)?;
+    let (fabric, mut engine) = if let Some(path) = &g.topology {
+        (crate::fabric::load_file(path)?, None)
+    } else {
+        match crate::fabric::open_engine(g) {
+            Ok(mut e) => (
+                crate::fabric::discover_live(&mut e, DiscoverOptions { read_lft: true })?,
+                Some(e),
+            ),
+            Err(e) => {
+                eprintln!("ibscope: no fabric ({e:#}): the evidence alone, without routes");
+                return Ok(None);
+            }
+        }
+    };
+    let hosts = Hosts::group(&fabric, names.as_ref());
+    let findings = if with_findings {
+        let thresholds = crate::fabric::thresholds(g, None)?;
+        super::check::evaluate(
+            &fabric,
+            names.as_ref(),
+            &HealthOptions::default(),
+            &thresholds,
+            engine.as_mut(),
+            CounterReads::Screened,
+        )
+        .findings
+    } else {
+        Vec::new()
+    };
+    Ok(Some(FabricContext {
+        fabric,
+        hosts,
+        findings,
+    }))
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    match &a.command {
+        NcclCommand::Tests {
+            files,
+            hosts,
+            op,
+            log,
+            plot,
+            no_fabric,
+            json,
+        } => {
+            let hosts = hosts.as_deref().map(crate::fabric::host_list).transpose()?;
+            let mut runs: Vec<PerfRun> = Vec::new();
+            for f in files {
+                let (name, text) = read_input(f)?;
+                runs.extend(perf::parse(&text, &name));
+            }
+            if runs.is_empty() {
+                anyhow::bail!(
+                    "no nccl-tests run in {} file(s): no row of measurements",
+                    files.len()
+                );
+            }
+            for r in &mut runs {
+                if op.is_some() {
+                    r.op.clone_from(op);
+                }
+            }
+            let hints = match log.is_empty() {
+                true => Vec::new(),
+                false => report::log_report(&read_logs(log)?, None).findings,
+            };
+            let ctx = fabric(g, *no_fabric, false)?;
+            let beside = ctx.as_ref().map(|c| Beside {
+                fabric: &c.fabric,
+                hosts: &c.hosts,
+                findings: &c.findings,
+            });
+            let reports: Vec<RunReport> = runs
+                .iter()
+                .map(|r| {
+                    report::run_report(r, beside.as_ref(), hosts.as_deref().unwrap_or(&[]), &hints)
+                })
+                .collect();
+            if let Some(path) = plot {
+                write_plot(path, &reports)?;
+            }
+            if *json {
+                crate::output::print_json(
+                    &serde_json::json!({ "runs": reports, "log_findings": hints }),
+                )?;
+            } else {
+                for r in &reports {
+                    print_run(r);
+                }
+                print_findings("the job's NCCL log", &hints);
+            }
+            Ok(ExitCode::from(tests_exit(&reports)))
+        }
+        NcclCommand::Log {
+            files,
+            no_fabric,
+            json,
+        } => {
+            let log = read_logs(files)?;
+            let ctx = fabric(g, *no_fabric, true)?;
+            let beside = ctx.as_ref().map(|c| Beside {
+                fabric: &c.fabric,
+                hosts: &c.hosts,
+                findings: &c.findings,
+            });
+            let r = report::log_report(&log, beside.as_ref());
+            if log.is_empty() {
+                anyhow::bail!(
+                    "no NCCL INFO line of a job in {} file(s): is it an NCCL_DEBUG=INFO log?",
+                    files.len()
+                );
+            }
+            if *json {
+                crate::output::print_json(&r)?;
+            } else {
+                print_log(&r);
+            }
+            let crossed_faults = r
+                .placement
+                .as_ref()
+                .is_some_and(|p| p.links.iter().any(|l| !l.findings.is_empty()));
+            Ok(ExitCode::from(
+                if r.findings.is_empty() && !crossed_faults {
+                    exit::OK
+                } else {
+                    exit::FINDINGS
+                },
+            ))
+        }
+    }
+}
+
+fn read_logs(files: &[PathBuf]) -> Result<NcclLog> {
+    let mut log = NcclLog::default();
+    for f in files {
+        let (name, text) = read_input(f)?;
+        log.read(&text, &name);
+    }
+    Ok(log)
+}
+
+fn tests_exit(reports: &[RunReport]) -> u8 {
+    let bad = reports.iter().any(|r| {
+        r.partial
+            || r.wrong > 0
+            || r.judgement
+                .ranges
+                .iter()
+                .any(|x| x.verdict == ibscope_nccl::predict::Verdict::BelowFabricLimit)
+    });
+    if bad {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    }
+}
+
+fn write_plot(path: &Path, reports: &[RunReport]) -> Result<()> {
+    let r = reports
+        .iter()
+        .find(|r| !r.judgement.sizes.is_empty())
+        .context("no run has sizes to plot")?;
+    let title = format!(
+        "{} on {} ranks: measured and predicted busbw ({})",
+        r.op.as_deref().unwrap_or("collective"),
+        r.ranks,
+        r.source
+    );
+    std::fs::write(path, chart::svg(&r.judgement.sizes, &title))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn print_run(r: &RunReport) {
+    let op = r.op.as_deref().unwrap_or("unknown collective");
+    println!(
+        "{}: {op}, {} ranks on {} server(s){}",
+        for_terminal(&r.source),
+        r.ranks,
+        r.servers.len(),
+        r.nccl_version
+            .as_ref()
+            .map_or(String::new(), |v| format!(", NCCL {}", for_terminal(v)))
+    );
+    match (&r.prediction, &r.prediction_missing) {
+        (Some(p), _) => println!(
+            "  the routes allow {:.1} GB/s busbw ({} on rails {}): {}",
+            p.busbw,
+            p.collective,
+            ibscope_topo::hosts::rail_ranges(&p.rails),
+            for_terminal(&ibscope_nccl::predict::limit_text(p))
+        ),
+        (None, Some(why)) => println!("  no prediction: {}", for_terminal(why)),
+        (None, None) => {}
+    }
+    println!(
+        "  {:>10}  {:>10}  {:>9}  {:>9}  {:>6}  verdict",
+        "size", "time(us)", "busbw", "predicted", "ratio"
+    );
+    for s in &r.judgement.sizes {
+        println!(
+            "  {:>10}  {:>10.2}  {:>9.2}  {:>9}  {:>6}  {}{}",
+            chart::human_size(s.size),
+            s.time_us,
+            s.busbw,
+            s.predicted_busbw.map_or("-".into(), |p| format!("{p:.2}")),
+            s.ratio.map_or("-".into(), |x| format!("{:.0}%", x * 100.0)),
+            s.verdict.as_str(),
+            if s.wrong > 0 {
+                format!(" ({} wrong)", s.wrong)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for x in &r.judgement.ranges {
+        println!(
+            "  {} - {}: {}",
+            chart::human_size(x.from),
+            chart::human_size(x.to),
+            for_terminal(&x.says)
+        );
+    }
+    print!("{}", indent(&chart::text(&r.judgement.sizes)));
+    if r.wrong > 0 {
+        println!(
+            "  {} value(s) wrong: the collective's results are corrupt (#wrong)",
+            r.wrong
+        );
+    }
+    for p in &r.problems {
+        println!("  partial: {}", for_terminal(p));
+    }
+    println!();
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+fn print_findings(what: &str, findings: &[Finding]) {
+    if findings.is_empty() {
+        return;
+    }
+    println!("{} finding(s) in {what}:", findings.len());
+    for f in findings {
+        println!("  {}", f.text_line());
+    }
+}
+
+fn print_log(r: &LogReport) {
+    println!(
+        "job: {} of {} ranks on {} server(s), NCCL {}, network {}",
+        r.ranks,
+        r.nranks.map_or("?".into(), |n| n.to_string()),
+        r.servers.len(),
+        for_terminal(&list_or_unknown(&r.versions)),
+        for_terminal(&list_or_unknown(&r.networks))
+    );
+    println!(
+        "channels: {} rings, {} tree lines; {} network connections, {} with GPUDirect RDMA",
+        r.rings, r.trees, r.net_connections, r.gdr_connections
+    );
+    for s in &r.servers {
+        println!(
+            "  {}: ranks {}, HCAs used {}/{} ({})",
+            for_terminal(&s.host),
+            ranks_text(&s.ranks),
+            s.hcas_used.len(),
+            s.hcas.len(),
+            for_terminal(&s.hcas_used.join(" "))
+        );
+    }
+    print_findings("the log", &r.findings);
+    if r.findings.is_empty() {
+        println!("the log's checks found nothing");
+    }
+    match (&r.placement, &r.placement_missing) {
+        (Some(p), _) => {
+            println!(
+                "routes: {} network connection(s) placed, {} not placed; {} link(s) crossed",
+                p.placed,
+                p.unplaced,
+                p.links.len()
+            );
+            for why in &p.unplaced_reasons {
+                println!("  not placed: {}", for_terminal(why));
+            }
+            for l in p.links.iter().filter(|l| !l.findings.is_empty()) {
+                println!(
+                    "  {} carries {} connection(s) (ring channels {}; tree channels {}), e.g. {}",
+                    l.link,
+                    l.connections,
+                    ranks_text(&l.rings.iter().copied().collect::<Vec<_>>()),
+                    ranks_text(&l.trees.iter().copied().collect::<Vec<_>>()),
+                    for_terminal(&l.example)
+                );
+                for f in &l.findings {
+                    println!("    {}", f.text_line());
+                }
+            }
+            if p.links.iter().all(|l| l.findings.is_empty()) && p.placed > 0 {
+                println!("  no link the job crosses has a finding");
+            }
+        }
+        (None, Some(why)) => println!("routes: not placed, {}", for_terminal(why)),
+        (None, None) => {}
+    }
+    for w in r.warnings.iter().take(5) {
+        println!("NCCL WARN: {}", for_terminal(w));
+    }
+    for p in &r.problems {
+        println!("partial: {}", for_terminal(p));
+    }
+}
+
+fn list_or_unknown(items: &[String]) -> String {
+    if items.is_empty() {
+        "unknown".into()
+    } else {
+        items.join(" and ")
+    }
+}
+
+/// `0-7, 9` for a sorted list of numbers; `-` for none.
+fn ranks_text(numbers: &[u32]) -> String {
+    if numbers.is_empty() {
+        return "-".into();
+    }
+    let mut sorted = numbers.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut start = sorted[0];
+    let mut prev = start;
+    for &n in &sorted[1..] {
+        if n != prev + 1 {
+            out.push(span(start, prev));
+            start = n;
+        }
+        prev = n;
+    }
+    out.push(span(start, prev));
+    out.join(", ")
+}
+
+fn span(a: u32, b: u32) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}-{b}")
+    }
+}

@@ -1,0 +1,290 @@
+//! `ibscope nccl tests` and `ibscope nccl log` on the demo's GPU cluster under ibsim: a
+//! job's log and nccl-tests runs generated for its servers, with planted faults on the
+//! fabric (symbol errors, a rail down) and on the hosts (GPUDirect RDMA off), each verdict
+//! and each placement checked against what the routes and counters say.
+
+use crate::common;
+
+use common::*;
+use ibscope_nccl::synthetic::{self, Job};
+use serde_json::Value;
+
+/// The job's servers: every server of the cluster but gpu-0006, whose rail 2 is down (a
+/// rail-local ring cannot be placed through it).
+fn job() -> Job {
+    let mut job = Job::new(8, 8);
+    job.hosts.remove(5);
+    job
+}
+
+fn json(out: &std::process::Output, code: i32) -> Value {
+    serde_json::from_str(&assert_exit(out, code)).unwrap()
+}
+
+/// busbw of a run with latency `latency_us` and bandwidth `busbw` GB/s, sizes 8 B to 4 GiB.
+fn rows(latency_us: f64, busbw: f64, factor: f64) -> Vec<(u64, f64)> {
+    (3..=32)
+        .map(|p| 1u64 << p)
+        .map(|s| {
+            let bus = factor * s as f64;
+            (s, bus / (latency_us * 1e-6 + bus / (busbw * 1e9)) / 1e9)
+        })
+        .collect()
+}
+
+#[test]
+fn nccl_tests_runs_are_judged_against_the_routes() {
+    let sim = sim("gpu-cluster.topo");
+    let dir = temp_dir();
+    let job = job();
+    let ranks = 7.0 * 8.0;
+    let factor = 2.0 * (ranks - 1.0) / ranks;
+    // What the routes allow these servers: route load's ring prediction.
+    let load = json(
+        &ibscope(
+            &sim,
+            &[
+                "route",
+                "load",
+                "--hosts",
+                "gpu-[0001-0005],gpu-0007,gpu-0008",
+                "--collective",
+                "ring",
+                "--no-curve",
+                "--json",
+            ],
+        ),
+        0,
+    );
+    let allowed = load["collectives"][0]["busbw"].as_f64().unwrap();
+    assert!(allowed > 10.0, "{load}");
+    let write = |name: &str, busbw: f64| {
+        let path = dir.path().join(name);
+        let text = synthetic::perf_text(&job, "all_reduce", &rows(30.0, busbw, factor));
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+
+    // At 95% of what the routes allow: the fabric is the limit, and the link is named.
+    let at = write("all_reduce_perf.at.txt", 0.95 * allowed);
+    let doc = json(&ibscope(&sim, &["nccl", "tests", &at, "--json"]), 0);
+    let run = &doc["runs"][0];
+    assert_eq!(run["servers"].as_array().unwrap().len(), 7, "{run}");
+    assert!((run["prediction"]["busbw"].as_f64().unwrap() - allowed).abs() < 1e-6);
+    let ranges = run["judgement"]["ranges"].as_array().unwrap();
+    let verdicts: Vec<&str> = ranges
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["latency-bound", "at-fabric-limit"],
+        "{ranges:#?}"
+    );
+    let says = ranges[1]["says"].as_str().unwrap();
+    assert!(
+        says.starts_with("at the fabric's limit") && says.contains(" -> "),
+        "{says}"
+    );
+    let last = run["judgement"]["sizes"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        (last["ratio"].as_f64().unwrap() - 0.95).abs() < 0.02,
+        "{last}"
+    );
+
+    // At 40%: far below, and the hosts are where to look; with the job's log, what it shows.
+    let slow = write("all_reduce_perf.slow.txt", 0.4 * allowed);
+    let text = assert_exit(&ibscope(&sim, &["nccl", "tests", &slow]), 1);
+    assert!(text.contains("far below the fabric's limit"), "{text}");
+    assert!(text.contains("look at the hosts: GPUDirect RDMA"), "{text}");
+    let mut no_gdr = job.clone();
+    no_gdr.no_gdr_host = Some(2);
+    let log = dir.path().join("job.log");
+    std::fs::write(&log, synthetic::log_text(&no_gdr)).unwrap();
+    let svg = dir.path().join("busbw.svg");
+    let text = assert_exit(
+        &ibscope(
+            &sim,
+            &[
+                "nccl",
+                "tests",
+                &slow,
+                "--log",
+                log.to_str().unwrap(),
+                "--plot",
+                svg.to_str().unwrap(),
+            ],
+        ),
+        1,
+    );
+    assert!(
+        text.contains("the log shows nccl-gdr-off (8 finding(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[nccl-gdr-off]") && text.contains("gpu-0003"),
+        "{text}"
+    );
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.matches("<polyline").count() == 2);
+
+    // Without the fabric: the measured curve alone, nothing judged against routes.
+    let doc = json(
+        &ibscope(&sim, &["nccl", "tests", &slow, "--no-fabric", "--json"]),
+        0,
+    );
+    let ranges = doc["runs"][0]["judgement"]["ranges"].as_array().unwrap();
+    assert_eq!(ranges.last().unwrap()["verdict"], "no-prediction");
+    assert!(doc["runs"][0]["prediction_missing"]
+        .as_str()
+        .unwrap()
+        .contains("no fabric"));
+}
+
+#[test]
+fn nccl_log_places_the_job_on_the_links_with_their_findings() {
+    let sim = sim("gpu-cluster.topo");
+    sim.set_counter("R4L001", 4, "SymbolErrorCounter", 1234)
+        .unwrap();
+    let dir = temp_dir();
+    let log = dir.path().join("job.log");
+    // Every server, gpu-0006 included: its rail 2 is down in the fabric.
+    std::fs::write(&log, synthetic::log_text(&Job::new(8, 8))).unwrap();
+    let doc = json(
+        &ibscope(&sim, &["nccl", "log", log.to_str().unwrap(), "--json"]),
+        1,
+    );
+    assert_eq!(doc["ranks"], 64);
+    assert_eq!(
+        doc["findings"].as_array().unwrap().len(),
+        0,
+        "the hosts are fine"
+    );
+    let p = &doc["placement"];
+    // 8 channels x 8 servers, rings and trees: 128 sends; gpu-0006's rail 2 ones are not.
+    assert_eq!(
+        p["placed"].as_u64().unwrap() + p["unplaced"].as_u64().unwrap(),
+        128
+    );
+    assert_eq!(p["unplaced"], 4, "{p}");
+    let reasons = p["unplaced_reasons"].to_string();
+    assert!(
+        reasons.contains("gpu-0006") || reasons.contains("LID 0"),
+        "{reasons}"
+    );
+    let links = p["links"].as_array().unwrap();
+    let faulty: Vec<&Value> = links
+        .iter()
+        .filter(|l| !l["findings"].as_array().unwrap().is_empty())
+        .collect();
+    // Both directions of the cable counting symbol errors, and of gpu-0003's HCA cabled to
+    // rail 6's leaf; links with findings come first.
+    assert_eq!(faulty.len(), 4, "{faulty:#?}");
+    assert!(links[..4]
+        .iter()
+        .all(|l| !l["findings"].as_array().unwrap().is_empty()));
+    let symbol = faulty
+        .iter()
+        .find(|l| l["link"]["from"]["node"]["name"] == "gpu-0004 mlx5_4")
+        .expect("gpu-0004's rail 4 link");
+    assert!(symbol["link"]["to"]["node"]["name"]
+        .as_str()
+        .unwrap()
+        .contains("leaf-r4-001"));
+    assert_eq!(symbol["link"]["to"]["port"], 4);
+    assert_eq!(symbol["rings"], serde_json::json!([4]));
+    assert!(
+        symbol["findings"]
+            .to_string()
+            .contains("SymbolErrorCounter"),
+        "{symbol}"
+    );
+    let misaligned = faulty
+        .iter()
+        .find(|l| l["link"]["from"]["node"]["name"] == "gpu-0003 mlx5_5")
+        .expect("gpu-0003's rail 5 link");
+    assert_eq!(misaligned["findings"][0]["kind"], "rail-misaligned");
+
+    let text = assert_exit(&ibscope(&sim, &["nccl", "log", log.to_str().unwrap()]), 1);
+    assert!(
+        text.contains("job: 64 of 64 ranks on 8 server(s), NCCL 2.21.5+cuda12.4"),
+        "{text}"
+    );
+    assert!(text.contains("ring channels 4; tree channels 4"), "{text}");
+    assert!(text.contains("SymbolErrorCounter"), "{text}");
+
+    // Planted on the hosts: one GPU through another rail's HCA, checked with the fabric's
+    // rails; and the run is still placed.
+    let mut job = Job::new(8, 8);
+    job.hca_of_gpu = Some((0, 3, 2));
+    std::fs::write(&log, synthetic::log_text(&job)).unwrap();
+    let doc = json(
+        &ibscope(&sim, &["nccl", "log", log.to_str().unwrap(), "--json"]),
+        1,
+    );
+    let kinds: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["nccl-wrong-rail", "nccl-rail-unused"], "{doc:#}");
+    assert_eq!(doc["findings"][0]["host"], "gpu-0001");
+}
+
+#[test]
+fn bad_input_is_said_not_guessed() {
+    let dir = temp_dir();
+    let path = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let empty = path("empty.txt", b"");
+    let out = ibscope_plain(&["nccl", "tests", &empty], &[]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("no nccl-tests run"),
+        "{}",
+        stderr(&out)
+    );
+    let binary = path("core", b"\x7fELF\0\0\0");
+    let out = ibscope_plain(&["nccl", "log", &binary], &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("not a text file"), "{}", stderr(&out));
+    let prose = path("notes.txt", b"the job was slow\n");
+    let out = ibscope_plain(&["nccl", "log", &prose, "--no-fabric"], &[]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("no NCCL INFO line"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ibscope_plain(&["nccl", "tests", &empty, "--op", "allreduce2"], &[]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("unknown collective"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A run cut mid-row, with escapes in its host names: partial, said, exit 1, escaped.
+    let job = Job {
+        hosts: vec!["gpu-1\u{1b}[31m".into(), "gpu-2".into()],
+        ..Job::new(2, 1)
+    };
+    let text = synthetic::perf_text(&job, "all_reduce", &rows(20.0, 10.0, 1.0));
+    let cut = path("cut.txt", &text.as_bytes()[..text.len() * 2 / 3]);
+    let out = ibscope_plain(&["nccl", "tests", &cut, "--no-fabric"], &[]);
+    let shown = assert_exit(&out, 1);
+    assert!(
+        shown.contains("partial: ") && shown.contains("ended early"),
+        "{shown}"
+    );
+    assert!(!shown.contains('\u{1b}'), "{shown}");
+}
