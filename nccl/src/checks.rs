@@ -103,10 +103,9 @@ fn wrong_rail(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
         let Some(own) = list.iter().find(|d| d.index == gpu.cuda_dev) else {
             continue;
         };
-        let other_rail = match hosts {
-            Some(_) => rail_of(hosts, host, device) != rail_of(hosts, host, &own.device),
-            None => own.device != device,
-        };
+        let other_rail = own.device != device
+            && (hosts.is_none()
+                || rail_of(hosts, host, device) != rail_of(hosts, host, &own.device));
         if other_rail {
             seen.entry((gpu_rank, device.to_string()))
                 .or_insert((own.device.clone(), BTreeSet::new()))

@@ -165,32 +165,43 @@ impl NcclLog {
     /// Merge another file's lines (one file per rank).
     pub fn read(&mut self, text: &str, source: &str) {
         let mut in_trees: BTreeMap<ProcessId, bool> = BTreeMap::new();
+        // Lines come in runs of one process: its state is looked up when the process changes.
+        let mut current: Option<(ProcessId, bool)> = None;
         for (n, raw) in text.lines().enumerate() {
             let line = launcher::strip(raw);
-            let Some(at) = line
-                .find(" NCCL INFO ")
-                .or_else(|| line.find(" NCCL WARN "))
-            else {
+            let Some((at, warn)) = nccl_marker(line) else {
                 continue;
             };
             self.nccl_lines += 1;
             let message = line[at + " NCCL INFO ".len()..].trim();
-            if line[at..].starts_with(" NCCL WARN") {
+            if warn {
                 if self.warnings.len() < 50 {
                     self.warnings.push(message.to_string());
                 }
                 continue;
             }
-            let Some((process, cuda_dev)) = prefix(&line[..at]) else {
+            let Some((host, pid, cuda_dev)) = prefix(&line[..at]) else {
                 self.unread_lines += 1;
                 continue;
             };
-            let trees = in_trees.entry(process.clone()).or_default();
+            if !matches!(&current, Some((p, _)) if p.pid == pid && p.host == host) {
+                if let Some((p, trees)) = current.take() {
+                    in_trees.insert(p, trees);
+                }
+                let id = ProcessId {
+                    host: host.to_string(),
+                    pid,
+                };
+                let trees = in_trees.get(&id).copied().unwrap_or_default();
+                current = Some((id, trees));
+            }
+            let (process, trees) = current.as_mut().expect("set above");
             if message.starts_with("Connected all rings") {
                 *trees = true;
                 continue;
             }
             let pattern = if *trees { Pattern::Tree } else { Pattern::Ring };
+            let process = process.clone();
             if let Err(why) = self.message(message, &process, cuda_dev, pattern) {
                 self.problems.push(format!("{source}:{}: {why}", n + 1));
             }
@@ -204,14 +215,15 @@ impl NcclLog {
         _cuda_dev: Option<u32>,
         pattern: Pattern,
     ) -> Result<(), String> {
-        if let Some(v) = crate::perf::nccl_version_of(m) {
+        if let Some(rest) = m.strip_prefix("Channel ") {
+            self.channel_line(rest, process, pattern)?;
+        } else if let Some(v) = m.strip_prefix("NCCL version ") {
+            let v = v.split_whitespace().next().unwrap_or_default();
             self.proc(process).version = Some(v.to_string());
         } else if let Some(rest) = m.strip_prefix("NET/IB : Using") {
             self.proc(process).net_devices = net_devices(rest)?;
         } else if let Some(rest) = m.strip_prefix("Using network ") {
             self.proc(process).network = Some(rest.trim().to_string());
-        } else if let Some(rest) = m.strip_prefix("Channel ") {
-            self.channel_line(rest, process, pattern)?;
         } else if m.starts_with("Trees ") {
             self.trees += 1;
         } else if m.contains("comm 0x") && m.contains(" cudaDev ") {
@@ -280,8 +292,8 @@ impl NcclLog {
     }
 }
 
-/// `HOST:PID:TID [DEV]` before ` NCCL INFO`.
-fn prefix(head: &str) -> Option<(ProcessId, Option<u32>)> {
+/// `HOST:PID:TID [DEV]` before ` NCCL INFO`: host, pid and CUDA device.
+fn prefix(head: &str) -> Option<(&str, u32, Option<u32>)> {
     let head = head.trim();
     let (ids, dev) = match head.rsplit_once(" [") {
         Some((ids, dev)) => (ids.trim(), dev.trim_end_matches(']').parse().ok()),
@@ -290,11 +302,31 @@ fn prefix(head: &str) -> Option<(ProcessId, Option<u32>)> {
     let mut parts = ids.rsplitn(3, ':');
     let _tid = parts.next()?;
     let pid = parts.next()?.parse().ok()?;
-    let host = parts.next()?.rsplit(' ').next()?.to_string();
+    let host = parts.next()?.rsplit(' ').next()?;
     if host.is_empty() {
         return None;
     }
-    Some((ProcessId { host, pid }, dev))
+    Some((host, pid, dev))
+}
+
+/// Where ` NCCL INFO ` or ` NCCL WARN ` starts, and whether it is a warning. NCCL's own
+/// prefix ends in `[DEV]`, so the first `]` is tried before searching the line.
+fn nccl_marker(line: &str) -> Option<(usize, bool)> {
+    let kind = |at: usize| match line.get(at..at + " NCCL INFO ".len()) {
+        Some(" NCCL INFO ") => Some((at, false)),
+        Some(" NCCL WARN ") => Some((at, true)),
+        _ => None,
+    };
+    if let Some(close) = line.find(']') {
+        if let Some(found) = kind(close + 1) {
+            return Some(found);
+        }
+    }
+    let at = line.find(" NCCL ")?;
+    kind(at).or_else(|| {
+        let rest = at + 1;
+        line[rest..].find(" NCCL ").and_then(|a| kind(rest + a))
+    })
 }
 
 /// `3[3]`, `7[7000]` or `3`: the rank.
@@ -530,8 +562,17 @@ h:1:1 [0] NCCL INFO Channel 00/0 : 1 -> 2 via NET/IB/0/GDR";
 
     #[test]
     fn prefixes_of_other_shapes() {
-        assert_eq!(prefix("gpu-1:9:10 [3]").unwrap().1, Some(3));
-        assert_eq!(prefix("2024-01-01 gpu-1:9:10 [3]").unwrap().0.host, "gpu-1");
+        assert_eq!(prefix("gpu-1:9:10 [3]"), Some(("gpu-1", 9, Some(3))));
+        assert_eq!(prefix("2024-01-01 gpu-1:9:10 [3]").unwrap().0, "gpu-1");
+        let stamped =
+            "[2026-04-28 14:14:48] gpu-1:9:10 [4] NCCL INFO Channel 00/0 : 1 -> 2 via P2P";
+        assert_eq!(
+            nccl_marker(stamped),
+            Some((stamped.find(" NCCL").unwrap(), false))
+        );
+        assert_eq!(nccl_marker("x] NCCL WARN y z"), Some((2, true)));
+        assert_eq!(nccl_marker("NCCL INFO at the start"), None);
+        assert_eq!(nccl_marker("a NCCL b NCCL INFO c"), Some((8, false)));
         assert!(prefix("no pid").is_none());
         assert!(prefix(":1:2 [0]").is_none());
     }

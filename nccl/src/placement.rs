@@ -56,6 +56,8 @@ pub fn place(log: &NcclLog, fabric: &Fabric, hosts: &Hosts, findings: &[Finding]
     let mut out = Placement::default();
     let mut links: BTreeMap<(PortKey, PortKey), CrossedLink> = BTreeMap::new();
     let mut routes: HashMap<(End, u16), Result<Vec<ChannelRef>, String>> = HashMap::new();
+    let mut ends: HcaEnds = HashMap::new();
+    let tracer = routing::Tracer::new(fabric);
     for c in &log.connections {
         if c.direction != Direction::Send || !matches!(c.transport, Transport::Net { .. }) {
             continue;
@@ -77,11 +79,11 @@ pub fn place(log: &NcclLog, fabric: &Fabric, hosts: &Hosts, findings: &[Finding]
                 .get(&(c.pattern, c.channel, c.from, c.to))
                 .copied()
                 .unwrap_or(from_dev.device.as_str());
-            let (src, _) = hca_end(hosts, from_host, &from_dev.device, from_dev.port)?;
-            let (_, dst_lid) = hca_end(hosts, to_host, to_dev, from_dev.port)?;
+            let (src, _) = cached(&mut ends, hosts, from_host, &from_dev.device, from_dev.port)?;
+            let (_, dst_lid) = cached(&mut ends, hosts, to_host, to_dev, from_dev.port)?;
             let path = routes
                 .entry((src, dst_lid))
-                .or_insert_with(|| route(fabric, hosts, src, dst_lid))
+                .or_insert_with(|| route(&tracer, hosts, src, dst_lid))
                 .clone()?;
             let what = format!(
                 "{} channel {}: rank {} ({from_host} {}) -> rank {} ({to_host} {to_dev})",
@@ -135,6 +137,22 @@ fn pattern_name(p: Pattern) -> &'static str {
     }
 }
 
+/// HCA ports looked up, by (host, device, port): their end and LID, or why not found.
+type HcaEnds<'l> = HashMap<(&'l str, &'l str, u8), Result<(End, u16), String>>;
+
+/// [`hca_end`], each HCA looked up once.
+fn cached<'l>(
+    ends: &mut HcaEnds<'l>,
+    hosts: &Hosts,
+    host: &'l str,
+    device: &'l str,
+    port: u8,
+) -> Result<(End, u16), String> {
+    ends.entry((host, device, port))
+        .or_insert_with(|| hca_end(hosts, host, device, port))
+        .clone()
+}
+
 /// The fabric port of HCA `device` (port `port`) of `host`, and its LID.
 fn hca_end(hosts: &Hosts, host: &str, device: &str, port: u8) -> Result<(End, u16), String> {
     let i = hosts.find(host).ok_or_else(|| {
@@ -151,12 +169,12 @@ fn hca_end(hosts: &Hosts, host: &str, device: &str, port: u8) -> Result<(End, u1
 
 /// The links from `src` to `dst_lid`, each end named with its host and rail.
 fn route(
-    fabric: &Fabric,
+    tracer: &routing::Tracer,
     hosts: &Hosts,
     src: End,
     dst_lid: u16,
 ) -> Result<Vec<ChannelRef>, String> {
-    let path = routing::trace(fabric, src, dst_lid).map_err(|e| e.to_string())?;
+    let path = tracer.trace(src, dst_lid).map_err(|e| e.to_string())?;
     let port = |h: &routing::Hop, port: Option<u8>| {
         let mut p = PortRef {
             node: h.node.clone(),

@@ -117,6 +117,25 @@ fn process(job: &Job, s: usize, g: u32, out: &mut String) {
         };
         let _ = writeln!(out, "{t} GPU Direct RDMA {state}");
     }
+    for line in [
+        "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+        "Setting affinity for GPU to 0-55,112-167",
+        "P2P Chunksize set to 524288",
+        "Check P2P Type intraNodeP2pSupport 1 directMode 0",
+        "CC Off, Multi-GPU CC Off, workFifoBytes 1048576",
+    ] {
+        let _ = writeln!(out, "{t} {line}");
+    }
+    let trees: Vec<String> = (0..job.channels)
+        .map(|c| {
+            format!(
+                "[{c}] {}/-1/-1->{rank}->{}",
+                job.rank((s + 1) % job.hosts.len(), g),
+                job.rank(s, (g + 1) % job.gpus)
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "{t} Trees {}", trees.join(" "));
     if rank == 0 {
         for c in 0..job.channels {
             let order: Vec<String> = ring(job, c).iter().map(u32::to_string).collect();

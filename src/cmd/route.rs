@@ -84,7 +84,8 @@ pub enum RouteCommand {
     /// With every flow at line rate L, the ring's busbw is rails x L. The curve runs from
     /// 8 B to 16 GiB, doubling (nccl-tests -b 8 -e 16G -f 2), in nccl-tests' columns
     /// (size B, count, type, redop, root, time us, algbw and busbw GB/s), to put beside
-    /// its output: far below the prediction, look at the hosts; at it, the fabric is the
+    /// its output (`ibscope nccl tests` does: per size, a verdict and the limiting link):
+    /// far below the prediction, look at the hosts; at it, the fabric is the
     /// limit. Not modelled: NVLink inside a server, NCCL protocols, SHARP, congestion
     /// control, adaptive routing.
     ///

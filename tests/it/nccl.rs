@@ -17,8 +17,10 @@ fn job() -> Job {
     job
 }
 
-fn json(out: &std::process::Output, code: i32) -> Value {
-    serde_json::from_str(&assert_exit(out, code)).unwrap()
+/// The command's JSON, valid against its schema (docs/json/SCHEMA.schema.json).
+fn json(out: &std::process::Output, code: i32, schema: &str) -> Value {
+    let text = assert_exit(out, code);
+    common::schema::assert_valid(schema, schema, &text, false).remove(0)
 }
 
 /// busbw of a run with latency `latency_us` and bandwidth `busbw` GB/s, sizes 8 B to 4 GiB.
@@ -55,6 +57,7 @@ fn nccl_tests_runs_are_judged_against_the_routes() {
             ],
         ),
         0,
+        "route-load",
     );
     let allowed = load["collectives"][0]["busbw"].as_f64().unwrap();
     assert!(allowed > 10.0, "{load}");
@@ -67,7 +70,11 @@ fn nccl_tests_runs_are_judged_against_the_routes() {
 
     // At 95% of what the routes allow: the fabric is the limit, and the link is named.
     let at = write("all_reduce_perf.at.txt", 0.95 * allowed);
-    let doc = json(&ibscope(&sim, &["nccl", "tests", &at, "--json"]), 0);
+    let doc = json(
+        &ibscope(&sim, &["nccl", "tests", &at, "--json"]),
+        0,
+        "nccl-tests",
+    );
     let run = &doc["runs"][0];
     assert_eq!(run["servers"].as_array().unwrap().len(), 7, "{run}");
     assert!((run["prediction"]["busbw"].as_f64().unwrap() - allowed).abs() < 1e-6);
@@ -137,6 +144,7 @@ fn nccl_tests_runs_are_judged_against_the_routes() {
     let doc = json(
         &ibscope(&sim, &["nccl", "tests", &slow, "--no-fabric", "--json"]),
         0,
+        "nccl-tests",
     );
     let ranges = doc["runs"][0]["judgement"]["ranges"].as_array().unwrap();
     assert_eq!(ranges.last().unwrap()["verdict"], "no-prediction");
@@ -158,6 +166,7 @@ fn nccl_log_places_the_job_on_the_links_with_their_findings() {
     let doc = json(
         &ibscope(&sim, &["nccl", "log", log.to_str().unwrap(), "--json"]),
         1,
+        "nccl-log",
     );
     assert_eq!(doc["ranks"], 64);
     assert_eq!(
@@ -226,6 +235,7 @@ fn nccl_log_places_the_job_on_the_links_with_their_findings() {
     let doc = json(
         &ibscope(&sim, &["nccl", "log", log.to_str().unwrap(), "--json"]),
         1,
+        "nccl-log",
     );
     let kinds: Vec<&str> = doc["findings"]
         .as_array()

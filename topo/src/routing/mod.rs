@@ -56,4 +56,4 @@ pub use load::{
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
 pub use path::{ChannelRef, Hop, Path, MAX_HOPS};
-pub use trace::{trace, trace_partial, PartialTrace, TraceError};
+pub use trace::{trace, trace_partial, PartialTrace, TraceError, Tracer};

@@ -59,7 +59,40 @@ pub struct PartialTrace {
 /// The route from `src` (a CA port, or a switch: any port, the walk starts at its LFT) to
 /// the port owning `dst_lid`, following every switch's LFT (ibtracert's walk).
 pub fn trace(fabric: &Fabric, src: End, dst_lid: u16) -> Result<Path, TraceError> {
-    let partial = trace_partial(fabric, src, dst_lid);
+    Tracer::new(fabric).trace(src, dst_lid)
+}
+
+/// Many traces over one fabric: the channel index [`trace`] builds each time, built once.
+pub struct Tracer<'a> {
+    fabric: &'a Fabric,
+    index: Index<'a>,
+}
+
+impl<'a> Tracer<'a> {
+    pub fn new(fabric: &'a Fabric) -> Tracer<'a> {
+        Tracer {
+            fabric,
+            index: Index::new(fabric),
+        }
+    }
+    /// As [`trace`].
+    pub fn trace(&self, src: End, dst_lid: u16) -> Result<Path, TraceError> {
+        path(
+            self.fabric,
+            src,
+            dst_lid,
+            trace_with_index(self.fabric, &self.index, src, dst_lid),
+        )
+    }
+}
+
+/// The complete path of a trace that did not break.
+fn path(
+    fabric: &Fabric,
+    src: End,
+    dst_lid: u16,
+    partial: PartialTrace,
+) -> Result<Path, TraceError> {
     if let Some(e) = partial.error {
         return Err(e);
     }
