@@ -8,6 +8,7 @@
 //! - [`placement`]: the job's network connections on the forwarding tables, with the
 //!   findings of every link they cross;
 //! - [`report`]: what the commands report, the evidence joined with the fabric;
+//! - [`text`]: the reports as terminal text (escaped);
 //! - [`chart`]: measured against predicted, as text and SVG;
 //! - [`synthetic`]: logs and runs of a planted job, for tests and the benchmark.
 //!
@@ -23,3 +24,4 @@ pub mod placement;
 pub mod predict;
 pub mod report;
 pub mod synthetic;
+pub mod text;

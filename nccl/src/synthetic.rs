@@ -99,13 +99,13 @@ fn process(job: &Job, s: usize, g: u32, out: &mut String) {
     );
     let _ = writeln!(out, "{p} Using network IB");
     let rank = job.rank(s, g);
-    let _ = writeln!(
-        out,
+    let comm = format!(
         "{t} comm 0x7f00{rank:04x} rank {rank} nranks {} cudaDev {g} nvmlDev {g} busId {:x}000 \
-         commId 0x1234abcd - Init START",
+         commId 0x1234abcd - Init",
         job.ranks(),
         0x18 + g * 0x10
     );
+    let _ = writeln!(out, "{comm} START");
     for i in 0..job.gpus {
         let state = if gdr {
             format!(
@@ -153,13 +153,7 @@ fn process(job: &Job, s: usize, g: u32, out: &mut String) {
         }
         let _ = writeln!(out, "{t} Connected all {phase}");
     }
-    let _ = writeln!(
-        out,
-        "{t} comm 0x7f00{rank:04x} rank {rank} nranks {} cudaDev {g} nvmlDev {g} busId {:x}000 \
-         commId 0x1234abcd - Init COMPLETE",
-        job.ranks(),
-        0x18 + g * 0x10
-    );
+    let _ = writeln!(out, "{comm} COMPLETE");
 }
 
 /// Channel `c`'s ring: every server in turn, its GPUs from the channel's rail on.
@@ -206,7 +200,6 @@ fn connections(job: &Job, s: usize, g: u32, c: u32, gdr: bool, t: &str, out: &mu
 /// nccl-tests output of `op` over the job's ranks, one row per (size, busbw), out-of-place
 /// and in-place alike, with the busbw factor of `op`.
 pub fn perf_text(job: &Job, op: &str, rows: &[(u64, f64)]) -> String {
-    let n = f64::from(job.ranks());
     let factor = crate::predict::busbw_factor(op, job.ranks()).unwrap_or(1.0);
     let mut out = String::new();
     let _ = writeln!(out, "# Collective test starting: {op}_perf");
@@ -260,6 +253,5 @@ pub fn perf_text(job: &Job, op: &str, rows: &[(u64, f64)]) -> String {
         "# Avg bus bandwidth    : {:.4}\n#",
         total / rows.len().max(1) as f64
     );
-    let _ = n;
     out
 }

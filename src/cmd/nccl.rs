@@ -7,9 +7,8 @@ use anyhow::{Context, Result};
 use ibscope_nccl::chart;
 use ibscope_nccl::log::NcclLog;
 use ibscope_nccl::perf::{self, PerfRun};
-use ibscope_nccl::report::{self, Beside, LogReport, RunReport};
+use ibscope_nccl::report::{self, Beside, RunReport};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
 use ibscope_topo::findings::{CounterReads, Finding};
 use ibscope_topo::health::HealthOptions;
 use ibscope_topo::hosts::Hosts;
@@ -260,9 +259,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 )?;
             } else {
                 for r in &reports {
-                    print_run(r);
+                    print!("{}", ibscope_nccl::text::run(r));
                 }
-                print_findings("the job's NCCL log", &hints);
+                print!(
+                    "{}",
+                    ibscope_nccl::text::findings("the job's NCCL log", &hints)
+                );
             }
             Ok(ExitCode::from(tests_exit(&reports)))
         }
@@ -288,7 +290,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             if *json {
                 crate::output::print_json(&r)?;
             } else {
-                print_log(&r);
+                print!("{}", ibscope_nccl::text::log(&r));
             }
             let crossed_faults = r
                 .placement
@@ -343,184 +345,4 @@ fn write_plot(path: &Path, reports: &[RunReport]) -> Result<()> {
     );
     std::fs::write(path, chart::svg(&r.judgement.sizes, &title))
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn print_run(r: &RunReport) {
-    let op = r.op.as_deref().unwrap_or("unknown collective");
-    println!(
-        "{}: {op}, {} ranks on {} server(s){}",
-        for_terminal(&r.source),
-        r.ranks,
-        r.servers.len(),
-        r.nccl_version
-            .as_ref()
-            .map_or(String::new(), |v| format!(", NCCL {}", for_terminal(v)))
-    );
-    match (&r.prediction, &r.prediction_missing) {
-        (Some(p), _) => println!(
-            "  the routes allow {:.1} GB/s busbw ({} on rails {}): {}",
-            p.busbw,
-            p.collective,
-            ibscope_topo::hosts::rail_ranges(&p.rails),
-            for_terminal(&ibscope_nccl::predict::limit_text(p))
-        ),
-        (None, Some(why)) => println!("  no prediction: {}", for_terminal(why)),
-        (None, None) => {}
-    }
-    println!(
-        "  {:>10}  {:>10}  {:>9}  {:>9}  {:>6}  verdict",
-        "size", "time(us)", "busbw", "predicted", "ratio"
-    );
-    for s in &r.judgement.sizes {
-        println!(
-            "  {:>10}  {:>10.2}  {:>9.2}  {:>9}  {:>6}  {}{}",
-            chart::human_size(s.size),
-            s.time_us,
-            s.busbw,
-            s.predicted_busbw.map_or("-".into(), |p| format!("{p:.2}")),
-            s.ratio.map_or("-".into(), |x| format!("{:.0}%", x * 100.0)),
-            s.verdict.as_str(),
-            if s.wrong > 0 {
-                format!(" ({} wrong)", s.wrong)
-            } else {
-                String::new()
-            }
-        );
-    }
-    for x in &r.judgement.ranges {
-        println!(
-            "  {} - {}: {}",
-            chart::human_size(x.from),
-            chart::human_size(x.to),
-            for_terminal(&x.says)
-        );
-    }
-    print!("{}", indent(&chart::text(&r.judgement.sizes)));
-    if r.wrong > 0 {
-        println!(
-            "  {} value(s) wrong: the collective's results are corrupt (#wrong)",
-            r.wrong
-        );
-    }
-    for p in &r.problems {
-        println!("  partial: {}", for_terminal(p));
-    }
-    println!();
-}
-
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("  {l}\n")).collect()
-}
-
-fn print_findings(what: &str, findings: &[Finding]) {
-    if findings.is_empty() {
-        return;
-    }
-    println!("{} finding(s) in {what}:", findings.len());
-    for f in findings {
-        println!("  {}", f.text_line());
-    }
-}
-
-fn print_log(r: &LogReport) {
-    println!(
-        "job: {} of {} ranks on {} server(s), NCCL {}, network {}",
-        r.ranks,
-        r.nranks.map_or("?".into(), |n| n.to_string()),
-        r.servers.len(),
-        for_terminal(&list_or_unknown(&r.versions)),
-        for_terminal(&list_or_unknown(&r.networks))
-    );
-    println!(
-        "channels: {} rings, {} tree lines; {} network connections, {} with GPUDirect RDMA",
-        r.rings, r.trees, r.net_connections, r.gdr_connections
-    );
-    for s in &r.servers {
-        println!(
-            "  {}: ranks {}, HCAs used {}/{} ({})",
-            for_terminal(&s.host),
-            ranks_text(&s.ranks),
-            s.hcas_used.len(),
-            s.hcas.len(),
-            for_terminal(&s.hcas_used.join(" "))
-        );
-    }
-    print_findings("the log", &r.findings);
-    if r.findings.is_empty() {
-        println!("the log's checks found nothing");
-    }
-    match (&r.placement, &r.placement_missing) {
-        (Some(p), _) => {
-            println!(
-                "routes: {} network connection(s) placed, {} not placed; {} link(s) crossed",
-                p.placed,
-                p.unplaced,
-                p.links.len()
-            );
-            for why in &p.unplaced_reasons {
-                println!("  not placed: {}", for_terminal(why));
-            }
-            for l in p.links.iter().filter(|l| !l.findings.is_empty()) {
-                println!(
-                    "  {} carries {} connection(s) (ring channels {}; tree channels {}), e.g. {}",
-                    l.link,
-                    l.connections,
-                    ranks_text(&l.rings.iter().copied().collect::<Vec<_>>()),
-                    ranks_text(&l.trees.iter().copied().collect::<Vec<_>>()),
-                    for_terminal(&l.example)
-                );
-                for f in &l.findings {
-                    println!("    {}", f.text_line());
-                }
-            }
-            if p.links.iter().all(|l| l.findings.is_empty()) && p.placed > 0 {
-                println!("  no link the job crosses has a finding");
-            }
-        }
-        (None, Some(why)) => println!("routes: not placed, {}", for_terminal(why)),
-        (None, None) => {}
-    }
-    for w in r.warnings.iter().take(5) {
-        println!("NCCL WARN: {}", for_terminal(w));
-    }
-    for p in &r.problems {
-        println!("partial: {}", for_terminal(p));
-    }
-}
-
-fn list_or_unknown(items: &[String]) -> String {
-    if items.is_empty() {
-        "unknown".into()
-    } else {
-        items.join(" and ")
-    }
-}
-
-/// `0-7, 9` for a sorted list of numbers; `-` for none.
-fn ranks_text(numbers: &[u32]) -> String {
-    if numbers.is_empty() {
-        return "-".into();
-    }
-    let mut sorted = numbers.to_vec();
-    sorted.sort_unstable();
-    let mut out: Vec<String> = Vec::new();
-    let mut start = sorted[0];
-    let mut prev = start;
-    for &n in &sorted[1..] {
-        if n != prev + 1 {
-            out.push(span(start, prev));
-            start = n;
-        }
-        prev = n;
-    }
-    out.push(span(start, prev));
-    out.join(", ")
-}
-
-fn span(a: u32, b: u32) -> String {
-    if a == b {
-        a.to_string()
-    } else {
-        format!("{a}-{b}")
-    }
 }
