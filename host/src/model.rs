@@ -72,6 +72,34 @@ pub struct Device {
     /// GPUs close to this device on the PCIe tree or the NUMA node, closest first.
     pub gpus_near: Vec<GpuNear>,
     pub ports: Vec<DevicePort>,
+    /// The character devices applications open for it.
+    pub files: DeviceFiles,
+}
+
+/// A device's character devices: its uverbs (every RDMA application opens it) and each
+/// InfiniBand port's umad (the SM, ibscope and infiniband-diags send MADs through it), as
+/// the kernel's classes list them, and whether each has its node in `/dev/infiniband`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceFiles {
+    /// `None`: sysfs shows no uverbs for the device (ib_uverbs not loaded).
+    pub uverbs: Option<DeviceFile>,
+    pub umad: Vec<UmadFile>,
+}
+
+/// A character device and whether `/dev/infiniband/NAME` exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceFile {
+    /// `uverbs0`, `umad3`.
+    pub name: String,
+    pub present: bool,
+}
+
+/// A port's umad.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UmadFile {
+    pub port: u8,
+    #[serde(flatten)]
+    pub file: DeviceFile,
 }
 
 impl Device {
@@ -90,6 +118,7 @@ impl Device {
             pci: None,
             gpus_near: Vec::new(),
             ports: Vec::new(),
+            files: DeviceFiles::default(),
         }
     }
     /// The model, for grouping HCAs that should run one firmware: `hca_type`, else the

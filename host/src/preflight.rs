@@ -11,7 +11,9 @@
 //! - where NVIDIA GPUs are, a GPUDirect RDMA module is loaded;
 //! - HCAs of one model run one firmware version;
 //! - all devices run under one driver and version;
-//! - libibverbs can use every device the kernel shows (when it was asked).
+//! - libibverbs can use every device the kernel shows (when it was asked);
+//! - an Active port's device has its uverbs node in `/dev/infiniband`, and an Active
+//!   InfiniBand port its umad node (RoCE needs no umad).
 
 use std::collections::BTreeMap;
 
@@ -143,7 +145,52 @@ pub fn preflight(host: &LocalHost, opts: &PreflightOptions) -> Vec<HostFinding> 
     peer_memory(host, &mut out);
     mixed_firmware(host, &mut out);
     mixed_drivers(host, &mut out);
+    device_files(host, &mut out);
     out
+}
+
+/// An Active port no application can use: its device's uverbs, or (InfiniBand) its umad,
+/// has no class entry (the module is not loaded) or no node in `/dev/infiniband`.
+fn device_files(host: &LocalHost, out: &mut Vec<HostFinding>) {
+    for (d, p) in active_ports(host) {
+        let mut missing = Vec::new();
+        match &d.files.uverbs {
+            None => missing.push(
+                "no uverbs device (is ib_uverbs loaded?): no RDMA application can open it"
+                    .to_string(),
+            ),
+            Some(f) if !f.present => missing.push(format!(
+                "/dev/infiniband/{} is missing: no RDMA application can open it (udev, or a \
+                 container started without the device)",
+                f.name
+            )),
+            Some(_) => {}
+        }
+        if p.link_layer == LinkLayer::InfiniBand {
+            match d.files.umad.iter().find(|u| u.port == p.port) {
+                None => missing.push(
+                    "no umad device for the port (is ib_umad loaded?): the SM and diagnostics \
+                     cannot send MADs through it"
+                        .to_string(),
+                ),
+                Some(u) if !u.file.present => missing.push(format!(
+                    "/dev/infiniband/{} is missing: the SM and diagnostics cannot send MADs \
+                     through the port",
+                    u.file.name
+                )),
+                Some(_) => {}
+            }
+        }
+        if !missing.is_empty() {
+            let msg = format!("port is Active, but {}", missing.join("; "));
+            out.push(HostFinding::port(
+                d,
+                p,
+                FindingKind::DeviceFilesMissing,
+                msg,
+            ));
+        }
+    }
 }
 
 fn verbs_unusable(host: &LocalHost, out: &mut Vec<HostFinding>) {
@@ -303,7 +350,7 @@ fn mixed_drivers(host: &LocalHost, out: &mut Vec<HostFinding>) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::{Driver, Gpu, Pci, VerbsUse};
+    use crate::model::{DeviceFile, DeviceFiles, Driver, Gpu, Pci, UmadFile, VerbsUse};
     use crate::pci::PcieLink;
     use ibscope_mad::attr::link::{Speed, Width};
     use ibscope_mad::attr::PhysState;
@@ -341,6 +388,17 @@ pub(crate) mod tests {
             path: Vec::new(),
         });
         d.ports = vec![port(1, rate)];
+        let file = |name: &str| DeviceFile {
+            name: name.into(),
+            present: true,
+        };
+        d.files = DeviceFiles {
+            uverbs: Some(file("uverbs0")),
+            umad: vec![UmadFile {
+                port: 1,
+                file: file("umad0"),
+            }],
+        };
         d
     }
 
@@ -527,5 +585,37 @@ pub(crate) mod tests {
         assert_eq!(serde_json::to_value(&f[0]).unwrap()["device"], "mlx5_0");
         h.verbs.status = VerbsStatus::NotUsed;
         assert_eq!(preflight(&h, &Default::default()), []);
+    }
+
+    #[test]
+    fn an_active_port_without_its_device_files_cannot_be_used() {
+        let mut gone = hca("mlx5_0", "4xNDR");
+        gone.files.umad[0].file.present = false;
+        let mut unloaded = hca("mlx5_1", "4xNDR");
+        unloaded.files.uverbs = None;
+        unloaded.files.umad.clear();
+        let mut roce = hca("mlx5_2", "4xNDR");
+        roce.ports[0].link_layer = LinkLayer::Ethernet;
+        roce.files.umad.clear();
+        let mut down = hca("mlx5_3", "4xNDR");
+        down.ports[0].state = Some(PortState::Down);
+        down.files = DeviceFiles::default();
+        let found: Vec<HostFinding> = preflight(
+            &host(vec![gone, unloaded, roce, down]),
+            &PreflightOptions::default(),
+        )
+        .into_iter()
+        .filter(|f| f.finding.kind == FindingKind::DeviceFilesMissing)
+        .collect();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].device.as_deref(), Some("mlx5_0"));
+        assert!(found[0]
+            .finding
+            .message
+            .contains("/dev/infiniband/umad0 is missing"));
+        assert!(!found[0].finding.message.contains("uverbs"));
+        assert_eq!(found[1].device.as_deref(), Some("mlx5_1"));
+        assert!(found[1].finding.message.contains("ib_uverbs loaded"));
+        assert!(found[1].finding.message.contains("ib_umad loaded"));
     }
 }

@@ -6,7 +6,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Device, DevicePort, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory};
+use crate::model::{
+    Device, DeviceFile, DeviceFiles, DevicePort, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory,
+    UmadFile,
+};
 use crate::parse;
 use crate::pci::PcieLink;
 
@@ -98,7 +101,45 @@ impl Sysfs {
             device.driver = self.driver(&pci_dir);
             device.pci = Some(self.pci(&pci_dir));
         }
+        device.files = self.device_files(name);
         device
+    }
+
+    /// The uverbs and umad character devices of device `name` (`/sys/class/infiniband_verbs`
+    /// and `infiniband_mad` entries whose `ibdev` names it) and their nodes in `/dev`.
+    fn device_files(&self, name: &str) -> DeviceFiles {
+        let of = |class: &str| -> Vec<(String, PathBuf)> {
+            let dir = self.path("sys/class").join(class);
+            Self::list(&dir)
+                .into_iter()
+                .map(|n| (n.clone(), dir.join(n)))
+                .filter(|(_, d)| Self::read(&d.join("ibdev")).is_some_and(|t| t.trim() == name))
+                .collect()
+        };
+        let file = |n: String| DeviceFile {
+            present: self
+                .path("dev/infiniband")
+                .join(&n)
+                .symlink_metadata()
+                .is_ok(),
+            name: n,
+        };
+        DeviceFiles {
+            uverbs: of("infiniband_verbs")
+                .into_iter()
+                .next()
+                .map(|(n, _)| file(n)),
+            umad: of("infiniband_mad")
+                .into_iter()
+                .filter_map(|(n, d)| {
+                    let port = Self::read(&d.join("port"))?.trim().parse().ok()?;
+                    Some(UmadFile {
+                        port,
+                        file: file(n),
+                    })
+                })
+                .collect(),
+        }
     }
 
     fn port(dir: &Path, number: u8) -> DevicePort {

@@ -503,3 +503,39 @@ fn counters_are_shown_and_a_rising_link_downed_is_a_finding() {
     let out = run(Some(dir.path()), &["host", "--counters", "--interval", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The fixtures list each device's uverbs and each InfiniBand port's umad with its node in
+/// /dev/infiniband; a node gone (a container started without it) or a module not loaded
+/// leaves an Active port no application can use: device-files-missing, exit 1.
+#[test]
+fn an_active_port_without_its_device_files_is_found() {
+    let (code, report) = json(&fixture("connectx6-ib"), &["host", "--json"]);
+    assert_eq!(code, 0, "{report}");
+    let files = &report["devices"][0]["files"];
+    assert_eq!(files["uverbs"]["name"], "uverbs0", "{files}");
+    assert_eq!(files["umad"][0]["port"], 1);
+    assert_eq!(files["umad"][0]["present"], true);
+    let (_, report) = json(&fixture("roce-cx6dx"), &["host", "--check", "--json"]);
+    assert!(
+        !kinds(&report).contains(&"device-files-missing".to_string()),
+        "a RoCE host needs no umad: {report}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("connectx6-ib"), dir.path());
+    std::fs::remove_file(dir.path().join("dev/infiniband/umad0")).unwrap();
+    let (code, report) = json(dir.path(), &["host", "--check", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(kinds(&report), ["device-files-missing"]);
+    let message = report["findings"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("/dev/infiniband/umad0 is missing"),
+        "{message}"
+    );
+
+    std::fs::remove_dir_all(dir.path().join("sys/class/infiniband_verbs")).unwrap();
+    let out = run(Some(dir.path()), &["host", "--check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("is ib_uverbs loaded?"), "{text}");
+}

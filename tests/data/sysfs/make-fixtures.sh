@@ -90,6 +90,27 @@ hca() {
     w "$dir/node_desc" "$(cat "$root/proc/sys/kernel/hostname") $name"
     l "$dir/device" "$pci"
     l "$root/sys/class/infiniband/$name" "$dir"
+    # ib_uverbs' character device (numbered in probe order: the device's own index here),
+    # and its node in /dev (a plain file stands in for the character device).
+    local verbs="$pci/infiniband_verbs/uverbs${name##*_}"
+    w "$verbs/ibdev" "$name"
+    w "$verbs/abi_version" 1
+    l "$root/sys/class/infiniband_verbs/uverbs${name##*_}" "$verbs"
+    mkdir -p "$root/dev/infiniband"
+    : >"$root/dev/infiniband/uverbs${name##*_}"
+}
+
+# umad ROOT NAME PORT: ib_umad's character device of an InfiniBand port (the next number).
+umad() {
+    local root=$1 n pci
+    mkdir -p "$root/sys/class/infiniband_mad"
+    n=$(find "$root/sys/class/infiniband_mad" -maxdepth 1 -name 'umad*' | wc -l)
+    pci=$(readlink -f "$root/sys/class/infiniband/$2/device")
+    w "$pci/infiniband_mad/umad$n/ibdev" "$2"
+    w "$pci/infiniband_mad/umad$n/port" "$3"
+    l "$root/sys/class/infiniband_mad/umad$n" "$pci/infiniband_mad/umad$n"
+    mkdir -p "$root/dev/infiniband"
+    : >"$root/dev/infiniband/umad$n"
 }
 
 # ibport ROOT NAME PORT STATE PHYS RATE LID SMLID GID0: an InfiniBand port; GID 0 is the
@@ -111,6 +132,7 @@ ibport() {
     local i
     for i in 1 2 3; do w "$dir/gids/$i" 0000:0000:0000:0000:0000:0000:0000:0000; done
     mkdir -p "$dir/gid_attrs/ndevs"
+    umad "$1" "$2" "$3"
 }
 
 # ethport ROOT NAME PORT STATE PHYS RATE NETDEV GID...: a RoCE port; each GID is entered
