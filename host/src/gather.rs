@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::ibv::VerbsDevice;
-use crate::model::{Device, GpuNear, LocalHost, VerbsStatus, VerbsUse};
+use crate::model::{Bridge, Device, GpuNear, LocalHost, VerbsStatus, VerbsUse};
 use crate::pci;
 use crate::sysfs::Sysfs;
 
@@ -78,6 +78,13 @@ pub fn gather(opts: &GatherOptions) -> Result<LocalHost, GatherError> {
     for device in &mut devices {
         device.gpus_near = near_gpus(device, &gpus);
     }
+    let bridges = bridges_between_gpus_and_hcas(&devices, &gpus)
+        .into_iter()
+        .map(|address| Bridge {
+            acs: sysfs.acs(&address),
+            address,
+        })
+        .collect();
     Ok(LocalHost {
         hostname: sysfs.hostname(),
         kernel: sysfs.kernel(),
@@ -85,6 +92,7 @@ pub fn gather(opts: &GatherOptions) -> Result<LocalHost, GatherError> {
         devices,
         gpus,
         peer_memory: sysfs.peer_memory(),
+        bridges,
     })
 }
 
@@ -182,6 +190,28 @@ fn apply_verbs(device: &mut Device, v: &VerbsDevice) {
 }
 
 /// GPUs near a device, closest first, then by index.
+/// The bridges on the way between each HCA and every GPU behind the same PCIe switch,
+/// each once, in PCI address order.
+pub fn bridges_between_gpus_and_hcas(
+    devices: &[Device],
+    gpus: &[crate::model::Gpu],
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in devices {
+        let Some(pci) = &d.pci else { continue };
+        for g in gpus {
+            out.extend(
+                pci::bridges_between(&pci.path, &g.path)
+                    .into_iter()
+                    .map(str::to_string),
+            );
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 pub fn near_gpus(device: &Device, gpus: &[crate::model::Gpu]) -> Vec<GpuNear> {
     let Some(pci) = &device.pci else {
         return Vec::new();

@@ -28,6 +28,18 @@ pub struct LocalHost {
     pub gpus: Vec<Gpu>,
     /// The GPUDirect RDMA module (nvidia_peermem, or the older nv_peer_mem).
     pub peer_memory: PeerMemory,
+    /// The PCIe bridges between each GPU and an HCA behind the same switch, with their
+    /// ACS settings.
+    pub bridges: Vec<Bridge>,
+}
+
+/// A PCIe bridge (a switch port) and its Access Control Services.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bridge {
+    /// `0000:17:00.0`.
+    pub address: String,
+    #[serde(flatten)]
+    pub acs: crate::pci::Acs,
 }
 
 /// How libibverbs took part.

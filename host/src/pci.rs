@@ -159,6 +159,111 @@ pub fn relation(
     }
 }
 
+/// What a bridge's Access Control Services say of peer-to-peer requests (PCIe base
+/// specification, ACS Extended Capability, ID 0x000D: capability register at +4, control
+/// register at +6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "acs", rename_all = "kebab-case")]
+pub enum Acs {
+    /// The configuration space past 0x100 could not be read (only root reads it whole).
+    Unreadable,
+    /// No ACS capability: nothing redirects.
+    Absent,
+    Present {
+        /// The control register as read.
+        control: u16,
+        /// P2P Request Redirect: requests between downstream ports go up to the root
+        /// complex instead of across the switch.
+        request_redirect: bool,
+        /// P2P Completion Redirect.
+        completion_redirect: bool,
+        /// P2P Egress Control.
+        egress_control: bool,
+    },
+}
+
+impl Acs {
+    /// The ACS capability ID in the extended capability list.
+    const ID: u16 = 0x000d;
+    /// Where the extended capabilities start.
+    const EXTENDED: usize = 0x100;
+
+    /// Peer-to-peer requests or completions are sent up instead of across.
+    pub fn redirects(self) -> bool {
+        matches!(
+            self,
+            Acs::Present {
+                request_redirect: true,
+                ..
+            } | Acs::Present {
+                completion_redirect: true,
+                ..
+            }
+        )
+    }
+
+    /// Decode a function's configuration space (sysfs `config`): walk the extended
+    /// capability list from 0x100 (each header: ID bits 0-15, version 16-19, next offset
+    /// 20-31) to the ACS capability. Untrusted bytes: a short space, a loop or an offset
+    /// out of range end the walk.
+    pub fn from_config(config: &[u8]) -> Acs {
+        let dword = |at: usize| -> Option<u32> {
+            let b = config.get(at..at + 4)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let Some(first) = dword(Self::EXTENDED) else {
+            return Acs::Unreadable;
+        };
+        let mut at = Self::EXTENDED;
+        let mut header = first;
+        // 4 KiB of config space holds at most (4096 - 256) / 4 headers.
+        for _ in 0..960 {
+            if header == 0 || header == u32::MAX {
+                return Acs::Absent;
+            }
+            if (header & 0xffff) as u16 == Self::ID {
+                let Some(word) = dword(at + 4) else {
+                    return Acs::Unreadable;
+                };
+                let control = (word >> 16) as u16;
+                return Acs::Present {
+                    control,
+                    request_redirect: control & (1 << 2) != 0,
+                    completion_redirect: control & (1 << 3) != 0,
+                    egress_control: control & (1 << 5) != 0,
+                };
+            }
+            let next = ((header >> 20) & 0xffc) as usize;
+            if next < Self::EXTENDED {
+                return Acs::Absent;
+            }
+            at = next;
+            header = match dword(at) {
+                Some(h) => h,
+                None => return Acs::Unreadable,
+            };
+        }
+        Acs::Absent
+    }
+}
+
+/// The bridges between two devices that meet below a PCIe switch: every bridge on either
+/// path below their common part (the switch's downstream ports and any switch below them),
+/// where ACS decides whether a request crosses or goes up. Empty unless they share a switch.
+pub fn bridges_between<'a>(a_path: &'a [String], b_path: &'a [String]) -> Vec<&'a str> {
+    let common = a_path
+        .iter()
+        .zip(b_path)
+        .take_while(|(x, y)| x == y)
+        .count();
+    if common < 3 || a_path.len() <= common || b_path.len() <= common {
+        return Vec::new();
+    }
+    // The last element of each path is the device itself.
+    let side = |p: &'a [String]| p[common..p.len() - 1].iter().map(String::as_str);
+    side(a_path).chain(side(b_path)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +319,75 @@ mod tests {
             Some(Relation::HostBridge)
         );
         assert_eq!(relation(&[], None, &[], None), None);
+    }
+
+    /// Config space with the given extended capabilities chained from 0x100, each
+    /// (id, control register) 8 bytes apart.
+    fn config(caps: &[(u16, u16)]) -> Vec<u8> {
+        let mut c = vec![0u8; 4096];
+        for (i, (id, control)) in caps.iter().enumerate() {
+            let at = 0x100 + i * 8;
+            let next = if i + 1 < caps.len() { at + 8 } else { 0 };
+            let header = u32::from(*id) | (1 << 16) | ((next as u32) << 20);
+            c[at..at + 4].copy_from_slice(&header.to_le_bytes());
+            c[at + 4..at + 6].copy_from_slice(&0x005f_u16.to_le_bytes());
+            c[at + 6..at + 8].copy_from_slice(&control.to_le_bytes());
+        }
+        c
+    }
+
+    #[test]
+    fn acs_is_found_in_the_extended_capability_list() {
+        // AER (0x0001) first, then ACS with Source Validation, Request and Completion
+        // Redirect and Upstream Forwarding: what a BIOS that enables ACS leaves.
+        let acs = Acs::from_config(&config(&[(0x0001, 0), (0x000d, 0x001d)]));
+        assert_eq!(
+            acs,
+            Acs::Present {
+                control: 0x001d,
+                request_redirect: true,
+                completion_redirect: true,
+                egress_control: false
+            }
+        );
+        assert!(acs.redirects());
+        let off = Acs::from_config(&config(&[(0x000d, 0x0000)]));
+        assert!(!off.redirects());
+        assert_eq!(Acs::from_config(&config(&[(0x0001, 0)])), Acs::Absent);
+        // What a user other than root reads: 256 bytes.
+        assert_eq!(
+            Acs::from_config(&config(&[(0x000d, 4)])[..256]),
+            Acs::Unreadable
+        );
+        assert_eq!(Acs::from_config(&[]), Acs::Unreadable);
+    }
+
+    #[test]
+    fn acs_walks_survive_bad_lists() {
+        // A list pointing back at itself, out of range, or into the standard space.
+        let mut looped = vec![0u8; 4096];
+        looped[0x100..0x104].copy_from_slice(&(0x0001u32 | (0x100 << 20)).to_le_bytes());
+        assert_eq!(Acs::from_config(&looped), Acs::Absent);
+        let mut past = vec![0u8; 0x104];
+        past[0x100..0x104].copy_from_slice(&(0x0001u32 | (0xffc << 20)).to_le_bytes());
+        assert_eq!(Acs::from_config(&past), Acs::Unreadable);
+        let mut down = vec![0u8; 4096];
+        down[0x100..0x104].copy_from_slice(&(0x0001u32 | (0x40 << 20)).to_le_bytes());
+        assert_eq!(Acs::from_config(&down), Acs::Absent);
+        for len in 0..0x110 {
+            Acs::from_config(&config(&[(0x0001, 0), (0x000d, 0x1d)])[..len]);
+        }
+    }
+
+    #[test]
+    fn the_bridges_between_a_gpu_and_its_hca_are_the_switch_ports_below_their_meeting() {
+        let nic = path("pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+        let gpu = path("pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:1a:00.0");
+        assert_eq!(
+            bridges_between(&nic, &gpu),
+            ["0000:17:00.0", "0000:17:02.0"]
+        );
+        let other_rp = path("pci0000:15/0000:15:03.0/0000:1c:00.0");
+        assert!(bridges_between(&nic, &other_rp).is_empty());
     }
 }

@@ -12,6 +12,8 @@
 //! - HCAs of one model run one firmware version;
 //! - all devices run under one driver and version;
 //! - libibverbs can use every device the kernel shows (when it was asked);
+//! - no bridge between a GPU and an HCA behind the same PCIe switch redirects peer-to-peer
+//!   requests (ACS), which would send GPUDirect RDMA through the root complex;
 //! - an Active port's device has its uverbs node in `/dev/infiniband`, and an Active
 //!   InfiniBand port its umad node (RoCE needs no umad).
 
@@ -146,7 +148,46 @@ pub fn preflight(host: &LocalHost, opts: &PreflightOptions) -> Vec<HostFinding> 
     mixed_firmware(host, &mut out);
     mixed_drivers(host, &mut out);
     device_files(host, &mut out);
+    acs_redirects(host, &mut out);
     out
+}
+
+/// A GPU and an HCA behind one PCIe switch whose path crosses a bridge that redirects
+/// peer-to-peer requests or completions (ACS): GPUDirect RDMA goes up to the root complex
+/// (slower, or blocked by the IOMMU) instead of across the switch.
+fn acs_redirects(host: &LocalHost, out: &mut Vec<HostFinding>) {
+    for d in &host.devices {
+        let Some(pci) = &d.pci else { continue };
+        for g in &host.gpus {
+            let redirecting: Vec<String> = crate::pci::bridges_between(&pci.path, &g.path)
+                .into_iter()
+                .filter_map(|address| host.bridges.iter().find(|b| b.address == address))
+                .filter_map(|b| match b.acs {
+                    crate::pci::Acs::Present { control, .. } if b.acs.redirects() => {
+                        Some(format!("{} (ACS control {control:#06x})", b.address))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if redirecting.is_empty() {
+                continue;
+            }
+            let msg = format!(
+                "GPU {} ({}) and {} share a PCIe switch, but ACS redirects peer-to-peer \
+                 requests at {}: GPUDirect RDMA goes through the root complex; disable ACS \
+                 redirection on the switch's ports (BIOS, or setpci ECAP_ACS+6.w=0)",
+                g.index,
+                g.address,
+                d.name,
+                redirecting.join(", ")
+            );
+            out.push(HostFinding::device(
+                d,
+                FindingKind::AcsBlocksPeerToPeer,
+                msg,
+            ));
+        }
+    }
 }
 
 /// An Active port no application can use: its device's uverbs, or (InfiniBand) its umad,
@@ -414,6 +455,7 @@ pub(crate) mod tests {
             devices,
             gpus: Vec::new(),
             peer_memory: PeerMemory::Missing,
+            bridges: Vec::new(),
         }
     }
 
@@ -617,5 +659,59 @@ pub(crate) mod tests {
         assert_eq!(found[1].device.as_deref(), Some("mlx5_1"));
         assert!(found[1].finding.message.contains("ib_uverbs loaded"));
         assert!(found[1].finding.message.contains("ib_umad loaded"));
+    }
+
+    #[test]
+    fn acs_redirecting_between_a_gpu_and_its_hca_is_found() {
+        use crate::model::Bridge;
+        use crate::pci::Acs;
+        let path = |p: &str| p.split('/').map(str::to_string).collect::<Vec<_>>();
+        let mut nic = hca("mlx5_0", "4xNDR");
+        nic.pci.as_mut().unwrap().path =
+            path("pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+        let gpu = Gpu {
+            index: 0,
+            address: "0000:1a:00.0".into(),
+            device_id: Some(0x2330),
+            numa_node: Some(0),
+            link: None,
+            path: path("pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:1a:00.0"),
+        };
+        let mut h = host(vec![nic]);
+        h.gpus = vec![gpu];
+        h.peer_memory = PeerMemory::Loaded {
+            module: "nvidia_peermem".into(),
+            version: None,
+        };
+        let acs = |control: u16| Acs::Present {
+            control,
+            request_redirect: control & 4 != 0,
+            completion_redirect: control & 8 != 0,
+            egress_control: false,
+        };
+        h.bridges = vec![
+            Bridge {
+                address: "0000:17:00.0".into(),
+                acs: acs(0),
+            },
+            Bridge {
+                address: "0000:17:02.0".into(),
+                acs: acs(0x001d),
+            },
+        ];
+        let found = preflight(&h, &PreflightOptions::default());
+        assert_eq!(
+            kinds(&found),
+            [FindingKind::AcsBlocksPeerToPeer],
+            "{found:#?}"
+        );
+        assert!(found[0]
+            .finding
+            .message
+            .contains("0000:17:02.0 (ACS control 0x001d)"));
+        h.bridges[1].acs = acs(0x0011);
+        assert!(preflight(&h, &PreflightOptions::default()).is_empty());
+        h.bridges[1].acs = Acs::Unreadable;
+        assert!(preflight(&h, &PreflightOptions::default()).is_empty());
     }
 }

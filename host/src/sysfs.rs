@@ -239,6 +239,21 @@ impl Sysfs {
         }
     }
 
+    /// The ACS settings of PCI function `address`, from its configuration space (root
+    /// reads 4 KiB, others the first 64 or 256 bytes: then unreadable).
+    pub fn acs(&self, address: &str) -> crate::pci::Acs {
+        let path = self
+            .path("sys/bus/pci/devices")
+            .join(address)
+            .join("config");
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(path).and_then(|f| f.take(4096).read_to_end(&mut bytes));
+        match read {
+            Ok(_) => crate::pci::Acs::from_config(&bytes),
+            Err(_) => crate::pci::Acs::Unreadable,
+        }
+    }
+
     fn driver(&self, pci_dir: &Path) -> Option<Driver> {
         let driver = pci_dir.join("driver");
         let module =

@@ -539,3 +539,62 @@ fn an_active_port_without_its_device_files_is_found() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("is ib_uverbs loaded?"), "{text}");
 }
+
+/// The DGX fixture's switch ports carry an ACS capability with redirection off; one turned
+/// on between GPU 2 and its HCA sends GPUDirect RDMA through the root complex:
+/// acs-blocks-p2p on that HCA, naming the GPU and the bridge.
+#[test]
+fn acs_redirection_between_a_gpu_and_its_hca_is_found() {
+    let (_, report) = json(&fixture("dgx-h100"), &["host", "--check", "--json"]);
+    let bridges = report["bridges"].as_array().unwrap();
+    assert_eq!(
+        bridges.len(),
+        16,
+        "two downstream ports per switch: {bridges:#?}"
+    );
+    assert!(bridges
+        .iter()
+        .all(|b| b["acs"] == "present" && b["control"] == 0));
+    assert!(!kinds(&report).contains(&"acs-blocks-p2p".to_string()));
+
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("dgx-h100"), dir.path());
+    let gpu2 = report["gpus"][2]["address"].as_str().unwrap().to_string();
+    let port = bridges
+        .iter()
+        .map(|b| b["address"].as_str().unwrap())
+        .find(|a| {
+            let dev = dir.path().join("sys/bus/pci/devices").join(&gpu2);
+            let real = std::fs::canonicalize(dev).unwrap();
+            real.parent().unwrap().file_name().unwrap().to_str() == Some(*a)
+        })
+        .expect("the bridge above GPU 2")
+        .to_string();
+    let config = dir
+        .path()
+        .join("sys/bus/pci/devices")
+        .join(&port)
+        .join("config");
+    let mut bytes = std::fs::read(&config).unwrap();
+    bytes[0x14e..0x150].copy_from_slice(&0x001du16.to_le_bytes());
+    std::fs::write(&config, bytes).unwrap();
+    let (code, report) = json(dir.path(), &["host", "--check", "--json"]);
+    assert_eq!(code, 1);
+    let acs: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "acs-blocks-p2p")
+        .collect();
+    assert_eq!(acs.len(), 1, "{report:#}");
+    assert_eq!(acs[0]["device"], "mlx5_2");
+    let message = acs[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("GPU 2 ({gpu2}) and mlx5_2")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("{port} (ACS control 0x001d)")),
+        "{message}"
+    );
+}

@@ -76,6 +76,21 @@ bridge() {
     link "$1/sys/devices/$2" "${6:-$4}" "${7:-$5}" "$4" "$5"
 }
 
+# acs ROOT PATH CONTROL: a switch port's configuration space as root reads it (4 KiB),
+# its extended capability list holding AER (0x0001) at 0x100, then ACS (0x000D) at 0x148
+# with capability register 0x005f and control register CONTROL (4 hex digits).
+acs() {
+    local c=$3
+    {
+        head -c 256 /dev/zero
+        printf '\x01\x00\x82\x14'             # AER, version 2, next 0x148
+        head -c 68 /dev/zero
+        printf '\x0d\x00\x01\x00\x5f\x00'   # ACS, version 1, last; capability 0x005f
+        printf "\\x${c:2:2}\\x${c:0:2}"
+        head -c $((4096 - 0x148 - 8)) /dev/zero
+    } >"$1/sys/devices/$2/config"
+}
+
 # hca ROOT NAME PCI_PATH TYPE FW GUID: an RDMA device of a PCI function.
 hca() {
     local root=$1 name=$2 pci="$1/sys/devices/$3" dir
@@ -232,6 +247,9 @@ dgx_h100() {
         bridge "$r" "$up" $numa 32.0 16
         bridge "$r" "$up/0000:$(printf %02x $((0x$b + 2))):00.0" $numa 32.0 16
         bridge "$r" "$up/0000:$(printf %02x $((0x$b + 2))):02.0" $numa 32.0 16
+        # ACS off on the switch's downstream ports, as GPUDirect RDMA needs it.
+        acs "$r" "$up/0000:$(printf %02x $((0x$b + 2))):00.0" 0000
+        acs "$r" "$up/0000:$(printf %02x $((0x$b + 2))):02.0" 0000
         local nicdir="$up/0000:$(printf %02x $((0x$b + 2))):00.0/0000:$nic:00.0"
         local gpudir="$up/0000:$(printf %02x $((0x$b + 2))):02.0/0000:$gpu:00.0"
         pcidev "$r" "$nicdir" 0x15b3 0x1021 0x020700 $numa mlx5_core
