@@ -11,6 +11,7 @@ pub use ibscope_topo::counters::RateLimit;
 use ibscope_topo::findings::{Finding, FindingKind};
 use serde::Serialize;
 
+use crate::ethtool::{is_lossless_stat, Ioctl, NetdevStats, SavedStats};
 use crate::preflight::HostFinding;
 use crate::sysfs::Sysfs;
 
@@ -144,6 +145,8 @@ pub enum CounterSource {
     DeviceHw,
     /// The RoCE port's netdev (`/sys/class/net/IF/`).
     Netdev,
+    /// The netdev's driver statistics (`ethtool -S`): pause frames and discards.
+    Ethtool,
 }
 
 /// What a counter file held.
@@ -252,6 +255,7 @@ impl Sysfs {
     /// Every port's and device's counters, of `only` (a device name) or every device.
     pub fn counters(&self, only: Option<&str>) -> Vec<CounterSet> {
         let class = self.root().join("sys/class/infiniband");
+        let stats = self.netdev_stats();
         let mut sets = Vec::new();
         for device in self.device_names() {
             if only.is_some_and(|o| o != device) {
@@ -274,6 +278,7 @@ impl Sysfs {
                     .and_then(|t| crate::parse::version(&t))
                     .filter(|n| !n.contains('/'));
                 if let Some(ifname) = &netdev {
+                    counters.extend(lossless_stats(stats.as_ref(), ifname));
                     let file = self.root().join("sys/class/net").join(ifname);
                     if let Some(text) = Sysfs::read(&file.join("carrier_changes")) {
                         counters.push(Counter {
@@ -303,6 +308,42 @@ impl Sysfs {
             }
         }
         sets
+    }
+}
+
+/// A netdev's pause, discard and buffer statistics; none when they cannot be read (not an
+/// Ethernet driver with statistics, or no saved copy under a fixture root).
+fn lossless_stats(stats: &dyn NetdevStats, netdev: &str) -> Vec<Counter> {
+    let Ok(all) = stats.stats(netdev) else {
+        return Vec::new();
+    };
+    all.into_iter()
+        .filter(|(name, _)| is_lossless_stat(name))
+        .map(|(name, value)| Counter {
+            group: if name.contains("pause") {
+                CounterGroup::Congestion
+            } else {
+                CounterGroup::ReceiveResources
+            },
+            name,
+            source: CounterSource::Ethtool,
+            reading: Reading::Value(value),
+            unit: None,
+        })
+        .collect()
+}
+
+impl Sysfs {
+    /// Netdev statistics: the ethtool ioctl on the real root, the saved `ethtool -S`
+    /// texts in `ROOT/ethtool/` under a fixture root.
+    pub fn netdev_stats(&self) -> Box<dyn NetdevStats> {
+        if self.root() == Path::new("/") {
+            Box::new(Ioctl)
+        } else {
+            Box::new(SavedStats {
+                dir: self.root().join("ethtool"),
+            })
+        }
     }
 }
 
@@ -426,9 +467,103 @@ pub fn rate_findings(
     found
 }
 
+/// Pausing the link partner for at least this share of an interval is pausing it without
+/// a break.
+pub const PFC_STORM_SHARE: f64 = 0.9;
+/// ... over at least this long: shorter pauses are flow control doing its work.
+pub const PFC_STORM_SECONDS: f64 = 2.0;
+
+/// RoCE ports in a PFC storm between two reads: the NIC's own pause-storm detector fired
+/// (mlx5's `tx_pause_storm_warning_events`, `tx_pause_storm_error_events` rose), or a
+/// priority's transmitted pause time (`tx_prioN_pause_duration`, microseconds) covers at
+/// least [`PFC_STORM_SHARE`] of an interval of at least [`PFC_STORM_SECONDS`]: the port
+/// has kept its peer from sending on that priority, the stall spreading back through the
+/// fabric (a receiver that cannot drain, or pauses looping).
+pub fn pfc_storm_findings(rates: &[CounterRate], interval: Duration) -> Vec<HostFinding> {
+    let seconds = interval.as_secs_f64();
+    let mut found = Vec::new();
+    for r in rates {
+        let Some(delta) = r.delta.filter(|d| *d > 0) else {
+            continue;
+        };
+        let port = r.port.map_or_else(String::new, |p| format!(" port {p}"));
+        let message = if r.name.contains("pause_storm") {
+            format!(
+                "{}{port}: {} rose by {delta} in {seconds:.1} s: the NIC's pause-storm \
+                 detector fired",
+                r.device, r.name
+            )
+        } else if let Some(priority) = r
+            .name
+            .strip_prefix("tx_prio")
+            .and_then(|rest| rest.strip_suffix("_pause_duration"))
+        {
+            let share = delta as f64 / (seconds * 1e6);
+            if seconds < PFC_STORM_SECONDS || share < PFC_STORM_SHARE {
+                continue;
+            }
+            format!(
+                "{}{port}: priority {priority} paused its link partner {:.0}% of the last \
+                 {seconds:.1} s (tx_prio{priority}_pause_duration rose by {delta} us): a PFC \
+                 storm, a receiver that cannot drain or pauses looping",
+                r.device,
+                share.min(1.0) * 100.0
+            )
+        } else {
+            continue;
+        };
+        found.push(HostFinding {
+            device: Some(r.device.clone()),
+            finding: Finding::new(FindingKind::PfcStorm, message),
+        });
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_priority_paused_without_a_break_is_a_pfc_storm() {
+        let rate = |name: &str, delta: u64| CounterRate {
+            device: "mlx5_0".into(),
+            port: Some(1),
+            name: name.into(),
+            group: CounterGroup::Congestion,
+            delta: Some(delta),
+            per_second: None,
+        };
+        let five = Duration::from_secs(5);
+        let found = pfc_storm_findings(
+            &[
+                rate("tx_prio3_pause_duration", 4_800_000),
+                rate("tx_prio0_pause_duration", 1_000_000),
+                rate("rx_prio3_pause_duration", 5_000_000),
+                rate("tx_prio3_pause", 90_000),
+                rate("tx_pause_storm_error_events", 1),
+            ],
+            five,
+        );
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0]
+            .finding
+            .message
+            .contains("priority 3 paused its link partner 96%"));
+        assert!(found[1]
+            .finding
+            .message
+            .contains("pause-storm detector fired"));
+        assert!(found
+            .iter()
+            .all(|f| f.finding.kind == FindingKind::PfcStorm));
+        // One second paused of one second read: too short to call a storm.
+        let short = pfc_storm_findings(
+            &[rate("tx_prio3_pause_duration", 1_000_000)],
+            Duration::from_secs(1),
+        );
+        assert!(short.is_empty());
+    }
 
     fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);

@@ -9,6 +9,7 @@
 //! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
 //! - [`counters`]: the ports' and devices' RDMA counters, their rates and the findings of them.
+//! - [`ethtool`]: a RoCE netdev's statistics (pause frames, discards) through the ethtool ioctl.
 //! - [`fabric_plan`]: which fabrics `-C`/`-P` and the config's `[[fabric]]` tables select.
 //! - [`multi_plane`]: the local ports that are planes of one multi-plane HCA port.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
@@ -17,6 +18,7 @@
 
 pub mod compare;
 pub mod counters;
+pub mod ethtool;
 pub mod fabric_plan;
 pub mod firmware_manifest;
 pub mod gather;

@@ -48,11 +48,14 @@ pub fn read_twice(
 }
 
 /// The `host-counter-rate` findings of two reads `interval` apart, against the limits of
-/// the thresholds file in force (`host.COUNTER=N/s` lines), else the defaults.
+/// the thresholds file in force (`host.COUNTER=N/s` lines), else the defaults; and the
+/// `pfc-storm` findings of the same reads.
 pub fn rate_findings(g: &Global, interval: Duration) -> Result<Vec<HostFinding>> {
     let limits = crate::fabric::thresholds(g, None)?.host_rates;
     let (_, rates) = read_twice(g.ca.as_deref(), interval)?;
-    Ok(counters::rate_findings(&rates, &limits, interval))
+    let mut found = counters::rate_findings(&rates, &limits, interval);
+    found.extend(counters::pfc_storm_findings(&rates, interval));
+    Ok(found)
 }
 
 #[derive(Serialize)]

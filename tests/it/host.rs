@@ -598,3 +598,83 @@ fn acs_redirection_between_a_gpu_and_its_hca_is_found() {
         "{message}"
     );
 }
+
+/// A RoCE port's netdev statistics (ethtool -S, saved under the fixture root) sit beside
+/// its RDMA counters: per-priority pauses and discards. Priority 3 pausing its peer for
+/// the whole of a 2 s read is a pfc-storm.
+#[test]
+fn roce_pause_statistics_are_read_and_a_pfc_storm_is_found() {
+    let out = run(
+        Some(&fixture("roce-cx6dx")),
+        &["host", "--counters", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report =
+        crate::common::schema::assert_valid("host-counters", "host --counters", &text, false)
+            .remove(0);
+    let out = run(
+        Some(&fixture("dgx-h100")),
+        &["host", "--counters", "--interval", "0.1", "--json"],
+    );
+    crate::common::schema::assert_valid(
+        "host-counters",
+        "host --counters --interval",
+        &String::from_utf8_lossy(&out.stdout),
+        false,
+    );
+    let port = report["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["device"] == "mlx5_0" && s["port"] == 1)
+        .unwrap()
+        .clone();
+    let ethtool: Vec<(&str, u64)> = port["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["source"] == "ethtool")
+        .map(|c| (c["name"].as_str().unwrap(), c["value"].as_u64().unwrap()))
+        .collect();
+    assert!(ethtool.contains(&("rx_prio3_pause", 1520)), "{ethtool:?}");
+    assert!(ethtool.contains(&("rx_out_of_buffer", 3)), "{ethtool:?}");
+    assert!(
+        !ethtool.iter().any(|(n, _)| *n == "rx_packets"),
+        "only the lossless ones"
+    );
+    let text =
+        String::from_utf8_lossy(&run(Some(&fixture("roce-cx6dx")), &["host", "--counters"]).stdout)
+            .into_owned();
+    assert!(text.contains("tx_prio3_pause_duration"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("roce-cx6dx"), dir.path());
+    let stats = dir.path().join("ethtool/enp65s0f0np0");
+    let saved = std::fs::read_to_string(&stats).unwrap();
+    let storm = saved.replace(
+        "tx_prio3_pause_duration: 20450",
+        "tx_prio3_pause_duration: 2020450",
+    );
+    let bump = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        std::fs::write(stats, storm).unwrap();
+    });
+    let (code, report) = json(
+        dir.path(),
+        &["host", "--check", "--interval", "2", "--json"],
+    );
+    bump.join().unwrap();
+    assert_eq!(code, 1, "{report}");
+    let storm: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "pfc-storm")
+        .collect();
+    assert_eq!(storm.len(), 1, "{report:#}");
+    assert!(storm[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("mlx5_0 port 1: priority 3 paused its link partner"));
+}

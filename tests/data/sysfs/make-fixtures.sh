@@ -206,6 +206,25 @@ roce_cx6dx() {
         fe80:0000:0000:0000:0e42:a1ff:fe8a:1c2e \
         0000:0000:0000:0000:0000:ffff:c0a8:0a15 \
         2001:0db8:0010:0000:0000:0000:0000:0021
+    # `ethtool -S enp65s0f0np0` (mlx5 names; priority 3 is the lossless class), saved
+    # where the reader looks under a fixture root.
+    mkdir -p "$r/ethtool"
+    cat >"$r/ethtool/enp65s0f0np0" <<'STATS'
+NIC statistics:
+     rx_packets: 1284412
+     tx_packets: 1190337
+     rx_discards_phy: 0
+     tx_discards_phy: 0
+     rx_out_of_buffer: 3
+     rx_prio3_pause: 1520
+     rx_prio3_pause_duration: 88120
+     tx_prio3_pause: 311
+     tx_prio3_pause_duration: 20450
+     rx_pause_ctrl_phy: 0
+     tx_pause_ctrl_phy: 0
+     tx_pause_storm_warning_events: 0
+     tx_pause_storm_error_events: 0
+STATS
     # No cable: the kernel still reports a default rate, which means nothing.
     ethport "$r" mlx5_1 1 "1: DOWN" "3: Disabled" "40 Gb/sec (4X QDR)" enp65s0f1np1 \
         fe80:0000:0000:0000:0e42:a1ff:fe8a:1c2f
