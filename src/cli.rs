@@ -76,6 +76,11 @@ pub struct Global {
     #[arg(skip)]
     pub fabrics: Vec<FabricConfig>,
 
+    /// The config file's `[roce]` profile (not a flag): the lossless configuration
+    /// `host --check` holds every RoCE port to.
+    #[arg(skip)]
+    pub roce: Option<ibscope_host::roce::RoceProfile>,
+
     /// The config file's `[serve] journal` (not a flag): where `events` and `check`
     /// read the journal by default.
     #[arg(skip)]

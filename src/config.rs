@@ -19,6 +19,8 @@ use clap::{ArgMatches, FromArgMatches, ValueEnum};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use ibscope_host::roce::RoceProfile;
+
 use crate::cli::Global;
 use crate::cmd::serve::{self, CounterFamilies};
 
@@ -103,6 +105,8 @@ pub struct FileConfig {
     serve: Option<ServeConfig>,
     /// `[[fabric]]` tables: named fabrics (see `crate::fabric_set`).
     fabric: Option<Vec<ibscope_host::fabric_plan::FabricConfig>>,
+    /// `[roce]`: the lossless configuration of every RoCE port (`host --check`).
+    roce: Option<ibscope_host::roce::RoceProfile>,
 }
 
 /// The `[serve]` table.
@@ -446,7 +450,35 @@ fn apply_global(
         note,
     });
 
-    apply_fabrics(g, layers, out)
+    apply_fabrics(g, layers, out)?;
+    apply_roce(g, layers, out)
+}
+
+/// The `[roce]` table: the last file that has one gives the whole profile.
+fn apply_roce(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
+    // An empty table declares nothing.
+    let declared = layers.get(|c| c.roce.clone().filter(|p| *p != RoceProfile::default()));
+    let (profile, source, note) = match declared {
+        Some((profile, source)) => {
+            if let Err(e) = profile.validate() {
+                bail!("config file {source}: [roce]: {e}");
+            }
+            (Some(profile), source, None)
+        }
+        None => (
+            None,
+            SettingSource::Default,
+            Some("none: RoCE ports are only checked to agree with each other"),
+        ),
+    };
+    g.roce = profile;
+    out.push(Setting {
+        key: "roce",
+        value: serde_json::to_value(&g.roce).unwrap_or(Value::Null),
+        source,
+        note,
+    });
+    Ok(())
 }
 
 /// The `[[fabric]]` tables: the last file that has any gives the whole list.

@@ -86,6 +86,8 @@ pub struct Device {
     pub ports: Vec<DevicePort>,
     /// The character devices applications open for it.
     pub files: DeviceFiles,
+    /// Each RoCE port's lossless configuration.
+    pub roce: Vec<crate::roce::RoceConfig>,
 }
 
 /// A device's character devices: its uverbs (every RDMA application opens it) and each
@@ -131,6 +133,7 @@ impl Device {
             gpus_near: Vec::new(),
             ports: Vec::new(),
             files: DeviceFiles::default(),
+            roce: Vec::new(),
         }
     }
     /// The model, for grouping HCAs that should run one firmware: `hca_type`, else the

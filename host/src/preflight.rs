@@ -14,6 +14,10 @@
 //! - libibverbs can use every device the kernel shows (when it was asked);
 //! - no bridge between a GPU and an HCA behind the same PCIe switch redirects peer-to-peer
 //!   requests (ACS), which would send GPUDirect RDMA through the root complex;
+//! - an Active RoCE port has a RoCE v2 GID, and the lossless configuration of the `[roce]`
+//!   profile (PFC on exactly its priorities, its DSCP mapped to its priority and as the
+//!   default RoCE ToS, ECN on its priority, a netdev MTU that carries its RoCE MTU);
+//!   without a profile, the host's Active RoCE ports agree with each other;
 //! - an Active port's device has its uverbs node in `/dev/infiniband`, and an Active
 //!   InfiniBand port its umad node (RoCE needs no umad).
 
@@ -27,12 +31,15 @@ use ibscope_topo::model::NodeKind;
 use serde::Serialize;
 
 use crate::model::{Device, DevicePort, LinkLayer, LocalHost, PeerMemory, VerbsStatus};
+use crate::roce::{RoceConfig, RoceProfile};
 
 /// What the preflight is told.
 #[derive(Debug, Clone, Default)]
 pub struct PreflightOptions {
     /// The rate every InfiniBand port should run at (default: the host's most common).
     pub expect: Option<Rate>,
+    /// The lossless configuration every RoCE port should have (`[roce]` in the config).
+    pub roce: Option<crate::roce::RoceProfile>,
 }
 
 /// A finding about the host, with the device it concerns. JSON: the finding's fields
@@ -149,6 +156,7 @@ pub fn preflight(host: &LocalHost, opts: &PreflightOptions) -> Vec<HostFinding> 
     mixed_drivers(host, &mut out);
     device_files(host, &mut out);
     acs_redirects(host, &mut out);
+    roce_config(host, opts.roce.as_ref(), &mut out);
     out
 }
 
@@ -388,6 +396,138 @@ fn mixed_drivers(host: &LocalHost, out: &mut Vec<HostFinding>) {
     }
 }
 
+/// `1, 3` or `none`.
+fn priorities(list: &[u8]) -> String {
+    if list.is_empty() {
+        return "none".into();
+    }
+    list.iter()
+        .map(u8::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What an Active RoCE port's configuration lacks against `profile`.
+fn against_profile(c: &RoceConfig, profile: &RoceProfile) -> Vec<String> {
+    let mut wrong = Vec::new();
+    if let (Some(want), Some(have)) = (profile.pfc_wanted(), &c.pfc) {
+        let mut want = want;
+        want.sort_unstable();
+        if &want != have {
+            wrong.push(format!(
+                "PFC is on for priorities {}, the profile wants {}",
+                priorities(have),
+                priorities(&want)
+            ));
+        }
+    }
+    if let (Some(dscp), Some(prio), Some(map)) =
+        (profile.dscp, profile.priority, &c.dscp_to_priority)
+    {
+        match map.get(&dscp) {
+            Some(p) if *p == prio => {}
+            Some(p) => wrong.push(format!("DSCP {dscp} maps to priority {p}, not {prio}")),
+            None if map.is_empty() => wrong.push(format!(
+                "no DSCP is mapped (trust is PCP): DSCP {dscp} does not reach priority {prio}"
+            )),
+            None => wrong.push(format!("DSCP {dscp} is not mapped to priority {prio}")),
+        }
+    }
+    if let (Some(dscp), Some(tos)) = (profile.dscp, c.default_roce_tos) {
+        if tos >> 2 != dscp {
+            wrong.push(format!(
+                "rdma_cm's default RoCE ToS {tos} is DSCP {}, not {dscp}",
+                tos >> 2
+            ));
+        }
+    }
+    if let (Some(true), Some(prio)) = (profile.ecn, profile.priority) {
+        for (point, list) in [
+            ("notification (roce_np)", &c.ecn_np),
+            ("reaction (roce_rp)", &c.ecn_rp),
+        ] {
+            if list.as_ref().is_some_and(|l| !l.contains(&prio)) {
+                wrong.push(format!("ECN {point} is off on priority {prio}"));
+            }
+        }
+    }
+    if let (Some(mtu), Some(netdev_mtu)) = (profile.mtu, c.netdev_mtu) {
+        let need = crate::roce::netdev_mtu_for(mtu);
+        if netdev_mtu < need {
+            wrong.push(format!(
+                "netdev MTU {netdev_mtu} cannot carry RoCE MTU {mtu} (needs at least {need})"
+            ));
+        }
+    }
+    wrong
+}
+
+/// The Active RoCE ports' lossless configuration: against the profile, else for agreement.
+fn roce_config(host: &LocalHost, profile: Option<&RoceProfile>, out: &mut Vec<HostFinding>) {
+    let mut seen: Vec<(&Device, &DevicePort, &RoceConfig)> = Vec::new();
+    for (d, p) in active_ports(host).filter(|(_, p)| p.link_layer == LinkLayer::Ethernet) {
+        let Some(c) = d.roce.iter().find(|c| c.port == p.port) else {
+            continue;
+        };
+        let mut wrong = Vec::new();
+        if c.rocev2_gids == 0 {
+            wrong.push("no RoCE v2 GID: routed RoCE (and NCCL) has none to use".to_string());
+        }
+        if let Some(profile) = profile {
+            wrong.extend(against_profile(c, profile));
+        }
+        if !wrong.is_empty() {
+            let netdev = c.netdev.as_deref().unwrap_or("?");
+            let msg = format!("{netdev}: {}", wrong.join("; "));
+            out.push(HostFinding::port(d, p, FindingKind::RoceConfig, msg));
+        }
+        seen.push((d, p, c));
+    }
+    if profile.is_some() || seen.len() < 2 {
+        return;
+    }
+    let facts = |c: &RoceConfig| {
+        (
+            c.pfc.clone(),
+            c.dscp_to_priority.clone(),
+            c.ecn_np.clone(),
+            c.ecn_rp.clone(),
+            c.netdev_mtu,
+        )
+    };
+    let first = facts(seen[0].2);
+    if seen.iter().all(|(_, _, c)| facts(c) == first) {
+        return;
+    }
+    let each: Vec<String> = seen
+        .iter()
+        .map(|(d, p, c)| {
+            format!(
+                "{} port {} PFC {}, DSCP map {}, MTU {}",
+                d.name,
+                p.port,
+                c.pfc.as_deref().map_or("?".into(), priorities),
+                c.dscp_to_priority.as_ref().map_or("?".into(), |m| {
+                    let pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}->{v}")).collect();
+                    if pairs.is_empty() {
+                        "none".into()
+                    } else {
+                        pairs.join(" ")
+                    }
+                }),
+                c.netdev_mtu.map_or("?".into(), |m| m.to_string())
+            )
+        })
+        .collect();
+    out.push(HostFinding::host(
+        FindingKind::RoceConfig,
+        format!(
+            "this host's RoCE ports disagree (no [roce] profile to say which is right): {}",
+            each.join("; ")
+        ),
+    ));
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -513,6 +653,7 @@ pub(crate) mod tests {
         // --expect replaces the norm: now every port is below it.
         let expect = PreflightOptions {
             expect: Some(Rate::new(Width::X4, Speed::Xdr)),
+            ..PreflightOptions::default()
         };
         assert_eq!(preflight(&h, &expect).len(), 8);
         // On a tie the higher rate is the norm.
@@ -713,5 +854,76 @@ pub(crate) mod tests {
         assert!(preflight(&h, &PreflightOptions::default()).is_empty());
         h.bridges[1].acs = Acs::Unreadable;
         assert!(preflight(&h, &PreflightOptions::default()).is_empty());
+    }
+
+    /// A RoCE NIC whose port is configured as `pfc`, `dscp -> prio`, MTU 9000, ECN on 3.
+    fn roce_nic(name: &str, pfc: &[u8], map: &[(u8, u8)]) -> Device {
+        let mut d = hca(name, "4xEDR");
+        d.ports[0].link_layer = LinkLayer::Ethernet;
+        d.files.umad.clear();
+        d.roce = vec![RoceConfig {
+            port: 1,
+            netdev: Some(format!("{name}-eth")),
+            netdev_mtu: Some(9000),
+            pfc: Some(pfc.to_vec()),
+            dscp_to_priority: Some(map.iter().copied().collect()),
+            ecn_np: Some(vec![3]),
+            ecn_rp: Some(vec![3]),
+            default_roce_tos: Some(106),
+            rocev2_gids: 2,
+            dcb_error: None,
+        }];
+        d
+    }
+
+    #[test]
+    fn roce_ports_against_a_profile() {
+        let profile = RoceProfile {
+            priority: Some(3),
+            dscp: Some(26),
+            pfc: None,
+            ecn: Some(true),
+            mtu: Some(4096),
+        };
+        let opts = PreflightOptions {
+            roce: Some(profile),
+            ..PreflightOptions::default()
+        };
+        let good = roce_nic("mlx5_0", &[3], &[(26, 3)]);
+        assert!(preflight(&host(vec![good.clone()]), &opts).is_empty());
+        let mut bad = roce_nic("mlx5_1", &[0, 3], &[]);
+        bad.roce[0].netdev_mtu = Some(1500);
+        bad.roce[0].ecn_rp = Some(vec![]);
+        bad.roce[0].default_roce_tos = Some(0);
+        bad.roce[0].rocev2_gids = 0;
+        let found = preflight(&host(vec![good, bad]), &opts);
+        assert_eq!(kinds(&found), [FindingKind::RoceConfig], "{found:#?}");
+        let m = &found[0].finding.message;
+        for part in [
+            "mlx5_1-eth: no RoCE v2 GID",
+            "PFC is on for priorities 0, 3, the profile wants 3",
+            "no DSCP is mapped (trust is PCP): DSCP 26 does not reach priority 3",
+            "default RoCE ToS 0 is DSCP 0, not 26",
+            "ECN reaction (roce_rp) is off on priority 3",
+            "netdev MTU 1500 cannot carry RoCE MTU 4096 (needs at least 4200)",
+        ] {
+            assert!(m.contains(part), "{part}: {m}");
+        }
+        assert!(!m.contains("notification"), "{m}");
+    }
+
+    #[test]
+    fn roce_ports_without_a_profile_must_agree() {
+        let a = roce_nic("mlx5_0", &[3], &[(26, 3)]);
+        let b = roce_nic("mlx5_1", &[3], &[(26, 3)]);
+        assert!(preflight(&host(vec![a.clone(), b]), &PreflightOptions::default()).is_empty());
+        let c = roce_nic("mlx5_1", &[], &[]);
+        let found = preflight(&host(vec![a, c]), &PreflightOptions::default());
+        assert_eq!(kinds(&found), [FindingKind::RoceConfig], "{found:#?}");
+        assert!(found[0].device.is_none());
+        assert!(found[0]
+            .finding
+            .message
+            .contains("mlx5_1 port 1 PFC none, DSCP map none"));
     }
 }

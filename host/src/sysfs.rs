@@ -6,12 +6,14 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::model::GidType;
 use crate::model::{
     Device, DeviceFile, DeviceFiles, DevicePort, Driver, Gid, Gpu, LinkLayer, Pci, PeerMemory,
     UmadFile,
 };
 use crate::parse;
 use crate::pci::PcieLink;
+use crate::roce::{DcbSource, Netlink, RoceConfig, SavedDcb};
 
 /// The GPUDirect RDMA modules, newest first.
 pub const PEER_MEMORY_MODULES: [&str; 2] = ["nvidia_peermem", "nv_peer_mem"];
@@ -102,7 +104,75 @@ impl Sysfs {
             device.pci = Some(self.pci(&pci_dir));
         }
         device.files = self.device_files(name);
+        device.roce = device
+            .ports
+            .iter()
+            .filter(|p| p.link_layer == LinkLayer::Ethernet)
+            .map(|p| self.roce(name, p))
+            .collect();
         device
+    }
+
+    /// Where DCB settings come from: rtnetlink on the real root, saved `dcb` output in
+    /// `ROOT/dcb/` under a fixture root.
+    pub fn dcb_source(&self) -> Box<dyn DcbSource> {
+        if self.root() == Path::new("/") {
+            Box::new(Netlink)
+        } else {
+            Box::new(SavedDcb {
+                dir: self.root().join("dcb"),
+            })
+        }
+    }
+
+    /// A RoCE port's lossless configuration.
+    fn roce(&self, device: &str, port: &DevicePort) -> RoceConfig {
+        let netdev = port
+            .gids
+            .iter()
+            .find_map(|g| g.netdev.clone())
+            .filter(|n| !n.contains('/'));
+        let mut config = RoceConfig {
+            port: port.port,
+            rocev2_gids: port
+                .gids
+                .iter()
+                .filter(|g| g.gid_type == Some(GidType::RoceV2))
+                .count(),
+            default_roce_tos: Self::read(
+                &self
+                    .path("sys/kernel/config/rdma_cm")
+                    .join(device)
+                    .join(format!("ports/{}/default_roce_tos", port.port)),
+            )
+            .and_then(|t| t.trim().parse().ok()),
+            ..RoceConfig::default()
+        };
+        let Some(ifname) = &netdev else {
+            return config;
+        };
+        let net = self.path("sys/class/net").join(ifname);
+        config.netdev_mtu = Self::read(&net.join("mtu")).and_then(|t| t.trim().parse().ok());
+        let enabled = |point: &str| -> Option<Vec<u8>> {
+            let dir = net.join("ecn").join(point).join("enable");
+            let list: Vec<u8> = (0..8u8)
+                .filter_map(|p| Some((p, Self::read(&dir.join(p.to_string()))?)))
+                .filter(|(_, t)| t.trim() == "1")
+                .map(|(p, _)| p)
+                .collect();
+            dir.is_dir().then_some(list)
+        };
+        config.ecn_np = enabled("roce_np");
+        config.ecn_rp = enabled("roce_rp");
+        match self.dcb_source().dcb(ifname) {
+            Ok(dcb) => {
+                config.pfc = Some(dcb.pfc);
+                config.dscp_to_priority = Some(dcb.dscp_to_priority);
+            }
+            Err(e) => config.dcb_error = Some(e),
+        }
+        config.netdev = netdev;
+        config
     }
 
     /// The uverbs and umad character devices of device `name` (`/sys/class/infiniband_verbs`

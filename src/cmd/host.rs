@@ -122,7 +122,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             );
         }
     }
-    let opts = PreflightOptions { expect: a.expect };
+    let opts = PreflightOptions {
+        expect: a.expect,
+        roce: g.roce.clone(),
+    };
     let mut findings = if a.check {
         ibscope_host::preflight(&host, &opts)
     } else {
@@ -299,6 +302,9 @@ fn device_rows(d: &Device, rows: &mut Vec<Vec<String>>) {
         rows.push(row);
         if p.link_layer == LinkLayer::Ethernet {
             gid_rows(p, rows);
+            if let Some(c) = d.roce.iter().find(|c| c.port == p.port) {
+                rows.push(vec![String::new(), format!("  lossless: {}", c.summary())]);
+            }
         }
     }
     if let Some(e) = &d.verbs_error {

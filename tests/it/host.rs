@@ -678,3 +678,49 @@ fn roce_pause_statistics_are_read_and_a_pfc_storm_is_found() {
         .unwrap()
         .starts_with("mlx5_0 port 1: priority 3 paused its link partner"));
 }
+
+/// The RoCE fixture's port runs lossless priority 3 for DSCP 26 (PFC, DSCP map, ECN, ToS,
+/// MTU 9000): `host --check` with the matching `[roce]` profile is ready; a profile of
+/// priority 4 and a netdev MTU too small for it are roce-config, each difference named.
+#[test]
+fn roce_ports_are_checked_against_the_roce_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |profile: &str| {
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, profile).unwrap();
+        let out = Command::new(ibscope())
+            .args(["host", "--check", "--json", "-C", "mlx5_0"])
+            .env("IBSCOPE_SYSFS_ROOT", fixture("roce-cx6dx"))
+            .env("IBSCOPE_CONFIG", &config)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), report)
+    };
+    let (code, report) = check("[roce]\npriority = 3\ndscp = 26\necn = true\nmtu = 4096\n");
+    assert_eq!(code, 0, "{report:#}");
+    let (code, report) = check("[roce]\npriority = 4\ndscp = 26\npfc = [4]\necn = true\n");
+    assert_eq!(code, 1);
+    assert_eq!(kinds(&report), ["roce-config"]);
+    let message = report["findings"][0]["message"].as_str().unwrap();
+    for part in [
+        "enp65s0f0np0: PFC is on for priorities 3, the profile wants 4",
+        "DSCP 26 maps to priority 3, not 4",
+        "ECN notification (roce_np) is off on priority 4",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    let out = Command::new(ibscope())
+        .args(["host", "--check"])
+        .env("IBSCOPE_SYSFS_ROOT", fixture("roce-cx6dx"))
+        .env("IBSCOPE_CONFIG", {
+            let bad = dir.path().join("bad.toml");
+            std::fs::write(&bad, "[roce]\npriority = 9\n").unwrap();
+            bad
+        })
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[roce]: priority 9 is not 0-7"));
+}

@@ -225,6 +225,19 @@ NIC statistics:
      tx_pause_storm_warning_events: 0
      tx_pause_storm_error_events: 0
 STATS
+    # Lossless priority 3 for DSCP 26: `dcb pfc show` and `dcb app show dscp-prio`
+    # output saved where the reader looks under a fixture root, ECN on priority 3, rdma_cm's
+    # default ToS 106 (DSCP 26, ECT), a 9000-byte MTU.
+    mkdir -p "$r/dcb"
+    printf 'pfc-cap 8 macsec-bypass off delay 0\nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\ndscp-prio 26:3 48:6\n' \
+        >"$r/dcb/enp65s0f0np0"
+    local net=$r/sys/class/net/enp65s0f0np0 p
+    w "$net/mtu" 9000
+    for p in 0 1 2 3 4 5 6 7; do
+        w "$net/ecn/roce_np/enable/$p" $((p == 3 ? 1 : 0))
+        w "$net/ecn/roce_rp/enable/$p" $((p == 3 ? 1 : 0))
+    done
+    w "$r/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos" 106
     # No cable: the kernel still reports a default rate, which means nothing.
     ethport "$r" mlx5_1 1 "1: DOWN" "3: Disabled" "40 Gb/sec (4X QDR)" enp65s0f1np1 \
         fe80:0000:0000:0000:0e42:a1ff:fe8a:1c2f
