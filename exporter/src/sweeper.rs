@@ -88,6 +88,9 @@ struct Progress {
     /// journal compares the new one with.
     last_fabric: Option<Fabric>,
     previous: Option<Sample>,
+    /// The last sample before a rediscovery: what the first sample after it is compared
+    /// with for the journal's counter events.
+    before_discovery: Option<Sample>,
     since_discovery: u64,
 }
 
@@ -198,7 +201,7 @@ impl Sweeper {
                 self.send(Frame::Fabric { fabric });
             }
             progress.current = Some(d);
-            progress.previous = None;
+            progress.before_discovery = progress.previous.take();
             progress.since_discovery = 0;
         }
         if !go_on(self, engine)? {
@@ -250,6 +253,14 @@ impl Sweeper {
             tracing::info!("rediscovering (change seen: {changed})");
             progress.last_fabric = progress.current.take().map(|d| d.fabric);
         }
+        let before = progress
+            .previous
+            .as_ref()
+            .or(progress.before_discovery.as_ref());
+        if let Some(before) = before {
+            self.journal_counters(before, &sample);
+        }
+        progress.before_discovery = None;
         progress.previous = Some(sample);
         Ok(!self.stopped())
     }
@@ -329,15 +340,35 @@ impl Sweeper {
 
     /// Append to the journal what changed since the last discovery.
     fn journal(&self, last: Option<&Fabric>, now: &Fabric) {
-        let (Some(journal), Some(last)) = (&self.settings.journal, last) else {
+        let (Some(_), Some(last)) = (&self.settings.journal, last) else {
             return;
         };
-        let mut events = ibscope_topo::journal::changes(
+        self.append(ibscope_topo::journal::changes(
             last,
             now,
             self.settings.names.as_ref(),
             std::time::SystemTime::now(),
-        );
+        ));
+    }
+
+    /// Append to the journal the LinkDowned and LinkErrorRecovery rises between samples.
+    fn journal_counters(&self, before: &Sample, after: &Sample) {
+        if self.settings.journal.is_some() {
+            self.append(ibscope_topo::journal::counter_changes(
+                before,
+                after,
+                std::time::SystemTime::now(),
+            ));
+        }
+    }
+
+    fn append(&self, mut events: Vec<ibscope_topo::journal::Event>) {
+        let Some(journal) = &self.settings.journal else {
+            return;
+        };
+        if events.is_empty() {
+            return;
+        }
         for e in &mut events {
             e.fabric.clone_from(&self.settings.name);
         }

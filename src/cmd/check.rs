@@ -113,8 +113,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// Also report links that flap (link-flapping: down twice or more within 10 minutes,
-    /// or the thresholds file's flap.downs and flap.window) from the event journal
-    /// `serve --journal` writes.
+    /// or LinkDowned up by more than 10 within 24 hours; the thresholds file's flap.downs,
+    /// flap.window and flap.link-downed-per-day) from the event journal `serve --journal`
+    /// writes.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
 }

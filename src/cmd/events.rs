@@ -13,8 +13,10 @@ use serde::Serialize;
 use crate::cli::{exit, Global};
 
 /// What happened to the fabric's links: the journal `ibscope serve --journal FILE` (or
-/// `[serve] journal` in the config file) appends to at each discovery: links down and up,
-/// port state changes, width and speed downshifts, with both ends.
+/// `[serve] journal` in the config file) appends to: at each discovery links down and up,
+/// port state changes, width and speed downshifts, with both ends; at each counter sweep
+/// every rise of a port's LinkDowned (link-downed) or LinkErrorRecovery
+/// (link-error-recovery) counter, with how much it rose.
 ///
 /// Examples:
 ///   ibscope events --journal /var/lib/ibscope/events.jsonl --since 1h

@@ -1139,7 +1139,7 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
         .unwrap()
         .iter()
         .filter_map(|e| e["kind"].as_str())
-        .filter(|k| k.starts_with("link-"))
+        .filter(|k| *k == "link-down" || *k == "link-up")
         .collect();
     assert_eq!(
         kinds,
@@ -1168,6 +1168,65 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
             .as_str()
             .unwrap()
             .contains("went down 2 times"),
+        "{doc}"
+    );
+}
+
+/// A link that goes down and retrains between two sweeps leaves no trace in discovery, only
+/// in its LinkDowned counter: serve journals each rise (with how much), and more than 10 in
+/// a day is link-flapping in `check --journal` (the thresholds file's
+/// flap.link-downed-per-day, here 10 by default).
+#[test]
+fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
+    let sim = sim("examples/fabrics/net");
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let journal = scratch.path().join("events.jsonl");
+    let journal_arg = journal.to_str().unwrap();
+    let (mut serve, port) =
+        start_serve(&sim, &log, &["--interval", "0.3", "--journal", journal_arg]);
+    wait_healthy(&mut serve, port, &log);
+    // Two sweeps' worth of time for a baseline, then rises of 4 and 8.
+    std::thread::sleep(Duration::from_millis(800));
+    let downed = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains("\"kind\":\"link-downed\""))
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    for (value, events) in [(4, 1), (12, 2)] {
+        sim.set_counter("Switch1", 2, "LinkDownedCounter", value)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while downed(&std::fs::read_to_string(&journal).unwrap_or_default()).len() < events {
+            assert!(
+                Instant::now() < deadline,
+                "no LinkDowned rise journaled:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let rises = downed(&text);
+    let counts: Vec<u64> = rises.iter().map(|e| e["count"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [4, 8], "{text}");
+    assert_eq!(rises[1]["detail"], "LinkDowned rose by 8 (to 12)");
+    assert_eq!(rises[1]["a"]["port"], 2);
+    let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
+    let flapping: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "link-flapping")
+        .collect();
+    assert_eq!(flapping.len(), 1, "{doc}");
+    assert!(
+        flapping[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("LinkDowned rose by 12 within 24h (limit 10 a day)"),
         "{doc}"
     );
 }

@@ -26,6 +26,12 @@ pub enum EventKind {
     PortState,
     WidthDownshift,
     SpeedDownshift,
+    /// A port's LinkDownedCounter rose between two counter sweeps (`count`: by how much):
+    /// the link went down and retrained, perhaps too fast for a discovery to see.
+    LinkDowned,
+    /// A port's LinkErrorRecoveryCounter rose (`count`): the link retrained without going
+    /// down.
+    LinkErrorRecovery,
 }
 
 /// One end of the link an event is about.
@@ -48,6 +54,9 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b: Option<EventEnd>,
     pub detail: String,
+    /// How many times a counter event counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
     /// The fabric it happened in (its name in `serve`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub fabric: String,
@@ -97,6 +106,7 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
         a: end_of(fabric, names, a),
         b: Some(end_of(fabric, names, b)),
         detail,
+        count: None,
         fabric: String::new(),
     };
     let (before, after) = (links_of(old), links_of(new));
@@ -247,22 +257,142 @@ pub fn touches(e: &Event, node: &str, port: Option<u8>) -> bool {
     same(&e.a) || e.b.as_ref().is_some_and(same)
 }
 
-/// One `link-flapping` finding for each link that went down at least `limits.downs` times
-/// within a window of `limits.window`.
-pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
-    let mut downs: BTreeMap<(String, u8, String, u8), Vec<&Event>> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
-        let Some(b) = &e.b else { continue };
-        let (x, y) = ((e.a.guid.clone(), e.a.port), (b.guid.clone(), b.port));
-        let key = if x <= y {
-            (x.0, x.1, y.0, y.1)
-        } else {
-            (y.0, y.1, x.0, x.1)
+/// The counters whose rise is an event.
+const COUNTER_EVENTS: [(&str, EventKind, &str); 2] = [
+    ("LinkDownedCounter", EventKind::LinkDowned, "LinkDowned"),
+    (
+        "LinkErrorRecoveryCounter",
+        EventKind::LinkErrorRecovery,
+        "LinkErrorRecovery",
+    ),
+];
+
+fn end_of_ref(p: &crate::model::refs::PortRef) -> EventEnd {
+    EventEnd {
+        node: p.node.name.to_string(),
+        guid: ibscope_mad::codes::guid::text(p.node.guid),
+        port: p.port,
+    }
+}
+
+/// The LinkDowned and LinkErrorRecovery rises between two counter sweeps of one fabric,
+/// one event a port (a counter that went back was reset: no event).
+pub fn counter_changes(
+    before: &crate::counters::Sample,
+    after: &crate::counters::Sample,
+    now: SystemTime,
+) -> Vec<Event> {
+    let old: HashMap<crate::model::PortKey, &crate::counters::PortSample> =
+        before.ports.iter().map(|p| (p.at.key(), p)).collect();
+    let at = humantime::format_rfc3339_seconds(now).to_string();
+    let mut out = Vec::new();
+    for port in &after.ports {
+        let Some(prev) = old.get(&port.at.key()) else {
+            continue;
         };
-        downs
-            .entry((key.0, key.1, key.2, key.3))
+        for (counter, kind, short) in COUNTER_EVENTS {
+            let (Some(was), Some(is)) = (prev.reading(counter), port.reading(counter)) else {
+                continue;
+            };
+            if is.value <= was.value {
+                continue;
+            }
+            let rise = is.value - was.value;
+            out.push(Event {
+                time: seconds(now),
+                at: at.clone(),
+                kind,
+                a: end_of_ref(&port.at),
+                b: port.remote.as_ref().map(end_of_ref),
+                detail: format!("{short} rose by {rise} (to {})", is.value),
+                count: Some(rise),
+                fabric: String::new(),
+            });
+        }
+    }
+    out
+}
+
+/// A link by its two ends' (GUID text, port), in one order.
+type LinkEnds = (String, u8, String, u8);
+
+/// The two ends of an event's link, in one order whichever end it names first.
+fn link_key(e: &Event) -> Option<LinkEnds> {
+    let b = e.b.as_ref()?;
+    let (x, y) = ((e.a.guid.clone(), e.a.port), (b.guid.clone(), b.port));
+    Some(if x <= y {
+        (x.0, x.1, y.0, y.1)
+    } else {
+        (y.0, y.1, x.0, x.1)
+    })
+}
+
+/// Links whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours
+/// (as either end counted it: both ends count the same downs).
+fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+    const DAY: u64 = 24 * 3600;
+    let mut rises: BTreeMap<LinkEnds, BTreeMap<(String, u8), Vec<&Event>>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == EventKind::LinkDowned) {
+        let Some(key) = link_key(e) else { continue };
+        rises
+            .entry(key)
+            .or_default()
+            .entry((e.a.guid.clone(), e.a.port))
             .or_default()
             .push(e);
+    }
+    let mut found = Vec::new();
+    for by_end in rises.values() {
+        let mut worst: Option<(u64, &Event)> = None;
+        for list in by_end.values() {
+            let mut list = list.clone();
+            list.sort_by_key(|e| e.time);
+            for i in 0..list.len() {
+                let in_day = list[i..]
+                    .iter()
+                    .take_while(|e| e.time - list[i].time <= DAY);
+                let sum: u64 = in_day.clone().filter_map(|e| e.count).sum();
+                let last = in_day.last().expect("the first is in its own day");
+                if worst.map_or(true, |(w, _)| sum > w) {
+                    worst = Some((sum, last));
+                }
+            }
+        }
+        let Some((sum, e)) = worst.filter(|(sum, _)| *sum > limits.link_downed_per_day) else {
+            continue;
+        };
+        let b = e.b.as_ref().expect("grouped by both ends");
+        let mut f = Finding::new(
+            FindingKind::LinkFlapping,
+            format!(
+                "{:?}[{}] <-> {:?}[{}]: LinkDowned rose by {sum} within 24h (limit {} a day); \
+                 last at {}",
+                e.a.node, e.a.port, b.node, b.port, limits.link_downed_per_day, e.at
+            ),
+        );
+        f.counter = Some("LinkDownedCounter".into());
+        f.value = Some(sum);
+        f.threshold = Some(limits.link_downed_per_day);
+        found.push(f);
+    }
+    found
+}
+
+/// One `link-flapping` finding for each link that went down at least `limits.downs` times
+/// within a window of `limits.window` (links down between discoveries), and for each
+/// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours.
+pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+    let mut found = downs_in_window(events, limits);
+    found.extend(downed_per_day(events, limits));
+    found
+}
+
+/// Links down at least `limits.downs` times within `limits.window`.
+fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+    let mut downs: BTreeMap<LinkEnds, Vec<&Event>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
+        let Some(key) = link_key(e) else { continue };
+        downs.entry(key).or_default().push(e);
     }
     let window = limits.window.as_secs();
     let mut found = Vec::new();
@@ -305,6 +435,78 @@ pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
 mod tests {
     use super::*;
     use crate::ibnd;
+
+    #[test]
+    fn counter_rises_are_events_and_resets_are_not() {
+        use crate::counters::sample::test_support::{port_ref, port_sample, wrap};
+        let sample = |downed: u64, recovered: u64| {
+            let mut p = port_sample(
+                &[
+                    ("LinkDownedCounter", downed),
+                    ("LinkErrorRecoveryCounter", recovered),
+                ],
+                None,
+                &[],
+            );
+            p.remote = Some(port_ref(2, 7));
+            wrap(p)
+        };
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let events = counter_changes(&sample(3, 0), &sample(5, 1), t);
+        assert_eq!(events.len(), 2, "{events:#?}");
+        assert_eq!(events[0].kind, EventKind::LinkDowned);
+        assert_eq!(events[0].count, Some(2));
+        assert_eq!(events[0].detail, "LinkDowned rose by 2 (to 5)");
+        assert_eq!(events[0].b.as_ref().unwrap().port, 7);
+        assert_eq!(events[1].kind, EventKind::LinkErrorRecovery);
+        assert!(
+            counter_changes(&sample(5, 1), &sample(0, 0), t).is_empty(),
+            "a reset"
+        );
+        assert!(counter_changes(&sample(5, 1), &sample(5, 1), t).is_empty());
+        let line = serde_json::to_string(&events[0]).unwrap();
+        assert!(line.contains("\"kind\":\"link-downed\"") && line.contains("\"count\":2"));
+    }
+
+    #[test]
+    fn more_than_ten_link_downed_in_a_day_is_flapping() {
+        let rise = |time: u64, end: (&str, u8), far: (&str, u8), count: u64| Event {
+            time,
+            at: format!("t{time}"),
+            kind: EventKind::LinkDowned,
+            a: EventEnd {
+                node: end.0.into(),
+                guid: end.0.into(),
+                port: end.1,
+            },
+            b: Some(EventEnd {
+                node: far.0.into(),
+                guid: far.0.into(),
+                port: far.1,
+            }),
+            detail: String::new(),
+            count: Some(count),
+            fabric: String::new(),
+        };
+        let (leaf, host) = (("leaf", 3), ("gpu", 1));
+        let limits = FlapLimits::default();
+        // 6 + 5 within a day, counted by both ends: 11 > 10, one finding.
+        let events = [
+            rise(0, leaf, host, 6),
+            rise(0, host, leaf, 6),
+            rise(3600, leaf, host, 5),
+            rise(3600, host, leaf, 5),
+        ];
+        let found = flapping(&events, limits);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].value, Some(11));
+        assert!(found[0]
+            .message
+            .contains("LinkDowned rose by 11 within 24h (limit 10 a day)"));
+        // The same rises a day and more apart: no day has more than 6.
+        let apart = [rise(0, leaf, host, 6), rise(90_000, leaf, host, 5)];
+        assert!(flapping(&apart, limits).is_empty());
+    }
 
     const TWO: &str = r#"
 Switch 4 "S1" # "leaf-1" base port 0 lid 1 lmc 0

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Error thresholds: a counter above its threshold is a finding. The file format is
 /// ibqueryerrors' --threshold-file: `Name=value` lines, `#` comments. ibscope's own limits
 /// share the file under prefixes ibqueryerrors passes over: `flap.downs`, `flap.window`
-/// (seconds) for link-flapping, `host.COUNTER=N/s|N/min|N/h` for `host --check --interval`.
+/// (seconds), `flap.link-downed-per-day` for link-flapping, `host.COUNTER=N/s|N/min|N/h` for `host --check --interval`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thresholds {
     /// (counter name, threshold): a value strictly above is reported.
@@ -25,14 +25,18 @@ pub struct Thresholds {
 pub struct FlapLimits {
     pub downs: u32,
     pub window: Duration,
+    /// LinkDowned may rise by this much within 24 hours; more is flapping.
+    pub link_downed_per_day: u64,
 }
 
 impl Default for FlapLimits {
-    /// Twice in ten minutes, as operators alert on it.
+    /// Twice in ten minutes, or LinkDowned up by more than 10 in a day, as operators
+    /// alert on them.
     fn default() -> Self {
         FlapLimits {
             downs: 2,
             window: Duration::from_secs(600),
+            link_downed_per_day: 10,
         }
     }
 }
@@ -134,9 +138,11 @@ impl Thresholds {
                 match key {
                     "downs" => t.flap.downs = u32::try_from(n).unwrap_or(u32::MAX).max(1),
                     "window" => t.flap.window = Duration::from_secs(n),
+                    "link-downed-per-day" => t.flap.link_downed_per_day = n,
                     _ => {
                         return Err(err(format!(
-                            "unknown limit {name:?} (flap.downs, flap.window)"
+                            "unknown limit {name:?} (flap.downs, flap.window, \
+                             flap.link-downed-per-day)"
                         )))
                     }
                 }
@@ -218,7 +224,8 @@ mod tests {
     #[test]
     fn ibscopes_own_limits_share_the_file() {
         let t = Thresholds::parse(
-            "flap.downs=3\nflap.window=3600\nhost.symbol_error=10/min\nhost.out_of_buffer=5\n",
+            "flap.downs=3\nflap.window=3600\nflap.link-downed-per-day=4\nhost.symbol_error=10/min\n\
+             host.out_of_buffer=5\n",
             "t",
         )
         .unwrap();
@@ -226,7 +233,8 @@ mod tests {
             t.flap,
             FlapLimits {
                 downs: 3,
-                window: Duration::from_secs(3600)
+                window: Duration::from_secs(3600),
+                link_downed_per_day: 4,
             }
         );
         let of = |c: &str| t.host_rates.iter().find(|l| l.counter == c).cloned();
