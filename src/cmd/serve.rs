@@ -225,10 +225,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         journal: a
             .journal
             .clone()
-            .map(|path| ibscope_topo::journal::JournalFile {
-                path,
-                max_bytes: ibscope_topo::journal::DEFAULT_MAX_BYTES,
-            }),
+            .map(ibscope_topo::journal::JournalFile::new),
     };
     let fabrics: Result<Vec<FabricToServe>> = planned
         .into_iter()

@@ -10,6 +10,10 @@ use ibscope_tui as tui;
 
 /// Interactive terminal UI: overview, nodes, links, counters, routing, events.
 ///
+/// A live fabric's links are watched from sweep to sweep: one down twice within 10
+/// minutes, or whose LinkDowned rose by more than 10 in a day, is link-flapping among the
+/// findings (limits: the thresholds file's flap.* keys).
+///
 /// Keys: 1-6 or Tab switch views, / filters, s sorts, Enter opens details, r sweeps now,
 /// ? shows the help of the current view, q quits. Sweeps run in the background; the header
 /// shows how old the data is.
@@ -29,6 +33,11 @@ pub struct Args {
     /// Seconds between the end of one sweep and the start of the next.
     #[arg(long, default_value_t = 5.0, value_name = "S")]
     pub interval: f64,
+    /// Also append what changes between sweeps (links down and up, state changes,
+    /// downshifts, LinkDowned and LinkErrorRecovery rises) to this journal, as `serve
+    /// --journal` does (`ibscope events` reads it).
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
@@ -41,10 +50,10 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
             name: None,
             source: Box::new(tui::FileSource::new(path, read_topology)),
         }],
-        None if crate::fabric_set::is_multi(g.ca.as_deref()) => live_fabrics(g)?,
+        None if crate::fabric_set::is_multi(g.ca.as_deref()) => live_fabrics(g, a)?,
         None => vec![tui::FabricSource {
             name: None,
-            source: Box::new(LiveSource::new(g, crate::fabric::open_engine(g)?)?),
+            source: Box::new(LiveSource::new(g, a, crate::fabric::open_engine(g)?)?),
         }],
     };
     // A signal only asks the UI to leave (within one tick), so the terminal is restored and
@@ -73,28 +82,40 @@ struct LiveSource {
     engine: ibscope_mad::engine::Engine,
     names: Option<ibscope_topo::namemap::NameMap>,
     thresholds: ibscope_topo::counters::Thresholds,
+    /// What changed from sweep to sweep: link-flapping, and the journal's lines.
+    history: ibscope_topo::journal::FlapHistory,
+    journal: Option<ibscope_topo::journal::JournalFile>,
 }
 
 impl LiveSource {
-    fn new(g: &Global, engine: ibscope_mad::engine::Engine) -> anyhow::Result<LiveSource> {
+    fn new(
+        g: &Global,
+        a: &Args,
+        engine: ibscope_mad::engine::Engine,
+    ) -> anyhow::Result<LiveSource> {
         Ok(LiveSource {
             engine,
             names: crate::fabric::names(g)?,
             thresholds: crate::fabric::thresholds(g, None)?,
+            history: ibscope_topo::journal::FlapHistory::default(),
+            journal: a
+                .journal
+                .clone()
+                .map(ibscope_topo::journal::JournalFile::new),
         })
     }
 }
 
 /// The fabrics `-C` names (one per subnet), each a live source under its name; those that
 /// cannot be opened are one line each on stderr, and none at all is the error.
-fn live_fabrics(g: &Global) -> anyhow::Result<Vec<tui::FabricSource>> {
+fn live_fabrics(g: &Global, a: &Args) -> anyhow::Result<Vec<tui::FabricSource>> {
     let mut out = Vec::new();
     let mut failed = Vec::new();
     for fabric in crate::fabric_set::open(g)? {
         match fabric {
             Ok(o) => out.push(tui::FabricSource {
                 name: Some(o.id.name.clone()),
-                source: Box::new(LiveSource::new(g, o.engine)?),
+                source: Box::new(LiveSource::new(g, a, o.engine)?),
             }),
             Err(u) => {
                 let line = crate::fabric_set::failure_line(&u.name, &u.error);
@@ -126,7 +147,7 @@ impl tui::Source for LiveSource {
         if fabric.node_count() == 0 {
             bail!("discovery found no node: is the local port up?");
         }
-        let eval = crate::cmd::check::evaluate(
+        let mut eval = crate::cmd::check::evaluate(
             &fabric,
             self.names.as_ref(),
             &ibscope_topo::health::HealthOptions::default(),
@@ -135,6 +156,15 @@ impl tui::Source for LiveSource {
             ibscope_topo::findings::CounterReads::PerPort,
         );
         crate::fabric::ensure_connected(&self.engine)?;
+        let events =
+            self.history
+                .record(&fabric, eval.sample.as_ref(), self.names.as_ref(), taken_at);
+        if let Some(journal) = self.journal.as_ref().filter(|_| !events.is_empty()) {
+            // The screen is the UI's: a journal that cannot be written is not printed on it.
+            let _ = journal.append(&events);
+        }
+        eval.findings
+            .extend(self.history.flapping(self.thresholds.flap));
         // Its links judged as check's findings were (HealthOptions::default() above).
         let mut sweep = tui::Sweep::from_evaluation(fabric, eval, taken_at);
         let sm_lid = self.engine.local().sm_lid;

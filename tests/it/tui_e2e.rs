@@ -127,3 +127,52 @@ fn tui_shows_every_view_counters_and_unlink_events() {
         "UI still drawn after quit:\n{after}"
     );
 }
+
+/// A link taken down and up twice while the UI watches: link-flapping among the overview's
+/// findings, and every change in the journal `tui --journal` writes.
+#[test]
+fn tui_finds_a_flapping_link_and_journals_it() {
+    let sim = sim("demo.topo");
+    let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    let journal = sim.client_dir().join("events.jsonl");
+    let script = format!(
+        "cd {dir} && env {env} {bin} tui --interval 0.5 --journal {journal}; sleep 60",
+        dir = sim.client_dir().display(),
+        bin = ibscope_bin().display(),
+        journal = journal.display()
+    );
+    let tmux = Tmux::start("ibscope-tui-flap", &script);
+    let long = Duration::from_secs(30);
+    tmux.wait_for(&["6 switches, 16 CAs"], long);
+    let count = |kind: &str| {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+            .count()
+    };
+    let wait_for = |kind: &str, n: usize| {
+        let deadline = Instant::now() + long;
+        while count(kind) < n {
+            assert!(
+                Instant::now() < deadline,
+                "no {n} {kind} journaled in {}:\n{}",
+                journal.display(),
+                tmux.screen()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    for bounce in 1..=2 {
+        sim.unlink("L0003", 7).expect("unlink");
+        sim.resweep().unwrap();
+        wait_for("link-down", bounce);
+        sim.relink("L0003", 7).expect("relink");
+        sim.resweep().unwrap();
+        wait_for("link-up", bounce);
+    }
+    // The overview lists findings by severity and message (the kind is the message's).
+    let screen = tmux.wait_for(&["went down 2 times within 10m"], long);
+    assert!(screen.contains("leaf-0003"), "{screen}");
+    tmux.keys("q");
+}

@@ -182,6 +182,13 @@ fn rotated(path: &Path) -> PathBuf {
 }
 
 impl JournalFile {
+    /// The journal at `path`, rotated at [`DEFAULT_MAX_BYTES`].
+    pub fn new(path: PathBuf) -> JournalFile {
+        JournalFile {
+            path,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
     /// Append `events`, one JSON object a line, rotating first when the file is full.
     pub fn append(&self, events: &[Event]) -> std::io::Result<()> {
         if events.is_empty() {
@@ -378,6 +385,47 @@ fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
     found
 }
 
+/// What a watcher that sweeps again and again (the TUI) has seen of the links: the events
+/// of the last 24 hours between its sweeps, from which it finds the flapping links itself.
+#[derive(Debug, Default)]
+pub struct FlapHistory {
+    events: Vec<Event>,
+    last_fabric: Option<Fabric>,
+    last_sample: Option<crate::counters::Sample>,
+}
+
+impl FlapHistory {
+    /// The events between the last sweep and this one (`sample`: its counters, when read);
+    /// kept for a day, and returned for a journal.
+    pub fn record(
+        &mut self,
+        fabric: &Fabric,
+        sample: Option<&crate::counters::Sample>,
+        names: Option<&NameMap>,
+        now: SystemTime,
+    ) -> Vec<Event> {
+        let mut new = Vec::new();
+        if let Some(last) = &self.last_fabric {
+            new.extend(changes(last, fabric, names, now));
+        }
+        if let (Some(before), Some(after)) = (&self.last_sample, sample) {
+            new.extend(counter_changes(before, after, now));
+        }
+        self.last_fabric = Some(fabric.clone());
+        if let Some(s) = sample {
+            self.last_sample = Some(s.clone());
+        }
+        let oldest = seconds(now).saturating_sub(24 * 3600);
+        self.events.retain(|e| e.time >= oldest);
+        self.events.extend(new.iter().cloned());
+        new
+    }
+    /// [`flapping`] over what was seen.
+    pub fn flapping(&self, limits: FlapLimits) -> Vec<Finding> {
+        flapping(&self.events, limits)
+    }
+}
+
 /// One `link-flapping` finding for each link that went down at least `limits.downs` times
 /// within a window of `limits.window` (links down between discoveries), and for each
 /// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours.
@@ -531,6 +579,24 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
             .collect::<Vec<_>>()
             .join("\n");
         ibnd::parse(&text).unwrap()
+    }
+
+    /// A watcher sweeping again and again sees a link go twice and finds it flapping.
+    #[test]
+    fn a_flap_history_finds_a_link_down_twice() {
+        let (full, cut) = (ibnd::parse(TWO).unwrap(), without_h2());
+        let mut h = FlapHistory::default();
+        let mut seen = 0;
+        for (i, f) in [&full, &cut, &full, &cut, &full].into_iter().enumerate() {
+            seen += h.record(f, None, None, at(60 * i as u64)).len();
+        }
+        assert_eq!(seen, 4, "down, up, down, up");
+        let found = h.flapping(FlapLimits::default());
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].message.contains("went down 2 times"));
+        // A day later the old downs are forgotten.
+        h.record(&full, None, None, at(2 * 86_400));
+        assert!(h.flapping(FlapLimits::default()).is_empty());
     }
 
     #[test]
