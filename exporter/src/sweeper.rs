@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 use ibscope_mad::engine::{CancelToken, Engine};
@@ -91,6 +91,8 @@ struct Progress {
     /// The last sample before a rediscovery: what the first sample after it is compared
     /// with for the journal's counter events.
     before_discovery: Option<Sample>,
+    /// A day of what changed between discoveries and sweeps: link-flapping on the page.
+    history: ibscope_topo::journal::FlapHistory,
     since_discovery: u64,
 }
 
@@ -193,7 +195,15 @@ impl Sweeper {
         if progress.current.is_none() {
             let d = self.discover(engine);
             if ensure_connected(engine).is_ok() {
-                self.journal(progress.last_fabric.take().as_ref(), &d.fabric);
+                if let Some(last) = progress.last_fabric.take() {
+                    let events = ibscope_topo::journal::changes(
+                        &last,
+                        &d.fabric,
+                        self.settings.names.as_ref(),
+                        SystemTime::now(),
+                    );
+                    self.record(&mut progress.history, events);
+                }
             }
             // Not a discovery the transport was lost in the middle of.
             if self.settings.send_fabric && ensure_connected(engine).is_ok() {
@@ -234,7 +244,17 @@ impl Sweeper {
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        if !self.send_page(d, &sample, sweep_us, sm.as_ref()) {
+        let before = progress
+            .previous
+            .as_ref()
+            .or(progress.before_discovery.as_ref());
+        if let Some(before) = before {
+            let events = ibscope_topo::journal::counter_changes(before, &sample, SystemTime::now());
+            self.record(&mut progress.history, events);
+        }
+        progress.before_discovery = None;
+        let watched = progress.history.flapping(self.settings.thresholds.flap);
+        if !self.send_page(d, &sample, sweep_us, sm.as_ref(), &watched) {
             return Ok(false);
         }
         let t = Instant::now();
@@ -253,14 +273,6 @@ impl Sweeper {
             tracing::info!("rediscovering (change seen: {changed})");
             progress.last_fabric = progress.current.take().map(|d| d.fabric);
         }
-        let before = progress
-            .previous
-            .as_ref()
-            .or(progress.before_discovery.as_ref());
-        if let Some(before) = before {
-            self.journal_counters(before, &sample);
-        }
-        progress.before_discovery = None;
         progress.previous = Some(sample);
         Ok(!self.stopped())
     }
@@ -274,6 +286,7 @@ impl Sweeper {
         sample: &Sample,
         sweep_us: u64,
         sm: Option<&Finding>,
+        watched: &[Finding],
     ) -> bool {
         let failure = self.account(sample, d);
         let t = Instant::now();
@@ -287,6 +300,7 @@ impl Sweeper {
             scrape_errors: &self.scrape_errors,
             thresholds: &self.settings.thresholds,
             sm,
+            watched,
         };
         let (mut text, mut gzip) = (0u64, 0usize);
         let mut written = true;
@@ -338,28 +352,14 @@ impl Sweeper {
         !self.stopped()
     }
 
-    /// Append to the journal what changed since the last discovery.
-    fn journal(&self, last: Option<&Fabric>, now: &Fabric) {
-        let (Some(_), Some(last)) = (&self.settings.journal, last) else {
-            return;
-        };
-        self.append(ibscope_topo::journal::changes(
-            last,
-            now,
-            self.settings.names.as_ref(),
-            std::time::SystemTime::now(),
-        ));
-    }
-
-    /// Append to the journal the LinkDowned and LinkErrorRecovery rises between samples.
-    fn journal_counters(&self, before: &Sample, after: &Sample) {
-        if self.settings.journal.is_some() {
-            self.append(ibscope_topo::journal::counter_changes(
-                before,
-                after,
-                std::time::SystemTime::now(),
-            ));
-        }
+    /// What changed: remembered for link-flapping, and appended to the journal if any.
+    fn record(
+        &self,
+        history: &mut ibscope_topo::journal::FlapHistory,
+        events: Vec<ibscope_topo::journal::Event>,
+    ) {
+        history.add(&events, SystemTime::now());
+        self.append(events);
     }
 
     fn append(&self, mut events: Vec<ibscope_topo::journal::Event>) {

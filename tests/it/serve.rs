@@ -1229,4 +1229,21 @@ fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
             .contains("LinkDowned rose by 12 within 24h (limit 10 a day)"),
         "{doc}"
     );
+    // serve finds it too: the findings family counts it (what the alert rules read).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, page) = get_gzip(port);
+        if page.lines().any(|l| {
+            l.starts_with("ibscope_findings{")
+                && l.contains("kind=\"link-flapping\"")
+                && l.ends_with(" 1")
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no link-flapping on the page:\n{page}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -415,10 +415,15 @@ impl FlapHistory {
         if let Some(s) = sample {
             self.last_sample = Some(s.clone());
         }
+        self.add(&new, now);
+        new
+    }
+    /// Remember `events` seen elsewhere (serve computes them as it journals them); what is
+    /// older than a day is forgotten.
+    pub fn add(&mut self, events: &[Event], now: SystemTime) {
         let oldest = seconds(now).saturating_sub(24 * 3600);
         self.events.retain(|e| e.time >= oldest);
-        self.events.extend(new.iter().cloned());
-        new
+        self.events.extend(events.iter().cloned());
     }
     /// [`flapping`] over what was seen.
     pub fn flapping(&self, limits: FlapLimits) -> Vec<Finding> {

@@ -536,6 +536,8 @@ pub struct PageStats<'a> {
     pub thresholds: &'a Thresholds,
     /// The SM check's finding (`None`: a master SM answered).
     pub sm: Option<&'a Finding>,
+    /// Findings of what the exporter saw between sweeps (link-flapping).
+    pub watched: &'a [Finding],
 }
 
 impl<'a> PageStats<'a> {
@@ -557,6 +559,7 @@ impl<'a> PageStats<'a> {
             scrape_errors,
             thresholds,
             sm: None,
+            watched: &[],
         }
     }
 }
@@ -725,6 +728,7 @@ fn page_findings(
     found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
+    found.extend(stats.watched.iter().cloned());
     found
 }
 
