@@ -249,7 +249,9 @@ impl Sweeper {
             .as_ref()
             .or(progress.before_discovery.as_ref());
         if let Some(before) = before {
-            let events = ibscope_topo::journal::counter_changes(before, &sample, SystemTime::now());
+            let mut events =
+                ibscope_topo::journal::counter_changes(before, &sample, SystemTime::now());
+            ibscope_topo::journal::label_ends(&mut events, &d.hosts);
             self.record(&mut progress.history, events);
         }
         progress.before_discovery = None;

@@ -95,17 +95,16 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     for e in &events {
-        let b = e.b.as_ref().map_or_else(String::new, |b| {
-            format!(" <-> {:?}[{}]", for_terminal(&b.node), b.port)
-        });
+        let b =
+            e.b.as_ref()
+                .map_or_else(String::new, |b| format!(" <-> {}", for_terminal(&b.text())));
         let kind = serde_json::to_value(e.kind)?;
         writeln!(
             out,
-            "{}  {:<16} {:?}[{}]{b}  {}",
+            "{}  {:<19} {}{b}  {}",
             e.at,
             kind.as_str().unwrap_or("?"),
-            for_terminal(&e.a.node),
-            e.a.port,
+            for_terminal(&e.a.text()),
             for_terminal(&e.detail)
         )?;
     }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::counters::FlapLimits;
 use crate::findings::{Finding, FindingKind};
+use crate::hosts::Hosts;
 use crate::model::{End, Fabric, Port};
 use crate::namemap::{display_name, NameMap};
 
@@ -40,6 +41,12 @@ pub struct EventEnd {
     pub node: String,
     pub guid: String,
     pub port: u8,
+    /// The server of an HCA end (from its NodeDescription, see `ibscope hosts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its rail, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u8>,
 }
 
 /// One event.
@@ -62,16 +69,38 @@ pub struct Event {
     pub fabric: String,
 }
 
+impl EventEnd {
+    /// `"node"[port]`, with `(host, rail R)` for an HCA end; raw fabric text: escape it
+    /// before display.
+    pub fn text(&self) -> String {
+        let mut t = format!("{:?}[{}]", self.node, self.port);
+        if let Some(host) = &self.host {
+            t.push_str(&format!(" ({host}"));
+            if let Some(r) = self.rail {
+                t.push_str(&format!(", rail {r}"));
+            }
+            t.push(')');
+        }
+        t
+    }
+}
+
 fn seconds(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn end_of(fabric: &Fabric, names: Option<&NameMap>, end: End) -> EventEnd {
+fn end_of(fabric: &Fabric, names: Option<&NameMap>, hosts: &Hosts, end: End) -> EventEnd {
     let node = fabric.node(end.node);
+    let label = hosts.label(crate::model::PortKey {
+        guid: node.guid,
+        port: end.port,
+    });
     EventEnd {
         node: display_name(node, names).to_string(),
         guid: ibscope_mad::codes::guid::text(node.guid),
         port: end.port,
+        host: label.map(|(h, _)| h.to_string()),
+        rail: label.and_then(|(_, r)| r),
     }
 }
 
@@ -99,15 +128,23 @@ fn port_of(fabric: &Fabric, end: End) -> Option<&Port> {
 pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemTime) -> Vec<Event> {
     let time = seconds(now);
     let at = humantime::format_rfc3339_seconds(now).to_string();
-    let event = |kind, fabric: &Fabric, (a, b): (End, End), detail: String| Event {
-        time,
-        at: at.clone(),
-        kind,
-        a: end_of(fabric, names, a),
-        b: Some(end_of(fabric, names, b)),
-        detail,
-        count: None,
-        fabric: String::new(),
+    let (old_hosts, new_hosts) = (Hosts::group(old, names), Hosts::group(new, names));
+    let event = |kind, fabric: &Fabric, (a, b): (End, End), detail: String| {
+        let hosts = if std::ptr::eq(fabric, old) {
+            &old_hosts
+        } else {
+            &new_hosts
+        };
+        Event {
+            time,
+            at: at.clone(),
+            kind,
+            a: end_of(fabric, names, hosts, a),
+            b: Some(end_of(fabric, names, hosts, b)),
+            detail,
+            count: None,
+            fabric: String::new(),
+        }
     };
     let (before, after) = (links_of(old), links_of(new));
     let mut out = Vec::new();
@@ -279,6 +316,8 @@ fn end_of_ref(p: &crate::model::refs::PortRef) -> EventEnd {
         node: p.node.name.to_string(),
         guid: ibscope_mad::codes::guid::text(p.node.guid),
         port: p.port,
+        host: p.host.clone(),
+        rail: p.rail,
     }
 }
 
@@ -322,6 +361,28 @@ pub fn counter_changes(
 
 /// A link by its two ends' (GUID text, port), in one order.
 type LinkEnds = (String, u8, String, u8);
+
+/// Fill in the host and rail of event ends that are HCA ports of `hosts` (counter events
+/// name ports as the sample did, which may not carry them).
+pub fn label_ends(events: &mut [Event], hosts: &Hosts) {
+    for e in events {
+        for end in std::iter::once(&mut e.a).chain(e.b.as_mut()) {
+            if end.host.is_some() {
+                continue;
+            }
+            let Some(guid) = ibscope_mad::codes::guid::parse(&end.guid) else {
+                continue;
+            };
+            if let Some((host, rail)) = hosts.label(crate::model::PortKey {
+                guid,
+                port: end.port,
+            }) {
+                end.host = Some(host.to_string());
+                end.rail = rail;
+            }
+        }
+    }
+}
 
 /// The two ends of an event's link, in one order whichever end it names first.
 fn link_key(e: &Event) -> Option<LinkEnds> {
@@ -409,7 +470,11 @@ impl FlapHistory {
             new.extend(changes(last, fabric, names, now));
         }
         if let (Some(before), Some(after)) = (&self.last_sample, sample) {
-            new.extend(counter_changes(before, after, now));
+            let mut rises = counter_changes(before, after, now);
+            if !rises.is_empty() {
+                label_ends(&mut rises, &Hosts::group(fabric, names));
+            }
+            new.extend(rises);
         }
         self.last_fabric = Some(fabric.clone());
         if let Some(s) = sample {
@@ -531,11 +596,15 @@ mod tests {
                 node: end.0.into(),
                 guid: end.0.into(),
                 port: end.1,
+                host: None,
+                rail: None,
             },
             b: Some(EventEnd {
                 node: far.0.into(),
                 guid: far.0.into(),
                 port: far.1,
+                host: None,
+                rail: None,
             }),
             detail: String::new(),
             count: Some(count),
@@ -614,6 +683,11 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
             down[0].a.node.as_str(),
             down[0].b.as_ref().unwrap().node.as_str(),
         ];
+        let hca = [&down[0].a, down[0].b.as_ref().unwrap()]
+            .into_iter()
+            .find(|e| e.node == "gpu-02 mlx5_0")
+            .unwrap();
+        assert_eq!((hca.host.as_deref(), hca.rail), (Some("gpu-02"), Some(0)));
         assert!(
             ends.contains(&"leaf-1") && ends.contains(&"gpu-02 mlx5_0"),
             "{ends:?}"
