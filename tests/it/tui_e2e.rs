@@ -175,4 +175,11 @@ fn tui_finds_a_flapping_link_and_journals_it() {
     let screen = tmux.wait_for(&["went down 2 times within 10m"], long);
     assert!(screen.contains("leaf-0003"), "{screen}");
     tmux.keys("q");
+    // A later session starts its Events view with the journal's events.
+    let again = Tmux::start("ibscope-tui-journal", &script);
+    again.wait_for(&["6 switches, 16 CAs"], long);
+    again.keys("6");
+    let events = again.wait_for(&["journal: ", "link down"], long);
+    assert!(events.contains("leaf-0003:MQM8790/U1\"[7]"), "{events}");
+    again.keys("q");
 }

@@ -61,6 +61,33 @@ pub struct Event {
     pub text: String,
 }
 
+impl Event {
+    /// A journal's event (`serve --journal`, `tui --journal`) as the log shows it, marked
+    /// as coming from the journal and escaped for the terminal.
+    pub fn from_journal(e: &ibscope_topo::journal::Event) -> Event {
+        use ibscope_topo::journal::EventKind as J;
+        let kind = match e.kind {
+            J::LinkDown => EventKind::LinkDown,
+            J::LinkUp => EventKind::LinkUp,
+            J::PortState => EventKind::PortState,
+            J::WidthDownshift | J::SpeedDownshift => EventKind::Degraded,
+            J::LinkDowned | J::LinkErrorRecovery => EventKind::CounterJump,
+        };
+        let b =
+            e.b.as_ref()
+                .map_or_else(String::new, |b| format!(" <-> {}", b.text()));
+        Event {
+            at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.time),
+            kind,
+            text: ibscope_topo::escape::for_terminal(&format!(
+                "journal: {}{b}: {}",
+                e.a.text(),
+                e.detail
+            )),
+        }
+    }
+}
+
 /// Every link of a sweep, with whether its health verdict calls it degraded.
 fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
     fabric

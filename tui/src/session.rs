@@ -27,6 +27,9 @@ pub struct Options {
     /// Whether a stop signal (SIGINT, SIGTERM, SIGHUP) came: the UI then leaves as for
     /// `q`. The caller installs the handlers before [`run`].
     pub stop_requested: fn() -> bool,
+    /// Events from before this session (a journal), oldest first: the Events view starts
+    /// with them.
+    pub history: Vec<crate::event_log::Event>,
 }
 
 fn restore_terminal() {
@@ -72,6 +75,9 @@ pub fn run(fabrics: Vec<FabricSource>, options: Options) -> anyhow::Result<()> {
     let mut states = Vec::with_capacity(count);
     for (index, f) in fabrics.into_iter().enumerate() {
         let mut state = AppState::new(options.names.clone(), options.interval, Instant::now());
+        for e in &options.history {
+            state.log(e.clone());
+        }
         state.status.source = f.source.describe();
         state.status.fabric = f.name.map(|name| FabricTag { name, index, count });
         sweepers.push(SweepThread::spawn(

@@ -400,7 +400,8 @@ impl AppState {
         self.status.last_error = Some(text);
     }
 
-    fn log(&mut self, e: Event) {
+    /// Add an event to the log (newest first; the oldest go beyond [`EVENT_LOG_LEN`]).
+    pub fn log(&mut self, e: Event) {
         if self.events.len() == EVENT_LOG_LEN {
             self.events.pop_back();
         }
