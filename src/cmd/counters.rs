@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
 use ibscope_topo::discover::DiscoverOptions;
@@ -92,6 +92,10 @@ pub struct Args {
     /// Number of intervals (with --interval).
     #[arg(long, value_name = "N", requires = "interval")]
     pub count: Option<u64>,
+    /// With --interval: append each LinkDowned and LinkErrorRecovery rise to this journal,
+    /// as `serve --journal` does (`ibscope events`, `check --journal` read it).
+    #[arg(long, value_name = "FILE", requires = "interval")]
+    pub journal: Option<std::path::PathBuf>,
     /// Clear the counters of NODE PORT (see --all).
     #[arg(long)]
     pub reset: bool,
@@ -200,6 +204,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 hosts.annotate_sample(&mut cur);
                 crate::fabric::ensure_connected(&engine)?;
                 report_errors(&cur, &mut any_errors);
+                if let Some(path) = &a.journal {
+                    journal_rises(path, &sample, &cur, &fabric_name)?;
+                }
                 let deltas = counters::diff(&sample, &cur, now - sampled_at);
                 print_deltas(&mut out, a.format, &cur, &deltas, header, &fabric_name)?;
                 out.flush()?;
@@ -216,6 +223,24 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         exit::OK
     }))
+}
+
+/// Append the LinkDowned and LinkErrorRecovery rises from `before` to `after` to the
+/// journal at `path`.
+fn journal_rises(
+    path: &std::path::Path,
+    before: &counters::Sample,
+    after: &counters::Sample,
+    fabric: &str,
+) -> Result<()> {
+    let mut events =
+        ibscope_topo::journal::counter_changes(before, after, std::time::SystemTime::now());
+    for e in &mut events {
+        e.fabric = fabric.to_string();
+    }
+    ibscope_topo::journal::JournalFile::new(path.to_path_buf())
+        .append(&events)
+        .with_context(|| format!("cannot write the journal {}", path.display()))
 }
 
 /// The name of the one fabric the engine is on: the config's, else CA:port.

@@ -531,3 +531,43 @@ fn interval_reports_rates_and_resets() {
         checked.report
     );
 }
+
+/// `counters --interval --journal FILE` records every LinkDowned rise it sees between two
+/// samples, as serve does: `ibscope events` reads it back.
+#[test]
+fn interval_journals_link_downed_rises() {
+    let sim = sim("net.2sw2path4hca");
+    let dir = temp_dir();
+    let journal = dir.path().join("events.jsonl");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            sim.set_counter("Switch1", 1, "LinkDownedCounter", 3)
+                .unwrap();
+        });
+        assert_success(&ibscope(
+            &sim,
+            &[
+                "counters",
+                "Switch1",
+                "1",
+                "--interval",
+                "1",
+                "--count",
+                "3",
+                "--journal",
+                journal.to_str().unwrap(),
+            ],
+        ));
+    });
+    let out = assert_success(&ibscope_plain(
+        &["events", "--journal", journal.to_str().unwrap(), "--json"],
+        &[],
+    ));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let events = doc["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{doc}");
+    assert_eq!(events[0]["kind"], "link-downed");
+    assert_eq!(events[0]["count"], 3);
+    assert_eq!(events[0]["a"]["port"], 1);
+}
