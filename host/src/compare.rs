@@ -135,6 +135,17 @@ pub fn facts_of(doc: &Value, fallback_name: &str) -> ServerFacts {
                 put(format!("{name}/{number} {field}"), port.get(*field));
             }
         }
+        for roce in dev
+            .get("roce")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let number = roce.get("port").and_then(scalar_text).unwrap_or_default();
+            for field in ROCE_FIELDS {
+                put(format!("{name}/{number} {field}"), roce.get(*field));
+            }
+        }
     }
     ServerFacts { server, facts }
 }
@@ -150,6 +161,16 @@ const PORT_FIELDS: &[&str] = &[
     "pfc",
     "dscp_map",
     "trust",
+];
+
+/// A RoCE port's lossless configuration, compared when read (`host --json`'s `roce`).
+const ROCE_FIELDS: &[&str] = &[
+    "netdev_mtu",
+    "pfc",
+    "dscp_to_priority",
+    "ecn_np",
+    "ecn_rp",
+    "default_roce_tos",
 ];
 
 /// A checklist entry may be a plain value or `{ "version": .., "note": .. }`.
@@ -306,5 +327,35 @@ mod tests {
             .to_string()
             .contains("not an `ibscope host --json` document"));
         assert!(read_documents("x", "\u{0}garbage").is_err());
+    }
+
+    /// What `host --json` writes of a RoCE port and of the stack differs on one server.
+    #[test]
+    fn roce_configuration_and_stack_versions_are_compared() {
+        let mut docs = fleet(4);
+        for d in &mut docs {
+            d["versions"] =
+                json!({"rdma_core": "50.0", "nvidia_driver": "550.54.15", "cuda_driver": "12.4"});
+            d["devices"][0]["roce"] = json!([{
+                "port": 1, "netdev": "ens1", "netdev_mtu": 9000, "pfc": [3],
+                "dscp_to_priority": {"26": 3}, "ecn_np": [3], "ecn_rp": [3],
+                "default_roce_tos": 106, "rocev2_gids": 2
+            }]);
+        }
+        docs[2]["devices"][0]["roce"][0]["pfc"] = json!([]);
+        docs[3]["versions"]["cuda_driver"] = json!("12.2");
+        let found = outliers(&facts(&docs));
+        let seen: Vec<(String, String)> = found
+            .iter()
+            .map(|o| (o.server.clone(), o.field.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("gpu-0004".to_string(), "cuda_driver".to_string()),
+                ("gpu-0003".to_string(), "mlx5_0/1 pfc".to_string()),
+            ],
+            "{found:#?}"
+        );
     }
 }

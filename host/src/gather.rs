@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::ibv::VerbsDevice;
-use crate::model::{Bridge, Device, GpuNear, LocalHost, VerbsStatus, VerbsUse};
+use crate::model::{Bridge, Device, GpuNear, LocalHost, VerbsStatus, VerbsUse, Versions};
 use crate::pci;
 use crate::sysfs::Sysfs;
 
@@ -92,6 +92,16 @@ pub fn gather(opts: &GatherOptions) -> Result<LocalHost, GatherError> {
         devices,
         gpus,
         peer_memory: sysfs.peer_memory(),
+        versions: Versions {
+            rdma_core: sysfs.rdma_core_version(),
+            nvidia_driver: sysfs.nvidia_driver_version(),
+            // libcuda answers for the machine it runs on, not for a fixture root.
+            cuda_driver: if sysfs.root() == std::path::Path::new("/") {
+                crate::cuda::driver_version()
+            } else {
+                None
+            },
+        },
         bridges,
     })
 }

@@ -19,6 +19,7 @@
 
 pub mod compare;
 pub mod counters;
+pub mod cuda;
 pub mod ethtool;
 pub mod fabric_plan;
 pub mod firmware_manifest;

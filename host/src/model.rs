@@ -28,9 +28,25 @@ pub struct LocalHost {
     pub gpus: Vec<Gpu>,
     /// The GPUDirect RDMA module (nvidia_peermem, or the older nv_peer_mem).
     pub peer_memory: PeerMemory,
+    /// The versions of the stack a job runs on.
+    pub versions: Versions,
     /// The PCIe bridges between each GPU and an HCA behind the same switch, with their
     /// ACS settings.
     pub bridges: Vec<Bridge>,
+}
+
+/// The commissioning checklist's versions (the kernel's and each RDMA driver's are in
+/// `kernel` and each device's `driver`; nvidia_peermem's in `peer_memory`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Versions {
+    /// rdma-core's release, from the file name of its libibverbs
+    /// (`libibverbs.so.1.14.50.0`: 50.0).
+    pub rdma_core: Option<String>,
+    /// The NVIDIA kernel driver (`/sys/module/nvidia/version`, else
+    /// `/proc/driver/nvidia/version`).
+    pub nvidia_driver: Option<String>,
+    /// The CUDA driver API version libcuda reports (`12.4`); read on the real host only.
+    pub cuda_driver: Option<String>,
 }
 
 /// A PCIe bridge (a switch port) and its Access Control Services.

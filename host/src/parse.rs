@@ -196,6 +196,32 @@ pub fn is_pci_address(text: &str) -> bool {
             .all(|&i| b[i].is_ascii_hexdigit())
 }
 
+/// rdma-core's release from a libibverbs file name: `libibverbs.so.1.14.50.0` is the
+/// provider ABI 1.14 of rdma-core 50.0.
+pub fn rdma_core_release(file: &str) -> Option<String> {
+    let rest = file.strip_prefix("libibverbs.so.")?;
+    let parts: Vec<&str> = rest.split('.').collect();
+    if parts.len() != 4
+        || !parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    Some(format!("{}.{}", parts[2], parts[3]))
+}
+
+/// The version in `/proc/driver/nvidia/version`'s first line (`NVRM version: NVIDIA UNIX
+/// x86_64 Kernel Module  550.54.15  Tue Mar  5 ...`): the word after `Kernel Module`.
+pub fn nvidia_proc_version(text: &str) -> Option<String> {
+    let line = text.lines().next()?;
+    let after = line.split("Kernel Module").nth(1)?;
+    let v = after.split_whitespace().next()?;
+    v.bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.')
+        .then(|| v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +388,21 @@ mod tests {
         assert_eq!(version("\n"), None);
         assert_eq!(version("a\u{1b}[31m"), None);
         assert_eq!(first_line("  x \ny"), "x");
+    }
+
+    #[test]
+    fn stack_versions() {
+        assert_eq!(
+            rdma_core_release("libibverbs.so.1.14.50.0").as_deref(),
+            Some("50.0")
+        );
+        assert_eq!(rdma_core_release("libibverbs.so.1"), None);
+        assert_eq!(rdma_core_release("libibverbs.so.1.14.x.0"), None);
+        assert_eq!(rdma_core_release("libmlx5.so.1.24.50.0"), None);
+        let proc = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 \
+                    22:23:56 UTC 2024\nGCC version:  gcc version 12.3.0\n";
+        assert_eq!(nvidia_proc_version(proc).as_deref(), Some("550.54.15"));
+        assert_eq!(nvidia_proc_version("NVRM version: garbage"), None);
+        assert_eq!(nvidia_proc_version(""), None);
     }
 }

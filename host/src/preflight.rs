@@ -595,6 +595,7 @@ pub(crate) mod tests {
             devices,
             gpus: Vec::new(),
             peer_memory: PeerMemory::Missing,
+            versions: crate::model::Versions::default(),
             bridges: Vec::new(),
         }
     }

@@ -309,6 +309,30 @@ impl Sysfs {
         }
     }
 
+    /// rdma-core's release from its libibverbs' file name in the usual library directories.
+    pub fn rdma_core_version(&self) -> Option<String> {
+        const DIRS: [&str; 5] = [
+            "usr/lib/x86_64-linux-gnu",
+            "usr/lib/aarch64-linux-gnu",
+            "usr/lib64",
+            "usr/lib",
+            "lib/x86_64-linux-gnu",
+        ];
+        DIRS.iter().find_map(|dir| {
+            Self::list(&self.path(dir))
+                .iter()
+                .find_map(|name| parse::rdma_core_release(name))
+        })
+    }
+
+    /// The NVIDIA kernel driver's version.
+    pub fn nvidia_driver_version(&self) -> Option<String> {
+        self.module_version("nvidia").or_else(|| {
+            Self::read(&self.path("proc/driver/nvidia/version"))
+                .and_then(|t| parse::nvidia_proc_version(&t))
+        })
+    }
+
     /// The ACS settings of PCI function `address`, from its configuration space (root
     /// reads 4 KiB, others the first 64 or 256 bytes: then unreadable).
     pub fn acs(&self, address: &str) -> crate::pci::Acs {

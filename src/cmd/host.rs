@@ -184,6 +184,15 @@ fn print_text(out: &mut impl Write, host: &LocalHost) -> io::Result<()> {
         text(&host.kernel)
     )?;
     writeln!(out, "drivers: {}", drivers_line(host))?;
+    let v = &host.versions;
+    let known = |x: &Option<String>| x.as_deref().map_or("unknown".into(), for_terminal);
+    writeln!(
+        out,
+        "stack: rdma-core {}, NVIDIA driver {}, CUDA driver {}",
+        known(&v.rdma_core),
+        known(&v.nvidia_driver),
+        known(&v.cuda_driver)
+    )?;
     writeln!(out, "{}\n", gpus_line(host))?;
     let mut rows = vec![[
         "device",

@@ -724,3 +724,25 @@ fn roce_ports_are_checked_against_the_roce_profile() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("[roce]: priority 9 is not 0-7"));
 }
+
+/// The checklist's versions: rdma-core from its libibverbs' file name, the NVIDIA driver
+/// from its module (else /proc/driver/nvidia/version); no CUDA answer under a fixture root.
+#[test]
+fn the_stack_versions_are_read() {
+    let (_, report) = json(&fixture("dgx-h100"), &["host", "--json"]);
+    assert_eq!(report["versions"]["rdma_core"], "50.0", "{report:#}");
+    assert_eq!(report["versions"]["nvidia_driver"], "550.54.15");
+    assert!(report["versions"]["cuda_driver"].is_null());
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("dgx-h100"), dir.path());
+    std::fs::remove_file(dir.path().join("sys/module/nvidia/version")).unwrap();
+    let (_, report) = json(dir.path(), &["host", "--json"]);
+    assert_eq!(
+        report["versions"]["nvidia_driver"], "550.54.15",
+        "from procfs"
+    );
+    let (_, report) = json(&fixture("connectx6-ib"), &["host", "--json"]);
+    assert!(
+        report["versions"]["rdma_core"].is_null() && report["versions"]["nvidia_driver"].is_null()
+    );
+}

@@ -265,6 +265,12 @@ dgx_h100() {
     driver "$r" nvidia 550.54.15
     driver "$r" pcieport
     w "$r/sys/module/nvidia_peermem/version" 550.54.15
+    # rdma-core 50.0's libibverbs (the name is what is read) and the NVIDIA driver's
+    # procfs version line.
+    mkdir -p "$r/usr/lib/x86_64-linux-gnu"
+    : >"$r/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.50.0"
+    w "$r/proc/driver/nvidia/version" \
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024"
     # Each GPU and its HCA hang off one PCIe switch (upstream port, two downstream ports)
     # below a root port: the bus numbers of a DGX H100.
     local bases=(15 3d 4c 5b 97 bd cb d9) i b nic gpu numa rp up rate
