@@ -9,6 +9,7 @@
 //! - [`gather`]: read the host ([`gather::GatherOptions::from_env`] honours `IBSCOPE_SYSFS_ROOT`).
 //! - [`preflight`]: the findings.
 //! - [`counters`]: the ports' and devices' RDMA counters, their rates and the findings of them.
+//! - [`prometheus`]: the host as Prometheus text (`host --prometheus`).
 //! - [`roce`]: a RoCE port's lossless configuration (PFC, DSCP, ECN, ToS, MTU) and its profile.
 //! - [`ethtool`]: a RoCE netdev's statistics (pause frames, discards) through the ethtool ioctl.
 //! - [`fabric_plan`]: which fabrics `-C`/`-P` and the config's `[[fabric]]` tables select.
@@ -30,6 +31,7 @@ pub mod multi_plane;
 pub mod parse;
 pub mod pci;
 pub mod preflight;
+pub mod prometheus;
 pub mod roce;
 pub mod sysfs;
 #[cfg(feature = "verbs")]

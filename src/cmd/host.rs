@@ -48,6 +48,12 @@ pub struct Args {
     /// JSON output: the host, and with --check the norms and findings.
     #[arg(long)]
     pub json: bool,
+    /// Prometheus text for node_exporter's textfile collector (ibscope_host_*: the host's
+    /// versions, ports, every counter read with device, port, netdev and priority labels,
+    /// the --check findings by kind, ready); e.g. every minute from cron into
+    /// /var/lib/node_exporter/textfile_collector/ibscope.prom.
+    #[arg(long, conflicts_with_all = ["json", "counters"])]
+    pub prometheus: bool,
     /// Judge the host: findings, and exit 1 when there are any.
     #[arg(long)]
     pub check: bool,
@@ -126,7 +132,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         expect: a.expect,
         roce: g.roce.clone(),
     };
-    let mut findings = if a.check {
+    let mut findings = if a.check || a.prometheus {
         ibscope_host::preflight(&host, &opts)
     } else {
         Vec::new()
@@ -142,7 +148,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         findings.extend(manifest.check(&host));
     }
     let mut out = std::io::stdout().lock();
-    let written = if a.json {
+    let written = if a.prometheus {
+        let counters = super::host_counters::read(g.ca.as_deref())?;
+        out.write_all(ibscope_host::prometheus::page(&host, &counters, &findings).as_bytes())
+    } else if a.json {
         let report = Report {
             host: &host,
             norms: a.check.then(|| LinkLayerNorms::of(&host, &opts)),
@@ -162,7 +171,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     // A closed pipe comes back as an error; main ends quietly on it, as for every command.
     written.and_then(|()| out.flush())?;
-    Ok(ExitCode::from(if findings.is_empty() {
+    Ok(ExitCode::from(if findings.is_empty() || !a.check {
         exit::OK
     } else {
         exit::FINDINGS

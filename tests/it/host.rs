@@ -746,3 +746,54 @@ fn the_stack_versions_are_read() {
         report["versions"]["rdma_core"].is_null() && report["versions"]["nvidia_driver"].is_null()
     );
 }
+
+/// `host --prometheus`: valid exposition (promtool) of the host's versions, ports, every
+/// counter read (a RoCE netdev's per-priority pauses with a priority label) and the
+/// check's findings by kind; exit 0 without --check, 1 with it when there are findings.
+#[test]
+fn the_host_as_prometheus_text() {
+    let out = run(Some(&fixture("roce-cx6dx")), &["host", "--prometheus"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout).into_owned();
+    let checked = crate::common::promtool_check(&page);
+    assert!(checked.passed(), "promtool: {}\n{page}", checked.report);
+    for line in [
+        "ibscope_host_info{hostname=\"web-roce-03\",kernel=\"6.8.0-45-generic\",rdma_core=\"\",nvidia_driver=\"\",cuda_driver=\"\"} 1",
+        "ibscope_host_port_active{device=\"mlx5_1\",port=\"1\",link_layer=\"Eth\"} 0",
+        "ibscope_host_statistic_total{device=\"mlx5_0\",port=\"1\",netdev=\"enp65s0f0np0\",priority=\"3\",group=\"congestion\",source=\"ethtool\",name=\"tx_prio3_pause\"} 311",
+        "ibscope_host_findings{kind=\"hca-port-not-active\",severity=\"error\"} 1",
+        "ibscope_host_ready 0",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line}\n{page}");
+    }
+    let out = run(
+        Some(&fixture("roce-cx6dx")),
+        &["host", "--prometheus", "--check"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // The compute-node alert rules pass their promtool tests and read families this page
+    // has, with labels it writes.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/prometheus");
+    let test = Command::new("promtool")
+        .args(["test", "rules", "ibscope-host-alerts.test.yml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        test.status.success(),
+        "{}",
+        String::from_utf8_lossy(&test.stdout)
+    );
+    let rules = std::fs::read_to_string(dir.join("ibscope-host-alerts.yml")).unwrap();
+    for word in rules.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("ibscope_host_") {
+            assert!(
+                page.contains(&format!("\n{word}")),
+                "{word} is not on the page"
+            );
+        }
+    }
+    for label in ["device", "port", "netdev", "priority", "name"] {
+        assert!(page.contains(&format!(",{label}=\"")) || page.contains(&format!("{{{label}=\"")));
+    }
+}
