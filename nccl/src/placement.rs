@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use ibscope_topo::counters::{PortDelta, ERROR_COUNTERS};
 use ibscope_topo::findings::Finding;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::routing::{self, ChannelRef};
@@ -29,6 +30,9 @@ pub struct CrossedLink {
     pub example: String,
     /// Findings at either end.
     pub findings: Vec<Finding>,
+    /// Error counters that rose at either end while the job's log was read (live, with an
+    /// interval): `"node"[port] SymbolErrorCounter +120`.
+    pub counter_rises: Vec<String>,
 }
 
 /// Where the job's traffic goes.
@@ -43,8 +47,15 @@ pub struct Placement {
     pub links: Vec<CrossedLink>,
 }
 
-/// Place every network `[send]` of `log` on `fabric`; `findings` are the fabric's.
-pub fn place(log: &NcclLog, fabric: &Fabric, hosts: &Hosts, findings: &[Finding]) -> Placement {
+/// Place every network `[send]` of `log` on `fabric`; `findings` are the fabric's,
+/// `deltas` its counters' changes over an interval (empty when not read).
+pub fn place(
+    log: &NcclLog,
+    fabric: &Fabric,
+    hosts: &Hosts,
+    findings: &[Finding],
+    deltas: &[PortDelta],
+) -> Placement {
     let mut receivers: HashMap<(Pattern, u32, u32, u32), &str> = HashMap::new();
     for c in &log.connections {
         if c.direction == Direction::Receive {
@@ -103,6 +114,7 @@ pub fn place(log: &NcclLog, fabric: &Fabric, hosts: &Hosts, findings: &[Finding]
                         .entry((link.from.key(), link.to.key()))
                         .or_insert_with(|| CrossedLink {
                             findings: findings_at(findings, &link),
+                            counter_rises: rises_at(deltas, &link),
                             link,
                             connections: 0,
                             rings: BTreeSet::new(),
@@ -125,8 +137,12 @@ pub fn place(log: &NcclLog, fabric: &Fabric, hosts: &Hosts, findings: &[Finding]
         }
     }
     out.links = links.into_values().collect();
-    out.links
-        .sort_by_key(|l| (l.findings.is_empty(), std::cmp::Reverse(l.connections)));
+    out.links.sort_by_key(|l| {
+        (
+            l.findings.is_empty() && l.counter_rises.is_empty(),
+            std::cmp::Reverse(l.connections),
+        )
+    });
     out
 }
 
@@ -194,6 +210,27 @@ fn route(
             to: port(&w[1], w[1].in_port),
         })
         .collect())
+}
+
+/// The error counters that rose at either end of `link`.
+fn rises_at(deltas: &[PortDelta], link: &ChannelRef) -> Vec<String> {
+    let ends = [link.from.key(), link.to.key()];
+    deltas
+        .iter()
+        .filter(|d| ends.contains(&d.at.key()))
+        .flat_map(|d| {
+            d.counters
+                .iter()
+                .filter(|c| ERROR_COUNTERS.contains(&c.name))
+                .filter_map(move |c| {
+                    let rise = c.delta.filter(|n| *n > 0)?;
+                    Some(format!(
+                        "{}[{}] {} +{rise}",
+                        d.at.node.name, d.at.port, c.name
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Findings at either end of `link`.

@@ -19,6 +19,8 @@ pub struct Beside<'a> {
     pub fabric: &'a Fabric,
     pub hosts: &'a Hosts,
     pub findings: &'a [Finding],
+    /// The fabric's counter changes over an interval (live only; empty otherwise).
+    pub deltas: &'a [ibscope_topo::counters::PortDelta],
 }
 
 /// One nccl-tests run judged.
@@ -181,7 +183,9 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
     }
     let (placement, placement_missing) = match beside {
         Some(b) => (
-            Some(placement::place(log, b.fabric, b.hosts, b.findings)),
+            Some(placement::place(
+                log, b.fabric, b.hosts, b.findings, b.deltas,
+            )),
             None,
         ),
         None => (

@@ -161,7 +161,10 @@ pub fn log(r: &LogReport) -> String {
             for why in &p.unplaced_reasons {
                 w!(out, "  not placed: {}", for_terminal(why));
             }
-            for l in p.links.iter().filter(|l| !l.findings.is_empty()) {
+            let noted = |l: &&crate::placement::CrossedLink| {
+                !l.findings.is_empty() || !l.counter_rises.is_empty()
+            };
+            for l in p.links.iter().filter(noted) {
                 w!(
                     out,
                     "  {} carries {} connection(s) (ring channels {}; tree channels {}), e.g. {}",
@@ -174,8 +177,11 @@ pub fn log(r: &LogReport) -> String {
                 for f in &l.findings {
                     w!(out, "    {}", f.text_line());
                 }
+                for r in &l.counter_rises {
+                    w!(out, "    rose while the log was read: {}", for_terminal(r));
+                }
             }
-            if p.links.iter().all(|l| l.findings.is_empty()) && p.placed > 0 {
+            if !p.links.iter().any(|l| noted(&l)) && p.placed > 0 {
                 w!(out, "  no link the job crosses has a finding");
             }
         }

@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use ibscope_nccl::chart;
 use ibscope_nccl::log::NcclLog;
 use ibscope_nccl::perf::{self, PerfRun};
@@ -122,6 +123,11 @@ pub enum NcclCommand {
         /// NCCL_DEBUG=INFO logs (`-` for stdin).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// On a live fabric: read every port's counters twice, S seconds apart, and name
+        /// the error counters that rose on the links the job crosses (run it while the job
+        /// runs).
+        #[arg(long, value_name = "S", conflicts_with = "no_fabric")]
+        interval: Option<f64>,
         /// Do not look for a fabric: the log's own checks only.
         #[arg(long)]
         no_fabric: bool,
@@ -163,9 +169,15 @@ struct FabricContext {
     fabric: Fabric,
     hosts: Hosts,
     findings: Vec<Finding>,
+    deltas: Vec<ibscope_topo::counters::PortDelta>,
 }
 
-fn fabric(g: &Global, no_fabric: bool, with_findings: bool) -> Result<Option<FabricContext>> {
+fn fabric(
+    g: &Global,
+    no_fabric: bool,
+    with_findings: bool,
+    interval: Option<Duration>,
+) -> Result<Option<FabricContext>> {
     if no_fabric {
         return Ok(None);
     }
@@ -199,10 +211,25 @@ fn fabric(g: &Global, no_fabric: bool, with_findings: bool) -> Result<Option<Fab
     } else {
         Vec::new()
     };
+    let deltas = match (interval, engine.as_mut()) {
+        (Some(i), Some(e)) => {
+            use ibscope_topo::counters;
+            let targets = counters::targets(&fabric, None, None);
+            let before = counters::sweep(e, &fabric, &targets, names.as_ref());
+            let started = std::time::Instant::now();
+            std::thread::sleep(i);
+            let after = counters::sweep(e, &fabric, &targets, names.as_ref());
+            crate::fabric::ensure_connected(e)?;
+            counters::diff(&before, &after, started.elapsed())
+        }
+        (Some(_), None) => bail!("--interval reads counters of the live fabric, not of --topology"),
+        _ => Vec::new(),
+    };
     Ok(Some(FabricContext {
         fabric,
         hosts,
         findings,
+        deltas,
     }))
 }
 
@@ -238,11 +265,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 true => Vec::new(),
                 false => report::log_report(&read_logs(log)?, None).findings,
             };
-            let ctx = fabric(g, *no_fabric, false)?;
+            let ctx = fabric(g, *no_fabric, false, None)?;
             let beside = ctx.as_ref().map(|c| Beside {
                 fabric: &c.fabric,
                 hosts: &c.hosts,
                 findings: &c.findings,
+                deltas: &c.deltas,
             });
             let reports: Vec<RunReport> = runs
                 .iter()
@@ -270,15 +298,24 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         NcclCommand::Log {
             files,
+            interval,
             no_fabric,
             json,
         } => {
+            let interval = match interval {
+                Some(s) if !(s.is_finite() && *s > 0.0 && *s <= 3600.0) => {
+                    bail!("--interval must be a number of seconds above 0 (at most 3600)")
+                }
+                Some(s) => Some(Duration::from_secs_f64(*s)),
+                None => None,
+            };
             let log = read_logs(files)?;
-            let ctx = fabric(g, *no_fabric, true)?;
+            let ctx = fabric(g, *no_fabric, true, interval)?;
             let beside = ctx.as_ref().map(|c| Beside {
                 fabric: &c.fabric,
                 hosts: &c.hosts,
                 findings: &c.findings,
+                deltas: &c.deltas,
             });
             let r = report::log_report(&log, beside.as_ref());
             if log.is_empty() {
@@ -292,10 +329,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             } else {
                 print!("{}", ibscope_nccl::text::log(&r));
             }
-            let crossed_faults = r
-                .placement
-                .as_ref()
-                .is_some_and(|p| p.links.iter().any(|l| !l.findings.is_empty()));
+            let crossed_faults = r.placement.as_ref().is_some_and(|p| {
+                p.links
+                    .iter()
+                    .any(|l| !l.findings.is_empty() || !l.counter_rises.is_empty())
+            });
             Ok(ExitCode::from(
                 if r.findings.is_empty() && !crossed_faults {
                     exit::OK

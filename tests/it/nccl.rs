@@ -8,6 +8,7 @@ use crate::common;
 use common::*;
 use ibscope_nccl::synthetic::{self, Job};
 use serde_json::Value;
+use std::time::Duration;
 
 /// The job's servers: every server of the cluster but gpu-0006, whose rail 2 is down (a
 /// rail-local ring cannot be placed through it).
@@ -226,6 +227,45 @@ fn nccl_log_places_the_job_on_the_links_with_their_findings() {
     );
     assert!(text.contains("ring channels 4; tree channels 4"), "{text}");
     assert!(text.contains("SymbolErrorCounter"), "{text}");
+
+    // Read live while the job runs: symbol errors counted during the interval are named
+    // on the link they rose on.
+    let rises = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(600));
+            sim.set_counter("R4L001", 4, "SymbolErrorCounter", 1300)
+                .unwrap();
+        });
+        json(
+            &ibscope(
+                &sim,
+                &[
+                    "nccl",
+                    "log",
+                    log.to_str().unwrap(),
+                    "--interval",
+                    "2",
+                    "--json",
+                ],
+            ),
+            1,
+            "nccl-log",
+        )
+    });
+    let rose: Vec<&Value> = rises["placement"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| !l["counter_rises"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(rose.len(), 2, "both directions of the cable: {rose:#?}");
+    assert!(
+        rose[0]["counter_rises"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("[4] SymbolErrorCounter +66"),
+        "{rose:#?}"
+    );
 
     // Planted on the hosts: one GPU through another rail's HCA, checked with the fabric's
     // rails; and the run is still placed.
