@@ -218,7 +218,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             if a.json {
                 output::print_json(&report)?;
             } else {
-                print_check(&report);
+                print!("{}", routing::check_text(&report));
             }
             Ok(ExitCode::from(if report.is_clean() {
                 exit::OK
@@ -290,7 +290,7 @@ fn load_pattern(
     if json {
         output::print_json(&report)?;
     } else {
-        print_load(&report);
+        print!("{}", routing::load_text(&report));
     }
     Ok(ExitCode::from(if report.flows_unroutable == 0 {
         exit::OK
@@ -331,7 +331,7 @@ fn load_job(
         output::print_json(&value)?;
     } else {
         let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
-        print_job(&report, &names);
+        print!("{}", routing::job_text(&report, &names));
     }
     let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
     Ok(ExitCode::from(if complete {
@@ -388,183 +388,4 @@ fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode
     } else {
         exit::FINDINGS
     }))
-}
-
-fn print_check(r: &routing::RouteReport) {
-    println!(
-        "{} sources, {} destinations ({} CA, {} switch), {} pairs: {} ok, {} broken, {} looping",
-        r.sources,
-        r.destinations,
-        r.ca_destinations,
-        r.switch_destinations,
-        r.pairs,
-        r.pairs_ok,
-        r.pairs_broken,
-        r.pairs_looping
-    );
-    println!("hops: max {}, mean {:.2}", r.max_hops, r.mean_hops);
-    // The Display impls escape the fabric's names.
-    for b in &r.breaks {
-        println!("black hole: {b}");
-    }
-    for u in &r.unreachable {
-        println!("unreachable: {u}");
-    }
-    for l in &r.loops {
-        println!("forwarding loop: {l}");
-    }
-    println!(
-        "channel dependency graph: {} channels, {} dependencies; credit loops: {}",
-        r.cdg.channels, r.cdg.dependencies, r.credit_loops_found
-    );
-    for c in &r.credit_loops {
-        println!("credit loop: {c}");
-    }
-    println!("route balance by layer (routes per directed link):");
-    for l in &r.balance.by_layer {
-        println!(
-            "  layer {:<2} {:<8} {:>5} links  routes min {:>6} max {:>6} mean {:>8.1}  lids {}-{}",
-            l.layer.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
-            l.direction.as_str(),
-            l.ports,
-            l.routes_min,
-            l.routes_max,
-            l.routes_mean,
-            l.lids_min,
-            l.lids_max
-        );
-    }
-    println!("hottest links:");
-    for p in r.balance.hottest.iter().take(5) {
-        println!(
-            "  {:>6} routes  {} -> {}",
-            p.routes,
-            for_terminal(&p.from.route_text()),
-            for_terminal(&p.to.route_text())
-        );
-    }
-    for u in &r.balance.lft_unbalanced {
-        println!("unbalanced LFT: {u}");
-    }
-    for n in &r.notes {
-        println!("note: {}", for_terminal(n));
-    }
-}
-
-fn print_load(r: &routing::LoadReport) {
-    println!(
-        "{} pattern over {} hosts: {} flows ({} unroutable), {} links used, at most {} flows on one link",
-        r.pattern, r.hosts, r.flows_total, r.flows_unroutable, r.links_used, r.max_flows_per_link
-    );
-    let gbps = |v: Option<f64>| {
-        v.map(|x| format!("{x:.1} Gb/s"))
-            .unwrap_or_else(|| "unknown".into())
-    };
-    println!(
-        "per-flow rate: min {}, mean {}, max {}",
-        gbps(r.min_flow_gbps),
-        gbps(r.mean_flow_gbps),
-        gbps(r.max_flow_gbps)
-    );
-    if r.pattern == Pattern::Ring {
-        println!(
-            "predicted ring all-reduce bus bandwidth: {}",
-            gbps(r.ring_allreduce_busbw_gbps)
-        );
-    }
-    println!("hottest links:");
-    for l in &r.hottest_links {
-        println!(
-            "  {:>4} flows  capacity {:>12}  {}",
-            l.flows,
-            gbps(l.capacity_gbps),
-            for_terminal(&l.channel.to_string())
-        );
-    }
-    println!("model: {}", r.model);
-}
-
-/// A job's prediction: per collective its busbw and limit, then the nccl-tests curves.
-fn print_job(r: &routing::JobReport, names: &[&str]) {
-    println!(
-        "job: {} servers ({}), rails {}, {} ranks (one per HCA)",
-        r.hosts,
-        for_terminal(&ibscope_topo::hosts::hostlist::compress(
-            names.iter().copied()
-        )),
-        ibscope_topo::hosts::rail_ranges(&r.rails),
-        r.ranks
-    );
-    for c in &r.collectives {
-        let name = format!("{} ({})", c.op, c.collective);
-        match c.busbw {
-            None => {
-                let why = c.error.as_deref().unwrap_or("no link of known rate");
-                println!("{name}: no prediction: {}", for_terminal(why));
-                for u in &c.unroutable {
-                    println!("  {}", for_terminal(u));
-                }
-            }
-            Some(_) => {
-                println!(
-                    "{name}: busbw {:.2} GB/s for large messages; {} flows, max {} link hops \
-                     (mean {:.1}), alpha {:.2} us x {} steps",
-                    c.busbw.unwrap_or_default(),
-                    c.flows,
-                    c.max_hops,
-                    c.mean_hops,
-                    c.alpha_us,
-                    c.steps
-                );
-                if let Some(l) = &c.limit {
-                    let capacity = l
-                        .capacity_gbps
-                        .map_or_else(|| "capacity unknown".into(), |g| format!("{g:.1} Gb/s"));
-                    let what = if l.hca_link && !l.below_norm {
-                        "the HCA links themselves (the NICs are the limit), first"
-                    } else if l.below_norm {
-                        "a link slower than the job's HCA links"
-                    } else {
-                        "a fabric link"
-                    };
-                    println!(
-                        "  limit: {what}: {} ({capacity}, {} flows; the slowest flow gets \
-                         {:.1} Gb/s)",
-                        for_terminal(&l.channel.to_string()),
-                        l.flows,
-                        l.share_gbps
-                    );
-                }
-            }
-        }
-    }
-    println!("model: {}", routing::MODEL);
-    for c in r.collectives.iter().filter(|c| !c.curve.is_empty()) {
-        print_curve(c);
-    }
-}
-
-/// One collective's curve as nccl-tests prints its out-of-place columns.
-fn print_curve(c: &routing::CollectiveReport) {
-    println!();
-    println!(
-        "# {} ({}), predicted: {} ranks, busbw factor {:.4}",
-        c.op, c.collective, c.ranks, c.busbw_factor
-    );
-    println!(
-        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
-        "size", "count", "type", "redop", "root", "time", "algbw", "busbw"
-    );
-    println!(
-        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
-        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)"
-    );
-    for p in &c.curve {
-        println!(
-            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7.2}  {:>6.2}  {:>6.2}",
-            p.size, p.count, p.dtype, p.redop, p.root, p.time_us, p.algbw, p.busbw
-        );
-    }
-    let avg = c.curve.iter().map(|p| p.busbw).sum::<f64>() / c.curve.len() as f64;
-    println!("# Avg bus bandwidth    : {avg:.4}");
 }

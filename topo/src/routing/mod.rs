@@ -37,6 +37,7 @@ mod job;
 mod load;
 mod minhop;
 mod path;
+mod text;
 mod trace;
 
 pub use crate::model::refs::{NodeRef, PortRef};
@@ -56,4 +57,5 @@ pub use load::{
 };
 pub use minhop::{compute_minhop_lfts, compute_minhop_lfts_with, MinhopOptions};
 pub use path::{ChannelRef, Hop, Path, MAX_HOPS};
+pub use text::{check_text, job_text, load_text};
 pub use trace::{trace, trace_partial, PartialTrace, TraceError, Tracer};
