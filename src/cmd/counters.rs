@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use ibscope_topo::counters::{self, CounterDelta, PortDelta, PortSample, Sample};
+use ibscope_topo::counters::{self, PortDelta, Sample};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::{for_csv, for_terminal};
 use ibscope_topo::export::{counters_csv, prometheus};
@@ -304,7 +304,7 @@ fn run_each(
                     for_terminal(name),
                     opened.id.identity_text()
                 )?;
-                print_table(&mut out, &sample)?;
+                out.write_all(counters::text::sample_table(&sample).as_bytes())?;
             }
             Format::Csv => {
                 if first {
@@ -384,125 +384,11 @@ fn print_sample(
 ) -> Result<()> {
     match format {
         Format::Json => write_labelled_json(out, sample, fabric, true)?,
-        Format::Table => print_table(out, sample)?,
+        Format::Table => out.write_all(counters::text::sample_table(sample).as_bytes())?,
         Format::Csv => counters_csv::write(out, sample, details)?,
         Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
     }
     Ok(())
-}
-
-/// Human-readable byte count, powers of 1024.
-fn bytes(v: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut x = v as f64;
-    let mut i = 0;
-    while x >= 1024.0 && i + 1 < UNITS.len() {
-        x /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v} B")
-    } else {
-        format!("{x:.1} {}", UNITS[i])
-    }
-}
-
-fn port_label(p: &PortSample) -> String {
-    format!(
-        "{:<24} {:#018x} {:>5} {:>3}",
-        for_terminal(&p.at.node.name),
-        p.at.node.guid,
-        p.at.lid,
-        p.at.port
-    )
-}
-
-/// A counter's value as the table shows it: "≥ 65535" when it stopped at its maximum.
-fn shown(value: String, saturated: bool) -> String {
-    if saturated {
-        format!("≥ {value}")
-    } else {
-        value
-    }
-}
-
-/// "Name=17", or "Name≥65535" for a saturated counter (a space-free token of a list).
-fn named(name: &str, value: u64, saturated: bool) -> String {
-    if saturated {
-        format!("{name}≥{value}")
-    } else {
-        format!("{name}={value}")
-    }
-}
-
-fn print_table(out: &mut impl Write, sample: &Sample) -> Result<()> {
-    writeln!(
-        out,
-        "{:<24} {:<18} {:>5} {:>3} {:>12} {:>12} {:>12} {:>12} {:>10}  errors",
-        "node", "guid", "lid", "port", "xmit", "rcv", "xmit_pkts", "rcv_pkts", "xmit_wait"
-    )?;
-    for p in &sample.ports {
-        if p.counters.is_none() && p.extended.is_none() {
-            writeln!(out, "{} (no answer)", port_label(p))?;
-            continue;
-        }
-        let cell = |name: &str, data: bool| match p.value(name) {
-            Some(v) if data => shown(bytes(v), p.is_saturated(name)),
-            Some(v) => shown(v.to_string(), p.is_saturated(name)),
-            None => "-".into(),
-        };
-        let errors: Vec<String> = counters::ERROR_COUNTERS
-            .iter()
-            .filter_map(|n| {
-                let v = p.value(n)?;
-                (v > 0).then(|| named(n, v, p.is_saturated(n)))
-            })
-            .collect();
-        writeln!(
-            out,
-            "{} {:>12} {:>12} {:>12} {:>12} {:>10}  {}",
-            port_label(p),
-            cell("PortXmitData", true),
-            cell("PortRcvData", true),
-            cell("PortXmitPkts", false),
-            cell("PortRcvPkts", false),
-            cell("PortXmitWait", false),
-            errors.join(" ")
-        )?;
-        for (attribute, set) in &p.details.0 {
-            let counted: Vec<String> = set
-                .readings()
-                .iter()
-                .filter(|r| r.value > 0)
-                .map(|r| named(&r.name, r.value, r.saturated))
-                .collect();
-            let text = if counted.is_empty() {
-                "all 0".to_string()
-            } else {
-                counted.join(" ")
-            };
-            writeln!(out, "    {attribute}: {text}")?;
-        }
-    }
-    writeln!(
-        out,
-        "# {} ports; data in bytes; ≥ = saturated: stopped at its maximum (no 64-bit replacement)",
-        sample.ports.len()
-    )?;
-    Ok(())
-}
-
-fn delta_cell(c: Option<&CounterDelta>, data: bool) -> String {
-    match c {
-        None => "-".into(),
-        Some(c) if c.reset => "reset".into(),
-        Some(c) if c.saturated => "saturated".into(),
-        Some(c) => match c.per_second {
-            Some(r) if data => format!("{}/s", bytes(r as u64)),
-            Some(r) => format!("{r:.1}/s"),
-            None => "-".into(),
-        },
-    }
 }
 
 fn print_deltas(
@@ -553,39 +439,7 @@ fn print_deltas(
                 }
             }
         }
-        Format::Table => {
-            writeln!(
-                out,
-                "{:<24} {:<18} {:>5} {:>3} {:>14} {:>14} {:>12} {:>12}  errors (delta)",
-                "node", "guid", "lid", "port", "xmit", "rcv", "xmit_pkts", "rcv_pkts"
-            )?;
-            for d in deltas {
-                let get = |n: &str| d.counters.iter().find(|c| c.name == n);
-                let errors: Vec<String> = d
-                    .counters
-                    .iter()
-                    .filter(|c| counters::ERROR_COUNTERS.contains(&c.name))
-                    .filter(|c| c.reset || c.saturated || c.delta.is_some_and(|v| v > 0))
-                    .map(|c| match c.delta {
-                        Some(v) if !c.reset => format!("{}+{v}", c.name),
-                        _ => format!("{}:{}", c.name, if c.reset { "reset" } else { "saturated" }),
-                    })
-                    .collect();
-                writeln!(
-                    out,
-                    "{:<24} {:#018x} {:>5} {:>3} {:>14} {:>14} {:>12} {:>12}  {}",
-                    for_terminal(&d.at.node.name),
-                    d.at.node.guid,
-                    d.at.lid,
-                    d.at.port,
-                    delta_cell(get("PortXmitData"), true),
-                    delta_cell(get("PortRcvData"), true),
-                    delta_cell(get("PortXmitPkts"), false),
-                    delta_cell(get("PortRcvPkts"), false),
-                    errors.join(" ")
-                )?;
-            }
-        }
+        Format::Table => out.write_all(counters::text::deltas_table(deltas).as_bytes())?,
     }
     Ok(())
 }
@@ -593,6 +447,7 @@ fn print_deltas(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ibscope_topo::counters::PortSample;
 
     /// What the document was when built as a `serde_json::Value`: the reference the
     /// direct writer must match byte for byte.
@@ -678,22 +533,5 @@ mod tests {
                 assert_eq!(out, labelled_json_by_value(s, "fab\"ric", pretty));
             }
         }
-    }
-
-    #[test]
-    fn saturated_counters_show_as_lower_bounds() {
-        assert_eq!(shown("65535".into(), true), "≥ 65535");
-        assert_eq!(shown("17".into(), false), "17");
-        assert_eq!(
-            named("LinkDownedCounter", 255, true),
-            "LinkDownedCounter≥255"
-        );
-        assert_eq!(named("PortRcvErrors", 3, false), "PortRcvErrors=3");
-    }
-
-    #[test]
-    fn byte_units() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(2048), "2.0 KiB");
     }
 }

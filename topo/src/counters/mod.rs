@@ -35,6 +35,7 @@ pub mod sample;
 pub mod screen;
 pub mod sweep;
 pub mod targets;
+pub mod text;
 pub mod thresholds;
 
 pub use delta::{diff, CounterDelta, PortDelta};
