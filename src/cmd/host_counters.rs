@@ -136,9 +136,14 @@ fn print_text(
                         None => "  -".to_string(),
                     })
                     .unwrap_or_default();
+                // A unit only after a number ("N/A (no PMA)" has none).
+                let value_unit = match c.reading {
+                    Reading::Value(_) => unit,
+                    _ => "",
+                };
                 writeln!(
                     out,
-                    "    {:<36} {:>20}{unit}{rate}",
+                    "    {:<36} {:>20}{value_unit}{rate}",
                     for_terminal(&c.name),
                     reading_text(&c.reading)
                 )?;

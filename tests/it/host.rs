@@ -797,3 +797,63 @@ fn the_host_as_prometheus_text() {
         assert!(page.contains(&format!(",{label}=\"")) || page.contains(&format!("{{{label}=\"")));
     }
 }
+
+/// node_exporter's InfiniBand fixture (tests/data/sysfs/node-exporter-ib, SOURCES.md
+/// there): an iWARP device whose PMA answers nothing and a two-port ConnectX-3 with a
+/// saturated 32-bit port_xmit_wait, no GUIDs, GIDs or PCI links. Every field it lacks is
+/// unknown, every N/A stays N/A (never 0), words become bytes.
+#[test]
+fn node_exporters_fixture_reads_without_inventing_values() {
+    let root = fixture("node-exporter-ib");
+    let (code, report) = json(&root, &["host", "--json"]);
+    assert_eq!(code, 0, "{report:#}");
+    let devices = report["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    assert_eq!(devices[1]["name"], "mlx4_0");
+    assert_eq!(devices[1]["fw_ver"], "2.31.5050");
+    assert!(devices[1]["node_guid"].is_null() && devices[1]["pci"].is_null());
+    assert_eq!(devices[1]["ports"][1]["rate"], "4xQDR");
+    assert_eq!(
+        devices[0]["ports"][0]["rate"], "4xSDR",
+        "10 Gb/sec (4X) is SDR"
+    );
+
+    let (code, report) = json(&root, &["host", "--counters", "--json"]);
+    assert_eq!(code, 0);
+    let value = |device: &str, port: u64, name: &str| {
+        report["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["device"] == device && s["port"] == port)
+            .and_then(|s| {
+                s["counters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["name"] == name)
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("{device}/{port} {name}"))
+    };
+    let na = value("i40iw0", 1, "symbol_error");
+    assert!(na["value"].is_null(), "{na}");
+    assert_eq!(na["note"], "N/A (no PMA)");
+    assert_eq!(value("mlx4_0", 1, "port_xmit_data")["value"], 3_733_440 * 4);
+    assert_eq!(value("mlx4_0", 1, "port_xmit_data")["unit"], "bytes");
+    assert_eq!(
+        value("mlx4_0", 1, "port_xmit_wait")["value"],
+        4_294_967_295u64
+    );
+    assert_eq!(
+        value("mlx4_0", 1, "port_rcv_packets")["value"],
+        6_825_908_347u64
+    );
+    let text =
+        String::from_utf8_lossy(&run(Some(&root), &["host", "--counters"]).stdout).into_owned();
+    assert!(
+        text.contains("N/A (no PMA)\n"),
+        "no unit after N/A:\n{text}"
+    );
+    assert!(!text.contains("N/A (no PMA) B"), "{text}");
+}
