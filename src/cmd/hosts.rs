@@ -128,7 +128,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 }
 
 /// One table row.
-type Row = [String; 9];
+type Row = hosts::TableRow;
 
 fn print_text(
     fabric: &ibscope_topo::Fabric,
@@ -168,92 +168,13 @@ fn print_text(
     ]
     .map(str::to_string)];
     for &h in shown {
-        rows.extend(host_rows(fabric, names, all, issues, h));
+        rows.extend(hosts::table_rows(fabric, names, all, issues, h));
     }
     crate::output::write_columns(&mut std::io::stdout().lock(), &rows)?;
     for m in missing {
         println!("{}: not in the fabric", for_terminal(m));
     }
     Ok(())
-}
-
-/// A host's rows: its HCA ports, and a `missing` row for each rail it should have and has
-/// no HCA on.
-fn host_rows(
-    fabric: &ibscope_topo::Fabric,
-    names: Option<&ibscope_topo::namemap::NameMap>,
-    all: &Hosts,
-    issues: &[RailIssue],
-    h: usize,
-) -> Vec<Row> {
-    let host = &all.hosts()[h];
-    let name = for_terminal(&host.name);
-    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    let mut rows: Vec<(Option<u8>, Row)> = host
-        .hcas
-        .iter()
-        .map(|c| {
-            let (leaf, leaf_port) = match &c.leaf {
-                Some(l) => {
-                    let mut port = l.port.to_string();
-                    if c.is_misaligned() {
-                        port.push_str(&format!(
-                            " (leaf of rail {})",
-                            opt(l.rail.map(|r| r.to_string()))
-                        ));
-                    }
-                    (for_terminal(&l.name), port)
-                }
-                None => ("-".into(), "-".into()),
-            };
-            let row = [
-                name.clone(),
-                opt(c.rail.map(|r| r.to_string())),
-                opt(c.device.as_deref().map(for_terminal)),
-                c.port.to_string(),
-                if c.lid == 0 {
-                    "-".into()
-                } else {
-                    c.lid.to_string()
-                },
-                Rate::text_of(c.rate),
-                health::state_text(c.state, c.phys_state),
-                leaf,
-                leaf_port,
-            ];
-            (c.rail, row)
-        })
-        .collect();
-    for issue in issues {
-        let RailIssue::Down(d) = issue else { continue };
-        if d.host != h || d.hca.is_some() {
-            continue;
-        }
-        let (leaf, port) = match d.expected {
-            Some(e) => (
-                for_terminal(ibscope_topo::namemap::display_name(
-                    fabric.node(e.node),
-                    names,
-                )),
-                format!("{} (no link)", e.port),
-            ),
-            None => ("?".into(), "?".into()),
-        };
-        let row = [
-            name.clone(),
-            d.rail.to_string(),
-            opt(d.device.as_deref().map(for_terminal)),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "missing".into(),
-            leaf,
-            port,
-        ];
-        rows.push((Some(d.rail), row));
-    }
-    rows.sort_by_key(|(rail, _)| (rail.is_none(), *rail));
-    rows.into_iter().map(|(_, r)| r).collect()
 }
 
 /// One fabric's hosts in the JSON of several.

@@ -10,7 +10,9 @@ pub mod name;
 pub mod planes;
 mod rails;
 mod select;
+mod table;
 
 pub use group::{rail_ranges, Grouping, Hca, Host, Hosts, Leaf, LeafPort};
 pub use rails::{check, HcaRef, RailDown, RailIssue};
 pub use select::Selection;
+pub use table::{table_rows, TableRow};
