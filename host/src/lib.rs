@@ -34,6 +34,7 @@ pub mod preflight;
 pub mod prometheus;
 pub mod roce;
 pub mod sysfs;
+pub mod text;
 #[cfg(feature = "verbs")]
 mod verbs;
 
