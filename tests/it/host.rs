@@ -793,6 +793,54 @@ fn the_host_as_prometheus_text() {
             );
         }
     }
+    // The compute-node dashboard's queries parse (promtool, as recording rules) and read
+    // families and labels of this page.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/grafana/ibscope-host.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut records = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, p) in dash["panels"].as_array().unwrap().iter().enumerate() {
+        let expr = p["targets"][0]["expr"]
+            .as_str()
+            .unwrap()
+            .replace("$instance", ".*");
+        for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("ibscope_host_") {
+                assert!(
+                    page.contains(&format!("\n{word}")),
+                    "panel {i}: {word} is not on the page"
+                );
+            }
+        }
+        for label in ["group", "name", "netdev", "priority", "kind", "severity"] {
+            if expr.contains(&format!("{label}=")) || expr.contains(&format!("{{{label}}}")) {
+                assert!(
+                    page.contains(&format!("{label}=\"")),
+                    "panel {i}: no label {label}"
+                );
+            }
+        }
+        records.push_str(&format!(
+            "      - record: ibscope:panel{i}\n        expr: {}\n",
+            serde_json::to_string(&expr).unwrap()
+        ));
+    }
+    let rules = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(rules.path(), records).unwrap();
+    let check = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(rules.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
     for label in ["device", "port", "netdev", "priority", "name"] {
         assert!(page.contains(&format!(",{label}=\"")) || page.contains(&format!("{{{label}=\"")));
     }
