@@ -454,56 +454,65 @@ fn apply_global(
     apply_roce(g, layers, out)
 }
 
-/// The `[roce]` table: the last file that has one gives the whole profile.
+/// The `[roce]` table: the last file that has one gives the whole profile (an empty table
+/// declares nothing).
 fn apply_roce(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
-    // An empty table declares nothing.
-    let declared = layers.get(|c| c.roce.clone().filter(|p| *p != RoceProfile::default()));
-    let (profile, source, note) = match declared {
-        Some((profile, source)) => {
-            if let Err(e) = profile.validate() {
-                bail!("config file {source}: [roce]: {e}");
-            }
-            (Some(profile), source, None)
-        }
-        None => (
-            None,
-            SettingSource::Default,
-            Some("none: RoCE ports are only checked to agree with each other"),
+    g.roce = whole_table(
+        layers,
+        (
+            "roce",
+            "none: RoCE ports are only checked to agree with each other",
         ),
-    };
-    g.roce = profile;
-    out.push(Setting {
-        key: "roce",
-        value: serde_json::to_value(&g.roce).unwrap_or(Value::Null),
-        source,
-        note,
-    });
+        Value::Null,
+        |c| c.roce.clone().filter(|p| *p != RoceProfile::default()),
+        |p| p.validate().map_err(|e| format!("[roce]: {e}")),
+        out,
+    )?;
     Ok(())
 }
 
 /// The `[[fabric]]` tables: the last file that has any gives the whole list.
 fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
-    let (fabrics, source, note) = match layers.get(|c| c.fabric.clone()) {
-        Some((list, source)) => {
-            if let Err(e) = ibscope_host::fabric_plan::FabricConfig::validate(&list) {
+    g.fabrics = whole_table(
+        layers,
+        ("fabric", "none: fabrics are named CA:port"),
+        Value::Array(Vec::new()),
+        |c| c.fabric.clone(),
+        |list| ibscope_host::fabric_plan::FabricConfig::validate(list).map_err(|e| e.to_string()),
+        out,
+    )?
+    .unwrap_or_default();
+    Ok(())
+}
+
+/// A table the last file that has it gives whole (`pick`), checked by `validate`; recorded
+/// as setting `key`, with `note` and `none` shown when no file has it.
+fn whole_table<T: serde::Serialize>(
+    layers: &Layers,
+    (key, note): (&'static str, &'static str),
+    none: Value,
+    pick: impl Fn(&FileConfig) -> Option<T>,
+    validate: impl Fn(&T) -> std::result::Result<(), String>,
+    out: &mut Vec<Setting>,
+) -> Result<Option<T>> {
+    let (table, source, note) = match layers.get(pick) {
+        Some((table, source)) => {
+            if let Err(e) = validate(&table) {
                 bail!("config file {source}: {e}");
             }
-            (list, source, None)
+            (Some(table), source, None)
         }
-        None => (
-            Vec::new(),
-            SettingSource::Default,
-            Some("none: fabrics are named CA:port"),
-        ),
+        None => (None, SettingSource::Default, Some(note)),
     };
-    g.fabrics = fabrics;
     out.push(Setting {
-        key: "fabric",
-        value: serde_json::to_value(&g.fabrics).unwrap_or(Value::Null),
+        key,
+        value: table
+            .as_ref()
+            .map_or(none, |t| serde_json::to_value(t).unwrap_or(Value::Null)),
         source,
         note,
     });
-    Ok(())
+    Ok(table)
 }
 
 /// The node-name map in force: flag, else $IBSCOPE_NODE_NAME_MAP (empty: none), else the

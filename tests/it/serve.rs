@@ -1096,23 +1096,10 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
     let (mut serve, port) =
         start_serve(&sim, &log, &["--interval", "0.3", "--journal", journal_arg]);
     wait_healthy(&mut serve, port, &log);
-    let count = |kind: &str| {
-        std::fs::read_to_string(&journal)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
-            .count()
-    };
     let wait_for = |kind: &str, n: usize| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while count(kind) < n {
-            assert!(
-                Instant::now() < deadline,
-                "no {n} {kind} in the journal:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_for_journal(&journal, kind, n, Duration::from_secs(30), || {
+            std::fs::read_to_string(&log).unwrap_or_default()
+        });
     };
     for bounce in 1..=2 {
         sim.unlink("Switch1", 2).unwrap();
@@ -1156,12 +1143,7 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
     );
     let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
-    let flapping: Vec<&serde_json::Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["kind"] == "link-flapping")
-        .collect();
+    let flapping = link_flapping(&doc);
     assert_eq!(flapping.len(), 1, "{doc}");
     assert!(
         flapping[0]["message"]
@@ -1170,6 +1152,16 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
             .contains("went down 2 times"),
         "{doc}"
     );
+}
+
+/// The link-flapping findings of a `check --json` document.
+fn link_flapping(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "link-flapping")
+        .collect()
 }
 
 /// A link that goes down and retrains between two sweeps leaves no trace in discovery, only
@@ -1215,12 +1207,7 @@ fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
     assert_eq!(rises[1]["a"]["port"], 2);
     let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
-    let flapping: Vec<&serde_json::Value> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["kind"] == "link-flapping")
-        .collect();
+    let flapping = link_flapping(&doc);
     assert_eq!(flapping.len(), 1, "{doc}");
     assert!(
         flapping[0]["message"]

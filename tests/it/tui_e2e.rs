@@ -144,24 +144,8 @@ fn tui_finds_a_flapping_link_and_journals_it() {
     let tmux = Tmux::start("ibscope-tui-flap", &script);
     let long = Duration::from_secs(30);
     tmux.wait_for(&["6 switches, 16 CAs"], long);
-    let count = |kind: &str| {
-        std::fs::read_to_string(&journal)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
-            .count()
-    };
     let wait_for = |kind: &str, n: usize| {
-        let deadline = Instant::now() + long;
-        while count(kind) < n {
-            assert!(
-                Instant::now() < deadline,
-                "no {n} {kind} journaled in {}:\n{}",
-                journal.display(),
-                tmux.screen()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_for_journal(&journal, kind, n, long, || tmux.screen());
     };
     for bounce in 1..=2 {
         sim.unlink("L0003", 7).expect("unlink");

@@ -334,3 +334,34 @@ pub fn sim_gen(dir: &Path, name: &str, args: &[&str]) -> String {
     assert_success(&ibscope_plain(&full, &[]));
     p
 }
+
+/// How many events of `kind` the journal at `path` holds (none while it does not exist).
+pub fn journal_count(path: &Path, kind: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+        .count()
+}
+
+/// Wait until the journal at `path` holds `n` events of `kind`; past `within`, fail with
+/// what `context` says (a log, a screen).
+#[track_caller]
+pub fn wait_for_journal(
+    path: &Path,
+    kind: &str,
+    n: usize,
+    within: Duration,
+    context: impl Fn() -> String,
+) {
+    let deadline = std::time::Instant::now() + within;
+    while journal_count(path, kind) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {n} {kind} in the journal {}:\n{}",
+            path.display(),
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
