@@ -11,6 +11,7 @@
 //!   : 7[7000] -> 8[7000] [send] via NET/IB/0/GDRDMA` (older: `[busId]`), with a PXN proxy as
 //!   `NET/IB/0(8)/GDRDMA`, and intra-server `via P2P/...`, `via SHM/...`;
 //! - `Connected all rings` (the connections after it belong to trees);
+//! - before NCCL 2.6: `Ring 00 : 35 -> 34 [send] via NET/Socket/0` and `Ring 00 :  0 1 2`;
 //! - `NCCL_IB_HCA set by environment to mlx5_0,mlx5_1` (and any `NCCL_*` setting);
 //! - `GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)` and its `Enabled` form.
 //!
@@ -215,7 +216,12 @@ impl NcclLog {
         _cuda_dev: Option<u32>,
         pattern: Pattern,
     ) -> Result<(), String> {
-        if let Some(rest) = m.strip_prefix("Channel ") {
+        // NCCL before 2.6 wrote `Ring 00 : 35 -> 34 [send] via NET/Socket/0` for a ring's
+        // connection and `Ring 00 :  0 1 2 3` for its order.
+        if let Some(rest) = m
+            .strip_prefix("Channel ")
+            .or_else(|| m.strip_prefix("Ring "))
+        {
             self.channel_line(rest, process, pattern)?;
         } else if let Some(v) = m.strip_prefix("NCCL version ") {
             let v = v.split_whitespace().next().unwrap_or_default();
@@ -558,6 +564,23 @@ h:1:1 [0] NCCL INFO Channel 00/0 : 1 -> 2 via NET/IB/0/GDR";
         assert_eq!(log.problems.len(), 5, "{:?}", log.problems);
         assert!(log.problems[0].starts_with("bad.log:1: "));
         assert_eq!(log.connections.len(), 1);
+    }
+
+    #[test]
+    fn older_ring_lines_read_as_channels() {
+        let text = "\
+node1:10:10 [2] NCCL INFO Ring 00 :    0   1   2   3
+node1:10:10 [2] NCCL INFO Ring 00 : 2[2] -> 3[3] via P2P/IPC
+node1:10:10 [3] NCCL INFO Ring 00 : 35 -> 34 [send] via NET/Socket/0";
+        let log = parse([("old.log", text)]);
+        assert!(log.problems.is_empty(), "{:?}", log.problems);
+        assert_eq!(log.rings[&0], [0, 1, 2, 3]);
+        assert_eq!(log.connections.len(), 2);
+        assert_eq!((log.connections[1].from, log.connections[1].to), (35, 34));
+        assert!(matches!(
+            &log.connections[1].transport,
+            Transport::Net { plugin, device: 0, .. } if plugin == "Socket"
+        ));
     }
 
     #[test]
