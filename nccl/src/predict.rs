@@ -13,8 +13,9 @@
 //!
 //! Verdicts, per size:
 //! - `latency-bound`: the measured time is at most twice `L`, or moving `f S` bytes at `C`
-//!   (without a fabric: at the run's best busbw) takes less than `L`: starting the
-//!   collective costs more than moving the bytes, no bandwidth is at stake;
+//!   (without a fabric: at the run's best busbw) takes under a quarter of `L`, so no
+//!   bandwidth explains the time (small sizes whose times jump): starting the collective
+//!   costs more than moving the bytes, no bandwidth is at stake;
 //! - `at-fabric-limit`: measured busbw at least 80% of the prediction: more needs a faster
 //!   path (the limiting link is named);
 //! - `below-fabric-limit`: under 80% (under 50%: far below): the fabric allows more, look at
@@ -191,11 +192,12 @@ pub fn judge(run: &PerfRun, prediction: Option<&Prediction>, hints: &[Finding]) 
         };
         let ratio = predicted.filter(|p| *p > 0.0).map(|p| m.busbw / p);
         let latency_bound = latency_us.is_some_and(|l| {
-            // Even at the reference bandwidth, moving the bytes takes less than starting.
+            // Moving the bytes at the reference bandwidth is a small part of starting: what
+            // the size takes beyond that is latency (jitter), not bandwidth.
             let moving_us = factor.zip(reference).map_or(f64::INFINITY, |(f, b)| {
                 f * row.size as f64 / (b * 1e9) * 1e6
             });
-            m.time_us <= 2.0 * l || moving_us <= l
+            m.time_us <= 2.0 * l || moving_us <= l / 4.0
         });
         let verdict = if latency_bound {
             Verdict::LatencyBound

@@ -248,3 +248,25 @@ fn a_prefix_match_of_nccl_ib_hca_shows_as_an_idle_rail() {
     );
     assert!(idle[0].contains("NCCL_IB_HCA=mlx5_0,"));
 }
+
+/// A 2-node B200 all_gather: its times jump about at small and mid sizes (280 us at 1 KiB,
+/// 1.7 ms at 2 MiB, 0.9 ms at 4 MiB) while the bytes would take a fraction of that at the
+/// run's best busbw: latency, not bandwidth, up to 16 MiB; bandwidth from 32 MiB on.
+#[test]
+fn a_jumpy_small_message_range_is_latency_not_bandwidth() {
+    let name = "nccl-tests-allgather-2node-b200-nccl2.26.6.txt";
+    let r = report::run_report(&one_run(name), None, &[], &[]);
+    let ranges: Vec<(u64, u64, &str)> = r
+        .judgement
+        .ranges
+        .iter()
+        .map(|x| (x.from, x.to, x.verdict.as_str()))
+        .collect();
+    assert_eq!(
+        ranges,
+        [
+            (1024, 16 << 20, "latency-bound"),
+            (32 << 20, 8 << 30, "no-prediction")
+        ]
+    );
+}

@@ -52,7 +52,7 @@ pub enum NcclCommand {
     ///
     /// Verdicts, per size, shown as ranges:
     ///   latency-bound        measured time at most 2 L, or f S at C (no fabric: at the
-    ///                        run's best busbw) takes less than L: starting costs more
+    ///                        run's best busbw) takes under L/4: starting costs more
     ///   at-fabric-limit      measured busbw >= 80% of the prediction: the named link caps
     ///                        it; more needs a faster path
     ///   below-fabric-limit   under 80% ("far below" under 50%): the fabric allows more;
