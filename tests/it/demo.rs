@@ -71,3 +71,22 @@ fn demo_once_reports_the_planted_faults() {
         "{rail_down}"
     );
 }
+
+/// The interactive demo: the link it flaps shows in the Events view as it goes down and up,
+/// and after its second bounce as link-flapping among the overview's findings.
+#[test]
+fn the_demo_shows_its_flapping_link_as_link_flapping() {
+    let scratch = temp_dir();
+    let script = format!(
+        "cd {dir} && TMPDIR={dir} {bin} demo; sleep 60",
+        dir = scratch.path().display(),
+        bin = ibscope_bin().display()
+    );
+    let tmux = common::tmux::Tmux::start("ibscope-demo-flap", &script);
+    let long = std::time::Duration::from_secs(90);
+    let screen = tmux.wait_for(&["went down 2 times within 10m"], long);
+    assert!(screen.contains("leaf-r7-001"), "{screen}");
+    tmux.keys("6");
+    tmux.wait_for(&["link down", "leaf-r7-001:MQM9700/U1[2]"], long);
+    tmux.keys("q");
+}
