@@ -33,6 +33,7 @@ pub mod port_toggle;
 pub mod resolve;
 pub mod responder;
 pub mod routing;
+pub mod sa_records;
 pub mod sa_tables;
 pub mod subnet;
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! does: whole tables (one SubnAdmGetTable each, RMPP-reassembled by the kernel) or single
 //! records.
 
-mod records;
 mod table;
 
 use std::process::ExitCode;
@@ -17,8 +16,8 @@ use crate::cli::{exit, Global};
 use crate::cmd::sm::sa_error;
 use crate::output;
 use ibscope_topo::master_sm::NO_SM;
+use ibscope_topo::sa_records::Record;
 use ibscope_topo::sa_tables::{self, node_request, path_request, Completeness, Countable, Query};
-use records::Record;
 
 /// Query the SA (Subnet Administration, the SM's database), as saquery does.
 ///

@@ -1,11 +1,12 @@
-//! How each SA record reads: its JSON object and its one line of text.
+//! How each SA record reads (`ibscope sa`): its JSON object and its one line of text,
+//! fabric strings escaped.
 
+use crate::escape::for_terminal;
+use crate::NodeKind;
 use ibscope_mad::attr::link::sa_rate_gbps;
 use ibscope_mad::attr::mtu_bytes;
 use ibscope_mad::attribute::{Attribute, SubnAdm};
 use ibscope_mad::sa::{LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
-use ibscope_topo::escape::for_terminal;
-use ibscope_topo::NodeKind;
 use serde_json::{json, Value};
 
 /// An SA record `sa` lists: its JSON and its text line (already safe for a terminal).
