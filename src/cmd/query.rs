@@ -4,14 +4,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use ibscope_mad::attr::link::Width;
-use ibscope_mad::attr::{
-    mtu_bytes, LinkDownDefaultState, NodeDescription, NodeInfo, NodeType, PhysState, PortInfo,
-    PortState, SwitchInfo, VlCount,
-};
+use ibscope_mad::attr::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use ibscope_mad::attribute::Attribute as _;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use serde_json::{json, Value};
+
+use ibscope_topo::query_json;
 
 use crate::cli::Global;
 use crate::output;
@@ -104,7 +102,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             }
             if let Value::Object(m) = &mut v {
                 m.shift_remove("m_key");
-                m.insert("decoded".into(), decoded_port_info(&for_decoding));
+                m.insert(
+                    "decoded".into(),
+                    query_json::decoded_port_info(&for_decoding),
+                );
             }
             v
         }
@@ -112,7 +113,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             serde_json::to_value(engine.get::<SwitchInfo>(&route, 0).with_context(context)?)?
         }
     };
-    let value = name_coded_fields(value);
+    let value = query_json::name_coded_fields(value);
     if a.json {
         output::print_json(&value)?;
     } else {
@@ -127,7 +128,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         // As smpquery: names only (the codes are for scripts).
         let mut shown = value.clone();
         if let Value::Object(m) = &mut shown {
-            m.shift_remove(RAW);
+            m.shift_remove(query_json::RAW);
         }
         output::print_fields(&shown, 0);
     }
@@ -139,77 +140,4 @@ fn describe(route: &SmpRoute) -> String {
         SmpRoute::Lid(l) => format!("LID {l}"),
         SmpRoute::Directed(p) => format!("DR path {p}"),
     }
-}
-
-/// Where the JSON keeps the code of every field it gives by name.
-const RAW: &str = "raw";
-
-/// A field whose value is a code, and its name or meaning.
-type Namer = fn(u8) -> Value;
-
-/// The coded fields of NodeInfo and PortInfo (a bit mask stays a number; `decoded` names
-/// its bits): each given by name, its code kept under `raw`, so scripts read "Active"
-/// and comparisons with smpquery's codes still can.
-const CODED_FIELDS: &[(&str, Namer)] = &[
-    ("node_type", |c| json!(NodeType::from_code(c))),
-    ("port_state", |c| json!(PortState::from_code(c))),
-    ("port_phys_state", |c| json!(PhysState::from_code(c))),
-    ("link_down_default_state", |c| {
-        json!(LinkDownDefaultState::from_code(c))
-    }),
-    ("link_width_active", |c| {
-        Width::from_active(c).map_or(Value::Null, |w| json!(w))
-    }),
-    ("neighbor_mtu", |c| json!(mtu_bytes(c))),
-    ("mtu_cap", |c| json!(mtu_bytes(c))),
-    ("vl_cap", |c| json!(VlCount::from_code(c))),
-    ("operational_vls", |c| json!(VlCount::from_code(c))),
-];
-
-/// 64-bit fields that are identifiers, not quantities.
-const HEX_FIELDS: &[&str] = &["gid_prefix"];
-
-/// Replace every coded field of `value` by its name and keep the codes under [`RAW`].
-fn name_coded_fields(mut value: Value) -> Value {
-    let Value::Object(m) = &mut value else {
-        return value;
-    };
-    let mut raw = serde_json::Map::new();
-    for (key, name) in CODED_FIELDS {
-        let Some(code) = m.get(*key).and_then(Value::as_u64) else {
-            continue;
-        };
-        let Ok(code) = u8::try_from(code) else {
-            continue;
-        };
-        raw.insert((*key).to_string(), json!(code));
-        m.insert((*key).to_string(), name(code));
-    }
-    if !raw.is_empty() {
-        m.insert(RAW.into(), Value::Object(raw));
-    }
-    // 64-bit identifiers as hex text, as smpquery prints them: a JSON number above 2^53
-    // is rounded by many readers (jq 1.6).
-    for key in HEX_FIELDS {
-        if let Some(n) = m.get(*key).and_then(Value::as_u64) {
-            m.insert((*key).to_string(), json!(format!("{n:#018x}")));
-        }
-    }
-    value
-}
-
-/// The fields a person reads first, decoded from their codes.
-fn decoded_port_info(p: &PortInfo) -> Value {
-    let width = |w: Option<ibscope_mad::attr::link::Width>| w.map(|w| w.to_string());
-    let speed = |s: Option<ibscope_mad::attr::link::Speed>| s.map(|s| s.to_string());
-    json!({
-        "state": p.state(),
-        "phys_state": p.phys_state(),
-        "width_active": width(p.width_active()),
-        "widths_supported": p.widths_supported().iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-        "widths_enabled": p.widths_enabled().iter().map(|w| w.to_string()).collect::<Vec<_>>(),
-        "speed_active": speed(p.speed_active()),
-        "speeds_supported": p.speeds_supported().iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        "speeds_enabled": p.speeds_enabled().iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    })
 }
