@@ -5,10 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use ibscope_mad::attr::link::{Speed, Width};
-use ibscope_mad::codes::guid;
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::{for_terminal, quoted_for_terminal};
-use ibscope_topo::health::{self, HealthOptions, HealthReport, LinkAssessment, LinkEnd, Rate};
+use ibscope_topo::escape::for_terminal;
+use ibscope_topo::health::{self, HealthOptions, LinkAssessment, Rate};
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::FabricId;
 
@@ -143,85 +142,6 @@ fn one(
             id.identity_text()
         );
     }
-    print_text(&report);
+    print!("{}", ibscope_topo::health_text::report_text(&report));
     Ok((code, None))
-}
-
-fn end_text(e: &LinkEnd) -> String {
-    format!(
-        "{} {} ({}) lid {} port {}",
-        e.at.node.kind.as_str(),
-        quoted_for_terminal(&e.at.node.name),
-        guid::text(e.at.node.guid),
-        e.at.lid,
-        e.at.port
-    )
-}
-
-/// One line per link: `A <=> B  4xHDR Active/LinkUp  (could be 4xHDR)  [DEGRADED: ...]`.
-pub fn link_line(l: &LinkAssessment) -> String {
-    let state = if l.a.state == l.b.state && l.a.phys_state == l.b.phys_state {
-        l.a.state_text()
-    } else {
-        format!("{} : {}", l.a.state_text(), l.b.state_text())
-    };
-    let mut line = format!(
-        "{}  <=>  {}  {} {}",
-        end_text(&l.a),
-        end_text(&l.b),
-        Rate::text_of(l.active),
-        state
-    );
-    if let Some(c) = l.could_be {
-        if Some(c) != l.active {
-            line.push_str(&format!("  (could be {c})"));
-        }
-    }
-    if l.loopback {
-        line.push_str("  LOOPBACK");
-    }
-    if l.verdict.is_finding() {
-        // BELOW NORM: a topology file, below the norm, but maybe all the hardware can do.
-        line.push_str(&format!(
-            "  {}: {}",
-            l.verdict.label(),
-            for_terminal(&l.reasons.join("; "))
-        ));
-    }
-    if !l.notes.is_empty() {
-        line.push_str(&format!("  (note: {})", for_terminal(&l.notes.join("; "))));
-    }
-    line
-}
-
-fn print_text(report: &HealthReport) {
-    let norm = Rate::text_of;
-    println!(
-        "# {} {}: switch-switch {}, ca-switch {}",
-        report.links.len(),
-        if report.norms.given {
-            "links; expected rate"
-        } else {
-            "links; fabric norm"
-        },
-        norm(report.norms.switch_switch),
-        norm(report.norms.ca_switch)
-    );
-    for l in &report.links {
-        println!("{}", link_line(l));
-    }
-    let ports = report.up_not_active.iter().chain(report.down.iter());
-    for p in ports {
-        let remote = p.remote.as_ref().map_or_else(
-            || "no link".to_string(),
-            |r| format!("to {}", r.report_text()),
-        );
-        println!(
-            "{} {} ({}), {}",
-            p.at.report_text(),
-            p.state_text(),
-            p.condition.as_str(),
-            remote
-        );
-    }
 }

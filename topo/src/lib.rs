@@ -18,6 +18,7 @@ mod finding_kinds;
 pub mod findings;
 pub mod gen;
 pub mod health;
+pub mod health_text;
 pub mod hosts;
 pub mod ibnd;
 mod ibnd_ports;
