@@ -146,40 +146,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 /// What discovery ran into, on stderr (`fabric` names it when there are several); the
 /// exit code it calls for.
 fn report(fabric: &ibscope_topo::Fabric, name: Option<&str>) -> u8 {
-    let report = &fabric.report;
     let prefix = name.map_or(String::new(), |n| format!("fabric {}: ", for_terminal(n)));
-    eprintln!(
-        "{prefix}discovered {} nodes ({} switches), {} links with {} MADs in {} ms",
-        fabric.node_count(),
-        fabric.switches().count(),
-        fabric.link_count(),
-        report.mads_sent,
-        report.duration_ms
-    );
-    // A dead transport fails every remaining query: list a screenful, count the rest
-    // (all of them are in the JSON report).
-    const SHOWN: usize = 20;
-    let problems: Vec<&String> = report
-        .errors
-        .iter()
-        .chain(&report.inconsistencies)
-        .collect();
-    for e in problems.iter().take(SHOWN) {
-        eprintln!("{prefix}warning: {}", for_terminal(e));
+    for line in fabric.report.warning_lines(fabric) {
+        eprintln!("{prefix}{line}");
     }
-    if problems.len() > SHOWN {
-        eprintln!(
-            "{prefix}warning: ... and {} more (see `--format json`, field report)",
-            problems.len() - SHOWN
-        );
-    }
-    for guid in &report.duplicate_guids {
-        eprintln!("{prefix}warning: duplicate node GUID {guid:#018x}");
-    }
-    for lid in &report.duplicate_lids {
-        eprintln!("{prefix}warning: LID {lid} is claimed by more than one port");
-    }
-    if report.is_clean() {
+    if fabric.report.is_clean() {
         exit::OK
     } else {
         exit::FINDINGS

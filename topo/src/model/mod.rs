@@ -349,6 +349,41 @@ impl DiscoveryReport {
             && self.duplicate_guids.is_empty()
             && self.duplicate_lids.is_empty()
     }
+
+    /// What discovery ran into, a line each, escaped for a terminal: the summary, then at
+    /// most 20 errors and inconsistencies (the rest counted), duplicate GUIDs and LIDs.
+    pub fn warning_lines(&self, fabric: &Fabric) -> Vec<String> {
+        // A dead transport fails every remaining query: list a screenful, count the rest
+        // (all of them are in the JSON report).
+        const SHOWN: usize = 20;
+        let mut out = vec![format!(
+            "discovered {} nodes ({} switches), {} links with {} MADs in {} ms",
+            fabric.node_count(),
+            fabric.switches().count(),
+            fabric.link_count(),
+            self.mads_sent,
+            self.duration_ms
+        )];
+        let problems: Vec<&String> = self.errors.iter().chain(&self.inconsistencies).collect();
+        for e in problems.iter().take(SHOWN) {
+            out.push(format!("warning: {}", crate::escape::for_terminal(e)));
+        }
+        if problems.len() > SHOWN {
+            out.push(format!(
+                "warning: ... and {} more (see `--format json`, field report)",
+                problems.len() - SHOWN
+            ));
+        }
+        for guid in &self.duplicate_guids {
+            out.push(format!("warning: duplicate node GUID {guid:#018x}"));
+        }
+        for lid in &self.duplicate_lids {
+            out.push(format!(
+                "warning: LID {lid} is claimed by more than one port"
+            ));
+        }
+        out
+    }
 }
 
 /// Which fabric (subnet) a model is of, when a host reaches several: the name it goes by
