@@ -6,13 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use ibscope_mad::attr::{PhysState, PortInfo};
-use ibscope_mad::engine::{Engine, MadError, Request};
-use ibscope_mad::header::method;
-use ibscope_mad::smp::SmpRoute;
+use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::quoted_for_terminal;
-use ibscope_topo::m_key::{explain_no_reply, SmpMethod};
+use ibscope_topo::port_apply;
 use ibscope_topo::port_toggle::{self, Plan, PortAction};
 use ibscope_topo::resolve::{resolve, NameMatch};
 use ibscope_topo::PortRef;
@@ -88,24 +84,6 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ExitCode::from(code))
 }
 
-fn get_port_info(engine: &mut Engine, route: &SmpRoute, port: u8) -> Result<PortInfo, MadError> {
-    engine.get::<PortInfo>(route, u32::from(port))
-}
-
-/// The PortInfo holding the node's M_Key: the target port's own (`target`, when read) or
-/// port 0's for a switch; None when it cannot be read.
-fn guard_info(
-    engine: &mut Engine,
-    route: &SmpRoute,
-    plan: &Plan,
-    target: Option<&PortInfo>,
-) -> Option<PortInfo> {
-    if plan.m_key_port == plan.target.port {
-        return target.cloned();
-    }
-    get_port_info(engine, route, plan.m_key_port).ok()
-}
-
 /// Print an error that ends the command with exit 2 (the message is already escaped).
 fn fail(message: &str) -> u8 {
     eprintln!("ibscope: error: {message}");
@@ -119,85 +97,14 @@ fn apply(
     at: &PortRef,
     action: PortAction,
 ) -> Result<u8> {
-    let at_text = at.report_text();
-    let route = SmpRoute::Directed(plan.route.clone());
-    let port = plan.target.port;
-    let before = match get_port_info(engine, &route, port) {
-        Ok(info) => info,
-        Err(e) => {
-            crate::fabric::ensure_connected(engine)?;
-            let guard = guard_info(engine, &route, plan, None);
-            let msg =
-                explain_no_reply(SmpMethod::Get, at, guard.as_ref(), engine.m_key(), true, &e)
-                    .unwrap_or_else(|| format!("SubnGet PortInfo to {at_text}: {e}"));
-            return Ok(fail(&msg));
+    match port_apply::apply(engine, fabric, plan, at, action) {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            Ok(exit::OK)
         }
-    };
-    let was = before.phys_state();
-    if action.is_in_effect(was) {
-        match action {
-            PortAction::Disable => println!("{at_text} is already disabled: nothing to do"),
-            PortAction::Enable => println!(
-                "{at_text} is not disabled (PortPhysicalState {}): nothing to do",
-                was.name()
-            ),
-        }
-        return Ok(exit::OK);
+        Err(port_apply::ApplyError::Lost(e)) => Err(anyhow::Error::new(e)),
+        Err(port_apply::ApplyError::Failed(message)) => Ok(fail(&message)),
     }
-    let payload = port_toggle::set_payload(&before, action);
-    let set = Request::new::<PortInfo>(&route, method::SET, u32::from(port), &payload);
-    if let Err(e) = engine.call(set) {
-        crate::fabric::ensure_connected(engine)?;
-        if plan.through_target && matches!(e, MadError::Timeout { .. }) {
-            return Ok(fail(&format!(
-                "SubnSet PortInfo to {at_text} got no reply, as expected: it travelled the link it \
-                 disables; the result cannot be read back from here"
-            )));
-        }
-        let guard = guard_info(engine, &route, plan, Some(&before));
-        let msg = explain_no_reply(SmpMethod::Set, at, guard.as_ref(), engine.m_key(), true, &e)
-            .unwrap_or_else(|| format!("SubnSet PortInfo to {at_text}: {e}"));
-        return Ok(fail(&msg));
-    }
-    let after = match get_port_info(engine, &route, port) {
-        Ok(info) => info,
-        Err(e) => {
-            crate::fabric::ensure_connected(engine)?;
-            return Ok(fail(&format!(
-                "SubnSet PortInfo to {at_text} was answered, but reading it back failed: {e}"
-            )));
-        }
-    };
-    let now = after.phys_state();
-    if !action.is_in_effect(now) {
-        return Ok(fail(&format!(
-            "SubnSet PortInfo to {at_text} was answered, but PortPhysicalState is still {}",
-            now.name()
-        )));
-    }
-    let peer = fabric
-        .peer(plan.target)
-        .map(|p| {
-            let n = fabric.node(p.node);
-            format!(
-                " (link to {} ({:#018x}) port {})",
-                quoted_for_terminal(&n.description),
-                n.guid,
-                p.port
-            )
-        })
-        .unwrap_or_default();
-    let verb = match action {
-        PortAction::Disable => "disabled",
-        PortAction::Enable => "enabled",
-    };
-    println!(
-        "{verb} {at_text}{peer}: PortPhysicalState {} -> {}",
-        was.name(),
-        now.name()
-    );
-    if action == PortAction::Enable && now != PhysState::LinkUp {
-        println!("the link comes up once the port at its other end is enabled and trains");
-    }
-    Ok(exit::OK)
 }

@@ -30,6 +30,7 @@ pub mod namemap;
 pub mod narrow_links;
 pub mod parse_error;
 pub mod plan;
+pub mod port_apply;
 pub mod port_toggle;
 pub mod query_json;
 pub mod resolve;
