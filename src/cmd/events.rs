@@ -3,10 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
-use ibscope_topo::escape::for_terminal;
 use ibscope_topo::journal::{self, Event};
 use serde::Serialize;
 
@@ -43,18 +42,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     journal::parse_duration(text)
 }
 
-/// `NODE:PORT` or `NODE`; a NodeDescription may hold colons, so only a number after the
-/// last one is a port.
-pub fn split_link(text: &str) -> (&str, Option<u8>) {
-    match text.rsplit_once(':') {
-        Some((node, port)) => match port.parse::<u8>() {
-            Ok(p) => (node, Some(p)),
-            Err(_) => (text, None),
-        },
-        None => (text, None),
-    }
-}
-
 /// The journal to read: `--journal`, else the one `serve` is configured to write.
 pub fn journal_path(explicit: Option<&PathBuf>, g: &Global) -> Result<PathBuf> {
     explicit
@@ -74,17 +61,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let path = journal_path(a.journal.as_ref(), g)?;
     let (mut events, skipped) = journal::read(&path)
         .with_context(|| format!("cannot read the journal {}", path.display()))?;
-    if let Some(since) = a.since {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let from = now.saturating_sub(since.as_secs());
-        events.retain(|e| e.time >= from);
-    }
-    if let Some(link) = &a.link {
-        let (node, port) = split_link(link);
-        events.retain(|e| journal::touches(e, node, port));
-    }
+    journal::select(&mut events, a.since, a.link.as_deref(), SystemTime::now());
     if a.json {
         crate::output::print_json(&Report {
             journal: path.display().to_string(),
@@ -95,18 +72,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     for e in &events {
-        let b =
-            e.b.as_ref()
-                .map_or_else(String::new, |b| format!(" <-> {}", for_terminal(&b.text())));
-        let kind = serde_json::to_value(e.kind)?;
-        writeln!(
-            out,
-            "{}  {:<19} {}{b}  {}",
-            e.at,
-            kind.as_str().unwrap_or("?"),
-            for_terminal(&e.a.text()),
-            for_terminal(&e.detail)
-        )?;
+        writeln!(out, "{}", e.line())?;
     }
     if skipped > 0 {
         eprintln!(

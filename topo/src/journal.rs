@@ -69,6 +69,53 @@ pub struct Event {
     pub fabric: String,
 }
 
+impl Event {
+    /// One line as `ibscope events` prints it, escaped for a terminal.
+    pub fn line(&self) -> String {
+        let b = self.b.as_ref().map_or_else(String::new, |b| {
+            format!(" <-> {}", crate::escape::for_terminal(&b.text()))
+        });
+        let kind = serde_json::to_value(self.kind).unwrap_or_default();
+        format!(
+            "{}  {:<19} {}{b}  {}",
+            self.at,
+            kind.as_str().unwrap_or("?"),
+            crate::escape::for_terminal(&self.a.text()),
+            crate::escape::for_terminal(&self.detail)
+        )
+    }
+}
+
+/// `NODE:PORT` or `NODE`; a NodeDescription may hold colons, so only a number after the
+/// last one is a port.
+pub fn split_link(text: &str) -> (&str, Option<u8>) {
+    match text.rsplit_once(':') {
+        Some((node, port)) => match port.parse::<u8>() {
+            Ok(p) => (node, Some(p)),
+            Err(_) => (text, None),
+        },
+        None => (text, None),
+    }
+}
+
+/// Keep the events of the last `since` (before `now`) and of the link `link` names
+/// (`NODE[:PORT]`, see [`touches`]).
+pub fn select(
+    events: &mut Vec<Event>,
+    since: Option<Duration>,
+    link: Option<&str>,
+    now: SystemTime,
+) {
+    if let Some(since) = since {
+        let from = seconds(now).saturating_sub(since.as_secs());
+        events.retain(|e| e.time >= from);
+    }
+    if let Some(link) = link {
+        let (node, port) = split_link(link);
+        events.retain(|e| touches(e, node, port));
+    }
+}
+
 impl EventEnd {
     /// `"node"[port]`, with `(host, rail R)` for an HCA end; raw fabric text: escape it
     /// before display.
