@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use ibscope_topo::gen::{self, Degraded, FatTreeSpec, GenOptions, RailsSpec};
 
 /// Generate a fabric topology (ibnetdiscover format, as ibsim reads it).
@@ -106,21 +106,6 @@ fn rate_text(text: &str) -> std::result::Result<String, String> {
     super::links::parse_rate(text).map(|r| r.to_string())
 }
 
-fn parse_degrade(text: &str) -> Result<Degraded> {
-    let parts: Vec<&str> = text.rsplitn(3, ':').collect();
-    if parts.len() != 3 {
-        bail!("--degrade {text:?}: expected NODE:PORT:RATE, e.g. L0001:19:1xHDR");
-    }
-    let port: u8 = parts[1]
-        .parse()
-        .with_context(|| format!("--degrade {text:?}: {:?} is not a port number", parts[1]))?;
-    Ok(Degraded {
-        node: parts[2].to_string(),
-        port,
-        rate: parts[0].to_string(),
-    })
-}
-
 pub fn run(a: &GenArgs) -> Result<ExitCode> {
     let options = GenOptions {
         rate: Some(a.rate.clone()),
@@ -128,7 +113,10 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         degraded: a
             .degrade
             .iter()
-            .map(|d| parse_degrade(d))
+            .map(|d| {
+                d.parse::<Degraded>()
+                    .map_err(|e| anyhow::anyhow!("--degrade {e}"))
+            })
             .collect::<Result<_>>()?,
     };
     let text = match &a.shape {
@@ -171,20 +159,4 @@ pub fn run(a: &GenArgs) -> Result<ExitCode> {
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn degrade_syntax() {
-        let d = parse_degrade("L0001:19:1xHDR").unwrap();
-        assert_eq!(
-            (d.node.as_str(), d.port, d.rate.as_str()),
-            ("L0001", 19, "1xHDR")
-        );
-        assert!(parse_degrade("L0001:1xHDR").is_err());
-        assert!(parse_degrade("L0001:x:1xHDR").is_err());
-    }
 }

@@ -52,6 +52,27 @@ pub struct Degraded {
     pub rate: String,
 }
 
+impl std::str::FromStr for Degraded {
+    type Err = String;
+    /// `NODE:PORT:RATE` (`L0001:19:1xHDR`); a node id may hold colons.
+    fn from_str(text: &str) -> Result<Degraded, String> {
+        let parts: Vec<&str> = text.rsplitn(3, ':').collect();
+        if parts.len() != 3 {
+            return Err(format!(
+                "{text:?}: expected NODE:PORT:RATE, e.g. L0001:19:1xHDR"
+            ));
+        }
+        let port = parts[1]
+            .parse()
+            .map_err(|_| format!("{text:?}: {:?} is not a port number", parts[1]))?;
+        Ok(Degraded {
+            node: parts[2].to_string(),
+            port,
+            rate: parts[0].to_string(),
+        })
+    }
+}
+
 /// Options shared by every generator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenOptions {
@@ -695,6 +716,17 @@ pub fn bring_up(fabric: &mut Fabric, rate: Rate) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn degrade_syntax() {
+        let d: Degraded = "L0001:19:1xHDR".parse().unwrap();
+        assert_eq!(
+            (d.node.as_str(), d.port, d.rate.as_str()),
+            ("L0001", 19, "1xHDR")
+        );
+        assert!("L0001:1xHDR".parse::<Degraded>().is_err());
+        assert!("L0001:x:1xHDR".parse::<Degraded>().is_err());
+    }
     use crate::ibnd;
     use crate::model::{End, Fabric};
     use ibscope_mad::attr::link::{SpeedSet, WidthSet};
