@@ -213,9 +213,21 @@ fn state(snapshot: Option<&PublishedSweep>, link: &Link, max_age: Duration) -> R
 pub struct Pages {
     pub slots: Vec<Slot>,
     pub multi: bool,
+    /// The host's own page (`serve --host`: the ibscope_host_* families), on the page of
+    /// every fabric together; `None` when not asked or not read yet.
+    pub host: Mutex<Option<Arc<String>>>,
 }
 
 impl Pages {
+    /// Replace the host's page (a complete exposition of its own families).
+    pub fn set_host_page(&self, text: String) {
+        *locked(&self.host) = Some(Arc::new(text));
+    }
+
+    fn host_page(&self) -> Option<Arc<String>> {
+        locked(&self.host).clone()
+    }
+
     /// The slots on a page of one fabric (`/metrics?fabric=NAME`), or of every fabric.
     fn shown_only<'a>(&'a self, only: Option<&'a str>) -> impl Iterator<Item = (usize, &'a Slot)> {
         self.shown()
@@ -700,7 +712,13 @@ fn write_metrics(
             reopens: link.reopens,
         })
         .collect();
-    let tail = prometheus::scrape_families(&statuses);
+    let scrape = prometheus::scrape_families(&statuses);
+    // The host's families go on the page of every fabric together, before the per-scrape
+    // ones: one small piece compressed per scrape.
+    let tail = match (only, pages.host_page()) {
+        (None, Some(host)) => format!("{host}{scrape}"),
+        _ => scrape,
+    };
     let zipped = accepts_gzip(&req);
     let parts = merged(snaps);
     let tail_z;
@@ -917,6 +935,7 @@ mod tests {
         assert!(slot.link().reason.is_none());
 
         let pages = Pages {
+            host: Mutex::new(None),
             slots: vec![slot, Slot::new("beta".into())],
             multi: true,
         };

@@ -91,6 +91,7 @@ pub fn start(
     let (server, front) = http_server(listen.addr, listen.tls.as_ref(), &front_stop)?;
     let server = Arc::new(server);
     let pages = Arc::new(Pages {
+        host: Mutex::new(None),
         slots: fabrics.iter().map(|f| Slot::new(f.name.clone())).collect(),
         multi,
     });

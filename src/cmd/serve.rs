@@ -142,6 +142,12 @@ pub struct Args {
     /// `ibscope events` reads it and `check --journal` finds flapping links in it.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Also export this host's RDMA side on the page of every fabric together: the
+    /// ibscope_host_* families `ibscope host --prometheus` writes (versions, ports, every
+    /// RDMA counter and RoCE pause statistic, the host check's findings, ready), read
+    /// every --interval.
+    #[arg(long)]
+    pub host: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -250,6 +256,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let started = fabrics.and_then(|fabrics| server::start(fabrics, listen, multi));
     signals::block_stop_signals(false);
     let (running, events) = started?;
+    if a.host {
+        signals::block_stop_signals(true);
+        let spawned = spawn_host_reader(g, &running.pages, Duration::from_secs_f64(a.interval));
+        signals::block_stop_signals(false);
+        spawned?;
+    }
     let scheme = if running.front.is_some() {
         "https"
     } else {
@@ -269,6 +281,43 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     // Only now: the agents kept their files there until they exited.
     drop(state);
     code
+}
+
+/// `--host`: a thread that reads the host (sysfs, libibverbs, counters, the check) every
+/// `interval` and puts its page beside the fabrics', until a stop signal.
+fn spawn_host_reader(
+    g: &Global,
+    pages: &Arc<ibscope_exporter::http::Pages>,
+    interval: Duration,
+) -> Result<()> {
+    // Every device of the host, whichever port -C gives the fabric sweeps.
+    let (pages, roce) = (Arc::clone(pages), g.roce.clone());
+    let read = move || -> Result<String> {
+        let host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
+        let opts = ibscope_host::PreflightOptions {
+            expect: None,
+            roce: roce.clone(),
+        };
+        let findings = ibscope_host::preflight(&host, &opts);
+        let counters = super::host_counters::read(None)?;
+        Ok(ibscope_host::prometheus::page(&host, &counters, &findings))
+    };
+    std::thread::Builder::new()
+        .name("host".into())
+        .spawn(move || loop {
+            match read() {
+                Ok(page) => pages.set_host_page(page),
+                Err(e) => tracing::warn!("cannot read this host: {e:#}"),
+            }
+            let until = std::time::Instant::now() + interval;
+            while std::time::Instant::now() < until {
+                if signals::received().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })?;
+    Ok(())
 }
 
 /// A fabric's name before its sweeper opened it: the planned name, or for the

@@ -1234,3 +1234,53 @@ fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `serve --host` on a compute node: the host's own families (what `host --prometheus`
+/// writes) on the page of every fabric together, valid for promtool, and not on a single
+/// fabric's page.
+#[test]
+fn serve_host_puts_the_hosts_families_on_the_page() {
+    let sim = sim("examples/fabrics/net");
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let port = free_port();
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--interval",
+        "0.5",
+        "--host",
+    ])
+    .env(
+        "IBSCOPE_SYSFS_ROOT",
+        repo_root().join("tests/data/sysfs/roce-cx6dx"),
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
+    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    wait_healthy(&mut serve, port, &log);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let page = loop {
+        let (_, page) = get_gzip(port);
+        if page.contains("ibscope_host_ready") {
+            break page;
+        }
+        assert!(Instant::now() < deadline, "no host families:\n{page}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for line in [
+        "ibscope_host_ready 0",
+        "ibscope_host_findings{kind=\"hca-port-not-active\",severity=\"error\"} 1",
+        "ibscope_host_statistic_total{device=\"mlx5_0\",port=\"1\",netdev=\"enp65s0f0np0\",priority=\"3\",group=\"congestion\",source=\"ethtool\",name=\"tx_prio3_pause\"} 311",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line}\n{page}");
+    }
+    assert!(
+        page.contains("ibscope_fabric_nodes"),
+        "the fabric's families stay"
+    );
+    let checked = promtool_check(&page);
+    assert!(checked.passed(), "promtool: {}", checked.report);
+}
