@@ -147,8 +147,43 @@ pub fn facts_of(doc: &Value, fallback_name: &str) -> ServerFacts {
             }
         }
     }
+    // Error counters: whether each counts, not its value (every server's differ).
+    for set in doc
+        .get("counters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let device = set.get("device").and_then(Value::as_str).unwrap_or("?");
+        let place = match set.get("port").and_then(scalar_text) {
+            Some(p) => format!("{device}/{p}"),
+            None => device.to_string(),
+        };
+        for c in set
+            .get("counters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let group = c.get("group").and_then(Value::as_str).unwrap_or_default();
+            if !COMPARED_GROUPS.contains(&group) {
+                continue;
+            }
+            let (Some(name), Some(value)) = (
+                c.get("name").and_then(Value::as_str),
+                c.get("value").and_then(Value::as_u64),
+            ) else {
+                continue;
+            };
+            let counting = if value > 0 { "counting" } else { "0" };
+            facts.insert(format!("{place} {name}"), counting.to_string());
+        }
+    }
     ServerFacts { server, facts }
 }
+
+/// The counter groups whose counting sets a server apart (errors, not traffic).
+const COMPARED_GROUPS: [&str; 3] = ["link-errors", "transport", "receive-resources"];
 
 /// Port fields compared when present; the RoCE fields may be absent. Counter values are
 /// left out: they differ between any two servers by nature.
@@ -357,5 +392,25 @@ mod tests {
             ],
             "{found:#?}"
         );
+    }
+
+    /// One server's error counter counts where the fleet's are at 0.
+    #[test]
+    fn an_error_counter_counting_on_one_server_is_an_outlier() {
+        let mut docs = fleet(3);
+        for (i, d) in docs.iter_mut().enumerate() {
+            let symbol = if i == 1 { 120 } else { 0 };
+            d["counters"] = json!([{
+                "device": "mlx5_0", "port": 1, "counters": [
+                    {"name": "symbol_error", "group": "link-errors", "source": "port", "value": symbol},
+                    {"name": "port_xmit_data", "group": "data", "source": "port", "value": 1000 * i, "unit": "bytes"}
+                ]
+            }]);
+        }
+        let found = outliers(&facts(&docs));
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].server, "gpu-0002");
+        assert_eq!(found[0].field, "mlx5_0/1 symbol_error");
+        assert_eq!(found[0].value.as_deref(), Some("counting"));
     }
 }

@@ -103,6 +103,7 @@ pub fn gather(opts: &GatherOptions) -> Result<LocalHost, GatherError> {
             },
         },
         bridges,
+        counters: sysfs.counters(None),
     })
 }
 

@@ -33,6 +33,9 @@ pub struct LocalHost {
     /// The PCIe bridges between each GPU and an HCA behind the same switch, with their
     /// ACS settings.
     pub bridges: Vec<Bridge>,
+    /// Every port's and device's RDMA counters as read (`host compare` sets error counters
+    /// that count beside the fleet's).
+    pub counters: Vec<crate::counters::CounterSet>,
 }
 
 /// The commissioning checklist's versions (the kernel's and each RDMA driver's are in

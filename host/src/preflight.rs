@@ -597,6 +597,7 @@ pub(crate) mod tests {
             peer_memory: PeerMemory::Missing,
             versions: crate::model::Versions::default(),
             bridges: Vec::new(),
+            counters: Vec::new(),
         }
     }
 

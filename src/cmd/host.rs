@@ -117,6 +117,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(ca) = &g.ca {
         let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();
         host.devices.retain(|d| &d.name == ca);
+        host.counters.retain(|c| &c.device == ca);
         if host.devices.is_empty() {
             bail!(
                 "no RDMA device named {} (this host has {})",
@@ -146,8 +147,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let mut out = std::io::stdout().lock();
     let written = if a.prometheus {
-        let counters = super::host_counters::read(g.ca.as_deref())?;
-        out.write_all(ibscope_host::prometheus::page(&host, &counters, &findings).as_bytes())
+        out.write_all(ibscope_host::prometheus::page(&host, &host.counters, &findings).as_bytes())
     } else if a.json {
         let report = Report {
             host: &host,

@@ -23,7 +23,7 @@ pub fn interval(seconds: f64) -> Result<Duration> {
 }
 
 /// The counters of `only` (a device) or every device, under the sysfs root in force.
-pub fn read(only: Option<&str>) -> Result<Vec<CounterSet>> {
+fn read(only: Option<&str>) -> Result<Vec<CounterSet>> {
     let sysfs = Sysfs::new(ibscope_host::GatherOptions::from_env().root);
     let sets = sysfs.counters(only);
     if sets.is_empty() {

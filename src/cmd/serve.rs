@@ -299,8 +299,11 @@ fn spawn_host_reader(
             roce: roce.clone(),
         };
         let findings = ibscope_host::preflight(&host, &opts);
-        let counters = super::host_counters::read(None)?;
-        Ok(ibscope_host::prometheus::page(&host, &counters, &findings))
+        Ok(ibscope_host::prometheus::page(
+            &host,
+            &host.counters,
+            &findings,
+        ))
     };
     std::thread::Builder::new()
         .name("host".into())
