@@ -293,16 +293,22 @@ impl DcbSource for Netlink {
         if netdev.is_empty() || netdev.len() >= libc::IFNAMSIZ || netdev.contains('\0') {
             return Err(format!("{netdev:?} is not an interface name"));
         }
-        // SAFETY: plain socket(2); closed below on every path.
-        let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) };
-        if fd < 0 {
-            return Err(format!("netlink: {}", std::io::Error::last_os_error()));
-        }
-        let answer = exchange(fd, &ieee_get_request(netdev, 1));
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(fd) };
-        decode_ieee(&answer?)
+        decode_ieee(&raw_ieee_answer(netdev)?)
     }
+}
+
+/// The kernel's answer to [`ieee_get_request`] for `netdev`, as it wrote it (what a
+/// capture keeps).
+pub fn raw_ieee_answer(netdev: &str) -> Result<Vec<u8>, String> {
+    // SAFETY: plain socket(2); closed below.
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) };
+    if fd < 0 {
+        return Err(format!("netlink: {}", std::io::Error::last_os_error()));
+    }
+    let answer = exchange(fd, &ieee_get_request(netdev, 1));
+    // SAFETY: our own descriptor, closed once.
+    unsafe { libc::close(fd) };
+    answer
 }
 
 /// Send `request` on netlink socket `fd` and read one answer (with a 2 s timeout).
@@ -388,6 +394,19 @@ mod tests {
         let dcb = decode_ieee(&answer()).unwrap();
         assert_eq!(dcb.pfc, [3]);
         assert_eq!(dcb.dscp_to_priority, BTreeMap::from([(26, 3), (48, 6)]));
+    }
+
+    /// A virtio_net interface's answer to IEEE_GET, captured (tests/data/netdev/README.md):
+    /// an NLMSG_ERROR, -EOPNOTSUPP.
+    #[test]
+    fn a_captured_answer_without_dcb_is_an_error() {
+        let bytes = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/data/netdev/virtio-eth0/dcb-ieee-get.bin"),
+        )
+        .unwrap();
+        let e = decode_ieee(&bytes).unwrap_err();
+        assert!(e.starts_with("DCB: ") && e.contains("not supported"), "{e}");
     }
 
     #[test]
