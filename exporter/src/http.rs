@@ -245,6 +245,12 @@ impl Pages {
     /// /healthz: 200 when every fabric answers and its last sweep succeeded and is fresh,
     /// else 503; the body says why (one line per fabric when there are several).
     fn health(&self, max_age: Duration) -> (u16, String) {
+        if self.slots.is_empty() {
+            return match self.host_page() {
+                Some(_) => (200, "ok (this host only)\n".to_string()),
+                None => (503, "this host not read yet\n".to_string()),
+            };
+        }
         if !self.multi {
             return match self.slots.first().map(|s| s.state(max_age)) {
                 Some(Ok(())) => (200, "ok\n".to_string()),
@@ -472,7 +478,9 @@ fn answer(
             let snaps: Vec<(usize, Arc<PublishedSweep>)> = shown()
                 .filter_map(|(i, s)| s.page.load().map(|p| (i, p)))
                 .collect();
-            if snaps.is_empty() {
+            // A page of the host alone (`serve --host --no-fabric`) needs no sweep.
+            let host_only = pages.slots.is_empty() && pages.host_page().is_some();
+            if snaps.is_empty() && !host_only {
                 let unreachable: Vec<String> = shown()
                     .filter_map(|(_, s)| {
                         let link = s.link();

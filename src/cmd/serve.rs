@@ -148,6 +148,10 @@ pub struct Args {
     /// every --interval.
     #[arg(long)]
     pub host: bool,
+    /// With --host: serve this host's page alone, no fabric (a RoCE compute node has no
+    /// InfiniBand port to sweep).
+    #[arg(long, requires = "host")]
+    pub no_fabric: bool,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -210,7 +214,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     // Read once: a bad file fails the command at once.
     let names = crate::fabric::names(g)?;
     let thresholds = crate::fabric::thresholds(g, None)?;
-    let planned = crate::fabric_set::planned(g)?;
+    let planned = if a.no_fabric {
+        Vec::new()
+    } else {
+        crate::fabric_set::planned(g)?
+    };
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     let state = crate::statedir::StateDir::create("serve")?;
     // Every thread started from here on (tiny_http's, ours) inherits it.
@@ -267,6 +275,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         "http"
     };
+    if a.no_fabric {
+        // No sweeper opens a port to say so.
+        eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics (this host only)");
+    }
     let why = server::wait_for_stop(
         &events,
         &running.pages,

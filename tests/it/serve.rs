@@ -1284,3 +1284,60 @@ fn serve_host_puts_the_hosts_families_on_the_page() {
     let checked = promtool_check(&page);
     assert!(checked.passed(), "promtool: {}", checked.report);
 }
+
+/// `serve --host --no-fabric` on a RoCE compute node (no InfiniBand port): the host's page
+/// alone, healthy once read, valid for promtool; it stops cleanly on SIGTERM.
+#[test]
+fn serve_host_alone_on_a_node_without_a_fabric() {
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let port = free_port();
+    let mut cmd = std::process::Command::new(ibscope_bin());
+    cmd.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--interval",
+        "0.5",
+        "--host",
+        "--no-fabric",
+    ])
+    .env_remove("LD_PRELOAD")
+    .env_remove("IBSIM_SOCKNAME")
+    .env(
+        "IBSCOPE_SYSFS_ROOT",
+        repo_root().join("tests/data/sysfs/roce-cx6dx"),
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap());
+    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let body = healthz_until(
+        &mut serve,
+        port,
+        &log,
+        Duration::from_secs(20),
+        "/healthz to say ok",
+        |code, body| code == 200 && body.trim() == "ok (this host only)",
+    );
+    assert_eq!(body.trim(), "ok (this host only)");
+    let (_, page) = get_gzip(port);
+    assert!(page.lines().any(|l| l == "ibscope_host_ready 0"), "{page}");
+    assert!(!page.contains("ibscope_fabric_nodes"), "{page}");
+    let checked = promtool_check(&page);
+    assert!(checked.passed(), "promtool: {}\n{page}", checked.report);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(serve.pid() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = serve.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running 5 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+}

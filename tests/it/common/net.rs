@@ -222,7 +222,7 @@ pub fn wait_every_fabric_healthy(
 /// The body of the first `/healthz` answer `accept` takes, failing at once with `log` when
 /// `serve` has ended, or after `limit`.
 #[track_caller]
-fn healthz_until(
+pub fn healthz_until(
     serve: &mut KillOnDrop,
     port: u16,
     log: &Path,
