@@ -35,7 +35,7 @@ pub struct LocalHost {
     pub bridges: Vec<Bridge>,
     /// Every port's and device's RDMA counters as read (`host compare` sets error counters
     /// that count beside the fleet's).
-    pub counters: Vec<crate::counters::CounterSet>,
+    pub counters: Vec<CounterSet>,
 }
 
 /// The commissioning checklist's versions (the kernel's and each RDMA driver's are in
@@ -421,6 +421,113 @@ pub enum PeerMemory {
     Missing,
     /// Neither /proc/modules nor /sys/module could be read.
     Unknown,
+}
+
+// The RDMA counters as read (`counters` reads them; `LocalHost` and `host --counters`
+// carry them).
+
+/// How an operator groups a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterGroup {
+    /// The physical link: symbol errors, downed links, integrity and overrun errors.
+    LinkErrors,
+    /// Bytes and packets moved.
+    Data,
+    /// The reliable transport: retries, sequence errors, timeouts, RNR NAKs.
+    Transport,
+    /// Receive queues out of buffers.
+    ReceiveResources,
+    /// Congestion control: CNPs, ECN marks, RoCE adaptive retransmission.
+    Congestion,
+    Other,
+}
+
+impl CounterGroup {
+    pub fn title(self) -> &'static str {
+        match self {
+            CounterGroup::LinkErrors => "link errors",
+            CounterGroup::Data => "data",
+            CounterGroup::Transport => "transport",
+            CounterGroup::ReceiveResources => "receive resources",
+            CounterGroup::Congestion => "congestion",
+            CounterGroup::Other => "other",
+        }
+    }
+}
+
+/// Where a counter was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterSource {
+    /// `ports/N/counters/` (the InfiniBand PortCounters the kernel reads from the PMA).
+    Port,
+    /// `ports/N/hw_counters/`.
+    PortHw,
+    /// The device's `hw_counters/`.
+    DeviceHw,
+    /// The RoCE port's netdev (`/sys/class/net/IF/`).
+    Netdev,
+    /// The netdev's driver statistics (`ethtool -S`): pause frames and discards.
+    Ethtool,
+}
+
+/// What a counter file held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    Value(u64),
+    /// "N/A (no PMA)": the port has no performance management agent.
+    NotAvailable,
+    /// Missing between listing and reading, unreadable, or not a number: why.
+    Unknown(String),
+}
+
+/// One counter of a port or device. JSON: `name`, `group`, `source`, `value` (a number,
+/// or null with a `note`: "N/A (no PMA)", "unreadable", "not a number: ..."), `unit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    /// The file's name, as the driver names it.
+    pub name: String,
+    pub group: CounterGroup,
+    pub source: CounterSource,
+    /// For `port_xmit_data`/`port_rcv_data` the bytes (the kernel counts 4-byte words).
+    pub reading: Reading,
+    /// `bytes` for the data counters converted from words, else absent.
+    pub unit: Option<&'static str>,
+}
+
+impl Serialize for Counter {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Counter", 6)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("source", &self.source)?;
+        let (value, note) = match &self.reading {
+            Reading::Value(v) => (Some(*v), None),
+            Reading::NotAvailable => (None, Some("N/A (no PMA)")),
+            Reading::Unknown(why) => (None, Some(why.as_str())),
+        };
+        st.serialize_field("value", &value)?;
+        if let Some(note) = note {
+            st.serialize_field("note", note)?;
+        }
+        if let Some(unit) = self.unit {
+            st.serialize_field("unit", unit)?;
+        }
+        st.end()
+    }
+}
+
+/// The counters of one port (`port` set) or of a device as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterSet {
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    pub counters: Vec<Counter>,
 }
 
 #[cfg(test)]
