@@ -528,6 +528,23 @@ fn roce_config(host: &LocalHost, profile: Option<&RoceProfile>, out: &mut Vec<Ho
     ));
 }
 
+/// The finding kinds `host --check` reports, from the shared table (its help text).
+pub fn kinds_help() -> String {
+    let mut text = String::from("Findings of --check:\n");
+    let host_kinds = ibscope_topo::findings::FINDING_KINDS
+        .iter()
+        .filter(|k| k.scope == ibscope_topo::findings::Scope::Host);
+    for facts in host_kinds {
+        text.push_str(&format!(
+            "  {:<21} {:<7} {}\n",
+            facts.name,
+            facts.severity.as_str(),
+            facts.meaning
+        ));
+    }
+    text
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -428,6 +428,19 @@ pub fn known_op(op: &str) -> bool {
     OPS.contains(&op)
 }
 
+/// A collective as a user names it (`all_reduce`, `all-reduce`, `all_reduce_perf`).
+pub fn op_named(s: &str) -> Result<String, String> {
+    let op = s.trim_end_matches("_perf").replace('-', "_");
+    if known_op(&op) {
+        Ok(op)
+    } else {
+        Err(format!(
+            "unknown collective {s:?} (one of {})",
+            OPS.join(", ")
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,6 +93,31 @@ pub fn run_report(
     }
 }
 
+impl RunReport {
+    /// Something to look at: a range below the fabric's limit, values found wrong, or a run
+    /// cut short.
+    pub fn needs_attention(&self) -> bool {
+        self.partial
+            || self.wrong > 0
+            || self
+                .judgement
+                .ranges
+                .iter()
+                .any(|x| x.verdict == crate::predict::Verdict::BelowFabricLimit)
+    }
+
+    /// The run's chart as SVG, titled with its collective, ranks and file.
+    pub fn svg(&self) -> String {
+        let title = format!(
+            "{} on {} ranks: measured and predicted busbw ({})",
+            self.op.as_deref().unwrap_or("collective"),
+            self.ranks,
+            self.source
+        );
+        crate::chart::svg(&self.judgement.sizes, &title)
+    }
+}
+
 /// One server of a job as its log shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerSummary {

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use ibscope_host::model::{LocalHost, VerbsStatus};
 use ibscope_host::{HostFinding, LinkLayerNorms, PreflightOptions};
 use ibscope_topo::escape::for_terminal;
-use ibscope_topo::findings::{self, Severity};
+use ibscope_topo::findings::Severity;
 use ibscope_topo::health::Rate;
 use serde::Serialize;
 
@@ -40,7 +40,7 @@ use crate::cli::{exit, Global};
 ///   ibscope host --counters --interval 5     # counters and their rates over 5 s
 ///   ibscope host --check --interval 10       # also counters rising above their limits
 #[derive(Debug, clap::Args)]
-#[command(verbatim_doc_comment, after_long_help = kinds_help())]
+#[command(verbatim_doc_comment, after_long_help = ibscope_host::preflight::kinds_help())]
 pub struct Args {
     /// JSON output: the host, and with --check the norms and findings.
     #[arg(long)]
@@ -74,23 +74,6 @@ pub struct Args {
     pub firmware: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub action: Option<super::host_compare::Action>,
-}
-
-/// The finding kinds --check reports, from the shared table.
-fn kinds_help() -> String {
-    let mut text = String::from("Findings of --check:\n");
-    let host_kinds = findings::FINDING_KINDS
-        .iter()
-        .filter(|k| k.scope == findings::Scope::Host);
-    for facts in host_kinds {
-        text.push_str(&format!(
-            "  {:<21} {:<7} {}\n",
-            facts.name,
-            facts.severity.as_str(),
-            facts.meaning
-        ));
-    }
-    text
 }
 
 #[derive(Serialize)]

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use ibscope_nccl::chart;
 use ibscope_nccl::log::NcclLog;
 use ibscope_nccl::perf::{self, PerfRun};
 use ibscope_nccl::report::{self, Beside, RunReport};
@@ -76,7 +75,7 @@ pub enum NcclCommand {
         #[arg(long, value_name = "HOSTLIST")]
         hosts: Option<String>,
         /// The collective when a file does not say it (all_reduce, all_gather, alltoall...).
-        #[arg(long, value_parser = parse_op)]
+        #[arg(long, value_parser = perf::op_named)]
         op: Option<String>,
         /// The job's NCCL_DEBUG=INFO log (repeatable: one file per rank): its findings
         /// explain a run below the fabric's limit.
@@ -135,18 +134,6 @@ pub enum NcclCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-fn parse_op(s: &str) -> Result<String, String> {
-    let op = s.trim_end_matches("_perf").replace('-', "_");
-    if perf::known_op(&op) {
-        Ok(op)
-    } else {
-        Err(format!(
-            "unknown collective {s:?} (one of {})",
-            perf::OPS.join(", ")
-        ))
-    }
 }
 
 /// Files are read whole; a log of a large job is a few hundred MB.
@@ -213,14 +200,9 @@ fn fabric(
     };
     let deltas = match (interval, engine.as_mut()) {
         (Some(i), Some(e)) => {
-            use ibscope_topo::counters;
-            let targets = counters::targets(&fabric, None, None);
-            let before = counters::sweep(e, &fabric, &targets, names.as_ref());
-            let started = std::time::Instant::now();
-            std::thread::sleep(i);
-            let after = counters::sweep(e, &fabric, &targets, names.as_ref());
+            let deltas = ibscope_topo::counters::changes_over(e, &fabric, names.as_ref(), i);
             crate::fabric::ensure_connected(e)?;
-            counters::diff(&before, &after, started.elapsed())
+            deltas
         }
         (Some(_), None) => bail!("--interval reads counters of the live fabric, not of --topology"),
         _ => Vec::new(),
@@ -294,7 +276,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                     ibscope_nccl::text::findings("the job's NCCL log", &hints)
                 );
             }
-            Ok(ExitCode::from(tests_exit(&reports)))
+            Ok(ExitCode::from(
+                if reports.iter().any(RunReport::needs_attention) {
+                    exit::FINDINGS
+                } else {
+                    exit::OK
+                },
+            ))
         }
         NcclCommand::Log {
             files,
@@ -354,33 +342,10 @@ fn read_logs(files: &[PathBuf]) -> Result<NcclLog> {
     Ok(log)
 }
 
-fn tests_exit(reports: &[RunReport]) -> u8 {
-    let bad = reports.iter().any(|r| {
-        r.partial
-            || r.wrong > 0
-            || r.judgement
-                .ranges
-                .iter()
-                .any(|x| x.verdict == ibscope_nccl::predict::Verdict::BelowFabricLimit)
-    });
-    if bad {
-        exit::FINDINGS
-    } else {
-        exit::OK
-    }
-}
-
 fn write_plot(path: &Path, reports: &[RunReport]) -> Result<()> {
     let r = reports
         .iter()
         .find(|r| !r.judgement.sizes.is_empty())
         .context("no run has sizes to plot")?;
-    let title = format!(
-        "{} on {} ranks: measured and predicted busbw ({})",
-        r.op.as_deref().unwrap_or("collective"),
-        r.ranks,
-        r.source
-    );
-    std::fs::write(path, chart::svg(&r.judgement.sizes, &title))
-        .with_context(|| format!("cannot write {}", path.display()))
+    std::fs::write(path, r.svg()).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -304,19 +304,7 @@ fn spawn_host_reader(
 ) -> Result<()> {
     // Every device of the host, whichever port -C gives the fabric sweeps.
     let (pages, roce) = (Arc::clone(pages), g.roce.clone());
-    let read = move || -> Result<String> {
-        let host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
-        let opts = ibscope_host::PreflightOptions {
-            expect: None,
-            roce: roce.clone(),
-        };
-        let findings = ibscope_host::preflight(&host, &opts);
-        Ok(ibscope_host::prometheus::page(
-            &host,
-            &host.counters,
-            &findings,
-        ))
-    };
+    let read = move || ibscope_host::prometheus::read_page(roce.clone());
     std::thread::Builder::new()
         .name("host".into())
         .spawn(move || loop {

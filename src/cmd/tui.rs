@@ -66,23 +66,13 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
             interval: Duration::from_secs_f64(a.interval),
             names,
             stop_requested: || crate::signals::received().is_some(),
-            history: journal_history(a.journal.as_deref()),
+            history: tui::event_log::journal_history(
+                a.journal.as_deref(),
+                tui::state::EVENT_LOG_LEN,
+            ),
         },
     )?;
     Ok(ExitCode::from(exit::OK))
-}
-
-/// The last events of the journal `--journal` names, for the Events view; none when it
-/// does not exist yet or cannot be read (the UI starts all the same).
-fn journal_history(path: Option<&std::path::Path>) -> Vec<tui::event_log::Event> {
-    let Some(Ok((events, _))) = path.map(ibscope_topo::journal::read) else {
-        return Vec::new();
-    };
-    let from = events.len().saturating_sub(tui::state::EVENT_LOG_LEN);
-    events[from..]
-        .iter()
-        .map(tui::event_log::Event::from_journal)
-        .collect()
 }
 
 /// A topology file as the UI reads it: the screen is the UI's, so the file's warnings are

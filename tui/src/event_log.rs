@@ -88,6 +88,16 @@ impl Event {
     }
 }
 
+/// The last `keep` events of the journal at `path`, for the Events view; none when it
+/// does not exist yet or cannot be read (the UI starts all the same).
+pub fn journal_history(path: Option<&std::path::Path>, keep: usize) -> Vec<Event> {
+    let Some(Ok((events, _))) = path.map(ibscope_topo::journal::read) else {
+        return Vec::new();
+    };
+    let from = events.len().saturating_sub(keep);
+    events[from..].iter().map(Event::from_journal).collect()
+}
+
 /// Every link of a sweep, with whether its health verdict calls it degraded.
 fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
     fabric

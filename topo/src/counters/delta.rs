@@ -74,6 +74,21 @@ pub fn diff(prev: &Sample, cur: &Sample, dt: Duration) -> Vec<PortDelta> {
     out
 }
 
+/// Every port's counters read twice, `interval` apart, and their changes.
+pub fn changes_over<E: crate::discover::SmpExecutor>(
+    exec: &mut E,
+    fabric: &crate::Fabric,
+    names: Option<&crate::namemap::NameMap>,
+    interval: Duration,
+) -> Vec<PortDelta> {
+    let targets = super::targets(fabric, None, None);
+    let before = super::sweep(exec, fabric, &targets, names);
+    let started = std::time::Instant::now();
+    std::thread::sleep(interval);
+    let after = super::sweep(exec, fabric, &targets, names);
+    diff(&before, &after, started.elapsed())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,7 @@ pub mod targets;
 pub mod text;
 pub mod thresholds;
 
-pub use delta::{diff, CounterDelta, PortDelta};
+pub use delta::{changes_over, diff, CounterDelta, PortDelta};
 pub use names::{
     all_counter_names, detail_counter_names, is_data_counter, known_counter, ADDITIONAL_EXTENDED,
     ERROR_COUNTERS, EXTENDED_COUNTER_NAMES, EXTENDED_ONLY, PORT_COUNTER_NAMES,
