@@ -161,6 +161,7 @@ impl tui::Source for LiveSource {
             ibscope_topo::findings::CounterReads::PerPort,
         );
         crate::fabric::ensure_connected(&self.engine)?;
+        let fabric = std::sync::Arc::new(fabric);
         let events =
             self.history
                 .record(&fabric, eval.sample.as_ref(), self.names.as_ref(), taken_at);

@@ -493,13 +493,38 @@ fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
     found
 }
 
+/// Of `sample`, each port with only the counters whose rise is an event.
+fn event_counts(sample: &crate::counters::Sample) -> crate::counters::Sample {
+    let ports = sample
+        .ports
+        .iter()
+        .map(|p| {
+            let readings = COUNTER_EVENTS
+                .iter()
+                .filter_map(|(name, _, _)| p.reading(name).cloned())
+                .collect();
+            crate::counters::PortSample {
+                counters: Some(crate::counters::CounterSet::from_readings(readings)),
+                ..crate::counters::PortSample::new(p.at.clone(), p.remote.clone())
+            }
+        })
+        .collect();
+    crate::counters::Sample {
+        ports,
+        data_unit: sample.data_unit.clone(),
+        ..*sample
+    }
+}
+
 /// What a watcher that sweeps again and again (the TUI) has seen of the links: the events
 /// of the last 24 hours between its sweeps, from which it finds the flapping links itself.
 #[derive(Debug, Default)]
 pub struct FlapHistory {
     events: Vec<Event>,
-    last_fabric: Option<Fabric>,
-    last_sample: Option<crate::counters::Sample>,
+    /// The last sweep's fabric, shared with whoever shows it (not a copy).
+    last_fabric: Option<std::sync::Arc<Fabric>>,
+    /// Of the last sweep's counters, only those whose rise is an event.
+    last_counts: Option<crate::counters::Sample>,
 }
 
 impl FlapHistory {
@@ -507,7 +532,7 @@ impl FlapHistory {
     /// kept for a day, and returned for a journal.
     pub fn record(
         &mut self,
-        fabric: &Fabric,
+        fabric: &std::sync::Arc<Fabric>,
         sample: Option<&crate::counters::Sample>,
         names: Option<&NameMap>,
         now: SystemTime,
@@ -516,16 +541,16 @@ impl FlapHistory {
         if let Some(last) = &self.last_fabric {
             new.extend(changes(last, fabric, names, now));
         }
-        if let (Some(before), Some(after)) = (&self.last_sample, sample) {
+        if let (Some(before), Some(after)) = (&self.last_counts, sample) {
             let mut rises = counter_changes(before, after, now);
             if !rises.is_empty() {
                 label_ends(&mut rises, &Hosts::group(fabric, names));
             }
             new.extend(rises);
         }
-        self.last_fabric = Some(fabric.clone());
+        self.last_fabric = Some(std::sync::Arc::clone(fabric));
         if let Some(s) = sample {
-            self.last_sample = Some(s.clone());
+            self.last_counts = Some(event_counts(s));
         }
         self.add(&new, now);
         new
@@ -708,6 +733,7 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let (full, cut) = (ibnd::parse(TWO).unwrap(), without_h2());
         let mut h = FlapHistory::default();
         let mut seen = 0;
+        let (full, cut) = (std::sync::Arc::new(full), std::sync::Arc::new(cut));
         for (i, f) in [&full, &cut, &full, &cut, &full].into_iter().enumerate() {
             seen += h.record(f, None, None, at(60 * i as u64)).len();
         }
@@ -718,6 +744,36 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         // A day later the old downs are forgotten.
         h.record(&full, None, None, at(2 * 86_400));
         assert!(h.flapping(FlapLimits::default()).is_empty());
+    }
+
+    /// The history keeps only the counters whose rise is an event, and finds the rise.
+    #[test]
+    fn a_flap_history_sees_link_downed_rise_between_sweeps() {
+        use crate::counters::sample::test_support::{port_ref, port_sample, wrap};
+        let sample = |downed: u64| {
+            let mut p = port_sample(
+                &[("LinkDownedCounter", downed), ("SymbolErrorCounter", 9)],
+                None,
+                &[],
+            );
+            p.remote = Some(port_ref(2, 7));
+            wrap(p)
+        };
+        let fabric = std::sync::Arc::new(ibnd::parse(TWO).unwrap());
+        let mut h = FlapHistory::default();
+        assert!(h.record(&fabric, Some(&sample(2)), None, at(0)).is_empty());
+        let kept = h.last_counts.as_ref().unwrap().ports[0]
+            .counters
+            .as_ref()
+            .unwrap();
+        assert_eq!(kept.readings().len(), 1, "only LinkDowned of the two");
+        let events = h.record(&fabric, Some(&sample(14)), None, at(60));
+        assert_eq!(events.len(), 1, "{events:#?}");
+        assert_eq!(
+            (events[0].kind, events[0].count),
+            (EventKind::LinkDowned, Some(12))
+        );
+        assert_eq!(h.flapping(FlapLimits::default()).len(), 1, "12 in a day");
     }
 
     #[test]

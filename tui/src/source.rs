@@ -112,7 +112,7 @@ impl Sweep {
     /// and the counters it read. Routes, the master SM and how long it took are the
     /// source's to add.
     pub fn from_evaluation(
-        fabric: Fabric,
+        fabric: impl Into<Arc<Fabric>>,
         evaluation: findings::Evaluation,
         taken_at: SystemTime,
     ) -> Sweep {
@@ -128,7 +128,7 @@ impl Sweep {
             })
             .unwrap_or_default();
         Sweep {
-            fabric: Arc::new(fabric),
+            fabric: fabric.into(),
             health: Arc::new(LinkHealth::from_report(&evaluation.health)),
             counters,
             findings: evaluation.findings,
