@@ -45,8 +45,7 @@ pub fn rail_of(hosts: Option<&Hosts>, host: &str, device: &str) -> Option<u8> {
 
 /// The HCAs a host has: the fabric's, else every device its processes list.
 fn hcas_of(log: &NcclLog, hosts: Option<&Hosts>, host: &str) -> BTreeSet<String> {
-    if let Some(i) = hosts.and_then(|h| h.find(host)) {
-        let h = &hosts.expect("found in it").hosts()[i];
+    if let Some(h) = hosts.and_then(|all| all.find(host).map(|i| &all.hosts()[i])) {
         return h.hcas.iter().filter_map(|c| c.device.clone()).collect();
     }
     log.processes

@@ -181,7 +181,7 @@ impl NcclLog {
                 }
                 continue;
             }
-            let Some((host, pid, cuda_dev)) = prefix(&line[..at]) else {
+            let Some((host, pid)) = prefix(&line[..at]) else {
                 self.unread_lines += 1;
                 continue;
             };
@@ -203,19 +203,13 @@ impl NcclLog {
             }
             let pattern = if *trees { Pattern::Tree } else { Pattern::Ring };
             let process = process.clone();
-            if let Err(why) = self.message(message, &process, cuda_dev, pattern) {
+            if let Err(why) = self.message(message, &process, pattern) {
                 self.problems.push(format!("{source}:{}: {why}", n + 1));
             }
         }
     }
 
-    fn message(
-        &mut self,
-        m: &str,
-        process: &ProcessId,
-        _cuda_dev: Option<u32>,
-        pattern: Pattern,
-    ) -> Result<(), String> {
+    fn message(&mut self, m: &str, process: &ProcessId, pattern: Pattern) -> Result<(), String> {
         // NCCL before 2.6 wrote `Ring 00 : 35 -> 34 [send] via NET/Socket/0` for a ring's
         // connection and `Ring 00 :  0 1 2 3` for its order.
         if let Some(rest) = m
@@ -298,13 +292,11 @@ impl NcclLog {
     }
 }
 
-/// `HOST:PID:TID [DEV]` before ` NCCL INFO`: host, pid and CUDA device.
-fn prefix(head: &str) -> Option<(&str, u32, Option<u32>)> {
+/// `HOST:PID:TID [DEV]` before ` NCCL INFO`: host and pid (the rank comes from the comm
+/// lines, not from the CUDA device in brackets).
+fn prefix(head: &str) -> Option<(&str, u32)> {
     let head = head.trim();
-    let (ids, dev) = match head.rsplit_once(" [") {
-        Some((ids, dev)) => (ids.trim(), dev.trim_end_matches(']').parse().ok()),
-        None => (head, None),
-    };
+    let ids = head.rsplit_once(" [").map_or(head, |(ids, _)| ids.trim());
     let mut parts = ids.rsplitn(3, ':');
     let _tid = parts.next()?;
     let pid = parts.next()?.parse().ok()?;
@@ -312,7 +304,7 @@ fn prefix(head: &str) -> Option<(&str, u32, Option<u32>)> {
     if host.is_empty() {
         return None;
     }
-    Some((host, pid, dev))
+    Some((host, pid))
 }
 
 /// Where ` NCCL INFO ` or ` NCCL WARN ` starts, and whether it is a warning. NCCL's own
@@ -585,7 +577,7 @@ node1:10:10 [3] NCCL INFO Ring 00 : 35 -> 34 [send] via NET/Socket/0";
 
     #[test]
     fn prefixes_of_other_shapes() {
-        assert_eq!(prefix("gpu-1:9:10 [3]"), Some(("gpu-1", 9, Some(3))));
+        assert_eq!(prefix("gpu-1:9:10 [3]"), Some(("gpu-1", 9)));
         assert_eq!(prefix("2024-01-01 gpu-1:9:10 [3]").unwrap().0, "gpu-1");
         let stamped =
             "[2026-04-28 14:14:48] gpu-1:9:10 [4] NCCL INFO Channel 00/0 : 1 -> 2 via P2P";
