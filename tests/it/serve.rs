@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -1083,22 +1083,51 @@ fn serve_page_keeps_the_series_it_always_had() {
     );
 }
 
+/// `serve --journal FILE` on the net fabric, sweeping every 0.3 s, healthy.
+/// Fields drop in order: serve first, then the simulator, then its files.
+struct Journaling {
+    _serve: KillOnDrop,
+    sim: Sim,
+    _scratch: tempfile::TempDir,
+    log: PathBuf,
+    journal: PathBuf,
+    port: u16,
+}
+
+impl Journaling {
+    fn start() -> Journaling {
+        let sim = sim("examples/fabrics/net");
+        let scratch = temp_dir();
+        let log = scratch.path().join("serve.log");
+        let journal = scratch.path().join("events.jsonl");
+        let (mut serve, port) = start_serve(
+            &sim,
+            &log,
+            &["--interval", "0.3", "--journal", journal.to_str().unwrap()],
+        );
+        wait_healthy(&mut serve, port, &log);
+        Journaling {
+            _serve: serve,
+            sim,
+            _scratch: scratch,
+            log,
+            journal,
+            port,
+        }
+    }
+}
+
 /// `serve --journal` records a link going down and coming back at each rediscovery;
 /// `events` reads them back, and `check --journal` reports the link as flapping once it
 /// went down twice within ten minutes.
 #[test]
 fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
-    let sim = sim("examples/fabrics/net");
-    let scratch = temp_dir();
-    let log = scratch.path().join("serve.log");
-    let journal = scratch.path().join("events.jsonl");
+    let j = Journaling::start();
+    let (sim, log, journal) = (&j.sim, j.log.as_path(), j.journal.as_path());
     let journal_arg = journal.to_str().unwrap();
-    let (mut serve, port) =
-        start_serve(&sim, &log, &["--interval", "0.3", "--journal", journal_arg]);
-    wait_healthy(&mut serve, port, &log);
     let wait_for = |kind: &str, n: usize| {
-        wait_for_journal(&journal, kind, n, Duration::from_secs(30), || {
-            std::fs::read_to_string(&log).unwrap_or_default()
+        wait_for_journal(journal, kind, n, Duration::from_secs(30), || {
+            std::fs::read_to_string(log).unwrap_or_default()
         });
     };
     for bounce in 1..=2 {
@@ -1141,7 +1170,7 @@ fn serve_journals_link_bounces_and_check_finds_the_flapping_link() {
         text.contains("link-down") && text.contains("Switch1"),
         "{text}"
     );
-    let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
+    let out = ibscope(sim, &["check", "--journal", journal_arg, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
     let flapping = link_flapping(&doc);
     assert_eq!(flapping.len(), 1, "{doc}");
@@ -1170,14 +1199,9 @@ fn link_flapping(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
 /// flap.link-downed-per-day, here 10 by default).
 #[test]
 fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
-    let sim = sim("examples/fabrics/net");
-    let scratch = temp_dir();
-    let log = scratch.path().join("serve.log");
-    let journal = scratch.path().join("events.jsonl");
+    let j = Journaling::start();
+    let (sim, log, journal, port) = (&j.sim, j.log.as_path(), j.journal.as_path(), j.port);
     let journal_arg = journal.to_str().unwrap();
-    let (mut serve, port) =
-        start_serve(&sim, &log, &["--interval", "0.3", "--journal", journal_arg]);
-    wait_healthy(&mut serve, port, &log);
     // Two sweeps' worth of time for a baseline, then rises of 4 and 8.
     std::thread::sleep(Duration::from_millis(800));
     let downed = |text: &str| {
@@ -1190,22 +1214,22 @@ fn serve_journals_link_downed_rises_and_a_day_of_them_is_flapping() {
         sim.set_counter("Switch1", 2, "LinkDownedCounter", value)
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
-        while downed(&std::fs::read_to_string(&journal).unwrap_or_default()).len() < events {
+        while downed(&std::fs::read_to_string(journal).unwrap_or_default()).len() < events {
             assert!(
                 Instant::now() < deadline,
                 "no LinkDowned rise journaled:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
+                std::fs::read_to_string(log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    let text = std::fs::read_to_string(&journal).unwrap();
+    let text = std::fs::read_to_string(journal).unwrap();
     let rises = downed(&text);
     let counts: Vec<u64> = rises.iter().map(|e| e["count"].as_u64().unwrap()).collect();
     assert_eq!(counts, [4, 8], "{text}");
     assert_eq!(rises[1]["detail"], "LinkDowned rose by 8 (to 12)");
     assert_eq!(rises[1]["a"]["port"], 2);
-    let out = ibscope(&sim, &["check", "--journal", journal_arg, "--json"]);
+    let out = ibscope(sim, &["check", "--journal", journal_arg, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&assert_exit(&out, 1)).unwrap();
     let flapping = link_flapping(&doc);
     assert_eq!(flapping.len(), 1, "{doc}");
