@@ -33,8 +33,9 @@ pub struct LocalHost {
     /// The PCIe bridges between each GPU and an HCA behind the same switch, with their
     /// ACS settings.
     pub bridges: Vec<Bridge>,
-    /// Every port's and device's RDMA counters as read (`host compare` sets error counters
-    /// that count beside the fleet's).
+    /// Every port's and device's RDMA counters as read, when asked
+    /// ([`GatherOptions::counters`](crate::GatherOptions)); `host compare` sets error
+    /// counters that count beside the fleet's.
     pub counters: Vec<CounterSet>,
 }
 

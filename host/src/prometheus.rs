@@ -164,7 +164,10 @@ fn counters_family(out: &mut String, counters: &[CounterSet]) {
 /// The host's Prometheus page as `serve --host` and `host --prometheus` give it: read the
 /// host, check it against `roce`, write its families.
 pub fn read_page(roce: Option<crate::roce::RoceProfile>) -> Result<String, crate::GatherError> {
-    let host = crate::gather(&crate::GatherOptions::from_env())?;
+    let host = crate::gather(&crate::GatherOptions {
+        counters: true,
+        ..crate::GatherOptions::from_env()
+    })?;
     let findings = crate::preflight::preflight(
         &host,
         &crate::preflight::PreflightOptions { expect: None, roce },

@@ -96,7 +96,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if a.counters {
         return super::host_counters::run(g, a.json, interval);
     }
-    let mut host = ibscope_host::gather(&ibscope_host::GatherOptions::from_env())?;
+    let mut host = ibscope_host::gather(&ibscope_host::GatherOptions {
+        counters: a.json || a.prometheus,
+        ..ibscope_host::GatherOptions::from_env()
+    })?;
     if let Some(ca) = &g.ca {
         let names: Vec<String> = host.devices.iter().map(|d| d.name.clone()).collect();
         host.devices.retain(|d| &d.name == ca);
