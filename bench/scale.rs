@@ -26,40 +26,12 @@
 //! - `route-check`: the route check of every plane (LFTs from min-hop routing);
 //! - `tui`: the TUI's snapshot preparation of a second sweep (the snapshot from discovery
 //!   and counters, then derived rows, summary and events against the first);
-//! - `serve`: what `serve` does with its first sweep to have the /metrics page ready: the
-//!   render handed out family by family (`write_fabric_page`) to the sweeper's own
-//!   compressor (`PageDeflater::reusing` with its cache empty: each family's samples
-//!   compressed as they come, and hashed for the next page), every family held
-//!   compressed, with its head, as `serve` holds it (the pipe between the two processes
-//!   left out);
-//! - `serve-stream`: the same render to a sink that only counts the pieces: the render's
-//!   own cost, without holding the page;
-//! - `serve-gzip`: `serve-stream` with every family compressed as it comes (fast deflate
-//!   and CRC-32, as `serve` compresses each family of a page), the compressed bytes kept.
-//! - `serve-steady`: `serve`'s second sweep of a busy fabric, as its sweeper renders it
-//!   (`PageDeflater::reusing`: a family of ports made of the same labels and values as on
-//!   the last page is taken from there, not rendered; every other family's text is
-//!   hashed and compressed only when it differs from the last page's). Setup: a first
-//!   page rendered through the same cache. Between the two, what moves on a busy fabric
-//!   with no errors moves: every data and packet counter (PortXmitData, PortRcvData,
-//!   PortXmitPkts, PortRcvPkts, the unicast and multicast packets; the counters `serve
-//!   --counters data` names) of every port that answered grows by a different amount per
-//!   port, and the sweep count goes up. Error counters, link states, widths and speeds
-//!   stay as they were, as they do on a healthy fabric: the families of those are
-//!   reused. The cost is the render of the families whose values moved and of those not
-//!   of ports, hashing the latter and compressing the changed ones. The cache (one page
-//!   compressed, held as the sweeper holds it), the ports' labels made with the first
-//!   page (kept, as the sweeper keeps them until it rediscovers) and the first page as
-//!   `serve` holds it are in base_mib. Families the sweeper finds as before are the first
-//!   page's (the sweeper sends only their names); the others are copied, as `serve` reads
-//!   them from the pipe; the first page is let go of at the end, as `serve` does when it
-//!   publishes the second. The data counters moving makes their families less
-//!   compressible than the responder's (the unicast and multicast counters it leaves at 0
-//!   become numbers): compare with `serve-cold`, not `serve`. `reused` and `compressed`
-//!   count families;
-//! - `serve-cold`: the same second sweep with an empty cache, every family compressed:
-//!   the worst case (every family changed, or the first sweep after a start), `serve`
-//!   plus the hashing.
+//! - `serve`: what a sweeper of `serve` does with a sweep to have the /metrics page
+//!   ready: the page written (`write_fabric_page`) into the exporter's `PageWriter`, which
+//!   compresses it as it comes, and held as `serve` holds it (compressed, in memory);
+//! - `serve-errors`: the same with `--counters errors` (the page that scales: error
+//!   counters, their breakdowns, link, node and sweep families);
+//! - `serve-render`: the render alone, written to nothing.
 //!
 //! Printed: one line of `key=value`: cpu_s (the process's CPU time during the operation
 //! less the responder's own: building replies and waiting out their latency, and the
@@ -67,7 +39,7 @@
 //! cost, calibrated at the start, per timed call), wall_s,
 //! rss_mib (peak RSS during the operation), base_mib (RSS before it: the responder's
 //! model and the setup), mads, out_mib (the text `counters` or `serve` produced), planes,
-//! gzip_mib (the compressed bytes of `serve` and `serve-gzip`), and for `discover` under
+//! gzip_mib (the compressed bytes of `serve` and `serve-errors`), and for `discover` under
 //! latency the ideal time `mads x latency / window` and the ratio to it.
 //!
 //! `--out FILE` also writes what the operation produced, outside the measured time (the
@@ -85,13 +57,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::{CounterFamilies, Deflated, Family, PageDeflater, PieceCache};
+use ibscope::cmd::serve::CounterFamilies;
+use ibscope_exporter::page::PageWriter;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
-use ibscope_topo::export::prometheus::{
-    write_fabric_page, PageLabels, PageSink, PageStats, ScrapeErrors,
-};
+use ibscope_topo::export::prometheus::{write_fabric_page, PageStats, ScrapeErrors};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -112,7 +83,7 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve|serve-stream|serve-gzip|serve-steady|serve-cold [--latency-us U] [--loss P] [--window W] [--out FILE]");
+    eprintln!("usage: scale --family fat-tree|rails --hosts N --op discover|check|counters|route-check|tui|serve|serve-errors|serve-render [--latency-us U] [--loss P] [--window W] [--out FILE]");
     std::process::exit(2)
 }
 
@@ -357,7 +328,7 @@ fn main() {
 
     // Setup of the operations that start from a discovered fabric.
     let prior: Vec<Fabric> = match op.as_str() {
-        "tui" | "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
+        "tui" | "serve" | "serve-errors" | "serve-render" => {
             planes.iter_mut().map(discover_plane).collect()
         }
         _ => Vec::new(),
@@ -374,7 +345,7 @@ fn main() {
                 sweeps.push(eval);
             }
         }
-        "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
+        "serve" | "serve-errors" | "serve-render" => {
             for (plane, fabric) in planes.iter_mut().zip(&prior) {
                 sweeps.push(findings::Evaluation {
                     sample: Some(sweep_all(plane, fabric)),
@@ -383,46 +354,6 @@ fn main() {
             }
         }
         _ => {}
-    }
-    // The sweepers' caches, one per plane, and the first page through them, as `serve`
-    // holds it (by family name) until the next page replaces it.
-    let mut caches: Vec<PieceCache> = Vec::new();
-    let mut last_pages: Vec<HashMap<String, Family>> = Vec::new();
-    // The sweepers' port labels, made with the first page and kept until a rediscovery.
-    let mut kept_labels: Vec<PageLabels> = Vec::new();
-    if op == "serve-steady" || op == "serve-cold" {
-        let families = CounterFamilies::All.names();
-        let errors = HashMap::new();
-        let stats = page_stats(&families, &errors, &thresholds, 1);
-        for (fabric, eval) in prior.iter().zip(&mut sweeps) {
-            let mut cache = PieceCache::default();
-            let mut last_page = HashMap::new();
-            if op == "serve-steady" {
-                let sample = eval.sample.as_ref().expect("swept");
-                let keep = |name: &str, head: &str, body: &Deflated, _| {
-                    // As `serve` reads it from the sweeper's pipe: a copy of its piece.
-                    let family = Family::new(name.into(), head.into(), body.clone());
-                    last_page.insert(name.to_string(), family);
-                };
-                let mut sink = PageDeflater::reusing(&mut cache, keep);
-                let (health, hosts) = (&eval.health, &eval.hosts);
-                let mut labels = PageLabels::new(fabric, None, hosts, stats.fabric, stats.filter);
-                let kept = Some(&mut labels);
-                write_fabric_page(fabric, health, hosts, None, sample, &stats, kept, &mut sink);
-                sink.finish();
-                kept_labels.push(labels);
-            }
-            caches.push(cache);
-            last_pages.push(last_page);
-            if let Some(sample) = eval.sample.as_mut() {
-                advance_data_counters(sample);
-            }
-        }
-    }
-    if op == "serve" {
-        // A sweeper's first page goes through its cache too, empty then: the families
-        // are hashed (and digested) for the next page.
-        caches.extend(prior.iter().map(|_| PieceCache::default()));
     }
     for p in &mut planes {
         p.engine.port_mut().set_options(options);
@@ -440,16 +371,14 @@ fn main() {
     let mut complete = true;
     // Bytes of text the operation produced (counters' JSON, serve's page), for scale.
     let mut out_bytes = 0usize;
-    // Bytes of deflate (`serve-gzip`).
+    // Bytes of gzip (`serve`, `serve-errors`).
     let mut gzip_bytes = 0usize;
     // What the operation produced, kept only for --out (which then adds to the peak RSS).
     let mut produced: Vec<String> = Vec::new();
     let mut reports = Vec::new();
     let mut snapshots: Vec<Fabric> = Vec::new();
-    // `serve`'s pages, family by family, compressed.
+    // `serve`'s pages, compressed.
     let mut held_pages = Vec::new();
-    // Families of `serve-steady` and `serve-cold` taken from the last page, and compressed.
-    let (mut reused, mut compressed) = (0u64, 0u64);
     match op.as_str() {
         "discover" => {
             for p in &mut planes {
@@ -518,57 +447,41 @@ fn main() {
                 keep.push(Box::new(tui::state::prepare(Some(previous), snap, None)));
             }
         }
-        "serve" | "serve-stream" | "serve-gzip" | "serve-steady" | "serve-cold" => {
-            let families = CounterFamilies::All.names();
+        "serve" | "serve-errors" | "serve-render" => {
+            let families = match op.as_str() {
+                "serve-errors" => CounterFamilies::Errors,
+                _ => CounterFamilies::All,
+            }
+            .names();
             let errors = HashMap::new();
-            let second = op == "serve-steady" || op == "serve-cold";
-            let stats = page_stats(&families, &errors, &thresholds, 1 + u64::from(second));
-            for (i, (fabric, eval)) in prior.iter().zip(&sweeps).enumerate() {
+            let stats = page_stats(&families, &errors, &thresholds, 1);
+            for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
-                if second || op == "serve" {
-                    // Each family as `serve` holds it: name, head and compressed head,
-                    // samples as the sweeper compressed them (from the pipe), or, when
-                    // the sweeper says it is as before, the last page's (shared).
-                    let mut held: Vec<Family> = Vec::new();
-                    let last_page = last_pages.get(i);
-                    let keep = |name: &str, head: &str, body: &Deflated, as_before: bool| {
-                        let last = last_page.and_then(|l| l.get(name)).filter(|_| as_before);
-                        held.push(match last {
-                            Some(last) => last.clone(),
-                            None => Family::new(name.into(), head.into(), body.clone()),
-                        });
-                    };
-                    let (health, hosts) = (&eval.health, &eval.hosts);
-                    // Every one has a cache (`serve`'s empty), only serve-steady the
-                    // first page's labels.
-                    let cache = caches.get_mut(i).expect("a sweeper's cache per plane");
-                    let mut sink = PageDeflater::reusing(cache, keep);
-                    let kept = kept_labels.get_mut(i);
-                    write_fabric_page(fabric, health, hosts, None, sample, &stats, kept, &mut sink);
-                    sink.finish();
-                    if let Some(cache) = caches.get(i) {
-                        reused += cache.reused;
-                        compressed += cache.compressed;
-                    }
-                    for f in &held {
-                        out_bytes += f.head.len() + f.body.text_len() as usize;
-                        gzip_bytes += f.head_z.bytes().len() + f.body.bytes().len();
-                    }
-                    held_pages.push(held);
+                let (health, hosts) = (&eval.health, &eval.hosts);
+                if op == "serve-render" {
+                    let mut counted = Counted(0);
+                    write_fabric_page(
+                        &mut counted,
+                        fabric,
+                        health,
+                        hosts,
+                        None,
+                        sample,
+                        &stats,
+                        None,
+                    )
+                    .expect("counting cannot fail");
+                    out_bytes += counted.0;
                     continue;
                 }
-                let mut sink = StreamSink {
-                    bytes: 0,
-                    text: out_file.as_ref().map(|_| String::new()),
-                    deflate: (op == "serve-gzip").then(Deflating::default),
-                };
-                let (health, hosts) = (&eval.health, &eval.hosts);
-                write_fabric_page(fabric, health, hosts, None, sample, &stats, None, &mut sink);
-                out_bytes += sink.bytes;
-                if let Some(d) = sink.deflate {
-                    gzip_bytes += d.finish();
-                }
-                produced.extend(sink.text);
+                let mut page = PageWriter::default();
+                write_fabric_page(&mut page, fabric, health, hosts, None, sample, &stats, None)
+                    .expect("compressing into memory");
+                let page = page.finish(None).expect("compressing into memory");
+                let (text, gzip) = page.sizes();
+                out_bytes += text as usize;
+                gzip_bytes += gzip;
+                held_pages.push(page);
             }
         }
         _ => usage(),
@@ -578,8 +491,6 @@ fn main() {
         // `main` returns): counted. The TUI and serve hold theirs until the next sweep.
         keep.clear();
     }
-    // `serve` lets go of the last page as it publishes the new one: counted.
-    last_pages.clear();
     let wall = t0.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     let peak_kib = status_kib("VmHWM:");
@@ -609,9 +520,6 @@ fn main() {
     if gzip_bytes > 0 {
         print!(" gzip_mib={:.0}", gzip_bytes as f64 / (1024.0 * 1024.0));
     }
-    if reused + compressed > 0 {
-        print!(" reused={reused} compressed={compressed}");
-    }
     if !latency.is_zero() || loss > 0.0 {
         let cuts: u64 = planes.iter().map(|p| p.engine.stats().window_cuts).sum();
         let retries: u64 = planes.iter().map(|p| p.engine.stats().retries).sum();
@@ -625,13 +533,7 @@ fn main() {
     if out_file.is_some() {
         // The text a scrape without gzip gets: heads, samples inflated.
         for held in &held_pages {
-            let mut page = Vec::new();
-            for f in held {
-                page.extend_from_slice(f.head.as_bytes());
-                let text = f.body.inflate().expect("the page's own pieces inflate");
-                page.extend_from_slice(text.as_bytes());
-            }
-            produced.push(String::from_utf8(page).expect("the page is text"));
+            produced.push(held.text().expect("the page's own bytes inflate"));
         }
     }
     drop(held_pages);
@@ -652,81 +554,17 @@ fn main() {
     drop(produced);
 }
 
-/// Where `serve-stream` and `serve-gzip` hand the page: counted, compressed for
-/// `serve-gzip`, kept as text only for --out.
-struct StreamSink {
-    bytes: usize,
-    text: Option<String>,
-    deflate: Option<Deflating>,
-}
+/// Where `serve-render` writes the page: its bytes counted.
+struct Counted(usize);
 
-impl PageSink for StreamSink {
-    fn family(&mut self, _name: &str, head: &str) {
-        // The samples before are a piece, the head another.
-        if let Some(d) = &mut self.deflate {
-            d.end_piece();
-        }
-        self.samples(head);
-        if let Some(d) = &mut self.deflate {
-            d.end_piece();
-        }
+impl std::io::Write for Counted {
+    fn write(&mut self, text: &[u8]) -> std::io::Result<usize> {
+        self.0 += text.len();
+        Ok(text.len())
     }
 
-    fn samples(&mut self, lines: &str) {
-        self.bytes += lines.len();
-        if let Some(text) = &mut self.text {
-            text.push_str(lines);
-        }
-        if let Some(d) = &mut self.deflate {
-            d.put(lines.as_bytes(), flate2::FlushCompress::None);
-        }
-    }
-}
-
-/// A page compressed as `serve` compresses it: fast deflate, each family's head and its
-/// samples a piece of their own ended by a sync flush, with the CRC-32 of the text.
-struct Deflating {
-    compress: flate2::Compress,
-    crc: flate2::Crc,
-    out: Vec<u8>,
-}
-
-impl Default for Deflating {
-    fn default() -> Self {
-        Deflating {
-            compress: flate2::Compress::new(flate2::Compression::fast(), false),
-            crc: flate2::Crc::new(),
-            out: Vec::new(),
-        }
-    }
-}
-
-impl Deflating {
-    fn put(&mut self, mut input: &[u8], flush: flate2::FlushCompress) {
-        self.crc.update(input);
-        loop {
-            if self.out.capacity() - self.out.len() < 4096 {
-                self.out.reserve(self.out.len().max(1 << 16));
-            }
-            let before = self.compress.total_in();
-            // Compressing into a Vec with room cannot fail.
-            let _ = self.compress.compress_vec(input, &mut self.out, flush);
-            input = &input[(self.compress.total_in() - before) as usize..];
-            if input.is_empty() && self.out.len() < self.out.capacity() {
-                break;
-            }
-        }
-    }
-
-    /// Ends a piece (a head, or a family's samples) as `serve` does.
-    fn end_piece(&mut self) {
-        self.put(&[], flate2::FlushCompress::Sync);
-    }
-
-    /// Bytes of deflate written.
-    fn finish(mut self) -> usize {
-        self.end_piece();
-        self.out.len()
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -740,26 +578,6 @@ fn page_stats<'a>(
         sweeps,
         discoveries: 1,
         ..PageStats::new("scale", counters, scrape_errors, thresholds)
-    }
-}
-
-/// What moves between two sweeps of a busy, healthy fabric: every data and packet counter
-/// of every port that answered, by a different amount per port (a few MB to a few GB of
-/// traffic); error counters stay as they were.
-fn advance_data_counters(sample: &mut counters::Sample) {
-    let data = CounterFamilies::Data.names();
-    for (i, port) in sample.ports.iter_mut().enumerate() {
-        let step = 1 + (i as u64 % 997) * 4_099_997;
-        for set in [&mut port.counters, &mut port.extended] {
-            let Some(read) = set.as_ref() else {
-                continue;
-            };
-            let mut readings = read.readings().to_vec();
-            for r in readings.iter_mut().filter(|r| data.contains(&&*r.name)) {
-                r.value += step;
-            }
-            *set = Some(counters::CounterSet::from_readings(readings));
-        }
     }
 }
 

@@ -16,7 +16,7 @@ set -euo pipefail
 
 FAMILIES=${FAMILIES:-"fat-tree rails"}
 SIZES=${SIZES:-"10000 50000 100000"}
-OPS=${OPS:-"discover check counters route-check tui serve serve-stream serve-gzip serve-steady serve-cold"}
+OPS=${OPS:-"discover check counters route-check tui serve serve-errors serve-render"}
 LATENCY_HOSTS=${LATENCY_HOSTS:-100000}
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # `ibscope serve` benchmark: scrape latency (p50/p99 over SCRAPES scrapes of /metrics, taken
-# while sweeps run), exposition size, and the exporter's own sweep and discovery times, on
-# a generated 3-level fat tree under ibsim (OpenSM up).
+# while sweeps run), exposition size, and the exporter's own sweep, render and compression
+# times, on a generated 3-level fat tree under ibsim (OpenSM up). With OLD=BINARY it runs
+# that binary first and then this tree's, one after the other on the same simulated fabric,
+# and prints both.
 #
 #   bench/serve_scrape.sh                    # 2048 hosts, 300 scrapes, --interval 2
 #   HOSTS=8192 SCRAPES=100 INTERVAL=5 bench/serve_scrape.sh
+#   OLD=/tmp/ibscope-before bench/serve_scrape.sh    # before and after a change
 #   SERVE_ARGS="--counters errors --active-only" bench/serve_scrape.sh
 #   IBSCOPE=/path/to/ibscope bench/serve_scrape.sh   # that binary, not a fresh build
 #
 # Each scrape is one curl process on a new connection (no keep-alive: the worst case) that
-# sends what Prometheus sends, `Accept-Encoding: gzip`, and discards the body as it comes
-# (writing 5 MB to a file per scrape measured the client's disk, not the exporter). The
-# exporter logs its own time per request at debug level; the script reports those too, so
-# a tail on the client side only shows as such. The machine has 2 cores: ibsim, the
-# sweeper and curl share them, so `uptime` is printed before and after (other builds or
-# simulators running at the same time make the tail longer).
+# sends what Prometheus sends, `Accept-Encoding: gzip`, and discards the body as it comes.
+# The exporter logs at debug level its own time per request (until the response is ready)
+# and, per sweep, the sweep and the render with its compression (one thread: its wall
+# time bounds its CPU time). The machine has 2 cores: ibsim, the sweeper and curl share
+# them, so `uptime` is printed before and after.
 #
 # Needs: ibsim-utils, libumad2sim0, opensm, curl.
 set -euo pipefail
@@ -55,8 +57,11 @@ topo="$work/ft3-$HOSTS.topo"
 eval "$("$ibscope" sim up --name "$name" "$topo" 2>"$work/up.err")"
 sim_up=1
 
+# one LABEL BINARY: start BINARY's serve on the fabric, scrape it, stop it, print figures.
+one() {
+local label=$1 bin=$2
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of words
-IBSCOPE_LOG=ibscope=debug NO_COLOR=1 "$ibscope" serve --listen "127.0.0.1:$PORT" \
+IBSCOPE_LOG=ibscope=debug NO_COLOR=1 "$bin" serve --listen "127.0.0.1:$PORT" \
     --interval "$INTERVAL" --max-outstanding "$OUTSTANDING" $SERVE_ARGS \
     >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
@@ -102,6 +107,7 @@ nodes=$(metric ibscope_fabric_nodes)
 ports=$(metric ibscope_sweep_ports)
 bytes=$(awk 'END { print $2 }' "$work/lat")
 series=$(grep -vc '^#' "$work/metrics")
+echo "== $label: $bin"
 printf 'fabric: %s hosts, %s nodes, %s ports swept; exposition %s series, %.1f MiB text, %.1f MiB gzip\n' \
     "$HOSTS" "$nodes" "$ports" "$series" "$(echo "$(stat -c %s "$work/metrics") / 1048576" | bc -l)" \
     "$(echo "$bytes / 1048576" | bc -l)"
@@ -112,10 +118,14 @@ printf 'sweeper phases: %s\n' "$phases"
 printf 'scrape latency over %s scrapes: p50 %s ms, p99 %s ms, max %s ms (first byte: p50 %s ms, p99 %s ms)\n' \
     "$SCRAPES" "$(pct 50)" "$(pct 99)" "$(pct 100)" "$(pct 50 3)" "$(pct 99 3)"
 if [ -s "$work/server" ]; then
-    printf 'exporter side (request received to last byte written): p50 %s ms, p99 %s ms, max %s ms\n' \
+    printf 'exporter side (request received to response ready): p50 %s ms, p99 %s ms, max %s ms\n' \
         "$(pct 50 1 "$work/server")" "$(pct 99 1 "$work/server")" "$(pct 100 1 "$work/server")"
 else
     echo 'exporter side: n/a (no debug timing in the log)'
 fi
+}
+
+if [ -n "${OLD:-}" ]; then one old "$(realpath "$OLD")"; fi
+one new "$ibscope"
 echo "after: $(uptime)"
 if [ -n "${KEEP:-}" ]; then cp "$work/lat" "$work/server" "$work/serve.err" "$KEEP/"; fi

@@ -1,12 +1,11 @@
-//! The Prometheus exporter behind `ibscope serve`: each fabric's pages kept in a slot,
-//! served over HTTP (and TLS, basic auth) without waiting on a fabric.
+//! The Prometheus exporter behind `ibscope serve`: a sweeper thread per fabric keeps that
+//! fabric's page, rendered and compressed once per sweep, in memory; HTTP answers from
+//! there, so a scrape never waits on a fabric.
 
-pub mod frames;
 pub mod http;
-pub mod pieces;
-pub mod plane_counts;
+pub mod page;
+pub mod planes;
 pub mod server;
-pub mod supervisor;
+pub mod slots;
 pub mod sweeper;
-pub mod tls;
 pub mod web;

@@ -1,66 +1,25 @@
-//! The HTTP side of serving: the server (plain, or behind the TLS front), its worker
-//! threads, and the orderly stop of everything that runs while serving.
+//! Serving: the listener and its connections (hyper on a small tokio runtime, TLS through
+//! tokio-rustls), a sweeper thread per fabric, and the orderly stop of both.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Context, Result};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio_rustls::TlsAcceptor;
 
-use crate::http::{self, Pages, Slot};
-use crate::supervisor::{self, Event, Supervisor, REOPEN_FIRST};
-use crate::sweeper::{OpenFabric, SweepSettings};
+use crate::http::{self, Site};
+use crate::planes::Planes;
+use crate::slots::Pages;
+use crate::sweeper::{
+    Event, FabricPlan, FabricThread, OpenFabric, Shared, SweepSettings, REOPEN_FIRST,
+};
 use crate::web::{BasicAuth, TlsConfig};
-use crate::{plane_counts, tls, web};
-
-/// What runs while serving: the HTTP front, its workers and a supervisor per fabric.
-pub struct Running {
-    pub pages: Arc<Pages>,
-    pub supervisors: Vec<Supervisor>,
-    pub sweeps: Arc<AtomicU64>,
-    pub server: Arc<tiny_http::Server>,
-    pub workers: Vec<JoinHandle<()>>,
-    /// The TLS accept loop, when there is TLS, and what stops it.
-    pub front: Option<JoinHandle<()>>,
-    pub front_stop: Arc<AtomicBool>,
-}
-
-impl Running {
-    /// Stop: no new requests; every sweeper sends no new MAD, lets what is in
-    /// flight finish and closes its port.
-    /// `limit`: how long the sweepers get to close their ports.
-    pub fn shut_down(self, limit: Duration) -> Stopped {
-        let started = Instant::now();
-        let tls = self.front.is_some();
-        // All at once: one fabric's slow stop does not delay another's.
-        for s in &self.supervisors {
-            s.ask_to_stop();
-        }
-        self.front_stop.store(true, Ordering::SeqCst);
-        if let Some(front) = self.front {
-            if finished_within(&front, Duration::from_secs(1)) {
-                let _ = front.join();
-            }
-        }
-        stop_http_workers(self.server, self.workers, tls);
-        let deadline = Instant::now() + limit;
-        let mut closed = true;
-        for s in &self.supervisors {
-            closed &= s.stop(deadline.saturating_duration_since(Instant::now()));
-        }
-        let took = started.elapsed();
-        let sweeps = self.sweeps.load(Ordering::SeqCst);
-        drop(self.pages);
-        Stopped {
-            sweeps,
-            closed,
-            took,
-            supervisors: self.supervisors,
-        }
-    }
-}
 
 /// One fabric to serve: its name until its port is open, how that port is opened (every
 /// time), how it is swept.
@@ -80,62 +39,141 @@ pub struct Listen {
     pub max_age: Duration,
 }
 
-/// Listen, start a supervisor (and so a sweeper) per fabric, and the HTTP workers.
-/// `multi`: several fabrics, where one that cannot be opened at start is tried again.
+/// What runs while serving.
+pub struct Running {
+    pub pages: Arc<Pages>,
+    pub tls: bool,
+    runtime: Runtime,
+    fabrics: Vec<FabricThread>,
+    sweeps: Arc<AtomicU64>,
+}
+
+/// How long a request's head may take to arrive, and a TLS handshake: a client that
+/// stalls does not hold a connection for ever.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Listen, start the HTTP runtime and a sweeper thread per fabric. `multi`: several
+/// fabrics, where one that cannot be opened at start is tried again.
 pub fn start(
     fabrics: Vec<FabricToServe>,
     listen: Listen,
     multi: bool,
 ) -> Result<(Running, mpsc::Receiver<Event>)> {
-    let front_stop = Arc::new(AtomicBool::new(false));
-    let (server, front) = http_server(listen.addr, listen.tls.as_ref(), &front_stop)?;
-    let server = Arc::new(server);
-    let pages = Arc::new(Pages {
-        host: Mutex::new(None),
-        slots: fabrics.iter().map(|f| Slot::new(f.name.clone())).collect(),
-        multi,
-    });
-    let sweeps = Arc::new(AtomicU64::new(0));
-    let (events_tx, events) = mpsc::channel::<Event>();
-    let names = fabrics.first().and_then(|f| f.settings.names.clone());
-    let shared = supervisor::Shared {
+    let listener = std::net::TcpListener::bind(listen.addr)
+        .with_context(|| format!("cannot listen on {}", listen.addr))?;
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(listen.http_threads as usize)
+        .thread_name("http")
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let names = fabrics.iter().map(|f| f.name.clone()).collect();
+    let pages = Arc::new(Pages::new(names, multi));
+    let site = Arc::new(Site {
         pages: pages.clone(),
-        sweeps: sweeps.clone(),
+        auth: listen.auth,
+        max_age: listen.max_age,
+    });
+    let tls = listen.tls.map(TlsAcceptor::from);
+    let listener = {
+        let _entered = runtime.enter();
+        TcpListener::from_std(listener)?
+    };
+    let running_tls = tls.is_some();
+    runtime.spawn(accept(listener, tls, site));
+    let (events_tx, events) = mpsc::channel();
+    let shared = Shared {
+        pages: pages.clone(),
+        sweeps: Arc::new(AtomicU64::new(0)),
         subnets: Arc::new(Mutex::new(vec![None; fabrics.len()])),
-        planes: plane_counts::Planes::new(fabrics.len(), names),
+        planes: multi.then(|| {
+            let names = fabrics.first().and_then(|f| f.settings.names.clone());
+            Arc::new(Planes::new(fabrics.len(), names))
+        }),
         events: events_tx,
     };
-    let mut supervisors = Vec::new();
-    for (slot, f) in fabrics.into_iter().enumerate() {
-        let plan = supervisor::FabricPlan {
-            slot,
-            settings: f.settings,
-            open: f.open,
-            multi,
-        };
-        supervisors.push(Supervisor::spawn(plan, shared.clone())?);
-    }
-    let workers = spawn_http_workers(
-        &server,
-        &pages,
-        listen.auth,
-        listen.max_age,
-        listen.http_threads,
-    )?;
+    let threads = fabrics.into_iter().enumerate().map(|(slot, f)| {
+        let (open, settings) = (f.open, f.settings);
+        FabricThread::spawn(
+            FabricPlan {
+                slot,
+                open,
+                settings,
+                multi,
+            },
+            shared.clone(),
+        )
+    });
     let running = Running {
         pages,
-        supervisors,
-        sweeps,
-        server,
-        workers,
-        front,
-        front_stop,
+        tls: running_tls,
+        runtime,
+        fabrics: threads.collect::<Result<_>>()?,
+        sweeps: shared.sweeps,
     };
     Ok((running, events))
 }
 
-/// Wait until `stop_requested` names a signal, announcing `url` once a sweeper opened
-/// its port. An
+/// Accept connections until the runtime stops; each served on a task of its own.
+async fn accept(listener: TcpListener, tls: Option<TlsAcceptor>, site: Arc<Site>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors and the like: not the listener's end.
+                tracing::warn!("accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        // Pages go out in one piece, not as the kernel sees fit to batch them.
+        let _ = stream.set_nodelay(true);
+        let (tls, site) = (tls.clone(), site.clone());
+        tokio::spawn(async move {
+            let Some(tls) = tls else {
+                return serve_connection(stream, site, false).await;
+            };
+            // Plain HTTP on the TLS port: told so (as Go's exporters do), never served.
+            let mut first = [0u8; 1];
+            if matches!(stream.peek(&mut first).await, Ok(1) if first[0] != TLS_HANDSHAKE) {
+                return serve_connection(stream, site, true).await;
+            }
+            match tokio::time::timeout(CLIENT_TIMEOUT, tls.accept(stream)).await {
+                Ok(Ok(stream)) => serve_connection(stream, site, false).await,
+                Ok(Err(e)) => tracing::debug!("TLS handshake: {e}"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
+            }
+        });
+    }
+}
+
+/// The first byte of a TLS connection: a handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// Answer the requests of one connection; `plain_on_tls`: with a 400 each.
+async fn serve_connection<S>(stream: S, site: Arc<Site>, plain_on_tls: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| {
+        let response = match plain_on_tls {
+            false => http::answer(&req, &site),
+            true => http::plain_on_tls(),
+        };
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(CLIENT_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+    if let Err(e) = served {
+        tracing::debug!("connection: {e}");
+    }
+}
+
+/// Wait until `stop_requested` names a signal, announcing `url` once a port is open. An
 /// error when the one fabric's port could not be opened at start, or with several, when
 /// none of them could.
 pub fn wait_for_stop(
@@ -150,14 +188,12 @@ pub fn wait_for_stop(
         if let Some(signal) = stop_requested() {
             return Ok(signal);
         }
-        match events.recv_timeout(STOP_POLL) {
-            Ok(Event::Opened { slot, port }) => {
-                tracing::info!(slot, "management port {port} open");
-                if !announced {
-                    eprintln!("ibscope serve: listening on {url}");
-                    announced = true;
-                }
+        match events.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Opened { .. }) if !announced => {
+                eprintln!("ibscope serve: listening on {url}");
+                announced = true;
             }
+            Ok(Event::Opened { .. }) => {}
             Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
             Ok(Event::NotOpened { slot, error }) => {
                 let line = format!("fabric {}: {error:#}", pages.slots[slot].name());
@@ -171,124 +207,40 @@ pub fn wait_for_stop(
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The supervisors end only after a stop: wait for the signal.
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(STOP_POLL),
+            // The sweepers end only after a stop: wait for the signal.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 }
 
-/// How often the main thread looks at the stop flag.
-const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// How a stop went. The supervisors are joined by [`Stopped::join`], after the caller has
-/// said how it went: a sweeper may take a moment more to end.
+/// How a stop went.
 pub struct Stopped {
     pub sweeps: u64,
-    /// Every sweeper closed its management port in time.
+    /// Every port that was open was closed in time.
     pub closed: bool,
     pub took: Duration,
-    supervisors: Vec<Supervisor>,
 }
 
-impl Stopped {
-    pub fn join(self) {
-        for s in self.supervisors {
-            s.join();
+impl Running {
+    /// Stop: every sweeper sends no new MAD, lets what is in flight get its timeout and
+    /// closes its port; connections end. `limit`: how long the ports get to close.
+    pub fn shut_down(self, limit: Duration) -> Stopped {
+        let started = Instant::now();
+        for f in &self.fabrics {
+            f.ask_to_stop();
+        }
+        // A page still being written to a slow client gets a moment, not for ever.
+        self.runtime.shutdown_timeout(Duration::from_millis(500));
+        let deadline = started + limit;
+        while self.fabrics.iter().any(FabricThread::port_open) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Stopped {
+            sweeps: self.sweeps.load(Ordering::SeqCst),
+            closed: !self.fabrics.iter().any(FabricThread::port_open),
+            took: started.elapsed(),
         }
     }
-}
-
-/// The HTTP server: on `addr`, or with TLS on a private socket behind the TLS front
-/// (which `front_stop` ends).
-pub fn http_server(
-    addr: std::net::SocketAddr,
-    tls_config: Option<&Arc<rustls::ServerConfig>>,
-    front_stop: &Arc<AtomicBool>,
-) -> Result<(tiny_http::Server, Option<JoinHandle<()>>)> {
-    match tls_config {
-        Some(config) => {
-            let (inner, inner_addr) = tls::inner_listener()?;
-            let server = tiny_http::Server::from_listener(inner, None)
-                .map_err(|e| anyhow!("cannot serve on a private socket: {e}"))?;
-            let front = tls::spawn(
-                http::listener(addr)?,
-                config.clone(),
-                inner_addr,
-                front_stop.clone(),
-            )?;
-            Ok((server, Some(front)))
-        }
-        None => Ok((
-            tiny_http::Server::from_listener(http::listener(addr)?, None)
-                .map_err(|e| anyhow!("cannot serve on {addr}: {e}"))?,
-            None,
-        )),
-    }
-}
-
-pub fn spawn_http_workers(
-    server: &Arc<tiny_http::Server>,
-    pages: &Arc<Pages>,
-    auth: Option<Arc<web::BasicAuth>>,
-    max_age: Duration,
-    threads: u32,
-) -> Result<Vec<JoinHandle<()>>> {
-    let mut workers = Vec::new();
-    for i in 0..threads {
-        let server = server.clone();
-        let pages = pages.clone();
-        let auth = auth.clone();
-        workers.push(
-            std::thread::Builder::new()
-                .name(format!("http-{i}"))
-                .spawn(move || {
-                    while let Ok(req) = server.recv() {
-                        http::serve_one(req, &pages, auth.as_deref(), max_age);
-                    }
-                })?,
-        );
-    }
-    Ok(workers)
-}
-
-/// Stop accepting and let the workers finish what they are writing, for a moment.
-/// `behind_tls`: the server listens on the TLS front's private abstract socket, which
-/// tiny_http cannot close on drop (it panics looking for the socket's path): it is left
-/// to the process's exit, and the TCP port closes with the front.
-fn stop_http_workers(
-    server: Arc<tiny_http::Server>,
-    workers: Vec<JoinHandle<()>>,
-    behind_tls: bool,
-) {
-    for _ in &workers {
-        server.unblock();
-    }
-    // A worker still writing a page to a slow client gets a moment, not forever.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let workers_done = workers
-        .iter()
-        .all(|w| finished_within(w, deadline.saturating_duration_since(Instant::now())));
-    if workers_done {
-        for w in workers {
-            let _ = w.join();
-        }
-    }
-    if behind_tls {
-        std::mem::forget(server);
-    } else {
-        // The last reference: closes the listening socket.
-        drop(server);
-    }
-}
-
-/// Wait until `handle`'s thread ends or `limit` passes; true if it ended.
-pub fn finished_within<T>(handle: &JoinHandle<T>, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while !handle.is_finished() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    true
 }

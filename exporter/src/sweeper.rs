@@ -1,16 +1,17 @@
-//! The sweeper of one fabric of `serve`, on a thread of its own: it opens the fabric's
-//! management port (through its relay agent), discovers the fabric, sweeps the counters
-//! every interval, renders the page ([`prometheus::write_fabric_page`]), compressing each
-//! family as it is rendered, and hands it to its supervisor as [`Frame`]s, a family at a
-//! time (one that is as on the last page by its name only); it rediscovers when the
-//! fabric changed under it. When the transport is lost it says so and ends: the
-//! supervisor starts another one.
+//! One fabric's sweeps, on a thread of `serve`'s process: it opens the fabric's management
+//! port (through its relay agent), discovers the fabric, sweeps the counters every
+//! interval, renders and compresses the page into the fabric's slot, and rediscovers when
+//! the fabric changed under it ([`changes`]). When the transport is lost the slot keeps its
+//! last good page, marked stale, and the port is opened again (a new agent): the first
+//! time [`REOPEN_FIRST`] after the loss, then twice as late each time, at most
+//! [`REOPEN_MAX`] apart; a sweep that made a good page resets the delay.
 
 use std::collections::HashMap;
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use ibscope_mad::engine::{CancelToken, Engine};
 use ibscope_topo::changes;
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
@@ -19,18 +20,24 @@ use ibscope_topo::export::prometheus::{self, PageLabels, PageStats, PortFilter, 
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
-use ibscope_topo::journal::JournalFile;
+use ibscope_topo::journal::{self, FlapHistory, JournalFile};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
-use crate::frames::Frame;
-use crate::pieces::{Deflated, PageDeflater, PieceCache};
+use crate::page::PageWriter;
+use crate::planes::Planes;
+use crate::slots::{Pages, Slot};
+
+/// The delay before the first reopening after a loss.
+pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
+/// The longest delay between two reopenings.
+pub const REOPEN_MAX: Duration = Duration::from_secs(30);
 
 /// Opens the fabric's management port (or relay), giving up when the function it is given
 /// says stop: the fabric's identity and its engine. Called again for every reopening.
 pub type OpenFabric = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(FabricId, Engine)> + Send + Sync>;
 
-/// How a fabric is swept and its page made: the same for every sweeper of the fabric.
+/// How a fabric is swept and its page made.
 #[derive(Clone)]
 pub struct SweepSettings {
     /// The fabric's name (the `fabric` label) until it is opened.
@@ -41,223 +48,313 @@ pub struct SweepSettings {
     pub filter: PortFilter,
     pub counters: Vec<&'static str>,
     pub interval: Duration,
+    /// Rediscover every so many sweeps even without a sign of change (0: never).
     pub rediscover_every: u64,
-    /// Send the fabric after each discovery (`serve` compares several fabrics' planes).
-    pub send_fabric: bool,
-    /// Where what changed between two discoveries (links down and up, state changes,
-    /// downshifts) is appended, if anywhere.
+    /// Where what changed (links down and up, state changes, downshifts, LinkDowned
+    /// rises) is appended, if anywhere.
     pub journal: Option<JournalFile>,
 }
 
-/// One fabric's sweeps, on a thread of `serve`: from opening the port until it is lost
-/// or the sweeper is asked to stop.
-pub struct Sweeper {
-    /// How it sweeps; its `name` becomes the fabric's real one once opened.
-    settings: SweepSettings,
-    /// The engine's cancel token, set when the sweeper is asked to stop.
+/// What a fabric's thread tells the main thread.
+pub enum Event {
+    /// The port was opened the first time ("CA/port").
+    Opened { slot: usize, port: String },
+    /// The port could not be opened the first time. With one fabric `serve` fails with
+    /// this (and the thread has ended); with several the thread keeps trying.
+    NotOpened { slot: usize, error: anyhow::Error },
+}
+
+/// What every fabric's thread shares.
+#[derive(Clone)]
+pub struct Shared {
+    pub pages: Arc<Pages>,
+    /// Pages made so far, of every fabric (for the stop message).
+    pub sweeps: Arc<AtomicU64>,
+    /// The subnet each slot's port reaches: a port on a subnet another slot sweeps is
+    /// swept once, by that slot.
+    pub subnets: Arc<Mutex<Vec<Option<FabricId>>>>,
+    /// With several fabrics: every one's discovery, for the planes-disagree findings.
+    pub planes: Option<Arc<Planes>>,
+    pub events: mpsc::Sender<Event>,
+}
+
+/// One fabric to sweep.
+pub struct FabricPlan {
+    /// Its slot in the pages.
+    pub slot: usize,
+    pub open: OpenFabric,
+    pub settings: SweepSettings,
+    /// Several fabrics: one that cannot be opened at start is tried again, not fatal.
+    pub multi: bool,
+}
+
+/// The main thread's handle on a fabric's thread. The thread is not joined: one stuck
+/// opening a port inside the simulator's shim (which waits for a lost ibsim for ever) is
+/// left to the process's exit.
+pub struct FabricThread {
     stop: CancelToken,
-    /// Where the frames go (the fabric's supervisor).
-    out: mpsc::Sender<Frame>,
-    /// By node GUID, kept across rediscoveries.
-    scrape_errors: HashMap<u64, ScrapeErrors>,
-    sweeps: u64,
-    discoveries: u64,
-    /// Last page's compressed families: the fabric's families that did not change are
-    /// sent again without being compressed again.
-    pieces: PieceCache,
+    port_open: Arc<AtomicBool>,
+}
+
+impl FabricThread {
+    pub fn spawn(plan: FabricPlan, shared: Shared) -> Result<FabricThread> {
+        let (stop, port_open) = (CancelToken::new(), Arc::new(AtomicBool::new(false)));
+        let sweeper = Sweeper {
+            stop: stop.clone(),
+            port_open: port_open.clone(),
+            plan,
+            shared,
+            scrape_errors: HashMap::new(),
+            sweeps: 0,
+            discoveries: 0,
+        };
+        std::thread::Builder::new()
+            .name(format!("sweeper-{}", sweeper.plan.slot))
+            .spawn(move || sweeper.run())?;
+        Ok(FabricThread { stop, port_open })
+    }
+
+    /// The sweep in flight sends no new MAD (one in flight gets its timeout); the port
+    /// is closed and the thread ends.
+    pub fn ask_to_stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Its port is open (a stop has not closed it yet).
+    pub fn port_open(&self) -> bool {
+        self.port_open.load(Ordering::SeqCst)
+    }
 }
 
 /// The discovered fabric and what is derived from it once per discovery.
 struct Discovered {
-    fabric: Fabric,
+    fabric: Arc<Fabric>,
     targets: Vec<CounterTarget>,
-    /// The links' health (degraded or not): it changes only with the fabric.
     health: HealthReport,
-    /// Its hosts and rails (the host and rail labels of HCA ports).
-    hosts: Hosts,
+    hosts: Arc<Hosts>,
     /// Its ports' labels on the page, made once for every page until the next discovery.
     labels: PageLabels,
     duration: Duration,
 }
 
-/// Where the sweeper is between sweeps.
+/// Where a port's sweeps are between two of them.
 #[derive(Default)]
 struct Progress {
     current: Option<Discovered>,
-    /// The fabric of the discovery before `current` was dropped for a new one: what the
-    /// journal compares the new one with.
-    last_fabric: Option<Fabric>,
     previous: Option<Sample>,
-    /// The last sample before a rediscovery: what the first sample after it is compared
-    /// with for the journal's counter events.
-    before_discovery: Option<Sample>,
-    /// A day of what changed between discoveries and sweeps: link-flapping on the page.
-    history: ibscope_topo::journal::FlapHistory,
+    /// A day of what changed between sweeps: link-flapping on the page, and the journal.
+    history: FlapHistory,
     since_discovery: u64,
+}
+
+struct Sweeper {
+    plan: FabricPlan,
+    shared: Shared,
+    stop: CancelToken,
+    port_open: Arc<AtomicBool>,
+    /// By node GUID, since `serve` started.
+    scrape_errors: HashMap<u64, ScrapeErrors>,
+    sweeps: u64,
+    discoveries: u64,
 }
 
 fn micros(since: Instant) -> u64 {
     since.elapsed().as_micros() as u64
 }
 
-/// Why a sweep ended the loop.
-enum LoopEnd {
-    /// Asked to stop (or `serve` stopped reading).
-    Stopped,
-    /// The transport is gone: the error to report.
-    Lost(anyhow::Error),
-}
-
 impl Sweeper {
-    pub fn new(settings: SweepSettings, stop: CancelToken, out: mpsc::Sender<Frame>) -> Sweeper {
-        Sweeper {
-            settings,
-            stop,
-            out,
-            scrape_errors: HashMap::new(),
-            sweeps: 0,
-            discoveries: 0,
-            pieces: PieceCache::default(),
-        }
-    }
-
     fn stopped(&self) -> bool {
         self.stop.is_cancelled()
     }
 
-    /// Hand the supervisor a frame; a supervisor that stopped reading stops us.
-    fn send(&mut self, frame: Frame) {
-        if self.out.send(frame).is_err() {
-            self.stop.cancel();
+    fn slot(&self) -> &Slot {
+        &self.shared.pages.slots[self.plan.slot]
+    }
+
+    fn name(&self) -> &str {
+        &self.plan.settings.name
+    }
+
+    /// Sleep `limit`, or less when asked to stop; false when asked.
+    fn wait(&self, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        while !self.stopped() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        !self.stopped()
+    }
+
+    fn run(mut self) {
+        lower_own_priority();
+        let (mut delay, mut ever_opened, mut first) = (REOPEN_FIRST, false, true);
+        while !self.stopped() {
+            let stop = self.stop.clone();
+            let (why, good) = match (self.plan.open)(&|| stop.is_cancelled()) {
+                Ok((id, engine)) => {
+                    if let Some(other) = self.claim_subnet(&id) {
+                        eprintln!(
+                            "note: {} reaches the same subnet as {other} ({}): swept once, as {other}",
+                            id.name,
+                            id.identity_text()
+                        );
+                        self.slot().set_merged();
+                        return;
+                    }
+                    let local = engine.local();
+                    let port = format!("{}/{}", local.ca_name, local.port_num);
+                    tracing::info!(slot = self.plan.slot, "management port {port} open");
+                    self.plan.settings.name.clone_from(&id.name);
+                    self.slot().set_name(id.name);
+                    if ever_opened {
+                        self.slot().count_reopen();
+                    } else {
+                        let slot = self.plan.slot;
+                        let _ = self.shared.events.send(Event::Opened { slot, port });
+                    }
+                    ever_opened = true;
+                    self.port_open.store(true, Ordering::SeqCst);
+                    let ended = self.sweep_port(engine);
+                    self.port_open.store(false, Ordering::SeqCst);
+                    ended
+                }
+                Err(e) => (format!("{e:#}"), false),
+            };
+            if self.stopped() {
+                return;
+            }
+            if first && !ever_opened {
+                let (slot, error) = (self.plan.slot, anyhow!("{why}"));
+                let _ = self.shared.events.send(Event::NotOpened { slot, error });
+                if !self.plan.multi {
+                    return;
+                }
+            }
+            first = false;
+            self.slot().set_down(why, false);
+            if good {
+                delay = REOPEN_FIRST;
+            }
+            tracing::info!(
+                slot = self.plan.slot,
+                "reopening in {:.1} s",
+                delay.as_secs_f64()
+            );
+            if !self.wait(delay) {
+                return;
+            }
+            delay = (delay * 2).min(REOPEN_MAX);
         }
     }
 
-    /// Until stopped (the stop token, or `sleeper`'s sender gone) or the transport is
-    /// lost; true when it stopped as asked. The engine is closed (agents unregistered
-    /// after a drain) before the last frame goes out.
-    pub fn run(mut self, open: &OpenFabric, sleeper: mpsc::Receiver<()>) -> bool {
-        lower_own_priority();
-        let stop = self.stop.clone();
-        let mut engine = match open(&|| stop.is_cancelled()) {
-            Ok((id, engine)) => {
-                let local = engine.local();
-                let port = format!("{}/{}", local.ca_name, local.port_num);
-                self.settings.name = id.name.clone();
-                self.send(Frame::Opened { port, id });
-                engine
-            }
-            Err(e) => {
-                self.send(Frame::Failed {
-                    error: format!("{e:#}"),
-                });
-                return false;
-            }
-        };
-        // A stop then abandons the running sweep within about one MAD timeout.
+    /// Record the subnet this slot's port reaches; the name of the slot that already
+    /// sweeps it, if another does.
+    fn claim_subnet(&self, id: &FabricId) -> Option<String> {
+        let mut subnets = self
+            .shared
+            .subnets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let other = subnets.iter().enumerate().find_map(|(i, s)| {
+            s.as_ref()
+                .filter(|s| i != self.plan.slot && s.same_subnet(id))
+                .map(|s| s.name.clone())
+        });
+        if other.is_none() {
+            subnets[self.plan.slot] = Some(id.clone());
+        }
+        other
+    }
+
+    /// Sweep every interval until stopped or the transport is lost: why it ended, and
+    /// whether a sweep made a good page. The port is closed (agents unregistered after a
+    /// drain) on the way out.
+    fn sweep_port(&mut self, mut engine: Engine) -> (String, bool) {
         engine.set_cancel(Some(self.stop.clone()));
         let mut progress = Progress::default();
-        let ended = loop {
+        let mut good = false;
+        let lost = loop {
             let started = Instant::now();
             match self.sweep_once(&mut engine, &mut progress) {
-                Ok(true) => {}
-                Ok(false) => break LoopEnd::Stopped,
-                Err(e) => break LoopEnd::Lost(e),
+                Ok(Some(made_good)) => good |= made_good,
+                Ok(None) => break None,
+                Err(e) => break Some(format!("{e:#}")),
             }
-            match sleeper.recv_timeout(self.settings.interval.saturating_sub(started.elapsed())) {
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                // Woken (or the sender gone): asked to stop.
-                _ => break LoopEnd::Stopped,
+            if !self.wait(
+                self.plan
+                    .settings
+                    .interval
+                    .saturating_sub(started.elapsed()),
+            ) {
+                break None;
             }
         };
-        // Late replies drained, agents unregistered (see Engine's Drop).
         drop(engine);
-        match ended {
-            LoopEnd::Stopped => {
-                self.send(Frame::Closed);
-                true
+        match lost {
+            Some(why) => {
+                self.slot().set_down(why.clone(), true);
+                (why, good)
             }
-            LoopEnd::Lost(e) => {
-                self.send(Frame::Lost {
-                    error: format!("{e:#}"),
-                });
-                false
-            }
+            None => ("the sweeper stopped".to_string(), good),
         }
     }
 
     /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
-    /// `Ok(false)` when asked to stop, an error when the transport is lost.
-    fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<bool> {
+    /// `Ok(Some(good))` after a page (good: its sweep reached a port), `Ok(None)` when
+    /// asked to stop, an error when the transport is lost.
+    fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<Option<bool>> {
         let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
             ensure_connected(engine)?;
             Ok(!this.stopped())
         };
         if progress.current.is_none() {
             let d = self.discover(engine);
-            if ensure_connected(engine).is_ok() {
-                if let Some(last) = progress.last_fabric.take() {
-                    let events = ibscope_topo::journal::changes(
-                        &last,
-                        &d.fabric,
-                        self.settings.names.as_ref(),
-                        SystemTime::now(),
-                    );
-                    self.record(&mut progress.history, events);
-                }
-            }
-            // Not a discovery the transport was lost in the middle of.
-            if self.settings.send_fabric && ensure_connected(engine).is_ok() {
-                let fabric = Box::new(d.fabric.clone());
-                self.send(Frame::Fabric { fabric });
+            if let (Some(planes), Ok(())) = (&self.shared.planes, ensure_connected(engine)) {
+                planes.update(
+                    self.plan.slot,
+                    self.name(),
+                    d.fabric.clone(),
+                    d.hosts.clone(),
+                );
             }
             progress.current = Some(d);
-            progress.before_discovery = progress.previous.take();
             progress.since_discovery = 0;
         }
         if !go_on(self, engine)? {
-            return Ok(false);
+            return Ok(None);
         }
         let d = progress.current.as_mut().expect("discovered above");
         let t = Instant::now();
-        // The breakdown of errors that counted: the page's breakdown families, and the
-        // findings' causes.
         let options = counters::SweepOptions {
             details: counters::DetailReads::Explaining,
         };
-        let sample = counters::sweep_with(
-            engine,
-            &d.fabric,
-            &d.targets,
-            self.settings.names.as_ref(),
-            options,
-        );
+        let names = self.plan.settings.names.as_ref();
+        let sample = counters::sweep_with(engine, &d.fabric, &d.targets, names, options);
         let sweep_us = micros(t);
         if !go_on(self, engine)? {
-            return Ok(false);
+            return Ok(None);
         }
-        // The SM check `check` makes, against the SM the local port names now.
         let local = engine.local().clone();
         let sm_lid = findings::local_master_sm_lid(engine, local.port_num).unwrap_or(local.sm_lid);
         let sm = findings::sm_finding(&findings::read_sm(engine, sm_lid));
         if !go_on(self, engine)? {
-            return Ok(false);
+            return Ok(None);
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        let before = progress
-            .previous
-            .as_ref()
-            .or(progress.before_discovery.as_ref());
-        if let Some(before) = before {
-            let mut events =
-                ibscope_topo::journal::counter_changes(before, &sample, SystemTime::now());
-            ibscope_topo::journal::label_ends(&mut events, &d.hosts);
-            self.record(&mut progress.history, events);
+        let names = self.plan.settings.names.as_ref();
+        let events = progress
+            .history
+            .record(&d.fabric, Some(&sample), names, SystemTime::now());
+        self.append(events);
+        let mut extra = progress
+            .history
+            .flapping(self.plan.settings.thresholds.flap);
+        if let Some(planes) = &self.shared.planes {
+            extra.extend(planes.findings_of(self.name()));
         }
-        progress.before_discovery = None;
-        let watched = progress.history.flapping(self.settings.thresholds.flap);
-        if !self.send_page(d, &sample, sweep_us, sm.as_ref(), &watched) {
-            return Ok(false);
+        let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra)?;
+        if self.stopped() {
+            return Ok(None);
         }
         let t = Instant::now();
         let states_moved = changes::port_states_changed(engine, &d.fabric);
@@ -268,170 +365,113 @@ impl Sweeper {
                 .previous
                 .as_ref()
                 .is_some_and(|p| changes::topology_changed(p, &sample));
-        let empty = d.targets.is_empty();
-        let due = self.settings.rediscover_every > 0
-            && progress.since_discovery >= self.settings.rediscover_every;
-        if changed || empty || due {
+        let every = self.plan.settings.rediscover_every;
+        let due = every > 0 && progress.since_discovery >= every;
+        if changed || d.targets.is_empty() || due {
             tracing::info!("rediscovering (change seen: {changed})");
-            progress.last_fabric = progress.current.take().map(|d| d.fabric);
+            progress.current = None;
         }
         progress.previous = Some(sample);
-        Ok(!self.stopped())
+        Ok(Some(good))
     }
 
-    /// Render the page of this sweep and send it, family by family, each compressed as
-    /// it is rendered; false when stopped meanwhile (then the page is not ended: `serve`
-    /// drops the families it got).
-    fn send_page(
+    /// Render and compress the page of this sweep into the slot; whether its sweep
+    /// reached a port.
+    fn publish(
         &mut self,
         d: &mut Discovered,
         sample: &Sample,
         sweep_us: u64,
         sm: Option<&Finding>,
         watched: &[Finding],
-    ) -> bool {
+    ) -> Result<bool> {
         let failure = self.account(sample, d);
         let t = Instant::now();
+        let settings = &self.plan.settings;
         let stats = PageStats {
-            fabric: &self.settings.name,
-            filter: self.settings.filter,
-            counters: &self.settings.counters,
+            fabric: &settings.name,
+            filter: settings.filter,
+            counters: &settings.counters,
             sweeps: self.sweeps,
             discoveries: self.discoveries,
             discovery_seconds: d.duration.as_secs_f64(),
             scrape_errors: &self.scrape_errors,
-            thresholds: &self.settings.thresholds,
+            thresholds: &settings.thresholds,
             sm,
             watched,
         };
-        let (mut text, mut gzip) = (0u64, 0usize);
-        let mut written = true;
-        let out = &mut self.out;
-        let done = |name: &str, head: &str, samples: &Deflated, as_before: bool| {
-            text += head.len() as u64 + samples.text_len();
-            gzip += samples.bytes().len();
-            let name = name.to_string();
-            let frame = match as_before {
-                true => Frame::Unchanged { name },
-                false => Frame::Family {
-                    name,
-                    head: head.to_string(),
-                    samples: samples.clone(),
-                },
-            };
-            written = written && out.send(frame).is_ok();
-        };
-        let mut sink = PageDeflater::reusing(&mut self.pieces, done);
+        let mut page = PageWriter::default();
+        let names = settings.names.as_ref();
+        let labels = Some(&mut d.labels);
+        let (fabric, health, hosts) = (&d.fabric, &d.health, &d.hosts);
         prometheus::write_fabric_page(
-            &d.fabric,
-            &d.health,
-            &d.hosts,
-            self.settings.names.as_ref(),
-            sample,
-            &stats,
-            Some(&mut d.labels),
-            &mut sink,
-        );
-        sink.finish();
-        if !written {
-            // The supervisor stopped reading: stop too.
-            self.stop.cancel();
-        }
-        if self.stopped() {
-            return false;
-        }
-        tracing::debug!(
-            fabric = %self.settings.name,
-            sweep_us,
-            render_us = micros(t),
-            text,
-            gzip,
-            compressed = self.pieces.compressed,
-            reused = self.pieces.reused,
-            "swept"
-        );
-        self.send(Frame::Page { failure });
-        !self.stopped()
+            &mut page, fabric, health, hosts, names, sample, &stats, labels,
+        )?;
+        let good = failure.is_none();
+        let page = page.finish(failure)?;
+        let (text, gzip) = page.sizes();
+        tracing::debug!(fabric = %settings.name, sweep_us, render_us = micros(t), text, gzip, "swept");
+        self.slot().publish(page);
+        self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
+        Ok(good)
     }
 
-    /// What changed: remembered for link-flapping, and appended to the journal if any.
-    fn record(
-        &self,
-        history: &mut ibscope_topo::journal::FlapHistory,
-        events: Vec<ibscope_topo::journal::Event>,
-    ) {
-        history.add(&events, SystemTime::now());
-        self.append(events);
-    }
-
-    fn append(&self, mut events: Vec<ibscope_topo::journal::Event>) {
-        let Some(journal) = &self.settings.journal else {
+    /// What changed, appended to the journal if any.
+    fn append(&self, mut events: Vec<journal::Event>) {
+        let Some(file) = &self.plan.settings.journal else {
             return;
         };
         if events.is_empty() {
             return;
         }
         for e in &mut events {
-            e.fabric.clone_from(&self.settings.name);
+            e.fabric.clone_from(&self.plan.settings.name);
         }
-        if let Err(e) = journal.append(&events) {
-            tracing::warn!("cannot write the journal {}: {e}", journal.path.display());
+        if let Err(e) = file.append(&events) {
+            tracing::warn!("cannot write the journal {}: {e}", file.path.display());
         }
     }
 
-    fn discover(&mut self, exec: &mut Engine) -> Discovered {
+    fn discover(&mut self, engine: &mut Engine) -> Discovered {
         let t = Instant::now();
-        let fabric = discover::discover(exec, DiscoverOptions::default(), |_| {});
+        let settings = &self.plan.settings;
+        let fabric = discover::discover(engine, DiscoverOptions::default(), |_| {});
         self.discoveries += 1;
         let mut targets = counters::targets(&fabric, None, None);
-        targets.retain(|t| self.settings.filter.keeps(fabric.node(t.node), t.port));
+        targets.retain(|t| settings.filter.keeps(fabric.node(t.node), t.port));
+        let names = settings.names.as_ref();
+        let health = health::assess(&fabric, names, &HealthOptions::default());
+        let hosts = Hosts::group(&fabric, names);
+        let labels = PageLabels::new(&fabric, names, &hosts, &settings.name, settings.filter);
+        let duration = t.elapsed();
         tracing::debug!(
             us = micros(t),
             nodes = fabric.node_count(),
             targets = targets.len(),
             "discovered"
         );
-        let health = health::assess(
-            &fabric,
-            self.settings.names.as_ref(),
-            &HealthOptions::default(),
-        );
-        let hosts = Hosts::group(&fabric, self.settings.names.as_ref());
-        let duration = t.elapsed();
-        let names = self.settings.names.as_ref();
-        let labels = PageLabels::new(
-            &fabric,
-            names,
-            &hosts,
-            &self.settings.name,
-            self.settings.filter,
-        );
         Discovered {
-            fabric,
+            fabric: Arc::new(fabric),
             targets,
             health,
-            hosts,
+            hosts: Arc::new(hosts),
             labels,
             duration,
         }
     }
 
-    /// Count this sweep's failures per node; the sweep failed when no port answered.
+    /// Count this sweep's failures per node; why the sweep failed, when no port answered.
     fn account(&mut self, sample: &Sample, d: &Discovered) -> Option<String> {
         for (_, node) in d.fabric.nodes() {
             self.scrape_errors.entry(node.guid).or_default();
         }
         let mut answered = 0usize;
         for p in &sample.ports {
-            if p.counters.is_some() {
-                answered += 1;
-            }
+            answered += usize::from(p.counters.is_some());
             let e = self.scrape_errors.entry(p.at.node.guid).or_default();
             for msg in &p.errors {
                 e.errors += 1;
-                if msg.contains("no reply after") {
-                    e.timeouts += 1;
-                }
+                e.timeouts += u64::from(msg.contains("no reply after"));
             }
         }
         if d.targets.is_empty() {
@@ -450,13 +490,12 @@ impl Sweeper {
     }
 }
 
-/// Give the calling thread (the sweeper) a lower CPU priority than the HTTP threads, so a
-/// scrape is not queued behind rendering and compressing the page on a busy machine. Only
-/// ever lowers it (nice + 10, at most 19); threads it starts (the umad transport's) inherit
-/// the value.
+/// Give the sweeper's thread a lower CPU priority than the HTTP threads, so a scrape is
+/// not queued behind rendering and compressing the page on a busy machine. Only ever
+/// lowers it (nice + 10, at most 19); threads it starts (the transport's) inherit it.
 fn lower_own_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: plain syscalls on this thread's own id; errno is read right after.
+    // SAFETY: getpriority/setpriority on this thread's own ID; errno read as they document.
     unsafe {
         let tid = libc::gettid() as libc::id_t;
         *libc::__errno_location() = 0;
@@ -464,15 +503,11 @@ fn lower_own_priority() {
         if current == -1 && *libc::__errno_location() != 0 {
             return;
         }
-        let lower = (current + SWEEPER_NICE).min(19);
-        if libc::setpriority(libc::PRIO_PROCESS, tid, lower) != 0 {
+        if libc::setpriority(libc::PRIO_PROCESS, tid, (current + 10).min(19)) != 0 {
             tracing::debug!("could not lower the sweeper's priority");
         }
     }
 }
-
-/// How much nicer the sweeper is than the HTTP threads.
-const SWEEPER_NICE: i32 = 10;
 
 /// The engine's "lost the connection to the fabric" error once its transport is gone, so
 /// the sweep ends with that one error instead of one failure per query.

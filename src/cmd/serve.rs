@@ -1,8 +1,8 @@
 //! `ibscope serve`: its arguments, which fabrics it serves and how each one's port is
 //! opened, and its stop. The exporter itself is the `ibscope-exporter` crate: a sweeper
-//! thread per fabric (discovery, then a counter sweep every --interval) whose pages its
-//! supervisor keeps in the fabric's slot, starting a new sweeper when one ends (the fabric
-//! lost); HTTP threads answer from the slots only, so a scrape never waits on a fabric.
+//! thread per fabric (discovery, then a counter sweep every --interval) keeps that
+//! fabric's page in memory and reopens its port when it is lost; HTTP answers from
+//! memory only, so a scrape never waits on a fabric.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,10 +18,6 @@ use crate::cli::{exit, Global};
 use crate::fabric_set::{Planned, Reach};
 use crate::signals;
 use ibscope_exporter::http::listen_addr;
-/// How a sweeper compresses its page and `serve` holds it, for the scale benchmark to
-/// measure.
-pub use ibscope_exporter::http::Family;
-pub use ibscope_exporter::pieces::{Deflated, PageDeflater, PieceCache};
 use ibscope_exporter::server::{self, FabricToServe, Listen};
 use ibscope_exporter::sweeper::{OpenFabric, SweepSettings};
 use ibscope_exporter::web;
@@ -221,7 +217,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     let state = crate::statedir::StateDir::create("serve")?;
-    // Every thread started from here on (tiny_http's, ours) inherits it.
+    // Every thread started from here on (the HTTP runtime's, the sweepers') inherits it.
     signals::block_stop_signals(true);
     let multi = crate::fabric_set::is_multi(g.ca.as_deref());
     let settings = SweepSettings {
@@ -235,7 +231,6 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         counters: a.counters.names(),
         interval: Duration::from_secs_f64(a.interval),
         rediscover_every: a.rediscover_every,
-        send_fabric: multi,
         journal: a
             .journal
             .clone()
@@ -270,11 +265,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         signals::block_stop_signals(false);
         spawned?;
     }
-    let scheme = if running.front.is_some() {
-        "https"
-    } else {
-        "http"
-    };
+    let scheme = if running.tls { "https" } else { "http" };
     if a.no_fabric {
         // No sweeper opens a port to say so.
         eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics (this host only)");
@@ -289,7 +280,6 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let stopped = running.shut_down(limit);
     let code =
         why.map(|signal| report_stop(signal, stopped.sweeps, stopped.closed, stopped.took, limit));
-    stopped.join();
     // Only now: the agents kept their files there until they exited.
     drop(state);
     code
@@ -299,7 +289,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 /// `interval` and puts its page beside the fabrics', until a stop signal.
 fn spawn_host_reader(
     g: &Global,
-    pages: &Arc<ibscope_exporter::http::Pages>,
+    pages: &Arc<ibscope_exporter::slots::Pages>,
     interval: Duration,
 ) -> Result<()> {
     // Every device of the host, whichever port -C gives the fabric sweeps.

@@ -538,7 +538,12 @@ impl FlapHistory {
         now: SystemTime,
     ) -> Vec<Event> {
         let mut new = Vec::new();
-        if let Some(last) = &self.last_fabric {
+        // The same discovery again (a sweeper that did not rediscover): nothing changed.
+        let last = self
+            .last_fabric
+            .as_ref()
+            .filter(|l| !std::sync::Arc::ptr_eq(l, fabric));
+        if let Some(last) = last {
             new.extend(changes(last, fabric, names, now));
         }
         if let (Some(before), Some(after)) = (&self.last_counts, sample) {
@@ -555,8 +560,7 @@ impl FlapHistory {
         self.add(&new, now);
         new
     }
-    /// Remember `events` seen elsewhere (serve computes them as it journals them); what is
-    /// older than a day is forgotten.
+    /// Remember `events` seen elsewhere; what is older than a day is forgotten.
     pub fn add(&mut self, events: &[Event], now: SystemTime) {
         let oldest = seconds(now).saturating_sub(24 * 3600);
         self.events.retain(|e| e.time >= oldest);

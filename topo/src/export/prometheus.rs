@@ -1,17 +1,15 @@
 //! The Prometheus text exposition (format 0.0.4): the counter page of
 //! `ibscope counters --format prom` ([`counters_page`]) and the whole page `ibscope serve`
-//! publishes after each sweep ([`fabric_page`]). Both name a counter the same way
+//! publishes after each sweep ([`write_fabric_page`]). Both name a counter the same way
 //! ([`metric_name`]) and write its family with the same code; label values are escaped
 //! with [`escape::for_prometheus_label`].
 //!
 //! Samples are written straight into the page (no per-family list of label copies): at
-//! 16k ports and 40 series each, rendering is most of a sweep's CPU time. A sink that
-//! keeps its last page is offered each family of ports by a digest of what it is made of
-//! (the ports' labels, the family's values): on a busy healthy fabric most families
-//! (error counters, link facts) are the same sweep after sweep and are not written again.
+//! 16k ports and 40 series each, rendering is most of a sweep's CPU time.
 
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::io;
 
 use ibscope_mad::attr::{CounterName, PhysState, PortState};
 
@@ -24,7 +22,7 @@ use crate::model::{Fabric, Port};
 use crate::namemap::NameMap;
 
 pub use super::prometheus_labels::{fabric_label, PageLabels, PortFilter};
-use super::prometheus_labels::{Inputs, NodeLabels, PortLabels};
+use super::prometheus_labels::{NodeLabels, PortLabels};
 
 /// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
 fn snake(name: &str) -> String {
@@ -109,126 +107,53 @@ fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleVal
     out.push('\n');
 }
 
-/// Receives a page as it is rendered: each family's head (its HELP and TYPE lines), then
-/// its samples in pieces of whole lines. A 100,000-HCA fabric's page is a gigabyte of
-/// text: a sink that compresses or sends each piece as it comes need not hold it whole.
-pub trait PageSink {
-    /// A family starts; `head` is its HELP and TYPE lines.
-    fn family(&mut self, name: &str, head: &str);
-    /// More samples of the family last started: whole lines.
-    fn samples(&mut self, lines: &str);
-    /// Whether the sink keeps its last page, so that the renderer offers it families by
-    /// their inputs ([`PageSink::family_as_before`]); those that do not are spared the
-    /// hashing.
-    fn keeps_last_page(&self) -> bool {
-        false
-    }
-    /// A family starts whose text (head included) is made only of what `inputs` digests
-    /// (XXH3-128): a sink that kept its last page may take the family from there when it
-    /// had the same name and inputs, and answer true: then no samples follow. Otherwise
-    /// it starts the family as [`PageSink::family`] does and answers false.
-    fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
-        let _ = inputs;
-        self.family(name, head);
-        false
-    }
-}
-
-/// Pieces of samples a [`PageSink`] gets: big enough that handing one over costs little,
-/// small enough to stay in the CPU's cache while it is written and read again.
+/// Pieces of samples handed to a writer: big enough that a write costs little, small
+/// enough to stay in the CPU's cache while it is written and compressed.
 const PIECE_BYTES: usize = 1 << 18;
 
-/// The page being written: either the whole text, or the piece of samples not yet handed
-/// to the sink.
-struct Page<'s> {
+/// The page being written: the piece not yet handed to the writer (a 100,000-HCA
+/// fabric's page is gigabytes of text; a writer that compresses each piece as it comes
+/// need not hold it whole).
+struct Page<'w> {
     text: String,
-    sink: Option<&'s mut dyn PageSink>,
-    /// With a sink, the digest of every port's labels and rows (see [`PortLabels::digest`]),
-    /// which the families of ports are made of.
-    layout: u128,
+    out: &'w mut dyn io::Write,
+    /// The writer's first error: nothing more is written after it.
+    error: Option<io::Error>,
 }
 
-impl<'s> Page<'s> {
-    /// A page held whole; `capacity` reserved up front (an estimate: too much only costs
-    /// address space, too little a reallocation).
-    fn whole(capacity: usize) -> Page<'s> {
-        Page {
-            text: String::with_capacity(capacity),
-            sink: None,
-            layout: 0,
-        }
-    }
-
-    fn streamed(sink: &'s mut dyn PageSink) -> Page<'s> {
+impl<'w> Page<'w> {
+    fn new(out: &'w mut dyn io::Write) -> Page<'w> {
         Page {
             text: String::with_capacity(PIECE_BYTES + 4096),
-            sink: Some(sink),
-            layout: 0,
+            out,
+            error: None,
         }
     }
 
     /// HELP and TYPE of a family; its samples follow at once.
     fn head(&mut self, name: &str, kind: &str, help: &str) {
-        match self.sink.as_mut() {
-            None => family_head(&mut self.text, name, kind, help),
-            Some(sink) => {
-                hand_over(&mut **sink, &mut self.text);
-                let mut head = String::new();
-                family_head(&mut head, name, kind, help);
-                sink.family(name, &head);
-            }
-        }
-    }
-
-    /// HELP and TYPE of a family of ports whose samples are made of the page's layout and
-    /// of what `inputs` feeds the digest: true when the sink took the family as it was
-    /// on its last page (the same digest), and its samples are not to be written.
-    fn head_unless_same(
-        &mut self,
-        name: &str,
-        kind: &str,
-        help: &str,
-        inputs: impl FnOnce(&mut Inputs),
-    ) -> bool {
-        let Some(sink) = self.sink.as_mut().filter(|s| s.keeps_last_page()) else {
-            self.head(name, kind, help);
-            return false;
-        };
-        hand_over(&mut **sink, &mut self.text);
-        let mut head = String::new();
-        family_head(&mut head, name, kind, help);
-        let mut digest = Inputs::new();
-        digest.bytes(head.as_bytes());
-        digest.bytes(&self.layout.to_le_bytes());
-        inputs(&mut digest);
-        sink.family_as_before(name, &head, digest.finish())
+        family_head(&mut self.text, name, kind, help);
     }
 
     #[inline]
     fn sample(&mut self, name: &str, labels: &str, value: impl SampleValue) {
         sample_line(&mut self.text, name, labels, value);
         if self.text.len() >= PIECE_BYTES {
-            if let Some(sink) = self.sink.as_mut() {
-                hand_over(&mut **sink, &mut self.text);
-            }
+            self.hand_over();
         }
     }
 
-    /// The whole page's text, or (streamed) an empty string once the last samples are
-    /// handed over.
-    fn finish(mut self) -> String {
-        if let Some(sink) = self.sink.as_mut() {
-            hand_over(&mut **sink, &mut self.text);
+    /// Writes the text not yet written, and empties it.
+    fn hand_over(&mut self) {
+        if self.error.is_none() {
+            self.error = self.out.write_all(self.text.as_bytes()).err();
         }
-        self.text
+        self.text.clear();
     }
-}
 
-/// Hands `text`, whole lines of samples not yet handed over, to `sink`, and empties it.
-fn hand_over(sink: &mut dyn PageSink, text: &mut String) {
-    if !text.is_empty() {
-        sink.samples(text);
-        text.clear();
+    fn finish(mut self) -> io::Result<()> {
+        self.hand_over();
+        self.error.map_or(Ok(()), Err)
     }
 }
 
@@ -283,9 +208,7 @@ fn counter_families<L: AsRef<str>>(
         };
         let source = breakdown_source(name).unwrap_or_else(|| source.to_string());
         let help = format!("IB {name}{unit} {source}.");
-        if out.head_unless_same(&metric, "counter", &help, |d| best.digest(k, d)) {
-            continue;
-        }
+        out.head(&metric, "counter", &help);
         for (i, (_, labels)) in ports.iter().enumerate() {
             if let Some(v) = best.value(k, i) {
                 out.sample(&metric, labels.as_ref(), v);
@@ -369,14 +292,6 @@ impl BestValues {
         let (word, bit) = self.have_bit(k, i);
         (self.have[word] & bit != 0).then(|| self.values[k * self.ports + i])
     }
-
-    /// Counter `k` of every port, which ports have it and its value: what its family's
-    /// samples are made of besides the ports' labels.
-    fn digest(&self, k: usize, d: &mut Inputs) {
-        let words = self.ports.div_ceil(64);
-        d.words(&self.have[k * words..(k + 1) * words]);
-        d.words(&self.values[k * self.ports..(k + 1) * self.ports]);
-    }
 }
 
 /// The page of `ibscope counters --format prom`: every counter of every port of each
@@ -403,9 +318,12 @@ pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
     if ports.iter().any(|(p, _)| !p.details.is_empty()) {
         names.extend(counters::detail_counter_names());
     }
-    let mut out = Page::whole(0);
+    let mut text = Vec::new();
+    let mut out = Page::new(&mut text);
     counter_families(&mut out, &names, "(PMA)", &ports);
-    out.finish()
+    // Into memory, and all of it text: neither can fail.
+    let _ = out.finish();
+    String::from_utf8(text).unwrap_or_default()
 }
 
 /// Where `serve` stands with one fabric, as of one scrape.
@@ -564,49 +482,15 @@ impl<'a> PageStats<'a> {
     }
 }
 
-/// The page `ibscope serve` caches after a sweep (everything but the per-scrape age):
-/// counters, saturation, findings, link facts, nodes and the exporter's own numbers.
-/// `health` is `health::assess` of `fabric` and `hosts` its hosts (both computed once per
-/// discovery, not per sweep): a host's HCA ports carry `host` and `rail` labels, on the
-/// series they have anyway.
-pub fn fabric_page(
-    fabric: &Fabric,
-    health: &HealthReport,
-    hosts: &Hosts,
-    names: Option<&NameMap>,
-    sample: &Sample,
-    stats: &PageStats<'_>,
-) -> String {
-    render(fabric, health, hosts, names, sample, stats, None, None)
-}
-
-/// [`fabric_page`] handed to `sink` family by family, in pieces, instead of held whole;
-/// with `labels` kept from the last page of the same discovery (made on the first).
+/// The page `ibscope serve` makes after a sweep (everything but the per-scrape age),
+/// written to `out` in pieces: counters, saturation, findings, link facts, nodes and the
+/// exporter's own numbers. `health` is `health::assess` of `fabric` and `hosts` its hosts
+/// (both made once per discovery, not per sweep): a host's HCA ports carry `host` and
+/// `rail` labels. `kept`: the labels of the last page of the same discovery (made when
+/// none, or for another fabric name or filter).
 #[allow(clippy::too_many_arguments)]
 pub fn write_fabric_page(
-    fabric: &Fabric,
-    health: &HealthReport,
-    hosts: &Hosts,
-    names: Option<&NameMap>,
-    sample: &Sample,
-    stats: &PageStats<'_>,
-    labels: Option<&mut PageLabels>,
-    sink: &mut dyn PageSink,
-) {
-    render(
-        fabric,
-        health,
-        hosts,
-        names,
-        sample,
-        stats,
-        labels,
-        Some(sink),
-    );
-}
-
-#[allow(clippy::too_many_arguments)]
-fn render(
+    out: &mut dyn io::Write,
     fabric: &Fabric,
     health: &HealthReport,
     hosts: &Hosts,
@@ -614,8 +498,7 @@ fn render(
     sample: &Sample,
     stats: &PageStats<'_>,
     kept: Option<&mut PageLabels>,
-    sink: Option<&mut dyn PageSink>,
-) -> String {
+) -> io::Result<()> {
     let mut made;
     let page_labels = match kept {
         Some(kept) if kept.prefix == fabric_label(stats.fabric) && kept.filter == stats.filter => {
@@ -629,8 +512,6 @@ fn render(
     let prefix = page_labels.prefix.as_str();
     let labels = &mut page_labels.labels;
     let rows = labels.add_sample(prefix, fabric, names, hosts, sample);
-    let keeps = sink.as_ref().is_some_and(|s| s.keeps_last_page());
-    let layout = keeps.then(|| labels.digest(&rows));
     let labels = &*labels;
     let swept: Vec<(&PortSample, &str)> = sample
         .ports
@@ -638,13 +519,7 @@ fn render(
         .zip(&rows)
         .map(|(p, &row)| (p, labels.row(row)))
         .collect();
-    let mut out = match sink {
-        Some(sink) => Page {
-            layout: layout.unwrap_or_default(),
-            ..Page::streamed(sink)
-        },
-        None => Page::whole(page_estimate(fabric, labels, &swept, stats)),
-    };
+    let mut out = Page::new(out);
     counter_families(
         &mut out,
         stats.counters,
@@ -659,28 +534,6 @@ fn render(
     node_families(&mut out, &page_labels.nodes, stats.scrape_errors);
     exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
-}
-
-/// At least the bytes of the page (a line's name, braces and value take less than
-/// `LINE`; a node's lines less than `NODE`), so it is written without reallocations.
-/// What is reserved but not written is never touched: it costs no memory.
-fn page_estimate(
-    fabric: &Fabric,
-    labels: &PortLabels,
-    swept: &[(&PortSample, &str)],
-    stats: &PageStats<'_>,
-) -> usize {
-    const LINE: usize = 96;
-    const NODE: usize = 1024;
-    let swept_bytes: usize = swept.iter().map(|(_, l)| l.len() + LINE).sum();
-    let model_bytes: usize = (0..labels.ends.len())
-        .map(|row| labels.row(row).len() + LINE)
-        .sum();
-    let link_families = link_facts().len() + 1;
-    swept_bytes * (stats.counters.len() + 1)
-        + model_bytes * link_families
-        + fabric.node_count() * NODE
-        + (1 << 20)
 }
 
 fn saturated_family<L: AsRef<str>>(
@@ -704,9 +557,7 @@ fn saturated_family<L: AsRef<str>>(
         .collect();
     let help =
         "Counters of the port on this page stuck at their maximum without a 64-bit replacement.";
-    if out.head_unless_same(name, "gauge", help, |d| d.words(&counts)) {
-        return;
-    }
+    out.head(name, "gauge", help);
     for ((_, labels), &n) in swept.iter().zip(&counts) {
         if n != NONE {
             out.sample(name, labels.as_ref(), n);
@@ -822,15 +673,7 @@ fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
     let mut rates: Vec<(u64, String)> = Vec::new();
     for (name, help, fact) in link_facts() {
         let values: Vec<Option<FactValue>> = ports.iter().map(|p| p.and_then(fact)).collect();
-        // Two words a row: which kind of value, and its bits.
-        let words = values.iter().flat_map(|v| match *v {
-            None => [0, 0],
-            Some(FactValue::Whole(n)) => [1, u64::from(n)],
-            Some(FactValue::Rate(rate)) => [2, rate.to_bits()],
-        });
-        if out.head_unless_same(name, "gauge", &help, |d| d.words_of(words)) {
-            continue;
-        }
+        out.head(name, "gauge", &help);
         for (row, &value) in values.iter().enumerate() {
             match value {
                 Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n),
@@ -862,12 +705,7 @@ fn degraded_family(out: &mut Page<'_>, health: &HealthReport, labels: &PortLabel
         .filter_map(|(end, degraded)| Some((labels.row_of(end.at.key())?, degraded)))
         .collect();
     let help = "1 if the port's link runs below what both ends could do or below the fabric norm.";
-    let words = ends
-        .iter()
-        .map(|&(row, d)| (row as u64) << 1 | u64::from(d));
-    if out.head_unless_same(name, "gauge", help, |d| d.words_of(words)) {
-        return;
-    }
+    out.head(name, "gauge", help);
     for &(row, degraded) in &ends {
         out.sample(name, labels.row(row), u8::from(degraded));
     }
@@ -883,11 +721,9 @@ fn node_families(
 ) {
     let name = "ibscope_node_info";
     let help = "One per discovered node; its facts are labels.";
-    let labels = |d: &mut Inputs| d.bytes(&nodes.digest.to_le_bytes());
-    if !out.head_unless_same(name, "gauge", help, labels) {
-        for info in &nodes.info {
-            out.sample(name, info, 1u8);
-        }
+    out.head(name, "gauge", help);
+    for info in &nodes.info {
+        out.sample(name, info, 1u8);
     }
     let errors: Vec<ScrapeErrors> = nodes
         .guids
@@ -908,13 +744,7 @@ fn node_families(
     ];
     for (name, help, count) in counted {
         let values: Vec<u64> = errors.iter().map(|&e| count(e)).collect();
-        let inputs = |d: &mut Inputs| {
-            d.bytes(&nodes.digest.to_le_bytes());
-            d.words(&values);
-        };
-        if out.head_unless_same(name, "counter", help, inputs) {
-            continue;
-        }
+        out.head(name, "counter", help);
         for (own, &value) in nodes.own.iter().zip(&values) {
             out.sample(name, own, value);
         }
@@ -1114,68 +944,6 @@ mod tests {
         assert!(help.ends_with("; 0 not read)."), "{help}");
     }
 
-    /// A sink that keeps its last page family by family, as `serve`'s sweeper does, and
-    /// takes a family from there when its inputs are the same.
-    #[derive(Default)]
-    struct KeepingSink {
-        last: HashMap<String, (u128, String)>,
-        next: HashMap<String, (u128, String)>,
-        page: String,
-        /// The family being written: its name, inputs (if given) and text.
-        current: Option<(String, Option<u128>, String)>,
-        /// Families taken from the last page, on the page being written.
-        taken: Vec<String>,
-    }
-
-    impl KeepingSink {
-        fn end_family(&mut self) {
-            if let Some((name, inputs, text)) = self.current.take() {
-                self.page.push_str(&text);
-                if let Some(inputs) = inputs {
-                    self.next.insert(name, (inputs, text));
-                }
-            }
-        }
-
-        fn page(&mut self, mut write: impl FnMut(&mut dyn PageSink)) -> String {
-            self.taken.clear();
-            write(self);
-            self.end_family();
-            self.last = std::mem::take(&mut self.next);
-            std::mem::take(&mut self.page)
-        }
-    }
-
-    impl PageSink for KeepingSink {
-        fn keeps_last_page(&self) -> bool {
-            true
-        }
-
-        fn family(&mut self, name: &str, head: &str) {
-            self.end_family();
-            self.current = Some((name.to_string(), None, head.to_string()));
-        }
-
-        fn samples(&mut self, lines: &str) {
-            self.current
-                .as_mut()
-                .expect("a family started")
-                .2
-                .push_str(lines);
-        }
-
-        fn family_as_before(&mut self, name: &str, head: &str, inputs: u128) -> bool {
-            self.end_family();
-            if let Some((_, text)) = self.last.get(name).filter(|(i, _)| *i == inputs) {
-                self.current = Some((name.to_string(), Some(inputs), text.clone()));
-                self.taken.push(name.to_string());
-                return true;
-            }
-            self.current = Some((name.to_string(), Some(inputs), head.to_string()));
-            false
-        }
-    }
-
     /// A small fat tree discovered and swept through the in-process responder.
     struct Swept {
         fabric: Fabric,
@@ -1216,14 +984,28 @@ mod tests {
         }
     }
 
+    /// The page written whole, with labels of its own.
+    fn fabric_page(
+        fabric: &Fabric,
+        health: &HealthReport,
+        hosts: &Hosts,
+        names: Option<&NameMap>,
+        sample: &Sample,
+        stats: &PageStats<'_>,
+    ) -> String {
+        let mut out = Vec::new();
+        write_fabric_page(&mut out, fabric, health, hosts, names, sample, stats, None).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     /// The fabric's name on the test pages: its label needs escaping.
     const FABRIC: &str = "f\"a";
 
-    /// Through a sink that keeps its last page, the page is the one rendered whole, and
-    /// the families of ports are taken from the last page exactly when what they are made
-    /// of did not change.
+    /// A page written with the labels kept from the last is the page made with labels of
+    /// its own; labels made for another fabric's name are not used; a writer's error is
+    /// returned.
     #[test]
-    fn a_family_made_of_the_same_is_taken_from_the_last_page() {
+    fn a_page_with_kept_labels_is_the_page_made_anew() {
         let s = swept();
         let names = counters::all_counter_names();
         let (errors, thresholds) = (HashMap::new(), Thresholds::default());
@@ -1231,112 +1013,32 @@ mod tests {
             sweeps: 1,
             ..PageStats::new(FABRIC, &names, &errors, &thresholds)
         };
-        let mut sink = KeepingSink::default();
         // Switch ports 0 are swept but not listed by the model: rows of their own.
         assert!(s.sample.ports.iter().any(|p| p.at.port == 0));
-        let mut labels = PageLabels::new(&s.fabric, None, &s.hosts, st.fabric, st.filter);
-        let mut page = |sink: &mut KeepingSink, sample: &Sample, health: &HealthReport| {
-            let got = sink.page(|sink| {
-                let kept = Some(&mut labels);
-                write_fabric_page(&s.fabric, health, &s.hosts, None, sample, &st, kept, sink)
-            });
-            let whole = fabric_page(&s.fabric, health, &s.hosts, None, sample, &st);
-            assert_eq!(got, whole);
-        };
-        page(&mut sink, &s.sample, &s.health);
-        assert!(sink.taken.is_empty());
-        // Nothing changed: every family of ports (counters, saturated, the seven link
-        // facts, degraded) and of nodes (info, scrape errors and timeouts) is taken.
-        page(&mut sink, &s.sample, &s.health);
-        let all = names.len() + 1 + 7 + 1 + 3;
-        assert_eq!(sink.taken.len(), all, "{:?}", sink.taken);
-        // One counter of one port moved: only its family is written again.
-        let mut sample = s.sample.clone();
-        let port = &mut sample.ports[3];
-        let mut readings = port.counters.as_ref().unwrap().readings().to_vec();
-        let moved = readings
-            .iter_mut()
-            .find(|r| &*r.name == "SymbolErrorCounter")
-            .unwrap();
-        moved.value += 1;
-        port.counters = Some(CounterSet::from_readings(readings));
-        page(&mut sink, &sample, &s.health);
-        let metric = metric_name("SymbolErrorCounter");
-        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
-        assert!(!sink.taken.contains(&metric));
-        // A link called degraded: only the degraded family.
-        let mut health = s.health.clone();
-        health.links[0].degraded = true;
-        page(&mut sink, &sample, &health);
-        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
-        assert!(!sink.taken.iter().any(|n| n == "ibscope_port_degraded"));
-        // Labels made again for the same fabric (a rediscovery that found it as it was)
-        // digest the same: every family of ports is taken.
-        let mut again = PageLabels::new(&s.fabric, None, &s.hosts, st.fabric, st.filter);
-        let got = sink.page(|sink| {
-            let kept = Some(&mut again);
-            write_fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st, kept, sink)
-        });
-        assert_eq!(
-            got,
-            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st)
-        );
-        assert_eq!(sink.taken.len(), all, "{:?}", sink.taken);
-        // A node's PMA query failed: only the scrape errors family is written again.
-        let node = s.fabric.nodes().nth(2).unwrap().1.guid;
-        let failed = HashMap::from([(
-            node,
-            ScrapeErrors {
-                errors: 1,
-                timeouts: 0,
-            },
-        )]);
-        let st_failed = PageStats {
-            sweeps: 1,
-            ..PageStats::new(FABRIC, &names, &failed, &thresholds)
-        };
-        let got = sink.page(|sink| {
-            let kept = Some(&mut again);
+        let whole = fabric_page(&s.fabric, &s.health, &s.hosts, None, &s.sample, &st);
+        for labels_of in [FABRIC, "other"] {
+            let mut labels = PageLabels::new(&s.fabric, None, &s.hosts, labels_of, st.filter);
+            let mut written = Vec::new();
+            let kept = Some(&mut labels);
             write_fabric_page(
-                &s.fabric, &health, &s.hosts, None, &sample, &st_failed, kept, sink,
+                &mut written,
+                &s.fabric,
+                &s.health,
+                &s.hosts,
+                None,
+                &s.sample,
+                &st,
+                kept,
             )
-        });
-        assert_eq!(
-            got,
-            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st_failed)
-        );
-        assert_eq!(sink.taken.len(), all - 1, "{:?}", sink.taken);
-        assert!(!sink
-            .taken
-            .iter()
-            .any(|n| n == "ibscope_node_scrape_errors_total"));
-        // Without a sink that keeps pages, nothing is taken and the page is whole.
-        let mut plain = String::new();
-        struct Plain<'a>(&'a mut String);
-        impl PageSink for Plain<'_> {
-            fn family(&mut self, _: &str, head: &str) {
-                self.0.push_str(head);
-            }
-            fn samples(&mut self, lines: &str) {
-                self.0.push_str(lines);
-            }
+            .unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), whole);
         }
-        // Labels made for another fabric's name: not used, the page makes its own.
-        let mut other = PageLabels::new(&s.fabric, None, &s.hosts, "other", st.filter);
-        write_fabric_page(
-            &s.fabric,
-            &health,
-            &s.hosts,
-            None,
-            &sample,
-            &st,
-            Some(&mut other),
-            &mut Plain(&mut plain),
+        let mut full = [0u8; 100];
+        let mut short = &mut full[..];
+        let e = write_fabric_page(
+            &mut short, &s.fabric, &s.health, &s.hosts, None, &s.sample, &st, None,
         );
-        assert_eq!(
-            plain,
-            fabric_page(&s.fabric, &health, &s.hosts, None, &sample, &st)
-        );
+        assert!(e.is_err());
     }
 
     use crate::counters::CounterSet;
@@ -1346,16 +1048,15 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
         /// Pages after any run of changes to the sample, the fabric, its health, the names
-        /// and the scrape errors: each equals the page rendered whole, whatever its sink
-        /// took from the page before.
+        /// and the scrape errors, written with the labels kept from the page before: each
+        /// equals the page rendered whole.
         #[test]
-        fn pages_through_a_keeping_sink_are_the_pages_rendered_whole(
+        fn pages_written_with_kept_labels_are_the_pages_rendered_whole(
             changes in proptest::collection::vec((0u8..9, any::<u16>(), any::<u64>()), 1..8)
         ) {
             let mut s = swept();
             let names = counters::all_counter_names();
             let (mut errors, thresholds) = (HashMap::new(), Thresholds::default());
-            let mut sink = KeepingSink::default();
             let mut map: Option<NameMap> = None;
             // The port labels, kept from page to page until the fabric or the names change
             // (as the sweeper keeps them until it rediscovers).
@@ -1432,10 +1133,11 @@ mod tests {
                 let kept = labels.get_or_insert_with(|| {
                     PageLabels::new(fabric, map.as_ref(), hosts, st.fabric, st.filter)
                 });
-                let got = sink.page(|sink| {
-                    let kept = Some(&mut *kept);
-                    write_fabric_page(fabric, health, hosts, map.as_ref(), sample, &st, kept, sink)
-                });
+                let mut got = Vec::new();
+                let names = map.as_ref();
+                write_fabric_page(&mut got, fabric, health, hosts, names, sample, &st, Some(kept))
+                    .unwrap();
+                let got = String::from_utf8(got).unwrap();
                 let whole = fabric_page(fabric, health, hosts, map.as_ref(), sample, &st);
                 prop_assert_eq!(got, whole);
             }

@@ -4,8 +4,6 @@
 
 use std::fmt::Write;
 
-use xxhash_rust::xxh3::Xxh3;
-
 use ibscope_mad::codes::guid;
 
 use crate::counters::Sample;
@@ -38,52 +36,6 @@ impl PortFilter {
             return node.port(port).is_some_and(up);
         }
         true
-    }
-}
-
-/// The digest of what a family's text is made of, for [`PageSink::family_as_before`].
-pub(crate) struct Inputs(Xxh3);
-
-impl Inputs {
-    pub(crate) fn new() -> Inputs {
-        Inputs(Xxh3::new())
-    }
-
-    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
-        // The length first, so that two texts in a row cannot be cut differently.
-        self.word(bytes.len() as u64);
-        self.0.update(bytes);
-    }
-
-    pub(crate) fn word(&mut self, word: u64) {
-        self.0.update(&word.to_le_bytes());
-    }
-
-    pub(crate) fn words(&mut self, words: &[u64]) {
-        self.words_of(words.iter().copied());
-    }
-
-    /// The words, then how many (after them: read from the end, one run of words and
-    /// the next cannot be cut differently either).
-    pub(crate) fn words_of(&mut self, words: impl IntoIterator<Item = u64>) {
-        // Through a buffer: one update per 256 words, not per word.
-        let mut buf = [0u8; 2048];
-        let (mut used, mut count) = (0, 0u64);
-        for w in words {
-            buf[used..used + 8].copy_from_slice(&w.to_le_bytes());
-            used += 8;
-            count += 1;
-            if used == buf.len() {
-                self.0.update(&buf);
-                used = 0;
-            }
-        }
-        self.0.update(&buf[..used]);
-        self.word(count);
-    }
-
-    pub(crate) fn finish(&self) -> u128 {
-        self.0.digest128()
     }
 }
 
@@ -170,8 +122,6 @@ pub(crate) struct PortLabels {
     pub(crate) by_key: foldhash::HashMap<PortKey, usize>,
     /// The rows of swept ports the model does not list, made by the pages so far.
     pub(crate) unlisted: foldhash::HashMap<PortKey, usize>,
-    /// The digest of `text` and `spans` as of so many rows.
-    pub(crate) digest: Option<(usize, u128)>,
 }
 
 /// The label sets of a fabric's ports on its page, kept from one sweep's page to the next
@@ -186,18 +136,16 @@ pub struct PageLabels {
 }
 
 /// Every node's label sets on the page: its own (the scrape-error families') and, with its
-/// facts, those of `ibscope_node_info`; and a digest of both.
+/// facts, those of `ibscope_node_info`.
 pub(crate) struct NodeLabels {
     pub(crate) guids: Vec<u64>,
     pub(crate) own: Vec<String>,
     pub(crate) info: Vec<String>,
-    pub(crate) digest: u128,
 }
 
 impl NodeLabels {
     pub(crate) fn new(prefix: &str, fabric: &Fabric, names: Option<&NameMap>) -> NodeLabels {
         let (mut guids, mut own, mut info) = (Vec::new(), Vec::new(), Vec::new());
-        let mut d = Inputs::new();
         for (_, node) in fabric.nodes() {
             let base = node_labels(prefix, node.guid, display_name(node, names), node.kind);
             let facts = format!(
@@ -209,18 +157,11 @@ impl NodeLabels {
                 node.device_id,
                 node.system_image_guid
             );
-            d.bytes(base.as_bytes());
-            d.bytes(facts.as_bytes());
             guids.push(node.guid);
             own.push(base);
             info.push(facts);
         }
-        NodeLabels {
-            guids,
-            own,
-            info,
-            digest: d.finish(),
-        }
+        NodeLabels { guids, own, info }
     }
 }
 
@@ -260,7 +201,6 @@ impl PortLabels {
             ends: Vec::new(),
             by_key: foldhash::HashMap::default(),
             unlisted: foldhash::HashMap::default(),
-            digest: None,
         };
         // A node's own labels, the same on each of its ports (a switch has dozens).
         let mut node_part = String::new();
@@ -300,30 +240,6 @@ impl PortLabels {
 
     pub(crate) fn row_of(&self, key: PortKey) -> Option<usize> {
         self.by_key.get(&key).copied()
-    }
-
-    /// Every row's labels and the row of each swept port (`rows`): with a family's values
-    /// by row, what its samples are made of.
-    pub(crate) fn digest(&mut self, rows: &[usize]) -> u128 {
-        let labels = match self.digest {
-            Some((count, digest)) if count == self.spans.len() => digest,
-            _ => {
-                let mut d = Inputs::new();
-                d.bytes(self.text.as_bytes());
-                d.words_of(
-                    self.spans
-                        .iter()
-                        .flat_map(|&(start, end)| [start as u64, end as u64]),
-                );
-                let digest = d.finish();
-                self.digest = Some((self.spans.len(), digest));
-                digest
-            }
-        };
-        let mut d = Inputs::new();
-        d.bytes(&labels.to_le_bytes());
-        d.words_of(rows.iter().map(|&row| row as u64));
-        d.finish()
     }
 
     /// The row of each swept port, in the sample's order. A port the model does not list

@@ -1,0 +1,286 @@
+//! What is served, held in memory: a slot per fabric (its name, its last page, whether it
+//! is reachable), this host's page with `--host`, and what /healthz says of them.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+
+use crate::page::Page;
+
+/// One fabric as served.
+#[derive(Debug)]
+pub struct Slot {
+    /// What it is called on the page: the planned name until its port is open.
+    name: Mutex<String>,
+    pub page: ArcSwapOption<Page>,
+    link: Mutex<Link>,
+}
+
+/// Whether the fabric's port is open and answering, as its sweeper last said.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub up: bool,
+    /// Why it is down (kept while a page marked stale is served).
+    pub reason: Option<String>,
+    /// Since when it is up, or down.
+    pub since: Instant,
+    /// Times its port was opened again after it was lost.
+    pub reopens: u64,
+    /// Its port reaches a subnet another slot sweeps: not shown.
+    pub merged: bool,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Slot {
+    pub fn new(name: String) -> Slot {
+        Slot {
+            name: Mutex::new(name),
+            page: ArcSwapOption::empty(),
+            link: Mutex::new(Link {
+                up: false,
+                reason: None,
+                since: Instant::now(),
+                reopens: 0,
+                merged: false,
+            }),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        locked(&self.name).clone()
+    }
+
+    pub fn set_name(&self, name: String) {
+        *locked(&self.name) = name;
+    }
+
+    pub fn link(&self) -> Link {
+        locked(&self.link).clone()
+    }
+
+    pub fn set_up(&self) {
+        let mut l = locked(&self.link);
+        if !l.up {
+            l.since = Instant::now();
+        }
+        l.up = true;
+        l.reason = None;
+    }
+
+    /// Down for `reason`; `replace`: it replaces an earlier reason (the first says most).
+    pub fn set_down(&self, reason: String, replace: bool) {
+        let mut l = locked(&self.link);
+        if l.up {
+            l.since = Instant::now();
+        }
+        l.up = false;
+        if replace || l.reason.is_none() {
+            l.reason = Some(reason);
+        }
+    }
+
+    pub fn count_reopen(&self) {
+        locked(&self.link).reopens += 1;
+    }
+
+    pub fn set_merged(&self) {
+        locked(&self.link).merged = true;
+        self.page.store(None);
+    }
+
+    /// A page of a sweep: one whose sweep reached no port does not replace a good one
+    /// (that stays, marked stale).
+    pub fn publish(&self, page: Page) {
+        match page.failure.clone() {
+            None => {
+                self.page.store(Some(Arc::new(page)));
+                self.set_up();
+            }
+            Some(why) => {
+                let have_good = self
+                    .page
+                    .load()
+                    .as_ref()
+                    .is_some_and(|p| p.failure.is_none());
+                if !have_good {
+                    self.page.store(Some(Arc::new(page)));
+                }
+                self.set_down(format!("the last sweep reached no port: {why}"), true);
+            }
+        }
+    }
+
+    /// Ok when it answers and its last sweep succeeded and is fresh; else why not.
+    pub fn state(&self, max_age: Duration) -> Result<(), String> {
+        let page = self.page.load();
+        let link = self.link();
+        if let (false, Some(why)) = (link.up, &link.reason) {
+            let mut body = format!(
+                "fabric unreachable for {:.0} s: {why}",
+                link.since.elapsed().as_secs_f64()
+            );
+            if let Some(p) = page.as_ref() {
+                let age = p.finished.elapsed().as_secs_f64();
+                let _ = write!(body, "; serving the last good sample, {age:.0} s old");
+            }
+            return Err(body);
+        }
+        match page.as_ref() {
+            None => Err("no sweep finished yet".to_string()),
+            Some(p) => match &p.failure {
+                Some(why) => Err(format!("last sweep failed: {why}")),
+                None if p.finished.elapsed() > max_age => Err(format!(
+                    "last sweep is stale: finished {:.0} s ago (limit {:.0} s)",
+                    p.finished.elapsed().as_secs_f64(),
+                    max_age.as_secs_f64()
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// Everything served.
+#[derive(Debug)]
+pub struct Pages {
+    pub slots: Vec<Slot>,
+    /// Several fabrics were asked for (/healthz then has a line per fabric).
+    pub multi: bool,
+    /// This host's families (`serve --host`), on the page of every fabric together.
+    pub host: ArcSwapOption<String>,
+    merged: Mutex<Option<Merged>>,
+}
+
+/// The page of every fabric together, and the pages it was made of.
+type Merged = (Vec<Arc<Page>>, Arc<Page>);
+
+impl Pages {
+    pub fn new(names: Vec<String>, multi: bool) -> Pages {
+        Pages {
+            slots: names.into_iter().map(Slot::new).collect(),
+            multi,
+            host: ArcSwapOption::empty(),
+            merged: Mutex::new(None),
+        }
+    }
+
+    pub fn set_host_page(&self, text: String) {
+        self.host.store(Some(Arc::new(text)));
+    }
+
+    /// The slots shown (not merged into another), with their indexes.
+    pub fn shown(&self) -> impl Iterator<Item = (usize, &Slot)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.link().merged)
+    }
+
+    /// `pages` as one page, made again only when one of them changed.
+    pub fn merged(&self, pages: Vec<Arc<Page>>) -> std::io::Result<Arc<Page>> {
+        let mut cached = locked(&self.merged);
+        if let Some((made_of, page)) = cached.as_ref() {
+            let same = made_of.len() == pages.len()
+                && made_of.iter().zip(&pages).all(|(a, b)| Arc::ptr_eq(a, b));
+            if same {
+                return Ok(page.clone());
+            }
+        }
+        let page = Arc::new(Page::merge(&pages)?);
+        *cached = Some((pages, page.clone()));
+        Ok(page)
+    }
+
+    /// /healthz: 200 when every fabric shown answers and its last sweep succeeded and is
+    /// fresh, else 503; with several fabrics a line each.
+    pub fn health(&self, max_age: Duration) -> (u16, String) {
+        if self.slots.is_empty() {
+            return match self.host.load().is_some() {
+                true => (200, "ok (this host only)\n".to_string()),
+                false => (503, "this host not read yet\n".to_string()),
+            };
+        }
+        if !self.multi {
+            return match self.slots[0].state(max_age) {
+                Ok(()) => (200, "ok\n".to_string()),
+                Err(why) => (503, format!("{why}\n")),
+            };
+        }
+        let mut all_ok = true;
+        let mut body = String::new();
+        for (_, slot) in self.shown() {
+            let state = slot.state(max_age);
+            all_ok &= state.is_ok();
+            let state = state.err().unwrap_or_else(|| "ok".to_string());
+            let _ = writeln!(body, "{}: {state}", slot.name());
+        }
+        (if all_ok { 200 } else { 503 }, body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_says_why_not_and_keeps_the_last_good_page() {
+        let limit = Duration::from_secs(35);
+        let pages = Pages::new(vec!["alpha".into(), "beta".into()], true);
+        let slot = &pages.slots[0];
+        let page = |age: Duration, failure: Option<&str>| {
+            let mut p = Page::from_text("# HELP a A.\n# TYPE a gauge\na 1\n");
+            p.finished = Instant::now() - age;
+            p.failure = failure.map(String::from);
+            p
+        };
+        assert_eq!(slot.state(limit), Err("no sweep finished yet".into()));
+        slot.publish(page(Duration::from_secs(1), None));
+        assert_eq!(slot.state(limit), Ok(()));
+        slot.publish(page(Duration::from_secs(40), None));
+        let why = slot.state(limit).unwrap_err();
+        assert!(why.starts_with("last sweep is stale"), "{why}");
+        // A failed sweep's page does not replace a good one.
+        slot.publish(page(Duration::ZERO, Some("none of 4 ports answered")));
+        let why = slot.state(limit).unwrap_err();
+        assert!(
+            why.ends_with("the last sweep reached no port: none of 4 ports answered; serving the last good sample, 40 s old"),
+            "{why}"
+        );
+        slot.publish(page(Duration::from_secs(1), None));
+        slot.set_down("lost the connection".into(), false);
+        slot.set_down("the sweeper ended".into(), false);
+        let why = slot.state(limit).unwrap_err();
+        assert!(
+            why.starts_with("fabric unreachable for 0 s: lost the connection; ")
+                && why.ends_with("serving the last good sample, 1 s old"),
+            "{why}"
+        );
+        slot.set_up();
+        assert_eq!(slot.state(limit), Ok(()));
+        assert!(slot.link().reason.is_none());
+
+        pages.slots[1].set_down("no device".into(), false);
+        let (code, body) = pages.health(limit);
+        assert_eq!(code, 503);
+        assert!(
+            body.starts_with("alpha: ok\nbeta: fabric unreachable for 0 s: no device\n"),
+            "{body}"
+        );
+        pages.slots[1].set_merged();
+        assert_eq!(pages.health(limit), (200, "alpha: ok\n".into()));
+        // A page that never finished a sweep, alone.
+        let fresh = Pages::new(vec!["x".into()], false);
+        assert_eq!(fresh.health(limit), (503, "no sweep finished yet\n".into()));
+        // A failed first sweep: its page is kept, the fabric is down.
+        fresh.slots[0].publish(page(Duration::ZERO, Some("no port with a LID")));
+        assert!(fresh.slots[0].page.load().is_some());
+        let merged = pages.merged(vec![slot.page.load_full().unwrap()]).unwrap();
+        let again = pages.merged(vec![slot.page.load_full().unwrap()]).unwrap();
+        assert!(Arc::ptr_eq(&merged, &again), "made once");
+    }
+}
