@@ -12,13 +12,13 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// Whether a second signal exits the process at once (code 1).
 static EXIT_ON_SECOND: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(signal: libc::c_int) {
+/// What a stop signal does: atomics only, or `_exit` (async-signal-safe).
+fn on_signal(signal: libc::c_int) {
     let first = RECEIVED
         .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
         .is_ok();
     if !first && EXIT_ON_SECOND.load(Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(1) };
+        signal_hook::low_level::exit(1);
     }
 }
 
@@ -38,15 +38,12 @@ pub enum Second {
 /// Catch `signals` (e.g. `[libc::SIGINT]`): from now on they only set [`received`].
 pub fn install(signals: &[libc::c_int], second: Second) {
     EXIT_ON_SECOND.store(second == Second::Exit, Ordering::SeqCst);
-    // SAFETY: the handler only touches atomics (or calls _exit); the action is zeroed,
-    // then filled.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = libc::SA_RESTART;
-        for &signal in signals {
-            libc::sigaction(signal, &action, std::ptr::null_mut());
+    for &signal in signals {
+        // SAFETY: the action only touches atomics or calls _exit, both async-signal-safe.
+        let registered =
+            unsafe { signal_hook::low_level::register(signal, move || on_signal(signal)) };
+        if let Err(e) = registered {
+            tracing::warn!("cannot catch signal {signal}: {e}");
         }
     }
 }
