@@ -151,7 +151,7 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
         .map(|(_, s)| {
             (
                 s.name(),
-                s.link(),
+                s.connection(),
                 s.state(site.max_age).is_ok(),
                 s.page.load_full(),
             )
@@ -186,11 +186,11 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
 }
 
 /// Why there is no page yet: discovery, or a fabric that cannot be reached.
-fn not_yet(site: &Site, shown: &[(usize, &crate::slots::Slot)]) -> String {
+fn not_yet(site: &Site, shown: &[(usize, &crate::slots::FabricSlot)]) -> String {
     let unreachable: Vec<String> = shown
         .iter()
         .filter_map(|(_, s)| {
-            let link = s.link();
+            let link = s.connection();
             let why = link.reason.filter(|_| !link.up)?;
             Some(match site.pages.multi {
                 true => format!("{}: {why}", s.name()),

@@ -2,9 +2,9 @@
 //! fabric's page, rendered and compressed once per sweep, in memory; HTTP answers from
 //! there, so a scrape never waits on a fabric.
 
+pub mod discoveries;
 pub mod http;
 pub mod page;
-pub mod planes;
 pub mod server;
 pub mod slots;
 pub mod sweeper;

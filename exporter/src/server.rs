@@ -13,11 +13,11 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio_rustls::TlsAcceptor;
 
+use crate::discoveries::Discoveries;
 use crate::http::{self, Site};
-use crate::planes::Planes;
 use crate::slots::Pages;
 use crate::sweeper::{
-    Event, FabricPlan, FabricThread, OpenFabric, Shared, SweepSettings, REOPEN_FIRST,
+    FabricPlan, FabricThread, OpenFabric, PortOpening, Shared, SweepSettings, REOPEN_FIRST,
 };
 use crate::web::{BasicAuth, TlsConfig};
 
@@ -58,7 +58,7 @@ pub fn start(
     fabrics: Vec<FabricToServe>,
     listen: Listen,
     multi: bool,
-) -> Result<(Running, mpsc::Receiver<Event>)> {
+) -> Result<(Running, mpsc::Receiver<PortOpening>)> {
     let listener = std::net::TcpListener::bind(listen.addr)
         .with_context(|| format!("cannot listen on {}", listen.addr))?;
     listener.set_nonblocking(true)?;
@@ -89,7 +89,7 @@ pub fn start(
         subnets: Arc::new(Mutex::new(vec![None; fabrics.len()])),
         planes: multi.then(|| {
             let names = fabrics.first().and_then(|f| f.settings.names.clone());
-            Arc::new(Planes::new(fabrics.len(), names))
+            Arc::new(Discoveries::new(fabrics.len(), names))
         }),
         events: events_tx,
     };
@@ -177,7 +177,7 @@ where
 /// error when the one fabric's port could not be opened at start, or with several, when
 /// none of them could.
 pub fn wait_for_stop(
-    events: &mpsc::Receiver<Event>,
+    events: &mpsc::Receiver<PortOpening>,
     pages: &Pages,
     url: &str,
     stop_requested: &dyn Fn() -> Option<i32>,
@@ -189,13 +189,13 @@ pub fn wait_for_stop(
             return Ok(signal);
         }
         match events.recv_timeout(Duration::from_millis(50)) {
-            Ok(Event::Opened { .. }) if !announced => {
+            Ok(PortOpening::Opened { .. }) if !announced => {
                 eprintln!("ibscope serve: listening on {url}");
                 announced = true;
             }
-            Ok(Event::Opened { .. }) => {}
-            Ok(Event::NotOpened { error, .. }) if !pages.multi => return Err(error),
-            Ok(Event::NotOpened { slot, error }) => {
+            Ok(PortOpening::Opened { .. }) => {}
+            Ok(PortOpening::NotOpened { error, .. }) if !pages.multi => return Err(error),
+            Ok(PortOpening::NotOpened { slot, error }) => {
                 let line = format!("fabric {}: {error:#}", pages.slots[slot].name());
                 eprintln!(
                     "ibscope serve: {line}; trying again in {} s, then less often",

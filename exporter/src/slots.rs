@@ -11,16 +11,16 @@ use crate::page::Page;
 
 /// One fabric as served.
 #[derive(Debug)]
-pub struct Slot {
+pub struct FabricSlot {
     /// What it is called on the page: the planned name until its port is open.
     name: Mutex<String>,
     pub page: ArcSwapOption<Page>,
-    link: Mutex<Link>,
+    connection: Mutex<Connection>,
 }
 
 /// Whether the fabric's port is open and answering, as its sweeper last said.
 #[derive(Debug, Clone)]
-pub struct Link {
+pub struct Connection {
     pub up: bool,
     /// Why it is down (kept while a page marked stale is served).
     pub reason: Option<String>,
@@ -36,12 +36,12 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl Slot {
-    pub fn new(name: String) -> Slot {
-        Slot {
+impl FabricSlot {
+    pub fn new(name: String) -> FabricSlot {
+        FabricSlot {
             name: Mutex::new(name),
             page: ArcSwapOption::empty(),
-            link: Mutex::new(Link {
+            connection: Mutex::new(Connection {
                 up: false,
                 reason: None,
                 since: Instant::now(),
@@ -59,12 +59,12 @@ impl Slot {
         *locked(&self.name) = name;
     }
 
-    pub fn link(&self) -> Link {
-        locked(&self.link).clone()
+    pub fn connection(&self) -> Connection {
+        locked(&self.connection).clone()
     }
 
     pub fn set_up(&self) {
-        let mut l = locked(&self.link);
+        let mut l = locked(&self.connection);
         if !l.up {
             l.since = Instant::now();
         }
@@ -74,7 +74,7 @@ impl Slot {
 
     /// Down for `reason`; `replace`: it replaces an earlier reason (the first says most).
     pub fn set_down(&self, reason: String, replace: bool) {
-        let mut l = locked(&self.link);
+        let mut l = locked(&self.connection);
         if l.up {
             l.since = Instant::now();
         }
@@ -85,11 +85,11 @@ impl Slot {
     }
 
     pub fn count_reopen(&self) {
-        locked(&self.link).reopens += 1;
+        locked(&self.connection).reopens += 1;
     }
 
     pub fn set_merged(&self) {
-        locked(&self.link).merged = true;
+        locked(&self.connection).merged = true;
         self.page.store(None);
     }
 
@@ -118,7 +118,7 @@ impl Slot {
     /// Ok when it answers and its last sweep succeeded and is fresh; else why not.
     pub fn state(&self, max_age: Duration) -> Result<(), String> {
         let page = self.page.load();
-        let link = self.link();
+        let link = self.connection();
         if let (false, Some(why)) = (link.up, &link.reason) {
             let mut body = format!(
                 "fabric unreachable for {:.0} s: {why}",
@@ -148,7 +148,7 @@ impl Slot {
 /// Everything served.
 #[derive(Debug)]
 pub struct Pages {
-    pub slots: Vec<Slot>,
+    pub slots: Vec<FabricSlot>,
     /// Several fabrics were asked for (/healthz then has a line per fabric).
     pub multi: bool,
     /// This host's families (`serve --host`), on the page of every fabric together.
@@ -162,7 +162,7 @@ type Merged = (Vec<Arc<Page>>, Arc<Page>);
 impl Pages {
     pub fn new(names: Vec<String>, multi: bool) -> Pages {
         Pages {
-            slots: names.into_iter().map(Slot::new).collect(),
+            slots: names.into_iter().map(FabricSlot::new).collect(),
             multi,
             host: ArcSwapOption::empty(),
             merged: Mutex::new(None),
@@ -174,11 +174,11 @@ impl Pages {
     }
 
     /// The slots shown (not merged into another), with their indexes.
-    pub fn shown(&self) -> impl Iterator<Item = (usize, &Slot)> {
+    pub fn shown(&self) -> impl Iterator<Item = (usize, &FabricSlot)> {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| !s.link().merged)
+            .filter(|(_, s)| !s.connection().merged)
     }
 
     /// `pages` as one page, made again only when one of them changed.
@@ -262,7 +262,7 @@ mod tests {
         );
         slot.set_up();
         assert_eq!(slot.state(limit), Ok(()));
-        assert!(slot.link().reason.is_none());
+        assert!(slot.connection().reason.is_none());
 
         pages.slots[1].set_down("no device".into(), false);
         let (code, body) = pages.health(limit);

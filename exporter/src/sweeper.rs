@@ -24,9 +24,9 @@ use ibscope_topo::journal::{self, FlapHistory, JournalFile};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
+use crate::discoveries::Discoveries;
 use crate::page::PageWriter;
-use crate::planes::Planes;
-use crate::slots::{Pages, Slot};
+use crate::slots::{FabricSlot, Pages};
 
 /// The delay before the first reopening after a loss.
 pub const REOPEN_FIRST: Duration = Duration::from_secs(1);
@@ -56,7 +56,7 @@ pub struct SweepSettings {
 }
 
 /// What a fabric's thread tells the main thread.
-pub enum Event {
+pub enum PortOpening {
     /// The port was opened the first time ("CA/port").
     Opened { slot: usize, port: String },
     /// The port could not be opened the first time. With one fabric `serve` fails with
@@ -74,8 +74,8 @@ pub struct Shared {
     /// swept once, by that slot.
     pub subnets: Arc<Mutex<Vec<Option<FabricId>>>>,
     /// With several fabrics: every one's discovery, for the planes-disagree findings.
-    pub planes: Option<Arc<Planes>>,
-    pub events: mpsc::Sender<Event>,
+    pub planes: Option<Arc<Discoveries>>,
+    pub events: mpsc::Sender<PortOpening>,
 }
 
 /// One fabric to sweep.
@@ -167,7 +167,7 @@ impl Sweeper {
         self.stop.is_cancelled()
     }
 
-    fn slot(&self) -> &Slot {
+    fn slot(&self) -> &FabricSlot {
         &self.shared.pages.slots[self.plan.slot]
     }
 
@@ -209,7 +209,7 @@ impl Sweeper {
                         self.slot().count_reopen();
                     } else {
                         let slot = self.plan.slot;
-                        let _ = self.shared.events.send(Event::Opened { slot, port });
+                        let _ = self.shared.events.send(PortOpening::Opened { slot, port });
                     }
                     ever_opened = true;
                     self.port_open.store(true, Ordering::SeqCst);
@@ -224,7 +224,10 @@ impl Sweeper {
             }
             if first && !ever_opened {
                 let (slot, error) = (self.plan.slot, anyhow!("{why}"));
-                let _ = self.shared.events.send(Event::NotOpened { slot, error });
+                let _ = self
+                    .shared
+                    .events
+                    .send(PortOpening::NotOpened { slot, error });
                 if !self.plan.multi {
                     return;
                 }
@@ -242,7 +245,7 @@ impl Sweeper {
             if !self.wait(delay) {
                 return;
             }
-            delay = (delay * 2).min(REOPEN_MAX);
+            delay = next_delay(delay);
         }
     }
 
@@ -490,6 +493,12 @@ impl Sweeper {
     }
 }
 
+/// The delay before the next reopening when this one also made no good page: twice as
+/// long, at most [`REOPEN_MAX`].
+fn next_delay(delay: Duration) -> Duration {
+    (delay * 2).min(REOPEN_MAX)
+}
+
 /// Give the sweeper's thread a lower CPU priority than the HTTP threads, so a scrape is
 /// not queued behind rendering and compressing the page on a busy machine. Only ever
 /// lowers it (nice + 10, at most 19); threads it starts (the transport's) inherit it.
@@ -515,5 +524,21 @@ fn ensure_connected(engine: &Engine) -> Result<()> {
     match engine.transport_lost() {
         Some(e) => Err(anyhow::Error::new(e.clone())),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_backs_off_from_one_second_to_thirty() {
+        let mut delay = REOPEN_FIRST;
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            seen.push(delay.as_secs());
+            delay = next_delay(delay);
+        }
+        assert_eq!(seen, [1, 2, 4, 8, 16, 30, 30, 30]);
     }
 }

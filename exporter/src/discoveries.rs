@@ -18,20 +18,20 @@ struct Seen {
 }
 
 /// The fabrics' discoveries by slot.
-pub struct Planes {
+pub struct Discoveries {
     names: Option<NameMap>,
     seen: Mutex<Vec<Option<Seen>>>,
 }
 
-impl Planes {
-    pub fn new(slots: usize, names: Option<NameMap>) -> Planes {
-        Planes {
+impl Discoveries {
+    pub fn new(slots: usize, names: Option<NameMap>) -> Discoveries {
+        Discoveries {
             names,
             seen: Mutex::new((0..slots).map(|_| None).collect()),
         }
     }
 
-    /// Slot `slot` (called `name`) discovered `fabric`.
+    /// FabricSlot `slot` (called `name`) discovered `fabric`.
     pub fn update(&self, slot: usize, name: &str, fabric: Arc<Fabric>, hosts: Arc<Hosts>) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = seen.get_mut(slot) {
@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn the_plane_that_disagrees_gets_the_findings() {
-        let planes = Planes::new(3, None);
+        let planes = Discoveries::new(3, None);
         let add = |slot, name, fabric: Arc<Fabric>| {
             let hosts = Arc::new(Hosts::group(&fabric, None));
             planes.update(slot, name, fabric, hosts);
