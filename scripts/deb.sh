@@ -9,7 +9,7 @@
 #   scripts/deb.sh && sudo dpkg -i target/debian/ibscope_*.deb
 #
 # IBSCOPE_DEB_PROFILE picks the cargo profile (default `release`, whole-program LTO);
-# scripts/test.sh uses `deb-ci`, which builds faster and runs slower (see Cargo.toml).
+# scripts/test.sh packs the `dev` build its tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The version CI and the tests know works.
@@ -23,7 +23,10 @@ if ! cargo deb --version >/dev/null 2>&1; then
         --no-default-features >&2
 fi
 cargo build --profile "$profile" --locked --quiet >&2
-bin=${CARGO_TARGET_DIR:-target}/$profile/ibscope
+# Cargo keeps the dev profile's build in target/debug.
+dir=$profile
+[ "$profile" = dev ] && dir=debug
+bin=${CARGO_TARGET_DIR:-target}/$dir/ibscope
 assets=target/assets
 rm -rf "$assets"
 mkdir -p "$assets/completions"
