@@ -77,11 +77,10 @@ impl PageWriter {
 }
 
 impl Page {
-    pub fn from_text(text: &str) -> Page {
+    pub fn from_text(text: &str) -> io::Result<Page> {
         let mut w = PageWriter::default();
-        // Into memory: neither the write nor the flush can fail.
-        let _ = w.write_all(text.as_bytes());
-        w.finish(None).expect("compressing into memory")
+        w.write_all(text.as_bytes())?;
+        w.finish(None)
     }
 
     /// (bytes of text, bytes of gzip).
@@ -106,7 +105,8 @@ impl Page {
         if made >= self.text_len {
             return Ok(None);
         }
-        let input = &self.gzip[GZIP_HEADER.len() + z.total_in() as usize..];
+        let at = GZIP_HEADER.len() + z.total_in() as usize;
+        let input = self.gzip.get(at..).unwrap_or_default();
         let want = TEXT_CHUNK.min((self.text_len - made) as usize);
         let mut out = Vec::with_capacity(want);
         z.decompress_vec(input, &mut out, FlushDecompress::Sync)
@@ -258,7 +258,7 @@ mod tests {
         let text: String = (0..60_000)
             .map(|i| format!("ibscope_x{{port=\"{i}\"}} {}\n", i * 7))
             .collect();
-        let page = Arc::new(Page::from_text(&text));
+        let page = Arc::new(Page::from_text(&text).unwrap());
         assert_eq!(page.sizes().0, text.len() as u64);
         let gzip = body_bytes(PageBody::gzip(&page, "tail 1\n"));
         let mut inflated = String::new();
@@ -284,8 +284,8 @@ mod tests {
                      # HELP b B.\n# TYPE b gauge\nb{fabric=\"alpha\"} 2\n";
         let beta = alpha.replace("alpha", "beta");
         let pages = [
-            Arc::new(Page::from_text(alpha)),
-            Arc::new(Page::from_text(&beta)),
+            Arc::new(Page::from_text(alpha).unwrap()),
+            Arc::new(Page::from_text(&beta).unwrap()),
         ];
         assert_eq!(
             Page::merge(&pages).unwrap().text().unwrap(),

@@ -233,7 +233,7 @@ mod tests {
         let pages = Pages::new(vec!["alpha".into(), "beta".into()], true);
         let slot = &pages.slots[0];
         let page = |age: Duration, failure: Option<&str>| {
-            let mut p = Page::from_text("# HELP a A.\n# TYPE a gauge\na 1\n");
+            let mut p = Page::from_text("# HELP a A.\n# TYPE a gauge\na 1\n").unwrap();
             p.finished = Instant::now() - age;
             p.failure = failure.map(String::from);
             p
