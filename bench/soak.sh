@@ -10,7 +10,7 @@
 #   restart  ibsim and OpenSM are killed and started again on the same socket
 #
 # It reports scrapes served and failed (a failed scrape: no answer or not 200), scrape
-# latency p50/p99, the RSS of serve and of its sweeper process after a WARMUP (10 s) and at
+# latency p50/p99, the RSS of serve and of its port's agent process after a WARMUP (10 s) and at
 # the end (serve's growth must stay under 10%), and for each fault whether the metrics showed
 # it: unlink/relink by ibscope_port_link_up of that port, jump by the counter's new value,
 # freeze by more ibscope_node_scrape_timeouts_total (or ibscope_up 0), restart by
@@ -53,7 +53,7 @@ fi
 
 work=$(mktemp -d /tmp/ibscope-soak.XXXXXX)
 export IBSCOPE_SIM_DIR="$work/sims"
-# serve's state directory (and its sweeper's fake sysfs) go here: checked at the end.
+# serve's state directory (and its agent's fake sysfs) go here: checked at the end.
 export TMPDIR="$work/tmp"
 mkdir -p "$TMPDIR"
 cd "$work"
@@ -78,7 +78,7 @@ sim_pid() {
 }
 now() { date +%s.%N; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-sweeper_of() { pgrep -P "$1" | head -1; }
+agent_of() { pgrep -P "$1" | head -1; }
 
 echo "before: $(uptime)"
 eval "$("$ibscope" sim up --name "$name" "$TOPOLOGY" 2>"$work/up.err")"
@@ -127,7 +127,7 @@ end=$(echo "$started + $SOAK_SECONDS" | bc)
 # served pages by then: the allocator's per-thread arenas are in use), before any fault.
 sleep "$WARMUP"
 serve_rss_start=$(rss_kib "$serve_pid")
-sweeper_rss_start=$(rss_kib "$(sweeper_of "$serve_pid")")
+agent_rss_start=$(rss_kib "$(agent_of "$serve_pid")")
 
 # The faults, in turn, one every FAULT_EVERY seconds; each logged as "time kind [value]".
 : >"$work/faults"
@@ -169,7 +169,7 @@ done
 # Let the last fault show, then stop.
 while [ "$(echo "$(now) < $end" | bc)" = 1 ]; do sleep 0.5; done
 serve_rss_end=$(rss_kib "$serve_pid")
-sweeper_rss_end=$(rss_kib "$(sweeper_of "$serve_pid")")
+agent_rss_end=$(rss_kib "$(agent_of "$serve_pid")")
 kill "$scraper_pid" 2>/dev/null || true
 wait "$scraper_pid" 2>/dev/null || true
 scraper_pid=""
@@ -228,9 +228,9 @@ printf 'soak: %s s on %s, a fault every %s s, serve --interval %s, a scrape ever
 printf 'scrapes: %s served, %s failed; latency p50 %s ms, p99 %s ms, max %s ms\n' \
     "$served" "$failed" "$(pct 50)" "$(pct 99)" "$(pct 100)"
 [ "$failed" -eq 0 ] || verdict=1
-printf 'RSS: serve %s KiB -> %s KiB (%s%%; between faults: min %s, max %s KiB), sweeper process %s KiB -> %s KiB (the current one)\n' \
+printf 'RSS: serve %s KiB -> %s KiB (%s%%; between faults: min %s, max %s KiB), agent process %s KiB -> %s KiB (the current one)\n' \
     "$serve_rss_start" "$serve_rss_end" "$growth" "$(awk 'NR == 1 || $2 < m { m = $2 } END { print m }' "$work/rss")" \
-    "$(awk '$2 > m { m = $2 } END { print m }' "$work/rss")" "$sweeper_rss_start" "$sweeper_rss_end"
+    "$(awk '$2 > m { m = $2 } END { print m }' "$work/rss")" "$agent_rss_start" "$agent_rss_end"
 if [ "$(echo "$growth >= 10" | bc)" = 1 ]; then echo "RSS: serve grew 10% or more"; verdict=1; fi
 for kind in unlink relink jump freeze restart; do
     read -r ok done < <(seen "$kind")

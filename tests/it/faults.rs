@@ -370,7 +370,7 @@ fn ibsim_killed_mid_check() {
     );
 }
 
-/// The PID of the one child process of `pid` (serve's sweeper process), once it runs.
+/// The PID of the one child process of `pid` (the agent of serve's port), once it runs.
 fn only_child(pid: u32) -> Option<u32> {
     // Any of its threads may have forked it: look at every task's children.
     let mut children = Vec::new();
@@ -463,7 +463,7 @@ fn ibsim_killed_under_serve() {
         err.matches("umad2sim_write: cannot write").count() <= 1,
         "the sweeper kept sending after the transport was gone:\n{err}"
     );
-    // serve killed now: the sweeper process started after the loss, waiting inside the
+    // serve killed now: the agent started after the loss, waiting inside the
     // shim for an ibsim that will not come back, ends by itself once serve's stop would
     // have given up on it (the engine's timeout x attempts + 4 s), not never.
     let reopening = wait_for_child(serve.pid());
@@ -476,18 +476,18 @@ fn ibsim_killed_under_serve() {
     }
     assert!(
         !pid_alive(reopening),
-        "the sweeper process outlived the serve that was killed"
+        "the agent outlived the serve that was killed"
     );
 }
 
-/// The child process of `pid` (a new sweeper process), waiting until there is one.
+/// The child process of `pid` (a new agent), waiting until there is one.
 fn wait_for_child(pid: u32) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(child) = only_child(pid) {
             return child;
         }
-        assert!(Instant::now() < deadline, "no new sweeper process");
+        assert!(Instant::now() < deadline, "no new agent");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -522,7 +522,7 @@ fn processes_running(argv: &[&str]) -> Vec<u32> {
 
 /// Two ports on one subnet under `serve -C all`: the fabric is swept by one sweeper
 /// process, the other port is noted and leaves the page and /healthz. Which of the two
-/// stays is whichever opened first (their sweeper processes start together).
+/// stays is whichever opened first (their sweepers start together).
 #[test]
 fn serve_sweeps_ports_on_one_subnet_once() {
     let (a, b) = two_fabrics();

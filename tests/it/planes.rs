@@ -325,7 +325,7 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
 
     // Plane beta again with gpu-0003's rail 1 at 1x and gpu-0002's rail 0 link down: the
     // two planes-disagree findings of `check -C all` are counted on beta's page, none on
-    // alpha's (each fabric's sweeper process sees only its own fabric; serve compares).
+    // alpha's (each fabric's sweeper sees only its own fabric; serve compares them).
     let slow = plane_topology(dir.path(), "slow.topo", &["--degrade", "G0003R1:1:1xHDR"]);
     let b = plane_sim(&slow, Some(PREFIX_B));
     b.unlink("G0002R0", 1).unwrap();
@@ -339,7 +339,7 @@ fn serve_labels_each_planes_series_and_counts_the_planes_that_disagree() {
     assert_eq!(theirs, 2, "{check:#}");
     let mut serve = start_serve_all(&cfg, &log, port);
     // Beta's count can be on the page before alpha's first sweep is: serve counts planes
-    // from each fabric's discovery, which its sweeper sends before its counters sweep.
+    // from each fabric's discovery, held from before its first counter sweep.
     let page = wait_for(
         std::time::Duration::from_secs(30),
         "beta's planes counted and alpha's page there",

@@ -414,7 +414,7 @@ fn assert_clean_stop<G>(
     TcpListener::bind(("127.0.0.1", port))
         .unwrap_or_else(|e| panic!("port {port} still taken after exit: {e}"));
     assert!(!pid_alive(pid));
-    assert!(!pid_alive(sweeper), "the sweeper process outlived serve");
+    assert!(!pid_alive(sweeper), "the agent outlived serve");
     assert!(
         !state.exists(),
         "{} left behind: serve did not exit through its normal path",

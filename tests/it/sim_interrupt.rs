@@ -190,7 +190,7 @@ fn stop_signals_under_serve_leave_nothing() {
         let mut serve = common::net::KillOnDrop::spawn(cmd, "ibscope serve");
         common::net::wait_healthy(&mut serve, port, &log);
         let before = processes_under(&scratch.tmp());
-        assert_eq!(before.len(), 1, "{name}: the sweeper process: {before:?}");
+        assert_eq!(before.len(), 1, "{name}: the agent: {before:?}");
         send(serve.pid(), signal);
         let status = wait_exit(&mut serve.child, Duration::from_secs(10), "serve");
         let err = std::fs::read_to_string(&log).unwrap();
