@@ -11,7 +11,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use ibscope_topo::export::prometheus::{self, FabricStatus};
 
 use crate::page::{Page, PageBody};
-use crate::slots::Pages;
+use crate::slots::{Connection, FabricSlot, Pages};
 use crate::web::BasicAuth;
 
 /// What every answer reads.
@@ -122,19 +122,18 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
         Ok(only) => only,
         Err(why) => return text(400, why),
     };
-    let shown: Vec<_> = pages
+    // Each page loaded once: the page served and its age are of the same sweep.
+    let shown: Vec<(&FabricSlot, Option<Arc<Page>>)> = pages
         .shown()
-        .filter(|(_, s)| only.as_ref().map_or(true, |name| s.name() == *name))
+        .filter(|s| only.as_ref().map_or(true, |name| s.name() == *name))
+        .map(|s| (s, s.page.load_full()))
         .collect();
     if let (Some(name), true) = (&only, shown.is_empty()) {
-        let known: Vec<String> = pages.shown().map(|(_, s)| s.name()).collect();
+        let known: Vec<String> = pages.shown().map(FabricSlot::name).collect();
         let body = format!("no fabric {name:?} here; fabrics: {}\n", known.join(", "));
         return text(404, body);
     }
-    let with_page: Vec<Arc<Page>> = shown
-        .iter()
-        .filter_map(|(_, s)| s.page.load_full())
-        .collect();
+    let with_page: Vec<Arc<Page>> = shown.iter().filter_map(|(_, p)| p.clone()).collect();
     let host = only.is_none().then(|| pages.host.load_full()).flatten();
     let page = match with_page.len() {
         // A page of the host alone (`serve --host --no-fabric`) needs no sweep.
@@ -149,27 +148,21 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
             Err(e) => return text(500, format!("the page does not inflate: {e}\n")),
         },
     };
-    let links: Vec<_> = shown
+    let names: Vec<(String, Connection)> = shown
         .iter()
-        .map(|(_, s)| {
-            (
-                s.name(),
-                s.connection(),
-                s.state(site.max_age).is_ok(),
-                s.page.load_full(),
-            )
-        })
+        .map(|(s, _)| (s.name(), s.connection()))
         .collect();
-    let statuses: Vec<FabricStatus<'_>> = links
+    let statuses: Vec<FabricStatus<'_>> = shown
         .iter()
-        .map(|(name, link, ok, page)| {
+        .zip(&names)
+        .map(|((s, page), (name, connection))| {
             let age = page.as_ref().map(|p| p.finished.elapsed());
             FabricStatus {
                 name,
-                up: *ok,
-                stale: !link.up || age.map_or(true, |a| a > site.max_age),
+                up: s.state(site.max_age).is_ok(),
+                stale: !connection.up || age.map_or(true, |a| a > site.max_age),
                 age_seconds: age.map(|a| a.as_secs_f64()),
-                reopens: link.reopens,
+                reopens: connection.reopens,
             }
         })
         .collect();
@@ -189,12 +182,12 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
 }
 
 /// Why there is no page yet: discovery, or a fabric that cannot be reached.
-fn not_yet(site: &Site, shown: &[(usize, &crate::slots::FabricSlot)]) -> String {
+fn not_yet(site: &Site, shown: &[(&FabricSlot, Option<Arc<Page>>)]) -> String {
     let unreachable: Vec<String> = shown
         .iter()
-        .filter_map(|(_, s)| {
-            let link = s.connection();
-            let why = link.reason.filter(|_| !link.up)?;
+        .filter_map(|(s, _)| {
+            let connection = s.connection();
+            let why = connection.reason.filter(|_| !connection.up)?;
             Some(match site.pages.multi {
                 true => format!("{}: {why}", s.name()),
                 false => why,
@@ -212,7 +205,7 @@ fn not_yet(site: &Site, shown: &[(usize, &crate::slots::FabricSlot)]) -> String 
 /// `/`: the fabrics, their state, a link to each one's page.
 fn landing_page(site: &Site) -> String {
     let mut rows = String::new();
-    for (_, slot) in site.pages.shown() {
+    for slot in site.pages.shown() {
         let name = slot.name();
         let state = match slot.state(site.max_age) {
             Ok(()) => "up".to_string(),

@@ -173,12 +173,9 @@ impl Pages {
         self.host.store(Some(Arc::new(text)));
     }
 
-    /// The slots shown (not merged into another), with their indexes.
-    pub fn shown(&self) -> impl Iterator<Item = (usize, &FabricSlot)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.connection().merged)
+    /// The slots shown (not merged into another).
+    pub fn shown(&self) -> impl Iterator<Item = &FabricSlot> {
+        self.slots.iter().filter(|s| !s.connection().merged)
     }
 
     /// `pages` as one page, made again only when one of them changed.
@@ -213,7 +210,7 @@ impl Pages {
         }
         let mut all_ok = true;
         let mut body = String::new();
-        for (_, slot) in self.shown() {
+        for slot in self.shown() {
             let state = slot.state(max_age);
             all_ok &= state.is_ok();
             let state = state.err().unwrap_or_else(|| "ok".to_string());
