@@ -7,7 +7,7 @@
 use anyhow::{anyhow, bail, Result};
 use ibscope_mad::engine::{Engine, LocalPort, MadError, TransportError};
 use ibscope_mad::umad;
-use ibscope_topo::subnet::{self, Sweep};
+use ibscope_topo::subnet::{self, SubnetChoice};
 use ibscope_topo::FabricId;
 
 use crate::cli::Global;
@@ -181,14 +181,14 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
     let mut kept = Vec::new();
     for (i, o) in opened.drain(..).enumerate() {
         match verdict[i] {
-            Sweep::SameAs(j) => eprintln!(
+            SubnetChoice::SameAs(j) => eprintln!(
                 "note: {} reaches the same subnet as {} ({}): swept once, as {}",
                 ids[i].name,
                 ids[j].name,
                 ids[i].identity_text(),
                 ids[j].name
             ),
-            Sweep::Keep => kept.push(o),
+            SubnetChoice::Keep => kept.push(o),
         }
     }
     Ok(kept)

@@ -15,7 +15,9 @@ use crate::ethtool::{is_lossless_stat, Ioctl, NetdevStats, SavedStats};
 use crate::preflight::HostFinding;
 use crate::sysfs::Sysfs;
 
-pub use crate::model::{Counter, CounterGroup, CounterSet, CounterSource, Reading};
+pub use crate::model::{
+    CounterFileValue, CounterGroup, CounterSource, RdmaCounter, RdmaCounterSet,
+};
 
 /// Known counter names (mlx5, bnxt_re and the InfiniBand core) and their groups; any other
 /// name is [`CounterGroup::Other`].
@@ -109,36 +111,36 @@ pub fn group_of(name: &str) -> CounterGroup {
 const WORD_COUNTERS: [&str; 2] = ["port_xmit_data", "port_rcv_data"];
 
 /// One counter file: a number, "N/A (no PMA)", or unknown with the reason.
-pub fn parse_reading(text: Option<&str>) -> Reading {
+pub fn parse_reading(text: Option<&str>) -> CounterFileValue {
     let Some(text) = text else {
-        return Reading::Unknown("unreadable".into());
+        return CounterFileValue::Unknown("unreadable".into());
     };
     let t = text.trim();
     if t.starts_with("N/A") {
-        return Reading::NotAvailable;
+        return CounterFileValue::NotAvailable;
     }
     match t.parse::<u64>() {
-        Ok(v) => Reading::Value(v),
-        Err(_) => Reading::Unknown(format!(
+        Ok(v) => CounterFileValue::Value(v),
+        Err(_) => CounterFileValue::Unknown(format!(
             "not a number: {:?}",
             t.chars().take(40).collect::<String>()
         )),
     }
 }
 
-fn read_dir(dir: &Path, source: CounterSource) -> Vec<Counter> {
+fn read_dir(dir: &Path, source: CounterSource) -> Vec<RdmaCounter> {
     Sysfs::list(dir)
         .into_iter()
         .map(|name| {
             let mut reading = parse_reading(Sysfs::read(&dir.join(&name)).as_deref());
             let mut unit = None;
             if source == CounterSource::Port && WORD_COUNTERS.contains(&name.as_str()) {
-                if let Reading::Value(words) = reading {
-                    reading = Reading::Value(words.saturating_mul(4));
+                if let CounterFileValue::Value(words) = reading {
+                    reading = CounterFileValue::Value(words.saturating_mul(4));
                 }
                 unit = Some("bytes");
             }
-            Counter {
+            RdmaCounter {
                 group: group_of(&name),
                 name,
                 source,
@@ -151,7 +153,7 @@ fn read_dir(dir: &Path, source: CounterSource) -> Vec<Counter> {
 
 impl Sysfs {
     /// Every port's and device's counters, of `only` (a device name) or every device.
-    pub fn counters(&self, only: Option<&str>) -> Vec<CounterSet> {
+    pub fn counters(&self, only: Option<&str>) -> Vec<RdmaCounterSet> {
         let class = self.root().join("sys/class/infiniband");
         let stats = self.netdev_stats();
         let mut sets = Vec::new();
@@ -179,7 +181,7 @@ impl Sysfs {
                     counters.extend(lossless_stats(stats.as_ref(), ifname));
                     let file = self.root().join("sys/class/net").join(ifname);
                     if let Some(text) = Sysfs::read(&file.join("carrier_changes")) {
-                        counters.push(Counter {
+                        counters.push(RdmaCounter {
                             name: "carrier_changes".into(),
                             group: CounterGroup::LinkErrors,
                             source: CounterSource::Netdev,
@@ -188,7 +190,7 @@ impl Sysfs {
                         });
                     }
                 }
-                sets.push(CounterSet {
+                sets.push(RdmaCounterSet {
                     device: device.clone(),
                     port: Some(number),
                     netdev,
@@ -197,7 +199,7 @@ impl Sysfs {
             }
             let device_hw = read_dir(&dir.join("hw_counters"), CounterSource::DeviceHw);
             if !device_hw.is_empty() {
-                sets.push(CounterSet {
+                sets.push(RdmaCounterSet {
                     device: device.clone(),
                     port: None,
                     netdev: None,
@@ -211,13 +213,13 @@ impl Sysfs {
 
 /// A netdev's pause, discard and buffer statistics; none when they cannot be read (not an
 /// Ethernet driver with statistics, or no saved copy under a fixture root).
-fn lossless_stats(stats: &dyn NetdevStats, netdev: &str) -> Vec<Counter> {
+fn lossless_stats(stats: &dyn NetdevStats, netdev: &str) -> Vec<RdmaCounter> {
     let Ok(all) = stats.stats(netdev) else {
         return Vec::new();
     };
     all.into_iter()
         .filter(|(name, _)| is_lossless_stat(name))
-        .map(|(name, value)| Counter {
+        .map(|(name, value)| RdmaCounter {
             group: if name.contains("pause") {
                 CounterGroup::Congestion
             } else {
@@ -225,7 +227,7 @@ fn lossless_stats(stats: &dyn NetdevStats, netdev: &str) -> Vec<Counter> {
             },
             name,
             source: CounterSource::Ethtool,
-            reading: Reading::Value(value),
+            reading: CounterFileValue::Value(value),
             unit: None,
         })
         .collect()
@@ -274,7 +276,11 @@ pub struct CounterRate {
 }
 
 /// The change of every counter read twice, `interval` apart.
-pub fn rates(before: &[CounterSet], after: &[CounterSet], interval: Duration) -> Vec<CounterRate> {
+pub fn rates(
+    before: &[RdmaCounterSet],
+    after: &[RdmaCounterSet],
+    interval: Duration,
+) -> Vec<CounterRate> {
     let seconds = interval.as_secs_f64();
     let mut out = Vec::new();
     for set in after {
@@ -288,7 +294,7 @@ pub fn rates(before: &[CounterSet], after: &[CounterSet], interval: Duration) ->
                     .find(|o| o.name == c.name && o.source == c.source)
             });
             let delta = match (old.map(|o| &o.reading), &c.reading) {
-                (Some(Reading::Value(o)), Reading::Value(n)) => {
+                (Some(CounterFileValue::Value(o)), CounterFileValue::Value(n)) => {
                     // Bytes converted from words wrap at 2^32 words, not bytes.
                     if c.unit == Some("bytes") {
                         growth(o / 4, n / 4).map(|w| w * 4)
@@ -499,7 +505,7 @@ mod tests {
         );
     }
 
-    fn value(sets: &[CounterSet], port: Option<u8>, name: &str) -> Reading {
+    fn value(sets: &[RdmaCounterSet], port: Option<u8>, name: &str) -> CounterFileValue {
         sets.iter()
             .find(|s| s.port == port)
             .and_then(|s| s.counters.iter().find(|c| c.name == name))
@@ -515,11 +521,17 @@ mod tests {
         assert_eq!(sets.len(), 2, "the port and the device");
         assert_eq!(
             value(&sets, Some(1), "port_xmit_data"),
-            Reading::Value(4000)
+            CounterFileValue::Value(4000)
         );
-        assert_eq!(value(&sets, Some(1), "VL15_dropped"), Reading::NotAvailable);
-        assert_eq!(value(&sets, Some(1), "carrier_changes"), Reading::Value(4));
-        assert_eq!(value(&sets, None, "lifespan"), Reading::Value(10));
+        assert_eq!(
+            value(&sets, Some(1), "VL15_dropped"),
+            CounterFileValue::NotAvailable
+        );
+        assert_eq!(
+            value(&sets, Some(1), "carrier_changes"),
+            CounterFileValue::Value(4)
+        );
+        assert_eq!(value(&sets, None, "lifespan"), CounterFileValue::Value(10));
         assert_eq!(sets[0].netdev.as_deref(), Some("ens1f0np0"));
         let cnp = sets[0]
             .counters
@@ -545,11 +557,11 @@ mod tests {
         let sets = Sysfs::new(dir.path()).counters(Some("mlx5_0"));
         assert!(matches!(
             value(&sets, Some(1), "link_downed"),
-            Reading::Unknown(_)
+            CounterFileValue::Unknown(_)
         ));
         assert_eq!(
             value(&sets, Some(1), "port_rcv_data"),
-            Reading::Unknown("unreadable".into())
+            CounterFileValue::Unknown("unreadable".into())
         );
         assert!(Sysfs::new(dir.path()).counters(Some("mlx5_9")).is_empty());
     }

@@ -36,7 +36,7 @@ pub struct LocalHost {
     /// Every port's and device's RDMA counters as read, when asked
     /// ([`GatherOptions::counters`](crate::GatherOptions)); `host compare` sets error
     /// counters that count beside the fleet's.
-    pub counters: Vec<CounterSet>,
+    pub counters: Vec<RdmaCounterSet>,
 }
 
 /// The commissioning checklist's versions (the kernel's and each RDMA driver's are in
@@ -475,7 +475,7 @@ pub enum CounterSource {
 
 /// What a counter file held.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reading {
+pub enum CounterFileValue {
     Value(u64),
     /// "N/A (no PMA)": the port has no performance management agent.
     NotAvailable,
@@ -486,28 +486,28 @@ pub enum Reading {
 /// One counter of a port or device. JSON: `name`, `group`, `source`, `value` (a number,
 /// or null with a `note`: "N/A (no PMA)", "unreadable", "not a number: ..."), `unit`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counter {
+pub struct RdmaCounter {
     /// The file's name, as the driver names it.
     pub name: String,
     pub group: CounterGroup,
     pub source: CounterSource,
     /// For `port_xmit_data`/`port_rcv_data` the bytes (the kernel counts 4-byte words).
-    pub reading: Reading,
+    pub reading: CounterFileValue,
     /// `bytes` for the data counters converted from words, else absent.
     pub unit: Option<&'static str>,
 }
 
-impl Serialize for Counter {
+impl Serialize for RdmaCounter {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Counter", 6)?;
+        let mut st = s.serialize_struct("RdmaCounter", 6)?;
         st.serialize_field("name", &self.name)?;
         st.serialize_field("group", &self.group)?;
         st.serialize_field("source", &self.source)?;
         let (value, note) = match &self.reading {
-            Reading::Value(v) => (Some(*v), None),
-            Reading::NotAvailable => (None, Some("N/A (no PMA)")),
-            Reading::Unknown(why) => (None, Some(why.as_str())),
+            CounterFileValue::Value(v) => (Some(*v), None),
+            CounterFileValue::NotAvailable => (None, Some("N/A (no PMA)")),
+            CounterFileValue::Unknown(why) => (None, Some(why.as_str())),
         };
         st.serialize_field("value", &value)?;
         if let Some(note) = note {
@@ -522,13 +522,13 @@ impl Serialize for Counter {
 
 /// The counters of one port (`port` set) or of a device as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CounterSet {
+pub struct RdmaCounterSet {
     pub device: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netdev: Option<String>,
-    pub counters: Vec<Counter>,
+    pub counters: Vec<RdmaCounter>,
 }
 
 #[cfg(test)]

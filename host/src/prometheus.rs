@@ -9,7 +9,7 @@ use ibscope_mad::attr::PortState;
 use ibscope_topo::escape::for_prometheus_label;
 use ibscope_topo::findings::{Scope, FINDING_KINDS};
 
-use crate::counters::{CounterSet, Reading};
+use crate::counters::{CounterFileValue, RdmaCounterSet};
 use crate::model::LocalHost;
 use crate::preflight::HostFinding;
 
@@ -36,7 +36,7 @@ fn priority_of(name: &str) -> Option<&str> {
 
 /// The page: the host's identity and versions, its ports, every counter read and the
 /// preflight's findings counted by kind (every host kind, zeros included).
-pub fn page(host: &LocalHost, counters: &[CounterSet], findings: &[HostFinding]) -> String {
+pub fn page(host: &LocalHost, counters: &[RdmaCounterSet], findings: &[HostFinding]) -> String {
     let mut out = String::new();
     head(
         &mut out,
@@ -123,7 +123,7 @@ pub fn page(host: &LocalHost, counters: &[CounterSet], findings: &[HostFinding])
 }
 
 /// Every counter with a value, by device, port, netdev, priority, group and source.
-fn counters_family(out: &mut String, counters: &[CounterSet]) {
+fn counters_family(out: &mut String, counters: &[RdmaCounterSet]) {
     head(
         out,
         "ibscope_host_statistic_total",
@@ -134,7 +134,7 @@ fn counters_family(out: &mut String, counters: &[CounterSet]) {
     for set in counters {
         let port = set.port.map(|p| p.to_string()).unwrap_or_default();
         for c in &set.counters {
-            let Reading::Value(value) = c.reading else {
+            let CounterFileValue::Value(value) = c.reading else {
                 continue;
             };
             let source = serde_json::to_value(c.source).unwrap_or_default();

@@ -87,7 +87,7 @@ pub enum Transport {
 /// Which way the printing rank sees a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub enum ConnectionDirection {
     Send,
     Receive,
 }
@@ -95,7 +95,7 @@ pub enum Direction {
 /// Whether a connection serves a ring or a tree (after `Connected all rings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Pattern {
+pub enum Algorithm {
     Ring,
     Tree,
 }
@@ -106,8 +106,8 @@ pub struct Connection {
     pub channel: u32,
     pub from: u32,
     pub to: u32,
-    pub direction: Direction,
-    pub pattern: Pattern,
+    pub direction: ConnectionDirection,
+    pub pattern: Algorithm,
     pub transport: Transport,
     /// The process that printed it (its network devices are the ones `NET/IB/k` means).
     pub printed_by: ProcessId,
@@ -117,8 +117,8 @@ impl Connection {
     /// The rank whose end of the connection this line describes.
     pub fn own_rank(&self) -> u32 {
         match self.direction {
-            Direction::Send => self.from,
-            Direction::Receive => self.to,
+            ConnectionDirection::Send => self.from,
+            ConnectionDirection::Receive => self.to,
         }
     }
 }
@@ -201,7 +201,11 @@ impl NcclLog {
                 *trees = true;
                 continue;
             }
-            let pattern = if *trees { Pattern::Tree } else { Pattern::Ring };
+            let pattern = if *trees {
+                Algorithm::Tree
+            } else {
+                Algorithm::Ring
+            };
             let process = process.clone();
             if let Err(why) = self.message(message, &process, pattern) {
                 self.problems.push(format!("{source}:{}: {why}", n + 1));
@@ -209,7 +213,7 @@ impl NcclLog {
         }
     }
 
-    fn message(&mut self, m: &str, process: &ProcessId, pattern: Pattern) -> Result<(), String> {
+    fn message(&mut self, m: &str, process: &ProcessId, pattern: Algorithm) -> Result<(), String> {
         // NCCL before 2.6 wrote `Ring 00 : 35 -> 34 [send] via NET/Socket/0` for a ring's
         // connection and `Ring 00 :  0 1 2 3` for its order.
         if let Some(rest) = m
@@ -248,7 +252,7 @@ impl NcclLog {
         &mut self,
         rest: &str,
         process: &ProcessId,
-        pattern: Pattern,
+        pattern: Algorithm,
     ) -> Result<(), String> {
         let (head, body) = rest
             .split_once(" : ")
@@ -276,8 +280,8 @@ impl NcclLog {
         let mut words = rest.split_whitespace();
         let to = rank_of(words.next().ok_or("a connection without its peer")?)?;
         let direction = match words.next() {
-            Some("[receive]") => Direction::Receive,
-            _ => Direction::Send,
+            Some("[receive]") => ConnectionDirection::Receive,
+            _ => ConnectionDirection::Send,
         };
         self.connections.push(Connection {
             channel,
@@ -509,14 +513,14 @@ gpu-0002:200:210 [0] NCCL INFO something new in a later version
         assert_eq!(log.connections.len(), 4);
         let c = &log.connections[0];
         assert_eq!((c.from, c.to, c.own_rank()), (3, 0, 0));
-        assert_eq!(c.pattern, Pattern::Ring);
+        assert_eq!(c.pattern, Algorithm::Ring);
         assert_eq!(log.net_device(c).unwrap().device, "mlx5_0");
         assert!(matches!(
             log.connections[1].transport,
             Transport::Local { .. }
         ));
         let pxn = &log.connections[2];
-        assert_eq!(pxn.pattern, Pattern::Tree);
+        assert_eq!(pxn.pattern, Algorithm::Tree);
         assert_eq!(
             pxn.transport,
             Transport::Net {

@@ -15,7 +15,7 @@ use ibscope_topo::hosts::Hosts;
 use ibscope_topo::routing::{self, ChannelRef};
 use ibscope_topo::{End, Fabric, PortKey, PortRef};
 
-use crate::log::{Direction, NcclLog, Pattern, Transport};
+use crate::log::{Algorithm, ConnectionDirection, NcclLog, Transport};
 
 /// One link the job's traffic crosses, in the direction it is crossed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,9 +56,9 @@ pub fn place(
     findings: &[Finding],
     deltas: &[PortDelta],
 ) -> Placement {
-    let mut receivers: HashMap<(Pattern, u32, u32, u32), &str> = HashMap::new();
+    let mut receivers: HashMap<(Algorithm, u32, u32, u32), &str> = HashMap::new();
     for c in &log.connections {
-        if c.direction == Direction::Receive {
+        if c.direction == ConnectionDirection::Receive {
             if let Some(d) = log.net_device(c) {
                 receivers.insert((c.pattern, c.channel, c.from, c.to), d.device.as_str());
             }
@@ -70,7 +70,8 @@ pub fn place(
     let mut ends: HcaEnds = HashMap::new();
     let tracer = routing::Tracer::new(fabric);
     for c in &log.connections {
-        if c.direction != Direction::Send || !matches!(c.transport, Transport::Net { .. }) {
+        if c.direction != ConnectionDirection::Send || !matches!(c.transport, Transport::Net { .. })
+        {
             continue;
         }
         let placed = (|| -> Result<(Vec<ChannelRef>, String), String> {
@@ -123,8 +124,8 @@ pub fn place(
                         });
                     e.connections += 1;
                     match c.pattern {
-                        Pattern::Ring => e.rings.insert(c.channel),
-                        Pattern::Tree => e.trees.insert(c.channel),
+                        Algorithm::Ring => e.rings.insert(c.channel),
+                        Algorithm::Tree => e.trees.insert(c.channel),
                     };
                 }
             }
@@ -146,10 +147,10 @@ pub fn place(
     out
 }
 
-fn pattern_name(p: Pattern) -> &'static str {
+fn pattern_name(p: Algorithm) -> &'static str {
     match p {
-        Pattern::Ring => "ring",
-        Pattern::Tree => "tree",
+        Algorithm::Ring => "ring",
+        Algorithm::Tree => "tree",
     }
 }
 

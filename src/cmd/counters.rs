@@ -17,7 +17,7 @@ use ibscope_topo::resolve::{resolve, NameMatch};
 use crate::cli::{exit, Global};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum CountersFormat {
     /// One line per port: data/packet counters and every non-zero error counter.
     Table,
     /// One JSON document per sample (with --interval: one per interval, one per line;
@@ -85,7 +85,7 @@ pub struct Args {
     #[arg(value_name = "PORT")]
     pub port_number: Option<u8>,
     #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
+    pub format: CountersFormat,
     /// Seconds between samples: print rates instead of totals.
     #[arg(long, value_name = "S")]
     pub interval: Option<f64>,
@@ -293,11 +293,11 @@ fn run_each(
         }
         let name = &opened.id.name;
         match a.format {
-            Format::Prom => samples.push((name.clone(), sample)),
+            CountersFormat::Prom => samples.push((name.clone(), sample)),
             // One document per line, as for --interval: a stream any JSON-lines reader
             // (and jq) takes apart.
-            Format::Json => write_labelled_json(&mut out, &sample, name, false)?,
-            Format::Table => {
+            CountersFormat::Json => write_labelled_json(&mut out, &sample, name, false)?,
+            CountersFormat::Table => {
                 writeln!(
                     out,
                     "## fabric {}: {}",
@@ -306,7 +306,7 @@ fn run_each(
                 )?;
                 out.write_all(counters::text::sample_table(&sample).as_bytes())?;
             }
-            Format::Csv => {
+            CountersFormat::Csv => {
                 if first {
                     writeln!(out, "fabric,{}", counters_csv::header(a.details))?;
                 }
@@ -316,7 +316,7 @@ fn run_each(
         first = false;
         Ok(if any_errors { exit::FINDINGS } else { exit::OK })
     })?;
-    if a.format == Format::Prom {
+    if a.format == CountersFormat::Prom {
         let pages: Vec<(&str, &Sample)> = samples.iter().map(|(n, s)| (n.as_str(), s)).collect();
         out.write_all(prometheus::counters_page(&pages).as_bytes())?;
     }
@@ -377,30 +377,32 @@ fn report_errors(sample: &Sample, any: &mut bool) {
 
 fn print_sample(
     out: &mut impl Write,
-    format: Format,
+    format: CountersFormat,
     sample: &Sample,
     fabric: &str,
     details: bool,
 ) -> Result<()> {
     match format {
-        Format::Json => write_labelled_json(out, sample, fabric, true)?,
-        Format::Table => out.write_all(counters::text::sample_table(sample).as_bytes())?,
-        Format::Csv => counters_csv::write(out, sample, details)?,
-        Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
+        CountersFormat::Json => write_labelled_json(out, sample, fabric, true)?,
+        CountersFormat::Table => out.write_all(counters::text::sample_table(sample).as_bytes())?,
+        CountersFormat::Csv => counters_csv::write(out, sample, details)?,
+        CountersFormat::Prom => {
+            out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?
+        }
     }
     Ok(())
 }
 
 fn print_deltas(
     out: &mut impl Write,
-    format: Format,
+    format: CountersFormat,
     sample: &Sample,
     deltas: &[PortDelta],
     header: bool,
     fabric: &str,
 ) -> Result<()> {
     match format {
-        Format::Json => {
+        CountersFormat::Json => {
             let doc = serde_json::json!({
                 "schema_version": ibscope_topo::model::SCHEMA_VERSION,
                 "fabric": fabric,
@@ -412,8 +414,10 @@ fn print_deltas(
             });
             writeln!(out, "{}", serde_json::to_string(&doc)?)?;
         }
-        Format::Prom => out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?,
-        Format::Csv => {
+        CountersFormat::Prom => {
+            out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?
+        }
+        CountersFormat::Csv => {
             if header {
                 writeln!(
                     out,
@@ -439,7 +443,7 @@ fn print_deltas(
                 }
             }
         }
-        Format::Table => out.write_all(counters::text::deltas_table(deltas).as_bytes())?,
+        CountersFormat::Table => out.write_all(counters::text::deltas_table(deltas).as_bytes())?,
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use ibscope_topo::export;
 use crate::cli::{exit, Global};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum DiscoverFormat {
     /// ibnetdiscover's text format; ibsim and other tools read it back.
     Ibnetdiscover,
     /// The ibscope model (schema_version'd); `--topology` reads it back losslessly.
@@ -47,7 +47,7 @@ pub enum Format {
 #[command(verbatim_doc_comment)]
 pub struct Args {
     #[arg(long, value_enum, default_value = "ibnetdiscover")]
-    pub format: Format,
+    pub format: DiscoverFormat,
     /// Write to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -58,20 +58,20 @@ pub struct Args {
 
 /// Stream the export to `out`, buffered: the text of a large fabric is never held whole.
 fn export(
-    format: Format,
+    format: DiscoverFormat,
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     match format {
-        Format::Ibnetdiscover => export::ibnd::write_to(&mut out, fabric, names)?,
-        Format::Json => export::json::write_to(&mut out, fabric)?,
-        Format::Dot => {
+        DiscoverFormat::Ibnetdiscover => export::ibnd::write_to(&mut out, fabric, names)?,
+        DiscoverFormat::Json => export::json::write_to(&mut out, fabric)?,
+        DiscoverFormat::Dot => {
             let health = ibscope_topo::health::assess(fabric, names, &Default::default());
             out.write_all(export::dot::write(fabric, names, &health).as_bytes())?
         }
-        Format::Plan => ibscope_topo::plan::write_csv(
+        DiscoverFormat::Plan => ibscope_topo::plan::write_csv(
             &ibscope_topo::plan::from_fabric(fabric, names),
             &mut out,
         )?,
@@ -101,7 +101,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let multi = crate::fabric_set::is_multi(g.ca.as_deref());
     let mut written = 0usize;
-    if multi && a.format == Format::Json {
+    if multi && a.format == DiscoverFormat::Json {
         // One document, streamed: each snapshot is written as it is swept. Its head is
         // what `output::print_json` puts first in every other document.
         writeln!(
@@ -115,15 +115,15 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         fabric.id = Some(opened.id.clone());
         if multi {
             match a.format {
-                Format::Json if written > 0 => out.write_all(b",\n")?,
-                Format::Json => {}
-                Format::Ibnetdiscover | Format::Plan => writeln!(
+                DiscoverFormat::Json if written > 0 => out.write_all(b",\n")?,
+                DiscoverFormat::Json => {}
+                DiscoverFormat::Ibnetdiscover | DiscoverFormat::Plan => writeln!(
                     out,
                     "#\n# fabric {}: {}\n#",
                     for_terminal(&opened.id.name),
                     opened.id.identity_text()
                 )?,
-                Format::Dot => writeln!(
+                DiscoverFormat::Dot => writeln!(
                     out,
                     "// fabric {}: {}",
                     for_terminal(&opened.id.name),
@@ -135,7 +135,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         written += 1;
         Ok(report(&fabric, multi.then_some(opened.id.name.as_str())))
     })?;
-    if multi && a.format == Format::Json {
+    if multi && a.format == DiscoverFormat::Json {
         let failed = serde_json::to_string(&ran.failed)?;
         writeln!(out, "], \"failed\": {failed}}}")?;
     }

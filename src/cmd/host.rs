@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long, value_name = "MANIFEST", requires = "check")]
     pub firmware: Option<std::path::PathBuf>,
     #[command(subcommand)]
-    pub action: Option<super::host_compare::Action>,
+    pub action: Option<super::host_compare::HostAction>,
 }
 
 #[derive(Serialize)]
@@ -89,7 +89,7 @@ struct Report<'a> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if let Some(super::host_compare::Action::Compare(c)) = &a.action {
+    if let Some(super::host_compare::HostAction::Compare(c)) = &a.action {
         return super::host_compare::run(g, c);
     }
     let interval = a.interval.map(super::host_counters::interval).transpose()?;

@@ -14,7 +14,7 @@ use crate::cli::{exit, Global};
 
 /// The actions of `ibscope host`.
 #[derive(Debug, clap::Subcommand)]
-pub enum Action {
+pub enum HostAction {
     Compare(Args),
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use ibscope_host::counters::{self, CounterRate, CounterSet, Reading};
+use ibscope_host::counters::{self, CounterFileValue, CounterRate, RdmaCounterSet};
 use ibscope_host::sysfs::Sysfs;
 use ibscope_host::HostFinding;
 use ibscope_topo::escape::for_terminal;
@@ -23,7 +23,7 @@ pub fn interval(seconds: f64) -> Result<Duration> {
 }
 
 /// The counters of `only` (a device) or every device, under the sysfs root in force.
-fn read(only: Option<&str>) -> Result<Vec<CounterSet>> {
+fn read(only: Option<&str>) -> Result<Vec<RdmaCounterSet>> {
     let sysfs = Sysfs::new(ibscope_host::GatherOptions::from_env().root);
     let sets = sysfs.counters(only);
     if sets.is_empty() {
@@ -39,7 +39,7 @@ fn read(only: Option<&str>) -> Result<Vec<CounterSet>> {
 pub fn read_twice(
     only: Option<&str>,
     interval: Duration,
-) -> Result<(Vec<CounterSet>, Vec<CounterRate>)> {
+) -> Result<(Vec<RdmaCounterSet>, Vec<CounterRate>)> {
     let before = read(only)?;
     std::thread::sleep(interval);
     let after = read(only)?;
@@ -60,7 +60,7 @@ pub fn rate_findings(g: &Global, interval: Duration) -> Result<Vec<HostFinding>>
 
 #[derive(Serialize)]
 struct Report<'a> {
-    counters: &'a [CounterSet],
+    counters: &'a [RdmaCounterSet],
     #[serde(skip_serializing_if = "Option::is_none")]
     interval_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,17 +95,17 @@ pub fn run(g: &Global, json: bool, interval: Option<Duration>) -> Result<ExitCod
     Ok(ExitCode::from(exit::OK))
 }
 
-fn reading_text(r: &Reading) -> String {
+fn reading_text(r: &CounterFileValue) -> String {
     match r {
-        Reading::Value(v) => v.to_string(),
-        Reading::NotAvailable => "N/A (no PMA)".into(),
-        Reading::Unknown(why) => format!("unknown ({})", for_terminal(why)),
+        CounterFileValue::Value(v) => v.to_string(),
+        CounterFileValue::NotAvailable => "N/A (no PMA)".into(),
+        CounterFileValue::Unknown(why) => format!("unknown ({})", for_terminal(why)),
     }
 }
 
 fn print_text(
     out: &mut impl Write,
-    sets: &[CounterSet],
+    sets: &[RdmaCounterSet],
     rates: Option<&[CounterRate]>,
 ) -> std::io::Result<()> {
     for set in sets {
@@ -138,7 +138,7 @@ fn print_text(
                     .unwrap_or_default();
                 // A unit only after a number ("N/A (no PMA)" has none).
                 let value_unit = match c.reading {
-                    Reading::Value(_) => unit,
+                    CounterFileValue::Value(_) => unit,
                     _ => "",
                 };
                 writeln!(

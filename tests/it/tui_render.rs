@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ibscope_topo::gen::{self, FatTreeSpec};
 use ibscope_topo::{ibnd, routing, Fabric};
-use ibscope_tui::event_log::EventKind;
+use ibscope_tui::event_log::LogEntryKind;
 use ibscope_tui::state::prepare;
 use ibscope_tui::{input, render, AppState, PortCounterSample, Source, Sweep, View};
 use ratatui::backend::TestBackend;
@@ -411,14 +411,14 @@ fn routing_traces_hop_by_hop_with_lft() {
 #[test]
 fn events_record_link_down_errors_and_sm() {
     let state = fixture_state();
-    let kinds: Vec<EventKind> = state.events.iter().map(|e| e.kind).collect();
-    assert!(kinds.contains(&EventKind::LinkDown), "{kinds:?}");
-    assert!(kinds.contains(&EventKind::CounterJump));
-    assert!(kinds.contains(&EventKind::SmChange));
+    let kinds: Vec<LogEntryKind> = state.events.iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&LogEntryKind::LinkDown), "{kinds:?}");
+    assert!(kinds.contains(&LogEntryKind::CounterJump));
+    assert!(kinds.contains(&LogEntryKind::SmChange));
     let down = state
         .events
         .iter()
-        .find(|e| e.kind == EventKind::LinkDown)
+        .find(|e| e.kind == LogEntryKind::LinkDown)
         .unwrap();
     assert!(
         down.text.contains("host-2[1]") && down.text.contains("leaf-1[2]"),
@@ -429,7 +429,7 @@ fn events_record_link_down_errors_and_sm() {
     let jump = state
         .events
         .iter()
-        .find(|e| e.kind == EventKind::CounterJump)
+        .find(|e| e.kind == LogEntryKind::CounterJump)
         .unwrap();
     assert!(
         jump.text.contains("SymbolErrorCounter +40"),
@@ -1109,13 +1109,16 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
     let event = state
         .events
         .iter()
-        .find(|e| e.kind == EventKind::Degraded)
+        .find(|e| e.kind == LogEntryKind::Degraded)
         .expect("degraded event");
     assert_eq!(
         event.text,
         "spine-2[1] <-> leaf-1[4]: 1xHDR below fabric norm 4xHDR"
     );
-    assert!(!state.events.iter().any(|e| e.kind == EventKind::Recovered));
+    assert!(!state
+        .events
+        .iter()
+        .any(|e| e.kind == LogEntryKind::Recovered));
 }
 
 /// A rail-optimised fabric of 6 servers x 4 rails (4 servers a leaf) at 4xHDR with min-hop

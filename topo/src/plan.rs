@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::health::Rate;
 use crate::model::{End, Fabric, NodeId};
 use crate::namemap::{display_name, NameMap};
-use crate::resolve::{resolve, NameMatch, Target};
+use crate::resolve::{resolve, NameMatch, NamedTarget};
 
 /// One end of a planned cable, as the plan names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,7 +33,7 @@ pub struct PlannedCable {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]
-pub struct PlanError {
+pub struct CablingPlanError {
     pub file: String,
     pub line: usize,
     pub message: String,
@@ -71,8 +71,8 @@ fn fields(line: &str) -> Result<Vec<String>, String> {
 }
 
 /// A plan file's cables. `file` names it in errors.
-pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, PlanError> {
-    let err = |line: usize, message: String| PlanError {
+pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, CablingPlanError> {
+    let err = |line: usize, message: String| CablingPlanError {
         file: file.to_string(),
         line,
         message,
@@ -241,7 +241,7 @@ pub struct PlanDifference {
 fn find_node(fabric: &Fabric, names: Option<&NameMap>, text: &str) -> Option<NodeId> {
     resolve(fabric, names, text, NameMatch::Exact)
         .ok()
-        .map(Target::node)
+        .map(NamedTarget::node)
 }
 
 fn end_text(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {

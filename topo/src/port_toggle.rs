@@ -46,7 +46,7 @@ pub struct Plan {
 
 /// Why a port change is refused or cannot be routed. `what` names the node (escaped).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
+pub enum ToggleRefused {
     #[error("port 0 of switch {what} is its management port: it has no link to change")]
     ManagementPort { what: String },
     #[error("{what} has ports 1-{num_ports}; there is no port {port}")]
@@ -161,25 +161,25 @@ pub fn plan(
     target: End,
     action: PortAction,
     force: bool,
-) -> Result<Plan, PlanError> {
+) -> Result<Plan, ToggleRefused> {
     let node = fabric.node(target.node);
     let what = node_text(fabric, names, target.node);
     if target.port == 0 && node.is_switch() {
-        return Err(PlanError::ManagementPort { what });
+        return Err(ToggleRefused::ManagementPort { what });
     }
     if target.port == 0 || target.port > node.num_ports {
-        return Err(PlanError::NoSuchPort {
+        return Err(ToggleRefused::NoSuchPort {
             what,
             num_ports: node.num_ports,
             port: target.port,
         });
     }
-    let local = local_end(fabric).ok_or(PlanError::NoLocalPort)?;
+    let local = local_end(fabric).ok_or(ToggleRefused::NoLocalPort)?;
     let peer = fabric.peer(target);
     let disable = action == PortAction::Disable;
     let own_link = local == target || peer == Some(local);
     if disable && own_link && !force {
-        return Err(PlanError::OwnLink {
+        return Err(ToggleRefused::OwnLink {
             what,
             port: target.port,
         });
@@ -204,7 +204,7 @@ pub fn plan(
             } else {
                 String::new()
             };
-            return Err(PlanError::CutsOff {
+            return Err(ToggleRefused::CutsOff {
                 what,
                 port: target.port,
                 count: cut.len(),
@@ -217,7 +217,7 @@ pub fn plan(
             Some(r) => (r.clone(), false),
             None => match all.get(&target.node) {
                 Some(r) => (r.clone(), true),
-                None => return Err(PlanError::NoRoute { what }),
+                None => return Err(ToggleRefused::NoRoute { what }),
             },
         }
     } else {
@@ -226,14 +226,14 @@ pub fn plan(
             (_, true) => DrPath::local(),
             (Some(p), false) => {
                 let Some(to_peer) = all.get(&p.node) else {
-                    return Err(PlanError::NoRoute { what });
+                    return Err(ToggleRefused::NoRoute { what });
                 };
                 to_peer
                     .child(p.port)
-                    .map_err(|error| PlanError::Route { what, error })?
+                    .map_err(|error| ToggleRefused::Route { what, error })?
             }
             (None, false) => {
-                return Err(PlanError::Unlinked {
+                return Err(ToggleRefused::Unlinked {
                     what,
                     port: target.port,
                 })

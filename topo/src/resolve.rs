@@ -11,7 +11,7 @@ const MAX_UNICAST_LID: u64 = 0xbfff;
 
 /// What a text names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub enum NamedTarget {
     Node(NodeId),
     /// A port: named by its GUID, or by `node[port]`.
     Port(End),
@@ -54,12 +54,12 @@ pub enum ResolveError {
     Ambiguous { name: String, guids: String },
 }
 
-impl Target {
+impl NamedTarget {
     /// The node a target is on (a LID's owner).
     pub fn node(self) -> NodeId {
         match self {
-            Target::Node(id) => id,
-            Target::Port(end) | Target::Lid { owner: end, .. } => end.node,
+            NamedTarget::Node(id) => id,
+            NamedTarget::Port(end) | NamedTarget::Lid { owner: end, .. } => end.node,
         }
     }
 
@@ -67,8 +67,8 @@ impl Target {
     /// switch's port 0, a CA's first linked port, else its first port).
     pub fn end(self, fabric: &Fabric) -> End {
         match self {
-            Target::Port(end) | Target::Lid { owner: end, .. } => end,
-            Target::Node(id) => default_port(fabric, id),
+            NamedTarget::Port(end) | NamedTarget::Lid { owner: end, .. } => end,
+            NamedTarget::Node(id) => default_port(fabric, id),
         }
     }
 
@@ -77,11 +77,11 @@ impl Target {
     /// whole switch.
     pub fn named_port(self, fabric: &Fabric) -> Option<u8> {
         let end = match self {
-            Target::Node(_) => return None,
-            Target::Port(end) | Target::Lid { owner: end, .. } => end,
+            NamedTarget::Node(_) => return None,
+            NamedTarget::Port(end) | NamedTarget::Lid { owner: end, .. } => end,
         };
         let on_switch = fabric.node(end.node).is_switch();
-        let whole_switch = on_switch && (end.port == 0 || matches!(self, Target::Lid { .. }));
+        let whole_switch = on_switch && (end.port == 0 || matches!(self, NamedTarget::Lid { .. }));
         (!whole_switch).then_some(end.port)
     }
 }
@@ -133,15 +133,17 @@ pub fn resolve(
     names: Option<&NameMap>,
     text: &str,
     matching: NameMatch,
-) -> Result<Target, ResolveError> {
+) -> Result<NamedTarget, ResolveError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(ResolveError::Empty);
     }
     let (base, port) = split_port(text);
     let with_port = |node: NodeId| match port {
-        None => Ok(Target::Node(node)),
-        Some(p) if fabric.node(node).port(p).is_some() => Ok(Target::Port(End { node, port: p })),
+        None => Ok(NamedTarget::Node(node)),
+        Some(p) if fabric.node(node).port(p).is_some() => {
+            Ok(NamedTarget::Port(End { node, port: p }))
+        }
         Some(p) => Err(ResolveError::NoPort(p)),
     };
     if let Some(hex) = base.strip_prefix("0x").or_else(|| base.strip_prefix("0X")) {
@@ -161,15 +163,15 @@ fn by_number(
     n: u64,
     hex: bool,
     port: Option<u8>,
-    with_port: impl Fn(NodeId) -> Result<Target, ResolveError>,
-) -> Result<Target, ResolveError> {
+    with_port: impl Fn(NodeId) -> Result<NamedTarget, ResolveError>,
+) -> Result<NamedTarget, ResolveError> {
     if hex {
         if let Some(id) = fabric.node_by_guid(n) {
             return with_port(id);
         }
         if let Some(end) = fabric.port_by_guid(n) {
             return match port {
-                None => Ok(Target::Port(end)),
+                None => Ok(NamedTarget::Port(end)),
                 Some(_) => with_port(end.node),
             };
         }
@@ -184,7 +186,7 @@ fn by_number(
     let lid = n as u16;
     match (fabric.port_by_lid(lid), port) {
         (None, _) => Err(ResolveError::NoLid(lid)),
-        (Some(owner), None) => Ok(Target::Lid { lid, owner }),
+        (Some(owner), None) => Ok(NamedTarget::Lid { lid, owner }),
         (Some(owner), Some(_)) => with_port(owner.node),
     }
 }
@@ -247,18 +249,22 @@ mod tests {
         (f, sw, a)
     }
 
-    fn part(f: &Fabric, names: Option<&NameMap>, text: &str) -> Result<Target, ResolveError> {
+    fn part(f: &Fabric, names: Option<&NameMap>, text: &str) -> Result<NamedTarget, ResolveError> {
         resolve(f, names, text, NameMatch::ExactOrPart)
     }
 
     #[test]
     fn names_lids_guids_and_ports() {
         let (f, sw, a) = fixture();
-        assert_eq!(part(&f, None, "sw"), Ok(Target::Node(sw)));
-        assert_eq!(part(&f, None, "NODE-A"), Ok(Target::Node(a)), "unique part");
+        assert_eq!(part(&f, None, "sw"), Ok(NamedTarget::Node(sw)));
+        assert_eq!(
+            part(&f, None, "NODE-A"),
+            Ok(NamedTarget::Node(a)),
+            "unique part"
+        );
         let several = part(&f, None, "node").unwrap_err().to_string();
         assert!(several.contains("several"), "{several}");
-        let lid = |lid| Target::Lid {
+        let lid = |lid| NamedTarget::Lid {
             lid,
             owner: f.port_by_lid(lid).unwrap(),
         };
@@ -266,19 +272,19 @@ mod tests {
         assert_eq!(part(&f, None, "0x3"), Ok(lid(3)));
         assert_eq!(part(&f, None, "9"), Err(ResolveError::NoLid(9)));
         let guid = format!("{:#x}", f.node(sw).guid);
-        assert_eq!(part(&f, None, &guid), Ok(Target::Node(sw)));
+        assert_eq!(part(&f, None, &guid), Ok(NamedTarget::Node(sw)));
         assert_eq!(
             part(&f, None, "sw[2]"),
-            Ok(Target::Port(End { node: sw, port: 2 }))
+            Ok(NamedTarget::Port(End { node: sw, port: 2 }))
         );
         assert_eq!(part(&f, None, "sw[7]"), Err(ResolveError::NoPort(7)));
         assert_eq!(part(&f, None, ""), Err(ResolveError::Empty));
         let mut names = NameMap::new();
         names.insert(f.node(a).guid, "alpha");
-        assert_eq!(part(&f, Some(&names), "alpha"), Ok(Target::Node(a)));
+        assert_eq!(part(&f, Some(&names), "alpha"), Ok(NamedTarget::Node(a)));
         assert_eq!(
             part(&f, None, "2[1]"),
-            Ok(Target::Port(End { node: a, port: 1 }))
+            Ok(NamedTarget::Port(End { node: a, port: 1 }))
         );
     }
 
@@ -313,18 +319,18 @@ mod tests {
         let (f, sw, a) = fixture();
         let port_guid = f.node(a).port(1).unwrap().guid;
         let by_port_guid = part(&f, None, &format!("{port_guid:#x}")).unwrap();
-        assert_eq!(by_port_guid, Target::Port(End { node: a, port: 1 }));
+        assert_eq!(by_port_guid, NamedTarget::Port(End { node: a, port: 1 }));
         assert_eq!(by_port_guid.named_port(&f), Some(1));
         let lid = |text| part(&f, None, text).unwrap();
         assert_eq!(lid("2").named_port(&f), Some(1), "a CA port's LID");
         assert_eq!(lid("1").named_port(&f), None, "a switch's LID");
-        assert_eq!(Target::Node(sw).named_port(&f), None);
+        assert_eq!(NamedTarget::Node(sw).named_port(&f), None);
         assert_eq!(
-            Target::Port(End { node: sw, port: 2 }).named_port(&f),
+            NamedTarget::Port(End { node: sw, port: 2 }).named_port(&f),
             Some(2)
         );
-        assert_eq!(Target::Node(sw).end(&f), End { node: sw, port: 0 });
-        assert_eq!(Target::Node(a).end(&f), End { node: a, port: 1 });
+        assert_eq!(NamedTarget::Node(sw).end(&f), End { node: sw, port: 0 });
+        assert_eq!(NamedTarget::Node(a).end(&f), End { node: a, port: 1 });
         assert_eq!(lid("3").node(), f.port_by_lid(3).unwrap().node);
         assert_eq!(lid_of(&f, End { node: sw, port: 2 }), Some(1));
         assert_eq!(lid_of(&f, End { node: a, port: 1 }), Some(2));

@@ -45,7 +45,7 @@ pub fn identify<E: SmpExecutor>(exec: &mut E, local_port: u8, name: &str) -> Fab
 
 /// What [`one_per_subnet`] decided for one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sweep {
+pub enum SubnetChoice {
     /// Swept: the first port (in the order given) on its subnet, or one of unknown identity.
     Keep,
     /// Reaches the same subnet as the port at this index, which is swept instead.
@@ -54,17 +54,17 @@ pub enum Sweep {
 
 /// One port per subnet: the first of each identity in `ids` is kept, later ports on the
 /// same subnet are not swept again. Ports of unknown identity are all kept.
-pub fn one_per_subnet(ids: &[FabricId]) -> Vec<Sweep> {
+pub fn one_per_subnet(ids: &[FabricId]) -> Vec<SubnetChoice> {
     let mut out = Vec::with_capacity(ids.len());
     for (i, id) in ids.iter().enumerate() {
         let first = ids[..i]
             .iter()
             .position(|earlier| earlier.same_subnet(id))
             .map(|j| match out[j] {
-                Sweep::SameAs(k) => k,
-                Sweep::Keep => j,
+                SubnetChoice::SameAs(k) => k,
+                SubnetChoice::Keep => j,
             });
-        out.push(first.map_or(Sweep::Keep, Sweep::SameAs));
+        out.push(first.map_or(SubnetChoice::Keep, SubnetChoice::SameAs));
     }
     out
 }
@@ -105,15 +105,15 @@ mod tests {
         assert_eq!(
             one_per_subnet(&ids),
             vec![
-                Sweep::Keep,
-                Sweep::Keep,
-                Sweep::SameAs(0),
-                Sweep::Keep,
-                Sweep::Keep,
-                Sweep::Keep,
-                Sweep::SameAs(1),
-                Sweep::Keep,
-                Sweep::Keep,
+                SubnetChoice::Keep,
+                SubnetChoice::Keep,
+                SubnetChoice::SameAs(0),
+                SubnetChoice::Keep,
+                SubnetChoice::Keep,
+                SubnetChoice::Keep,
+                SubnetChoice::SameAs(1),
+                SubnetChoice::Keep,
+                SubnetChoice::Keep,
             ]
         );
         assert_eq!(one_per_subnet(&[]), vec![]);

@@ -35,7 +35,7 @@ pub fn port_name(fabric: &Fabric, names: Option<&NameMap>, key: PortKey) -> Stri
 
 /// What `health::assess` says of one link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LinkVerdict {
+pub struct LinkAssessmentSummary {
     /// The rate the link is held to: `--expect`, else its class's most common rate.
     pub expected: Option<Rate>,
     /// The verdict `check` reports the link by.
@@ -44,7 +44,7 @@ pub struct LinkVerdict {
     pub reasons: Vec<String>,
 }
 
-impl LinkVerdict {
+impl LinkAssessmentSummary {
     pub fn degraded(&self) -> bool {
         self.verdict == health::LinkVerdict::Degraded
     }
@@ -60,7 +60,7 @@ impl LinkVerdict {
 /// marker and event of the UI reads this.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LinkHealth {
-    links: HashMap<LinkKey, LinkVerdict>,
+    links: HashMap<LinkKey, LinkAssessmentSummary>,
     degraded: usize,
     below_norm: usize,
 }
@@ -72,12 +72,12 @@ impl LinkHealth {
     }
 
     pub fn from_report(report: &HealthReport) -> LinkHealth {
-        let links: HashMap<LinkKey, LinkVerdict> = report
+        let links: HashMap<LinkKey, LinkAssessmentSummary> = report
             .links
             .iter()
             .map(|l| {
                 let key = LinkKey::new(l.a.at.key(), l.b.at.key());
-                let verdict = LinkVerdict {
+                let verdict = LinkAssessmentSummary {
                     expected: l.expected,
                     verdict: l.verdict,
                     reasons: l.reasons.clone(),
@@ -95,12 +95,13 @@ impl LinkHealth {
     }
 
     /// The verdict on one link.
-    pub fn verdict(&self, link: LinkKey) -> Option<&LinkVerdict> {
+    pub fn verdict(&self, link: LinkKey) -> Option<&LinkAssessmentSummary> {
         self.links.get(&link)
     }
 
     pub fn is_degraded(&self, link: LinkKey) -> bool {
-        self.verdict(link).is_some_and(LinkVerdict::degraded)
+        self.verdict(link)
+            .is_some_and(LinkAssessmentSummary::degraded)
     }
 
     /// Degraded links in the sweep: the count `check` reports as degraded-link findings.
@@ -278,10 +279,10 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
         s.links += 1;
         let down = link_facts(link.a_port(), link.b_port()).down;
         let verdict = health.verdict(link.key());
-        let degraded = verdict.is_some_and(LinkVerdict::degraded);
+        let degraded = verdict.is_some_and(LinkAssessmentSummary::degraded);
         let problem = degraded || down;
         s.degraded += usize::from(degraded);
-        s.below_norm += usize::from(verdict.is_some_and(LinkVerdict::below_norm));
+        s.below_norm += usize::from(verdict.is_some_and(LinkAssessmentSummary::below_norm));
         s.down += usize::from(down);
         let aggregation = |n: &Node| n.kind == NodeKind::AggregationNode;
         if aggregation(link.a_node) || aggregation(link.b_node) {
@@ -523,7 +524,7 @@ pub struct LinkRow {
     pub a: End,
     pub b: End,
     pub facts: LinkFacts,
-    pub verdict: LinkVerdict,
+    pub verdict: LinkAssessmentSummary,
 }
 
 impl LinkRow {

@@ -10,7 +10,7 @@ use super::derive::{node_name, port_name, LinkHealth};
 use super::source::{Sweep, ERROR_COUNTERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventKind {
+pub enum LogEntryKind {
     LinkUp,
     LinkDown,
     PortState,
@@ -24,59 +24,59 @@ pub enum EventKind {
     Info,
 }
 
-impl EventKind {
+impl LogEntryKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            EventKind::LinkUp => "link up",
-            EventKind::LinkDown => "link down",
-            EventKind::PortState => "port state",
-            EventKind::Degraded => "degraded",
-            EventKind::Recovered => "recovered",
-            EventKind::CounterJump => "errors",
-            EventKind::SmChange => "SM",
-            EventKind::NodeAdded => "node added",
-            EventKind::NodeRemoved => "node gone",
-            EventKind::SweepFailed => "sweep failed",
-            EventKind::Info => "info",
+            LogEntryKind::LinkUp => "link up",
+            LogEntryKind::LinkDown => "link down",
+            LogEntryKind::PortState => "port state",
+            LogEntryKind::Degraded => "degraded",
+            LogEntryKind::Recovered => "recovered",
+            LogEntryKind::CounterJump => "errors",
+            LogEntryKind::SmChange => "SM",
+            LogEntryKind::NodeAdded => "node added",
+            LogEntryKind::NodeRemoved => "node gone",
+            LogEntryKind::SweepFailed => "sweep failed",
+            LogEntryKind::Info => "info",
         }
     }
     /// Whether this is bad news (drawn in red).
     pub fn is_bad(self) -> bool {
         matches!(
             self,
-            EventKind::LinkDown
-                | EventKind::Degraded
-                | EventKind::CounterJump
-                | EventKind::NodeRemoved
-                | EventKind::SweepFailed
+            LogEntryKind::LinkDown
+                | LogEntryKind::Degraded
+                | LogEntryKind::CounterJump
+                | LogEntryKind::NodeRemoved
+                | LogEntryKind::SweepFailed
         )
     }
 }
 
 /// One log entry. `text` is already safe for a terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub struct LogEntry {
     pub at: SystemTime,
-    pub kind: EventKind,
+    pub kind: LogEntryKind,
     pub text: String,
 }
 
-impl Event {
+impl LogEntry {
     /// A journal's event (`serve --journal`, `tui --journal`) as the log shows it, marked
     /// as coming from the journal and escaped for the terminal.
-    pub fn from_journal(e: &ibscope_topo::journal::Event) -> Event {
+    pub fn from_journal(e: &ibscope_topo::journal::Event) -> LogEntry {
         use ibscope_topo::journal::EventKind as J;
         let kind = match e.kind {
-            J::LinkDown => EventKind::LinkDown,
-            J::LinkUp => EventKind::LinkUp,
-            J::PortState => EventKind::PortState,
-            J::WidthDownshift | J::SpeedDownshift => EventKind::Degraded,
-            J::LinkDowned | J::LinkErrorRecovery => EventKind::CounterJump,
+            J::LinkDown => LogEntryKind::LinkDown,
+            J::LinkUp => LogEntryKind::LinkUp,
+            J::PortState => LogEntryKind::PortState,
+            J::WidthDownshift | J::SpeedDownshift => LogEntryKind::Degraded,
+            J::LinkDowned | J::LinkErrorRecovery => LogEntryKind::CounterJump,
         };
         let b =
             e.b.as_ref()
                 .map_or_else(String::new, |b| format!(" <-> {}", b.text()));
-        Event {
+        LogEntry {
             at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.time),
             kind,
             text: ibscope_topo::escape::for_terminal(&format!(
@@ -90,12 +90,12 @@ impl Event {
 
 /// The last `keep` events of the journal at `path`, for the Events view; none when it
 /// does not exist yet or cannot be read (the UI starts all the same).
-pub fn journal_history(path: Option<&std::path::Path>, keep: usize) -> Vec<Event> {
+pub fn journal_history(path: Option<&std::path::Path>, keep: usize) -> Vec<LogEntry> {
     let Some(Ok((events, _))) = path.map(ibscope_topo::journal::read) else {
         return Vec::new();
     };
     let from = events.len().saturating_sub(keep);
-    events[from..].iter().map(Event::from_journal).collect()
+    events[from..].iter().map(LogEntry::from_journal).collect()
 }
 
 /// Every link of a sweep, with whether its health verdict calls it degraded.
@@ -129,10 +129,10 @@ fn link_text(fabric: &Fabric, names: Option<&NameMap>, key: &LinkKey) -> String 
 }
 
 /// Events from `old` to `new`, stamped with `new.taken_at`.
-pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
+pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<LogEntry> {
     let at = new.taken_at;
     let mut out = Vec::new();
-    let mut push = |kind, text| out.push(Event { at, kind, text });
+    let mut push = |kind, text| out.push(LogEntry { at, kind, text });
     let (fo, fnew) = (&*old.fabric, &*new.fabric);
 
     let old_nodes: BTreeSet<u64> = fo.nodes().map(|(_, n)| n.guid).collect();
@@ -140,7 +140,7 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
     for g in new_nodes.difference(&old_nodes) {
         if let Some(id) = fnew.node_by_guid(*g) {
             push(
-                EventKind::NodeAdded,
+                LogEntryKind::NodeAdded,
                 format!("{} ({g:#018x})", node_name(fnew.node(id), names)),
             );
         }
@@ -148,7 +148,7 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
     for g in old_nodes.difference(&new_nodes) {
         if let Some(id) = fo.node_by_guid(*g) {
             push(
-                EventKind::NodeRemoved,
+                LogEntryKind::NodeRemoved,
                 format!("{} ({g:#018x})", node_name(fo.node(id), names)),
             );
         }
@@ -159,23 +159,23 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
     let why_degraded = |key| degraded_text(fnew, &new.health, names, key);
     for (key, degraded) in &new_links {
         match old_links.get(key) {
-            None => push(EventKind::LinkUp, link_text(fnew, names, key)),
-            Some(was) if *degraded && !was => push(EventKind::Degraded, why_degraded(key)),
+            None => push(LogEntryKind::LinkUp, link_text(fnew, names, key)),
+            Some(was) if *degraded && !was => push(LogEntryKind::Degraded, why_degraded(key)),
             Some(was) if !degraded && *was => {
-                push(EventKind::Recovered, link_text(fnew, names, key))
+                push(LogEntryKind::Recovered, link_text(fnew, names, key))
             }
             Some(_) => {}
         }
     }
     for key in old_links.keys() {
         if !new_links.contains_key(key) {
-            push(EventKind::LinkDown, link_text(fo, names, key));
+            push(LogEntryKind::LinkDown, link_text(fo, names, key));
         }
     }
     // A link that shows up already degraded is news too.
     for (key, degraded) in &new_links {
         if *degraded && !old_links.contains_key(key) {
-            push(EventKind::Degraded, why_degraded(key));
+            push(LogEntryKind::Degraded, why_degraded(key));
         }
     }
 
@@ -192,7 +192,7 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
             if let (Some(old), Some(new)) = (op.state, p.state) {
                 if old != new {
                     push(
-                        EventKind::PortState,
+                        LogEntryKind::PortState,
                         format!("{}[{}] {old} -> {new}", node_name(n, names), p.number),
                     );
                 }
@@ -217,7 +217,7 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
         }
         if !rises.is_empty() {
             push(
-                EventKind::CounterJump,
+                LogEntryKind::CounterJump,
                 format!("{}: {}", port_name(fnew, names, c.at), rises.join(", ")),
             );
         }
@@ -230,7 +230,7 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<Event> {
                 .unwrap_or_else(|| "none".into())
         };
         push(
-            EventKind::SmChange,
+            LogEntryKind::SmChange,
             format!("master SM {} -> {}", show(&old.sm), show(&new.sm)),
         );
     }

@@ -29,7 +29,7 @@ pub struct Options {
     pub stop_requested: fn() -> bool,
     /// Events from before this session (a journal), oldest first: the Events view starts
     /// with them.
-    pub history: Vec<crate::event_log::Event>,
+    pub history: Vec<crate::event_log::LogEntry>,
 }
 
 fn restore_terminal() {

@@ -7,12 +7,12 @@ use std::ops::Range;
 use std::time::{Duration, Instant, SystemTime};
 
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::resolve::{lid_of, resolve, NameMatch, Target};
+use ibscope_topo::resolve::{lid_of, resolve, NameMatch, NamedTarget};
 use ibscope_topo::routing::{self, Hop};
 use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
-use super::event_log::{self, Event, EventKind};
+use super::event_log::{self, LogEntry, LogEntryKind};
 use super::source::{PortCounterSample, Sweep};
 
 /// The views, in the order of their tabs: the n-th is selected by the digit n, Tab goes
@@ -295,7 +295,7 @@ pub struct Prepared {
     pub sweep: Sweep,
     pub derived: Derived,
     /// What changed since the previous sweep (or a note on the first sweep).
-    pub events: Vec<Event>,
+    pub events: Vec<LogEntry>,
 }
 
 /// Derive rows, the layered summary and the events of `sweep` (relative to `previous`).
@@ -304,9 +304,9 @@ pub struct Prepared {
 pub fn prepare(previous: Option<&Sweep>, sweep: Sweep, names: Option<&NameMap>) -> Prepared {
     let events = match previous {
         Some(old) => event_log::diff(old, &sweep, names),
-        None => vec![Event {
+        None => vec![LogEntry {
             at: sweep.taken_at,
-            kind: EventKind::Info,
+            kind: LogEntryKind::Info,
             text: format!(
                 "first snapshot: {} nodes, {} links",
                 sweep.fabric.node_count(),
@@ -343,7 +343,7 @@ pub struct AppState {
     pub names: Option<NameMap>,
     pub derived: Derived,
     pub history: HashMap<PortKey, PortHistory>,
-    pub events: VecDeque<Event>,
+    pub events: VecDeque<LogEntry>,
     pub nodes: NodesView,
     pub links: ListCursor,
     pub counters: CountersView,
@@ -392,16 +392,16 @@ impl AppState {
     pub fn sweep_failed(&mut self, error: String, at: SystemTime) {
         self.status.sweeping = false;
         let text = ibscope_topo::escape::for_terminal(&error);
-        self.log(Event {
+        self.log(LogEntry {
             at,
-            kind: EventKind::SweepFailed,
+            kind: LogEntryKind::SweepFailed,
             text: text.clone(),
         });
         self.status.last_error = Some(text);
     }
 
     /// Add an event to the log (newest first; the oldest go beyond [`EVENT_LOG_LEN`]).
-    pub fn log(&mut self, e: Event) {
+    pub fn log(&mut self, e: LogEntry) {
         if self.events.len() == EVENT_LOG_LEN {
             self.events.pop_back();
         }
@@ -533,11 +533,11 @@ impl AppState {
     }
 }
 
-fn destination_lid(fabric: &Fabric, t: Target) -> Result<u16, String> {
+fn destination_lid(fabric: &Fabric, t: NamedTarget) -> Result<u16, String> {
     match t {
-        Target::Lid { lid, .. } => Ok(lid),
-        Target::Port(e) => lid_of(fabric, e).ok_or_else(|| "that port has no LID".into()),
-        Target::Node(id) => fabric
+        NamedTarget::Lid { lid, .. } => Ok(lid),
+        NamedTarget::Port(e) => lid_of(fabric, e).ok_or_else(|| "that port has no LID".into()),
+        NamedTarget::Node(id) => fabric
             .node(id)
             .lid()
             .ok_or_else(|| "that node has no LID".into()),
@@ -615,9 +615,9 @@ mod tests {
         .unwrap();
         let sw = f.nodes_by_description("sw")[0];
         let a = f.nodes_by_description("node-a")[0];
-        assert_eq!(destination_lid(&f, Target::Node(sw)), Ok(1));
+        assert_eq!(destination_lid(&f, NamedTarget::Node(sw)), Ok(1));
         assert_eq!(
-            destination_lid(&f, Target::Port(End { node: a, port: 1 })),
+            destination_lid(&f, NamedTarget::Port(End { node: a, port: 1 })),
             Ok(2)
         );
     }

@@ -7,7 +7,7 @@ use ratatui::widgets::{Block, Borders, Row, Table};
 use ratatui::Frame;
 
 use super::widgets::{format_time, no_data, ViewParts, DIM, HEAD, RED};
-use crate::event_log::EventKind;
+use crate::event_log::LogEntryKind;
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -48,7 +48,7 @@ fn draw_events(frame: &mut Frame, area: Rect, state: &AppState) {
             let e = &state.events[i];
             let style = if e.kind.is_bad() {
                 RED
-            } else if e.kind == EventKind::Info {
+            } else if e.kind == LogEntryKind::Info {
                 DIM
             } else {
                 Style::new()

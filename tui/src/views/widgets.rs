@@ -11,7 +11,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use crate::derive::LinkVerdict;
+use crate::derive::LinkAssessmentSummary;
 use crate::state::{AppState, ListCursor};
 
 pub const RED: Style = Style::new().fg(Color::Red);
@@ -126,7 +126,7 @@ pub fn no_data(frame: &mut Frame, area: Rect, state: &AppState) {
 }
 
 /// A link's verdict as the Links view and the Hosts detail word it.
-pub fn verdict_text(v: &LinkVerdict) -> (String, Style) {
+pub fn verdict_text(v: &LinkAssessmentSummary) -> (String, Style) {
     let why = for_terminal(&v.reasons.join("; "));
     if v.degraded() {
         (format!("degraded: {why}"), RED)
