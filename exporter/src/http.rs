@@ -11,7 +11,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use ibscope_topo::export::prometheus::{self, FabricStatus};
 
 use crate::page::{Page, PageBody};
-use crate::slots::{Connection, FabricSlot, Pages};
+use crate::slots::{FabricSlot, Pages, Reachability};
 use crate::web::BasicAuth;
 
 /// What every answer reads.
@@ -148,21 +148,21 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
             Err(e) => return text(500, format!("the page does not inflate: {e}\n")),
         },
     };
-    let names: Vec<(String, Connection)> = shown
+    let names: Vec<(String, Reachability)> = shown
         .iter()
-        .map(|(s, _)| (s.name(), s.connection()))
+        .map(|(s, _)| (s.name(), s.reachability()))
         .collect();
     let statuses: Vec<FabricStatus<'_>> = shown
         .iter()
         .zip(&names)
-        .map(|((s, page), (name, connection))| {
+        .map(|((s, page), (name, reachability))| {
             let age = page.as_ref().map(|p| p.finished.elapsed());
             FabricStatus {
                 name,
                 up: s.state(site.max_age).is_ok(),
-                stale: !connection.up || age.map_or(true, |a| a > site.max_age),
+                stale: !reachability.up || age.map_or(true, |a| a > site.max_age),
                 age_seconds: age.map(|a| a.as_secs_f64()),
-                reopens: connection.reopens,
+                reopens: reachability.reopens,
             }
         })
         .collect();
@@ -186,8 +186,8 @@ fn not_yet(site: &Site, shown: &[(&FabricSlot, Option<Arc<Page>>)]) -> String {
     let unreachable: Vec<String> = shown
         .iter()
         .filter_map(|(s, _)| {
-            let connection = s.connection();
-            let why = connection.reason.filter(|_| !connection.up)?;
+            let reachability = s.reachability();
+            let why = reachability.reason.filter(|_| !reachability.up)?;
             Some(match site.pages.multi {
                 true => format!("{}: {why}", s.name()),
                 false => why,

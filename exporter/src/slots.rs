@@ -15,12 +15,12 @@ pub struct FabricSlot {
     /// What it is called on the page: the planned name until its port is open.
     name: Mutex<String>,
     pub page: ArcSwapOption<Page>,
-    connection: Mutex<Connection>,
+    reachability: Mutex<Reachability>,
 }
 
 /// Whether the fabric's port is open and answering, as its sweeper last said.
 #[derive(Debug, Clone)]
-pub struct Connection {
+pub struct Reachability {
     pub up: bool,
     /// Why it is down (kept while a page marked stale is served).
     pub reason: Option<String>,
@@ -41,7 +41,7 @@ impl FabricSlot {
         FabricSlot {
             name: Mutex::new(name),
             page: ArcSwapOption::empty(),
-            connection: Mutex::new(Connection {
+            reachability: Mutex::new(Reachability {
                 up: false,
                 reason: None,
                 since: Instant::now(),
@@ -59,12 +59,12 @@ impl FabricSlot {
         *locked(&self.name) = name;
     }
 
-    pub fn connection(&self) -> Connection {
-        locked(&self.connection).clone()
+    pub fn reachability(&self) -> Reachability {
+        locked(&self.reachability).clone()
     }
 
     pub fn set_up(&self) {
-        let mut l = locked(&self.connection);
+        let mut l = locked(&self.reachability);
         if !l.up {
             l.since = Instant::now();
         }
@@ -74,7 +74,7 @@ impl FabricSlot {
 
     /// Down for `reason`; `replace`: it replaces an earlier reason (the first says most).
     pub fn set_down(&self, reason: String, replace: bool) {
-        let mut l = locked(&self.connection);
+        let mut l = locked(&self.reachability);
         if l.up {
             l.since = Instant::now();
         }
@@ -85,11 +85,11 @@ impl FabricSlot {
     }
 
     pub fn count_reopen(&self) {
-        locked(&self.connection).reopens += 1;
+        locked(&self.reachability).reopens += 1;
     }
 
     pub fn set_merged(&self) {
-        locked(&self.connection).merged = true;
+        locked(&self.reachability).merged = true;
         self.page.store(None);
     }
 
@@ -118,7 +118,7 @@ impl FabricSlot {
     /// Ok when it answers and its last sweep succeeded and is fresh; else why not.
     pub fn state(&self, max_age: Duration) -> Result<(), String> {
         let page = self.page.load();
-        let link = self.connection();
+        let link = self.reachability();
         if let (false, Some(why)) = (link.up, &link.reason) {
             let mut body = format!(
                 "fabric unreachable for {:.0} s: {why}",
@@ -175,7 +175,7 @@ impl Pages {
 
     /// The slots shown (not merged into another).
     pub fn shown(&self) -> impl Iterator<Item = &FabricSlot> {
-        self.slots.iter().filter(|s| !s.connection().merged)
+        self.slots.iter().filter(|s| !s.reachability().merged)
     }
 
     /// `pages` as one page, made again only when one of them changed.
@@ -259,7 +259,7 @@ mod tests {
         );
         slot.set_up();
         assert_eq!(slot.state(limit), Ok(()));
-        assert!(slot.connection().reason.is_none());
+        assert!(slot.reachability().reason.is_none());
 
         pages.slots[1].set_down("no device".into(), false);
         let (code, body) = pages.health(limit);
