@@ -114,16 +114,16 @@ const PIECE_BYTES: usize = 1 << 18;
 /// The page being written: the piece not yet handed to the writer (a 100,000-HCA
 /// fabric's page is gigabytes of text; a writer that compresses each piece as it comes
 /// need not hold it whole).
-struct Page<'w> {
+struct PageText<'w> {
     text: String,
     out: &'w mut dyn io::Write,
     /// The writer's first error: nothing more is written after it.
     error: Option<io::Error>,
 }
 
-impl<'w> Page<'w> {
-    fn new(out: &'w mut dyn io::Write) -> Page<'w> {
-        Page {
+impl<'w> PageText<'w> {
+    fn new(out: &'w mut dyn io::Write) -> PageText<'w> {
+        PageText {
             text: String::with_capacity(PIECE_BYTES + 4096),
             out,
             error: None,
@@ -159,7 +159,7 @@ impl<'w> Page<'w> {
 
 /// A family of one sample: HELP, TYPE, the sample with `labels`.
 fn single(
-    out: &mut Page<'_>,
+    out: &mut PageText<'_>,
     name: &str,
     labels: &str,
     kind: &str,
@@ -193,7 +193,7 @@ fn breakdown_source(name: &str) -> Option<String> {
 /// bytes) of every port of `ports` that has one. `source` ends the HELP text (a breakdown
 /// counter's says which attribute it is from).
 fn counter_families<L: AsRef<str>>(
-    out: &mut Page<'_>,
+    out: &mut PageText<'_>,
     names: &[&str],
     source: &str,
     ports: &[(&PortSample, L)],
@@ -319,7 +319,7 @@ pub fn counters_page(samples: &[(&str, &Sample)]) -> String {
         names.extend(counters::detail_counter_names());
     }
     let mut text = Vec::new();
-    let mut out = Page::new(&mut text);
+    let mut out = PageText::new(&mut text);
     counter_families(&mut out, &names, "(PMA)", &ports);
     // Into memory, and all of it text: neither can fail.
     let _ = out.finish();
@@ -519,7 +519,7 @@ pub fn write_fabric_page(
         .zip(&rows)
         .map(|(p, &row)| (p, labels.row(row)))
         .collect();
-    let mut out = Page::new(out);
+    let mut out = PageText::new(out);
     counter_families(
         &mut out,
         stats.counters,
@@ -537,7 +537,7 @@ pub fn write_fabric_page(
 }
 
 fn saturated_family<L: AsRef<str>>(
-    out: &mut Page<'_>,
+    out: &mut PageText<'_>,
     swept: &[(&PortSample, L)],
     on_page: &[&str],
 ) {
@@ -584,7 +584,7 @@ fn page_findings(
 }
 
 /// [`page_findings`] counted by kind.
-fn findings_family(out: &mut Page<'_>, prefix: &str, found: &[Finding]) {
+fn findings_family(out: &mut PageText<'_>, prefix: &str, found: &[Finding]) {
     out.head(
         "ibscope_findings",
         "gauge",
@@ -662,7 +662,7 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
     ]
 }
 
-fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
+fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
     // Each port found once, not once per fact.
     let ports: Vec<Option<&Port>> = labels
         .ends
@@ -695,7 +695,7 @@ fn link_families(out: &mut Page<'_>, fabric: &Fabric, labels: &PortLabels) {
 }
 
 /// Degraded flag of both ends of every link (healthy ones as 0).
-fn degraded_family(out: &mut Page<'_>, health: &HealthReport, labels: &PortLabels) {
+fn degraded_family(out: &mut PageText<'_>, health: &HealthReport, labels: &PortLabels) {
     let name = "ibscope_port_degraded";
     // Each end's row (on the page) and whether its link is degraded.
     let ends: Vec<(usize, bool)> = health
@@ -715,7 +715,7 @@ fn degraded_family(out: &mut Page<'_>, health: &HealthReport, labels: &PortLabel
 type ErrorCount = fn(ScrapeErrors) -> u64;
 
 fn node_families(
-    out: &mut Page<'_>,
+    out: &mut PageText<'_>,
     nodes: &NodeLabels,
     scrape_errors: &HashMap<u64, ScrapeErrors>,
 ) {
@@ -753,7 +753,7 @@ fn node_families(
 
 /// The exporter itself.
 fn exporter_families(
-    out: &mut Page<'_>,
+    out: &mut PageText<'_>,
     prefix: &str,
     fabric: &Fabric,
     sample: &Sample,
