@@ -6,9 +6,10 @@
 //! wave and the next wave faults the same pages in again, zeroed. At 100,000 HCAs (fat
 //! tree, medians of 5-6 alternating runs) keeping them took `check` 1.82 -> 1.66 s and
 //! discovery 1.04 -> 0.98 s for 32-50 MiB more peak RSS. A one-shot command exits within
-//! seconds, so it keeps what it freed for its next wave. Commands that
-//! run until stopped (serve, tui, demo, sim, agent, counters --interval) keep glibc's
-//! defaults: there, memory freed after a sweep goes back.
+//! seconds, so it keeps what it freed for its next wave. Commands that run until stopped
+//! (serve, tui, demo, sim, agent, counters --interval) give it back: there, the buffers of
+//! a sweep (a page's text and its compressor, a sample) are mapped for it and unmapped
+//! after it.
 
 /// Let this process keep freed memory for reuse (glibc only; a no-op elsewhere). Returns
 /// whether every setting took.
@@ -28,6 +29,23 @@ pub fn keep_freed_memory() -> bool {
             // SAFETY: mallopt only changes allocator parameters; it is called before the
             // command allocates in earnest, and glibc serialises it with allocation.
             .all(|&(param, value)| unsafe { libc::mallopt(param, value) } == 1)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
+/// Let this process give freed blocks of 128 KiB and more back at once (glibc only; a
+/// no-op elsewhere): they are mapped on their own, at glibc's initial threshold, which
+/// otherwise rises to the largest block freed, after which a sweep's big buffers come
+/// from the heap and its size follows the largest sweep seen (`bench/soak.sh`: serve's
+/// RSS wandered by a tenth between sweeps). Returns whether the setting took.
+pub fn return_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: as in keep_freed_memory.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10) == 1 }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
