@@ -291,14 +291,13 @@ fn main() {
         .and_then(|h| h.parse().ok())
         .unwrap_or_else(|| usage());
     let op = arg("--op").unwrap_or_else(|| usage());
-    // As the binary does: the one-shot commands keep freed memory, the TUI and serve do not.
+    // As the binary does: the one-shot commands keep freed memory, the TUI and serve give
+    // it back.
     let one_shot = matches!(
         op.as_str(),
         "discover" | "check" | "counters" | "route-check"
     );
-    if one_shot {
-        ibscope::memory::keep_freed_memory();
-    }
+    ibscope::memory::tune_for(one_shot);
     let latency = Duration::from_micros(
         arg("--latency-us")
             .and_then(|v| v.parse().ok())

@@ -164,11 +164,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
     };
     let g = &cli.global;
-    if cli.command.is_one_shot() {
-        crate::memory::keep_freed_memory();
-    } else {
-        crate::memory::return_freed_memory();
-    }
+    crate::memory::tune_for(cli.command.is_one_shot());
     match &cli.command {
         Command::Demo(a) => cmd::demo::run(g, a),
         Command::Check(a) => cmd::check::run(g, a),

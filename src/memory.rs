@@ -11,19 +11,27 @@
 //! a sweep (a page's text and its compressor, a sample) are mapped for it and unmapped
 //! after it.
 
-/// Let this process keep freed memory for reuse (glibc only; a no-op elsewhere). Returns
+/// Set how this process hands freed memory back, for a command that ends on its own
+/// (`one_shot`) or one that runs until stopped (glibc only; a no-op elsewhere). Returns
 /// whether every setting took.
-pub fn keep_freed_memory() -> bool {
+pub fn tune_for(one_shot: bool) -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // Blocks under 32 MiB (glibc's largest mmap threshold on 64 bits) come from the
-        // heap and are reused after a free; a free leaves up to 1 GiB unused at the top
-        // of the heap; the heap grows 64 MiB at a time, fewer brk calls.
-        let settings = [
-            (libc::M_MMAP_THRESHOLD, 32 << 20),
-            (libc::M_TRIM_THRESHOLD, 1 << 30),
-            (libc::M_TOP_PAD, 64 << 20),
-        ];
+        // One-shot: blocks under 32 MiB (glibc's largest mmap threshold on 64 bits) come
+        // from the heap and are reused after a free; a free leaves up to 1 GiB unused at
+        // the top of the heap; the heap grows 64 MiB at a time, fewer brk calls.
+        // Running until stopped: blocks of 128 KiB and more mapped on their own, at
+        // glibc's initial threshold, which otherwise rises to the largest block freed;
+        // then a sweep's big buffers come from the heap, and serve's RSS wandered by a
+        // tenth between sweeps (`bench/soak.sh`).
+        let settings: &[(i32, i32)] = match one_shot {
+            true => &[
+                (libc::M_MMAP_THRESHOLD, 32 << 20),
+                (libc::M_TRIM_THRESHOLD, 1 << 30),
+                (libc::M_TOP_PAD, 64 << 20),
+            ],
+            false => &[(libc::M_MMAP_THRESHOLD, 128 << 10)],
+        };
         settings
             .iter()
             // SAFETY: mallopt only changes allocator parameters; it is called before the
@@ -32,23 +40,7 @@ pub fn keep_freed_memory() -> bool {
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
-        false
-    }
-}
-
-/// Let this process give freed blocks of 128 KiB and more back at once (glibc only; a
-/// no-op elsewhere): they are mapped on their own, at glibc's initial threshold, which
-/// otherwise rises to the largest block freed, after which a sweep's big buffers come
-/// from the heap and its size follows the largest sweep seen (`bench/soak.sh`: serve's
-/// RSS wandered by a tenth between sweeps). Returns whether the setting took.
-pub fn return_freed_memory() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: as in keep_freed_memory.
-        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
+        let _ = one_shot;
         false
     }
 }
@@ -58,6 +50,7 @@ mod tests {
     #[test]
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn glibc_takes_every_setting() {
-        assert!(super::keep_freed_memory());
+        assert!(super::tune_for(true));
+        assert!(super::tune_for(false));
     }
 }
