@@ -44,11 +44,22 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A loopback port free now and not handed out before in this test process: a test that
+/// starts several exporters asks for their ports before the first one binds its own, and
+/// the kernel may offer a port twice meanwhile.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A plain HTTP/1.0 GET on loopback: (status code, body).
