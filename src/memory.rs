@@ -23,7 +23,8 @@ pub fn tune_for(one_shot: bool) -> bool {
         // Running until stopped: blocks of 128 KiB and more mapped on their own, at
         // glibc's initial threshold, which otherwise rises to the largest block freed;
         // then a sweep's big buffers come from the heap, and serve's RSS wandered by a
-        // tenth between sweeps (`bench/soak.sh`).
+        // tenth between sweeps (`bench/soak.sh`). Mapping them afresh costs serve's
+        // render 15-20% more CPU (bench/README.md).
         let settings: &[(i32, i32)] = match one_shot {
             true => &[
                 (libc::M_MMAP_THRESHOLD, 32 << 20),
