@@ -16,18 +16,8 @@ use tokio_rustls::TlsAcceptor;
 use crate::discoveries::Discoveries;
 use crate::http::{self, Site};
 use crate::slots::Pages;
-use crate::sweeper::{
-    FabricPlan, FabricThread, OpenFabric, PortOpening, Shared, SweepSettings, REOPEN_FIRST,
-};
+use crate::sweeper::{FabricThread, FabricToServe, PortOpening, Shared, REOPEN_FIRST};
 use crate::web::{BasicAuth, TlsConfig};
-
-/// One fabric to serve: its name until its port is open, how that port is opened (every
-/// time), how it is swept.
-pub struct FabricToServe {
-    pub name: String,
-    pub open: OpenFabric,
-    pub settings: SweepSettings,
-}
 
 /// Where and how to listen.
 pub struct Listen {
@@ -93,18 +83,8 @@ pub fn start(
         }),
         events: events_tx,
     };
-    let threads = fabrics.into_iter().enumerate().map(|(slot, f)| {
-        let (open, settings) = (f.open, f.settings);
-        FabricThread::spawn(
-            FabricPlan {
-                slot,
-                open,
-                settings,
-                multi,
-            },
-            shared.clone(),
-        )
-    });
+    let threads = (fabrics.into_iter().enumerate())
+        .map(|(slot, f)| FabricThread::spawn(slot, multi, f, shared.clone()));
     let running = Running {
         pages,
         tls: running_tls,

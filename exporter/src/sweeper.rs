@@ -78,14 +78,12 @@ pub struct Shared {
     pub events: mpsc::Sender<PortOpening>,
 }
 
-/// One fabric to sweep.
-pub struct FabricPlan {
-    /// Its slot in the pages.
-    pub slot: usize,
+/// One fabric to serve: its name until its port is open, how that port is opened (every
+/// time), how it is swept.
+pub struct FabricToServe {
+    pub name: String,
     pub open: OpenFabric,
     pub settings: SweepSettings,
-    /// Several fabrics: one that cannot be opened at start is tried again, not fatal.
-    pub multi: bool,
 }
 
 /// The main thread's handle on a fabric's thread. The thread is not joined: one stuck
@@ -97,19 +95,29 @@ pub struct FabricThread {
 }
 
 impl FabricThread {
-    pub fn spawn(plan: FabricPlan, shared: Shared) -> Result<FabricThread> {
+    /// Sweep `fabric` into slot `slot` of the pages. `multi`: several fabrics, where one
+    /// that cannot be opened at start is tried again, not fatal.
+    pub fn spawn(
+        slot: usize,
+        multi: bool,
+        fabric: FabricToServe,
+        shared: Shared,
+    ) -> Result<FabricThread> {
         let (stop, port_open) = (CancelToken::new(), Arc::new(AtomicBool::new(false)));
         let sweeper = Sweeper {
             stop: stop.clone(),
             port_open: port_open.clone(),
-            plan,
+            slot,
+            multi,
+            open: fabric.open,
+            settings: fabric.settings,
             shared,
             scrape_errors: HashMap::new(),
             sweeps: 0,
             discoveries: 0,
         };
         std::thread::Builder::new()
-            .name(format!("sweeper-{}", sweeper.plan.slot))
+            .name(format!("sweeper-{}", sweeper.slot))
             .spawn(move || sweeper.run())?;
         Ok(FabricThread { stop, port_open })
     }
@@ -148,7 +156,11 @@ struct Progress {
 }
 
 struct Sweeper {
-    plan: FabricPlan,
+    /// Its slot in the pages.
+    slot: usize,
+    multi: bool,
+    open: OpenFabric,
+    settings: SweepSettings,
     shared: Shared,
     stop: CancelToken,
     port_open: Arc<AtomicBool>,
@@ -168,11 +180,11 @@ impl Sweeper {
     }
 
     fn slot(&self) -> &FabricSlot {
-        &self.shared.pages.slots[self.plan.slot]
+        &self.shared.pages.slots[self.slot]
     }
 
     fn name(&self) -> &str {
-        &self.plan.settings.name
+        &self.settings.name
     }
 
     /// Sleep `limit`, or less when asked to stop; false when asked.
@@ -189,7 +201,7 @@ impl Sweeper {
         let (mut delay, mut ever_opened, mut first) = (REOPEN_FIRST, false, true);
         while !self.stopped() {
             let stop = self.stop.clone();
-            let (why, good) = match (self.plan.open)(&|| stop.is_cancelled()) {
+            let (why, good) = match (self.open)(&|| stop.is_cancelled()) {
                 Ok((id, engine)) => {
                     if let Some(other) = self.claim_subnet(&id) {
                         eprintln!(
@@ -202,13 +214,13 @@ impl Sweeper {
                     }
                     let local = engine.local();
                     let port = format!("{}/{}", local.ca_name, local.port_num);
-                    tracing::info!(slot = self.plan.slot, "management port {port} open");
-                    self.plan.settings.name.clone_from(&id.name);
+                    tracing::info!(slot = self.slot, "management port {port} open");
+                    self.settings.name.clone_from(&id.name);
                     self.slot().set_name(id.name);
                     if ever_opened {
                         self.slot().count_reopen();
                     } else {
-                        let slot = self.plan.slot;
+                        let slot = self.slot;
                         let _ = self.shared.events.send(PortOpening::Opened { slot, port });
                     }
                     ever_opened = true;
@@ -223,12 +235,12 @@ impl Sweeper {
                 return;
             }
             if first && !ever_opened {
-                let (slot, error) = (self.plan.slot, anyhow!("{why}"));
+                let (slot, error) = (self.slot, anyhow!("{why}"));
                 let _ = self
                     .shared
                     .events
                     .send(PortOpening::NotOpened { slot, error });
-                if !self.plan.multi {
+                if !self.multi {
                     return;
                 }
             }
@@ -238,7 +250,7 @@ impl Sweeper {
                 delay = REOPEN_FIRST;
             }
             tracing::info!(
-                slot = self.plan.slot,
+                slot = self.slot,
                 "reopening in {:.1} s",
                 delay.as_secs_f64()
             );
@@ -259,11 +271,11 @@ impl Sweeper {
             .unwrap_or_else(|p| p.into_inner());
         let other = subnets.iter().enumerate().find_map(|(i, s)| {
             s.as_ref()
-                .filter(|s| i != self.plan.slot && s.same_subnet(id))
+                .filter(|s| i != self.slot && s.same_subnet(id))
                 .map(|s| s.name.clone())
         });
         if other.is_none() {
-            subnets[self.plan.slot] = Some(id.clone());
+            subnets[self.slot] = Some(id.clone());
         }
         other
     }
@@ -282,12 +294,7 @@ impl Sweeper {
                 Ok(None) => break None,
                 Err(e) => break Some(format!("{e:#}")),
             }
-            if !self.wait(
-                self.plan
-                    .settings
-                    .interval
-                    .saturating_sub(started.elapsed()),
-            ) {
+            if !self.wait(self.settings.interval.saturating_sub(started.elapsed())) {
                 break None;
             }
         };
@@ -312,12 +319,7 @@ impl Sweeper {
         if progress.current.is_none() {
             let d = self.discover(engine);
             if let (Some(planes), Ok(())) = (&self.shared.planes, ensure_connected(engine)) {
-                planes.update(
-                    self.plan.slot,
-                    self.name(),
-                    d.fabric.clone(),
-                    d.hosts.clone(),
-                );
+                planes.update(self.slot, self.name(), d.fabric.clone(), d.hosts.clone());
             }
             progress.current = Some(d);
             progress.since_discovery = 0;
@@ -330,7 +332,7 @@ impl Sweeper {
         let options = counters::SweepOptions {
             details: counters::DetailReads::Explaining,
         };
-        let names = self.plan.settings.names.as_ref();
+        let names = self.settings.names.as_ref();
         let sample = counters::sweep_with(engine, &d.fabric, &d.targets, names, options);
         let sweep_us = micros(t);
         if !go_on(self, engine)? {
@@ -344,14 +346,12 @@ impl Sweeper {
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        let names = self.plan.settings.names.as_ref();
+        let names = self.settings.names.as_ref();
         let events = progress
             .history
             .record(&d.fabric, Some(&sample), names, SystemTime::now());
         self.append(events);
-        let mut extra = progress
-            .history
-            .flapping(self.plan.settings.thresholds.flap);
+        let mut extra = progress.history.flapping(self.settings.thresholds.flap);
         if let Some(planes) = &self.shared.planes {
             extra.extend(planes.findings_of(self.name()));
         }
@@ -368,7 +368,7 @@ impl Sweeper {
                 .previous
                 .as_ref()
                 .is_some_and(|p| changes::topology_changed(p, &sample));
-        let every = self.plan.settings.rediscover_every;
+        let every = self.settings.rediscover_every;
         let due = every > 0 && progress.since_discovery >= every;
         if changed || d.targets.is_empty() || due {
             tracing::info!("rediscovering (change seen: {changed})");
@@ -390,7 +390,7 @@ impl Sweeper {
     ) -> Result<bool> {
         let failure = self.account(sample, d);
         let t = Instant::now();
-        let settings = &self.plan.settings;
+        let settings = &self.settings;
         let stats = PageStats {
             fabric: &settings.name,
             filter: settings.filter,
@@ -421,14 +421,14 @@ impl Sweeper {
 
     /// What changed, appended to the journal if any.
     fn append(&self, mut events: Vec<journal::Event>) {
-        let Some(file) = &self.plan.settings.journal else {
+        let Some(file) = &self.settings.journal else {
             return;
         };
         if events.is_empty() {
             return;
         }
         for e in &mut events {
-            e.fabric.clone_from(&self.plan.settings.name);
+            e.fabric.clone_from(&self.settings.name);
         }
         if let Err(e) = file.append(&events) {
             tracing::warn!("cannot write the journal {}: {e}", file.path.display());
@@ -437,7 +437,7 @@ impl Sweeper {
 
     fn discover(&mut self, engine: &mut Engine) -> Discovered {
         let t = Instant::now();
-        let settings = &self.plan.settings;
+        let settings = &self.settings;
         let fabric = discover::discover(engine, DiscoverOptions::default(), |_| {});
         self.discoveries += 1;
         let mut targets = counters::targets(&fabric, None, None);

@@ -18,8 +18,8 @@ use crate::cli::{exit, Global};
 use crate::fabric_set::{Planned, Reach};
 use crate::signals;
 use ibscope_exporter::http::listen_addr;
-use ibscope_exporter::server::{self, FabricToServe, Listen};
-use ibscope_exporter::sweeper::{OpenFabric, SweepSettings};
+use ibscope_exporter::server::{self, Listen};
+use ibscope_exporter::sweeper::{FabricToServe, OpenFabric, SweepSettings};
 use ibscope_exporter::web;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
