@@ -386,7 +386,7 @@ impl Sweeper {
         sample: &Sample,
         sweep_us: u64,
         sm: Option<&Finding>,
-        watched: &[Finding],
+        extra: &[Finding],
     ) -> Result<bool> {
         let failure = self.account(sample, d);
         let t = Instant::now();
@@ -401,7 +401,7 @@ impl Sweeper {
             scrape_errors: &self.scrape_errors,
             thresholds: &settings.thresholds,
             sm,
-            watched,
+            extra,
         };
         let mut page = PageWriter::default();
         let names = settings.names.as_ref();

@@ -454,8 +454,9 @@ pub struct PageStats<'a> {
     pub thresholds: &'a Thresholds,
     /// The SM check's finding (`None`: a master SM answered).
     pub sm: Option<&'a Finding>,
-    /// Findings of what the exporter saw between sweeps (link-flapping).
-    pub watched: &'a [Finding],
+    /// Findings only the exporter makes: link-flapping from what it saw between sweeps,
+    /// planes-disagree from every fabric's discovery.
+    pub extra: &'a [Finding],
 }
 
 impl<'a> PageStats<'a> {
@@ -477,7 +478,7 @@ impl<'a> PageStats<'a> {
             scrape_errors,
             thresholds,
             sm: None,
-            watched: &[],
+            extra: &[],
         }
     }
 }
@@ -579,7 +580,7 @@ fn page_findings(
     found.extend(findings::host_findings(fabric, names, hosts, None));
     found.extend(findings::counter_findings(sample, stats.thresholds));
     found.extend(stats.sm.cloned());
-    found.extend(stats.watched.iter().cloned());
+    found.extend(stats.extra.iter().cloned());
     found
 }
 
