@@ -36,15 +36,17 @@ use ibscope_exporter::web;
 ///              errors/timeouts, sweep timing, and per scrape, for each fabric:
 ///              ibscope_up (0 while it is unreachable), ibscope_sample_stale,
 ///              ibscope_sweep_age_seconds, ibscope_port_reopens_total.
+///   /metrics?fabric=NAME  the same for one fabric (one scrape target per fabric).
 ///   /healthz   200 "ok" when every fabric answers and its last sweep succeeded and is
 ///              fresh (younger than 3 x --interval + 5 s), else 503 with the reason.
+///   /          a page that lists the fabrics, their state and their pages.
 ///
-/// A sweeper thread per fabric discovers the fabric,
-/// then sweeps the counters every --interval seconds, and rediscovers when a sweep sees a
-/// topology change (a switch port whose state differs from the discovered one: one
-/// PortInfo per switch port per sweep; or a port whose LinkDownedCounter moved or whose
-/// PMA started or stopped answering), and every --rediscover-every sweeps. Scrapes are
-/// answered from a cache, never from the fabric.
+/// A sweeper thread per fabric discovers the fabric, then sweeps the counters every
+/// --interval seconds, and rediscovers when a sweep sees a topology change (a switch port
+/// whose state differs from the discovered one: one PortInfo per switch port per sweep;
+/// or a port whose LinkDownedCounter moved or whose PMA started or stopped answering),
+/// and every --rediscover-every sweeps. Each sweep's page is compressed once and kept in
+/// memory: a scrape never waits on the fabric.
 ///
 /// When a fabric becomes unreachable (the HCA resets, the driver reloads, the umad device,
 /// the relay agent or the simulator goes away) serve keeps answering: /metrics serves its
