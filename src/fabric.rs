@@ -12,7 +12,7 @@ use ibscope_topo::Fabric;
 
 use crate::cli::Global;
 // The transport's loss is told where engines are opened; every command reaches it here.
-pub use crate::fabric_set::{ensure_connected, is_transport_lost};
+pub use crate::fabric_set::is_transport_lost;
 
 /// Open the CA port named by -C/-P (defaults: first CA, first active port; a configured
 /// fabric's name reaches it as configured), SMPs carrying the --m-key. One fabric only:
@@ -127,7 +127,7 @@ pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
 }
 
 /// Discover with a progress bar on stderr when it is a terminal. Fails (see
-/// [`ensure_connected`]) when the transport was lost during the sweep.
+/// `Engine::ensure_connected`) when the transport was lost during the sweep.
 pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fabric> {
     use std::io::IsTerminal;
     let bar = if std::io::stderr().is_terminal() {
@@ -149,7 +149,7 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fa
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    ensure_connected(engine)?;
+    engine.ensure_connected()?;
     Ok(fabric)
 }
 

@@ -15,16 +15,6 @@ pub use ibscope_host::fabric_plan::{is_multi, local_name, plan, planes_notes, Pl
 use ibscope_host::multi_plane::local_planes;
 pub use ibscope_host::multi_plane::port_name;
 
-/// Fail with the engine's "lost the connection to the fabric" error once its transport is
-/// gone: a command then ends with that one message (exit 2) instead of one failure per
-/// query.
-pub fn ensure_connected(engine: &Engine) -> Result<()> {
-    match engine.transport_lost() {
-        Some(e) => Err(anyhow::Error::new(e.clone())),
-        None => Ok(()),
-    }
-}
-
 /// Whether an error (anywhere in its chain) is the loss of the transport.
 pub fn is_transport_lost(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
@@ -120,7 +110,7 @@ pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) ->
     } else {
         FabricId::named(&name)
     };
-    ensure_connected(&engine)?;
+    engine.ensure_connected()?;
     Ok(Opened {
         id,
         reach: planned.reach.clone(),

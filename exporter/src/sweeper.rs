@@ -313,12 +313,12 @@ impl Sweeper {
     /// asked to stop, an error when the transport is lost.
     fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<Option<bool>> {
         let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
-            ensure_connected(engine)?;
+            engine.ensure_connected()?;
             Ok(!this.stopped())
         };
         if progress.current.is_none() {
             let d = self.discover(engine);
-            if let (Some(planes), Ok(())) = (&self.shared.planes, ensure_connected(engine)) {
+            if let (Some(planes), Ok(())) = (&self.shared.planes, engine.ensure_connected()) {
                 planes.update(self.slot, self.name(), d.fabric.clone(), d.hosts.clone());
             }
             progress.current = Some(d);
@@ -362,7 +362,7 @@ impl Sweeper {
         let t = Instant::now();
         let states_moved = changes::port_states_changed(engine, &d.fabric);
         tracing::debug!(us = micros(t), "port states checked");
-        ensure_connected(engine)?;
+        engine.ensure_connected()?;
         let changed = states_moved
             || progress
                 .previous
@@ -515,15 +515,6 @@ fn lower_own_priority() {
         if libc::setpriority(libc::PRIO_PROCESS, tid, (current + 10).min(19)) != 0 {
             tracing::debug!("could not lower the sweeper's priority");
         }
-    }
-}
-
-/// The engine's "lost the connection to the fabric" error once its transport is gone, so
-/// the sweep ends with that one error instead of one failure per query.
-fn ensure_connected(engine: &Engine) -> Result<()> {
-    match engine.transport_lost() {
-        Some(e) => Err(anyhow::Error::new(e.clone())),
-        None => Ok(()),
     }
 }
 

@@ -294,7 +294,7 @@ fn check_one(
     );
     if let Some(e) = &engine {
         // Lost mid-sweep: one message, not a finding per unreadable port.
-        crate::fabric::ensure_connected(e)?;
+        e.ensure_connected()?;
     }
     if let Some(path) = &a.journal {
         let (events, _) = ibscope_topo::journal::read(path)

@@ -152,7 +152,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             bail!("no port with a LID to reset there");
         }
         let results = counters::reset(&mut engine, &fabric, &targets, names.as_ref());
-        crate::fabric::ensure_connected(&engine)?;
+        engine.ensure_connected()?;
         let mut failed = 0;
         for r in &results {
             if r.errors.is_empty() {
@@ -188,7 +188,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut sample = counters::sweep_with(&mut engine, &fabric, &targets, names.as_ref(), options);
     hosts.annotate_sample(&mut sample);
     let mut sampled_at = Instant::now();
-    crate::fabric::ensure_connected(&engine)?;
+    engine.ensure_connected()?;
     report_errors(&sample, &mut any_errors);
     match a.interval {
         None => print_sample(&mut out, a.format, &sample, &fabric_name, a.details)?,
@@ -202,7 +202,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 let mut cur = counters::sweep(&mut engine, &fabric, &targets, names.as_ref());
                 let now = Instant::now();
                 hosts.annotate_sample(&mut cur);
-                crate::fabric::ensure_connected(&engine)?;
+                engine.ensure_connected()?;
                 report_errors(&cur, &mut any_errors);
                 if let Some(path) = &a.journal {
                     journal_rises(path, &sample, &cur, &fabric_name)?;
@@ -278,7 +278,7 @@ fn run_each(
         let targets = counters::targets(&fabric, None, None);
         let options = sweep_options(a.details, opened.engine.local().is_simulator());
         let sample = counters::sweep_with(&mut opened.engine, &fabric, &targets, names, options);
-        crate::fabric::ensure_connected(&opened.engine)?;
+        opened.engine.ensure_connected()?;
         let mut any_errors = false;
         for p in &sample.ports {
             for e in &p.errors {

@@ -201,7 +201,7 @@ fn fabric(
     let deltas = match (interval, engine.as_mut()) {
         (Some(i), Some(e)) => {
             let deltas = ibscope_topo::counters::changes_over(e, &fabric, names.as_ref(), i);
-            crate::fabric::ensure_connected(e)?;
+            e.ensure_connected()?;
             deltas
         }
         (Some(_), None) => bail!("--interval reads counters of the live fabric, not of --topology"),

@@ -148,7 +148,7 @@ impl tui::Source for LiveSource {
         let started = std::time::Instant::now();
         let taken_at = std::time::SystemTime::now();
         let fabric = discover(&mut self.engine, DiscoverOptions { read_lft: true }, |_| {});
-        crate::fabric::ensure_connected(&self.engine)?;
+        self.engine.ensure_connected()?;
         if fabric.node_count() == 0 {
             bail!("discovery found no node: is the local port up?");
         }
@@ -160,7 +160,7 @@ impl tui::Source for LiveSource {
             Some(&mut self.engine),
             ibscope_topo::findings::CounterReads::PerPort,
         );
-        crate::fabric::ensure_connected(&self.engine)?;
+        self.engine.ensure_connected()?;
         let fabric = std::sync::Arc::new(fabric);
         let events =
             self.history

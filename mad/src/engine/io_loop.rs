@@ -288,6 +288,12 @@ impl<P: MadPort> Engine<P> {
         self.lost.as_ref()
     }
 
+    /// That error, if the transport is gone: the check a caller makes between steps, so a
+    /// lost fabric ends its work with one error instead of a failure per query.
+    pub fn ensure_connected(&self) -> Result<(), MadError> {
+        self.lost.clone().map_or(Ok(()), Err)
+    }
+
     pub fn stats(&self) -> EngineStats {
         self.stats
     }

@@ -177,7 +177,7 @@ fn print_table<R: Record + Countable>(
         crate::fabric::discover_live(engine, DiscoverOptions { read_lft: false })
             .map_err(|e| format!("{e:#}"))
     })?;
-    crate::fabric::ensure_connected(engine)?;
+    engine.ensure_connected()?;
     let received = listing.records.len();
     let (complete, table_size) = match &listing.completeness {
         Completeness::Complete => (true, Some(received)),
