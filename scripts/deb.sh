@@ -18,8 +18,9 @@ profile=${IBSCOPE_DEB_PROFILE:-release}
 if ! cargo deb --version >/dev/null 2>&1; then
     echo "installing cargo-deb $CARGO_DEB_VERSION (crates.io)" >&2
     # Without its default features (xz2's liblzma build, ELF debug IDs): it compresses with
-    # the system's xz, which dpkg-dev (scripts/install-deps.sh) depends on.
-    cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION" \
+    # the system's xz, which dpkg-dev (scripts/install-deps.sh) depends on. A debug build:
+    # it only copies files and runs xz, as fast either way, and builds in 28 s instead of 71.
+    cargo install --locked --quiet --debug cargo-deb --version "$CARGO_DEB_VERSION" \
         --no-default-features >&2
 fi
 cargo build --profile "$profile" --locked --quiet >&2
@@ -38,6 +39,9 @@ gzip -9n "$assets"/man/*.1
 # The binary was just built: cargo-deb only packs a stripped copy of it (its
 # `target/release/` asset path stands for the profile's directory). It prints the
 # package's path last.
-deb=$(cargo deb --no-build --profile "$profile" --strip --locked | tail -n 1)
+# The test package (dev) is compressed fast: 3 s instead of 15, a larger file.
+fast=()
+[ "$profile" = dev ] && fast=(--fast)
+deb=$(cargo deb --no-build --profile "$profile" --strip --locked "${fast[@]}" | tail -n 1)
 [ -f "$deb" ] || { echo "cargo deb built no package ($deb)" >&2; exit 1; }
 echo "$deb"
