@@ -29,7 +29,7 @@
 //! record); each row carries the specification's name. Then `engine.get::<A>(target,
 //! modifier)` reads it, `Request::get::<A>` puts it in a batch and `Response::decode::<A>`
 //! decodes the reply. Add its golden bytes (from the specification or a reference tool's
-//! capture) to `attr/golden.rs` and a line to `tests/codecs_proptest.rs`.
+//! capture) to `attr/golden.rs` and a line to `tests/it/codecs_proptest.rs`.
 //!
 //! ```
 //! use ibscope_mad::attribute::{Attribute, SubnMgt};

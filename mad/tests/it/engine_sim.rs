@@ -114,9 +114,14 @@ impl Sim {
     /// Re-run this test binary as the engine client for `scenario`.
     fn engine_child(&self, scenario: &str, arg: &str) -> Vec<serde_json::Value> {
         let mut cmd = self.client(std::env::current_exe().expect("current exe"));
-        cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, scenario)
-            .env("IBSCOPE_ENGINE_ARG", arg);
+        cmd.args([
+            "--exact",
+            "engine_sim::child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, scenario)
+        .env("IBSCOPE_ENGINE_ARG", arg);
         let (ok, stdout, stderr) = self.run(cmd, Duration::from_secs(60));
         assert!(ok, "engine child failed:\n{stdout}\n{stderr}");
         stdout

@@ -318,7 +318,7 @@ fn ring_and_mesh_in_ibsim() {
 }
 
 /// 2,048 hosts in a 3-level tree (348 switches, beyond ibsim's default 256): about 8 s
-/// here, so not run by default. `cargo test -p ibscope-topo --test formats -- --ignored`
+/// here, so not run by default. `cargo test -p ibscope-topo --test it formats -- --ignored`
 #[test]
 #[ignore]
 fn fat_tree_2048_hosts_three_levels_in_ibsim() {

@@ -1,0 +1,5 @@
+//! mad's integration tests, one binary: the codecs against generated values, and the
+//! engine against the simulated fabric.
+
+mod codecs_proptest;
+mod engine_sim;
