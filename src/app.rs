@@ -101,9 +101,7 @@ pub enum Command {
     Serve(cmd::serve::Args),
     #[command(about = "Run, drive and generate simulated fabrics (ibsim + OpenSM)")]
     Sim(cmd::sim::Args),
-    #[command(
-        about = "Interactive terminal UI: overview, nodes, links, counters, routing, events"
-    )]
+    #[command(about = "Interactive terminal UI: the fabric in views, one per tab")]
     Tui(cmd::tui::Args),
     #[command(
         about = "The master subnet manager: LID, GUID, priority, state, activity (the sminfo equivalent)"

@@ -8,15 +8,15 @@ use anyhow::bail;
 use crate::cli::{exit, Global};
 use ibscope_tui as tui;
 
-/// Interactive terminal UI: overview, nodes, links, counters, routing, events.
+/// Interactive terminal UI: the fabric in views, one per tab.
 ///
 /// A live fabric's links are watched from sweep to sweep: one down twice within 10
 /// minutes, or whose LinkDowned rose by more than 10 in a day, is link-flapping among the
 /// findings (limits: the thresholds file's flap.* keys).
 ///
-/// Keys: 1-6 or Tab switch views, / filters, s sorts, Enter opens details, r sweeps now,
-/// ? shows the help of the current view, q quits. Sweeps run in the background; the header
-/// shows how old the data is.
+/// Keys: a digit or Tab switches views (the footer names them), / filters, s sorts, Enter
+/// opens details, r sweeps now, ? shows the help of the current view, q quits. Sweeps run
+/// in the background; the header shows how old the data is.
 ///
 /// Several fabrics (-C all, a list, [[fabric]] tables of the config file): each is swept on
 /// its own, f shows the next one (F the previous) and the header names the one shown. A
