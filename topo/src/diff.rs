@@ -248,9 +248,9 @@ pub fn diff(old: &Fabric, new: &Fabric) -> FabricDiff {
     d
 }
 
-struct End<'a>(&'a EndRef);
+struct EndText<'a>(&'a EndRef);
 
-impl fmt::Display for End<'_> {
+impl fmt::Display for EndText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -297,10 +297,10 @@ impl fmt::Display for FabricDiff {
             )?;
         }
         for l in &self.links_removed {
-            writeln!(f, "- link {} <-> {}", End(&l.a), End(&l.b))?;
+            writeln!(f, "- link {} <-> {}", EndText(&l.a), EndText(&l.b))?;
         }
         for l in &self.links_added {
-            writeln!(f, "+ link {} <-> {}", End(&l.a), End(&l.b))?;
+            writeln!(f, "+ link {} <-> {}", EndText(&l.a), EndText(&l.b))?;
         }
         for c in &self.port_changes {
             writeln!(

@@ -17,7 +17,7 @@
 //! and in [`DiscoveryReport`].
 
 // The rarer per-port bookkeeping (FDR10 ports) keyed by node and port: a fast hasher
-// (foldhash, seeded per process). What every node has lives in `Sweep::nodes` instead.
+// (foldhash, seeded per process). What every node has lives in `DiscoverySweep::nodes` instead.
 type FastMap<K, V> = foldhash::HashMap<K, V>;
 use std::time::Instant;
 
@@ -118,7 +118,7 @@ pub struct Progress {
 
 /// One outstanding query of the sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Query {
+enum DiscoveryQuery {
     /// NodeInfo at the end of `path`; `from` is the port we left through (None: local node).
     Probe {
         path: DrPath,
@@ -208,25 +208,25 @@ impl GetTemplates {
     }
 
     /// The Get `q` makes, along `path`: the same request `Request::get` frames, packed.
-    fn get(&self, q: &Query, path: &DrPath) -> PackedRequest {
+    fn get(&self, q: &DiscoveryQuery, path: &DrPath) -> PackedRequest {
         let (template, modifier) = match q {
-            Query::Probe { .. } => (&self.node_info, 0),
-            Query::Description { .. } => (&self.node_description, 0),
-            Query::PortInfo { port, .. } => (&self.port_info, u32::from(*port)),
-            Query::SwitchInfo { .. } => (&self.switch_info, 0),
-            Query::Lft { block, .. } => (&self.lft, *block),
-            Query::MlnxExt { port, .. } => (&self.mlnx_ext, u32::from(*port)),
+            DiscoveryQuery::Probe { .. } => (&self.node_info, 0),
+            DiscoveryQuery::Description { .. } => (&self.node_description, 0),
+            DiscoveryQuery::PortInfo { port, .. } => (&self.port_info, u32::from(*port)),
+            DiscoveryQuery::SwitchInfo { .. } => (&self.switch_info, 0),
+            DiscoveryQuery::Lft { block, .. } => (&self.lft, *block),
+            DiscoveryQuery::MlnxExt { port, .. } => (&self.mlnx_ext, u32::from(*port)),
         };
         template.along(path, modifier)
     }
 }
 
-struct Sweep {
+struct DiscoverySweep {
     fabric: Fabric,
     /// Per node, by graph index.
     nodes: Vec<NodeSweep>,
     templates: GetTemplates,
-    failures: Vec<(Query, MadError)>,
+    failures: Vec<(DiscoveryQuery, MadError)>,
     options: DiscoverOptions,
     /// External-port PortInfos that arrived before their port 0's: decoded again then.
     speeds_pending: FastMap<NodeId, Vec<(u8, PortInfo)>>,
@@ -264,7 +264,7 @@ pub(crate) fn apply_port_info(port: &mut Port, info: &PortInfo, mlnx: Option<&Ml
 /// Rounds of retries after the sweep for queries that failed in it.
 const RETRY_ROUNDS: usize = 3;
 
-impl Sweep {
+impl DiscoverySweep {
     /// The directed route of `node`, once reached.
     fn path(&self, node: NodeId) -> Option<&DrPath> {
         self.nodes.get(node.index())?.path.as_ref()
@@ -290,13 +290,13 @@ impl Sweep {
         self.nodes.get(node.index())?.port0_cap
     }
 
-    fn request(&self, q: &Query) -> Option<PackedRequest> {
+    fn request(&self, q: &DiscoveryQuery) -> Option<PackedRequest> {
         let path = match q {
-            Query::Probe { path, .. } | Query::MlnxExt { path, .. } => path,
-            Query::Description { node }
-            | Query::PortInfo { node, .. }
-            | Query::SwitchInfo { node }
-            | Query::Lft { node, .. } => self.path(*node)?,
+            DiscoveryQuery::Probe { path, .. } | DiscoveryQuery::MlnxExt { path, .. } => path,
+            DiscoveryQuery::Description { node }
+            | DiscoveryQuery::PortInfo { node, .. }
+            | DiscoveryQuery::SwitchInfo { node }
+            | DiscoveryQuery::Lft { node, .. } => self.path(*node)?,
         };
         Some(self.templates.get(q, path))
     }
@@ -325,20 +325,22 @@ impl Sweep {
         options.get(k % options.len()).cloned()
     }
 
-    /// `q` by an alternate route (see [`Sweep::alternate_path`]), if there is one.
-    fn alternate_request(&self, q: &Query, k: usize) -> Option<PackedRequest> {
+    /// `q` by an alternate route (see [`DiscoverySweep::alternate_path`]), if there is one.
+    fn alternate_request(&self, q: &DiscoveryQuery, k: usize) -> Option<PackedRequest> {
         let path = match q {
-            Query::Probe {
+            DiscoveryQuery::Probe {
                 from: Some(end), ..
             } => self.alternate_path(end.node, k)?.child(end.port).ok()?,
-            Query::Probe { from: None, .. } | Query::MlnxExt { .. } => return None,
-            Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
+            DiscoveryQuery::Probe { from: None, .. } | DiscoveryQuery::MlnxExt { .. } => {
+                return None
+            }
+            DiscoveryQuery::Description { node }
+            | DiscoveryQuery::SwitchInfo { node }
+            | DiscoveryQuery::Lft { node, .. } => self.alternate_path(*node, k)?,
+            DiscoveryQuery::PortInfo { node, .. } if self.fabric.node(*node).is_switch() => {
                 self.alternate_path(*node, k)?
             }
-            Query::PortInfo { node, .. } if self.fabric.node(*node).is_switch() => {
-                self.alternate_path(*node, k)?
-            }
-            Query::PortInfo { node, port } => {
+            DiscoveryQuery::PortInfo { node, port } => {
                 // A CA port's PortInfo must enter through that port: vary the route to the
                 // switch in front of it.
                 let peer = self.fabric.peer(End {
@@ -351,17 +353,22 @@ impl Sweep {
         Some(self.templates.get(q, &path))
     }
 
-    fn push(&self, q: Query, out: &mut FollowUps<Query>) {
+    fn push(&self, q: DiscoveryQuery, out: &mut FollowUps<DiscoveryQuery>) {
         if let Some(r) = self.request(&q) {
             out.push_packed(q, r);
         }
     }
 
-    fn handle(&mut self, q: Query, result: Result<Response, MadError>, out: &mut FollowUps<Query>) {
+    fn handle(
+        &mut self,
+        q: DiscoveryQuery,
+        result: Result<Response, MadError>,
+        out: &mut FollowUps<DiscoveryQuery>,
+    ) {
         let resp = match result {
             Ok(r) => r,
             // Not answering the vendor attribute is normal (libibnetdisc goes on likewise).
-            Err(e) if matches!(q, Query::MlnxExt { .. }) => {
+            Err(e) if matches!(q, DiscoveryQuery::MlnxExt { .. }) => {
                 tracing::debug!("{}: {e}", self.describe(&q));
                 return;
             }
@@ -371,11 +378,11 @@ impl Sweep {
             }
         };
         match q {
-            Query::Probe { path, from } => match resp.decode::<NodeInfo>() {
+            DiscoveryQuery::Probe { path, from } => match resp.decode::<NodeInfo>() {
                 Ok(info) => self.on_node_info(path, from, info, out),
-                Err(e) => self.record_decode(&Query::Probe { path, from }, &e.to_string()),
+                Err(e) => self.record_decode(&DiscoveryQuery::Probe { path, from }, &e.to_string()),
             },
-            Query::Description { node } => match resp.decode::<NodeDescription>() {
+            DiscoveryQuery::Description { node } => match resp.decode::<NodeDescription>() {
                 Ok(d) => {
                     let n = self.fabric.node_mut(node);
                     n.description = d.text();
@@ -386,35 +393,37 @@ impl Sweep {
                 }
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::PortInfo { node, port } => match resp.decode::<PortInfo>() {
+            DiscoveryQuery::PortInfo { node, port } => match resp.decode::<PortInfo>() {
                 Ok(info) => self.on_port_info(node, port, &info, out),
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::SwitchInfo { node } => match resp.decode::<SwitchInfo>() {
+            DiscoveryQuery::SwitchInfo { node } => match resp.decode::<SwitchInfo>() {
                 Ok(info) => self.on_switch_info(node, &info, out),
                 Err(e) => self.record_decode(&q, &e.to_string()),
             },
-            Query::Lft { node, block } => match resp.decode::<LinearForwardingTableBlock>() {
-                Ok(lft) => {
-                    if let Some(sw) = self.fabric.node_mut(node).switch.as_mut() {
-                        let start = block as usize * 64;
-                        for (i, &port) in lft.ports.iter().enumerate() {
-                            if let Some(slot) = sw.lft.get_mut(start + i) {
-                                *slot = port;
+            DiscoveryQuery::Lft { node, block } => {
+                match resp.decode::<LinearForwardingTableBlock>() {
+                    Ok(lft) => {
+                        if let Some(sw) = self.fabric.node_mut(node).switch.as_mut() {
+                            let start = block as usize * 64;
+                            for (i, &port) in lft.ports.iter().enumerate() {
+                                if let Some(slot) = sw.lft.get_mut(start + i) {
+                                    *slot = port;
+                                }
                             }
                         }
                     }
+                    Err(e) => self.record_decode(&q, &e.to_string()),
                 }
-                Err(e) => self.record_decode(&q, &e.to_string()),
-            },
-            Query::MlnxExt { node, port, .. } => match resp.decode::<MlnxExtPortInfo>() {
+            }
+            DiscoveryQuery::MlnxExt { node, port, .. } => match resp.decode::<MlnxExtPortInfo>() {
                 Ok(m) => self.on_mlnx_ext(node, port, m),
                 Err(e) => tracing::debug!("{}: malformed reply: {e}", self.describe(&q)),
             },
         }
     }
 
-    fn record_decode(&mut self, q: &Query, msg: &str) {
+    fn record_decode(&mut self, q: &DiscoveryQuery, msg: &str) {
         let text = format!("{}: malformed reply: {msg}", self.describe(q));
         self.fabric.report.errors.push(text);
     }
@@ -424,7 +433,7 @@ impl Sweep {
         path: DrPath,
         from: Option<End>,
         info: NodeInfo,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<DiscoveryQuery>,
     ) {
         let kind = NodeKind::classify(info.kind(), "").unwrap_or(NodeKind::Ca);
         let entered = info.local_port_num;
@@ -472,10 +481,10 @@ impl Sweep {
                     Err(_) => return,
                 };
                 self.node_sweep(id).path = Some(path.clone());
-                self.push(Query::Description { node: id }, out);
+                self.push(DiscoveryQuery::Description { node: id }, out);
                 if kind == NodeKind::Switch {
                     self.fabric.node_mut(id).switch = Some(SwitchFacts::default());
-                    self.push(Query::SwitchInfo { node: id }, out);
+                    self.push(DiscoveryQuery::SwitchInfo { node: id }, out);
                     for p in 0..=info.num_ports {
                         self.ask_port(id, p, out);
                     }
@@ -534,20 +543,26 @@ impl Sweep {
     }
 
     /// Probe the node beyond `from`, along `path`.
-    fn push_probe(&self, path: DrPath, from: End, out: &mut FollowUps<Query>) {
+    fn push_probe(&self, path: DrPath, from: End, out: &mut FollowUps<DiscoveryQuery>) {
         let from = Some(from);
-        self.push(Query::Probe { path, from }, out);
+        self.push(DiscoveryQuery::Probe { path, from }, out);
     }
 
-    fn ask_port(&mut self, node: NodeId, port: u8, out: &mut FollowUps<Query>) {
+    fn ask_port(&mut self, node: NodeId, port: u8, out: &mut FollowUps<DiscoveryQuery>) {
         if self.node_sweep(node).asked_port.insert(port) {
-            self.push(Query::PortInfo { node, port }, out);
+            self.push(DiscoveryQuery::PortInfo { node, port }, out);
         }
     }
 
-    fn ask_port_via(&mut self, node: NodeId, port: u8, path: DrPath, out: &mut FollowUps<Query>) {
+    fn ask_port_via(
+        &mut self,
+        node: NodeId,
+        port: u8,
+        path: DrPath,
+        out: &mut FollowUps<DiscoveryQuery>,
+    ) {
         if self.node_sweep(node).asked_port.insert(port) {
-            let q = Query::PortInfo { node, port };
+            let q = DiscoveryQuery::PortInfo { node, port };
             let request = self.templates.get(&q, &path);
             out.push_packed(q, request);
         }
@@ -558,7 +573,7 @@ impl Sweep {
         node: NodeId,
         number: u8,
         info: &PortInfo,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<DiscoveryQuery>,
     ) {
         let is_switch = self.fabric.node(node).is_switch();
         let external = is_switch && number != 0;
@@ -637,7 +652,7 @@ impl Sweep {
         node: NodeId,
         port: u8,
         info: &PortInfo,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<DiscoveryQuery>,
     ) {
         let n = self.fabric.node(node);
         if port == 0
@@ -651,7 +666,7 @@ impl Sweep {
             return;
         }
         if let Some(path) = self.port_path(end) {
-            self.push(Query::MlnxExt { node, port, path }, out);
+            self.push(DiscoveryQuery::MlnxExt { node, port, path }, out);
         }
     }
 
@@ -688,7 +703,12 @@ impl Sweep {
         self.mlnx.insert(end, m);
     }
 
-    fn on_switch_info(&mut self, node: NodeId, info: &SwitchInfo, out: &mut FollowUps<Query>) {
+    fn on_switch_info(
+        &mut self,
+        node: NodeId,
+        info: &SwitchInfo,
+        out: &mut FollowUps<DiscoveryQuery>,
+    ) {
         let read_lft = self.options.read_lft;
         let n = self.fabric.node_mut(node);
         let sw = n.switch.get_or_insert_with(SwitchFacts::default);
@@ -699,18 +719,18 @@ impl Sweep {
             let top = usize::from(info.linear_fdb_top.min(0xbfff));
             sw.lft = vec![crate::model::NO_ROUTE; top + 1];
             for block in 0..=(top / 64) as u32 {
-                self.push(Query::Lft { node, block }, out);
+                self.push(DiscoveryQuery::Lft { node, block }, out);
             }
         }
     }
 
-    fn describe(&self, q: &Query) -> String {
+    fn describe(&self, q: &DiscoveryQuery) -> String {
         let name = |id: &NodeId| {
             let n = self.fabric.node(*id);
             format!("{} ({:#018x})", n.description, n.guid)
         };
         match q {
-            Query::Probe { path, from } => match from {
+            DiscoveryQuery::Probe { path, from } => match from {
                 Some(end) => format!(
                     "NodeInfo beyond port {} of {} (path {path})",
                     end.port,
@@ -718,13 +738,15 @@ impl Sweep {
                 ),
                 None => format!("NodeInfo of the local node (path {path})"),
             },
-            Query::Description { node } => format!("NodeDescription of {}", name(node)),
-            Query::PortInfo { node, port } => format!("PortInfo of port {port} of {}", name(node)),
-            Query::SwitchInfo { node } => format!("SwitchInfo of {}", name(node)),
-            Query::Lft { node, block } => {
+            DiscoveryQuery::Description { node } => format!("NodeDescription of {}", name(node)),
+            DiscoveryQuery::PortInfo { node, port } => {
+                format!("PortInfo of port {port} of {}", name(node))
+            }
+            DiscoveryQuery::SwitchInfo { node } => format!("SwitchInfo of {}", name(node)),
+            DiscoveryQuery::Lft { node, block } => {
                 format!("LinearForwardingTable block {block} of {}", name(node))
             }
-            Query::MlnxExt { node, port, .. } => {
+            DiscoveryQuery::MlnxExt { node, port, .. } => {
                 format!("MlnxExtPortInfo of port {port} of {}", name(node))
             }
         }
@@ -739,7 +761,7 @@ pub fn discover<E: SmpExecutor>(
 ) -> Fabric {
     let started = Instant::now();
     let sent_before = exec.mads_sent();
-    let mut sweep = Sweep {
+    let mut sweep = DiscoverySweep {
         fabric: Fabric::new(),
         nodes: Vec::new(),
         templates: GetTemplates::new(),
@@ -749,7 +771,7 @@ pub fn discover<E: SmpExecutor>(
         mlnx_asked: FastMap::default(),
         mlnx: FastMap::default(),
     };
-    let root = Query::Probe {
+    let root = DiscoveryQuery::Probe {
         path: DrPath::local(),
         from: None,
     };
@@ -763,7 +785,7 @@ pub fn discover<E: SmpExecutor>(
     // requests fail at once under ibsim; on hardware a dead link costs one timeout series
     // per round.
     for round in 0..RETRY_ROUNDS {
-        let retry: Vec<Query> = std::mem::take(&mut sweep.failures)
+        let retry: Vec<DiscoveryQuery> = std::mem::take(&mut sweep.failures)
             .into_iter()
             .map(|(q, _)| q)
             .collect();
@@ -798,7 +820,7 @@ pub fn discover<E: SmpExecutor>(
     // A port that PortInfo calls up whose probe failed: say so, the link is left out rather
     // than half-drawn.
     for (q, _) in &failures {
-        if let Query::Probe {
+        if let DiscoveryQuery::Probe {
             from: Some(end), ..
         } = q
         {
@@ -820,8 +842,8 @@ pub fn discover<E: SmpExecutor>(
 
 fn run_round<E: SmpExecutor>(
     exec: &mut E,
-    sweep: &mut Sweep,
-    mut batch: FollowUps<Query>,
+    sweep: &mut DiscoverySweep,
+    mut batch: FollowUps<DiscoveryQuery>,
     progress: &mut impl FnMut(Progress),
 ) {
     let mut done = 0u64;
@@ -839,18 +861,18 @@ fn run_round<E: SmpExecutor>(
 }
 
 /// Where a failed query is recorded: a node, or one of its ports.
-fn failure_target(q: &Query) -> Option<(NodeId, Option<u8>)> {
+fn failure_target(q: &DiscoveryQuery) -> Option<(NodeId, Option<u8>)> {
     match q {
-        Query::Probe {
+        DiscoveryQuery::Probe {
             from: Some(end), ..
         } => Some((end.node, Some(end.port))),
-        Query::Probe { from: None, .. } => None,
-        Query::PortInfo { node, port } | Query::MlnxExt { node, port, .. } => {
+        DiscoveryQuery::Probe { from: None, .. } => None,
+        DiscoveryQuery::PortInfo { node, port } | DiscoveryQuery::MlnxExt { node, port, .. } => {
             Some((*node, Some(*port)))
         }
-        Query::Description { node } | Query::SwitchInfo { node } | Query::Lft { node, .. } => {
-            Some((*node, None))
-        }
+        DiscoveryQuery::Description { node }
+        | DiscoveryQuery::SwitchInfo { node }
+        | DiscoveryQuery::Lft { node, .. } => Some((*node, None)),
     }
 }
 
@@ -1109,30 +1131,30 @@ mod tests {
             let route = SmpRoute::Directed(path.clone());
             let cases = [
                 (
-                    Query::Probe {
+                    DiscoveryQuery::Probe {
                         path: path.clone(),
                         from: None,
                     },
                     Request::get::<NodeInfo>(&route, 0),
                 ),
                 (
-                    Query::Description { node },
+                    DiscoveryQuery::Description { node },
                     Request::get::<NodeDescription>(&route, 0),
                 ),
                 (
-                    Query::PortInfo { node, port: 33 },
+                    DiscoveryQuery::PortInfo { node, port: 33 },
                     Request::get::<PortInfo>(&route, 33),
                 ),
                 (
-                    Query::SwitchInfo { node },
+                    DiscoveryQuery::SwitchInfo { node },
                     Request::get::<SwitchInfo>(&route, 0),
                 ),
                 (
-                    Query::Lft { node, block: 767 },
+                    DiscoveryQuery::Lft { node, block: 767 },
                     Request::get::<LinearForwardingTableBlock>(&route, 767),
                 ),
                 (
-                    Query::MlnxExt {
+                    DiscoveryQuery::MlnxExt {
                         node,
                         port: 2,
                         path: path.clone(),

@@ -152,9 +152,9 @@ fn end_of(fabric: &Fabric, names: Option<&NameMap>, hosts: &Hosts, end: End) -> 
 }
 
 /// A link by both ends' (node GUID, port), smaller end first: comparable across discoveries.
-type LinkKey = ((u64, u8), (u64, u8));
+type LinkByGuids = ((u64, u8), (u64, u8));
 
-fn links_of(fabric: &Fabric) -> HashMap<LinkKey, (End, End)> {
+fn links_of(fabric: &Fabric) -> HashMap<LinkByGuids, (End, End)> {
     fabric
         .links()
         .map(|l| {
@@ -195,7 +195,7 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
     };
     let (before, after) = (links_of(old), links_of(new));
     let mut out = Vec::new();
-    let mut keys: Vec<&LinkKey> = before.keys().chain(after.keys()).collect();
+    let mut keys: Vec<&LinkByGuids> = before.keys().chain(after.keys()).collect();
     keys.sort_unstable();
     keys.dedup();
     for key in keys {
@@ -407,7 +407,7 @@ pub fn counter_changes(
 }
 
 /// A link by its two ends' (GUID text, port), in one order.
-type LinkEnds = (String, u8, String, u8);
+type LinkEndTexts = (String, u8, String, u8);
 
 /// Fill in the host and rail of event ends that are HCA ports of `hosts` (counter events
 /// name ports as the sample did, which may not carry them).
@@ -432,7 +432,7 @@ pub fn label_ends(events: &mut [Event], hosts: &Hosts) {
 }
 
 /// The two ends of an event's link, in one order whichever end it names first.
-fn link_key(e: &Event) -> Option<LinkEnds> {
+fn link_key(e: &Event) -> Option<LinkEndTexts> {
     let b = e.b.as_ref()?;
     let (x, y) = ((e.a.guid.clone(), e.a.port), (b.guid.clone(), b.port));
     Some(if x <= y {
@@ -446,7 +446,7 @@ fn link_key(e: &Event) -> Option<LinkEnds> {
 /// (as either end counted it: both ends count the same downs).
 fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
     const DAY: u64 = 24 * 3600;
-    let mut rises: BTreeMap<LinkEnds, BTreeMap<(String, u8), Vec<&Event>>> = BTreeMap::new();
+    let mut rises: BTreeMap<LinkEndTexts, BTreeMap<(String, u8), Vec<&Event>>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDowned) {
         let Some(key) = link_key(e) else { continue };
         rises
@@ -583,7 +583,7 @@ pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
 
 /// Links down at least `limits.downs` times within `limits.window`.
 fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
-    let mut downs: BTreeMap<LinkEnds, Vec<&Event>> = BTreeMap::new();
+    let mut downs: BTreeMap<LinkEndTexts, Vec<&Event>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
         let Some(key) = link_key(e) else { continue };
         downs.entry(key).or_default().push(e);

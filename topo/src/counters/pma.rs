@@ -33,7 +33,7 @@ pub(super) fn class_port_info_request(lid: u16) -> Request {
 }
 
 /// What a request of a batch asks; `usize` is a target index, or a group index.
-pub(super) enum Query {
+pub(super) enum PmaQuery {
     ClassPortInfo(usize),
     Counters(usize),
     Extended(usize),
@@ -42,7 +42,7 @@ pub(super) enum Query {
     /// PortCountersExtended with PortSelect 0xFF, of group `usize`.
     AllPortsExtended(usize),
     /// A breakdown attribute of a target.
-    Breakdown(usize, Breakdown),
+    Breakdown(usize, BreakdownKind),
     /// The PortInfo that says whether a target's port has PortInfoExtended (port 0's on a
     /// switch, as perfquery reads it).
     FecPortInfo(usize),
@@ -54,13 +54,14 @@ pub(super) enum Query {
 
 /// The breakdown attributes a sweep reads, in [`perf_attrs::BREAKDOWNS`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Breakdown {
+pub(super) enum BreakdownKind {
     RcvErrors,
     XmitDiscards,
 }
 
-impl Breakdown {
-    pub(super) const ALL: [Breakdown; 2] = [Breakdown::RcvErrors, Breakdown::XmitDiscards];
+impl BreakdownKind {
+    pub(super) const ALL: [BreakdownKind; 2] =
+        [BreakdownKind::RcvErrors, BreakdownKind::XmitDiscards];
 
     /// Its facts: which counter it explains, the attribute's name.
     pub(super) fn facts(self) -> &'static perf_attrs::Breakdown {
@@ -68,15 +69,17 @@ impl Breakdown {
     }
     pub(super) fn request(self, t: &CounterTarget) -> Request {
         match self {
-            Breakdown::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::GET, 0),
-            Breakdown::XmitDiscards => port_request::<PortXmitDiscardDetails>(t, method::GET, 0),
+            BreakdownKind::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::GET, 0),
+            BreakdownKind::XmitDiscards => {
+                port_request::<PortXmitDiscardDetails>(t, method::GET, 0)
+            }
         }
     }
     /// Its Set clearing every counter of the attribute.
     pub(super) fn clear(self, t: &CounterTarget) -> Request {
         match self {
-            Breakdown::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::SET, 0xffff),
-            Breakdown::XmitDiscards => {
+            BreakdownKind::RcvErrors => port_request::<PortRcvErrorDetails>(t, method::SET, 0xffff),
+            BreakdownKind::XmitDiscards => {
                 port_request::<PortXmitDiscardDetails>(t, method::SET, 0xffff)
             }
         }
@@ -87,10 +90,10 @@ impl Breakdown {
         want: u8,
     ) -> Result<Vec<CounterValue>, String> {
         match self {
-            Breakdown::RcvErrors => {
+            BreakdownKind::RcvErrors => {
                 decode_reply::<PortRcvErrorDetails>(result, want, PmaCapabilities::ALL)
             }
-            Breakdown::XmitDiscards => {
+            BreakdownKind::XmitDiscards => {
                 decode_reply::<PortXmitDiscardDetails>(result, want, PmaCapabilities::ALL)
             }
         }
@@ -224,7 +227,7 @@ pub(super) fn decode_counter_reply_into(
 
 /// Queue the per-port reads of `members`.
 pub(super) fn push_port_reads(
-    out: &mut FollowUps<Query>,
+    out: &mut FollowUps<PmaQuery>,
     targets: &[CounterTarget],
     members: &[usize],
     counters: bool,
@@ -234,18 +237,18 @@ pub(super) fn push_port_reads(
     for &i in members {
         let t = &targets[i];
         if counters {
-            out.push_packed(Query::Counters(i), reads.counters.to(t.lid, t.port));
+            out.push_packed(PmaQuery::Counters(i), reads.counters.to(t.lid, t.port));
         }
         if extended {
-            out.push_packed(Query::Extended(i), reads.extended.to(t.lid, t.port));
+            out.push_packed(PmaQuery::Extended(i), reads.extended.to(t.lid, t.port));
         }
     }
 }
 
 /// The PortCounters read of target `i`.
-pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (Query, PackedRequest) {
+pub(super) fn counters_read(targets: &[CounterTarget], i: usize) -> (PmaQuery, PackedRequest) {
     let t = &targets[i];
-    (Query::Counters(i), reads().counters.to(t.lid, t.port))
+    (PmaQuery::Counters(i), reads().counters.to(t.lid, t.port))
 }
 
 /// The Gets of a port's PortCounters and PortCountersExtended, framed once: a sweep makes
@@ -288,11 +291,11 @@ mod tests {
     #[test]
     fn breakdowns_follow_the_table() {
         assert_eq!(
-            Breakdown::RcvErrors.facts().attribute,
+            BreakdownKind::RcvErrors.facts().attribute,
             PortRcvErrorDetails::NAME
         );
         assert_eq!(
-            Breakdown::XmitDiscards.facts().attribute,
+            BreakdownKind::XmitDiscards.facts().attribute,
             PortXmitDiscardDetails::NAME
         );
         let t = CounterTarget {
@@ -300,11 +303,11 @@ mod tests {
             port: 3,
             lid: 9,
         };
-        for b in Breakdown::ALL {
+        for b in BreakdownKind::ALL {
             let r = b.request(&t);
             assert_eq!(
                 r.header().unwrap().attribute_id,
-                if b == Breakdown::RcvErrors {
+                if b == BreakdownKind::RcvErrors {
                     PortRcvErrorDetails::ID
                 } else {
                     PortXmitDiscardDetails::ID
@@ -327,7 +330,7 @@ mod tests {
             let mut out = FollowUps::new();
             push_port_reads(&mut out, &[t], &[0], true, true);
             let (_, first) = counters_read(&[t], 0);
-            out.push_packed(Query::Counters(0), first);
+            out.push_packed(PmaQuery::Counters(0), first);
             let framed = [
                 port_request::<PortCounters>(&t, method::GET, 0),
                 port_request::<PortCountersExtended>(&t, method::GET, 0),

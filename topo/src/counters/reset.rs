@@ -6,7 +6,7 @@ use ibscope_mad::attr::{
 use ibscope_mad::engine::Request;
 use serde::Serialize;
 
-use super::pma::{class_port_info_request, group, not_implemented, Breakdown, Query};
+use super::pma::{class_port_info_request, group, not_implemented, BreakdownKind, PmaQuery};
 use super::targets::CounterTarget;
 use crate::discover::SmpExecutor;
 use crate::model::refs::PortRef;
@@ -45,7 +45,7 @@ pub fn reset<E: SmpExecutor>(
     let groups = group(targets);
     let mut batch = Vec::new();
     for (g, (lid, members)) in groups.iter().enumerate() {
-        batch.push((Query::ClassPortInfo(g), class_port_info_request(*lid)));
+        batch.push((PmaQuery::ClassPortInfo(g), class_port_info_request(*lid)));
         for &i in members {
             let t = targets[i];
             let clear = PortCounters {
@@ -54,37 +54,37 @@ pub fn reset<E: SmpExecutor>(
                 counter_select2: 0xff,
                 ..Default::default()
             };
-            batch.push((Query::Counters(i), Request::set(&t.lid, 0, &clear)));
+            batch.push((PmaQuery::Counters(i), Request::set(&t.lid, 0, &clear)));
         }
     }
     exec.execute(batch, &mut |q, result, out| match q {
-        Query::ClassPortInfo(g) => {
+        PmaQuery::ClassPortInfo(g) => {
             let caps = result
                 .ok()
                 .and_then(|r| r.decode::<ClassPortInfo>().ok())
                 .map(|c| c.capabilities());
             for &i in &groups[g].1 {
                 let t = targets[i];
-                for b in Breakdown::ALL {
-                    out.push((Query::Breakdown(i, b), b.clear(&t)));
+                for b in BreakdownKind::ALL {
+                    out.push((PmaQuery::Breakdown(i, b), b.clear(&t)));
                 }
                 if let Some(caps) = caps.filter(|c| pma_capability::has_extended_counters(c.mask)) {
-                    out.push((Query::Extended(i), clear_extended(&t, caps)));
+                    out.push((PmaQuery::Extended(i), clear_extended(&t, caps)));
                 }
             }
         }
-        Query::Counters(i) => {
+        PmaQuery::Counters(i) => {
             if let Err(e) = result {
                 results[i].errors.push(format!("PortCounters Set: {e}"));
             }
         }
-        Query::Extended(i) => match result {
+        PmaQuery::Extended(i) => match result {
             Ok(_) => results[i].extended = true,
             Err(e) => results[i]
                 .errors
                 .push(format!("PortCountersExtended Set: {e}")),
         },
-        Query::Breakdown(i, b) => {
+        PmaQuery::Breakdown(i, b) => {
             if result.is_err() && !not_implemented(&result) {
                 let e = result.err().map(|e| e.to_string()).unwrap_or_default();
                 results[i]
@@ -93,11 +93,11 @@ pub fn reset<E: SmpExecutor>(
             }
         }
         // Never sent by reset.
-        Query::AllPorts(_)
-        | Query::AllPortsExtended(_)
-        | Query::FecPortInfo(_)
-        | Query::FecMode(_)
-        | Query::ExtendedSpeeds(..) => {}
+        PmaQuery::AllPorts(_)
+        | PmaQuery::AllPortsExtended(_)
+        | PmaQuery::FecPortInfo(_)
+        | PmaQuery::FecMode(_)
+        | PmaQuery::ExtendedSpeeds(..) => {}
     });
     results
 }

@@ -21,7 +21,7 @@ use super::names::has_extended_form;
 use super::pma::{
     class_port_info_request, counters_read, decode_counter_reply, decode_counter_reply_into,
     decode_extended_speeds, extended_speeds_request, group, not_implemented, port_request,
-    push_port_reads, Breakdown, Query, ALL_PORTS,
+    push_port_reads, BreakdownKind, PmaQuery, ALL_PORTS,
 };
 use super::sample::{CounterSet, PortSample, ReadingArena, Sample, Stored};
 use super::screen::{screen, Screen};
@@ -200,7 +200,7 @@ fn run_sweep<E: SmpExecutor>(
             screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
         })
         .collect();
-    let plan = Plan {
+    let plan = SweepPlan {
         targets,
         groups: &groups,
         screened_group: &screened_group,
@@ -240,7 +240,7 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
 
 /// What a sweep reads: the targets, by node.
 #[derive(Clone, Copy)]
-struct Plan<'a> {
+struct SweepPlan<'a> {
     targets: &'a [CounterTarget],
     /// Targets by node: the LID ClassPortInfo goes to, the target indexes.
     groups: &'a [(u16, Vec<usize>)],
@@ -248,10 +248,10 @@ struct Plan<'a> {
     screened_group: &'a [bool],
 }
 
-impl<'a> Plan<'a> {
+impl<'a> SweepPlan<'a> {
     /// ClassPortInfo of every node, and the PortCounters of every port not held for
     /// screening: made as the engine takes them (a million requests at 100k HCAs).
-    fn first_batch(self) -> impl Iterator<Item = (Query, PackedRequest)> + 'a {
+    fn first_batch(self) -> impl Iterator<Item = (PmaQuery, PackedRequest)> + 'a {
         let targets = self.targets;
         let screened = self.screened_group;
         self.groups
@@ -261,7 +261,7 @@ impl<'a> Plan<'a> {
                 let reads = if screened[g] { &[][..] } else { &members[..] };
                 let counters = reads.iter().map(move |&i| counters_read(targets, i));
                 let class_port_info = class_port_info_request(*lid).into();
-                std::iter::once((Query::ClassPortInfo(g), class_port_info)).chain(counters)
+                std::iter::once((PmaQuery::ClassPortInfo(g), class_port_info)).chain(counters)
             })
     }
 }
@@ -443,7 +443,7 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn new(
         fabric: &'a Fabric,
-        plan: Plan<'a>,
+        plan: SweepPlan<'a>,
         names: Option<&'a NameMap>,
         screen_with: Option<&'a Thresholds>,
         options: SweepOptions,
@@ -473,16 +473,16 @@ impl<'a> Run<'a> {
 
     fn on_done(
         &mut self,
-        q: Query,
+        q: PmaQuery,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         match q {
-            Query::ClassPortInfo(g) => self.class_port_info(g, result, out),
-            Query::AllPorts(g) => self.all_ports_reply(g, false, result, out),
-            Query::AllPortsExtended(g) => self.all_ports_reply(g, true, result, out),
-            Query::Counters(i) => self.counters_reply(i, result, out),
-            Query::Extended(i) => {
+            PmaQuery::ClassPortInfo(g) => self.class_port_info(g, result, out),
+            PmaQuery::AllPorts(g) => self.all_ports_reply(g, false, result, out),
+            PmaQuery::AllPortsExtended(g) => self.all_ports_reply(g, true, result, out),
+            PmaQuery::Counters(i) => self.counters_reply(i, result, out),
+            PmaQuery::Extended(i) => {
                 let t = self.targets[i];
                 let caps = self.ports.get(i).capabilities();
                 let values = &mut self.values;
@@ -495,10 +495,10 @@ impl<'a> Run<'a> {
                         .push(format!("PortCountersExtended: {e}")),
                 }
             }
-            Query::Breakdown(i, b) => self.breakdown_reply(i, b, result),
-            Query::FecPortInfo(i) => self.fec_port_info(i, result, out),
-            Query::FecMode(i) => self.fec_mode(i, result, out),
-            Query::ExtendedSpeeds(i, rs_fec) => {
+            PmaQuery::Breakdown(i, b) => self.breakdown_reply(i, b, result),
+            PmaQuery::FecPortInfo(i) => self.fec_port_info(i, result, out),
+            PmaQuery::FecMode(i) => self.fec_mode(i, result, out),
+            PmaQuery::ExtendedSpeeds(i, rs_fec) => {
                 let t = self.targets[i];
                 let name = <PortExtendedSpeedsCounters as ibscope_mad::attribute::Attribute>::NAME;
                 match decode_extended_speeds(result, t.port, rs_fec) {
@@ -518,7 +518,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         let t = self.targets[i];
         let caps = self.ports.get(i).capabilities();
@@ -534,7 +534,7 @@ impl<'a> Run<'a> {
             .map(|v| v.name.to_string())
             .collect();
         self.ports.keep_readings(i, false, values);
-        for b in Breakdown::ALL {
+        for b in BreakdownKind::ALL {
             let wanted = match self.options.details {
                 DetailReads::None => false,
                 DetailReads::Explaining => values
@@ -543,12 +543,12 @@ impl<'a> Run<'a> {
                 DetailReads::All { .. } => true,
             };
             if wanted {
-                out.push((Query::Breakdown(i, b), b.request(&t)));
+                out.push((PmaQuery::Breakdown(i, b), b.request(&t)));
             }
         }
     }
 
-    fn breakdown_reply(&mut self, i: usize, b: Breakdown, result: Result<Response, MadError>) {
+    fn breakdown_reply(&mut self, i: usize, b: BreakdownKind, result: Result<Response, MadError>) {
         let attribute = b.facts().attribute;
         if not_implemented(&result) {
             return;
@@ -570,7 +570,12 @@ impl<'a> Run<'a> {
 
     /// Start reading PortExtendedSpeedsCounters of the members of a group that run an
     /// extended speed: straight away, or after finding out whether they run RS-FEC.
-    fn ask_extended_speeds(&mut self, g: usize, caps: PmaCapabilities, out: &mut FollowUps<Query>) {
+    fn ask_extended_speeds(
+        &mut self,
+        g: usize,
+        caps: PmaCapabilities,
+        out: &mut FollowUps<PmaQuery>,
+    ) {
         if self.options.details
             != (DetailReads::All {
                 extended_speeds: true,
@@ -585,7 +590,7 @@ impl<'a> Run<'a> {
             }
             if caps.mask & pma_capability::IS_RS_FEC_COUNTERS_SUPPORTED == 0 {
                 out.push((
-                    Query::ExtendedSpeeds(i, false),
+                    PmaQuery::ExtendedSpeeds(i, false),
                     extended_speeds_request(&t, false),
                 ));
                 continue;
@@ -598,7 +603,7 @@ impl<'a> Run<'a> {
                 t.port
             };
             let request = Request::get::<PortInfo>(&SmpRoute::Lid(t.lid), u32::from(port));
-            out.push((Query::FecPortInfo(i), request));
+            out.push((PmaQuery::FecPortInfo(i), request));
         }
     }
 
@@ -606,7 +611,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         let t = self.targets[i];
         let info = match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -625,10 +630,10 @@ impl<'a> Run<'a> {
             && info.capability_mask2 & capability2::IS_PORT_INFO_EXTENDED_SUPPORTED != 0;
         if has_extended_info {
             let request = Request::get::<PortInfoExtended>(&SmpRoute::Lid(t.lid), t.port.into());
-            out.push((Query::FecMode(i), request));
+            out.push((PmaQuery::FecMode(i), request));
         } else {
             out.push((
-                Query::ExtendedSpeeds(i, false),
+                PmaQuery::ExtendedSpeeds(i, false),
                 extended_speeds_request(&t, false),
             ));
         }
@@ -638,7 +643,7 @@ impl<'a> Run<'a> {
         &mut self,
         i: usize,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         let t = self.targets[i];
         match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -649,7 +654,7 @@ impl<'a> Run<'a> {
                 let caps = self.ports.get(i).capabilities();
                 let rs_fec = perf_attrs::extended_speeds_rs_fec(caps, Some(&pie));
                 out.push((
-                    Query::ExtendedSpeeds(i, rs_fec),
+                    PmaQuery::ExtendedSpeeds(i, rs_fec),
                     extended_speeds_request(&t, rs_fec),
                 ));
             }
@@ -667,7 +672,7 @@ impl<'a> Run<'a> {
         &mut self,
         g: usize,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         let screened = self.screened_group[g];
         let caps = match result.map_err(|e| e.to_string()).and_then(|r| {
@@ -721,12 +726,12 @@ impl<'a> Run<'a> {
                 .any(|(name, _)| has_extended_form(name, caps))
         });
         out.push((
-            Query::AllPorts(g),
+            PmaQuery::AllPorts(g),
             port_request::<PortCounters>(&sum_target, method::GET, 0),
         ));
         if want_extended {
             let request = port_request::<PortCountersExtended>(&sum_target, method::GET, 0);
-            out.push((Query::AllPortsExtended(g), request));
+            out.push((PmaQuery::AllPortsExtended(g), request));
         }
         self.all_ports[g] = Some(AllPortsState {
             capabilities: caps,
@@ -752,7 +757,7 @@ impl<'a> Run<'a> {
         g: usize,
         extended: bool,
         result: Result<Response, MadError>,
-        out: &mut FollowUps<Query>,
+        out: &mut FollowUps<PmaQuery>,
     ) {
         let Some(state) = self.all_ports[g].as_mut() else {
             return;

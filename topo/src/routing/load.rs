@@ -181,7 +181,7 @@ pub fn load_with(
     hosts: &[End],
     opts: &LoadOptions,
 ) -> Result<LoadReport, LoadError> {
-    let plan = Plan {
+    let plan = PatternFlows {
         pattern,
         hosts,
         pairs: flows(pattern, hosts.len(), opts)?,
@@ -215,7 +215,7 @@ pub(super) fn place(
 }
 
 /// A pattern on a host list: its flows as (source, destination) host indexes.
-struct Plan<'a> {
+struct PatternFlows<'a> {
     pattern: Pattern,
     hosts: &'a [End],
     pairs: Vec<(usize, usize)>,
@@ -469,7 +469,7 @@ pub(super) fn channel_ref(fabric: &Fabric, idx: &Index, c: u32) -> ChannelRef {
 fn report(
     fabric: &Fabric,
     idx: &Index,
-    plan: &Plan,
+    plan: &PatternFlows,
     routes: &Routes,
     links: &Links,
     opts: &LoadOptions,

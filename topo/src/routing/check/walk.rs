@@ -46,7 +46,7 @@ const PEER_DOWN: u32 = u32::MAX - 1;
 const NOT_A_LINK: u32 = u32::MAX - 0xff;
 
 /// Where the routes to one destination break, or the loop they are caught in.
-struct Event {
+struct RouteBreak {
     kind: BreakKind,
     node: u32,
     port: Option<u8>,
@@ -117,7 +117,7 @@ pub(super) struct Walk<'a> {
     /// Sources accumulated at each switch of the current tree.
     w: Vec<u64>,
     stack: Vec<u32>,
-    events: Vec<Event>,
+    events: Vec<RouteBreak>,
     /// The switches delivering the current destination, each after its successor (as
     /// they were resolved): backwards, every switch comes before the one it forwards to.
     order: Vec<u32>,
@@ -364,7 +364,7 @@ impl<'a> Walk<'a> {
                         .iter()
                         .rposition(|&x| x as usize == cur)
                         .unwrap_or(0);
-                    self.events.push(Event {
+                    self.events.push(RouteBreak {
                         kind: BreakKind::NoRoute,
                         node: ends.sw[cur].index() as u32,
                         port: None,
@@ -416,7 +416,7 @@ impl<'a> Walk<'a> {
                 Step::NoRoute => (BreakKind::NoRoute, None),
                 Step::LftNotRead => (BreakKind::LftNotRead, None),
             };
-            self.events.push(Event {
+            self.events.push(RouteBreak {
                 kind,
                 node: at.index() as u32,
                 port,
@@ -499,7 +499,7 @@ impl<'a> Walk<'a> {
             } else {
                 t.pairs_broken += 1;
                 failed += 1;
-                self.events.push(Event {
+                self.events.push(RouteBreak {
                     kind: BreakKind::Misdelivered,
                     node: self.idx.chan_node[c as usize],
                     port: Some(self.idx.chan_port[c as usize]),
