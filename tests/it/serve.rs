@@ -1061,8 +1061,8 @@ fn series_of(page: &str) -> Vec<String> {
 }
 
 /// On the same fabric with the same planted faults, the page carries exactly the series
-/// (names and labels) the exporter wrote before it was rebuilt as its own crate
-/// (tests/data/serve/series_net.txt, captured from that exporter).
+/// (names and labels) of tests/data/serve/series_net.txt, first captured from the exporter
+/// before it was rebuilt as its own crate.
 #[test]
 fn serve_page_keeps_the_series_it_always_had() {
     let sim = sim("examples/fabrics/net");
@@ -1082,7 +1082,17 @@ fn serve_page_keeps_the_series_it_always_had() {
             .filter(|l| !l.starts_with('#'))
             .map(str::to_string)
             .collect();
+    let mut tidy = expected.clone();
+    tidy.sort();
+    tidy.dedup();
+    assert_eq!(
+        expected, tidy,
+        "series_net.txt: one line per series, sorted"
+    );
     let series = series_of(&page);
+    let mut once = series.clone();
+    once.dedup();
+    assert_eq!(series, once, "a series appears twice on the page");
     let missing: Vec<&String> = expected.iter().filter(|s| !series.contains(s)).collect();
     let extra: Vec<&String> = series.iter().filter(|s| !expected.contains(s)).collect();
     assert!(
