@@ -79,6 +79,35 @@ fn every_command_help_has_examples_of_itself() {
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
+/// The README's commands table has a row for every command a user can type.
+#[test]
+fn readme_commands_table_names_every_command() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let table: Vec<&str> = readme
+        .split("## Commands")
+        .nth(1)
+        .expect("a Commands section")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let missing: Vec<String> = top_level_commands()
+        .into_iter()
+        .filter(|c| {
+            let named = |l: &&str| {
+                l.contains(&format!("`ibscope {c}`"))
+                    || l.contains(&format!("`ibscope {c} "))
+                    || l.contains(&format!("`ibscope -C all {c}"))
+            };
+            !table.iter().any(named)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's commands table lacks {missing:?}"
+    );
+}
+
 #[test]
 fn man_pages_are_valid_roff_and_name_every_command() {
     let dir = temp_dir();
