@@ -9,70 +9,37 @@
 //! 0,1,3 and 0,1,4 = Switch2; Switch1 ports 5-8 are unconnected.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ibscope_mad::attr::NodeInfo;
 use ibscope_mad::engine::{Engine, EngineConfig, MadError, Request, Response};
 use ibscope_mad::smp::{DrPath, SmpFrame, SmpRoute};
 
-const SHIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 const FABRIC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fabrics/net");
 const CHILD_ENV: &str = "IBSCOPE_ENGINE_CHILD";
 
-/// A private ibsim in its own temporary directory; killed and cleaned up on drop.
+/// A private ibsim (ibscope-sim's, the harness every simulator test uses), no SM.
 struct Sim {
-    child: Child,
-    dir: PathBuf,
-    sock: String,
+    sim: ibscope_sim::Sim,
 }
 
 impl Sim {
-    /// Always Some: a missing simulator fails the test (scripts/install-deps.sh installs it;
-    /// a silently skipped transport test would hide a broken CI machine).
-    fn start(tag: &str) -> Option<Sim> {
-        assert!(
-            Path::new(SHIM).exists() && Path::new(FABRIC).exists(),
-            "{SHIM} or {FABRIC} missing: run scripts/install-deps.sh"
-        );
-        let sock = format!("ibscope-eng-{}-{tag}", std::process::id());
-        let dir = std::env::temp_dir().join(&sock);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let log = std::fs::File::create(dir.join("ibsim.log")).expect("log file");
-        let child = Command::new("ibsim")
-            // -s starts the network at once, -n: no console (never a console on /dev/zero).
-            .args(["-s", "-n", FABRIC])
-            .env("IBSIM_SOCKNAME", &sock)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn();
-        let child = match child {
-            Ok(c) => c,
-            Err(e) => panic!("cannot start ibsim (run scripts/install-deps.sh): {e}"),
-        };
-        let sim = Sim { child, dir, sock };
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            let text = std::fs::read_to_string(sim.dir.join("ibsim.log")).unwrap_or_default();
-            if text.contains("Network simulator ready") {
-                return Some(sim);
-            }
-            assert!(Instant::now() < end, "ibsim did not start: {text}");
-            std::thread::sleep(Duration::from_millis(20));
+    /// A missing simulator fails the test (scripts/install-deps.sh installs it; a silently
+    /// skipped transport test would hide a broken CI machine).
+    fn start() -> Sim {
+        let mut options = ibscope_sim::SimOptions::new(FABRIC);
+        options.with_sm = false;
+        match ibscope_sim::Sim::start(options) {
+            Ok(sim) => Sim { sim },
+            Err(e) => panic!("cannot start ibsim (run scripts/install-deps.sh): {e:#}"),
         }
     }
 
     /// A command run as a client of this simulator, attached at Hca1.
     fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new(program);
-        c.env("LD_PRELOAD", SHIM)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .env("SIM_HOST", "Hca1")
-            .current_dir(&self.dir)
+        let mut c = self.sim.command(program);
+        c.env("SIM_HOST", "Hca1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -129,14 +96,6 @@ impl Sim {
             .filter_map(|l| l.split_once(MARK).map(|(_, json)| json))
             .map(|l| serde_json::from_str(l).expect("child JSON line"))
             .collect()
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -310,7 +269,7 @@ fn smpquery_node_info(sim: &Sim, path: &str) -> serde_json::Value {
 
 #[test]
 fn dr_nodeinfo_matches_smpquery() {
-    let Some(sim) = Sim::start("ni") else { return };
+    let sim = Sim::start();
     let paths = ["0", "0,1", "0,1,2", "0,1,3", "0,1,4", "0,1,3,4"];
     // Reference first: under the shim, replies go to the process that registered a class
     // last, so the two clients must not overlap.
@@ -341,9 +300,7 @@ fn dr_nodeinfo_matches_smpquery() {
 
 #[test]
 fn dead_port_times_out_quickly() {
-    let Some(sim) = Sim::start("dead") else {
-        return;
-    };
+    let sim = Sim::start();
     // Switch1 port 5 has no link: the shim hands the request back at once (status 110),
     // and every attempt is resent immediately rather than after the 150 ms deadline.
     let lines = sim.engine_child("dead", "0,1,5");
@@ -355,9 +312,7 @@ fn dead_port_times_out_quickly() {
 
 #[test]
 fn silent_drop_waits_its_deadline_without_blocking_others() {
-    let Some(sim) = Sim::start("silent") else {
-        return;
-    };
+    let sim = Sim::start();
     let lines = sim.engine_child("silent", "2000");
     let r = &lines[1];
     assert_eq!(r["good_ok"], 2000, "{r}");
@@ -380,7 +335,7 @@ fn silent_drop_waits_its_deadline_without_blocking_others() {
 
 #[test]
 fn follow_ups_from_callback_discover_whole_fabric() {
-    let Some(sim) = Sim::start("bfs") else { return };
+    let sim = Sim::start();
     let lines = sim.engine_child("follow", "");
     let r = &lines[1];
     let nodes = r["nodes"].as_object().expect("nodes");

@@ -2,19 +2,15 @@
 //! and what `ibnetdiscover` then reports parses back to the same fabric.
 //!
 //! Needs `ibsim`, `opensm`, `ibnetdiscover` and libumad2sim (Debian: ibsim-utils,
-//! libumad2sim0, opensm, infiniband-diags); each test is skipped with a note when they
-//! are missing.
+//! libumad2sim0, opensm, infiniband-diags, which scripts/install-deps.sh installs); a test
+//! fails when they are missing.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use ibscope_topo::diff::diff;
 use ibscope_topo::export;
 use ibscope_topo::ibnd;
-
-const SHIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 fn tools_present() -> bool {
     let have = |tool: &str| {
@@ -25,122 +21,28 @@ fn tools_present() -> bool {
             .status()
             .is_ok_and(|s| s.success())
     };
-    let ok = Path::new(SHIM).exists() && have("ibsim") && have("opensm") && have("ibnetdiscover");
-    if !ok {
-        eprintln!("skipped: ibsim / opensm / ibnetdiscover / libumad2sim not installed");
-    }
-    ok
+    Path::new(ibscope_sim::SHIM_PATH).exists()
+        && have("ibsim")
+        && have("opensm")
+        && have("ibnetdiscover")
 }
 
-/// One private simulator (ibsim + OpenSM) in a temporary directory; killed on drop.
+/// A private simulator (ibsim + OpenSM until SUBNET UP, from ibscope-sim, the harness every
+/// simulator test uses) on a topology given as text.
 struct Sim {
-    dir: tempfile::TempDir,
-    socket: String,
-    ibsim: Child,
-    opensm: Option<Child>,
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        if let Some(sm) = self.opensm.as_mut() {
-            let _ = sm.kill();
-            let _ = sm.wait();
-        }
-        let _ = self.ibsim.kill();
-        let _ = self.ibsim.wait();
-    }
-}
-
-fn wait_for(path: &Path, needle: &str, limit: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    sim: ibscope_sim::Sim,
+    /// The topology file; after `sim` in drop order.
+    _dir: tempfile::TempDir,
 }
 
 impl Sim {
-    /// Start ibsim on `topology` (sized from the text) and OpenSM until SUBNET UP.
-    fn start(name: &str, topology: &str) -> Sim {
+    fn start(topology: &str) -> Sim {
         let dir = tempfile::tempdir().unwrap();
-        let topo_path = dir.path().join("fabric.topo");
-        std::fs::write(&topo_path, topology).unwrap();
-        let fabric = ibnd::parse(topology).expect("topology parses");
-        let switches = fabric.switches().count();
-        let nodes = fabric.node_count();
-        let ports: usize = fabric
-            .nodes()
-            .map(|(_, n)| usize::from(n.num_ports) + 1)
-            .sum();
-        let socket = format!("ibscope-formats-{name}-{}", std::process::id());
-        let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
-        let ibsim = Command::new("ibsim")
-            .args(["-n", "-s"])
-            .args(["-N", &(nodes + 16).max(2048).to_string()])
-            .args(["-S", &(switches + 16).max(256).to_string()])
-            .args(["-P", &(ports + 64).max(13312).to_string()])
-            .arg(&topo_path)
-            .env("IBSIM_SOCKNAME", &socket)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start ibsim");
-        let mut sim = Sim {
-            dir,
-            socket,
-            ibsim,
-            opensm: None,
-        };
-        assert!(
-            wait_for(
-                &sim.dir.path().join("ibsim.log"),
-                "Network simulator ready",
-                Duration::from_secs(20)
-            ),
-            "ibsim did not start: {}",
-            std::fs::read_to_string(sim.dir.path().join("ibsim.log")).unwrap_or_default()
-        );
-        sim.start_opensm();
-        sim
-    }
-
-    fn start_opensm(&mut self) {
-        let d = self.dir.path();
-        let cache = d.join("osm");
-        std::fs::create_dir_all(&cache).unwrap();
-        // Without the flush setting the log is buffered and SUBNET UP may never show.
-        std::fs::write(
-            d.join("opensm.conf"),
-            "force_log_flush TRUE\nsweep_interval 0\n",
-        )
-        .unwrap();
-        let log = d.join("osm.log");
-        let child = Command::new("opensm")
-            .arg("-F")
-            .arg(d.join("opensm.conf"))
-            .arg("-f")
-            .arg(&log)
-            .args(["-s", "0"])
-            .env("LD_PRELOAD", SHIM)
-            .env("IBSIM_SOCKNAME", &self.socket)
-            .env("OSM_TMP_DIR", &cache)
-            .env("OSM_CACHE_DIR", &cache)
-            .current_dir(d)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start opensm");
-        self.opensm = Some(child);
-        assert!(
-            wait_for(&log, "SUBNET UP", Duration::from_secs(60)),
-            "OpenSM did not reach SUBNET UP"
-        );
+        let path = dir.path().join("fabric.topo");
+        std::fs::write(&path, topology).unwrap();
+        let sim = ibscope_sim::Sim::start(ibscope_sim::SimOptions::new(&path))
+            .unwrap_or_else(|e| panic!("simulator: {e:#}"));
+        Sim { sim, _dir: dir }
     }
 
     fn ibnetdiscover(&self) -> String {
@@ -149,11 +51,10 @@ impl Sim {
 
     /// `ibnetdiscover` with extra options (`-g`, `-f`, `-p`), stdout only.
     fn ibnetdiscover_with(&self, options: &[&str]) -> String {
-        let out = Command::new("ibnetdiscover")
+        let out = self
+            .sim
+            .command("ibnetdiscover")
             .args(options)
-            .env("LD_PRELOAD", SHIM)
-            .env("IBSIM_SOCKNAME", &self.socket)
-            .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .output()
             .expect("run ibnetdiscover");
@@ -163,12 +64,6 @@ impl Sim {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).expect("utf-8")
-    }
-
-    #[allow(dead_code)]
-    fn ibsim_log(&self) -> Vec<String> {
-        let f = std::fs::File::open(self.dir.path().join("ibsim.log")).unwrap();
-        BufReader::new(f).lines().map_while(Result::ok).collect()
     }
 }
 
@@ -193,14 +88,14 @@ Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\nHca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n"
     });
     let expected = ibnd::parse(&text).unwrap();
 
-    let sim = Sim::start("net", &text);
+    let sim = Sim::start(&text);
     let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
     let d = diff(&expected, &seen);
     assert!(d.is_empty(), "{d}");
     drop(sim);
 
     let written = export::ibnd::write(&seen, None);
-    let sim = Sim::start("net-written", &written);
+    let sim = Sim::start(&written);
     let again = ibnd::parse(&sim.ibnetdiscover()).unwrap();
     let d = diff(&seen, &again);
     assert!(d.is_empty(), "{d}");
@@ -242,7 +137,7 @@ Hca 1 \"h2\"\n[1] \"sw\"[2]\n";
     }
     fabric.reindex();
     let written = export::ibnd::write(&fabric, None);
-    let sim = Sim::start("rates", &written);
+    let sim = Sim::start(&written);
     let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
     assert_eq!(seen.node_count(), 3);
     assert_eq!(seen.link_keys(), fabric.link_keys());
@@ -255,9 +150,9 @@ Hca 1 \"h2\"\n[1] \"sw\"[2]\n";
     assert_eq!(h2.description, "h2 \\x22quoted\\x22 w\\x3d1 \\x1b[2J");
 }
 
-fn generated_fabric_discovers_as_written(name: &str, text: &str) -> ibscope_topo::Fabric {
+fn generated_fabric_discovers_as_written(text: &str) -> ibscope_topo::Fabric {
     let expected = ibnd::parse(text).unwrap();
-    let sim = Sim::start(name, text);
+    let sim = Sim::start(text);
     let seen = ibnd::parse(&sim.ibnetdiscover()).unwrap();
     let d = diff(&expected, &seen);
     assert!(d.is_empty(), "{d}");
@@ -287,7 +182,7 @@ fn fat_tree_512_hosts_in_ibsim() {
             rate: "4xEDR".into(),
         },
     ];
-    let seen = generated_fabric_discovers_as_written("ft512", &fat_tree(&spec).unwrap());
+    let seen = generated_fabric_discovers_as_written(&fat_tree(&spec).unwrap());
     assert_eq!(seen.switches().count(), 47);
     assert_eq!(seen.node_count(), 47 + 512);
     let mut rates: Vec<(Width, Speed)> = seen
@@ -311,9 +206,9 @@ fn ring_and_mesh_in_ibsim() {
         "ibsim, opensm or ibnetdiscover missing: run scripts/install-deps.sh"
     );
     use ibscope_topo::gen::{mesh, ring};
-    let seen = generated_fabric_discovers_as_written("ring", &ring(6, 2).unwrap());
+    let seen = generated_fabric_discovers_as_written(&ring(6, 2).unwrap());
     assert_eq!(seen.node_count(), 6 + 12);
-    let seen = generated_fabric_discovers_as_written("mesh", &mesh(3, 3, 1).unwrap());
+    let seen = generated_fabric_discovers_as_written(&mesh(3, 3, 1).unwrap());
     assert_eq!(seen.node_count(), 9 + 9);
 }
 
@@ -328,7 +223,7 @@ fn fat_tree_2048_hosts_three_levels_in_ibsim() {
     );
     use ibscope_topo::gen::{fat_tree, FatTreeSpec};
     let text = fat_tree(&FatTreeSpec::new(3, 36, 2048)).unwrap();
-    let seen = generated_fabric_discovers_as_written("ft2048", &text);
+    let seen = generated_fabric_discovers_as_written(&text);
     assert_eq!(seen.switches().count(), 348);
     assert_eq!(seen.node_count(), 348 + 2048);
 }
@@ -378,7 +273,7 @@ fn every_ibnetdiscover_flavour_reads_as_the_same_fabric() {
         port: 1,
         rate: "1xDDR".into(),
     }];
-    let sim = Sim::start("flavours", &fat_tree(&spec).unwrap());
+    let sim = Sim::start(&fat_tree(&spec).unwrap());
     let plain = ibnd::parse_with_warnings(&sim.ibnetdiscover()).unwrap();
     assert!(plain.warnings.is_empty());
     let plain = plain.fabric;
@@ -429,12 +324,11 @@ fn every_ibnetdiscover_flavour_reads_as_the_same_fabric() {
 
     // stderr and stdout in one file (`2>&1`): the tool's "ibwarn: … attached as client"
     // line comes first and is skipped with a warning quoting it.
-    let out = Command::new("sh")
+    let out = sim
+        .sim
+        .command("sh")
         .arg("-c")
         .arg("ibnetdiscover 2>&1")
-        .env("LD_PRELOAD", SHIM)
-        .env("IBSIM_SOCKNAME", &sim.socket)
-        .current_dir(sim.dir.path())
         .stdin(Stdio::null())
         .output()
         .expect("run ibnetdiscover");
