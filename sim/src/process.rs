@@ -1,14 +1,15 @@
 //! The simulator's processes: spawned so they die with the test binary (or, detached, outlive
-//! `ibscope sim up`), and found again by PID without ever signalling someone else's process.
+//! `ibscope sim up`), and found again by PID without ever signalling someone else's process;
+//! and its clients, run to completion with a deadline.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 type SpawnJob = (Command, mpsc::Sender<io::Result<Child>>);
 
@@ -188,4 +189,52 @@ impl Proc {
             self.pid
         )
     }
+}
+
+/// Everything `pipe` yields, read on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+/// Run `cmd` to completion with its output captured; killed after `timeout`, which is an
+/// error quoting what it wrote on stderr. Both pipes are drained as it runs, so a chatty
+/// client never blocks on a full pipe.
+pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<Output> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = format!("{cmd:?}");
+    let mut child = cmd.spawn().with_context(|| format!("spawning {what}"))?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child
+            .try_wait()
+            .with_context(|| format!("waiting for {what}"))?
+        {
+            Some(status) => break status,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let stderr = stderr.join().unwrap_or_default();
+                return Err(anyhow!(
+                    "{what} did not finish within {timeout:?}; stderr:\n{}",
+                    String::from_utf8_lossy(&stderr)
+                ));
+            }
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }

@@ -8,8 +8,7 @@
 //! Fabric `net` from the client at Hca1 (SIM_HOST): 0 = Hca1, 0,1 = Switch1, 0,1,2 = Hca2,
 //! 0,1,3 and 0,1,4 = Switch2; Switch1 ports 5-8 are unconnected.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibscope_mad::attr::NodeInfo;
@@ -39,43 +38,15 @@ impl Sim {
     /// A command run as a client of this simulator, attached at Hca1.
     fn client(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = self.sim.command(program);
-        c.env("SIM_HOST", "Hca1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        c.env("SIM_HOST", "Hca1");
         c
     }
 
     /// Run a client to completion, killing it if it takes longer than `limit`.
-    fn run(&self, mut cmd: Command, limit: Duration) -> (bool, String, String) {
-        let mut child = cmd.spawn().expect("spawn client");
-        let mut out = child.stdout.take().expect("stdout");
-        let mut err = child.stderr.take().expect("stderr");
-        let reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let end = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > end {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("client hung for more than {limit:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let stdout = reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        (status.success(), stdout, stderr)
+    fn run(&self, cmd: Command, limit: Duration) -> (bool, String, String) {
+        let out = ibscope_sim::run_with_timeout(cmd, limit).unwrap_or_else(|e| panic!("{e:#}"));
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
     }
 
     /// Re-run this test binary as the engine client for `scenario`.

@@ -9,9 +9,8 @@
 //! dead or missing ibsim blocks forever inside the shim.
 #![allow(dead_code)]
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub use ibscope_sim::{Sim, SimOptions};
@@ -87,49 +86,8 @@ pub fn client_timeout() -> Duration {
 
 /// Run a command to completion with a deadline; panics (after killing it) on timeout.
 #[track_caller]
-pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let what = format!("{cmd:?}");
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
-    // Drain both pipes on threads so a chatty child never blocks on a full pipe.
-    let mut out_pipe = child.stdout.take().expect("piped stdout");
-    let mut err_pipe = child.stderr.take().expect("piped stderr");
-    let out_thread = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out_pipe.read_to_end(&mut v);
-        v
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err_pipe.read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + timeout;
-    let status: ExitStatus = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = err_thread.join().unwrap_or_default();
-                panic!(
-                    "{what} did not finish within {timeout:?}; stderr:\n{}",
-                    String::from_utf8_lossy(&stderr)
-                );
-            }
-            Err(e) => panic!("waiting for {what}: {e}"),
-        }
-    };
-    Output {
-        status,
-        stdout: out_thread.join().unwrap_or_default(),
-        stderr: err_thread.join().unwrap_or_default(),
-    }
+pub fn run_with_timeout(cmd: Command, timeout: Duration) -> Output {
+    ibscope_sim::run_with_timeout(cmd, timeout).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Path of the ibscope binary built for these tests.
