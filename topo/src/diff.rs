@@ -1,5 +1,5 @@
-//! What changed between two snapshots of a fabric: the one fabric comparison, behind
-//! `ibscope diff` and every round-trip test.
+//! What changed between two snapshots of a fabric, all of it: behind `ibscope diff` and
+//! every round-trip test (links matched by [`crate::changes::link_changes`]).
 //!
 //! Nodes are matched by GUID (added, removed, description, kind or port count changed),
 //! links by their [`LinkKey`] (added, removed), ports known on both sides by their GUID,
@@ -7,12 +7,12 @@
 //! state. A fact unknown in either snapshot (an ibnetdiscover file has no port states) is
 //! not compared.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use ibscope_mad::codes::guid;
 use serde::Serialize;
 
+use crate::changes::{link_changes, LinkChange};
 use crate::escape;
 use crate::model::{Fabric, LinkKey, Node, NodeKind, Port, PortKey};
 
@@ -103,25 +103,19 @@ fn summary(n: &Node) -> NodeSummary {
     }
 }
 
-fn links(f: &Fabric) -> BTreeMap<LinkKey, LinkEnds> {
-    f.links()
-        .map(|l| {
-            let key = l.key();
-            let end = |at: PortKey| EndRef {
-                at,
-                description: if at == l.a_node.port_key(l.a.port) {
-                    l.a_node.description.clone()
-                } else {
-                    l.b_node.description.clone()
-                },
-            };
-            let ends = LinkEnds {
-                a: end(key.0),
-                b: end(key.1),
-            };
-            (key, ends)
-        })
-        .collect()
+/// A link as the diff names it: each end's port and its node's description.
+fn link_ends(f: &Fabric, key: LinkKey) -> LinkEnds {
+    let end = |at: PortKey| EndRef {
+        at,
+        description: f
+            .node_by_guid(at.guid)
+            .map(|id| f.node(id).description.clone())
+            .unwrap_or_default(),
+    };
+    LinkEnds {
+        a: end(key.0),
+        b: end(key.1),
+    }
 }
 
 fn port_of(f: &Fabric, at: PortKey) -> Option<(&Node, &Port)> {
@@ -220,22 +214,16 @@ pub fn diff(old: &Fabric, new: &Fabric) -> FabricDiff {
             d.nodes_added.push(summary(n));
         }
     }
-    let lo = links(old);
-    let ln = links(new);
-    d.links_removed = lo
-        .iter()
-        .filter(|(k, _)| !ln.contains_key(k))
-        .map(|(_, l)| l.clone())
-        .collect();
-    d.links_added = ln
-        .iter()
-        .filter(|(k, _)| !lo.contains_key(k))
-        .map(|(_, l)| l.clone())
-        .collect();
-    for key in lo.keys().filter(|k| ln.contains_key(k)) {
-        for at in [key.0, key.1] {
-            if let (Some((_, o)), Some((node, n))) = (port_of(old, at), port_of(new, at)) {
-                compare_port(o, n, node, &mut d.port_changes);
+    for (key, change) in link_changes(old, new) {
+        match change {
+            LinkChange::Gone { .. } => d.links_removed.push(link_ends(old, key)),
+            LinkChange::New { .. } => d.links_added.push(link_ends(new, key)),
+            LinkChange::Kept { .. } => {
+                for at in [key.0, key.1] {
+                    if let (Some((_, o)), Some((node, n))) = (port_of(old, at), port_of(new, at)) {
+                        compare_port(o, n, node, &mut d.port_changes);
+                    }
+                }
             }
         }
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::changes::{link_changes, LinkChange};
 pub use crate::counters::FlapLimits;
 use crate::findings::{Finding, FindingKind};
 use crate::hosts::Hosts;
@@ -151,22 +152,6 @@ fn end_of(fabric: &Fabric, names: Option<&NameMap>, hosts: &Hosts, end: End) -> 
     }
 }
 
-/// A link by both ends' (node GUID, port), smaller end first: comparable across discoveries.
-type LinkByGuids = ((u64, u8), (u64, u8));
-
-fn links_of(fabric: &Fabric) -> HashMap<LinkByGuids, (End, End)> {
-    fabric
-        .links()
-        .map(|l| {
-            let a = (l.a_node.guid, l.a.port);
-            let b = (l.b_node.guid, l.b.port);
-            let key = if a <= b { (a, b) } else { (b, a) };
-            let ends = if a <= b { (l.a, l.b) } else { (l.b, l.a) };
-            (key, ends)
-        })
-        .collect()
-}
-
 fn port_of(fabric: &Fabric, end: End) -> Option<&Port> {
     fabric.node(end.node).port(end.port)
 }
@@ -193,23 +178,21 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
             fabric: String::new(),
         }
     };
-    let (before, after) = (links_of(old), links_of(new));
     let mut out = Vec::new();
-    let mut keys: Vec<&LinkByGuids> = before.keys().chain(after.keys()).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    for key in keys {
-        match (before.get(key), after.get(key)) {
-            (Some(ends), None) => {
-                out.push(event(EventKind::LinkDown, old, *ends, "link down".into()))
+    for (_, change) in link_changes(old, new) {
+        match change {
+            LinkChange::Gone { old: ends } => {
+                out.push(event(EventKind::LinkDown, old, ends, "link down".into()))
             }
-            (None, Some(ends)) => out.push(event(EventKind::LinkUp, new, *ends, "link up".into())),
-            (Some(o), Some(n)) => {
+            LinkChange::New { new: ends } => {
+                out.push(event(EventKind::LinkUp, new, ends, "link up".into()))
+            }
+            LinkChange::Kept { old: o, new: n } => {
                 for (oe, ne) in [(o.0, n.0), (o.1, n.1)] {
                     let (Some(op), Some(np)) = (port_of(old, oe), port_of(new, ne)) else {
                         continue;
                     };
-                    let pair = if ne == n.0 { *n } else { (n.1, n.0) };
+                    let pair = if ne == n.0 { n } else { (n.1, n.0) };
                     if let (Some(ow), Some(nw)) = (op.width_active, np.width_active) {
                         if nw.lanes() < ow.lanes() {
                             out.push(event(
@@ -242,7 +225,6 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
                     }
                 }
             }
-            (None, None) => {}
         }
     }
     out

@@ -1,10 +1,12 @@
 //! The event log: what changed between two consecutive sweeps.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::time::SystemTime;
 
+use ibscope_mad::attr::PortState;
+use ibscope_topo::changes::{link_changes, LinkChange};
 use ibscope_topo::namemap::NameMap;
-use ibscope_topo::{Fabric, LinkKey, PortKey};
+use ibscope_topo::{End, Fabric, LinkKey, PortKey};
 
 use super::derive::{node_name, port_name, LinkHealth};
 use super::source::{Sweep, ERROR_COUNTERS};
@@ -98,12 +100,9 @@ pub fn journal_history(path: Option<&std::path::Path>, keep: usize) -> Vec<LogEn
     events[from..].iter().map(LogEntry::from_journal).collect()
 }
 
-/// Every link of a sweep, with whether its health verdict calls it degraded.
-fn link_keys(fabric: &Fabric, health: &LinkHealth) -> BTreeMap<LinkKey, bool> {
-    fabric
-        .links()
-        .map(|l| (l.key(), health.is_degraded(l.key())))
-        .collect()
+/// A port's logical state, where known.
+fn port_state(fabric: &Fabric, end: End) -> Option<PortState> {
+    fabric.node(end.node).port(end.port).and_then(|p| p.state)
 }
 
 /// "a[1] <-> b[2]: why", for a link that became (or showed up) degraded.
@@ -154,46 +153,45 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<LogEntry> 
         }
     }
 
-    let old_links = link_keys(fo, &old.health);
-    let new_links = link_keys(fnew, &new.health);
+    let links = link_changes(fo, fnew);
+    let degraded = |key: &LinkKey| new.health.is_degraded(*key);
     let why_degraded = |key| degraded_text(fnew, &new.health, names, key);
-    for (key, degraded) in &new_links {
-        match old_links.get(key) {
-            None => push(LogEntryKind::LinkUp, link_text(fnew, names, key)),
-            Some(was) if *degraded && !was => push(LogEntryKind::Degraded, why_degraded(key)),
-            Some(was) if !degraded && *was => {
-                push(LogEntryKind::Recovered, link_text(fnew, names, key))
-            }
-            Some(_) => {}
+    for (key, change) in &links {
+        match change {
+            LinkChange::New { .. } => push(LogEntryKind::LinkUp, link_text(fnew, names, key)),
+            LinkChange::Kept { .. } => match (old.health.is_degraded(*key), degraded(key)) {
+                (false, true) => push(LogEntryKind::Degraded, why_degraded(key)),
+                (true, false) => push(LogEntryKind::Recovered, link_text(fnew, names, key)),
+                _ => {}
+            },
+            LinkChange::Gone { .. } => {}
         }
     }
-    for key in old_links.keys() {
-        if !new_links.contains_key(key) {
+    for (key, change) in &links {
+        if let LinkChange::Gone { .. } = change {
             push(LogEntryKind::LinkDown, link_text(fo, names, key));
         }
     }
     // A link that shows up already degraded is news too.
-    for (key, degraded) in &new_links {
-        if *degraded && !old_links.contains_key(key) {
+    for (key, change) in &links {
+        if matches!(change, LinkChange::New { .. }) && degraded(key) {
             push(LogEntryKind::Degraded, why_degraded(key));
         }
     }
 
-    // Port state changes on ports present in both (unknown states, as in files, are skipped).
-    for (_, n) in fnew.nodes() {
-        let Some(oid) = fo.node_by_guid(n.guid) else {
+    // The logical state of the ends of links in both sweeps (unknown states, as in files,
+    // are skipped); a link that went or came is news enough about its ports.
+    for (_, change) in &links {
+        let LinkChange::Kept { old: o, new: n } = change else {
             continue;
         };
-        let on = fo.node(oid);
-        for p in &n.ports {
-            let Some(op) = on.port(p.number) else {
-                continue;
-            };
-            if let (Some(old), Some(new)) = (op.state, p.state) {
-                if old != new {
+        for (oe, ne) in [(o.0, n.0), (o.1, n.1)] {
+            if let (Some(was), Some(now)) = (port_state(fo, oe), port_state(fnew, ne)) {
+                if was != now {
+                    let node = node_name(fnew.node(ne.node), names);
                     push(
                         LogEntryKind::PortState,
-                        format!("{}[{}] {old} -> {new}", node_name(n, names), p.number),
+                        format!("{node}[{}] {was} -> {now}", ne.port),
                     );
                 }
             }
@@ -235,4 +233,65 @@ pub fn diff(old: &Sweep, new: &Sweep, names: Option<&NameMap>) -> Vec<LogEntry> 
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibscope_topo::ibnd;
+
+    const NET: &str = "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n[2] \"Hca2\"[2]\n\n\
+                       Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\nHca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n";
+
+    /// `text` with every linked port in `state`.
+    fn sweep(text: &str, state: PortState, at: SystemTime) -> Sweep {
+        let mut fabric = ibnd::parse(text).unwrap();
+        let ids: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
+        for id in ids {
+            for p in &mut fabric.node_mut(id).ports {
+                p.state = Some(state);
+            }
+        }
+        Sweep::from_fabric(fabric, at)
+    }
+
+    #[test]
+    fn a_link_that_went_is_one_entry_and_a_kept_links_port_state_another() {
+        let t0 = SystemTime::UNIX_EPOCH;
+        let t1 = t0 + std::time::Duration::from_secs(5);
+        let before = sweep(NET, PortState::Active, t0);
+        let without_hca2 = NET
+            .replace("[2] \"Hca2\"[2]\n", "")
+            .replace("[2] \"Switch1\"[2]\n", "");
+        let after = sweep(&without_hca2, PortState::Armed, t1);
+        let entries = diff(&before, &after, None);
+        let texts: Vec<(LogEntryKind, &str)> =
+            entries.iter().map(|e| (e.kind, e.text.as_str())).collect();
+        assert!(
+            texts.contains(&(LogEntryKind::LinkDown, "Switch1[2] <-> Hca2[2]"))
+                || texts.contains(&(LogEntryKind::LinkDown, "Hca2[2] <-> Switch1[2]")),
+            "{texts:?}"
+        );
+        // Both ends of the link that stayed changed state; the link that went says enough
+        // about its own ports.
+        let states: Vec<&str> = texts
+            .iter()
+            .filter(|(k, _)| *k == LogEntryKind::PortState)
+            .map(|(_, t)| *t)
+            .collect();
+        assert_eq!(states.len(), 2, "{texts:?}");
+        assert!(
+            states.iter().all(|t| t.ends_with("Active -> Armed")),
+            "{states:?}"
+        );
+        assert!(
+            states.iter().any(|t| t.starts_with("Switch1[1]")),
+            "{states:?}"
+        );
+        assert!(
+            states.iter().any(|t| t.starts_with("Hca1[1]")),
+            "{states:?}"
+        );
+        assert!(entries.iter().all(|e| e.at == t1));
+    }
 }
