@@ -243,7 +243,7 @@ mod tests {
     const NET: &str = "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n[2] \"Hca2\"[2]\n\n\
                        Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\nHca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n";
 
-    /// `text` with every linked port in `state`.
+    /// `text` with every port in `state`.
     fn sweep(text: &str, state: PortState, at: SystemTime) -> Sweep {
         let mut fabric = ibnd::parse(text).unwrap();
         let ids: Vec<_> = fabric.nodes().map(|(id, _)| id).collect();
