@@ -62,7 +62,9 @@ use ibscope_exporter::page::PageWriter;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::{discover, DiscoverOptions};
-use ibscope_topo::export::prometheus::{write_fabric_page, PageStats, ScrapeErrors};
+use ibscope_topo::export::prometheus::{
+    write_fabric_page, PageLabels, PageStats, PortFilter, ScrapeErrors,
+};
 use ibscope_topo::findings::{self, CounterReads, Live};
 use ibscope_topo::gen::{fat_tree, FatTreeSpec};
 use ibscope_topo::health::HealthOptions;
@@ -457,6 +459,9 @@ fn main() {
             for (fabric, eval) in prior.iter().zip(&sweeps) {
                 let sample = eval.sample.as_ref().expect("swept");
                 let (health, hosts) = (&eval.health, &eval.hosts);
+                let mut labels =
+                    PageLabels::new(fabric, None, hosts, "scale", PortFilter::default());
+                let labels = &mut labels;
                 if op == "serve-render" {
                     let mut counted = Counted(0);
                     write_fabric_page(
@@ -467,15 +472,17 @@ fn main() {
                         None,
                         sample,
                         &stats,
-                        None,
+                        labels,
                     )
                     .expect("counting cannot fail");
                     out_bytes += counted.0;
                     continue;
                 }
                 let mut page = PageWriter::default();
-                write_fabric_page(&mut page, fabric, health, hosts, None, sample, &stats, None)
-                    .expect("compressing into memory");
+                write_fabric_page(
+                    &mut page, fabric, health, hosts, None, sample, &stats, labels,
+                )
+                .expect("compressing into memory");
                 let page = page.finish(None).expect("compressing into memory");
                 let (text, gzip) = page.sizes();
                 out_bytes += text as usize;
@@ -574,9 +581,14 @@ fn page_stats<'a>(
     sweeps: u64,
 ) -> PageStats<'a> {
     PageStats {
+        counters,
         sweeps,
         discoveries: 1,
-        ..PageStats::new("scale", counters, scrape_errors, thresholds)
+        discovery_seconds: 0.0,
+        scrape_errors,
+        thresholds,
+        sm: None,
+        extra: &[],
     }
 }
 

@@ -11,7 +11,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use ibscope_topo::export::prometheus::{self, FabricStatus};
 
 use crate::page::{Page, PageBody};
-use crate::slots::{FabricSlot, Pages, Reachability};
+use crate::slots::{FabricSlot, Pages, SlotState};
 use crate::web::BasicAuth;
 
 /// What every answer reads.
@@ -148,21 +148,18 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
             Err(e) => return text(500, format!("the page does not inflate: {e}\n")),
         },
     };
-    let names: Vec<(String, Reachability)> = shown
-        .iter()
-        .map(|(s, _)| (s.name(), s.reachability()))
-        .collect();
+    let states: Vec<SlotState> = shown.iter().map(|(s, _)| s.state_now()).collect();
     let statuses: Vec<FabricStatus<'_>> = shown
         .iter()
-        .zip(&names)
-        .map(|((s, page), (name, reachability))| {
+        .zip(&states)
+        .map(|((s, page), state)| {
             let age = page.as_ref().map(|p| p.finished.elapsed());
             FabricStatus {
-                name,
-                up: s.state(site.max_age).is_ok(),
-                stale: !reachability.up || age.map_or(true, |a| a > site.max_age),
+                name: &state.name,
+                up: s.health(site.max_age).is_ok(),
+                stale: !state.up || age.map_or(true, |a| a > site.max_age),
                 age_seconds: age.map(|a| a.as_secs_f64()),
-                reopens: reachability.reopens,
+                reopens: state.reopens,
             }
         })
         .collect();
@@ -186,10 +183,10 @@ fn not_yet(site: &Site, shown: &[(&FabricSlot, Option<Arc<Page>>)]) -> String {
     let unreachable: Vec<String> = shown
         .iter()
         .filter_map(|(s, _)| {
-            let reachability = s.reachability();
-            let why = reachability.reason.filter(|_| !reachability.up)?;
+            let state = s.state_now();
+            let why = state.reason.filter(|_| !state.up)?;
             Some(match site.pages.multi {
-                true => format!("{}: {why}", s.name()),
+                true => format!("{}: {why}", state.name),
                 false => why,
             })
         })
@@ -207,7 +204,7 @@ fn landing_page(site: &Site) -> String {
     let mut rows = String::new();
     for slot in site.pages.shown() {
         let name = slot.name();
-        let state = match slot.state(site.max_age) {
+        let state = match slot.health(site.max_age) {
             Ok(()) => "up".to_string(),
             Err(why) => why.lines().next().unwrap_or("down").to_string(),
         };

@@ -2,7 +2,6 @@
 //! fabric's page, rendered and compressed once per sweep, in memory; HTTP answers from
 //! there, so a scrape never waits on a fabric.
 
-pub mod discoveries;
 pub mod http;
 pub mod page;
 pub mod server;

@@ -2,8 +2,8 @@
 //! tokio-rustls), a sweeper thread per fabric, and the orderly stop of both.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -13,10 +13,9 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio_rustls::TlsAcceptor;
 
-use crate::discoveries::Discoveries;
 use crate::http::{self, Site};
 use crate::slots::Pages;
-use crate::sweeper::{FabricThread, FabricToServe, PortOpening, Shared, REOPEN_FIRST};
+use crate::sweeper::{FabricThread, FabricToServe, PortOpening, REOPEN_FIRST};
 use crate::web::{BasicAuth, TlsConfig};
 
 /// Where and how to listen.
@@ -35,7 +34,6 @@ pub struct Running {
     pub tls: bool,
     runtime: Runtime,
     fabrics: Vec<FabricThread>,
-    sweeps: Arc<AtomicU64>,
 }
 
 /// How long a request's head may take to arrive, and a TLS handshake: a client that
@@ -72,25 +70,14 @@ pub fn start(
     };
     let running_tls = tls.is_some();
     runtime.spawn(accept(listener, tls, site));
-    let (events_tx, events) = mpsc::channel();
-    let shared = Shared {
-        pages: pages.clone(),
-        sweeps: Arc::new(AtomicU64::new(0)),
-        subnets: Arc::new(Mutex::new(vec![None; fabrics.len()])),
-        planes: multi.then(|| {
-            let names = fabrics.first().and_then(|f| f.settings.names.clone());
-            Arc::new(Discoveries::new(fabrics.len(), names))
-        }),
-        events: events_tx,
-    };
+    let (told, events) = mpsc::channel();
     let threads = (fabrics.into_iter().enumerate())
-        .map(|(slot, f)| FabricThread::spawn(slot, multi, f, shared.clone()));
+        .map(|(slot, f)| FabricThread::spawn(slot, multi, f, pages.clone(), told.clone()));
     let running = Running {
+        fabrics: threads.collect::<Result<_>>()?,
         pages,
         tls: running_tls,
         runtime,
-        fabrics: threads.collect::<Result<_>>()?,
-        sweeps: shared.sweeps,
     };
     Ok((running, events))
 }
@@ -169,11 +156,11 @@ pub fn wait_for_stop(
             return Ok(signal);
         }
         match events.recv_timeout(Duration::from_millis(50)) {
-            Ok(PortOpening::Opened { .. }) if !announced => {
+            Ok(PortOpening::Opened) if !announced => {
                 eprintln!("ibscope serve: listening on {url}");
                 announced = true;
             }
-            Ok(PortOpening::Opened { .. }) => {}
+            Ok(PortOpening::Opened) => {}
             Ok(PortOpening::NotOpened { error, .. }) if !pages.multi => return Err(error),
             Ok(PortOpening::NotOpened { slot, error }) => {
                 let line = format!("fabric {}: {error:#}", pages.slots[slot].name());
@@ -218,7 +205,7 @@ impl Running {
             std::thread::sleep(Duration::from_millis(5));
         }
         Stopped {
-            sweeps: self.sweeps.load(Ordering::SeqCst),
+            sweeps: self.pages.sweeps.load(Ordering::SeqCst),
             closed: !self.fabrics.iter().any(FabricThread::port_open),
             took: started.elapsed(),
         }

@@ -1,26 +1,35 @@
 //! What is served, held in memory: a slot per fabric (its name, its last page, whether it
-//! is reachable), this host's page with `--host`, and what /healthz says of them.
+//! is reachable, its last discovery), this host's page with `--host`, and what /healthz
+//! says of them.
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
+use ibscope_topo::findings::{self, Finding};
+use ibscope_topo::hosts::planes::PlaneView;
+use ibscope_topo::hosts::Hosts;
+use ibscope_topo::namemap::NameMap;
+use ibscope_topo::{Fabric, FabricId};
 
 use crate::page::Page;
 
 /// One fabric as served.
 #[derive(Debug)]
 pub struct FabricSlot {
-    /// What it is called on the page: the planned name until its port is open.
-    name: Mutex<String>,
+    state: Mutex<SlotState>,
     pub page: ArcSwapOption<Page>,
-    reachability: Mutex<Reachability>,
+    /// Its last discovery, for the planes-disagree findings of every fabric.
+    discovery: Mutex<Option<(Arc<Fabric>, Arc<Hosts>)>>,
 }
 
-/// Whether the fabric's port is open and answering, as its sweeper last said.
+/// A fabric's name and whether its port is open and answering, as its sweeper last said.
 #[derive(Debug, Clone)]
-pub struct Reachability {
+pub struct SlotState {
+    /// What it is called on the page: the planned name until its port is open.
+    pub name: String,
     pub up: bool,
     /// Why it is down (kept while a page marked stale is served).
     pub reason: Option<String>,
@@ -32,65 +41,70 @@ pub struct Reachability {
     pub merged: bool,
 }
 
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl FabricSlot {
     pub fn new(name: String) -> FabricSlot {
+        let state = SlotState {
+            name,
+            up: false,
+            reason: None,
+            since: Instant::now(),
+            reopens: 0,
+            merged: false,
+        };
         FabricSlot {
-            name: Mutex::new(name),
+            state: Mutex::new(state),
             page: ArcSwapOption::empty(),
-            reachability: Mutex::new(Reachability {
-                up: false,
-                reason: None,
-                since: Instant::now(),
-                reopens: 0,
-                merged: false,
-            }),
+            discovery: Mutex::new(None),
         }
     }
 
     pub fn name(&self) -> String {
-        locked(&self.name).clone()
+        locked(&self.state).name.clone()
     }
 
-    pub fn set_name(&self, name: String) {
-        *locked(&self.name) = name;
+    pub fn state_now(&self) -> SlotState {
+        locked(&self.state).clone()
     }
 
-    pub fn reachability(&self) -> Reachability {
-        locked(&self.reachability).clone()
+    /// Its port was opened (`reopened`: again, after a loss) on the fabric called `name`.
+    pub fn set_opened(&self, name: &str, reopened: bool) {
+        let mut s = locked(&self.state);
+        s.name = name.to_string();
+        s.reopens += u64::from(reopened);
     }
 
     pub fn set_up(&self) {
-        let mut l = locked(&self.reachability);
-        if !l.up {
-            l.since = Instant::now();
+        let mut s = locked(&self.state);
+        if !s.up {
+            s.since = Instant::now();
         }
-        l.up = true;
-        l.reason = None;
+        s.up = true;
+        s.reason = None;
     }
 
     /// Down for `reason`; `replace`: it replaces an earlier reason (the first says most).
     pub fn set_down(&self, reason: String, replace: bool) {
-        let mut l = locked(&self.reachability);
-        if l.up {
-            l.since = Instant::now();
+        let mut s = locked(&self.state);
+        if s.up {
+            s.since = Instant::now();
         }
-        l.up = false;
-        if replace || l.reason.is_none() {
-            l.reason = Some(reason);
+        s.up = false;
+        if replace || s.reason.is_none() {
+            s.reason = Some(reason);
         }
-    }
-
-    pub fn count_reopen(&self) {
-        locked(&self.reachability).reopens += 1;
     }
 
     pub fn set_merged(&self) {
-        locked(&self.reachability).merged = true;
+        locked(&self.state).merged = true;
         self.page.store(None);
+    }
+
+    pub fn set_discovery(&self, fabric: Arc<Fabric>, hosts: Arc<Hosts>) {
+        *locked(&self.discovery) = Some((fabric, hosts));
     }
 
     /// A page of a sweep: one whose sweep reached no port does not replace a good one
@@ -116,13 +130,13 @@ impl FabricSlot {
     }
 
     /// Ok when it answers and its last sweep succeeded and is fresh; else why not.
-    pub fn state(&self, max_age: Duration) -> Result<(), String> {
+    pub fn health(&self, max_age: Duration) -> Result<(), String> {
         let page = self.page.load();
-        let link = self.reachability();
-        if let (false, Some(why)) = (link.up, &link.reason) {
+        let state = self.state_now();
+        if let (false, Some(why)) = (state.up, &state.reason) {
             let mut body = format!(
                 "fabric unreachable for {:.0} s: {why}",
-                link.since.elapsed().as_secs_f64()
+                state.since.elapsed().as_secs_f64()
             );
             if let Some(p) = page.as_ref() {
                 let age = p.finished.elapsed().as_secs_f64();
@@ -153,6 +167,11 @@ pub struct Pages {
     pub multi: bool,
     /// This host's families (`serve --host`), on the page of every fabric together.
     pub host: ArcSwapOption<String>,
+    /// Pages made so far, of every fabric (for the stop message).
+    pub sweeps: AtomicU64,
+    /// The subnet each slot's port reaches: a port on a subnet another slot sweeps is
+    /// swept once, by that slot.
+    subnets: Mutex<Vec<Option<FabricId>>>,
     merged: Mutex<Option<Merged>>,
 }
 
@@ -162,9 +181,11 @@ type Merged = (Vec<Arc<Page>>, Arc<Page>);
 impl Pages {
     pub fn new(names: Vec<String>, multi: bool) -> Pages {
         Pages {
+            subnets: Mutex::new(vec![None; names.len()]),
             slots: names.into_iter().map(FabricSlot::new).collect(),
             multi,
             host: ArcSwapOption::empty(),
+            sweeps: AtomicU64::new(0),
             merged: Mutex::new(None),
         }
     }
@@ -175,7 +196,40 @@ impl Pages {
 
     /// The slots shown (not merged into another).
     pub fn shown(&self) -> impl Iterator<Item = &FabricSlot> {
-        self.slots.iter().filter(|s| !s.reachability().merged)
+        self.slots.iter().filter(|s| !s.state_now().merged)
+    }
+
+    /// Record that slot `slot`'s port reaches `subnet`; the name of the fabric another
+    /// slot already sweeps there, if there is one (this slot then stands aside).
+    pub fn claim_subnet(&self, slot: usize, subnet: &FabricId) -> Option<String> {
+        let mut subnets = locked(&self.subnets);
+        let other = (subnets.iter().enumerate().filter(|(i, _)| *i != slot))
+            .find_map(|(_, s)| s.as_ref().filter(|s| s.same_subnet(subnet)))
+            .map(|s| s.name.clone());
+        if other.is_none() {
+            subnets[slot] = Some(subnet.clone());
+        }
+        other
+    }
+
+    /// The planes-disagree findings of the fabric called `name` (planes of multi-plane HCA
+    /// ports: one port GUID in several fabrics), from every fabric's last discovery, as
+    /// `check -C all` reports them.
+    pub fn planes_disagree(&self, name: &str, names: Option<&NameMap>) -> Vec<Finding> {
+        let seen: Vec<(String, Arc<Fabric>, Arc<Hosts>)> = (self.slots.iter())
+            .filter_map(|s| Some((s.name(), locked(&s.discovery).clone()?)))
+            .map(|(name, (fabric, hosts))| (name, fabric, hosts))
+            .collect();
+        let views: Vec<PlaneView> = (seen.iter())
+            .map(|(name, fabric, hosts)| PlaneView {
+                name,
+                fabric,
+                hosts,
+            })
+            .collect();
+        let mut found = findings::planes_disagree(&views, names).findings;
+        found.retain(|f| f.fabric.as_deref() == Some(name));
+        found
     }
 
     /// `pages` as one page, made again only when one of them changed.
@@ -203,7 +257,7 @@ impl Pages {
             };
         }
         if !self.multi {
-            return match self.slots[0].state(max_age) {
+            return match self.slots[0].health(max_age) {
                 Ok(()) => (200, "ok\n".to_string()),
                 Err(why) => (503, format!("{why}\n")),
             };
@@ -211,10 +265,10 @@ impl Pages {
         let mut all_ok = true;
         let mut body = String::new();
         for slot in self.shown() {
-            let state = slot.state(max_age);
-            all_ok &= state.is_ok();
-            let state = state.err().unwrap_or_else(|| "ok".to_string());
-            let _ = writeln!(body, "{}: {state}", slot.name());
+            let health = slot.health(max_age);
+            all_ok &= health.is_ok();
+            let health = health.err().unwrap_or_else(|| "ok".to_string());
+            let _ = writeln!(body, "{}: {health}", slot.name());
         }
         (if all_ok { 200 } else { 503 }, body)
     }
@@ -235,15 +289,15 @@ mod tests {
             p.failure = failure.map(String::from);
             p
         };
-        assert_eq!(slot.state(limit), Err("no sweep finished yet".into()));
+        assert_eq!(slot.health(limit), Err("no sweep finished yet".into()));
         slot.publish(page(Duration::from_secs(1), None));
-        assert_eq!(slot.state(limit), Ok(()));
+        assert_eq!(slot.health(limit), Ok(()));
         slot.publish(page(Duration::from_secs(40), None));
-        let why = slot.state(limit).unwrap_err();
+        let why = slot.health(limit).unwrap_err();
         assert!(why.starts_with("last sweep is stale"), "{why}");
         // A failed sweep's page does not replace a good one.
         slot.publish(page(Duration::ZERO, Some("none of 4 ports answered")));
-        let why = slot.state(limit).unwrap_err();
+        let why = slot.health(limit).unwrap_err();
         assert!(
             why.ends_with("the last sweep reached no port: none of 4 ports answered; serving the last good sample, 40 s old"),
             "{why}"
@@ -251,15 +305,15 @@ mod tests {
         slot.publish(page(Duration::from_secs(1), None));
         slot.set_down("lost the connection".into(), false);
         slot.set_down("the sweeper ended".into(), false);
-        let why = slot.state(limit).unwrap_err();
+        let why = slot.health(limit).unwrap_err();
         assert!(
             why.starts_with("fabric unreachable for 0 s: lost the connection; ")
                 && why.ends_with("serving the last good sample, 1 s old"),
             "{why}"
         );
         slot.set_up();
-        assert_eq!(slot.state(limit), Ok(()));
-        assert!(slot.reachability().reason.is_none());
+        assert_eq!(slot.health(limit), Ok(()));
+        assert!(slot.state_now().reason.is_none());
 
         pages.slots[1].set_down("no device".into(), false);
         let (code, body) = pages.health(limit);

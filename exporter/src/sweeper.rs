@@ -7,8 +7,8 @@
 //! [`REOPEN_MAX`] apart; a sweep that made a good page resets the delay.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Result};
@@ -24,7 +24,6 @@ use ibscope_topo::journal::{self, FlapHistory, JournalFile};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
-use crate::discoveries::Discoveries;
 use crate::page::PageWriter;
 use crate::slots::{FabricSlot, Pages};
 
@@ -57,25 +56,11 @@ pub struct SweepSettings {
 
 /// What a fabric's thread tells the main thread.
 pub enum PortOpening {
-    /// The port was opened the first time ("CA/port").
-    Opened { slot: usize, port: String },
+    /// The port was opened the first time.
+    Opened,
     /// The port could not be opened the first time. With one fabric `serve` fails with
     /// this (and the thread has ended); with several the thread keeps trying.
     NotOpened { slot: usize, error: anyhow::Error },
-}
-
-/// What every fabric's thread shares.
-#[derive(Clone)]
-pub struct Shared {
-    pub pages: Arc<Pages>,
-    /// Pages made so far, of every fabric (for the stop message).
-    pub sweeps: Arc<AtomicU64>,
-    /// The subnet each slot's port reaches: a port on a subnet another slot sweeps is
-    /// swept once, by that slot.
-    pub subnets: Arc<Mutex<Vec<Option<FabricId>>>>,
-    /// With several fabrics: every one's discovery, for the planes-disagree findings.
-    pub planes: Option<Arc<Discoveries>>,
-    pub events: mpsc::Sender<PortOpening>,
 }
 
 /// One fabric to serve: its name until its port is open, how that port is opened (every
@@ -95,13 +80,15 @@ pub struct FabricThread {
 }
 
 impl FabricThread {
-    /// Sweep `fabric` into slot `slot` of the pages. `multi`: several fabrics, where one
-    /// that cannot be opened at start is tried again, not fatal.
+    /// Sweep `fabric` into slot `slot` of `pages`, telling `events` how its first opening
+    /// went. `multi`: several fabrics, where one that cannot be opened at start is tried
+    /// again, not fatal.
     pub fn spawn(
         slot: usize,
         multi: bool,
         fabric: FabricToServe,
-        shared: Shared,
+        pages: Arc<Pages>,
+        events: mpsc::Sender<PortOpening>,
     ) -> Result<FabricThread> {
         let (stop, port_open) = (CancelToken::new(), Arc::new(AtomicBool::new(false)));
         let sweeper = Sweeper {
@@ -111,7 +98,8 @@ impl FabricThread {
             multi,
             open: fabric.open,
             settings: fabric.settings,
-            shared,
+            pages,
+            events,
             scrape_errors: HashMap::new(),
             sweeps: 0,
             discoveries: 0,
@@ -161,7 +149,8 @@ struct Sweeper {
     multi: bool,
     open: OpenFabric,
     settings: SweepSettings,
-    shared: Shared,
+    pages: Arc<Pages>,
+    events: mpsc::Sender<PortOpening>,
     stop: CancelToken,
     port_open: Arc<AtomicBool>,
     /// By node GUID, since `serve` started.
@@ -180,7 +169,7 @@ impl Sweeper {
     }
 
     fn slot(&self) -> &FabricSlot {
-        &self.shared.pages.slots[self.slot]
+        &self.pages.slots[self.slot]
     }
 
     fn name(&self) -> &str {
@@ -197,13 +186,12 @@ impl Sweeper {
     }
 
     fn run(mut self) {
-        lower_own_priority();
         let (mut delay, mut ever_opened, mut first) = (REOPEN_FIRST, false, true);
         while !self.stopped() {
             let stop = self.stop.clone();
             let (why, good) = match (self.open)(&|| stop.is_cancelled()) {
                 Ok((id, engine)) => {
-                    if let Some(other) = self.claim_subnet(&id) {
+                    if let Some(other) = self.pages.claim_subnet(self.slot, &id) {
                         eprintln!(
                             "note: {} reaches the same subnet as {other} ({}): swept once, as {other}",
                             id.name,
@@ -216,12 +204,9 @@ impl Sweeper {
                     let port = format!("{}/{}", local.ca_name, local.port_num);
                     tracing::info!(slot = self.slot, "management port {port} open");
                     self.settings.name.clone_from(&id.name);
-                    self.slot().set_name(id.name);
-                    if ever_opened {
-                        self.slot().count_reopen();
-                    } else {
-                        let slot = self.slot;
-                        let _ = self.shared.events.send(PortOpening::Opened { slot, port });
+                    self.slot().set_opened(&id.name, ever_opened);
+                    if !ever_opened {
+                        let _ = self.events.send(PortOpening::Opened);
                     }
                     ever_opened = true;
                     self.port_open.store(true, Ordering::SeqCst);
@@ -236,10 +221,7 @@ impl Sweeper {
             }
             if first && !ever_opened {
                 let (slot, error) = (self.slot, anyhow!("{why}"));
-                let _ = self
-                    .shared
-                    .events
-                    .send(PortOpening::NotOpened { slot, error });
+                let _ = self.events.send(PortOpening::NotOpened { slot, error });
                 if !self.multi {
                     return;
                 }
@@ -259,25 +241,6 @@ impl Sweeper {
             }
             delay = next_delay(delay);
         }
-    }
-
-    /// Record the subnet this slot's port reaches; the name of the slot that already
-    /// sweeps it, if another does.
-    fn claim_subnet(&self, id: &FabricId) -> Option<String> {
-        let mut subnets = self
-            .shared
-            .subnets
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let other = subnets.iter().enumerate().find_map(|(i, s)| {
-            s.as_ref()
-                .filter(|s| i != self.slot && s.same_subnet(id))
-                .map(|s| s.name.clone())
-        });
-        if other.is_none() {
-            subnets[self.slot] = Some(id.clone());
-        }
-        other
     }
 
     /// Sweep every interval until stopped or the transport is lost: why it ended, and
@@ -318,8 +281,8 @@ impl Sweeper {
         };
         if progress.current.is_none() {
             let d = self.discover(engine);
-            if let (Some(planes), Ok(())) = (&self.shared.planes, engine.ensure_connected()) {
-                planes.update(self.slot, self.name(), d.fabric.clone(), d.hosts.clone());
+            if self.multi && engine.ensure_connected().is_ok() {
+                self.slot().set_discovery(d.fabric.clone(), d.hosts.clone());
             }
             progress.current = Some(d);
             progress.since_discovery = 0;
@@ -352,8 +315,9 @@ impl Sweeper {
             .record(&d.fabric, Some(&sample), names, SystemTime::now());
         self.append(events);
         let mut extra = progress.history.flapping(self.settings.thresholds.flap);
-        if let Some(planes) = &self.shared.planes {
-            extra.extend(planes.findings_of(self.name()));
+        if self.multi {
+            let names = self.settings.names.as_ref();
+            extra.extend(self.pages.planes_disagree(self.name(), names));
         }
         let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra)?;
         if self.stopped() {
@@ -392,8 +356,6 @@ impl Sweeper {
         let t = Instant::now();
         let settings = &self.settings;
         let stats = PageStats {
-            fabric: &settings.name,
-            filter: settings.filter,
             counters: &settings.counters,
             sweeps: self.sweeps,
             discoveries: self.discoveries,
@@ -405,7 +367,7 @@ impl Sweeper {
         };
         let mut page = PageWriter::default();
         let names = settings.names.as_ref();
-        let labels = Some(&mut d.labels);
+        let labels = &mut d.labels;
         let (fabric, health, hosts) = (&d.fabric, &d.health, &d.hosts);
         prometheus::write_fabric_page(
             &mut page, fabric, health, hosts, names, sample, &stats, labels,
@@ -415,7 +377,7 @@ impl Sweeper {
         let (text, gzip) = page.sizes();
         tracing::debug!(fabric = %settings.name, sweep_us, render_us = micros(t), text, gzip, "swept");
         self.slot().publish(page);
-        self.shared.sweeps.fetch_add(1, Ordering::SeqCst);
+        self.pages.sweeps.fetch_add(1, Ordering::SeqCst);
         Ok(good)
     }
 
@@ -497,25 +459,6 @@ impl Sweeper {
 /// long, at most [`REOPEN_MAX`].
 fn next_delay(delay: Duration) -> Duration {
     (delay * 2).min(REOPEN_MAX)
-}
-
-/// Give the sweeper's thread a lower CPU priority than the HTTP threads, so a scrape is
-/// not queued behind rendering and compressing the page on a busy machine. Only ever
-/// lowers it (nice + 10, at most 19); threads it starts (the transport's) inherit it.
-fn lower_own_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: getpriority/setpriority on this thread's own ID; errno read as they document.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        *libc::__errno_location() = 0;
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-        if current == -1 && *libc::__errno_location() != 0 {
-            return;
-        }
-        if libc::setpriority(libc::PRIO_PROCESS, tid, (current + 10).min(19)) != 0 {
-            tracing::debug!("could not lower the sweeper's priority");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -65,37 +65,8 @@ fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// A sample's value as written on its line: integers without going through `fmt` (a page
-/// of 100,000 ports has millions of lines), text as it is.
-trait SampleValue {
-    fn put(&self, out: &mut String);
-}
-
-macro_rules! integer_sample_value {
-    ($($t:ty),*) => {$(
-        impl SampleValue for $t {
-            fn put(&self, out: &mut String) {
-                out.push_str(itoa::Buffer::new().format(*self));
-            }
-        }
-    )*};
-}
-integer_sample_value!(u8, u32, u64, usize, i32);
-
-impl SampleValue for String {
-    fn put(&self, out: &mut String) {
-        out.push_str(self);
-    }
-}
-
-impl SampleValue for &str {
-    fn put(&self, out: &mut String) {
-        out.push_str(self);
-    }
-}
-
 /// One sample line.
-fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleValue) {
+fn sample_line(out: &mut String, name: &str, labels: &str, value: &str) {
     out.push_str(name);
     if !labels.is_empty() {
         out.push('{');
@@ -103,7 +74,7 @@ fn sample_line(out: &mut String, name: &str, labels: &str, value: impl SampleVal
         out.push('}');
     }
     out.push(' ');
-    value.put(out);
+    out.push_str(value);
     out.push('\n');
 }
 
@@ -135,8 +106,13 @@ impl<'w> PageText<'w> {
         family_head(&mut self.text, name, kind, help);
     }
 
-    #[inline]
-    fn sample(&mut self, name: &str, labels: &str, value: impl SampleValue) {
+    /// A sample of a count: integers without going through `fmt` (a page of 100,000 ports
+    /// has millions of lines).
+    fn sample(&mut self, name: &str, labels: &str, value: u64) {
+        self.sample_text(name, labels, itoa::Buffer::new().format(value));
+    }
+
+    fn sample_text(&mut self, name: &str, labels: &str, value: &str) {
         sample_line(&mut self.text, name, labels, value);
         if self.text.len() >= PIECE_BYTES {
             self.hand_over();
@@ -155,19 +131,6 @@ impl<'w> PageText<'w> {
         self.hand_over();
         self.error.map_or(Ok(()), Err)
     }
-}
-
-/// A family of one sample: HELP, TYPE, the sample with `labels`.
-fn single(
-    out: &mut PageText<'_>,
-    name: &str,
-    labels: &str,
-    kind: &str,
-    help: &str,
-    value: impl SampleValue,
-) {
-    out.head(name, kind, help);
-    out.sample(name, labels, value);
 }
 
 /// HELP text of a gauge that holds a coded value: "PortState (1 Down, 2 Initialize, ...;
@@ -218,79 +181,52 @@ fn counter_families<L: AsRef<str>>(
 }
 
 /// The best value of each counter of a page for each port (the one
-/// [`PortSample::value`] gives), counter by counter: found in one pass over each port's
-/// readings instead of a search by name per counter and port, and laid out in the order
-/// the page is written (a counter's family, then the next), so writing a family reads
-/// its values in order instead of every port's readings again.
+/// [`PortSample::value`] gives): found in one pass over each port's readings instead of a
+/// search by name per counter and port, and laid out in the order the page is written (a
+/// counter's family, then the next), counter `k` of port `i` at `k * ports + i`.
 struct BestValues {
     ports: usize,
-    /// Counter `k` of port `i` at `k * ports + i`; `have` says which are there (its bits,
-    /// counter by counter, each counter's from a word of its own).
     values: Vec<u64>,
-    have: Vec<u64>,
+    /// Which of `values` are there (an `Option<u64>` each would take twice the memory).
+    have: Vec<bool>,
 }
 
 impl BestValues {
     fn new<L>(names: &[&str], ports: &[(&PortSample, L)]) -> BestValues {
-        const NONE: usize = usize::MAX;
-        let (n, count) = (names.len(), ports.len());
-        let mut best = BestValues {
-            ports: count,
-            values: vec![0; n * count],
-            have: vec![0; n * count.div_ceil(64)],
-        };
-        // Per (set, position): the counter last found there (NONE: not on the page).
-        // Every port of a sweep mostly has its counters in the same order, so one
-        // comparison of names confirms it.
-        let mut seen: Vec<Vec<(Option<CounterName>, usize)>> = Vec::new();
-        for (i, &(p, _)) in ports.iter().enumerate() {
+        // Each counter's place on the page by its row in the PMA tables.
+        let mut on_page = vec![None; CounterName::table_names().len()];
+        for (k, name) in names.iter().enumerate() {
+            if let Some(row) = CounterName::intern(name).table_row() {
+                on_page[row] = Some(k);
+            }
+        }
+        let mut values = vec![0; names.len() * ports.len()];
+        let mut have = vec![false; values.len()];
+        for (i, (p, _)) in ports.iter().enumerate() {
             // In PortSample::reading's order: the first reading of a counter is its best.
-            let sets = p
-                .extended
-                .iter()
-                .chain(p.counters.iter())
-                .chain(p.details.0.iter().map(|(_, c)| c));
-            for (set_no, set) in sets.enumerate() {
-                if seen.len() <= set_no {
-                    seen.resize(set_no + 1, Vec::new());
-                }
-                let hints = &mut seen[set_no];
-                for (pos, r) in set.readings().iter().enumerate() {
-                    // Names compared as their two bytes, not as text.
-                    let k = match hints.get(pos) {
-                        Some(&(Some(last), k)) if last == r.name => k,
-                        _ => {
-                            let name = r.name.as_str();
-                            let k = names.iter().position(|&c| c == name).unwrap_or(NONE);
-                            if hints.len() <= pos {
-                                hints.resize(pos + 1, (None, NONE));
-                            }
-                            hints[pos] = (Some(r.name), k);
-                            k
-                        }
-                    };
-                    if k != NONE {
-                        let (word, bit) = best.have_bit(k, i);
-                        if best.have[word] & bit == 0 {
-                            best.have[word] |= bit;
-                            best.values[k * count + i] = r.value;
-                        }
-                    }
+            let sets = (p.extended.iter().chain(&p.counters))
+                .chain(p.details.0.iter().map(|(_, set)| set));
+            for r in sets.flat_map(|set| set.readings()) {
+                let Some(k) = r.name.table_row().and_then(|row| on_page[row]) else {
+                    continue;
+                };
+                let at = k * ports.len() + i;
+                if !have[at] {
+                    (values[at], have[at]) = (r.value, true);
                 }
             }
         }
-        best
-    }
-
-    /// The word of `have` and the bit in it that say whether port `i` has counter `k`.
-    fn have_bit(&self, k: usize, i: usize) -> (usize, u64) {
-        (k * self.ports.div_ceil(64) + i / 64, 1u64 << (i % 64))
+        BestValues {
+            ports: ports.len(),
+            values,
+            have,
+        }
     }
 
     /// Counter `k` of port `i`, if it has one.
     fn value(&self, k: usize, i: usize) -> Option<u64> {
-        let (word, bit) = self.have_bit(k, i);
-        (self.have[word] & bit != 0).then(|| self.values[k * self.ports + i])
+        let at = k * self.ports + i;
+        self.have[at].then_some(self.values[at])
     }
 }
 
@@ -360,7 +296,7 @@ pub fn scrape_families(fabrics: &[FabricStatus<'_>]) -> String {
                 &mut out,
                 "ibscope_sweep_age_seconds",
                 &fabric_label(f.name),
-                value,
+                &value,
             );
         }
     }
@@ -371,7 +307,7 @@ pub fn scrape_families(fabrics: &[FabricStatus<'_>]) -> String {
                       value: &dyn Fn(&FabricStatus<'_>) -> u64| {
         family_head(out, name, kind, help);
         for f in fabrics {
-            sample_line(out, name, &fabric_label(f.name), value(f));
+            sample_line(out, name, &fabric_label(f.name), &value(f).to_string());
         }
     };
     per_fabric(
@@ -437,12 +373,9 @@ pub struct ScrapeErrors {
 }
 
 /// What goes on the fabric page besides the fabric and the sweep: the exporter's own
-/// numbers and the page's trimming.
+/// numbers, the counter families and what the findings are judged by.
 #[derive(Debug, Clone, Copy)]
 pub struct PageStats<'a> {
-    /// The fabric's name: every series of the page carries it as its `fabric` label.
-    pub fabric: &'a str,
-    pub filter: PortFilter,
     /// Counter families on the page.
     pub counters: &'a [&'static str],
     pub sweeps: u64,
@@ -459,36 +392,11 @@ pub struct PageStats<'a> {
     pub extra: &'a [Finding],
 }
 
-impl<'a> PageStats<'a> {
-    /// A page of `fabric` with these counter families, errors and thresholds, every port
-    /// on it, before any sweep or discovery and with no SM finding: the rest to be set.
-    pub fn new(
-        fabric: &'a str,
-        counters: &'a [&'static str],
-        scrape_errors: &'a HashMap<u64, ScrapeErrors>,
-        thresholds: &'a Thresholds,
-    ) -> PageStats<'a> {
-        PageStats {
-            fabric,
-            filter: PortFilter::default(),
-            counters,
-            sweeps: 0,
-            discoveries: 0,
-            discovery_seconds: 0.0,
-            scrape_errors,
-            thresholds,
-            sm: None,
-            extra: &[],
-        }
-    }
-}
-
 /// The page `ibscope serve` makes after a sweep (everything but the per-scrape age),
 /// written to `out` in pieces: counters, saturation, findings, link facts, nodes and the
-/// exporter's own numbers. `health` is `health::assess` of `fabric` and `hosts` its hosts
-/// (both made once per discovery, not per sweep): a host's HCA ports carry `host` and
-/// `rail` labels. `kept`: the labels of the last page of the same discovery (made when
-/// none, or for another fabric name or filter).
+/// exporter's own numbers. `health` is `health::assess` of `fabric`, `hosts` its hosts and
+/// `page_labels` its label sets (all made once per discovery, not per sweep): a host's HCA
+/// ports carry `host` and `rail` labels.
 #[allow(clippy::too_many_arguments)]
 pub fn write_fabric_page(
     out: &mut dyn io::Write,
@@ -498,18 +406,8 @@ pub fn write_fabric_page(
     names: Option<&NameMap>,
     sample: &Sample,
     stats: &PageStats<'_>,
-    kept: Option<&mut PageLabels>,
+    page_labels: &mut PageLabels,
 ) -> io::Result<()> {
-    let mut made;
-    let page_labels = match kept {
-        Some(kept) if kept.prefix == fabric_label(stats.fabric) && kept.filter == stats.filter => {
-            kept
-        }
-        _ => {
-            made = PageLabels::new(fabric, names, hosts, stats.fabric, stats.filter);
-            &mut made
-        }
-    };
     let prefix = page_labels.prefix.as_str();
     let labels = &mut page_labels.labels;
     let rows = labels.add_sample(prefix, fabric, names, hosts, sample);
@@ -596,7 +494,7 @@ fn findings_family(out: &mut PageText<'_>, prefix: &str, found: &[Finding]) {
             "{prefix},kind=\"{kind}\",severity=\"{}\"",
             kind.severity().as_str()
         );
-        out.sample("ibscope_findings", &labels, n);
+        out.sample("ibscope_findings", &labels, n as u64);
     }
 }
 
@@ -677,7 +575,7 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
         out.head(name, "gauge", &help);
         for (row, &value) in values.iter().enumerate() {
             match value {
-                Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n),
+                Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n.into()),
                 Some(FactValue::Rate(rate)) => {
                     let bits = rate.to_bits();
                     let at = match rates.iter().position(|&(b, _)| b == bits) {
@@ -687,7 +585,7 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
                             rates.len() - 1
                         }
                     };
-                    out.sample(name, labels.row(row), rates[at].1.as_str());
+                    out.sample_text(name, labels.row(row), &rates[at].1);
                 }
                 None => {}
             }
@@ -708,7 +606,7 @@ fn degraded_family(out: &mut PageText<'_>, health: &HealthReport, labels: &PortL
     let help = "1 if the port's link runs below what both ends could do or below the fabric norm.";
     out.head(name, "gauge", help);
     for &(row, degraded) in &ends {
-        out.sample(name, labels.row(row), u8::from(degraded));
+        out.sample(name, labels.row(row), degraded.into());
     }
 }
 
@@ -724,7 +622,7 @@ fn node_families(
     let help = "One per discovered node; its facts are labels.";
     out.head(name, "gauge", help);
     for info in &nodes.info {
-        out.sample(name, info, 1u8);
+        out.sample(name, info, 1);
     }
     let errors: Vec<ScrapeErrors> = nodes
         .guids
@@ -752,7 +650,7 @@ fn node_families(
     }
 }
 
-/// The exporter itself.
+/// The exporter itself: a sample each.
 fn exporter_families(
     out: &mut PageText<'_>,
     prefix: &str,
@@ -760,65 +658,67 @@ fn exporter_families(
     sample: &Sample,
     stats: &PageStats<'_>,
 ) {
-    let gauges: [(&str, &str, String); 6] = [
+    let seconds = |ms: u64, decimals: usize| format!("{:.*}", decimals, ms as f64 / 1000.0);
+    let families: [(&str, &str, &str, String); 9] = [
         (
             "ibscope_fabric_nodes",
+            "gauge",
             "Nodes found by the last discovery.",
             fabric.node_count().to_string(),
         ),
         (
             "ibscope_fabric_links",
+            "gauge",
             "Links found by the last discovery.",
             fabric.link_count().to_string(),
         ),
         (
             "ibscope_sweep_ports",
+            "gauge",
             "Ports whose counters the last sweep read (or tried to).",
             sample.ports.len().to_string(),
         ),
         (
             "ibscope_sweep_mads",
+            "gauge",
             "MADs the last sweep sent.",
             sample.mads_sent.to_string(),
         ),
         (
             "ibscope_sweep_timestamp_seconds",
+            "gauge",
             "Unix time the last sweep started.",
-            format!("{:.3}", sample.time_ms as f64 / 1000.0),
+            seconds(sample.time_ms, 3),
         ),
         (
             "ibscope_sweep_duration_seconds",
+            "gauge",
             "How long the last counter sweep took.",
-            format!("{:.6}", sample.duration_ms as f64 / 1000.0),
+            seconds(sample.duration_ms, 6),
+        ),
+        (
+            "ibscope_sweeps_total",
+            "counter",
+            "Counter sweeps since the exporter started.",
+            stats.sweeps.to_string(),
+        ),
+        (
+            "ibscope_discoveries_total",
+            "counter",
+            "Fabric discoveries since the exporter started.",
+            stats.discoveries.to_string(),
+        ),
+        (
+            "ibscope_discovery_duration_seconds",
+            "gauge",
+            "How long the last discovery took.",
+            format!("{:.6}", stats.discovery_seconds),
         ),
     ];
-    for (name, help, value) in gauges {
-        single(out, name, prefix, "gauge", help, value);
+    for (name, kind, help, value) in families {
+        out.head(name, kind, help);
+        out.sample_text(name, prefix, &value);
     }
-    single(
-        out,
-        "ibscope_sweeps_total",
-        prefix,
-        "counter",
-        "Counter sweeps since the exporter started.",
-        stats.sweeps,
-    );
-    single(
-        out,
-        "ibscope_discoveries_total",
-        prefix,
-        "counter",
-        "Fabric discoveries since the exporter started.",
-        stats.discoveries,
-    );
-    single(
-        out,
-        "ibscope_discovery_duration_seconds",
-        prefix,
-        "gauge",
-        "How long the last discovery took.",
-        format!("{:.6}", stats.discovery_seconds),
-    );
 }
 
 #[cfg(test)]
@@ -885,8 +785,8 @@ mod tests {
     fn families_have_help_and_type() {
         let mut out = String::new();
         family_head(&mut out, "ibscope_x", "gauge", "X.");
-        sample_line(&mut out, "ibscope_x", "a=\"1\"", 2);
-        sample_line(&mut out, "ibscope_x", "", 3);
+        sample_line(&mut out, "ibscope_x", "a=\"1\"", "2");
+        sample_line(&mut out, "ibscope_x", "", "3");
         assert_eq!(
             out,
             "# HELP ibscope_x X.\n# TYPE ibscope_x gauge\nibscope_x{a=\"1\"} 2\nibscope_x 3\n"
@@ -985,6 +885,9 @@ mod tests {
         }
     }
 
+    /// The fabric's name on the test pages: its label needs escaping.
+    const FABRIC: &str = "f\"a";
+
     /// The page written whole, with labels of its own.
     fn fabric_page(
         fabric: &Fabric,
@@ -995,41 +898,65 @@ mod tests {
         stats: &PageStats<'_>,
     ) -> String {
         let mut out = Vec::new();
-        write_fabric_page(&mut out, fabric, health, hosts, names, sample, stats, None).unwrap();
+        let mut labels = PageLabels::new(fabric, names, hosts, FABRIC, PortFilter::default());
+        write_fabric_page(
+            &mut out,
+            fabric,
+            health,
+            hosts,
+            names,
+            sample,
+            stats,
+            &mut labels,
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
-    /// The fabric's name on the test pages: its label needs escaping.
-    const FABRIC: &str = "f\"a";
+    /// Every counter family, `sweeps` sweeps, no SM finding.
+    fn page_stats<'a>(
+        counters: &'a [&'static str],
+        scrape_errors: &'a HashMap<u64, ScrapeErrors>,
+        thresholds: &'a Thresholds,
+        sweeps: u64,
+    ) -> PageStats<'a> {
+        PageStats {
+            counters,
+            sweeps,
+            discoveries: 0,
+            discovery_seconds: 0.0,
+            scrape_errors,
+            thresholds,
+            sm: None,
+            extra: &[],
+        }
+    }
 
-    /// A page written with the labels kept from the last is the page made with labels of
-    /// its own; labels made for another fabric's name are not used; a writer's error is
-    /// returned.
+    /// Pages written with the same labels, one after the other, are the page made with
+    /// labels of its own; a writer's error is returned.
     #[test]
     fn a_page_with_kept_labels_is_the_page_made_anew() {
         let s = swept();
         let names = counters::all_counter_names();
         let (errors, thresholds) = (HashMap::new(), Thresholds::default());
-        let st = PageStats {
-            sweeps: 1,
-            ..PageStats::new(FABRIC, &names, &errors, &thresholds)
-        };
+        let st = page_stats(&names, &errors, &thresholds, 1);
         // Switch ports 0 are swept but not listed by the model: rows of their own.
         assert!(s.sample.ports.iter().any(|p| p.at.port == 0));
         let whole = fabric_page(&s.fabric, &s.health, &s.hosts, None, &s.sample, &st);
-        for labels_of in [FABRIC, "other"] {
-            let mut labels = PageLabels::new(&s.fabric, None, &s.hosts, labels_of, st.filter);
+        let filter = PortFilter::default();
+        let mut labels = PageLabels::new(&s.fabric, None, &s.hosts, FABRIC, filter);
+        for _ in 0..2 {
             let mut written = Vec::new();
-            let kept = Some(&mut labels);
+            let (fabric, health, hosts, sample) = (&s.fabric, &s.health, &s.hosts, &s.sample);
             write_fabric_page(
                 &mut written,
-                &s.fabric,
-                &s.health,
-                &s.hosts,
+                fabric,
+                health,
+                hosts,
                 None,
-                &s.sample,
+                sample,
                 &st,
-                kept,
+                &mut labels,
             )
             .unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), whole);
@@ -1037,7 +964,14 @@ mod tests {
         let mut full = [0u8; 100];
         let mut short = &mut full[..];
         let e = write_fabric_page(
-            &mut short, &s.fabric, &s.health, &s.hosts, None, &s.sample, &st, None,
+            &mut short,
+            &s.fabric,
+            &s.health,
+            &s.hosts,
+            None,
+            &s.sample,
+            &st,
+            &mut labels,
         );
         assert!(e.is_err());
     }
@@ -1126,17 +1060,14 @@ mod tests {
                     // Nothing: the same page again.
                     _ => {}
                 }
-                let st = PageStats {
-                    sweeps: step as u64,
-                    ..PageStats::new(FABRIC, &names, &errors, &thresholds)
-                };
+                let st = page_stats(&names, &errors, &thresholds, step as u64);
                 let (fabric, health, hosts, sample) = (&s.fabric, &s.health, &s.hosts, &s.sample);
                 let kept = labels.get_or_insert_with(|| {
-                    PageLabels::new(fabric, map.as_ref(), hosts, st.fabric, st.filter)
+                    PageLabels::new(fabric, map.as_ref(), hosts, FABRIC, PortFilter::default())
                 });
                 let mut got = Vec::new();
                 let names = map.as_ref();
-                write_fabric_page(&mut got, fabric, health, hosts, names, sample, &st, Some(kept))
+                write_fabric_page(&mut got, fabric, health, hosts, names, sample, &st, kept)
                     .unwrap();
                 let got = String::from_utf8(got).unwrap();
                 let whole = fabric_page(fabric, health, hosts, map.as_ref(), sample, &st);

@@ -124,13 +124,12 @@ pub(crate) struct PortLabels {
     pub(crate) unlisted: foldhash::HashMap<PortKey, usize>,
 }
 
-/// The label sets of a fabric's ports on its page, kept from one sweep's page to the next
-/// ([`write_fabric_page`]): at 100,000 HCAs they are 280 MB of text, and making them took
-/// about a tenth of the render's time. Made for one fabric as discovered, with one name map and host grouping: a new
-/// discovery needs new ones. Pages of another fabric name or filter make their own.
+/// The label sets of a fabric's nodes and ports on its page, made once per discovery (with
+/// one fabric name, name map, host grouping and filter) and kept for every page until the
+/// next ([`super::prometheus::write_fabric_page`]): at 100,000 HCAs they are 280 MB of
+/// text, and making them took about a tenth of the render's time.
 pub struct PageLabels {
     pub(crate) prefix: String,
-    pub(crate) filter: PortFilter,
     pub(crate) labels: PortLabels,
     pub(crate) nodes: NodeLabels,
 }
@@ -178,7 +177,6 @@ impl PageLabels {
         let nodes = NodeLabels::new(&prefix, fabric, names);
         PageLabels {
             prefix,
-            filter,
             labels,
             nodes,
         }
