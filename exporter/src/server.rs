@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use ibscope_mad::engine::CancelToken;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio_rustls::TlsAcceptor;
 
 use crate::http::{self, Site};
 use crate::slots::Pages;
-use crate::sweeper::{FabricThread, FabricToServe, PortOpening, REOPEN_FIRST};
+use crate::sweeper::{self, FabricToServe, PortOpening, REOPEN_FIRST};
 use crate::web::{BasicAuth, TlsConfig};
 
 /// Where and how to listen.
@@ -33,7 +34,8 @@ pub struct Running {
     pub pages: Arc<Pages>,
     pub tls: bool,
     runtime: Runtime,
-    fabrics: Vec<FabricThread>,
+    /// Every sweeper's.
+    stop: CancelToken,
 }
 
 /// How long a request's head may take to arrive, and a TLS handshake: a client that
@@ -56,7 +58,7 @@ pub fn start(
         .enable_io()
         .enable_time()
         .build()?;
-    let names = fabrics.iter().map(|f| f.name.clone()).collect();
+    let names = fabrics.iter().map(|f| f.settings.name.clone()).collect();
     let pages = Arc::new(Pages::new(names, multi));
     let site = Arc::new(Site {
         pages: pages.clone(),
@@ -71,13 +73,15 @@ pub fn start(
     let running_tls = tls.is_some();
     runtime.spawn(accept(listener, tls, site));
     let (told, events) = mpsc::channel();
-    let threads = (fabrics.into_iter().enumerate())
-        .map(|(slot, f)| FabricThread::spawn(slot, multi, f, pages.clone(), told.clone()));
+    let stop = CancelToken::new();
+    for (slot, f) in fabrics.into_iter().enumerate() {
+        sweeper::spawn(slot, multi, f, pages.clone(), told.clone(), stop.clone())?;
+    }
     let running = Running {
-        fabrics: threads.collect::<Result<_>>()?,
         pages,
         tls: running_tls,
         runtime,
+        stop,
     };
     Ok((running, events))
 }
@@ -195,18 +199,16 @@ impl Running {
     /// closes its port; connections end. `limit`: how long the ports get to close.
     pub fn shut_down(self, limit: Duration) -> Stopped {
         let started = Instant::now();
-        for f in &self.fabrics {
-            f.ask_to_stop();
-        }
+        self.stop.cancel();
         // A page still being written to a slow client gets a moment, not for ever.
         self.runtime.shutdown_timeout(Duration::from_millis(500));
         let deadline = started + limit;
-        while self.fabrics.iter().any(FabricThread::port_open) && Instant::now() < deadline {
+        while self.pages.any_port_open() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         Stopped {
             sweeps: self.pages.sweeps.load(Ordering::SeqCst),
-            closed: !self.fabrics.iter().any(FabricThread::port_open),
+            closed: !self.pages.any_port_open(),
             took: started.elapsed(),
         }
     }

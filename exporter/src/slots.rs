@@ -3,7 +3,7 @@
 //! says of them.
 
 use std::fmt::Write as _;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,8 @@ pub struct FabricSlot {
     pub page: ArcSwapOption<Page>,
     /// Its last discovery, for the planes-disagree findings of every fabric.
     discovery: Mutex<Option<(Arc<Fabric>, Arc<Hosts>)>>,
+    /// Its sweeper has its management port open (a stop waits until it is closed).
+    pub port_open: AtomicBool,
 }
 
 /// A fabric's name and whether its port is open and answering, as its sweeper last said.
@@ -59,6 +61,7 @@ impl FabricSlot {
             state: Mutex::new(state),
             page: ArcSwapOption::empty(),
             discovery: Mutex::new(None),
+            port_open: AtomicBool::new(false),
         }
     }
 
@@ -188,6 +191,11 @@ impl Pages {
             sweeps: AtomicU64::new(0),
             merged: Mutex::new(None),
         }
+    }
+
+    /// Some sweeper has its management port open.
+    pub fn any_port_open(&self) -> bool {
+        (self.slots.iter()).any(|s| s.port_open.load(Ordering::SeqCst))
     }
 
     pub fn set_host_page(&self, text: String) {

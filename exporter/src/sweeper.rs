@@ -7,7 +7,7 @@
 //! [`REOPEN_MAX`] apart; a sweep that made a good page resets the delay.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -39,7 +39,8 @@ pub type OpenFabric = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(FabricId, Engine)
 /// How a fabric is swept and its page made.
 #[derive(Clone)]
 pub struct SweepSettings {
-    /// The fabric's name (the `fabric` label) until it is opened.
+    /// The fabric's name: the planned one until its port is open, then the one opening it
+    /// gives (the `fabric` label).
     pub name: String,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
@@ -63,63 +64,41 @@ pub enum PortOpening {
     NotOpened { slot: usize, error: anyhow::Error },
 }
 
-/// One fabric to serve: its name until its port is open, how that port is opened (every
-/// time), how it is swept.
+/// One fabric to serve: how its port is opened (every time), how it is swept.
 pub struct FabricToServe {
-    pub name: String,
     pub open: OpenFabric,
     pub settings: SweepSettings,
 }
 
-/// The main thread's handle on a fabric's thread. The thread is not joined: one stuck
-/// opening a port inside the simulator's shim (which waits for a lost ibsim for ever) is
-/// left to the process's exit.
-pub struct FabricThread {
+/// Sweep `fabric` into slot `slot` of `pages` on a thread of its own until `stop`, telling
+/// `events` how its first opening went (`multi`: several fabrics, where one that cannot be
+/// opened at start is tried again, not fatal). The thread is not joined: one stuck opening
+/// a port inside the simulator's shim (which waits for a lost ibsim for ever) is left to
+/// the process's exit; a stop waits for the slot's port to close.
+pub fn spawn(
+    slot: usize,
+    multi: bool,
+    fabric: FabricToServe,
+    pages: Arc<Pages>,
+    events: mpsc::Sender<PortOpening>,
     stop: CancelToken,
-    port_open: Arc<AtomicBool>,
-}
-
-impl FabricThread {
-    /// Sweep `fabric` into slot `slot` of `pages`, telling `events` how its first opening
-    /// went. `multi`: several fabrics, where one that cannot be opened at start is tried
-    /// again, not fatal.
-    pub fn spawn(
-        slot: usize,
-        multi: bool,
-        fabric: FabricToServe,
-        pages: Arc<Pages>,
-        events: mpsc::Sender<PortOpening>,
-    ) -> Result<FabricThread> {
-        let (stop, port_open) = (CancelToken::new(), Arc::new(AtomicBool::new(false)));
-        let sweeper = Sweeper {
-            stop: stop.clone(),
-            port_open: port_open.clone(),
-            slot,
-            multi,
-            open: fabric.open,
-            settings: fabric.settings,
-            pages,
-            events,
-            scrape_errors: HashMap::new(),
-            sweeps: 0,
-            discoveries: 0,
-        };
-        std::thread::Builder::new()
-            .name(format!("sweeper-{}", sweeper.slot))
-            .spawn(move || sweeper.run())?;
-        Ok(FabricThread { stop, port_open })
-    }
-
-    /// The sweep in flight sends no new MAD (one in flight gets its timeout); the port
-    /// is closed and the thread ends.
-    pub fn ask_to_stop(&self) {
-        self.stop.cancel();
-    }
-
-    /// Its port is open (a stop has not closed it yet).
-    pub fn port_open(&self) -> bool {
-        self.port_open.load(Ordering::SeqCst)
-    }
+) -> Result<()> {
+    let sweeper = Sweeper {
+        slot,
+        multi,
+        open: fabric.open,
+        settings: fabric.settings,
+        pages,
+        events,
+        stop,
+        scrape_errors: HashMap::new(),
+        sweeps: 0,
+        discoveries: 0,
+    };
+    std::thread::Builder::new()
+        .name(format!("sweeper-{slot}"))
+        .spawn(move || sweeper.run())?;
+    Ok(())
 }
 
 /// The discovered fabric and what is derived from it once per discovery.
@@ -151,8 +130,8 @@ struct Sweeper {
     settings: SweepSettings,
     pages: Arc<Pages>,
     events: mpsc::Sender<PortOpening>,
+    /// Every sweeper's: a stop ends them all.
     stop: CancelToken,
-    port_open: Arc<AtomicBool>,
     /// By node GUID, since `serve` started.
     scrape_errors: HashMap<u64, ScrapeErrors>,
     sweeps: u64,
@@ -209,9 +188,9 @@ impl Sweeper {
                         let _ = self.events.send(PortOpening::Opened);
                     }
                     ever_opened = true;
-                    self.port_open.store(true, Ordering::SeqCst);
+                    self.slot().port_open.store(true, Ordering::SeqCst);
                     let ended = self.sweep_port(engine);
-                    self.port_open.store(false, Ordering::SeqCst);
+                    self.slot().port_open.store(false, Ordering::SeqCst);
                     ended
                 }
                 Err(e) => (format!("{e:#}"), false),

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Every problem (a missing file, an unreadable key, a hash that is not bcrypt, a field
-//! this exporter does not know) fails `serve` at start with one line naming the file.
+//! this exporter does not know, such as cipher_suites or http_server_config: rustls
+//! chooses the suites and curves, and HTTP is 1.1) fails `serve` at start with one line
+//! naming the file.
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
@@ -37,7 +39,6 @@ struct File {
     tls_server_config: Option<TlsFile>,
     #[serde(default)]
     basic_auth_users: BTreeMap<String, String>,
-    http_server_config: Option<HttpFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,33 +50,12 @@ struct TlsFile {
     client_ca_file: Option<PathBuf>,
     min_version: Option<String>,
     max_version: Option<String>,
-    // Known to the format, not offered here: refused with a reason rather than ignored.
-    cipher_suites: Option<serde_yaml_ng::Value>,
-    curve_preferences: Option<serde_yaml_ng::Value>,
-    prefer_server_cipher_suites: Option<serde_yaml_ng::Value>,
-    client_allowed_sans: Option<serde_yaml_ng::Value>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HttpFile {
-    http2: Option<bool>,
-    headers: Option<serde_yaml_ng::Value>,
 }
 
 /// What serve does with the file: TLS (its rustls configuration) and the users.
 pub struct WebConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub auth: Option<BasicAuth>,
-}
-
-impl std::fmt::Debug for WebConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebConfig")
-            .field("tls", &self.tls.is_some())
-            .field("auth", &self.auth.as_ref().map(|a| a.users.len()))
-            .finish()
-    }
 }
 
 impl WebConfig {
@@ -95,14 +75,6 @@ impl WebConfig {
         } else {
             serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{e}"))?
         };
-        if let Some(h) = &file.http_server_config {
-            if h.http2 == Some(true) || h.headers.is_some() {
-                bail!(
-                    "http_server_config (http2, headers) is not supported by ibscope serve: \
-                     remove it"
-                );
-            }
-        }
         let tls = match &file.tls_server_config {
             Some(t) => Some(Arc::new(tls_config(t, dir)?)),
             None => None,
@@ -135,34 +107,24 @@ fn tls_version(text: &str, key: &str) -> Result<&'static rustls::SupportedProtoc
     }
 }
 
+/// The certificates of a PEM file, at least one; `key` names the file in errors.
+fn certificates(key: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| anyhow!("{key} {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        bail!("{key} {}: no certificate in it", path.display());
+    }
+    Ok(certs)
+}
+
 /// The rustls configuration of a `tls_server_config` table.
 fn tls_config(t: &TlsFile, dir: &Path) -> Result<rustls::ServerConfig> {
-    let unsupported = [
-        ("cipher_suites", t.cipher_suites.is_some()),
-        ("curve_preferences", t.curve_preferences.is_some()),
-        (
-            "prefer_server_cipher_suites",
-            t.prefer_server_cipher_suites.is_some(),
-        ),
-        ("client_allowed_sans", t.client_allowed_sans.is_some()),
-    ];
-    if let Some((key, _)) = unsupported.iter().find(|(_, given)| *given) {
-        bail!(
-            "tls_server_config.{key} is not supported by ibscope serve (rustls chooses safe \
-             suites and curves): remove it"
-        );
-    }
     let (Some(cert_file), Some(key_file)) = (&t.cert_file, &t.key_file) else {
         bail!("tls_server_config needs both cert_file and key_file");
     };
-    let cert_path = resolve(dir, cert_file);
+    let certs = certificates("cert_file", &resolve(dir, cert_file))?;
     let key_path = resolve(dir, key_file);
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| anyhow!("cert_file {}: {e}", cert_path.display()))?;
-    if certs.is_empty() {
-        bail!("cert_file {}: no certificate in it", cert_path.display());
-    }
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| anyhow!("key_file {}: {e}", key_path.display()))?;
     let min = tls_version(t.min_version.as_deref().unwrap_or("TLS12"), "min_version")?;
@@ -187,26 +149,18 @@ fn tls_config(t: &TlsFile, dir: &Path) -> Result<rustls::ServerConfig> {
                 bail!("tls_server_config.client_auth_type {kind} needs client_ca_file");
             };
             let ca_path = resolve(dir, ca);
+            let bad =
+                |e: &dyn std::fmt::Display| anyhow!("client_ca_file {}: {e}", ca_path.display());
             let mut roots = rustls::RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(&ca_path)
-                .map_err(|e| anyhow!("client_ca_file {}: {e}", ca_path.display()))?
-            {
-                let c = c.map_err(|e| anyhow!("client_ca_file {}: {e}", ca_path.display()))?;
-                roots
-                    .add(c)
-                    .map_err(|e| anyhow!("client_ca_file {}: {e}", ca_path.display()))?;
+            for c in certificates("client_ca_file", &ca_path)? {
+                roots.add(c).map_err(|e| bad(&e))?;
             }
-            let verifier =
+            let mut verifier =
                 rustls::server::WebPkiClientVerifier::builder_with_provider(roots.into(), provider);
-            let verifier = if kind == "VerifyClientCertIfGiven" {
-                verifier.allow_unauthenticated()
-            } else {
-                verifier
-            };
-            let verifier = verifier
-                .build()
-                .map_err(|e| anyhow!("client_ca_file {}: {e}", ca_path.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            if kind == "VerifyClientCertIfGiven" {
+                verifier = verifier.allow_unauthenticated();
+            }
+            builder.with_client_cert_verifier(verifier.build().map_err(|e| bad(&e))?)
         }
         other => bail!(
             "tls_server_config.client_auth_type {other:?}: ibscope serve offers NoClientCert, \
@@ -320,7 +274,7 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        format!("{:#}", parse(text).unwrap_err())
+        format!("{:#}", parse(text).err().expect("an error"))
     }
 
     #[test]
@@ -334,8 +288,9 @@ mod tests {
         let e = err("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n");
         assert!(e.contains("cert_file /nonexistent/a.crt"), "{e}");
         let e = err("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [X]\n");
-        assert!(e.contains("cipher_suites is not supported"), "{e}");
-        assert!(err("http_server_config:\n  http2: true\n").contains("not supported"));
+        assert!(e.contains("unknown field `cipher_suites`"), "{e}");
+        let e = err("http_server_config:\n  http2: true\n");
+        assert!(e.contains("unknown field `http_server_config`"), "{e}");
         assert!(err("tls_server_config: [1, 2]\n").contains("invalid type"));
     }
 

@@ -242,9 +242,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         .into_iter()
         .map(|p| {
             Ok(FabricToServe {
-                name: slot_name(g, &p),
                 settings: SweepSettings {
-                    name: p.name.clone(),
+                    name: slot_name(g, &p),
                     ..settings.clone()
                 },
                 open: opener(g, p, state.path())?,

@@ -568,8 +568,7 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
         .iter()
         .map(|(e, _)| fabric.node(e.node).port(e.port))
         .collect();
-    // A fabric has a few distinct rates: each written once, as `f64::to_string` writes it.
-    let mut rates: Vec<(u64, String)> = Vec::new();
+    let mut rate_text = String::new();
     for (name, help, fact) in link_facts() {
         let values: Vec<Option<FactValue>> = ports.iter().map(|p| p.and_then(fact)).collect();
         out.head(name, "gauge", &help);
@@ -577,15 +576,9 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
             match value {
                 Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n.into()),
                 Some(FactValue::Rate(rate)) => {
-                    let bits = rate.to_bits();
-                    let at = match rates.iter().position(|&(b, _)| b == bits) {
-                        Some(at) => at,
-                        None => {
-                            rates.push((bits, rate.to_string()));
-                            rates.len() - 1
-                        }
-                    };
-                    out.sample_text(name, labels.row(row), &rates[at].1);
+                    rate_text.clear();
+                    let _ = write!(rate_text, "{rate}");
+                    out.sample_text(name, labels.row(row), &rate_text);
                 }
                 None => {}
             }

@@ -9,7 +9,7 @@ use ibscope_mad::codes::guid;
 use crate::counters::Sample;
 use crate::escape::{self, for_prometheus_label};
 use crate::hosts::Hosts;
-use crate::model::{End, Fabric, Node, NodeKind, Port, PortKey};
+use crate::model::{End, Fabric, Node, Port, PortKey};
 use crate::namemap::{display_name, NameMap};
 
 /// `fabric="NAME"`: the label every series of a page starts with.
@@ -39,27 +39,15 @@ impl PortFilter {
     }
 }
 
-/// `prefix` (the fabric label) and a node's own labels.
-pub(crate) fn node_labels(prefix: &str, guid: u64, name: &str, kind: NodeKind) -> String {
-    let mut s = String::new();
-    push_node_labels(&mut s, prefix, guid, name, kind);
-    s
-}
-
-pub(crate) fn push_node_labels(
-    s: &mut String,
-    prefix: &str,
-    guid: u64,
-    name: &str,
-    kind: NodeKind,
-) {
+/// Appends `prefix` (the fabric label) and a node's own labels to `s`.
+fn push_node_labels(s: &mut String, prefix: &str, node: &Node, names: Option<&NameMap>) {
     s.push_str(prefix);
     s.push_str(",node_guid=\"");
-    push_guid(s, guid);
+    push_guid(s, node.guid);
     s.push_str("\",node_name=\"");
-    escape::push_prometheus_label(s, name);
+    escape::push_prometheus_label(s, display_name(node, names));
     s.push_str("\",kind=\"");
-    s.push_str(kind.as_str());
+    s.push_str(node.kind.as_str());
     s.push('"');
 }
 
@@ -146,7 +134,8 @@ impl NodeLabels {
     pub(crate) fn new(prefix: &str, fabric: &Fabric, names: Option<&NameMap>) -> NodeLabels {
         let (mut guids, mut own, mut info) = (Vec::new(), Vec::new(), Vec::new());
         for (_, node) in fabric.nodes() {
-            let base = node_labels(prefix, node.guid, display_name(node, names), node.kind);
+            let mut base = String::new();
+            push_node_labels(&mut base, prefix, node, names);
             let facts = format!(
                 "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
                 escape::for_prometheus_label(&node.description),
@@ -209,8 +198,7 @@ impl PortLabels {
                     continue;
                 }
                 if node_part.is_empty() {
-                    let name = display_name(node, names);
-                    push_node_labels(&mut node_part, prefix, node.guid, name, node.kind);
+                    push_node_labels(&mut node_part, prefix, node, names);
                 }
                 let end = End {
                     node: id,
@@ -273,9 +261,8 @@ impl PortLabels {
                                 node,
                                 port: p.at.port,
                             };
-                            let n = fabric.node(node);
-                            let name = display_name(n, names);
-                            let node_part = node_labels(prefix, n.guid, name, n.kind);
+                            let mut node_part = String::new();
+                            push_node_labels(&mut node_part, prefix, fabric.node(node), names);
                             push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
                         }
                         None => {
