@@ -487,7 +487,7 @@ fn main() {
                 let (text, gzip) = page.sizes();
                 out_bytes += text as usize;
                 gzip_bytes += gzip;
-                held_pages.push(page);
+                held_pages.push(std::sync::Arc::new(page));
             }
         }
         _ => usage(),

@@ -224,21 +224,16 @@ fn landing_page(site: &Site) -> String {
     )
 }
 
-/// A fabric's name (untrusted: from the fabric or the config) as HTML text.
+/// A fabric's name (untrusted: from the fabric or the config) as HTML text: markup and
+/// control characters as numeric character references.
 fn html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push_str(&format!("&#{};", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out
+    let escaped = |c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || c.is_control();
+    (text.chars())
+        .map(|c| match escaped(c) {
+            true => format!("&#{};", u32::from(c)),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// A fabric's name as a URL query value: percent-encoded UTF-8, RFC 3986's unreserved
@@ -284,7 +279,7 @@ mod tests {
     #[test]
     fn fabric_names_are_escaped_on_the_landing_page_and_in_its_links() {
         let name = "<b>\"x\" & y/1";
-        assert_eq!(html_escape(name), "&lt;b&gt;&quot;x&quot; &amp; y/1");
+        assert_eq!(html_escape(name), "&#60;b&#62;&#34;x&#34; &#38; y/1");
         assert_eq!(html_escape("a\u{1b}[31m"), "a&#27;[31m");
         assert_eq!(query_escape(name), "%3Cb%3E%22x%22%20%26%20y%2F1");
         assert_eq!(query_escape("plane-a.b_c~"), "plane-a.b_c~");

@@ -89,32 +89,33 @@ impl Page {
     }
 
     /// The page's text (inflated again).
-    pub fn text(&self) -> io::Result<String> {
-        let mut z = Decompress::new(false);
+    pub fn text(self: &Arc<Self>) -> io::Result<String> {
         let mut text = Vec::with_capacity(self.text_len as usize);
-        while let Some(chunk) = self.inflate_chunk(&mut z)? {
-            text.extend_from_slice(&chunk);
+        for chunk in self.clone().inflated() {
+            text.extend_from_slice(&chunk?);
         }
         String::from_utf8(text).map_err(io::Error::other)
     }
 
-    /// The next piece of the text `z` inflates; none at its end. An error when the page
-    /// does not inflate to the length it was made with.
-    fn inflate_chunk(&self, z: &mut Decompress) -> io::Result<Option<Bytes>> {
-        let made = z.total_out();
-        if made >= self.text_len {
-            return Ok(None);
-        }
-        let at = GZIP_HEADER.len() + z.total_in() as usize;
-        let input = self.gzip.get(at..).unwrap_or_default();
-        let want = TEXT_CHUNK.min((self.text_len - made) as usize);
-        let mut out = Vec::with_capacity(want);
-        z.decompress_vec(input, &mut out, FlushDecompress::Sync)
-            .map_err(io::Error::other)?;
-        if out.is_empty() {
-            return Err(io::Error::other("the page ends before its length"));
-        }
-        Ok(Some(Bytes::from(out)))
+    /// The page's text, inflated a chunk at a time; an error when the page does not
+    /// inflate to the length it was made with.
+    fn inflated(self: Arc<Self>) -> impl Iterator<Item = io::Result<Bytes>> + Send {
+        let mut z = Decompress::new(false);
+        std::iter::from_fn(move || {
+            let made = z.total_out();
+            if made >= self.text_len {
+                return None;
+            }
+            let at = GZIP_HEADER.len() + z.total_in() as usize;
+            let input = self.gzip.get(at..).unwrap_or_default();
+            let mut out = Vec::with_capacity(TEXT_CHUNK.min((self.text_len - made) as usize));
+            let inflated = z.decompress_vec(input, &mut out, FlushDecompress::Sync);
+            Some(match inflated {
+                Err(e) => Err(io::Error::other(e)),
+                Ok(_) if out.is_empty() => Err(io::Error::other("the page ends before its length")),
+                Ok(_) => Ok(Bytes::from(out)),
+            })
+        })
     }
 
     /// Several fabrics' pages as one: family by family, since a family's samples stand
@@ -144,12 +145,10 @@ impl Page {
     }
 }
 
-/// The body of a page with the scrape's `tail` after it: gzip as made, with the tail
-/// compressed now; or the text, inflated as it is sent.
+/// The body of an answer: a page with the scrape's `tail` after it (gzip as made, with
+/// the tail compressed now; or the text, inflated as it is sent), or bytes.
 pub struct PageBody {
-    chunks: Vec<Bytes>,
-    /// Text: the page inflated chunk by chunk, then the tail.
-    inflating: Option<(Arc<Page>, Decompress, Bytes)>,
+    chunks: Box<dyn Iterator<Item = io::Result<Bytes>> + Send>,
     left: u64,
 }
 
@@ -161,8 +160,7 @@ impl PageBody {
         let body = body.into();
         PageBody {
             left: body.len() as u64,
-            chunks: vec![body],
-            inflating: None,
+            chunks: Box::new(std::iter::once(Ok(body))),
         }
     }
 
@@ -177,38 +175,19 @@ impl PageBody {
         // ISIZE: the length modulo 2^32.
         let len = page.text_len + tail.len() as u64;
         end.extend_from_slice(&(len as u32).to_le_bytes());
-        let chunks = vec![Bytes::from(end), page.gzip.clone()];
         PageBody {
-            left: chunks.iter().map(|c| c.len() as u64).sum(),
-            chunks,
-            inflating: None,
+            left: (page.gzip.len() + end.len()) as u64,
+            chunks: Box::new([Ok(page.gzip.clone()), Ok(Bytes::from(end))].into_iter()),
         }
     }
 
     pub fn text(page: Arc<Page>, tail: String) -> PageBody {
         let left = page.text_len + tail.len() as u64;
+        let tail = (!tail.is_empty()).then(|| Ok(Bytes::from(tail)));
         PageBody {
-            chunks: Vec::new(),
-            inflating: Some((page, Decompress::new(false), Bytes::from(tail))),
+            chunks: Box::new(page.inflated().chain(tail)),
             left,
         }
-    }
-
-    /// The next chunk of the body, none at its end; an error when the page does not
-    /// inflate to the length it was made with.
-    fn next_chunk(&mut self) -> io::Result<Option<Bytes>> {
-        if let Some(chunk) = self.chunks.pop() {
-            return Ok(Some(chunk));
-        }
-        let Some((page, z, tail)) = self.inflating.as_mut() else {
-            return Ok(None);
-        };
-        if let Some(text) = page.inflate_chunk(z)? {
-            return Ok(Some(text));
-        }
-        let tail = std::mem::take(tail);
-        self.inflating = None;
-        Ok((!tail.is_empty()).then_some(tail))
     }
 }
 
@@ -220,11 +199,11 @@ impl Body for PageBody {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
-        let chunk = self.next_chunk();
-        if let Ok(Some(c)) = &chunk {
+        let chunk = self.chunks.next();
+        if let Some(Ok(c)) = &chunk {
             self.left = self.left.saturating_sub(c.len() as u64);
         }
-        Poll::Ready(chunk.transpose().map(|c| c.map(Frame::data)))
+        Poll::Ready(chunk.map(|c| c.map(Frame::data)))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -241,10 +220,10 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    fn body_bytes(mut body: PageBody) -> Vec<u8> {
+    fn body_bytes(body: PageBody) -> Vec<u8> {
         let (mut out, exact) = (Vec::new(), body.size_hint().exact());
-        while let Some(chunk) = body.next_chunk().unwrap() {
-            out.extend_from_slice(&chunk);
+        for chunk in body.chunks {
+            out.extend_from_slice(&chunk.unwrap());
         }
         assert_eq!(Some(out.len() as u64), exact, "the length it announced");
         out
@@ -288,7 +267,7 @@ mod tests {
             Arc::new(Page::from_text(&beta).unwrap()),
         ];
         assert_eq!(
-            Page::merge(&pages).unwrap().text().unwrap(),
+            Arc::new(Page::merge(&pages).unwrap()).text().unwrap(),
             "# HELP a A.\n# TYPE a gauge\na{fabric=\"alpha\"} 1\na{fabric=\"beta\"} 1\n\
              # HELP b B.\n# TYPE b gauge\nb{fabric=\"alpha\"} 2\nb{fabric=\"beta\"} 2\n"
         );

@@ -282,58 +282,46 @@ pub struct FabricStatus<'a> {
 /// fabric: the age of its last sweep (for those with a page), whether it is up, whether
 /// its series are stale, and how often its port was reopened.
 pub fn scrape_families(fabrics: &[FabricStatus<'_>]) -> String {
+    type Value = fn(&FabricStatus<'_>) -> Option<String>;
+    let families: [(&str, &str, &str, Value); 4] = [
+        (
+            "ibscope_sweep_age_seconds",
+            "gauge",
+            "Seconds since the last sweep finished.",
+            |f| f.age_seconds.map(|s| format!("{s:.3}")),
+        ),
+        (
+            "ibscope_up",
+            "gauge",
+            "1 if the fabric's port is open and its last sweep succeeded and is fresh (as \
+             /healthz says), else 0: its port could not be opened, the connection to it was \
+             lost (its series are then the last good sample), or its sweeps stopped.",
+            |f| Some(u8::from(f.up).to_string()),
+        ),
+        (
+            "ibscope_sample_stale",
+            "gauge",
+            "1 when the fabric's series are not from a current sweep: the fabric is \
+             unreachable, or its last sweep is older than the freshness limit (3 intervals + \
+             5 s).",
+            |f| Some(u8::from(f.stale).to_string()),
+        ),
+        (
+            "ibscope_port_reopens_total",
+            "counter",
+            "Times the fabric's management port was opened again after it became unreachable.",
+            |f| Some(f.reopens.to_string()),
+        ),
+    ];
     let mut out = String::new();
-    family_head(
-        &mut out,
-        "ibscope_sweep_age_seconds",
-        "gauge",
-        "Seconds since the last sweep finished.",
-    );
-    for f in fabrics {
-        if let Some(seconds) = f.age_seconds {
-            let value = format!("{seconds:.3}");
-            sample_line(
-                &mut out,
-                "ibscope_sweep_age_seconds",
-                &fabric_label(f.name),
-                &value,
-            );
+    for (name, kind, help, value) in families {
+        family_head(&mut out, name, kind, help);
+        for f in fabrics {
+            if let Some(value) = value(f) {
+                sample_line(&mut out, name, &fabric_label(f.name), &value);
+            }
         }
     }
-    let per_fabric = |out: &mut String,
-                      name: &str,
-                      kind: &str,
-                      help: &str,
-                      value: &dyn Fn(&FabricStatus<'_>) -> u64| {
-        family_head(out, name, kind, help);
-        for f in fabrics {
-            sample_line(out, name, &fabric_label(f.name), &value(f).to_string());
-        }
-    };
-    per_fabric(
-        &mut out,
-        "ibscope_up",
-        "gauge",
-        "1 if the fabric's port is open and its last sweep succeeded and is fresh (as \
-         /healthz says), else 0: its port could not be opened, the connection to it was lost \
-         (its series are then the last good sample), or its sweeps stopped.",
-        &|f| u64::from(f.up),
-    );
-    per_fabric(
-        &mut out,
-        "ibscope_sample_stale",
-        "gauge",
-        "1 when the fabric's series are not from a current sweep: the fabric is unreachable, \
-         or its last sweep is older than the freshness limit (3 intervals + 5 s).",
-        &|f| u64::from(f.stale),
-    );
-    per_fabric(
-        &mut out,
-        "ibscope_port_reopens_total",
-        "counter",
-        "Times the fabric's management port was opened again after it became unreachable.",
-        &|f| f.reopens,
-    );
     out
 }
 

@@ -238,50 +238,32 @@ impl PortLabels {
         hosts: &Hosts,
         sample: &Sample,
     ) -> Vec<usize> {
-        let mut rows = Vec::with_capacity(sample.ports.len());
-        let mut next = 0;
-        for p in &sample.ports {
-            let key = p.at.key();
-            // A sweep mostly reads ports in the model's order: try the row after the last.
-            let known = match self.ends.get(next) {
-                Some(&(_, k)) if k == key => Some(next),
-                _ => self
-                    .by_key
-                    .get(&key)
-                    .or_else(|| self.unlisted.get(&key))
-                    .copied(),
-            };
-            let row = match known {
-                Some(row) => row,
-                None => {
-                    let start = self.text.len();
-                    match fabric.node_by_guid(p.at.node.guid) {
-                        Some(node) => {
-                            let end = End {
-                                node,
-                                port: p.at.port,
-                            };
-                            let mut node_part = String::new();
-                            push_node_labels(&mut node_part, prefix, fabric.node(node), names);
-                            push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
-                        }
-                        None => {
-                            let _ = write!(
-                                self.text,
-                                "{prefix},node_guid=\"{:#018x}\",port=\"{}\"",
-                                p.at.node.guid, p.at.port
-                            );
-                        }
-                    }
-                    self.spans.push((start, self.text.len()));
-                    // Not in `by_key`: a link's end looked up by key is a listed port.
-                    self.unlisted.insert(key, self.spans.len() - 1);
-                    self.spans.len() - 1
+        let mut row_of = |key: PortKey, guid: u64, port: u8| {
+            if let Some(&row) = self.by_key.get(&key).or_else(|| self.unlisted.get(&key)) {
+                return row;
+            }
+            let start = self.text.len();
+            match fabric.node_by_guid(guid) {
+                Some(node) => {
+                    let mut node_part = String::new();
+                    push_node_labels(&mut node_part, prefix, fabric.node(node), names);
+                    let end = End { node, port };
+                    push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
                 }
-            };
-            next = row + 1;
-            rows.push(row);
-        }
-        rows
+                None => {
+                    let _ = write!(
+                        self.text,
+                        "{prefix},node_guid=\"{guid:#018x}\",port=\"{port}\""
+                    );
+                }
+            }
+            self.spans.push((start, self.text.len()));
+            // Not in `by_key`: a link's end looked up by key is a listed port.
+            self.unlisted.insert(key, self.spans.len() - 1);
+            self.spans.len() - 1
+        };
+        (sample.ports.iter())
+            .map(|p| row_of(p.at.key(), p.at.node.guid, p.at.port))
+            .collect()
     }
 }
