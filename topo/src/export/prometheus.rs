@@ -22,7 +22,6 @@ use crate::model::{Fabric, Port};
 use crate::namemap::NameMap;
 
 pub use super::prometheus_labels::{fabric_label, PageLabels, PortFilter};
-use super::prometheus_labels::{NodeLabels, PortLabels};
 
 /// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
 fn snake(name: &str) -> String {
@@ -396,10 +395,9 @@ pub fn write_fabric_page(
     stats: &PageStats<'_>,
     page_labels: &mut PageLabels,
 ) -> io::Result<()> {
-    let prefix = page_labels.prefix.as_str();
-    let labels = &mut page_labels.labels;
-    let rows = labels.add_sample(prefix, fabric, names, hosts, sample);
-    let labels = &*labels;
+    let rows = page_labels.add_sample(fabric, names, hosts, sample);
+    let labels = &*page_labels;
+    let prefix = labels.prefix.as_str();
     let swept: Vec<(&PortSample, &str)> = sample
         .ports
         .iter()
@@ -418,7 +416,7 @@ pub fn write_fabric_page(
     findings_family(&mut out, prefix, &found);
     link_families(&mut out, fabric, labels);
     degraded_family(&mut out, health, labels);
-    node_families(&mut out, &page_labels.nodes, stats.scrape_errors);
+    node_families(&mut out, labels, stats.scrape_errors);
     exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
 }
@@ -549,12 +547,10 @@ fn link_facts() -> [(&'static str, String, LinkFact); 7] {
     ]
 }
 
-fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
+fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PageLabels) {
     // Each port found once, not once per fact.
-    let ports: Vec<Option<&Port>> = labels
-        .ends
-        .iter()
-        .map(|(e, _)| fabric.node(e.node).port(e.port))
+    let ports: Vec<Option<&Port>> = (labels.ends.iter())
+        .map(|e| fabric.node(e.node).port(e.port))
         .collect();
     let mut rate_text = String::new();
     for (name, help, fact) in link_facts() {
@@ -575,7 +571,7 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PortLabels) {
 }
 
 /// Degraded flag of both ends of every link (healthy ones as 0).
-fn degraded_family(out: &mut PageText<'_>, health: &HealthReport, labels: &PortLabels) {
+fn degraded_family(out: &mut PageText<'_>, health: &HealthReport, labels: &PageLabels) {
     let name = "ibscope_port_degraded";
     // Each end's row (on the page) and whether its link is degraded.
     let ends: Vec<(usize, bool)> = health
@@ -596,19 +592,17 @@ type ErrorCount = fn(ScrapeErrors) -> u64;
 
 fn node_families(
     out: &mut PageText<'_>,
-    nodes: &NodeLabels,
+    labels: &PageLabels,
     scrape_errors: &HashMap<u64, ScrapeErrors>,
 ) {
     let name = "ibscope_node_info";
     let help = "One per discovered node; its facts are labels.";
     out.head(name, "gauge", help);
-    for info in &nodes.info {
+    for (_, _, info) in &labels.nodes {
         out.sample(name, info, 1);
     }
-    let errors: Vec<ScrapeErrors> = nodes
-        .guids
-        .iter()
-        .map(|guid| scrape_errors.get(guid).copied().unwrap_or_default())
+    let errors: Vec<ScrapeErrors> = (labels.nodes.iter())
+        .map(|(guid, _, _)| scrape_errors.get(guid).copied().unwrap_or_default())
         .collect();
     let counted: [(&str, &str, ErrorCount); 2] = [
         (
@@ -625,7 +619,7 @@ fn node_families(
     for (name, help, count) in counted {
         let values: Vec<u64> = errors.iter().map(|&e| count(e)).collect();
         out.head(name, "counter", help);
-        for (own, &value) in nodes.own.iter().zip(&values) {
+        for ((_, own, _), &value) in labels.nodes.iter().zip(&values) {
             out.sample(name, own, value);
         }
     }

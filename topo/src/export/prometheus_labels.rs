@@ -59,7 +59,7 @@ pub(crate) fn push_guid(s: &mut String, guid: u64) {
 /// Appends the label set of one port to `s`: `node` (the fabric label and the node's own,
 /// from [`push_node_labels`]), the port, its host and rail when it is a host's HCA port,
 /// and its link's far end (empty values when none).
-pub(crate) fn push_port_labels(
+fn push_port_labels(
     s: &mut String,
     node: &str,
     fabric: &Fabric,
@@ -97,60 +97,29 @@ pub(crate) fn push_port_labels(
     }
 }
 
-/// The ports the model describes (every switch port 1..N and every CA or router port,
-/// less what the filter leaves out), each with its label set; then rows of swept ports
-/// the model does not list. All label sets are in one string, one after the other, so
-/// the page's many passes over them read memory in order.
-pub(crate) struct PortLabels {
-    pub(crate) text: String,
-    /// Where each row's labels are in `text`.
-    pub(crate) spans: Vec<(usize, usize)>,
-    /// The model's ports: the first rows.
-    pub(crate) ends: Vec<(End, PortKey)>,
-    pub(crate) by_key: foldhash::HashMap<PortKey, usize>,
-    /// The rows of swept ports the model does not list, made by the pages so far.
-    pub(crate) unlisted: foldhash::HashMap<PortKey, usize>,
-}
-
-/// The label sets of a fabric's nodes and ports on its page, made once per discovery (with
-/// one fabric name, name map, host grouping and filter) and kept for every page until the
-/// next ([`super::prometheus::write_fabric_page`]): at 100,000 HCAs they are 280 MB of
-/// text, and making them took about a tenth of the render's time.
+/// The label sets of a fabric's page, made once per discovery (with one fabric name, name
+/// map, host grouping and filter) and kept for every page until the next
+/// ([`super::prometheus::write_fabric_page`]): at 100,000 HCAs they are 280 MB of text, and
+/// making them took about a tenth of the render's time.
+///
+/// A row per port: first the ports the model describes (every switch port 1..N and every
+/// CA or router port the filter keeps), then swept ports it does not list (a switch's port
+/// 0) as pages meet them. The rows are in one string, one after the other, so the page's
+/// many passes over them read memory in order.
 pub struct PageLabels {
+    /// `fabric="NAME"`, which every series starts with.
     pub(crate) prefix: String,
-    pub(crate) labels: PortLabels,
-    pub(crate) nodes: NodeLabels,
-}
-
-/// Every node's label sets on the page: its own (the scrape-error families') and, with its
-/// facts, those of `ibscope_node_info`.
-pub(crate) struct NodeLabels {
-    pub(crate) guids: Vec<u64>,
-    pub(crate) own: Vec<String>,
-    pub(crate) info: Vec<String>,
-}
-
-impl NodeLabels {
-    pub(crate) fn new(prefix: &str, fabric: &Fabric, names: Option<&NameMap>) -> NodeLabels {
-        let (mut guids, mut own, mut info) = (Vec::new(), Vec::new(), Vec::new());
-        for (_, node) in fabric.nodes() {
-            let mut base = String::new();
-            push_node_labels(&mut base, prefix, node, names);
-            let facts = format!(
-                "{base},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
-                escape::for_prometheus_label(&node.description),
-                node.lid().unwrap_or(0),
-                node.num_ports,
-                node.vendor_id,
-                node.device_id,
-                node.system_image_guid
-            );
-            guids.push(node.guid);
-            own.push(base);
-            info.push(facts);
-        }
-        NodeLabels { guids, own, info }
-    }
+    text: String,
+    /// Where each row's labels are in `text`.
+    spans: Vec<(usize, usize)>,
+    /// The model's ports: the first rows.
+    pub(crate) ends: Vec<End>,
+    by_key: foldhash::HashMap<PortKey, usize>,
+    /// The rows of swept ports the model does not list.
+    unlisted: foldhash::HashMap<PortKey, usize>,
+    /// Each node's GUID, own labels (the scrape-error families') and, with its facts,
+    /// those of `ibscope_node_info`.
+    pub(crate) nodes: Vec<(u64, String, String)>,
 }
 
 impl PageLabels {
@@ -161,61 +130,48 @@ impl PageLabels {
         fabric_name: &str,
         filter: PortFilter,
     ) -> PageLabels {
-        let prefix = fabric_label(fabric_name);
-        let labels = PortLabels::new(&prefix, fabric, names, hosts, filter);
-        let nodes = NodeLabels::new(&prefix, fabric, names);
-        PageLabels {
-            prefix,
-            labels,
-            nodes,
-        }
-    }
-}
-
-impl PortLabels {
-    pub(crate) fn new(
-        prefix: &str,
-        fabric: &Fabric,
-        names: Option<&NameMap>,
-        hosts: &Hosts,
-        filter: PortFilter,
-    ) -> PortLabels {
         // Most label sets are 200-250 bytes: one reservation instead of a dozen copies.
         let ports: usize = fabric.nodes().map(|(_, n)| n.ports.len()).sum();
-        let mut labels = PortLabels {
+        let mut labels = PageLabels {
+            prefix: fabric_label(fabric_name),
             text: String::with_capacity(ports * 256),
             spans: Vec::new(),
             ends: Vec::new(),
             by_key: foldhash::HashMap::default(),
             unlisted: foldhash::HashMap::default(),
+            nodes: Vec::with_capacity(fabric.node_count()),
         };
-        // A node's own labels, the same on each of its ports (a switch has dozens).
-        let mut node_part = String::new();
         for (id, node) in fabric.nodes() {
-            node_part.clear();
+            // A node's own labels, the same on each of its ports (a switch has dozens).
+            let mut own = String::new();
+            push_node_labels(&mut own, &labels.prefix, node, names);
             for p in &node.ports {
                 if (node.is_switch() && p.number == 0) || !filter.keeps(node, p.number) {
                     continue;
-                }
-                if node_part.is_empty() {
-                    push_node_labels(&mut node_part, prefix, node, names);
                 }
                 let end = End {
                     node: id,
                     port: p.number,
                 };
                 let start = labels.text.len();
-                push_port_labels(&mut labels.text, &node_part, fabric, names, hosts, end);
+                push_port_labels(&mut labels.text, &own, fabric, names, hosts, end);
                 labels.spans.push((start, labels.text.len()));
-                labels.ends.push((end, node.port_key(p.number)));
+                labels
+                    .by_key
+                    .insert(node.port_key(p.number), labels.ends.len());
+                labels.ends.push(end);
             }
+            let info = format!(
+                "{own},description=\"{}\",lid=\"{}\",num_ports=\"{}\",vendor_id=\"{:#08x}\",device_id=\"{:#06x}\",system_image_guid=\"{:#018x}\"",
+                escape::for_prometheus_label(&node.description),
+                node.lid().unwrap_or(0),
+                node.num_ports,
+                node.vendor_id,
+                node.device_id,
+                node.system_image_guid
+            );
+            labels.nodes.push((node.guid, own, info));
         }
-        labels.by_key = labels
-            .ends
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, key))| (key, i))
-            .collect();
         labels
     }
 
@@ -224,15 +180,15 @@ impl PortLabels {
         &self.text[start..end]
     }
 
+    /// The row of a port the model lists.
     pub(crate) fn row_of(&self, key: PortKey) -> Option<usize> {
         self.by_key.get(&key).copied()
     }
 
     /// The row of each swept port, in the sample's order. A port the model does not list
-    /// (a switch's port 0) gets a row of its own.
+    /// gets a row of its own.
     pub(crate) fn add_sample(
         &mut self,
-        prefix: &str,
         fabric: &Fabric,
         names: Option<&NameMap>,
         hosts: &Hosts,
@@ -245,12 +201,13 @@ impl PortLabels {
             let start = self.text.len();
             match fabric.node_by_guid(guid) {
                 Some(node) => {
-                    let mut node_part = String::new();
-                    push_node_labels(&mut node_part, prefix, fabric.node(node), names);
+                    let mut own = String::new();
+                    push_node_labels(&mut own, &self.prefix, fabric.node(node), names);
                     let end = End { node, port };
-                    push_port_labels(&mut self.text, &node_part, fabric, names, hosts, end);
+                    push_port_labels(&mut self.text, &own, fabric, names, hosts, end);
                 }
                 None => {
+                    let prefix = &self.prefix;
                     let _ = write!(
                         self.text,
                         "{prefix},node_guid=\"{guid:#018x}\",port=\"{port}\""
