@@ -32,7 +32,6 @@ pub struct Listen {
 /// What runs while serving.
 pub struct Running {
     pub pages: Arc<Pages>,
-    pub tls: bool,
     runtime: Runtime,
     /// Every sweeper's.
     stop: CancelToken,
@@ -49,15 +48,14 @@ pub fn start(
     listen: Listen,
     multi: bool,
 ) -> Result<(Running, mpsc::Receiver<PortOpening>)> {
-    let listener = std::net::TcpListener::bind(listen.addr)
-        .with_context(|| format!("cannot listen on {}", listen.addr))?;
-    listener.set_nonblocking(true)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(listen.http_threads as usize)
         .thread_name("http")
         .enable_io()
         .enable_time()
         .build()?;
+    let listener = (runtime.block_on(TcpListener::bind(listen.addr)))
+        .with_context(|| format!("cannot listen on {}", listen.addr))?;
     let names = fabrics.iter().map(|f| f.settings.name.clone()).collect();
     let pages = Arc::new(Pages::new(names, multi));
     let site = Arc::new(Site {
@@ -65,13 +63,7 @@ pub fn start(
         auth: listen.auth,
         max_age: listen.max_age,
     });
-    let tls = listen.tls.map(TlsAcceptor::from);
-    let listener = {
-        let _entered = runtime.enter();
-        TcpListener::from_std(listener)?
-    };
-    let running_tls = tls.is_some();
-    runtime.spawn(accept(listener, tls, site));
+    runtime.spawn(accept(listener, listen.tls.map(TlsAcceptor::from), site));
     let (told, events) = mpsc::channel();
     let stop = CancelToken::new();
     for (slot, f) in fabrics.into_iter().enumerate() {
@@ -79,7 +71,6 @@ pub fn start(
     }
     let running = Running {
         pages,
-        tls: running_tls,
         runtime,
         stop,
     };

@@ -207,6 +207,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         None => None,
     };
     let tls_config = web.as_ref().and_then(|w| w.tls.clone());
+    let scheme = if tls_config.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let auth = web.and_then(|w| w.auth).map(Arc::new);
     let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
     // Read once: a bad file fails the command at once.
@@ -266,7 +271,6 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         signals::block_stop_signals(false);
         spawned?;
     }
-    let scheme = if running.tls { "https" } else { "http" };
     if a.no_fabric {
         // No sweeper opens a port to say so.
         eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics (this host only)");

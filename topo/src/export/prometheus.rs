@@ -427,26 +427,14 @@ fn saturated_family<L: AsRef<str>>(
     on_page: &[&str],
 ) {
     let name = "ibscope_port_saturated_counters";
-    // Each swept port's count, NONE for a port without PortCounters (no sample).
-    const NONE: u64 = u64::MAX;
-    let counts: Vec<u64> = swept
-        .iter()
-        .map(|(p, _)| match p.counters {
-            Some(_) => p
-                .saturated
-                .iter()
-                .filter(|s| on_page.contains(&s.as_str()) && p.is_saturated(s))
-                .count() as u64,
-            None => NONE,
-        })
-        .collect();
     let help =
         "Counters of the port on this page stuck at their maximum without a 64-bit replacement.";
     out.head(name, "gauge", help);
-    for ((_, labels), &n) in swept.iter().zip(&counts) {
-        if n != NONE {
-            out.sample(name, labels.as_ref(), n);
-        }
+    // Ports without PortCounters have no sample.
+    for (p, labels) in swept.iter().filter(|(p, _)| p.counters.is_some()) {
+        let stuck = |s: &&String| on_page.contains(&s.as_str()) && p.is_saturated(s);
+        let n = p.saturated.iter().filter(stuck).count();
+        out.sample(name, labels.as_ref(), n as u64);
     }
 }
 
@@ -554,10 +542,9 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PageLabels) {
         .collect();
     let mut rate_text = String::new();
     for (name, help, fact) in link_facts() {
-        let values: Vec<Option<FactValue>> = ports.iter().map(|p| p.and_then(fact)).collect();
         out.head(name, "gauge", &help);
-        for (row, &value) in values.iter().enumerate() {
-            match value {
+        for (row, port) in ports.iter().enumerate() {
+            match port.and_then(fact) {
                 Some(FactValue::Whole(n)) => out.sample(name, labels.row(row), n.into()),
                 Some(FactValue::Rate(rate)) => {
                     rate_text.clear();
@@ -573,17 +560,14 @@ fn link_families(out: &mut PageText<'_>, fabric: &Fabric, labels: &PageLabels) {
 /// Degraded flag of both ends of every link (healthy ones as 0).
 fn degraded_family(out: &mut PageText<'_>, health: &HealthReport, labels: &PageLabels) {
     let name = "ibscope_port_degraded";
-    // Each end's row (on the page) and whether its link is degraded.
-    let ends: Vec<(usize, bool)> = health
-        .links
-        .iter()
-        .flat_map(|link| [(&link.a, link.degraded), (&link.b, link.degraded)])
-        .filter_map(|(end, degraded)| Some((labels.row_of(end.at.key())?, degraded)))
-        .collect();
     let help = "1 if the port's link runs below what both ends could do or below the fabric norm.";
     out.head(name, "gauge", help);
-    for &(row, degraded) in &ends {
-        out.sample(name, labels.row(row), degraded.into());
+    for link in &health.links {
+        for end in [&link.a, &link.b] {
+            if let Some(row) = labels.row_of(end.at.key()) {
+                out.sample(name, labels.row(row), link.degraded.into());
+            }
+        }
     }
 }
 
@@ -601,9 +585,6 @@ fn node_families(
     for (_, _, info) in &labels.nodes {
         out.sample(name, info, 1);
     }
-    let errors: Vec<ScrapeErrors> = (labels.nodes.iter())
-        .map(|(guid, _, _)| scrape_errors.get(guid).copied().unwrap_or_default())
-        .collect();
     let counted: [(&str, &str, ErrorCount); 2] = [
         (
             "ibscope_node_scrape_errors_total",
@@ -617,10 +598,10 @@ fn node_families(
         ),
     ];
     for (name, help, count) in counted {
-        let values: Vec<u64> = errors.iter().map(|&e| count(e)).collect();
         out.head(name, "counter", help);
-        for ((_, own, _), &value) in labels.nodes.iter().zip(&values) {
-            out.sample(name, own, value);
+        for (guid, own, _) in &labels.nodes {
+            let errors = scrape_errors.get(guid).copied().unwrap_or_default();
+            out.sample(name, own, count(errors));
         }
     }
 }
