@@ -21,8 +21,6 @@ use crate::page::Page;
 pub struct FabricSlot {
     state: Mutex<SlotState>,
     pub page: ArcSwapOption<Page>,
-    /// Its last discovery, for the planes-disagree findings of every fabric.
-    discovery: Mutex<Option<(Arc<Fabric>, Arc<Hosts>)>>,
     /// Its sweeper has its management port open (a stop waits until it is closed).
     pub port_open: AtomicBool,
 }
@@ -41,6 +39,8 @@ pub struct SlotState {
     pub reopens: u64,
     /// Its port reaches a subnet another slot sweeps: not shown.
     pub merged: bool,
+    /// Its last discovery, for the planes-disagree findings of every fabric.
+    pub discovery: Option<(Arc<Fabric>, Arc<Hosts>)>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -56,11 +56,11 @@ impl FabricSlot {
             since: Instant::now(),
             reopens: 0,
             merged: false,
+            discovery: None,
         };
         FabricSlot {
             state: Mutex::new(state),
             page: ArcSwapOption::empty(),
-            discovery: Mutex::new(None),
             port_open: AtomicBool::new(false),
         }
     }
@@ -107,7 +107,7 @@ impl FabricSlot {
     }
 
     pub fn set_discovery(&self, fabric: Arc<Fabric>, hosts: Arc<Hosts>) {
-        *locked(&self.discovery) = Some((fabric, hosts));
+        locked(&self.state).discovery = Some((fabric, hosts));
     }
 
     /// A page of a sweep: one whose sweep reached no port does not replace a good one
@@ -224,12 +224,10 @@ impl Pages {
     /// ports: one port GUID in several fabrics), from every fabric's last discovery, as
     /// `check -C all` reports them.
     pub fn planes_disagree(&self, name: &str, names: Option<&NameMap>) -> Vec<Finding> {
-        let seen: Vec<(String, Arc<Fabric>, Arc<Hosts>)> = (self.slots.iter())
-            .filter_map(|s| Some((s.name(), locked(&s.discovery).clone()?)))
-            .map(|(name, (fabric, hosts))| (name, fabric, hosts))
-            .collect();
+        let seen: Vec<SlotState> = self.slots.iter().map(FabricSlot::state_now).collect();
         let views: Vec<PlaneView> = (seen.iter())
-            .map(|(name, fabric, hosts)| PlaneView {
+            .filter_map(|s| Some((&s.name, s.discovery.as_ref()?)))
+            .map(|(name, (fabric, hosts))| PlaneView {
                 name,
                 fabric,
                 hosts,

@@ -151,10 +151,6 @@ impl Sweeper {
         &self.pages.slots[self.slot]
     }
 
-    fn name(&self) -> &str {
-        &self.settings.name
-    }
-
     /// Sleep `limit`, or less when asked to stop; false when asked.
     fn wait(&self, limit: Duration) -> bool {
         let until = Instant::now() + limit;
@@ -295,8 +291,8 @@ impl Sweeper {
         self.append(events);
         let mut extra = progress.history.flapping(self.settings.thresholds.flap);
         if self.multi {
-            let names = self.settings.names.as_ref();
-            extra.extend(self.pages.planes_disagree(self.name(), names));
+            let (name, names) = (&self.settings.name, self.settings.names.as_ref());
+            extra.extend(self.pages.planes_disagree(name, names));
         }
         let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra)?;
         if self.stopped() {
