@@ -178,24 +178,19 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
     r
 }
 
-/// Why there is no page yet: discovery, or a fabric that cannot be reached.
+/// Why there is no page yet, as /healthz says it of each fabric asked for.
 fn not_yet(site: &Site, shown: &[(&FabricSlot, Option<Arc<Page>>)]) -> String {
-    let unreachable: Vec<String> = shown
-        .iter()
-        .filter_map(|(s, _)| {
-            let state = s.state_now();
-            let why = state.reason.filter(|_| !state.up)?;
-            Some(match site.pages.multi {
-                true => format!("{}: {why}", state.name),
-                false => why,
-            })
+    let why: Vec<String> = (shown.iter())
+        .filter_map(|(s, _)| Some((s.name(), s.health(site.max_age).err()?)))
+        .map(|(name, why)| match site.pages.multi {
+            true => format!("{name}: {why}"),
+            false => why,
         })
         .collect();
-    if unreachable.is_empty() {
-        "no sweep finished yet (discovery in progress)\n".to_string()
-    } else {
-        let why = unreachable.join("; ");
-        format!("no sweep finished yet; the fabric is unreachable: {why}\n")
+    match why.is_empty() {
+        // No fabric: this host's page is not read yet.
+        true => site.pages.health(site.max_age).1,
+        false => format!("{}\n", why.join("; ")),
     }
 }
 
@@ -302,6 +297,31 @@ mod tests {
         assert!(fabric_asked("fabric=%4").is_err());
         assert!(fabric_asked("fabric=%zz").is_err());
         assert!(fabric_asked("fabric=%ff").is_err());
+    }
+
+    /// /metrics without a page says why as /healthz does, for the fabrics asked for.
+    #[test]
+    fn no_page_yet_says_why_per_fabric() {
+        let site = |names: &[&str], multi| Site {
+            pages: Arc::new(Pages::new(
+                names.iter().map(|n| n.to_string()).collect(),
+                multi,
+            )),
+            auth: None,
+            max_age: Duration::from_secs(35),
+        };
+        let why = |site: &Site| {
+            let shown: Vec<_> = site.pages.shown().map(|s| (s, None)).collect();
+            not_yet(site, &shown)
+        };
+        let two = site(&["a", "b"], true);
+        two.pages.slots[1].set_down("no device".into(), false);
+        assert_eq!(
+            why(&two),
+            "a: no sweep finished yet; b: fabric unreachable for 0 s: no device\n"
+        );
+        assert_eq!(why(&site(&["a"], false)), "no sweep finished yet\n");
+        assert_eq!(why(&site(&[], false)), "this host not read yet\n");
     }
 
     #[test]
