@@ -141,7 +141,15 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
             Ok(empty) => Arc::new(empty),
             Err(e) => return text(500, format!("{e}\n")),
         },
-        0 => return text(503, not_yet(site, &shown)),
+        // Why not, as /healthz says it (of the one fabric asked for, or of all).
+        0 => {
+            let why = match (&only, shown.first()) {
+                (Some(_), Some((slot, _))) => slot.health(site.max_age).err(),
+                _ => None,
+            };
+            let why = why.map_or_else(|| pages.health(site.max_age).1, |w| format!("{w}\n"));
+            return text(503, why);
+        }
         1 => with_page[0].clone(),
         _ => match tokio::task::block_in_place(|| pages.merged(with_page)) {
             Ok(page) => page,
@@ -176,22 +184,6 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
     r.headers_mut()
         .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     r
-}
-
-/// Why there is no page yet, as /healthz says it of each fabric asked for.
-fn not_yet(site: &Site, shown: &[(&FabricSlot, Option<Arc<Page>>)]) -> String {
-    let why: Vec<String> = (shown.iter())
-        .filter_map(|(s, _)| Some((s.name(), s.health(site.max_age).err()?)))
-        .map(|(name, why)| match site.pages.multi {
-            true => format!("{name}: {why}"),
-            false => why,
-        })
-        .collect();
-    match why.is_empty() {
-        // No fabric: this host's page is not read yet.
-        true => site.pages.health(site.max_age).1,
-        false => format!("{}\n", why.join("; ")),
-    }
 }
 
 /// `/`: the fabrics, their state, a link to each one's page.
@@ -297,31 +289,6 @@ mod tests {
         assert!(fabric_asked("fabric=%4").is_err());
         assert!(fabric_asked("fabric=%zz").is_err());
         assert!(fabric_asked("fabric=%ff").is_err());
-    }
-
-    /// /metrics without a page says why as /healthz does, for the fabrics asked for.
-    #[test]
-    fn no_page_yet_says_why_per_fabric() {
-        let site = |names: &[&str], multi| Site {
-            pages: Arc::new(Pages::new(
-                names.iter().map(|n| n.to_string()).collect(),
-                multi,
-            )),
-            auth: None,
-            max_age: Duration::from_secs(35),
-        };
-        let why = |site: &Site| {
-            let shown: Vec<_> = site.pages.shown().map(|s| (s, None)).collect();
-            not_yet(site, &shown)
-        };
-        let two = site(&["a", "b"], true);
-        two.pages.slots[1].set_down("no device".into(), false);
-        assert_eq!(
-            why(&two),
-            "a: no sweep finished yet; b: fabric unreachable for 0 s: no device\n"
-        );
-        assert_eq!(why(&site(&["a"], false)), "no sweep finished yet\n");
-        assert_eq!(why(&site(&[], false)), "this host not read yet\n");
     }
 
     #[test]

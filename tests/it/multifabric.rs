@@ -484,6 +484,9 @@ fn serve_keeps_sweeping_a_fabric_while_another_never_answers() {
     );
     let (_, health) = get(port, "/healthz");
     assert!(silent_waits(&health), "{health}");
+    // Its own page does not exist yet: 503 with what /healthz says of it.
+    let (code, why) = get(port, "/metrics?fabric=silent");
+    assert_eq!((code, why.as_str()), (503, "no sweep finished yet\n"));
     let sleeper = processes_running(&["sleep", &port.to_string()]);
     assert_eq!(sleeper.len(), 1, "the silent agent runs: {sleeper:?}");
     // SIGTERM stops serve cleanly, and with it the agent it was still waiting for.
