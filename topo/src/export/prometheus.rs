@@ -23,30 +23,10 @@ use crate::namemap::NameMap;
 
 pub use super::prometheus_labels::{fabric_label, PageLabels, PortFilter};
 
-/// `SymbolErrorCounter` -> `symbol_error_counter`; `VL15Dropped` -> `vl15_dropped`.
-fn snake(name: &str) -> String {
-    let mut s = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() {
-            let prev_lower = i > 0 && !chars[i - 1].is_ascii_uppercase();
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
-            if i > 0 && (prev_lower || (prev_upper && next_lower)) {
-                s.push('_');
-            }
-            s.push(c.to_ascii_lowercase());
-        } else {
-            s.push(*c);
-        }
-    }
-    s
-}
-
 /// Prometheus metric name of a counter: `ibscope_port_<snake>_total`, data ones
 /// `ibscope_port_xmit_data_bytes_total`.
 pub fn metric_name(counter: &str) -> String {
-    let base = snake(counter);
+    let base = heck::AsSnakeCase(counter).to_string();
     let base = base.strip_prefix("port_").unwrap_or(&base);
     // promtool rejects counter names containing "counter": SymbolErrorCounter becomes
     // ibscope_port_symbol_error_total.
