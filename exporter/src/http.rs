@@ -118,10 +118,7 @@ fn accepts_gzip<B>(req: &Request<B>) -> bool {
 
 fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
     let pages = &site.pages;
-    let only = match fabric_asked(req.uri().query().unwrap_or("")) {
-        Ok(only) => only,
-        Err(why) => return text(400, why),
-    };
+    let only = fabric_asked(req.uri().query().unwrap_or(""));
     // Each page loaded once: the page served and its age are of the same sweep.
     let shown: Vec<(&FabricSlot, Option<Arc<Page>>)> = pages
         .shown()
@@ -223,40 +220,17 @@ fn html_escape(text: &str) -> String {
         .collect()
 }
 
-/// A fabric's name as a URL query value: percent-encoded UTF-8, RFC 3986's unreserved
-/// characters as they are.
+/// A fabric's name as a URL query value, form-encoded as [`fabric_asked`] reads it back.
 fn query_escape(text: &str) -> String {
-    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-    const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'.')
-        .remove(b'_')
-        .remove(b'~');
-    utf8_percent_encode(text, RESERVED).to_string()
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// The fabric `fabric=NAME` in a query names, decoded (`+` is a space, as in a form);
-/// an error text for a value that is not percent-encoded UTF-8.
-fn fabric_asked(query: &str) -> Result<Option<String>, String> {
-    let Some(value) = query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("fabric="))
-    else {
-        return Ok(None);
-    };
-    let bad = || format!("fabric={value}: not a percent-encoded UTF-8 name\n");
-    let bytes = value.replace('+', " ");
-    let malformed = bytes.split('%').skip(1).any(|hex| {
-        !hex.get(..2)
-            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-    });
-    if malformed {
-        return Err(bad());
-    }
-    let decoded = percent_encoding::percent_decode_str(&bytes).decode_utf8();
-    decoded
-        .map(|name| Some(name.into_owned()))
-        .map_err(|_| bad())
+/// The fabric `fabric=NAME` in a query names, decoded as a form is (`+` a space; a
+/// malformed escape is kept as it is and names no fabric).
+fn fabric_asked(query: &str) -> Option<String> {
+    (form_urlencoded::parse(query.as_bytes()))
+        .find(|(key, _)| key == "fabric")
+        .map(|(_, name)| name.into_owned())
 }
 
 #[cfg(test)]
@@ -268,27 +242,23 @@ mod tests {
         let name = "<b>\"x\" & y/1";
         assert_eq!(html_escape(name), "&#60;b&#62;&#34;x&#34; &#38; y/1");
         assert_eq!(html_escape("a\u{1b}[31m"), "a&#27;[31m");
-        assert_eq!(query_escape(name), "%3Cb%3E%22x%22%20%26%20y%2F1");
-        assert_eq!(query_escape("plane-a.b_c~"), "plane-a.b_c~");
-        assert_eq!(
-            fabric_asked(&format!("fabric={}", query_escape(name))),
-            Ok(Some(name.into()))
-        );
+        assert_eq!(query_escape(name), "%3Cb%3E%22x%22+%26+y%2F1");
+        assert_eq!(query_escape("plane-a.b_c"), "plane-a.b_c");
+        let asked = format!("fabric={}", query_escape(name));
+        assert_eq!(fabric_asked(&asked), Some(name.into()));
     }
 
     #[test]
     fn a_metrics_query_names_one_fabric_or_none() {
-        assert_eq!(fabric_asked(""), Ok(None));
-        assert_eq!(fabric_asked("debug=1"), Ok(None));
-        assert_eq!(fabric_asked("fabric=plane-a"), Ok(Some("plane-a".into())));
-        assert_eq!(
-            fabric_asked("x=1&fabric=mlx5_0%2F1"),
-            Ok(Some("mlx5_0/1".into()))
-        );
-        assert_eq!(fabric_asked("fabric=a+b"), Ok(Some("a b".into())));
-        assert!(fabric_asked("fabric=%4").is_err());
-        assert!(fabric_asked("fabric=%zz").is_err());
-        assert!(fabric_asked("fabric=%ff").is_err());
+        assert_eq!(fabric_asked(""), None);
+        assert_eq!(fabric_asked("debug=1"), None);
+        assert_eq!(fabric_asked("fabric=plane-a"), Some("plane-a".into()));
+        let asked = fabric_asked("x=1&fabric=mlx5_0%2F1");
+        assert_eq!(asked, Some("mlx5_0/1".into()));
+        assert_eq!(fabric_asked("fabric=a+b"), Some("a b".into()));
+        // Malformed: kept as it is (or replaced, for bytes that are not UTF-8).
+        assert_eq!(fabric_asked("fabric=%zz"), Some("%zz".into()));
+        assert_eq!(fabric_asked("fabric=%ff"), Some("\u{fffd}".into()));
     }
 
     #[test]
