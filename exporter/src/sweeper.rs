@@ -20,7 +20,7 @@ use ibscope_topo::export::prometheus::{self, PageLabels, PageStats, PortFilter, 
 use ibscope_topo::findings::{self, Finding};
 use ibscope_topo::health::{self, HealthOptions, HealthReport};
 use ibscope_topo::hosts::Hosts;
-use ibscope_topo::journal::{self, FlapHistory, JournalFile};
+use ibscope_topo::journal::{FlapHistory, JournalFile};
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
@@ -285,10 +285,13 @@ impl Sweeper {
         self.sweeps += 1;
         progress.since_discovery += 1;
         let names = self.settings.names.as_ref();
-        let events = progress
-            .history
-            .record(&d.fabric, Some(&sample), names, SystemTime::now());
-        self.append(events);
+        let (name, now) = (&self.settings.name, SystemTime::now());
+        let events = (progress.history).record(&d.fabric, name, Some(&sample), names, now);
+        if let Some(file) = &self.settings.journal {
+            if let Err(e) = file.append(&events) {
+                tracing::warn!("cannot write the journal {}: {e}", file.path.display());
+            }
+        }
         let mut extra = progress.history.flapping(self.settings.thresholds.flap);
         if self.multi {
             let (name, names) = (&self.settings.name, self.settings.names.as_ref());
@@ -356,22 +359,6 @@ impl Sweeper {
         Ok(good)
     }
 
-    /// What changed, appended to the journal if any.
-    fn append(&self, mut events: Vec<journal::Event>) {
-        let Some(file) = &self.settings.journal else {
-            return;
-        };
-        if events.is_empty() {
-            return;
-        }
-        for e in &mut events {
-            e.fabric.clone_from(&self.settings.name);
-        }
-        if let Err(e) = file.append(&events) {
-            tracing::warn!("cannot write the journal {}: {e}", file.path.display());
-        }
-    }
-
     fn discover(&mut self, engine: &mut Engine) -> Discovered {
         let t = Instant::now();
         let settings = &self.settings;
@@ -402,9 +389,6 @@ impl Sweeper {
 
     /// Count this sweep's failures per node; why the sweep failed, when no port answered.
     fn account(&mut self, sample: &Sample, d: &Discovered) -> Option<String> {
-        for (_, node) in d.fabric.nodes() {
-            self.scrape_errors.entry(node.guid).or_default();
-        }
         let mut answered = 0usize;
         for p in &sample.ports {
             answered += usize::from(p.counters.is_some());

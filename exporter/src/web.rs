@@ -88,14 +88,6 @@ impl WebConfig {
     }
 }
 
-fn resolve(dir: &Path, p: &Path) -> PathBuf {
-    if p.is_relative() {
-        dir.join(p)
-    } else {
-        p.to_path_buf()
-    }
-}
-
 fn tls_version(text: &str, key: &str) -> Result<&'static rustls::SupportedProtocolVersion> {
     match text {
         "TLS12" => Ok(&rustls::version::TLS12),
@@ -123,8 +115,8 @@ fn tls_config(t: &TlsFile, dir: &Path) -> Result<rustls::ServerConfig> {
     let (Some(cert_file), Some(key_file)) = (&t.cert_file, &t.key_file) else {
         bail!("tls_server_config needs both cert_file and key_file");
     };
-    let certs = certificates("cert_file", &resolve(dir, cert_file))?;
-    let key_path = resolve(dir, key_file);
+    let certs = certificates("cert_file", &dir.join(cert_file))?;
+    let key_path = dir.join(key_file);
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| anyhow!("key_file {}: {e}", key_path.display()))?;
     let min = tls_version(t.min_version.as_deref().unwrap_or("TLS12"), "min_version")?;
@@ -148,7 +140,7 @@ fn tls_config(t: &TlsFile, dir: &Path) -> Result<rustls::ServerConfig> {
             let Some(ca) = &t.client_ca_file else {
                 bail!("tls_server_config.client_auth_type {kind} needs client_ca_file");
             };
-            let ca_path = resolve(dir, ca);
+            let ca_path = dir.join(ca);
             let bad =
                 |e: &dyn std::fmt::Display| anyhow!("client_ca_file {}: {e}", ca_path.display());
             let mut roots = rustls::RootCertStore::empty();

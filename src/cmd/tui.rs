@@ -54,7 +54,7 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
         None if crate::fabric_set::is_multi(g.ca.as_deref()) => live_fabrics(g, a)?,
         None => vec![tui::FabricSource {
             name: None,
-            source: Box::new(LiveSource::new(g, a, crate::fabric::open_engine(g)?)?),
+            source: Box::new(LiveSource::new(g, a, crate::fabric::open_engine(g)?, "")?),
         }],
     };
     // A signal only asks the UI to leave (within one tick), so the terminal is restored and
@@ -85,6 +85,8 @@ fn read_topology(path: &std::path::Path) -> anyhow::Result<ibscope_topo::Fabric>
 /// findings `ibscope check` would report.
 struct LiveSource {
     engine: ibscope_mad::engine::Engine,
+    /// The fabric's name in the journal (`-C all`: each fabric's).
+    name: String,
     names: Option<ibscope_topo::namemap::NameMap>,
     thresholds: ibscope_topo::counters::Thresholds,
     /// What changed from sweep to sweep: link-flapping, and the journal's lines.
@@ -97,9 +99,11 @@ impl LiveSource {
         g: &Global,
         a: &Args,
         engine: ibscope_mad::engine::Engine,
+        name: &str,
     ) -> anyhow::Result<LiveSource> {
         Ok(LiveSource {
             engine,
+            name: name.to_string(),
             names: crate::fabric::names(g)?,
             thresholds: crate::fabric::thresholds(g, None)?,
             history: ibscope_topo::journal::FlapHistory::default(),
@@ -120,7 +124,7 @@ fn live_fabrics(g: &Global, a: &Args) -> anyhow::Result<Vec<tui::FabricSource>> 
         match fabric {
             Ok(o) => out.push(tui::FabricSource {
                 name: Some(o.id.name.clone()),
-                source: Box::new(LiveSource::new(g, a, o.engine)?),
+                source: Box::new(LiveSource::new(g, a, o.engine, &o.id.name)?),
             }),
             Err(u) => {
                 let line = crate::fabric_set::failure_line(&u.name, &u.error);
@@ -162,10 +166,9 @@ impl tui::Source for LiveSource {
         );
         self.engine.ensure_connected()?;
         let fabric = std::sync::Arc::new(fabric);
-        let events =
-            self.history
-                .record(&fabric, eval.sample.as_ref(), self.names.as_ref(), taken_at);
-        if let Some(journal) = self.journal.as_ref().filter(|_| !events.is_empty()) {
+        let (sample, names) = (eval.sample.as_ref(), self.names.as_ref());
+        let events = (self.history).record(&fabric, &self.name, sample, names, taken_at);
+        if let Some(journal) = &self.journal {
             // The screen is the UI's: a journal that cannot be written is not printed on it.
             let _ = journal.append(&events);
         }

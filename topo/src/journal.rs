@@ -510,11 +510,12 @@ pub struct FlapHistory {
 }
 
 impl FlapHistory {
-    /// The events between the last sweep and this one (`sample`: its counters, when read);
-    /// kept for a day, and returned for a journal.
+    /// The events between the last sweep and this one of the fabric called `name`
+    /// (`sample`: its counters, when read); kept for a day, and returned for a journal.
     pub fn record(
         &mut self,
         fabric: &std::sync::Arc<Fabric>,
+        name: &str,
         sample: Option<&crate::counters::Sample>,
         names: Option<&NameMap>,
         now: SystemTime,
@@ -538,6 +539,9 @@ impl FlapHistory {
         self.last_fabric = Some(std::sync::Arc::clone(fabric));
         if let Some(s) = sample {
             self.last_counts = Some(event_counts(s));
+        }
+        for e in &mut new {
+            e.fabric = name.to_string();
         }
         self.add(&new, now);
         new
@@ -721,14 +725,14 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let mut seen = 0;
         let (full, cut) = (std::sync::Arc::new(full), std::sync::Arc::new(cut));
         for (i, f) in [&full, &cut, &full, &cut, &full].into_iter().enumerate() {
-            seen += h.record(f, None, None, at(60 * i as u64)).len();
+            seen += h.record(f, "", None, None, at(60 * i as u64)).len();
         }
         assert_eq!(seen, 4, "down, up, down, up");
         let found = h.flapping(FlapLimits::default());
         assert_eq!(found.len(), 1, "{found:#?}");
         assert!(found[0].message.contains("went down 2 times"));
         // A day later the old downs are forgotten.
-        h.record(&full, None, None, at(2 * 86_400));
+        h.record(&full, "", None, None, at(2 * 86_400));
         assert!(h.flapping(FlapLimits::default()).is_empty());
     }
 
@@ -747,17 +751,19 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         };
         let fabric = std::sync::Arc::new(ibnd::parse(TWO).unwrap());
         let mut h = FlapHistory::default();
-        assert!(h.record(&fabric, Some(&sample(2)), None, at(0)).is_empty());
+        assert!(h
+            .record(&fabric, "", Some(&sample(2)), None, at(0))
+            .is_empty());
         let kept = h.last_counts.as_ref().unwrap().ports[0]
             .counters
             .as_ref()
             .unwrap();
         assert_eq!(kept.readings().len(), 1, "only LinkDowned of the two");
-        let events = h.record(&fabric, Some(&sample(14)), None, at(60));
+        let events = h.record(&fabric, "plane-a", Some(&sample(14)), None, at(60));
         assert_eq!(events.len(), 1, "{events:#?}");
         assert_eq!(
-            (events[0].kind, events[0].count),
-            (EventKind::LinkDowned, Some(12))
+            (events[0].kind, events[0].count, events[0].fabric.as_str()),
+            (EventKind::LinkDowned, Some(12), "plane-a")
         );
         assert_eq!(h.flapping(FlapLimits::default()).len(), 1, "12 in a day");
     }
