@@ -483,7 +483,7 @@ fn main() {
                     &mut page, fabric, health, hosts, None, sample, &stats, labels,
                 )
                 .expect("compressing into memory");
-                let page = page.finish(None).expect("compressing into memory");
+                let page = page.finish(None);
                 let (text, gzip) = page.sizes();
                 out_bytes += text as usize;
                 gzip_bytes += gzip;

@@ -134,10 +134,7 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
     let host = only.is_none().then(|| pages.host.load_full()).flatten();
     let page = match with_page.len() {
         // A page of the host alone (`serve --host --no-fabric`) needs no sweep.
-        0 if pages.slots.is_empty() && host.is_some() => match Page::from_text("") {
-            Ok(empty) => Arc::new(empty),
-            Err(e) => return text(500, format!("{e}\n")),
-        },
+        0 if pages.slots.is_empty() && host.is_some() => Arc::new(Page::from_text("")),
         // Why not, as /healthz says it (of the one fabric asked for, or of all).
         0 => {
             let why = match (&only, shown.first()) {

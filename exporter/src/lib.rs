@@ -8,3 +8,8 @@ pub mod server;
 pub mod slots;
 pub mod sweeper;
 pub mod web;
+
+/// A lock whose holder panicked is still the data: every writer leaves it whole.
+fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -61,25 +61,27 @@ impl Write for PageWriter {
 }
 
 impl PageWriter {
-    /// The page written so far. A sync flush ends the stream on a byte boundary; the bytes
-    /// are taken before the encoder, dropped, would end the stream with a final block.
-    pub fn finish(mut self, failure: Option<String>) -> io::Result<Page> {
-        self.deflate.flush()?;
+    /// The page written so far. A sync flush ends the stream on a byte boundary (into
+    /// memory: it cannot fail); the bytes are taken before the encoder, dropped, would end
+    /// the stream with a final block.
+    pub fn finish(mut self, failure: Option<String>) -> Page {
+        let _ = self.deflate.flush();
         let gzip = std::mem::take(self.deflate.get_mut());
-        Ok(Page {
+        Page {
             gzip: Bytes::from(gzip),
             crc: self.crc,
             text_len: self.text_len,
             finished: Instant::now(),
             failure,
-        })
+        }
     }
 }
 
 impl Page {
-    pub fn from_text(text: &str) -> io::Result<Page> {
+    pub fn from_text(text: &str) -> Page {
         let mut w = PageWriter::default();
-        w.write_all(text.as_bytes())?;
+        // Into memory: cannot fail.
+        let _ = w.write_all(text.as_bytes());
         w.finish(None)
     }
 
@@ -141,7 +143,7 @@ impl Page {
                 }
             }
         }
-        w.finish(None)
+        Ok(w.finish(None))
     }
 }
 
@@ -237,7 +239,7 @@ mod tests {
         let text: String = (0..60_000)
             .map(|i| format!("ibscope_x{{port=\"{i}\"}} {}\n", i * 7))
             .collect();
-        let page = Arc::new(Page::from_text(&text).unwrap());
+        let page = Arc::new(Page::from_text(&text));
         assert_eq!(page.sizes().0, text.len() as u64);
         let gzip = body_bytes(PageBody::gzip(&page, "tail 1\n"));
         let mut inflated = String::new();
@@ -263,8 +265,8 @@ mod tests {
                      # HELP b B.\n# TYPE b gauge\nb{fabric=\"alpha\"} 2\n";
         let beta = alpha.replace("alpha", "beta");
         let pages = [
-            Arc::new(Page::from_text(alpha).unwrap()),
-            Arc::new(Page::from_text(&beta).unwrap()),
+            Arc::new(Page::from_text(alpha)),
+            Arc::new(Page::from_text(&beta)),
         ];
         assert_eq!(
             Arc::new(Page::merge(&pages).unwrap()).text().unwrap(),

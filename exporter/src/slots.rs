@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -14,6 +14,7 @@ use ibscope_topo::hosts::Hosts;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::{Fabric, FabricId};
 
+use crate::locked;
 use crate::page::Page;
 
 /// One fabric as served.
@@ -41,10 +42,6 @@ pub struct SlotState {
     pub merged: bool,
     /// Its last discovery, for the planes-disagree findings of every fabric.
     pub discovery: Option<(Arc<Fabric>, Arc<Hosts>)>,
-}
-
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl FabricSlot {
@@ -290,7 +287,7 @@ mod tests {
         let pages = Pages::new(vec!["alpha".into(), "beta".into()], true);
         let slot = &pages.slots[0];
         let page = |age: Duration, failure: Option<&str>| {
-            let mut p = Page::from_text("# HELP a A.\n# TYPE a gauge\na 1\n").unwrap();
+            let mut p = Page::from_text("# HELP a A.\n# TYPE a gauge\na 1\n");
             p.finished = Instant::now() - age;
             p.failure = failure.map(String::from);
             p

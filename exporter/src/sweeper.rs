@@ -284,7 +284,6 @@ impl Sweeper {
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        let names = self.settings.names.as_ref();
         let (name, now) = (&self.settings.name, SystemTime::now());
         let events = (progress.history).record(&d.fabric, name, Some(&sample), names, now);
         if let Some(file) = &self.settings.journal {
@@ -294,7 +293,6 @@ impl Sweeper {
         }
         let mut extra = progress.history.flapping(self.settings.thresholds.flap);
         if self.multi {
-            let (name, names) = (&self.settings.name, self.settings.names.as_ref());
             extra.extend(self.pages.planes_disagree(name, names));
         }
         let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra)?;
@@ -351,7 +349,7 @@ impl Sweeper {
             &mut page, fabric, health, hosts, names, sample, &stats, labels,
         )?;
         let good = failure.is_none();
-        let page = page.finish(failure)?;
+        let page = page.finish(failure);
         let (text, gzip) = page.sizes();
         tracing::debug!(fabric = %settings.name, sweep_us, render_us = micros(t), text, gzip, "swept");
         self.slot().publish(page);

@@ -31,6 +31,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
 
+use crate::locked;
+
 /// The file as written (unknown fields are an error, as the exporter-toolkit's own
 /// loader makes them).
 #[derive(Debug, Default, Deserialize)]
@@ -216,12 +218,7 @@ impl BasicAuth {
             return false;
         };
         let key = self.hasher.hash_one(header);
-        if self
-            .verified
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&key)
-        {
+        if locked(&self.verified).contains(&key) {
             return true;
         }
         let Some((user, password)) = decode_basic(header) else {
@@ -233,7 +230,7 @@ impl BasicAuth {
         };
         let ok = bcrypt::verify(&password, hash).unwrap_or(false) && known;
         if ok {
-            let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+            let mut v = locked(&self.verified);
             if v.len() >= VERIFIED_MAX {
                 v.clear();
             }
