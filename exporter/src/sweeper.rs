@@ -39,8 +39,8 @@ pub type OpenFabric = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(FabricId, Engine)
 /// How a fabric is swept and its page made.
 #[derive(Clone)]
 pub struct SweepSettings {
-    /// The fabric's name: the planned one until its port is open, then the one opening it
-    /// gives (the `fabric` label).
+    /// The fabric's planned name, its slot's until the port is open (then the slot has
+    /// the name opening it gives).
     pub name: String,
     pub names: Option<NameMap>,
     /// `check`'s thresholds in force, for the findings family.
@@ -178,7 +178,6 @@ impl Sweeper {
                     let local = engine.local();
                     let port = format!("{}/{}", local.ca_name, local.port_num);
                     tracing::info!(slot = self.slot, "management port {port} open");
-                    self.settings.name.clone_from(&id.name);
                     self.slot().set_opened(&id.name, ever_opened);
                     if !ever_opened {
                         let _ = self.events.send(PortOpening::Opened);
@@ -284,7 +283,7 @@ impl Sweeper {
         }
         self.sweeps += 1;
         progress.since_discovery += 1;
-        let (name, now) = (&self.settings.name, SystemTime::now());
+        let (name, now) = (&self.slot().name(), SystemTime::now());
         let events = (progress.history).record(&d.fabric, name, Some(&sample), names, now);
         if let Some(file) = &self.settings.journal {
             if let Err(e) = file.append(&events) {
@@ -351,7 +350,8 @@ impl Sweeper {
         let good = failure.is_none();
         let page = page.finish(failure);
         let (text, gzip) = page.sizes();
-        tracing::debug!(fabric = %settings.name, sweep_us, render_us = micros(t), text, gzip, "swept");
+        let fabric = self.slot().name();
+        tracing::debug!(fabric, sweep_us, render_us = micros(t), text, gzip, "swept");
         self.slot().publish(page);
         self.pages.sweeps.fetch_add(1, Ordering::SeqCst);
         Ok(good)
@@ -367,7 +367,8 @@ impl Sweeper {
         let names = settings.names.as_ref();
         let health = health::assess(&fabric, names, &HealthOptions::default());
         let hosts = Hosts::group(&fabric, names);
-        let labels = PageLabels::new(&fabric, names, &hosts, &settings.name, settings.filter);
+        let name = self.slot().name();
+        let labels = PageLabels::new(&fabric, names, &hosts, &name, settings.filter);
         let duration = t.elapsed();
         tracing::debug!(
             us = micros(t),
