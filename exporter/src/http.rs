@@ -166,10 +166,7 @@ fn metrics<B>(req: &Request<B>, site: &Site) -> Response<PageBody> {
         })
         .collect();
     let scrape = prometheus::scrape_families(&statuses);
-    let tail = match host {
-        Some(host) => format!("{host}{scrape}"),
-        None => scrape,
-    };
+    let tail = format!("{}{scrape}", host.as_deref().map_or("", String::as_str));
     let kind = "text/plain; version=0.0.4; charset=utf-8";
     if !accepts_gzip(req) {
         return respond(200, kind, "").map(|_| PageBody::text(page, tail));

@@ -77,15 +77,13 @@ impl WebConfig {
         } else {
             serde_yaml_ng::from_str(text).map_err(|e| anyhow!("{e}"))?
         };
-        let tls = match &file.tls_server_config {
-            Some(t) => Some(Arc::new(tls_config(t, dir)?)),
-            None => None,
-        };
-        let auth = if file.basic_auth_users.is_empty() {
-            None
-        } else {
-            Some(BasicAuth::new(file.basic_auth_users)?)
-        };
+        let tls = (file.tls_server_config.as_ref())
+            .map(|t| tls_config(t, dir).map(Arc::new))
+            .transpose()?;
+        let users = file.basic_auth_users;
+        let auth = (!users.is_empty())
+            .then(|| BasicAuth::new(users))
+            .transpose()?;
         Ok(WebConfig { tls, auth })
     }
 }
@@ -242,10 +240,8 @@ impl BasicAuth {
 
 /// `Basic base64(user:password)` -> (user, password).
 fn decode_basic(header: &str) -> Option<(String, String)> {
-    let (scheme, rest) = header.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
+    let (_, rest) = (header.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(rest.trim())
         .ok()?;
