@@ -116,11 +116,8 @@ impl FabricSlot {
                 self.set_up();
             }
             Some(why) => {
-                let have_good = self
-                    .page
-                    .load()
-                    .as_ref()
-                    .is_some_and(|p| p.failure.is_none());
+                let page_now = self.page.load();
+                let have_good = page_now.as_ref().is_some_and(|p| p.failure.is_none());
                 if !have_good {
                     self.page.store(Some(Arc::new(page)));
                 }

@@ -175,9 +175,8 @@ impl Sweeper {
                         self.slot().set_merged();
                         return;
                     }
-                    let local = engine.local();
-                    let port = format!("{}/{}", local.ca_name, local.port_num);
-                    tracing::info!(slot = self.slot, "management port {port} open");
+                    let (ca, port) = (&engine.local().ca_name, engine.local().port_num);
+                    tracing::info!(slot = self.slot, "management port {ca}/{port} open");
                     self.slot().set_opened(&id.name, ever_opened);
                     if !ever_opened {
                         let _ = self.events.send(PortOpening::Opened);
@@ -205,11 +204,7 @@ impl Sweeper {
             if good {
                 delay = REOPEN_FIRST;
             }
-            tracing::info!(
-                slot = self.slot,
-                "reopening in {:.1} s",
-                delay.as_secs_f64()
-            );
+            tracing::info!(slot = self.slot, "reopening in {delay:?}");
             if !self.wait(delay) {
                 return;
             }
