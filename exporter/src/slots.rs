@@ -198,7 +198,7 @@ impl Pages {
 
     /// The slots shown (not merged into another).
     pub fn shown(&self) -> impl Iterator<Item = &FabricSlot> {
-        self.slots.iter().filter(|s| !s.state_now().merged)
+        self.slots.iter().filter(|s| !locked(&s.state).merged)
     }
 
     /// Record that slot `slot`'s port reaches `subnet`; the name of the fabric another
