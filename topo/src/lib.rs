@@ -21,6 +21,7 @@ pub mod health;
 pub mod health_text;
 pub mod hosts;
 pub mod ibnd;
+pub mod input;
 mod ibnd_ports;
 mod ibnd_text;
 pub mod journal;
