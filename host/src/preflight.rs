@@ -530,19 +530,7 @@ fn roce_config(host: &LocalHost, profile: Option<&RoceProfile>, out: &mut Vec<Ho
 
 /// The finding kinds `host --check` reports, from the shared table (its help text).
 pub fn kinds_help() -> String {
-    let mut text = String::from("Findings of --check:\n");
-    let host_kinds = ibscope_topo::findings::FINDING_KINDS
-        .iter()
-        .filter(|k| k.scope == ibscope_topo::findings::Scope::Host);
-    for facts in host_kinds {
-        text.push_str(&format!(
-            "  {:<21} {:<7} {}\n",
-            facts.name,
-            facts.severity.as_str(),
-            facts.meaning
-        ));
-    }
-    text
+    ibscope_topo::findings::kinds_help("Findings of --check", ibscope_topo::findings::Scope::Host)
 }
 
 #[cfg(test)]

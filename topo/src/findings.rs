@@ -18,7 +18,9 @@ use crate::model::refs::PortRef;
 use crate::model::{End, Fabric};
 use crate::namemap::{display_name, NameMap};
 
-pub use crate::finding_kinds::{Finding, FindingKind, KindFacts, Scope, Severity, FINDING_KINDS};
+pub use crate::finding_kinds::{
+    kinds_help, Evidence, Finding, FindingKind, KindFacts, Scope, Severity, FINDING_KINDS,
+};
 
 /// The finding kind a link verdict is reported as (`None` for a link that is fine): the
 /// one mapping `check`, `links`, DOT, the TUI and the exporter share.
