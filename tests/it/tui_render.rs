@@ -153,6 +153,27 @@ fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
+/// What a box titled `title` holds, its lines joined by one space each (its wrapped lines
+/// read as the text they came from).
+fn boxed_text(screen: &str, title: &str) -> String {
+    let mut inside = false;
+    let mut words: Vec<&str> = Vec::new();
+    for line in screen.lines() {
+        let l = line.trim();
+        if l.starts_with(&format!("┌ {title}")) {
+            inside = true;
+            continue;
+        }
+        if inside && l.starts_with('└') {
+            break;
+        }
+        if inside {
+            words.extend(l.trim_matches('│').split_whitespace());
+        }
+    }
+    words.join(" ")
+}
+
 /// Foreground colours of the cells of the first line that contains `needle`.
 fn line_colors(buf: &Buffer, needle: &str) -> Option<Vec<Color>> {
     let text = buffer_text(buf);
@@ -279,15 +300,12 @@ fn overview_counts_picture_and_findings() {
     let leaf = text.find("[leaf-1").expect("leaf chip");
     let hosts = text.find(" CA  4 hosts").expect("host line");
     assert!(spine < leaf && leaf < hosts, "{text}");
-    // The degraded link is a finding with health's reason, and the switches on it are red.
-    let finding = text
-        .lines()
-        .find(|l| l.contains("1xHDR below fabric norm"))
-        .expect("degraded finding");
-    assert!(finding.contains("1xHDR below fabric norm 4xHDR"), "{text}");
-    assert!(
-        (finding.contains("spine-2[1]") && finding.contains("leaf-1[4]")),
-        "{text}"
+    // The degraded link is a finding with health's reason, whole (wrapped in its box),
+    // and the switches on it are red.
+    assert_eq!(
+        boxed_text(&text, "Findings"),
+        "warn [degraded-link] \"spine-2\" port 1 <-> \"leaf-1\" port 4: 1xHDR below fabric \
+         norm 4xHDR; both ends run other links at 4x"
     );
     // Both switches on the degraded link are drawn red, the others not.
     let column = |line: &str, needle: &str| line[..line.find(needle).unwrap()].chars().count();
@@ -1060,7 +1078,7 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
         "{text}"
     );
     assert!(
-        text.contains("1xHDR below fabric norm 4xHDR"),
+        boxed_text(&text, "Findings").contains("1xHDR below fabric norm 4xHDR"),
         "finding: {text}"
     );
     for (needle, red) in [("[spine-1", false), ("[spine-2", true), ("[leaf-1", true)] {
@@ -1277,7 +1295,10 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
     // 20 symbol errors in 5 s.
     assert!(text.contains("counters: errors 23 (4.0/s)"), "{text}");
     assert!(
-        text.contains("[rail-slow] gpu-0003: rail 2 (mlx5_2) runs at 1xHDR"),
+        text.contains(
+            "[rail-slow] gpu-0003 rail 2: \"gpu-0003 mlx5_2\" port 1 <-> \
+             \"MF0;leaf-r2-001:MQM9700/U1\" port 3: runs at 1xHDR"
+        ),
         "{text}"
     );
     insta::assert_snapshot!("hosts_detail_160x48", text);
@@ -1290,7 +1311,7 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
     let text = buffer_text(&render_buffer(&state, 160, 48));
     assert!(text.contains("no HCA of this rail in the fabric"), "{text}");
     assert!(
-        text.contains("[rail-down] gpu-0002: rail 1 (mlx5_1) is Down"),
+        text.contains("[rail-down] gpu-0002 rail 1: \"MF0;leaf-r1-001:MQM9700/U1\" port 2: Down"),
         "{text}"
     );
 }
@@ -1366,13 +1387,16 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
     let (host, rail, message) = &beta[0];
     assert_eq!((host.as_deref(), *rail), (Some("gpu-0002"), Some(1)));
     assert!(
-        message.starts_with("gpu-0002: rail 1 (mlx5_1) (port 0x")
-            && message.contains(" plane beta runs at 1xHDR, its other planes at 4xHDR; "),
+        message.starts_with("plane beta (port GUID 0x")
+            && message.ends_with(" runs at 1xHDR, its other planes at 4xHDR"),
         "{message}"
     );
     let text = buffer_text(terminal.backend().buffer());
     assert!(text.lines().next().unwrap().contains("fabric beta 2/2"));
-    assert!(text.contains("plane beta runs at 1xHDR"), "{text}");
+    assert!(
+        boxed_text(&text, "Findings").contains(") runs at 1xHDR, its other planes at 4xHDR"),
+        "{text}"
+    );
 
     // Beta swept again with the port back at 4x: the planes agree, the finding goes.
     let mut script = Script::of_fabrics(

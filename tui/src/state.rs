@@ -82,6 +82,37 @@ impl ListCursor {
         self.offset.set(off);
         off..(off + height).min(len)
     }
+    /// [`ListCursor::window`] for rows of several lines each (`heights`, at least 1): the
+    /// rows that fit in `height` lines, scrolled by whole rows so the selection shows.
+    pub fn window_of(&self, heights: &[usize], height: usize) -> Range<usize> {
+        let len = heights.len();
+        if height == 0 || len == 0 {
+            self.page.set(1);
+            return 0..0;
+        }
+        let sel = self.selected.min(len - 1);
+        let mut off = self.offset.get().min(len - 1).min(sel);
+        // Fits from `off` to the selection, else start later.
+        let fits = |from: usize, to: usize| heights[from..=to].iter().sum::<usize>() <= height;
+        while off < sel && !fits(off, sel) {
+            off += 1;
+        }
+        // From `off`, as many rows as fit (at least the first).
+        let mut end = off + 1;
+        let mut used = heights[off];
+        while end < len && used + heights[end] <= height {
+            used += heights[end];
+            end += 1;
+        }
+        // Room left at the bottom: show earlier rows rather than empty lines.
+        while off > 0 && used + heights[off - 1] <= height && end == len {
+            off -= 1;
+            used += heights[off];
+        }
+        self.offset.set(off);
+        self.page.set((end - off).saturating_sub(1).max(1));
+        off..end
+    }
 }
 
 /// Sweep status, for the "updated 3s ago" / "sweeping…" line.
@@ -548,6 +579,23 @@ fn destination_lid(fabric: &Fabric, t: NamedTarget) -> Result<u16, String> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn rows_of_several_lines_scroll_by_whole_rows() {
+        let mut c = ListCursor::default();
+        let heights = [2, 3, 1, 2, 2];
+        assert_eq!(c.window_of(&heights, 6), 0..3);
+        c.down(3, 5);
+        assert_eq!(c.window_of(&heights, 6), 1..4, "row 3 shows, row 0 goes");
+        c.down(1, 5);
+        assert_eq!(c.window_of(&heights, 6), 2..5);
+        c.up(4);
+        assert_eq!(c.window_of(&heights, 6), 0..3);
+        // A row taller than the screen still shows (cut), alone.
+        c.selected = 1;
+        assert_eq!(c.window_of(&heights, 2), 1..2);
+        assert_eq!(c.window_of(&[], 6), 0..0);
+    }
 
     #[test]
     fn cursor_window_keeps_selection_visible() {

@@ -223,7 +223,7 @@ fn draw_host_detail(
         .filter(|f| f.host.as_deref() == Some(row.name.as_str()) && f.rail == Some(rail))
     {
         lines.push(Line::styled(
-            format!("[{}] {}", f.kind, for_terminal(&f.message)),
+            f.text(ibscope_topo::findings::PortNaming::Short),
             if f.severity == Severity::Error {
                 BAD
             } else {

@@ -2,16 +2,16 @@
 //! findings.
 
 use ibscope_topo::escape::for_terminal;
-use ibscope_topo::findings::Severity;
+use ibscope_topo::findings::{PortNaming, Severity};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-use super::widgets::{format_time, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
+use super::widgets::{format_time, no_data, wrap, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
 use crate::derive::{FabricSummary, Layer, SwitchChip};
-use crate::source::{finding_subject, Sweep};
+use crate::source::{Finding, Sweep};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -220,69 +220,115 @@ fn count_lines(state: &AppState, sweep: &Sweep) -> Vec<Line<'static>> {
     ]
 }
 
+/// A finding as the list shows it: its severity, then its whole text (ports named short)
+/// wrapped to `width` columns, the lines after the first indented under the text.
+pub fn finding_lines(f: &Finding, width: usize) -> Vec<String> {
+    const LEAD: usize = 6;
+    let text = f.text(PortNaming::Short);
+    wrap(&text, width.saturating_sub(LEAD), 0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("{:<5} {l}", f.severity.short())
+            } else {
+                format!("{:LEAD$}{l}", "")
+            }
+        })
+        .collect()
+}
+
+pub fn severity_style(s: Severity) -> Style {
+    match s {
+        Severity::Error => BAD,
+        Severity::Warning => RED,
+        Severity::Info => Style::new(),
+    }
+}
+
+/// " Findings (7) ", or which of them show and where the others are when they do not all
+/// fit: " Findings 3-5 of 7 ▲▼ ".
+fn findings_title(shown: &std::ops::Range<usize>, len: usize) -> String {
+    if shown.start == 0 && shown.end == len {
+        return format!(" Findings ({len}) ");
+    }
+    let marks = match (shown.start > 0, shown.end < len) {
+        (true, true) => "▲▼",
+        (true, false) => "▲",
+        _ => "▼",
+    };
+    format!(
+        " Findings {}-{} of {len} {marks} ",
+        shown.start + 1,
+        shown.end
+    )
+}
+
 fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
     let Some(sweep) = &state.sweep else {
         return no_data(frame, area, state);
     };
     let s = &state.derived.summary;
     let counts = count_lines(state, sweep);
-    let findings_min = 4u16;
     let inner_w = area.width.saturating_sub(2);
-    let max_pic = area.height.saturating_sub(2 + findings_min + 2);
-    // Rows of chips a layer may take: what the picture's height leaves after one label
-    // and one connector line per layer and the CA line.
-    let layers = s.layers.len().max(1);
-    let spare = usize::from(max_pic).saturating_sub(2 * layers + 2);
-    let max_rows = (spare / layers).clamp(1, 6);
-    let pic = picture_lines(s, inner_w, max_rows);
-    let pic_h = (pic.len() as u16).min(max_pic);
+    let wrapped: Vec<Vec<String>> = sweep
+        .findings
+        .iter()
+        .map(|f| finding_lines(f, usize::from(inner_w)))
+        .collect();
+    let need = wrapped.iter().map(Vec::len).sum::<usize>().max(1) as u16 + 2;
+    // The findings first (what is wrong, and where); the fabric picture gets what they
+    // leave when that is enough to draw it.
+    let body = area.height.saturating_sub(2);
+    let max_pic = body.saturating_sub(need);
+    let pic = if max_pic >= 5 {
+        // Rows of chips a layer may take: what the picture's height leaves after one
+        // label and one connector line per layer and the CA line.
+        let layers = s.layers.len().max(1);
+        let spare = usize::from(max_pic - 2).saturating_sub(2 * layers + 2);
+        let max_rows = (spare / layers).clamp(1, 6);
+        picture_lines(s, inner_w, max_rows)
+    } else {
+        Vec::new()
+    };
+    let pic_h = if pic.is_empty() {
+        0
+    } else {
+        (pic.len() as u16).min(max_pic - 2) + 2
+    };
     let [counts_area, pic_area, findings_area] = Layout::vertical([
         Constraint::Length(2),
-        Constraint::Length(pic_h + 2),
-        Constraint::Min(findings_min),
+        Constraint::Length(pic_h),
+        Constraint::Min(3),
     ])
     .areas(area);
     frame.render_widget(Paragraph::new(counts), counts_area);
-    frame.render_widget(
-        Paragraph::new(pic).block(Block::default().borders(Borders::ALL).title(" Fabric ")),
-        pic_area,
-    );
+    if pic_h > 0 {
+        frame.render_widget(
+            Paragraph::new(pic).block(Block::default().borders(Borders::ALL).title(" Fabric ")),
+            pic_area,
+        );
+    }
+    let inner = Block::default().borders(Borders::ALL).inner(findings_area);
+    let heights: Vec<usize> = wrapped.iter().map(Vec::len).collect();
+    let window = state
+        .overview_findings
+        .window_of(&heights, usize::from(inner.height));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Findings ({}) ", sweep.findings.len()));
-    let inner = block.inner(findings_area);
+        .title(findings_title(&window, sweep.findings.len()));
     frame.render_widget(block, findings_area);
     if sweep.findings.is_empty() {
         frame.render_widget(Paragraph::new(Span::styled("no findings", OK)), inner);
         return;
     }
-    let window = state
-        .overview_findings
-        .window(sweep.findings.len(), usize::from(inner.height));
-    let lines: Vec<Line> = window
-        .clone()
-        .map(|i| {
-            let f = &sweep.findings[i];
-            let style = match f.severity {
-                Severity::Error => BAD,
-                Severity::Warning => RED,
-                Severity::Info => Style::new(),
-            };
-            let subject = finding_subject(f);
-            let mut line = Line::from(vec![
-                Span::styled(format!("{:<5} ", f.severity.short()), style),
-                Span::raw(if subject.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", for_terminal(&subject))
-                }),
-                Span::styled(for_terminal(&f.message), style),
-            ]);
-            if i == state.overview_findings.selected {
-                line = line.patch_style(Modifier::REVERSED);
-            }
-            line
-        })
-        .collect();
+    let mut lines: Vec<Line> = Vec::new();
+    for i in window {
+        let mut style = severity_style(sweep.findings[i].severity);
+        if i == state.overview_findings.selected {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        lines.extend(wrapped[i].iter().map(|l| Line::styled(l.clone(), style)));
+    }
     frame.render_widget(Paragraph::new(lines), inner);
 }

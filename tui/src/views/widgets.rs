@@ -55,6 +55,48 @@ pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
     out + &port
 }
 
+/// `text` in lines of at most `width` characters, broken at spaces where it can be (a word
+/// longer than a line is cut), so that all of it shows: the first line is `width` wide,
+/// the others `width - indent` (the caller indents them).
+pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let limit = |lines: &Vec<String>| {
+        if lines.is_empty() {
+            width.max(1)
+        } else {
+            width.saturating_sub(indent).max(1)
+        }
+    };
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let room = limit(&lines);
+            let used = line.chars().count();
+            let sep = usize::from(used > 0);
+            if used + sep + word.len() <= room {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(&word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a whole line: cut it.
+            let rest = word.split_off(room);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// "3s", "4m05s", "2h03m".
 pub fn format_age(d: Duration) -> String {
     let s = d.as_secs();
@@ -140,6 +182,18 @@ pub fn verdict_text(v: &LinkAssessmentSummary) -> (String, Style) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        let text = "[rail-down] gpu-0006 rail 2: \"MF0;leaf-r2-001:MQM9700/U1\" port 6: Down";
+        let lines = wrap(text, 40, 2);
+        assert!(lines.len() > 1 && lines[0].chars().count() <= 40);
+        assert!(lines[1..].iter().all(|l| l.chars().count() <= 38), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+        // A word longer than the line is cut, not lost.
+        assert_eq!(wrap("abcdefghij", 4, 0), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 10, 0), [""]);
+    }
 
     #[test]
     fn a_long_name_loses_its_middle_never_its_port() {
