@@ -373,7 +373,7 @@ fn counters_show_rates_and_jumps() {
 }
 
 /// A counter that stopped at its maximum shows as a lower bound in the selected port's
-/// counters: "SymbolErrorCounter≥65535", not "=65535".
+/// counters: "SymbolErrorCounter ≥ 65535", not "= 65535".
 #[test]
 fn saturated_counter_shows_as_a_lower_bound() {
     let start = Instant::now();
@@ -387,9 +387,9 @@ fn saturated_counter_shows_as_a_lower_bound() {
     state.apply_sweep(snap, start);
     press(&mut state, KeyCode::Char('4'));
     let text = buffer_text(&render_buffer(&state, 100, 30));
-    assert!(text.contains("SymbolErrorCounter≥65535"), "{text}");
-    assert!(!text.contains("SymbolErrorCounter=65535"), "{text}");
-    assert!(text.contains("LinkDownedCounter=0"), "{text}");
+    assert!(text.contains("SymbolErrorCounter ≥ 65535"), "{text}");
+    assert!(!text.contains("SymbolErrorCounter = 65535"), "{text}");
+    assert!(text.contains("LinkDownedCounter = 0"), "{text}");
 }
 
 #[test]
@@ -1438,4 +1438,178 @@ fn links_keep_both_port_numbers_at_80_columns() {
     }
     assert!(text.contains('…'), "long names are shortened:\n{text}");
     insta::assert_snapshot!("links_gpu_cluster_80x24", text);
+}
+
+/// Enter opens the selected finding whole: its one text with GUIDs and LIDs, what its kind
+/// means and what to do; l and c take it to its link in Links and its port in Counters.
+#[test]
+fn a_finding_opens_whole_and_jumps_to_its_link_and_port() {
+    let mut state = fixture_state();
+    let f = state.sweep.as_ref().unwrap().findings[0].clone();
+    press(&mut state, KeyCode::Enter);
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    let facts = f.kind.facts();
+    assert_eq!(
+        boxed_text(&text, "Finding 1 of 1 (warning)"),
+        format!(
+            "{} what it means: {} what to do: {}",
+            f.text_line(),
+            facts.meaning,
+            facts.fix
+        ),
+        "{text}"
+    );
+    // Its far end is spine-2 port 1 and leaf-1 port 4: the link's row in Links.
+    press(&mut state, KeyCode::Char('l'));
+    assert_eq!(state.view, View::Links);
+    let row = &state.derived.link_rows[state.links.selected];
+    assert!(row.verdict.degraded(), "{row:?}");
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    let selected = text.lines().find(|l| l.contains("DEGR")).unwrap();
+    assert!(selected.contains("spine-2[1]") && selected.contains("leaf-1[4]"));
+    // Its port in Counters.
+    press(&mut state, KeyCode::Char('1'));
+    press(&mut state, KeyCode::Char('c'));
+    assert_eq!(state.view, View::Counters);
+    let key = state.counters.rows[state.counters.list.selected];
+    assert_eq!(key, f.at.as_ref().unwrap().key());
+    // Esc closes the finding.
+    press(&mut state, KeyCode::Char('1'));
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.finding_detail);
+}
+
+/// A finding at a leaf port with no link (a rail down): l says so in the footer rather
+/// than jumping to another link.
+#[test]
+fn a_finding_without_a_link_says_so() {
+    let mut state = rail_state();
+    let down = state
+        .sweep
+        .as_ref()
+        .unwrap()
+        .findings
+        .iter()
+        .position(|f| f.kind == ibscope_topo::findings::FindingKind::RailDown && f.at.is_some())
+        .expect("the missing rail's finding");
+    for _ in 0..down {
+        press(&mut state, KeyCode::Down);
+    }
+    press(&mut state, KeyCode::Char('l'));
+    assert_eq!(state.view, View::Overview);
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("the finding's ports have no link in this sweep"),
+        "{text}"
+    );
+}
+
+/// Every counter a port has, errors that counted first, then PortXmitWait.
+fn full_sample(guid: u64, port: u8, at: SystemTime) -> PortCounterSample {
+    let mut counters: BTreeMap<String, u64> = ibscope_topo::counters::names::all_counter_names()
+        .into_iter()
+        .map(|n| (n.to_string(), 0))
+        .collect();
+    counters.insert("SymbolErrorCounter".into(), 1234);
+    counters.insert("LinkDownedCounter".into(), 7);
+    counters.insert("PortXmitWait".into(), 99);
+    counters.insert("PortXmitData".into(), 4_000_000);
+    PortCounterSample {
+        at: ibscope_topo::PortKey { guid, port },
+        counters,
+        saturated: Default::default(),
+        xmit_data_bytes: Some(16_000_000),
+        rcv_data_bytes: Some(8_000_000),
+        taken_at: at,
+    }
+}
+
+/// The demo's GPU cluster read from its topology file, with every counter of leaf-r4-001
+/// port 4 (a long switch name) swept twice.
+fn demo_counters_state() -> (AppState, u64) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/gpu-cluster.topo"),
+    )
+    .unwrap();
+    let fabric = ibnd::parse(&text).expect("the demo fabric parses");
+    let leaf = guid_of(&fabric, "MF0;leaf-r4-001:MQM9700/U1");
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    for k in 0..2u64 {
+        let at = t0() + Duration::from_secs(5 * k);
+        let mut sweep = Sweep::from_fabric(fabric.clone(), at);
+        sweep.counters = vec![full_sample(leaf, 4, at)];
+        state.apply_sweep(sweep, start + Duration::from_secs(5 * k));
+    }
+    state.now = start + Duration::from_secs(8);
+    (state, leaf)
+}
+
+/// At 80x24 the selected port keeps its `[4]` beside a long name, its counters that
+/// counted errors come first (then PortXmitWait), and Enter lists every one of them,
+/// reachable with the arrow keys.
+#[test]
+fn a_ports_counters_put_errors_first_and_all_are_reachable() {
+    let (mut state, _) = demo_counters_state();
+    press(&mut state, KeyCode::Char('4'));
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    // 1234 symbol errors and 7 downs.
+    let row = text
+        .lines()
+        .find(|l| l.contains(" 1241 "))
+        .expect("the port's row");
+    assert!(row.contains("…") && row.contains("/U1[4]"), "{text}");
+    let panel = text
+        .lines()
+        .skip_while(|l| !l.contains("Selected port"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let at = |needle: &str| {
+        panel
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {panel}"))
+    };
+    assert!(at("SymbolErrorCounter = 1234") < at("LinkDownedCounter = 7"));
+    assert!(at("LinkDownedCounter = 7") < at("PortXmitWait = 99"));
+    assert!(panel.contains("more: Enter"), "{panel}");
+    // Every counter, scrolling.
+    press(&mut state, KeyCode::Enter);
+    let names = ibscope_topo::counters::names::all_counter_names();
+    let mut seen: std::collections::BTreeSet<String> = Default::default();
+    for _ in 0..=names.len() {
+        let text = buffer_text(&render_buffer(&state, 80, 24));
+        seen.extend(
+            names
+                .iter()
+                .filter(|n| text.contains(&format!("{n} = ")))
+                .map(|n| n.to_string()),
+        );
+        press(&mut state, KeyCode::Down);
+    }
+    assert_eq!(seen.len(), names.len(), "{seen:?}");
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.counters.detail);
+}
+
+/// A port whose node went from the fabric keeps the name it had, not its GUID.
+#[test]
+fn a_gone_port_keeps_its_last_name() {
+    let (mut state, leaf) = demo_counters_state();
+    let mut file = state.sweep.as_ref().unwrap().fabric.to_file();
+    file.nodes.retain(|n| n.guid != leaf);
+    file.links.retain(|l| l.a_guid != leaf && l.b_guid != leaf);
+    let fabric = Fabric::from_file(file).unwrap();
+    let start = state.now;
+    state.apply_sweep(
+        Sweep::from_fabric(fabric, t0() + Duration::from_secs(10)),
+        start,
+    );
+    press(&mut state, KeyCode::Char('4'));
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains("MF0;leaf-r4-001:MQM9700/U1[4]"), "{text}");
+    assert!(text.contains("(not in the last sweep)"), "{text}");
+    assert!(!text.contains("0x0000"), "{text}");
 }

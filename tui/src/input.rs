@@ -31,6 +31,7 @@ pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
 /// Apply an action. Returns nothing: effects on the outside world (quit, sweep now) are
 /// flags on the state that the event loop reads.
 pub fn apply(state: &mut AppState, action: Action) {
+    state.notice = None;
     match action {
         Action::Quit => state.quit = true,
         Action::GoTo(v) => state.view = v,
@@ -56,13 +57,22 @@ pub fn apply(state: &mut AppState, action: Action) {
             }
             View::Routing => state.run_trace(),
             View::Hosts => state.hosts.detail = !state.derived.host_grid.rows.is_empty(),
+            View::Overview => state.finding_detail = state.selected_finding().is_some(),
+            View::Counters => {
+                state.counters.detail = !state.counters.rows.is_empty();
+                state.counters.detail_list.selected = 0;
+            }
             _ => {}
         },
         Action::Back => match state.view {
             View::Nodes => state.nodes.detail = None,
             View::Hosts => state.hosts.detail = false,
+            View::Overview => state.finding_detail = false,
+            View::Counters => state.counters.detail = false,
             _ => {}
         },
+        Action::JumpToLink => state.jump_to_link(),
+        Action::JumpToCounters => state.jump_to_counters(),
         Action::Left => state.hosts.rail = state.hosts.rail.saturating_sub(1),
         Action::Right => {
             let last = state.derived.host_grid.rails.len().saturating_sub(1);

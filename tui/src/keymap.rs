@@ -39,6 +39,9 @@ pub enum Action {
     /// Swap routing source and destination.
     SwapRoute,
     SweepNow,
+    /// The selected finding's link in Links, its port in Counters.
+    JumpToLink,
+    JumpToCounters,
     /// Several fabrics: show the next (or previous) one.
     NextFabric,
     PrevFabric,
@@ -56,14 +59,10 @@ pub enum Place {
     Fabrics,
     /// One view, outside text input.
     In(View),
-    /// The node list (Nodes view, no detail open).
-    NodeList,
-    /// A node's detail pane.
-    NodeDetail,
-    /// The hosts x rails grid (Hosts view, no detail open).
-    HostGrid,
-    /// A grid cell's detail (Hosts view).
-    HostDetail,
+    /// A view's list with no detail open (the node list, the findings, the hosts grid).
+    List(View),
+    /// A view's detail pane (a node's, a finding's, a grid cell's, a port's counters).
+    Detail(View),
     /// Typing into a view's text field.
     Typing(View),
     /// The help screen.
@@ -198,23 +197,65 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[(ch('s'), Action::CycleSort)],
-        places: &[Place::NodeList],
+        places: &[Place::List(View::Nodes)],
         shown: "s",
         help: "cycle sort: name kind lid guid ports",
         hint: Some((3, Hint::Text("s sort"))),
     },
     Binding {
         keys: &[(Enter, Action::Open)],
-        places: &[Place::NodeList],
+        places: &[Place::List(View::Nodes)],
         shown: "Enter",
         help: "node detail and port table",
         hint: Some((4, Hint::Text("Enter detail"))),
     },
     Binding {
         keys: &[(Esc, Action::Back)],
-        places: &[Place::NodeDetail],
+        places: &[Place::Detail(View::Nodes)],
         shown: "Esc",
         help: "close the detail",
+        hint: Some((2, Hint::Text("Esc close"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::List(View::Overview)],
+        shown: "Enter",
+        help: "the finding whole: where, what, what to do",
+        hint: Some((2, Hint::Text("Enter finding"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::Detail(View::Overview)],
+        shown: "Esc",
+        help: "close the finding",
+        hint: Some((2, Hint::Text("Esc close"))),
+    },
+    Binding {
+        keys: &[(ch('l'), Action::JumpToLink)],
+        places: &[Place::In(View::Overview)],
+        shown: "l",
+        help: "the finding's link in Links",
+        hint: Some((3, Hint::Text("l link"))),
+    },
+    Binding {
+        keys: &[(ch('c'), Action::JumpToCounters)],
+        places: &[Place::In(View::Overview)],
+        shown: "c",
+        help: "the finding's port in Counters",
+        hint: Some((4, Hint::Text("c counters"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::List(View::Counters)],
+        shown: "Enter",
+        help: "every counter of the port (↑↓ scroll)",
+        hint: Some((3, Hint::Text("Enter all counters"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::Detail(View::Counters)],
+        shown: "Esc",
+        help: "back to the ports",
         hint: Some((2, Hint::Text("Esc close"))),
     },
     Binding {
@@ -259,14 +300,14 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[(Enter, Action::Open)],
-        places: &[Place::HostGrid],
+        places: &[Place::List(View::Hosts)],
         shown: "Enter",
         help: "the rail's HCA: its link and counters",
         hint: Some((4, Hint::Text("Enter detail"))),
     },
     Binding {
         keys: &[(Esc, Action::Back)],
-        places: &[Place::HostDetail],
+        places: &[Place::Detail(View::Hosts)],
         shown: "Esc",
         help: "close the HCA's detail",
         hint: Some((2, Hint::Text("Esc close"))),
@@ -330,6 +371,17 @@ fn typing_hint(view: View) -> &'static str {
     }
 }
 
+/// Whether `view`'s detail pane is open.
+pub fn detail_open(state: &AppState, view: View) -> bool {
+    match view {
+        View::Nodes => state.nodes.detail.is_some(),
+        View::Hosts => state.hosts.detail,
+        View::Overview => state.finding_detail,
+        View::Counters => state.counters.detail,
+        _ => false,
+    }
+}
+
 /// True while keys are text for an input field rather than commands.
 pub fn typing(state: &AppState) -> bool {
     match state.view {
@@ -346,10 +398,8 @@ impl Place {
             Place::Every => plain,
             Place::Fabrics => plain && state.status.fabric.is_some(),
             Place::In(v) => plain && state.view == v,
-            Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
-            Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
-            Place::HostGrid => plain && state.view == View::Hosts && !state.hosts.detail,
-            Place::HostDetail => plain && state.view == View::Hosts && state.hosts.detail,
+            Place::List(v) => plain && state.view == v && !detail_open(state, v),
+            Place::Detail(v) => plain && state.view == v && detail_open(state, v),
             Place::Typing(v) => !state.help && typing(state) && state.view == v,
             Place::Help => state.help,
         }
@@ -373,6 +423,9 @@ pub fn lookup(state: &AppState, code: KeyCode) -> Option<Action> {
 pub fn footer(state: &AppState, width: usize) -> String {
     if state.help {
         return "any key: close help  q quit".to_string();
+    }
+    if let Some(notice) = &state.notice {
+        return notice.chars().take(width).collect();
     }
     let mut hints: Vec<(u8, String)> = active(state)
         .filter_map(|b| {
@@ -416,9 +469,7 @@ pub fn help_lines(view: View) -> Vec<String> {
         .collect();
     lines.push(String::new());
     let here = |p: &Place| match *p {
-        Place::In(v) | Place::Typing(v) => v == view,
-        Place::NodeList | Place::NodeDetail => view == View::Nodes,
-        Place::HostGrid | Place::HostDetail => view == View::Hosts,
+        Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => v == view,
         Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
@@ -475,6 +526,8 @@ mod tests {
                 s.help = help;
                 s.nodes.detail = detail.then_some(1);
                 s.hosts.detail = detail;
+                s.finding_detail = detail;
+                s.counters.detail = detail;
                 s.nodes.editing = editing;
                 s.routing.editing = editing.then_some(RouteField::From);
                 out.push(s);
@@ -522,9 +575,9 @@ mod tests {
             for b in BINDINGS.iter().filter(|b| {
                 b.places.iter().any(|p| match *p {
                     Place::Every | Place::Fabrics => true,
-                    Place::In(v) | Place::Typing(v) => v == view,
-                    Place::NodeList | Place::NodeDetail => view == View::Nodes,
-                    Place::HostGrid | Place::HostDetail => view == View::Hosts,
+                    Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => {
+                        v == view
+                    }
                     Place::Help => false,
                 })
             }) {

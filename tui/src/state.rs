@@ -141,6 +141,8 @@ pub struct FabricTag {
 #[derive(Debug, Clone)]
 pub struct PortHistory {
     pub last: PortCounterSample,
+    /// Its node's name when last swept (untrusted: escape it), kept while the port is gone.
+    pub name: String,
     /// Error total when first seen: a port is "jumped" once it rises above it.
     pub baseline_errors: u64,
     pub error_total: u64,
@@ -158,10 +160,11 @@ pub const HISTORY_LEN: usize = 120;
 pub const EVENT_LOG_LEN: usize = 2000;
 
 impl PortHistory {
-    fn new(sample: PortCounterSample) -> PortHistory {
+    fn new(sample: PortCounterSample, name: String) -> PortHistory {
         let errors = sample.error_total();
         PortHistory {
             last: sample,
+            name,
             baseline_errors: errors,
             error_total: errors,
             error_rate: 0.0,
@@ -309,6 +312,9 @@ pub struct CountersView {
     /// Keys into `AppState::history`, sorted.
     pub rows: Vec<PortKey>,
     pub list: ListCursor,
+    /// The selected port's every counter is open (Enter), scrolled by `detail_list`.
+    pub detail: bool,
+    pub detail_list: ListCursor,
 }
 
 /// What is computed once per sweep.
@@ -381,7 +387,12 @@ pub struct AppState {
     pub routing: RoutingView,
     pub event_list: ListCursor,
     pub overview_findings: ListCursor,
+    /// The selected finding is open whole (Enter in the Overview).
+    pub finding_detail: bool,
     pub hosts: HostsView,
+    /// A line for the footer until the next key: what a key could not do ("that port has
+    /// no link").
+    pub notice: Option<String>,
 }
 
 impl AppState {
@@ -406,7 +417,9 @@ impl AppState {
             routing: RoutingView::default(),
             event_list: ListCursor::default(),
             overview_findings: ListCursor::default(),
+            finding_detail: false,
             hosts: HostsView::default(),
+            notice: None,
         }
     }
 
@@ -458,11 +471,21 @@ impl AppState {
         for e in new_events {
             self.log(e);
         }
+        let names = self.names.as_ref();
         for c in &sweep.counters {
+            let name = sweep.fabric.node_by_guid(c.at.guid).map(|id| {
+                ibscope_topo::namemap::display_name(sweep.fabric.node(id), names).to_string()
+            });
             match self.history.get_mut(&c.at) {
-                Some(h) => h.update(c.clone()),
+                Some(h) => {
+                    h.update(c.clone());
+                    if let Some(name) = name {
+                        h.name = name;
+                    }
+                }
                 None => {
-                    self.history.insert(c.at, PortHistory::new(c.clone()));
+                    let name = name.unwrap_or_else(|| format!("{:#018x}", c.at.guid));
+                    self.history.insert(c.at, PortHistory::new(c.clone(), name));
                 }
             }
         }
@@ -491,17 +514,8 @@ impl AppState {
 
     pub fn refresh_counters(&mut self) {
         let mut rows: Vec<PortKey> = self.history.keys().copied().collect();
-        let fabric = self.sweep.as_ref().map(|s| s.fabric.clone());
-        let name_of = |k: &PortKey| -> String {
-            fabric
-                .as_ref()
-                .and_then(|f| {
-                    f.node_by_guid(k.guid)
-                        .map(|id| f.node(id).description.clone())
-                })
-                .unwrap_or_default()
-        };
         let h = &self.history;
+        let name_of = |k: &PortKey| h[k].name.clone();
         match self.counters.sort {
             CounterSort::ErrorRate => rows.sort_by(|a, b| {
                 h[b].error_rate
@@ -525,6 +539,68 @@ impl AppState {
         }
         self.counters.rows = rows;
         self.counters.list.clamp(self.counters.rows.len());
+    }
+
+    /// The finding the Overview's cursor is on.
+    pub fn selected_finding(&self) -> Option<&super::source::Finding> {
+        let findings = &self.sweep.as_ref()?.findings;
+        findings.get(self.overview_findings.selected)
+    }
+
+    /// Links: the row of the selected finding's link (its port's, else its far end's).
+    pub fn jump_to_link(&mut self) {
+        let Some((fabric, keys)) = self.finding_ports() else {
+            return;
+        };
+        let key = |e: End| fabric.node(e.node).port_key(e.port);
+        let row = keys.iter().find_map(|k| {
+            self.derived
+                .link_rows
+                .iter()
+                .position(|r| key(r.a) == *k || key(r.b) == *k)
+        });
+        match row {
+            Some(i) => {
+                self.links.selected = i;
+                self.view = View::Links;
+            }
+            None => self.notice = Some("the finding's ports have no link in this sweep".into()),
+        }
+    }
+
+    /// Counters: the row of the selected finding's port (else its far end's).
+    pub fn jump_to_counters(&mut self) {
+        let Some((_, keys)) = self.finding_ports() else {
+            return;
+        };
+        let row = keys
+            .iter()
+            .find_map(|k| self.counters.rows.iter().position(|r| r == k));
+        match row {
+            Some(i) => {
+                self.counters.list.selected = i;
+                self.counters.detail = false;
+                self.view = View::Counters;
+            }
+            None => {
+                self.notice = Some("no counters were read of the finding's ports".into());
+            }
+        }
+    }
+
+    /// The selected finding's ports (its own, then its far end), with the fabric; a notice
+    /// when it names none.
+    fn finding_ports(&mut self) -> Option<(std::sync::Arc<Fabric>, Vec<PortKey>)> {
+        let fabric = self.sweep.as_ref()?.fabric.clone();
+        let keys: Vec<PortKey> = match self.selected_finding() {
+            Some(f) => f.at.iter().chain(&f.remote).map(|p| p.key()).collect(),
+            None => return None,
+        };
+        if keys.is_empty() {
+            self.notice = Some("the finding names no port".into());
+            return None;
+        }
+        Some((fabric, keys))
     }
 
     /// The node the nodes-view cursor is on.
@@ -637,7 +713,7 @@ mod tests {
 
     #[test]
     fn history_rates_jumps_and_resets() {
-        let mut h = PortHistory::new(sample(0, 5, 0));
+        let mut h = PortHistory::new(sample(0, 5, 0), "sw".into());
         assert!(!h.jumped, "errors before the UI opened do not count");
         h.update(sample(10, 5, 1000));
         assert_eq!(h.rx_bytes_per_s, 100.0);

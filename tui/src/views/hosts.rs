@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
 use super::widgets::{
-    format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
+    fit, format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
 };
 use crate::derive::{link_facts, node_name, CellState, LinkHealth};
 use crate::source::ERROR_COUNTERS;
@@ -110,33 +110,35 @@ fn draw_host_grid(frame: &mut Frame, area: Rect, state: &AppState) {
         .unwrap_or(4)
         .clamp(4, 24) as u16;
     const CELL: u16 = 7;
-    let fit = usize::from((area.width.saturating_sub(name_w + 1) / (CELL + 1)).max(1));
-    let first = (v.rail + 1).saturating_sub(fit);
-    let cols: Vec<usize> = (first..grid.rails.len()).take(fit).collect();
+    let fitting = usize::from((area.width.saturating_sub(name_w + 1) / (CELL + 1)).max(1));
+    let first = (v.rail + 1).saturating_sub(fitting);
+    let cols: Vec<usize> = (first..grid.rails.len()).take(fitting).collect();
     let height = usize::from(area.height.saturating_sub(1));
     let window = v.list.window(grid.rows.len(), height);
-    let rows: Vec<Row> =
-        window
-            .map(|i| {
-                let r = &grid.rows[i];
-                let on_row = i == v.list.selected;
-                let mut cells = vec![ratatui::widgets::Cell::from(r.shown.clone())
-                    .style(if on_row { SELECTED } else { Style::new() })];
-                for &c in &cols {
-                    let (text, style) = match &r.cells[c] {
-                        Some(cell) => (cell.text.clone(), cell_style(cell.state)),
-                        None => ("·".to_string(), DIM),
-                    };
-                    let style = if on_row && c == v.rail {
-                        style.add_modifier(Modifier::REVERSED | Modifier::BOLD)
-                    } else {
-                        style
-                    };
-                    cells.push(ratatui::widgets::Cell::from(text).style(style));
-                }
-                Row::new(cells)
-            })
-            .collect();
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let r = &grid.rows[i];
+            let on_row = i == v.list.selected;
+            let mut cells =
+                vec![
+                    ratatui::widgets::Cell::from(fit(&r.shown, usize::from(name_w)))
+                        .style(if on_row { SELECTED } else { Style::new() }),
+                ];
+            for &c in &cols {
+                let (text, style) = match &r.cells[c] {
+                    Some(cell) => (cell.text.clone(), cell_style(cell.state)),
+                    None => ("·".to_string(), DIM),
+                };
+                let style = if on_row && c == v.rail {
+                    style.add_modifier(Modifier::REVERSED | Modifier::BOLD)
+                } else {
+                    style
+                };
+                cells.push(ratatui::widgets::Cell::from(text).style(style));
+            }
+            Row::new(cells)
+        })
+        .collect();
     let mut widths = vec![Constraint::Length(name_w)];
     widths.extend(cols.iter().map(|_| Constraint::Length(CELL)));
     let mut header = vec!["Host".to_string()];

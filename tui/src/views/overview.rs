@@ -6,7 +6,7 @@ use ibscope_topo::findings::{PortNaming, Severity};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::widgets::{format_time, no_data, wrap, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
@@ -21,6 +21,9 @@ pub const PARTS: ViewParts = ViewParts {
         "Overview: counts, fabric picture by layer",
         "(layer = hops from the nearest CA), findings.",
         "Red: degraded or down links.",
+        "Each finding whole: [kind] host rail: port <->",
+        "far end: what is wrong. Enter adds GUIDs, LIDs",
+        "and what to do; l and c jump to its link and port.",
     ],
     draw: draw_overview,
     list,
@@ -331,4 +334,52 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
         lines.extend(wrapped[i].iter().map(|l| Line::styled(l.clone(), style)));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+    if state.finding_detail {
+        draw_finding_detail(frame, area, state, &sweep.findings);
+    }
+}
+
+/// The selected finding whole, over the Overview: its text with every port in full (GUID,
+/// LID), what its kind means and what to do about it.
+fn draw_finding_detail(frame: &mut Frame, body: Rect, state: &AppState, findings: &[Finding]) {
+    let i = state.overview_findings.selected;
+    let Some(f) = findings.get(i) else {
+        return;
+    };
+    let width = body.width.min(100);
+    let text_w = usize::from(width.saturating_sub(2));
+    let facts = f.kind.facts();
+    let mut lines: Vec<Line> = wrap(&f.text_line(), text_w, 0)
+        .into_iter()
+        .map(|l| Line::styled(l, severity_style(f.severity)))
+        .collect();
+    for (label, text) in [
+        ("what it means: ", facts.meaning),
+        ("what to do: ", facts.fix),
+    ] {
+        lines.push(Line::raw(""));
+        let mut wrapped = wrap(&format!("{label}{text}"), text_w, 0).into_iter();
+        if let Some(first) = wrapped.next() {
+            let rest = first.strip_prefix(label).unwrap_or(&first).to_string();
+            lines.push(Line::from(vec![Span::styled(label, HEAD), Span::raw(rest)]));
+        }
+        lines.extend(wrapped.map(Line::raw));
+    }
+    let height = (lines.len() as u16 + 2).min(body.height);
+    let area = Rect {
+        x: body.x + (body.width - width) / 2,
+        y: body.y + (body.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(format!(
+            " Finding {} of {} ({}) ",
+            i + 1,
+            findings.len(),
+            f.severity.as_str()
+        ))),
+        area,
+    );
 }

@@ -37,22 +37,35 @@ pub struct ViewParts {
     pub list_noun: fn(&AppState) -> &'static str,
 }
 
-/// `name[port]` in at most `width` columns: a long name loses its middle (head kept longer
-/// than tail: a switch's name is at its start, its model at its end), never the port, so both ends of a link stay identifiable at 80 columns.
-pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
-    let port = format!("[{port}]");
-    let chars: Vec<char> = name.chars().collect();
-    let budget = width.saturating_sub(port.chars().count());
-    if chars.len() <= budget {
-        return format!("{name}{port}");
+/// `text` in at most `width` columns: a long one loses its middle (its head kept longer
+/// than its tail: a switch's name is at its start, its model at its end), so both ends
+/// stay readable. Every table cuts names with this.
+pub fn fit(text: &str, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= width {
+        return text.to_string();
     }
-    let keep = budget.saturating_sub(1);
+    let keep = width.saturating_sub(1);
     let tail = keep / 4;
     let head = keep - tail;
     let mut out: String = chars[..head].iter().collect();
     out.push('…');
     out.extend(&chars[chars.len() - tail..]);
-    out + &port
+    out
+}
+
+/// `name[port]` in at most `width` columns: the name [`fit`] to what the port leaves,
+/// never the port cut, so both ends of a link stay identifiable at 80 columns.
+pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
+    let port = format!("[{port}]");
+    fit(name, width.saturating_sub(port.chars().count())) + &port
+}
+
+/// The width a table's one `Fill` column gets in `total` columns beside columns of
+/// `fixed` widths, one space between each two (ratatui's `Table` spacing).
+pub fn fill_width(total: u16, fixed: &[u16]) -> usize {
+    let gaps = fixed.len() as u16;
+    usize::from(total.saturating_sub(fixed.iter().sum::<u16>() + gaps))
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces where it can be (a word
@@ -188,7 +201,10 @@ mod tests {
         let text = "[rail-down] gpu-0006 rail 2: \"MF0;leaf-r2-001:MQM9700/U1\" port 6: Down";
         let lines = wrap(text, 40, 2);
         assert!(lines.len() > 1 && lines[0].chars().count() <= 40);
-        assert!(lines[1..].iter().all(|l| l.chars().count() <= 38), "{lines:?}");
+        assert!(
+            lines[1..].iter().all(|l| l.chars().count() <= 38),
+            "{lines:?}"
+        );
         assert_eq!(lines.join(" "), text);
         // A word longer than the line is cut, not lost.
         assert_eq!(wrap("abcdefghij", 4, 0), ["abcd", "efgh", "ij"]);
