@@ -292,13 +292,16 @@ fn overview_counts_picture_and_findings() {
     let state = fixture_state();
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
-    assert!(text.contains("4 switches, 4 CAs, 7 links"), "{text}");
+    assert!(
+        text.contains("4 switches, 4 HCAs on 4 servers, 7 links"),
+        "{text}"
+    );
     assert!(text.contains("1 degraded, 0 down"), "{text}");
     assert!(text.contains("SM: LID 1 spine-1 priority 15"), "{text}");
     // Spines on top, leaves below, hosts last.
     let spine = text.find("[spine-1").expect("spine chip");
     let leaf = text.find("[leaf-1").expect("leaf chip");
-    let hosts = text.find(" CA  4 hosts").expect("host line");
+    let hosts = text.find(" CA  4 HCAs on 4 servers").expect("host line");
     assert!(spine < leaf && leaf < hosts, "{text}");
     // The degraded link is a finding with health's reason, whole (wrapped in its box),
     // and the switches on it are red.
@@ -976,7 +979,7 @@ fn big_fabric_overview_aggregates_layers() {
         let buf = render_buffer(&state, w, h);
         let text = buffer_text(&buf);
         assert!(
-            text.contains("47 switches, 512 CAs, 1034 links  1 degraded"),
+            text.contains("47 switches, 512 HCAs on 512 servers, 1034 links  1 degraded"),
             "{text}"
         );
         if w == 80 {
@@ -1074,7 +1077,7 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
     assert!(
-        text.contains("4 switches, 4 CAs, 8 links  1 degraded, 0 down"),
+        text.contains("4 switches, 4 HCAs on 4 servers, 8 links  1 degraded, 0 down"),
         "{text}"
     );
     assert!(
@@ -1612,4 +1615,24 @@ fn a_gone_port_keeps_its_last_name() {
     assert!(text.contains("MF0;leaf-r4-001:MQM9700/U1[4]"), "{text}");
     assert!(text.contains("(not in the last sweep)"), "{text}");
     assert!(!text.contains("0x0000"), "{text}");
+}
+
+/// The header counts servers and HCAs as such, and its down counts tell the findings'
+/// story: the rail fabric has 6 servers of 4 HCAs with one HCA gone (23 HCAs), one HCA's
+/// link Initialize (a link down, a rail down) and the gone one (a rail down, no link).
+#[test]
+fn the_header_counts_servers_hcas_and_what_is_down_as_the_findings_do() {
+    use ibscope_topo::findings::FindingKind;
+    let state = rail_state();
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let counts = text.lines().nth(1).unwrap();
+    assert!(counts.contains("23 HCAs on 6 servers"), "{counts}");
+    assert!(counts.contains("1 down, 2 rails down"), "{counts}");
+    let findings = &state.sweep.as_ref().unwrap().findings;
+    let rails_down = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::RailDown)
+        .count();
+    assert_eq!(rails_down, 2, "{findings:#?}");
+    assert!(text.contains(" CA  23 HCAs on 6 servers ("), "{text}");
 }

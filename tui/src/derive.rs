@@ -630,6 +630,10 @@ pub struct HostGrid {
     pub with_problems: usize,
     /// Hosts whose HCAs have no known rail (not in the grid).
     pub without_rails: usize,
+    /// Every host (server) the fabric's CAs make up, in the grid or not.
+    pub servers: usize,
+    /// Rails down (not Active, or their HCA not in the fabric): `check`'s rail-down findings.
+    pub rails_down: usize,
 }
 
 /// The grid: every host with rails, each rail's cell judged by the link health and the
@@ -640,7 +644,12 @@ pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     let rails = all.rails();
     let mut marks: HashMap<(usize, usize), CellState> = HashMap::new();
     let mut missing: HashMap<usize, Vec<u8>> = HashMap::new();
-    for issue in hosts::check(fabric, &all) {
+    let issues = hosts::check(fabric, &all);
+    let rails_down = issues
+        .iter()
+        .filter(|i| matches!(i, RailIssue::Down(_)))
+        .count();
+    for issue in issues {
         match issue {
             RailIssue::Down(d) if d.hca.is_none() => {
                 missing.entry(d.host).or_default().push(d.rail)
@@ -660,6 +669,8 @@ pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     }
     let mut grid = HostGrid {
         rails: rails.clone(),
+        servers: all.len(),
+        rails_down,
         ..Default::default()
     };
     for (h, host) in all.hosts().iter().enumerate() {

@@ -54,9 +54,34 @@ fn chip_text(chip: &SwitchChip, top: bool) -> String {
     }
 }
 
+/// "62 HCAs on 8 servers" (and the fabric's routers): what the CAs are, counted as
+/// operators count them.
+pub fn hca_count(summary: &FabricSummary, servers: usize) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut text = format!(
+        "{} on {}",
+        plural(summary.cas, "HCA", "HCAs"),
+        plural(servers, "server", "servers")
+    );
+    if summary.routers > 0 {
+        text.push_str(&format!(
+            ", {}",
+            plural(summary.routers, "router", "routers")
+        ));
+    }
+    text
+}
+
 /// Lines of the layered fabric picture for `width` columns, top layer first. A layer whose
-/// switches do not fit in `max_rows` rows is drawn as one summary line.
-pub fn picture_lines(summary: &FabricSummary, width: u16, max_rows: usize) -> Vec<Line<'static>> {
+/// switches do not fit in `max_rows` rows is drawn as one summary line. `servers`: the
+/// hosts the CAs make up.
+pub fn picture_lines(
+    summary: &FabricSummary,
+    servers: usize,
+    width: u16,
+    max_rows: usize,
+) -> Vec<Line<'static>> {
     let width = usize::from(width);
     let mut lines: Vec<Line> = Vec::new();
     let top_layer = summary.layers.last().map(|l| l.layer).unwrap_or(0);
@@ -75,10 +100,10 @@ pub fn picture_lines(summary: &FabricSummary, width: u16, max_rows: usize) -> Ve
         }
         lines.push(Line::styled(text, style));
     }
-    let hosts = summary.cas + summary.routers;
-    let mut ca = format!(" CA  {hosts} hosts");
+    let cas = summary.cas + summary.routers;
+    let mut ca = format!(" CA  {}", hca_count(summary, servers));
     if let Some((first, last)) = &summary.ca_names_first_last {
-        if hosts > 1 {
+        if cas > 1 {
             ca.push_str(&format!(" ({first} … {last})"));
         } else {
             ca.push_str(&format!(" ({first})"));
@@ -180,15 +205,18 @@ fn count_lines(state: &AppState, sweep: &Sweep) -> Vec<Line<'static>> {
         .map(for_terminal)
         .unwrap_or_else(|| "unknown".into());
     let problems = s.degraded + s.down;
+    let grid = &state.derived.host_grid;
+    // A rail down is a finding (rail-down) whether or not its link is in the fabric: it
+    // is counted beside the links down so the two tell the same story.
+    let rails_down = match grid.rails_down {
+        0 => String::new(),
+        1 => ", 1 rail down".to_string(),
+        n => format!(", {n} rails down"),
+    };
     vec![
         Line::from(vec![
             Span::styled(format!("{} switches", s.switches), HEAD),
-            Span::raw(format!(", {} CAs", s.cas)),
-            Span::raw(if s.routers > 0 {
-                format!(", {} routers", s.routers)
-            } else {
-                String::new()
-            }),
+            Span::raw(format!(", {}", hca_count(s, grid.servers))),
             Span::raw(if s.aggregation_nodes > 0 {
                 format!(", {} aggregation nodes", s.aggregation_nodes)
             } else {
@@ -196,8 +224,12 @@ fn count_lines(state: &AppState, sweep: &Sweep) -> Vec<Line<'static>> {
             }),
             Span::raw(format!(", {} links  ", s.links)),
             Span::styled(
-                format!("{} degraded, {} down", s.degraded, s.down),
-                if problems > 0 { BAD } else { OK },
+                format!("{} degraded, {} down{rails_down}", s.degraded, s.down),
+                if problems + grid.rails_down > 0 {
+                    BAD
+                } else {
+                    OK
+                },
             ),
             Span::styled(
                 if s.below_norm > 0 {
@@ -290,7 +322,7 @@ fn draw_overview(frame: &mut Frame, area: Rect, state: &AppState) {
         let layers = s.layers.len().max(1);
         let spare = usize::from(max_pic - 2).saturating_sub(2 * layers + 2);
         let max_rows = (spare / layers).clamp(1, 6);
-        picture_lines(s, inner_w, max_rows)
+        picture_lines(s, state.derived.host_grid.servers, inner_w, max_rows)
     } else {
         Vec::new()
     };
