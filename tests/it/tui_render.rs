@@ -524,9 +524,12 @@ fn filter_narrows_the_node_list() {
     press(&mut state, KeyCode::Char('/'));
     press(&mut state, KeyCode::Esc);
     assert_eq!(state.nodes.visible.len(), 8);
-    // Sort by LID: spine-1 (LID 1) first.
-    press(&mut state, KeyCode::Char('s'));
-    press(&mut state, KeyCode::Char('s'));
+    // Sort by LID (Name, Kind, GUID, LID): spine-1 (LID 1) first once the cursor is at
+    // the top (it stays on the node it was on).
+    for _ in 0..3 {
+        press(&mut state, KeyCode::Char('s'));
+    }
+    press(&mut state, KeyCode::Home);
     assert_eq!(state.selected_node_row().unwrap().name, "spine-1");
     press(&mut state, KeyCode::Down);
     press(&mut state, KeyCode::Enter);
@@ -1095,7 +1098,7 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
     press(&mut state, KeyCode::Char('3'));
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
-    assert!(text.contains(" Links: 8, 1 degraded, 0 down "), "{text}");
+    assert!(text.contains(" Links: 8, 1 degraded, 0 down, "), "{text}");
     let row = text.lines().nth(3).unwrap();
     assert!(
         row.contains("spine-2[1]") && row.contains("leaf-1[4]") && row.contains("DEGR"),
@@ -1465,7 +1468,7 @@ fn a_finding_opens_whole_and_jumps_to_its_link_and_port() {
     // Its far end is spine-2 port 1 and leaf-1 port 4: the link's row in Links.
     press(&mut state, KeyCode::Char('l'));
     assert_eq!(state.view, View::Links);
-    let row = &state.derived.link_rows[state.links.selected];
+    let row = state.selected_link().unwrap();
     assert!(row.verdict.degraded(), "{row:?}");
     let text = buffer_text(&render_buffer(&state, 80, 24));
     let selected = text.lines().find(|l| l.contains("DEGR")).unwrap();
@@ -1635,4 +1638,70 @@ fn the_header_counts_servers_hcas_and_what_is_down_as_the_findings_do() {
         .count();
     assert_eq!(rails_down, 2, "{findings:#?}");
     assert!(text.contains(" CA  23 HCAs on 6 servers ("), "{text}");
+}
+
+/// The cells of the first column, headed `header` (its text up to where the column headed
+/// `next` starts), one per row below the header line.
+fn column(text: &str, header: &str, next: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with(header) && l.contains(next))
+        .expect(header);
+    let chars = |l: &str| l.chars().collect::<Vec<char>>();
+    let head = chars(lines[h]);
+    let find = |needle: &str| {
+        let n: Vec<char> = needle.chars().collect();
+        head.windows(n.len())
+            .position(|w| w == n.as_slice())
+            .unwrap()
+    };
+    let (from, to) = (find(header), find(next));
+    lines[h + 1..]
+        .iter()
+        .map(|l| chars(l))
+        .take_while(|c| c.len() > from && !c[from..].iter().all(|c| *c == ' '))
+        .map(|c| {
+            c[from..to.min(c.len())]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every table sorts by any of its columns (s, marked ▲ or ▼ in its header) and either
+/// way (S), as htop and k9s do: Links by its first end, the Hosts grid by a rail's cells,
+/// the worst first.
+#[test]
+fn tables_sort_by_any_column_either_way() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('3'));
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    assert!(text.contains("sort: End A▲ (s S)"), "{text}");
+    let ends = column(&text, "End A▲", "End B");
+    assert!(
+        ends.len() > 3 && ends.windows(2).all(|w| w[0] <= w[1]),
+        "{ends:?}"
+    );
+    press(&mut state, KeyCode::Char('S'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let ends = column(&text, "End A▼", "End B");
+    assert!(ends.windows(2).all(|w| w[0] >= w[1]), "{ends:?}");
+
+    // The rail grid: rail 0's worst cell is gpu-0004's (on another rail's leaf), rail 1's
+    // gpu-0002's (missing), then gpu-0006's (Initialize).
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    assert!(text.contains("sort: rail 0▼ (s S)"), "{text}");
+    let hosts = column(&text, "Host", "rail 0");
+    assert_eq!(hosts[0], "gpu-0004", "{text}");
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let hosts = column(&text, "Host", "rail 0");
+    assert_eq!(hosts[..2], ["gpu-0002", "gpu-0006"], "{text}");
 }

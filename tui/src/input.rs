@@ -78,17 +78,8 @@ pub fn apply(state: &mut AppState, action: Action) {
             let last = state.derived.host_grid.rails.len().saturating_sub(1);
             state.hosts.rail = (state.hosts.rail + 1).min(last);
         }
-        Action::CycleSort => match state.view {
-            View::Nodes => {
-                state.nodes.sort = state.nodes.sort.next();
-                state.refresh_nodes();
-            }
-            View::Counters => {
-                state.counters.sort = state.counters.sort.next();
-                state.refresh_counters();
-            }
-            _ => {}
-        },
+        Action::CycleSort => state.change_sort(false),
+        Action::ReverseSort => state.change_sort(true),
         Action::StartInput => match state.view {
             View::Nodes => {
                 state.nodes.editing = true;

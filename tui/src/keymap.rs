@@ -25,7 +25,9 @@ pub enum Action {
     Open,
     /// Esc outside text input: close the detail pane.
     Back,
+    /// `s`: sort by the table's next column; `S`: the other way round.
     CycleSort,
+    ReverseSort,
     /// `/` in Nodes, `/` or `e` in Routing.
     StartInput,
     InputChar(char),
@@ -196,11 +198,17 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some((2, Hint::Text("/ filter"))),
     },
     Binding {
-        keys: &[(ch('s'), Action::CycleSort)],
-        places: &[Place::List(View::Nodes)],
-        shown: "s",
-        help: "cycle sort: name kind lid guid ports",
-        hint: Some((3, Hint::Text("s sort"))),
+        keys: &[(ch('s'), Action::CycleSort), (ch('S'), Action::ReverseSort)],
+        places: &[
+            Place::List(View::Nodes),
+            Place::In(View::Links),
+            Place::List(View::Counters),
+            Place::In(View::Events),
+            Place::List(View::Hosts),
+        ],
+        shown: "s, S",
+        help: "sort by the next column, S turns it round",
+        hint: Some((3, Hint::Text("s/S sort"))),
     },
     Binding {
         keys: &[(Enter, Action::Open)],
@@ -257,13 +265,6 @@ pub const BINDINGS: &[Binding] = &[
         shown: "Esc",
         help: "back to the ports",
         hint: Some((2, Hint::Text("Esc close"))),
-    },
-    Binding {
-        keys: &[(ch('s'), Action::CycleSort)],
-        places: &[Place::In(View::Counters)],
-        shown: "s",
-        help: "sort: error rate, errors, traffic, name",
-        hint: Some((2, Hint::Text("s sort"))),
     },
     Binding {
         keys: &[(ch('/'), Action::StartInput), (ch('e'), Action::StartInput)],

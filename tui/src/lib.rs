@@ -8,6 +8,7 @@
 //! - [`source`]: what a [`Sweep`] holds and where sweeps come from ([`Source`]);
 //! - [`sweep_thread`]: a thread that turns a [`Source`] into [`Sweep`]s on a channel;
 //! - [`derive`](mod@derive) / [`event_log`]: what is computed once per sweep, and what changed;
+//! - [`table_sort`]: a table sorted by any column, either way;
 //! - [`plane_findings`]: with several fabrics, the planes that disagree;
 //! - [`event_loop`](mod@event_loop) and [`session`]: the loop, and the live terminal around it.
 
@@ -22,6 +23,7 @@ pub mod session;
 pub mod source;
 pub mod state;
 pub mod sweep_thread;
+pub mod table_sort;
 pub mod views;
 
 pub use event_loop::{event_loop, handle_message, Inputs};

@@ -15,7 +15,7 @@ use ratatui::Frame;
 use super::widgets::{
     fill_width, format_rate, name_and_port, no_data, ViewParts, BAD, DIM, HEAD, RED, WARN,
 };
-use crate::state::{AppState, ListCursor, PortHistory};
+use crate::state::{AppState, ListCursor, PortHistory, COUNTER_COLUMNS};
 
 /// What this view gives the screen, the keys and the help.
 pub const PARTS: ViewParts = ViewParts {
@@ -91,10 +91,10 @@ fn draw_counters(frame: &mut Frame, area: Rect, state: &AppState) {
         Layout::vertical([Constraint::Min(3), Constraint::Length(detail_h)]).areas(area);
     let block = Block::default().borders(Borders::TOP).title(Span::styled(
         format!(
-            " Counters: {} ports, {} with new errors, sort: {} ",
+            " Counters: {} ports, {} with new errors, {} ",
             v.rows.len(),
             jumped,
-            v.sort.as_str()
+            v.sort.title(&COUNTER_COLUMNS)
         ),
         if jumped > 0 { BAD } else { HEAD },
     ));
@@ -185,8 +185,9 @@ fn draw_counter_rows(frame: &mut Frame, inner: Rect, state: &AppState) {
         Constraint::Length(port_w as u16),
     ];
     widths.extend(FIXED[1..].iter().map(|w| Constraint::Length(*w)));
-    let table = Table::new(rows, widths)
-        .header(Row::new(vec!["", "Port", "Errors", "Err/s", "Rx", "Tx"]).style(HEAD));
+    let mut headers = vec![String::new()];
+    headers.extend(v.sort.headers(&COUNTER_COLUMNS));
+    let table = Table::new(rows, widths).header(Row::new(headers).style(HEAD));
     frame.render_widget(table, text_area);
 }
 

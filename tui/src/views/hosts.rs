@@ -13,9 +13,10 @@ use ratatui::Frame;
 use super::widgets::{
     fit, format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
 };
-use crate::derive::{link_facts, node_name, CellState, LinkHealth};
+use crate::derive::{host_natural, link_facts, node_name, CellState, LinkHealth};
 use crate::source::ERROR_COUNTERS;
 use crate::state::{AppState, ListCursor};
+use crate::table_sort::TableSort;
 
 /// What this view gives the screen, the keys and the help.
 pub const PARTS: ViewParts = ViewParts {
@@ -30,6 +31,17 @@ pub const PARTS: ViewParts = ViewParts {
     list,
     list_noun,
 };
+
+/// "sort: rail 3▼ (s S)": the grid's sorted column (the host's name, or a rail's cells).
+fn sort_title(state: &AppState) -> String {
+    let sort = state.hosts.sort;
+    let rails = &state.derived.host_grid.rails;
+    let header = match sort.column.checked_sub(1).and_then(|r| rails.get(r)) {
+        Some(rail) => format!("rail {rail}"),
+        None => "Host".to_string(),
+    };
+    TableSort::title_of(&header, sort.arrow(host_natural(sort.column)))
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     let len = state.derived.host_grid.rows.len();
@@ -59,10 +71,11 @@ fn draw_hosts(frame: &mut Frame, area: Rect, state: &AppState) {
         " Hosts: none with a known rail ".to_string()
     } else {
         format!(
-            " Hosts: {} with rails, {} with rail problems; rails {} ",
+            " Hosts: {} with rails, {} with rail problems; rails {}; {} ",
             grid.rows.len(),
             grid.with_problems,
-            ibscope_topo::hosts::rail_ranges(&grid.rails)
+            ibscope_topo::hosts::rail_ranges(&grid.rails),
+            sort_title(state)
         )
     };
     let block = Block::default().borders(Borders::TOP).title(Span::styled(
@@ -114,10 +127,10 @@ fn draw_host_grid(frame: &mut Frame, area: Rect, state: &AppState) {
     let first = (v.rail + 1).saturating_sub(fitting);
     let cols: Vec<usize> = (first..grid.rails.len()).take(fitting).collect();
     let height = usize::from(area.height.saturating_sub(1));
-    let window = v.list.window(grid.rows.len(), height);
+    let window = v.list.window(v.order.len(), height);
     let rows: Vec<Row> = window
         .map(|i| {
-            let r = &grid.rows[i];
+            let r = &grid.rows[v.order[i]];
             let on_row = i == v.list.selected;
             let mut cells =
                 vec![
@@ -141,8 +154,18 @@ fn draw_host_grid(frame: &mut Frame, area: Rect, state: &AppState) {
         .collect();
     let mut widths = vec![Constraint::Length(name_w)];
     widths.extend(cols.iter().map(|_| Constraint::Length(CELL)));
-    let mut header = vec!["Host".to_string()];
-    header.extend(cols.iter().map(|&c| format!("rail {}", grid.rails[c])));
+    let arrow = |column: usize| {
+        if v.sort.column == column {
+            v.sort.arrow(host_natural(column))
+        } else {
+            ""
+        }
+    };
+    let mut header = vec![format!("Host{}", arrow(0))];
+    header.extend(
+        cols.iter()
+            .map(|&c| format!("rail {}{}", grid.rails[c], arrow(c + 1))),
+    );
     frame.render_widget(
         Table::new(rows, widths).header(Row::new(header).style(HEAD)),
         area,
@@ -160,7 +183,7 @@ fn draw_host_detail(
     let grid = &state.derived.host_grid;
     let names = state.names.as_ref();
     let (Some(row), Some(&rail)) = (
-        grid.rows.get(state.hosts.list.selected),
+        state.hosts.selected_row(grid),
         grid.rails.get(state.hosts.rail),
     ) else {
         return;

@@ -12,7 +12,7 @@ use ratatui::Frame;
 use super::widgets::{
     fill_width, fit, name_and_port, no_data, ViewParts, DIM, HEAD, RED, SELECTED, WARN,
 };
-use crate::derive::{link_facts, node_name, LinkHealth};
+use crate::derive::{link_facts, node_name, LinkHealth, NODE_COLUMNS};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -85,8 +85,8 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
         ),
         Span::styled(
             format!(
-                "  sort: {}  ({} of {})",
-                v.sort.as_str(),
+                "  {}  ({} of {})",
+                v.sort.title(&NODE_COLUMNS),
                 v.visible.len(),
                 state.derived.node_rows.len()
             ),
@@ -124,7 +124,7 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
             Constraint::Length(7),
         ],
     )
-    .header(Row::new(vec!["Name", "Kind", "GUID", "LID", "Linked"]).style(HEAD));
+    .header(Row::new(v.sort.headers(&NODE_COLUMNS)).style(HEAD));
     frame.render_widget(table, table_area);
 }
 
