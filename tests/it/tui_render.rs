@@ -1705,3 +1705,141 @@ fn tables_sort_by_any_column_either_way() {
     let hosts = column(&text, "Host", "rail 0");
     assert_eq!(hosts[..2], ["gpu-0002", "gpu-0006"], "{text}");
 }
+
+/// `/` in a view finds a node, host or port by any name it is shown under and puts the
+/// cursor on it (as typed; n and N go on); what no row of the view shows opens in Nodes.
+#[test]
+fn slash_finds_a_node_host_or_port_by_any_name_in_every_view() {
+    let find = |state: &mut AppState, text: &str| {
+        press(state, KeyCode::Char('/'));
+        type_text(state, text);
+        press(state, KeyCode::Enter);
+    };
+    let mut state = fixture_state();
+    let guid = |s: &AppState, d: &str| guid_of(s.fabric().unwrap(), d);
+    let ends = |s: &AppState| {
+        let r = s.selected_link().unwrap();
+        (r.name_a.clone(), r.a.port, r.name_b.clone(), r.b.port)
+    };
+    // Links, by name: host-3's link.
+    press(&mut state, KeyCode::Char('3'));
+    find(&mut state, "host-3");
+    assert_eq!(ends(&state), ("leaf-2".into(), 1, "host-3".into(), 1));
+    // By GUID: a link of spine-2; n goes to its other one, N back.
+    let spine2 = guid(&state, "spine-2");
+    find(&mut state, &format!("{spine2:#x}"));
+    let first = ends(&state);
+    assert!(first.0 == "spine-2" || first.2 == "spine-2", "{first:?}");
+    press(&mut state, KeyCode::Char('n'));
+    let second = ends(&state);
+    assert_ne!(first, second);
+    assert!(second.0 == "spine-2" || second.2 == "spine-2", "{second:?}");
+    press(&mut state, KeyCode::Char('N'));
+    assert_eq!(ends(&state), first);
+    // As typed, before Enter: the prompt is in the footer.
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "leaf-2[4");
+    let footer = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        footer.lines().last().unwrap().starts_with("/leaf-2[4_"),
+        "{footer}"
+    );
+    press(&mut state, KeyCode::Esc);
+    // Counters, by LID: host-1 is LID 5 in the fixture.
+    press(&mut state, KeyCode::Char('4'));
+    find(&mut state, "5");
+    let key = state.counters.rows[state.counters.list.selected];
+    assert_eq!(key.guid, guid(&state, "host-1"));
+    // What no counter row shows (spine-1 has none): its node opens in Nodes.
+    find(&mut state, "spine-1");
+    assert_eq!(state.view, View::Nodes);
+    assert_eq!(state.nodes.detail, Some(guid(&state, "spine-1")));
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .contains("not in Counters: shown in Nodes"));
+    // Nothing at all by that name: said so.
+    press(&mut state, KeyCode::Char('6'));
+    find(&mut state, "nosuch");
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("nothing in Events matches"),
+        "{text}"
+    );
+    // Events: host-2's link went down.
+    find(&mut state, "host-2");
+    let order = ibscope_tui::event_log::event_order(&state.events, state.events_sort);
+    let selected = &state.events[order[state.event_list.selected]];
+    assert_eq!(selected.kind, LogEntryKind::LinkDown);
+    assert!(selected.text.contains("host-2[1]"), "{}", selected.text);
+    // The Overview: the finding about leaf-1.
+    press(&mut state, KeyCode::Char('1'));
+    find(&mut state, "leaf-1");
+    assert_eq!(state.overview_findings.selected, 0);
+
+    // Hosts, by an HCA's name: its host's row and its rail.
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    find(&mut state, "gpu-0003 mlx5_2");
+    let grid = &state.derived.host_grid;
+    assert_eq!(state.hosts.selected_row(grid).unwrap().name, "gpu-0003");
+    assert_eq!(grid.rails[state.hosts.rail], 2);
+}
+
+/// `?` explains every key of the view, the new ones too (find, sort, a finding's detail
+/// and its jumps), scrolled with the arrow keys where the screen is too short for it.
+#[test]
+fn the_help_explains_every_key_and_scrolls() {
+    let wanted: [(char, &[&str]); 5] = [
+        (
+            '1',
+            &[
+                "find a node, host or port",
+                "the next / previous row found",
+                "the finding whole",
+                "the finding's link in Links",
+                "the finding's port in Counters",
+                "and what to do; l and c jump to its link and port.",
+            ],
+        ),
+        (
+            '3',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+        (
+            '4',
+            &["every counter of the port", "sort by the next column"],
+        ),
+        (
+            '6',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+        (
+            '7',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+    ];
+    for (view, lines) in wanted {
+        let mut state = fixture_state();
+        press(&mut state, KeyCode::Char(view));
+        press(&mut state, KeyCode::Char('?'));
+        let mut seen = String::new();
+        for _ in 0..40 {
+            let text = buffer_text(&render_buffer(&state, 80, 24));
+            seen.push_str(&text);
+            if !text.lines().nth(1).unwrap_or("").contains('▼') {
+                break;
+            }
+            press(&mut state, KeyCode::Down);
+            assert!(state.help, "the arrow keys scroll the help");
+        }
+        for line in lines {
+            assert!(seen.contains(line), "view {view}: {line:?} not in\n{seen}");
+        }
+    }
+}

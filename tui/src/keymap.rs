@@ -15,6 +15,8 @@ pub enum Action {
     PrevView,
     ToggleHelp,
     CloseHelp,
+    /// The help one line further down (`true`) or up.
+    HelpScroll(bool),
     Up,
     Down,
     PageUp,
@@ -30,6 +32,11 @@ pub enum Action {
     ReverseSort,
     /// `/` in Nodes, `/` or `e` in Routing.
     StartInput,
+    /// `/` in the other views: the find prompt.
+    StartFind,
+    /// `n`, `N`: the next or previous row that matches what was found.
+    FindNext,
+    FindPrevious,
     InputChar(char),
     InputBackspace,
     /// Enter while typing.
@@ -67,6 +74,8 @@ pub enum Place {
     Detail(View),
     /// Typing into a view's text field.
     Typing(View),
+    /// Typing into the find prompt (`/` in a view that finds).
+    Finding,
     /// The help screen.
     Help,
 }
@@ -159,6 +168,18 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[
+            (Up, Action::HelpScroll(false)),
+            (ch('k'), Action::HelpScroll(false)),
+            (Down, Action::HelpScroll(true)),
+            (ch('j'), Action::HelpScroll(true)),
+        ],
+        places: &[Place::Help],
+        shown: "↑↓ j k",
+        help: "in the help: scroll it; any other key closes it",
+        hint: None,
+    },
+    Binding {
+        keys: &[
             (Up, Action::Up),
             (ch('k'), Action::Up),
             (Down, Action::Down),
@@ -189,6 +210,34 @@ pub const BINDINGS: &[Binding] = &[
         shown: "f, F",
         help: "next/previous fabric (with -C all or a list)",
         hint: Some((5, Hint::Text("f fabric"))),
+    },
+    Binding {
+        keys: &[(ch('/'), Action::StartFind)],
+        places: &FINDING_VIEWS,
+        shown: "/",
+        help: "find a node, host or port: any name, GUID, LID",
+        hint: Some((5, Hint::Text("/ find"))),
+    },
+    Binding {
+        keys: &[(ch('n'), Action::FindNext), (ch('N'), Action::FindPrevious)],
+        places: &FINDING_VIEWS,
+        shown: "n, N",
+        help: "the next / previous row found",
+        hint: None,
+    },
+    Binding {
+        keys: &[(Enter, Action::InputSubmit)],
+        places: &[Place::Finding],
+        shown: "Enter",
+        help: "while finding: keep it (not here: its node in Nodes)",
+        hint: Some((1, Hint::Text("Enter keep"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::InputCancel)],
+        places: &[Place::Finding],
+        shown: "Esc",
+        help: "while finding: stop",
+        hint: Some((2, Hint::Text("Esc stop"))),
     },
     Binding {
         keys: &[(ch('/'), Action::StartInput)],
@@ -357,20 +406,37 @@ pub const BINDINGS: &[Binding] = &[
             (Up, Action::Up),
             (Down, Action::Down),
         ],
-        places: &[Place::Typing(View::Nodes), Place::Typing(View::Routing)],
+        places: &[
+            Place::Typing(View::Nodes),
+            Place::Typing(View::Routing),
+            Place::Finding,
+        ],
         shown: "Backspace ↑↓",
         help: "while typing: delete; move",
         hint: None,
     },
 ];
 
-/// What typing does in a view's text field (the first hint of the footer).
-fn typing_hint(view: View) -> &'static str {
-    match view {
-        View::Routing => "type name/LID/GUID[port]",
-        _ => "type to filter",
+/// What typing does in a view's text field (the first hint of the footer); the find
+/// prompt is the text typed so far.
+fn typing_hint(state: &AppState) -> String {
+    if state.find.editing {
+        return format!("/{}_", state.find.text);
+    }
+    match state.view {
+        View::Routing => "type name/LID/GUID[port]".into(),
+        _ => "type to filter".into(),
     }
 }
+
+/// The views whose `/` finds (Nodes filters, Routing edits its ends).
+const FINDING_VIEWS: [Place; 5] = [
+    Place::In(View::Overview),
+    Place::In(View::Links),
+    Place::In(View::Counters),
+    Place::In(View::Events),
+    Place::In(View::Hosts),
+];
 
 /// Whether `view`'s detail pane is open.
 pub fn detail_open(state: &AppState, view: View) -> bool {
@@ -385,6 +451,9 @@ pub fn detail_open(state: &AppState, view: View) -> bool {
 
 /// True while keys are text for an input field rather than commands.
 pub fn typing(state: &AppState) -> bool {
+    if state.find.editing {
+        return true;
+    }
     match state.view {
         View::Nodes => state.nodes.editing,
         View::Routing => state.routing.editing.is_some(),
@@ -401,7 +470,10 @@ impl Place {
             Place::In(v) => plain && state.view == v,
             Place::List(v) => plain && state.view == v && !detail_open(state, v),
             Place::Detail(v) => plain && state.view == v && detail_open(state, v),
-            Place::Typing(v) => !state.help && typing(state) && state.view == v,
+            Place::Typing(v) => {
+                !state.help && typing(state) && !state.find.editing && state.view == v
+            }
+            Place::Finding => !state.help && state.find.editing,
             Place::Help => state.help,
         }
     }
@@ -423,7 +495,7 @@ pub fn lookup(state: &AppState, code: KeyCode) -> Option<Action> {
 /// columns.
 pub fn footer(state: &AppState, width: usize) -> String {
     if state.help {
-        return "any key: close help  q quit".to_string();
+        return "↑↓ scroll  any key: close help  q quit".to_string();
     }
     if let Some(notice) = &state.notice {
         return notice.chars().take(width).collect();
@@ -440,7 +512,7 @@ pub fn footer(state: &AppState, width: usize) -> String {
         .collect();
     hints.sort_by_key(|(rank, _)| *rank);
     let mut out = if typing(state) {
-        typing_hint(state.view).to_string()
+        typing_hint(state)
     } else {
         String::new()
     };
@@ -471,6 +543,7 @@ pub fn help_lines(view: View) -> Vec<String> {
     lines.push(String::new());
     let here = |p: &Place| match *p {
         Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => v == view,
+        Place::Finding => FINDING_VIEWS.contains(&Place::In(view)),
         Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
@@ -531,6 +604,7 @@ mod tests {
                 s.counters.detail = detail;
                 s.nodes.editing = editing;
                 s.routing.editing = editing.then_some(RouteField::From);
+                s.find.editing = editing && FINDING_VIEWS.contains(&Place::In(view));
                 out.push(s);
             }
         }
@@ -579,6 +653,7 @@ mod tests {
                     Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => {
                         v == view
                     }
+                    Place::Finding => FINDING_VIEWS.contains(&Place::In(view)),
                     Place::Help => false,
                 })
             }) {

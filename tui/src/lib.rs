@@ -3,6 +3,7 @@
 //! - [`state`]: everything shown, as plain data (unit-testable);
 //! - [`keymap`]: the one table of keys: what each does where, the footer and the help;
 //! - [`input`]: keys to [`keymap::Action`]s, actions applied to the state;
+//! - [`query`] / [`find`]: `/` in a view, what the text names and the rows that show it;
 //! - [`render`]: the screen: header, the view shown, footer, help;
 //! - [`views`]: one file per view (its title, help, drawing and list);
 //! - [`source`]: what a [`Sweep`] holds and where sweeps come from ([`Source`]);
@@ -15,9 +16,11 @@
 pub mod derive;
 pub mod event_log;
 pub mod event_loop;
+pub mod find;
 pub mod input;
 pub mod keymap;
 pub mod plane_findings;
+pub mod query;
 pub mod render;
 pub mod session;
 pub mod source;

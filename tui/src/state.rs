@@ -13,6 +13,7 @@ use ibscope_topo::{End, Fabric, PortKey};
 
 use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow};
 use super::event_log::{self, LogEntry, LogEntryKind};
+use super::query::FindState;
 use super::source::{PortCounterSample, Sweep};
 use super::table_sort::{Column, TableSort};
 
@@ -395,6 +396,8 @@ pub fn prepare(previous: Option<&Sweep>, sweep: Sweep, names: Option<&NameMap>) 
 pub struct AppState {
     pub view: View,
     pub help: bool,
+    /// The help's first line shown (its arrow keys scroll it).
+    pub help_scroll: usize,
     pub quit: bool,
     /// Set by an action asking for an immediate sweep; the event loop takes it.
     pub sweep_requested: bool,
@@ -423,6 +426,8 @@ pub struct AppState {
     /// A line for the footer until the next key: what a key could not do ("that port has
     /// no link").
     pub notice: Option<String>,
+    /// The find prompt (`/` in a view that finds).
+    pub find: FindState,
 }
 
 impl AppState {
@@ -430,6 +435,7 @@ impl AppState {
         AppState {
             view: View::Overview,
             help: false,
+            help_scroll: 0,
             quit: false,
             sweep_requested: false,
             fabric_step: 0,
@@ -451,6 +457,7 @@ impl AppState {
             finding_detail: false,
             hosts: HostsView::default(),
             notice: None,
+            find: FindState::default(),
         }
     }
 

@@ -15,6 +15,7 @@ use ratatui::Frame;
 use super::widgets::{
     fill_width, format_rate, name_and_port, no_data, ViewParts, BAD, DIM, HEAD, RED, WARN,
 };
+use crate::query::{port_names, Query};
 use crate::state::{AppState, ListCursor, PortHistory, COUNTER_COLUMNS};
 
 /// What this view gives the screen, the keys and the help.
@@ -32,7 +33,25 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_counters,
     list,
     list_noun,
+    matches: Some(matches),
+    found: None,
 };
+
+/// A port shows what `/` looks for when it is the node or port it names, or is shown
+/// under a name that holds it (its last name when it is gone).
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    if state.counters.detail {
+        return false;
+    }
+    let Some(&key) = state.counters.rows.get(i) else {
+        return false;
+    };
+    let shown = match state.fabric() {
+        Some(f) if f.node_by_guid(key.guid).is_some() => port_names(f, state.names.as_ref(), key),
+        _ => format!("{}[{}]", state.history[&key].name, key.port),
+    };
+    q.names_port(key) || q.in_text(&shown)
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     if state.counters.detail {

@@ -7,7 +7,9 @@ use ratatui::widgets::{Block, Borders, Row, Table};
 use ratatui::Frame;
 
 use super::widgets::{format_time, no_data, ViewParts, DIM, HEAD, RED};
+use crate::derive::node_name;
 use crate::event_log::{event_order, LogEntryKind, EVENT_COLUMNS};
+use crate::query::Query;
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -21,7 +23,23 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_events,
     list,
     list_noun,
+    matches: Some(matches),
+    found: None,
 };
+
+/// An event shows what `/` looks for when its text holds it, or the name of the node it
+/// names.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let order = event_order(&state.events, state.events_sort);
+    let Some(e) = order.get(i).map(|&o| &state.events[o]) else {
+        return false;
+    };
+    let named = q.node.zip(state.fabric()).and_then(|(guid, f)| {
+        let id = f.node_by_guid(guid)?;
+        Some(node_name(f.node(id), state.names.as_ref()))
+    });
+    q.in_text(&e.text) || named.is_some_and(|n| e.text.contains(&n))
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     let len = state.events.len();

@@ -14,6 +14,7 @@ use super::widgets::{
     fit, format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
 };
 use crate::derive::{host_natural, link_facts, node_name, CellState, LinkHealth};
+use crate::query::{port_names, Query};
 use crate::source::ERROR_COUNTERS;
 use crate::state::{AppState, ListCursor};
 use crate::table_sort::TableSort;
@@ -30,7 +31,47 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_hosts,
     list,
     list_noun,
+    matches: Some(matches),
+    found: Some(found),
 };
+
+/// The rails of grid row `i` (in the order shown) whose HCA shows what `/` looks for.
+fn matching_rails(state: &AppState, i: usize, q: &Query) -> Vec<usize> {
+    let grid = &state.derived.host_grid;
+    let (Some(fabric), Some(row)) = (
+        state.fabric(),
+        state.hosts.order.get(i).and_then(|&r| grid.rows.get(r)),
+    ) else {
+        return Vec::new();
+    };
+    let names = state.names.as_ref();
+    row.cells
+        .iter()
+        .enumerate()
+        .filter_map(|(rail, c)| Some((rail, c.as_ref()?.key?)))
+        .filter(|(_, key)| q.names_port(*key) || q.in_text(&port_names(fabric, names, *key)))
+        .map(|(rail, _)| rail)
+        .collect()
+}
+
+/// A host shows what `/` looks for when its name holds it, or one of its HCAs does.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let grid = &state.derived.host_grid;
+    let named = state
+        .hosts
+        .order
+        .get(i)
+        .and_then(|&r| grid.rows.get(r))
+        .is_some_and(|row| q.in_text(&row.name));
+    named || !matching_rails(state, i, q).is_empty()
+}
+
+/// The found host's rail whose HCA it is.
+fn found(state: &mut AppState, q: &Query) {
+    if let Some(&rail) = matching_rails(state, state.hosts.list.selected, q).first() {
+        state.hosts.rail = rail;
+    }
+}
 
 /// "sort: rail 3▼ (s S)": the grid's sorted column (the host's name, or a rail's cells).
 fn sort_title(state: &AppState) -> String {

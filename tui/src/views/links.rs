@@ -9,6 +9,7 @@ use ratatui::Frame;
 
 use super::widgets::{name_and_port, no_data, verdict_text, ViewParts, BAD, HEAD, RED, WARN};
 use crate::derive::{node_name, LINK_COLUMNS};
+use crate::query::{port_names, Query};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -24,7 +25,23 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_links,
     list,
     list_noun,
+    matches: Some(matches),
+    found: None,
 };
+
+/// A link shows what `/` looks for when either end is the node or port it names, or is
+/// shown under a name that holds it.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let (Some(fabric), Some(&row)) = (state.fabric(), state.links.order.get(i)) else {
+        return false;
+    };
+    let r = &state.derived.link_rows[row];
+    let names = state.names.as_ref();
+    [r.a, r.b].into_iter().any(|e| {
+        let key = fabric.node(e.node).port_key(e.port);
+        q.names_port(key) || q.in_text(&port_names(fabric, names, key))
+    })
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     let len = state.links.order.len();

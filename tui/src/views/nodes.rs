@@ -22,6 +22,9 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_nodes,
     list,
     list_noun,
+    // Its `/` is its own: the node filter.
+    matches: None,
+    found: None,
 };
 
 /// The node list, or the open node's ports.

@@ -11,6 +11,7 @@ use ratatui::Frame;
 
 use super::widgets::{format_time, no_data, wrap, ViewParts, BAD, DIM, HEAD, OK, RED, WARN};
 use crate::derive::{FabricSummary, Layer, SwitchChip};
+use crate::query::Query;
 use crate::source::{Finding, Sweep};
 use crate::state::{AppState, ListCursor};
 
@@ -28,7 +29,17 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_overview,
     list,
     list_noun,
+    matches: Some(matches),
+    found: None,
 };
+
+/// A finding shows what `/` looks for when it names the port, or its text holds it.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let Some(f) = state.sweep.as_ref().and_then(|s| s.findings.get(i)) else {
+        return false;
+    };
+    f.at.iter().chain(&f.remote).any(|p| q.names_port(p.key())) || q.in_text(&f.text_line())
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     let len = state.sweep.as_ref().map(|s| s.findings.len()).unwrap_or(0);

@@ -25,6 +25,9 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_routing,
     list,
     list_noun,
+    // Its `/` is its own: the route's ends, found by name.
+    matches: None,
+    found: None,
 };
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {

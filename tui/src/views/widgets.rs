@@ -12,6 +12,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::derive::LinkAssessmentSummary;
+use crate::query::Query;
 use crate::state::{AppState, ListCursor};
 
 pub const RED: Style = Style::new().fg(Color::Red);
@@ -35,6 +36,11 @@ pub struct ViewParts {
     pub list: fn(&mut AppState) -> (&mut ListCursor, usize),
     /// What that list holds, for the footer's hint ("↑↓ nodes").
     pub list_noun: fn(&AppState) -> &'static str,
+    /// Whether row `i` of that list shows what `/` looks for (`None`: the view has no
+    /// find, its `/` is its own).
+    pub matches: Option<fn(&AppState, usize, &Query) -> bool>,
+    /// What else a found row selects (the Hosts grid: the found HCA's rail).
+    pub found: Option<fn(&mut AppState, &Query)>,
 }
 
 /// `text` in at most `width` columns: a long one loses its middle (its head kept longer
