@@ -263,8 +263,7 @@ fn check_words_the_demo_fabrics_findings_in_the_one_format() {
         ),
         format!(
             "[counter-above-threshold] gpu-0002 rail 7: {} <-> {}: LinkDownedCounter = 7 \
-             (threshold 0): the link flapped 7 times (went down and trained again) since the \
-             counters were last cleared",
+             (threshold 0): the link flapped 7 times since its counters were cleared",
             port(&leaf(7), 2),
             port("gpu-0002 mlx5_7", 1)
         ),

@@ -505,7 +505,7 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
             let shown = counter_value_text(value, p.is_saturated(&name));
             let message = format!(
                 "{name} {shown} (threshold {limit}){}",
-                counted(&name, value)
+                counted(&name, value, p.is_saturated(&name))
             );
             let mut f = counter_finding(FindingKind::CounterAboveThreshold, p, &name, message);
             f.threshold = Some(limit);
@@ -530,15 +530,15 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
 
 /// What a counter's value means where its name alone does not say it: LinkDownedCounter
 /// counts the times the link went down and trained again, its flaps.
-fn counted(name: &str, value: u64) -> String {
+fn counted(name: &str, value: u64, saturated: bool) -> String {
+    let least = if saturated { "at least " } else { "" };
     match (name, value) {
-        ("LinkDownedCounter", 1) => ": the link flapped once (went down and trained again) \
-                                     since the counters were last cleared"
-            .to_string(),
-        ("LinkDownedCounter", n) => format!(
-            ": the link flapped {n} times (went down and trained again) since the counters \
-             were last cleared"
-        ),
+        ("LinkDownedCounter", 1) if !saturated => {
+            ": the link flapped once since its counters were cleared".to_string()
+        }
+        ("LinkDownedCounter", n) => {
+            format!(": the link flapped {least}{n} times since its counters were cleared")
+        }
         _ => String::new(),
     }
 }
@@ -873,6 +873,29 @@ mod tests {
             found[0].message,
             "PortXmitDiscards = 3 (threshold 0); PortXmitDiscardDetails: no cause counted"
         );
+    }
+
+    /// LinkDownedCounter counts the link's flaps: its finding says so (a flapping link is
+    /// what `demo --once` plants), at least as many when the 8-bit counter stopped.
+    #[test]
+    fn link_downed_reads_as_flaps() {
+        use crate::counters::sample::test_support::{port_sample, wrap};
+        let message = |value: u64, saturated: &[&str]| {
+            let p = port_sample(&[("LinkDownedCounter", value)], None, saturated);
+            counter_findings(&wrap(p), &Thresholds::default())[0]
+                .message
+                .clone()
+        };
+        assert_eq!(
+            message(7, &[]),
+            "LinkDownedCounter = 7 (threshold 0): the link flapped 7 times since its \
+             counters were cleared"
+        );
+        assert!(
+            message(1, &[]).ends_with(": the link flapped once since its counters were cleared")
+        );
+        assert!(message(255, &["LinkDownedCounter"])
+            .starts_with("LinkDownedCounter ≥ 255 (threshold 0): the link flapped at least 255"));
     }
 
     #[test]
