@@ -153,23 +153,30 @@ fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
-/// What a box titled `title` holds, its lines joined by one space each (its wrapped lines
-/// read as the text they came from).
+/// What a box titled `title` holds (where it is on the screen, over others or not), its
+/// lines joined by one space each: its wrapped lines read as the text they came from.
 fn boxed_text(screen: &str, title: &str) -> String {
-    let mut inside = false;
-    let mut words: Vec<&str> = Vec::new();
-    for line in screen.lines() {
-        let l = line.trim();
-        if l.starts_with(&format!("┌ {title}")) {
-            inside = true;
-            continue;
-        }
-        if inside && l.starts_with('└') {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let head: Vec<char> = format!("┌ {title}").chars().collect();
+    let found = lines.iter().enumerate().find_map(|(y, l)| {
+        let x = l.windows(head.len()).position(|w| w == head.as_slice())?;
+        let right = x + l[x..].iter().position(|&c| c == '┐')?;
+        Some((y, x, right))
+    });
+    let Some((top, left, right)) = found else {
+        return String::new();
+    };
+    let mut words: Vec<String> = Vec::new();
+    for l in &lines[top + 1..] {
+        if l.get(left) == Some(&'└') {
             break;
         }
-        if inside {
-            words.extend(l.trim_matches('│').split_whitespace());
-        }
+        let inside: String = l
+            .get(left + 1..right.min(l.len()))
+            .unwrap_or_default()
+            .iter()
+            .collect();
+        words.extend(inside.split_whitespace().map(str::to_string));
     }
     words.join(" ")
 }
@@ -1840,6 +1847,167 @@ fn the_help_explains_every_key_and_scrolls() {
         }
         for line in lines {
             assert!(seen.contains(line), "view {view}: {line:?} not in\n{seen}");
+        }
+    }
+}
+
+/// The demo fabric as the live TUI sees it, from the simulator: ibsim and OpenSM on the
+/// demo's topology with its counters planted, discovered (with LFTs) once, then four times
+/// more while the flapping link goes down and up twice (ibsim's Unlink and ReLink, the SM
+/// told each time), as the interactive demo does. The last sweep carries `check`'s
+/// findings on that fabric, the link-flapping finding topo's flap history makes of the
+/// five discoveries (as the live source adds it), and the counters ibsim holds still
+/// (error counters and PortXmitWait: ibsim counts its own MADs as data). Times are fixed.
+fn demo_state() -> AppState {
+    use crate::common::{assert_exit, assert_success, ibscope, sim};
+    use ibscope::cmd::demo::faults;
+    let sim = sim("gpu-cluster.topo");
+    let (node, port, value) = faults::SYMBOL_ERRORS;
+    sim.set_counter(node, port, "SymbolErrorCounter", value)
+        .unwrap();
+    let (flap_node, flap_port, value) = faults::FLAPPING;
+    sim.set_counter(flap_node, flap_port, "LinkDownedCounter", value)
+        .unwrap();
+    let discover = || {
+        let out = ibscope(&sim, &["discover", "--format", "json", "--lft"]);
+        Arc::new(ibscope_topo::export::json::read(&assert_success(&out)).unwrap())
+    };
+    let mut fabrics = vec![discover()];
+    for down in [true, false, true, false] {
+        if down {
+            sim.unlink(flap_node, flap_port).unwrap();
+        } else {
+            sim.relink(flap_node, flap_port).unwrap();
+        }
+        sim.resweep().unwrap();
+        fabrics.push(discover());
+    }
+    let check: serde_json::Value =
+        serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
+    let mut findings: Vec<ibscope_topo::findings::Finding> =
+        serde_json::from_value(check["findings"].clone()).unwrap();
+    let counters: serde_json::Value = serde_json::from_str(&assert_success(&ibscope(
+        &sim,
+        &["counters", "--format", "json"],
+    )))
+    .unwrap();
+    let at = |k: usize| t0() + Duration::from_secs(60 * k as u64);
+    let mut history = ibscope_topo::journal::FlapHistory::default();
+    for (k, f) in fabrics.iter().enumerate() {
+        history.record(f, "", None, None, at(k));
+    }
+    findings.extend(history.flapping(Default::default()));
+    let still = |name: &str| {
+        use ibscope_mad::attr::{perf_attrs::counter_kind, CounterKind};
+        !matches!(
+            counter_kind(name),
+            Some(CounterKind::Data | CounterKind::Packets) | None
+        )
+    };
+    let last = fabrics.len() - 1;
+    let samples: Vec<PortCounterSample> = counters["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p: ibscope_topo::counters::PortSample = serde_json::from_value(p.clone()).unwrap();
+            let mut s = PortCounterSample::from_port_sample(&p, at(last));
+            s.counters.retain(|name, _| still(name));
+            (s.xmit_data_bytes, s.rcv_data_bytes) = (None, None);
+            s
+        })
+        .collect();
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(2), start);
+    state.status.source = "ibsim0/1".into();
+    for (k, f) in fabrics.into_iter().enumerate() {
+        let mut sweep = Sweep::from_fabric((*f).clone(), at(k));
+        if k == last {
+            sweep.findings = findings.clone();
+            sweep.counters = samples.clone();
+        }
+        sweep.sm = Some("LID 1".into());
+        sweep.routes = ibscope_tui::source::check_routes(&sweep.fabric);
+        sweep.duration = Duration::from_millis(40);
+        state.apply_sweep(sweep, start + Duration::from_secs(60 * k as u64));
+    }
+    state.now = start + Duration::from_secs(60 * last as u64 + 1);
+    state
+}
+
+/// From the view shown, every finding's whole text (its one text, every port with GUID and
+/// LID) is on the screen when its detail is open: the Overview, the finding selected, Enter.
+fn assert_every_finding_reachable(state: &mut AppState, w: u16, h: u16, from: &str) {
+    let back = state.view;
+    let findings = state.sweep.as_ref().unwrap().findings.clone();
+    press(state, KeyCode::Char('1'));
+    press(state, KeyCode::Home);
+    for (i, f) in findings.iter().enumerate() {
+        press(state, KeyCode::Enter);
+        let text = buffer_text(&render_buffer(state, w, h));
+        let title = format!("Finding {} of {}", i + 1, findings.len());
+        let shown = boxed_text(&text, &title);
+        assert!(
+            shown.starts_with(&f.text_line()),
+            "{from} {w}x{h}: finding {i} not whole:\n{}\n{text}",
+            f.text_line()
+        );
+        press(state, KeyCode::Esc);
+        press(state, KeyCode::Down);
+    }
+    press(state, KeyCode::Home);
+    state.view = back;
+}
+
+/// Each view of the demo fabric at 80x24 and 200x50, snapshotted; from each, every
+/// finding can be read whole. At 80x24 the first screen, the Overview, shows what is wrong
+/// with each planted fault and where: every finding whole (ports named short).
+#[test]
+fn the_demo_fabric_in_every_view_at_80x24_and_200x50() {
+    use ibscope_topo::findings::{FindingKind, PortNaming};
+    let mut state = demo_state();
+    let findings = state.sweep.as_ref().unwrap().findings.clone();
+    // The planted faults and the flap the TUI sees happen.
+    let kinds: Vec<FindingKind> = findings.iter().map(|f| f.kind).collect();
+    for kind in [
+        FindingKind::DegradedLink,
+        FindingKind::RailMisaligned,
+        FindingKind::RailDown,
+        FindingKind::CounterAboveThreshold,
+        FindingKind::LinkFlapping,
+    ] {
+        assert!(kinds.contains(&kind), "{kind:?} missing: {kinds:?}");
+    }
+    let first = buffer_text(&render_buffer(&state, 80, 24));
+    let listed = boxed_text(&first, "Findings");
+    for f in &findings {
+        assert!(
+            listed.contains(&f.text(PortNaming::Short)),
+            "not whole on the first screen: {}\n{first}",
+            f.text(PortNaming::Short)
+        );
+    }
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        for (view, go) in [
+            ("overview", '1'),
+            ("nodes", '2'),
+            ("links", '3'),
+            ("counters", '4'),
+            ("routing", '5'),
+            ("events", '6'),
+            ("hosts", '7'),
+        ] {
+            press(&mut state, KeyCode::Char(go));
+            if view == "routing" && state.routing.result.is_none() {
+                press(&mut state, KeyCode::Char('/'));
+                type_text(&mut state, "gpu-0001 mlx5_0");
+                press(&mut state, KeyCode::Tab);
+                type_text(&mut state, "gpu-0008 mlx5_7");
+                press(&mut state, KeyCode::Enter);
+            }
+            let text = buffer_text(&render_buffer(&state, w, h));
+            insta::assert_snapshot!(format!("demo_{view}_{w}x{h}"), text);
+            assert_every_finding_reachable(&mut state, w, h, view);
         }
     }
 }

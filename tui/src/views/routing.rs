@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::widgets::{
-    fill_width, fit, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, SELECTED, WARN,
+    fill_width, fit, name_and_port, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, SELECTED, WARN,
 };
 use crate::derive::{hop_name, node_name};
 use crate::state::{AppState, ListCursor, RouteField};
@@ -322,14 +322,14 @@ fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
             Style::new()
         };
         let bar_len = (heat * 8.0).round() as usize;
+        let head = format!("{:<8} {:>6} ", "█".repeat(bar_len), p.routes);
+        // The port's end keeps its [port]; each name gives up its middle to fit.
+        let room = usize::from(inner.width).saturating_sub(head.chars().count() + 2);
         lines.push(Line::styled(
             format!(
-                "{:<8} {:>6} {}[{}]->{}",
-                "█".repeat(bar_len),
-                p.routes,
-                for_terminal(&p.from.node.name),
-                p.from.port,
-                for_terminal(&p.to.node.name)
+                "{head}{}->{}",
+                name_and_port(&for_terminal(&p.from.node.name), p.from.port, room / 2),
+                fit(&for_terminal(&p.to.node.name), room - room / 2)
             ),
             style,
         ));
