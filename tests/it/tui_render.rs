@@ -998,9 +998,12 @@ fn big_fabric_overview_aggregates_layers() {
                 .lines()
                 .find(|l| l.contains("layer 2: 18 switches"))
                 .expect(&text);
-            assert!(l2.contains("522 links down, 1 degraded/down"), "{text}");
             assert!(
-                text.contains("layer 1: 29 switches, 512 links down, 0 degraded/down"),
+                l2.contains("522 links to layer 1, 1 degraded/down"),
+                "{text}"
+            );
+            assert!(
+                text.contains("layer 1: 29 switches, 512 links to the CAs, 0 degraded/down"),
                 "{text}"
             );
             let colors = line_colors(&buf, "layer 2:").unwrap();

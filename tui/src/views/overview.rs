@@ -101,7 +101,7 @@ pub fn picture_lines(
             layer_lines(layer, layer.layer == top_layer, width, max_rows);
         lines.extend(layer_text);
         if aggregated {
-            // The summary line already counts the links down.
+            // The summary line already counts the links to the layer below.
             continue;
         }
         let style = if layer.problems_down > 0 { RED } else { DIM };
@@ -170,8 +170,13 @@ fn layer_lines(
     }
     if !fits || layer.switches.is_empty() {
         let problems = layer.problems_down + layer.problems_lateral;
+        // Links to the layer below ("down" would read as links that are Down).
+        let below = match layer.layer {
+            1 => "the CAs".to_string(),
+            l => format!("layer {}", l - 1),
+        };
         let mut text = format!(
-            "{label}layer {}: {} switches, {} links down",
+            "{label}layer {}: {} switches, {} links to {below}",
             layer.layer,
             layer.switches.len(),
             layer.links_down,
