@@ -222,14 +222,8 @@ fn node_facts(ibnetdiscover: &str) -> std::collections::HashMap<String, (String,
 /// planted rates and counters; JSON's `message` is the same words.
 #[test]
 fn check_words_the_demo_fabrics_findings_in_the_one_format() {
-    use ibscope::cmd::demo::faults;
     let sim = sim("gpu-cluster.topo");
-    let (node, port, value) = faults::SYMBOL_ERRORS;
-    sim.set_counter(node, port, "SymbolErrorCounter", value)
-        .unwrap();
-    let (node, port, value) = faults::FLAPPING;
-    sim.set_counter(node, port, "LinkDownedCounter", value)
-        .unwrap();
+    ibscope::cmd::demo::plant_counters(&sim).unwrap();
     let facts = node_facts(&assert_success(&reference(&sim, "ibnetdiscover", &[])));
     let port = |desc: &str, port: u8| {
         let (guid, lid) = &facts[desc];

@@ -1865,12 +1865,8 @@ fn demo_state() -> AppState {
     use crate::common::{assert_exit, assert_success, ibscope, sim};
     use ibscope::cmd::demo::faults;
     let sim = sim("gpu-cluster.topo");
-    let (node, port, value) = faults::SYMBOL_ERRORS;
-    sim.set_counter(node, port, "SymbolErrorCounter", value)
-        .unwrap();
-    let (flap_node, flap_port, value) = faults::FLAPPING;
-    sim.set_counter(flap_node, flap_port, "LinkDownedCounter", value)
-        .unwrap();
+    ibscope::cmd::demo::plant_counters(&sim).unwrap();
+    let (flap_node, flap_port, _) = faults::FLAPPING;
     let discover = || {
         let out = ibscope(&sim, &["discover", "--format", "json", "--lft"]);
         Arc::new(ibscope_topo::export::json::read(&assert_success(&out)).unwrap())
