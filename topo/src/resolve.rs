@@ -9,8 +9,9 @@
 //!   reports shorten names); a name elided in its middle with `…`, as the TUI draws a long
 //!   one; and, for interactive input only, a unique case-insensitive part of a name;
 //!
-//! each name optionally in double quotes (as reports print names) and any of them followed
-//! by `[port]` (`R1L001[9]`, `"gpu-0003 mlx5_5"[1]`).
+//! each name optionally in double quotes (as reports print names), or quoted and followed by
+//! its GUID as reports name a node (`"gpu-0003 mlx5_5" (0x000000000010002a)`, the GUID
+//! deciding), and any of them followed by `[port]` (`R1L001[9]`, `"gpu-0003 mlx5_5"[1]`).
 
 use std::cell::OnceCell;
 
@@ -111,6 +112,13 @@ pub enum ResolveError {
     /// A directed route that leads nowhere in this fabric.
     #[error("directed route {path}: {why}")]
     Route { path: String, why: String },
+    /// A name printed with its GUID (`"name" (0x…)`) where the GUID is another node's.
+    #[error("GUID {guid:#018x} is {shown}, not \"{name}\"")]
+    NotThatGuid {
+        guid: u64,
+        name: String,
+        shown: String,
+    },
     /// Two servers (escaped) with no rail in common.
     #[error("\"{a}\" and \"{b}\" have no rail in common: name one HCA port of each")]
     NoSharedRail { a: String, b: String },
@@ -303,6 +311,9 @@ impl<'a> Resolver<'a> {
         };
         if is_route(base) {
             return with_port(self.by_route(base)?);
+        }
+        if let Some((name, guid)) = name_and_guid(base) {
+            return with_port(self.by_name_and_guid(name, guid)?);
         }
         if let Some(hex) = base.strip_prefix("0x").or_else(|| base.strip_prefix("0X")) {
             if let Ok(n) = u64::from_str_radix(hex, 16) {
@@ -519,6 +530,25 @@ impl<'a> Resolver<'a> {
         Ok(at)
     }
 
+    /// A node as reports name one, `"name" (0x…)`: by its GUID (node or port), which must
+    /// be that name's.
+    fn by_name_and_guid(&self, name: &str, guid: u64) -> Result<NodeId, ResolveError> {
+        let fabric = self.fabric;
+        let id = fabric
+            .node_by_guid(guid)
+            .or_else(|| fabric.port_by_guid(guid).map(|e| e.node))
+            .ok_or(ResolveError::NoGuid(guid))?;
+        let node = fabric.node(id);
+        if display_name(node, self.names) != name && node.description != name {
+            return Err(ResolveError::NotThatGuid {
+                guid,
+                name: escape::for_terminal(name),
+                shown: quoted_for_terminal(display_name(node, self.names)),
+            });
+        }
+        Ok(id)
+    }
+
     /// A number: a GUID (hex only, tried first) or a LID.
     fn by_number(&self, n: u64, hex: bool, port: Option<u8>) -> Result<Resolved, ResolveError> {
         let fabric = self.fabric;
@@ -674,6 +704,14 @@ impl<'a> Resolver<'a> {
             },
         }
     }
+}
+
+/// `"name" (0x…)`, as reports name a node: the name and the GUID.
+fn name_and_guid(text: &str) -> Option<(&str, u64)> {
+    let (name, hex) = text.strip_suffix(')')?.rsplit_once(" (0x")?;
+    let guid = u64::from_str_radix(hex, 16).ok()?;
+    let name = name.strip_prefix('"')?.strip_suffix('"')?;
+    Some((name, guid))
 }
 
 /// `text` cut at the characters `split` accepts that are outside `[...]`.
@@ -864,6 +902,19 @@ Hca 1 \"C0\" # \"login-1 mlx5_0\"
             Ok(NamedTarget::Node(leaf))
         );
         assert_eq!(exact("L1[4]"), port(4), "the topology file's node id");
+        let guid = f.node(leaf).guid;
+        let printed = format!("\"MF0;leaf-r0-001:MQM9700/U1\" ({guid:#018x})");
+        assert_eq!(
+            exact(&printed),
+            Ok(NamedTarget::Node(leaf)),
+            "as reports print it"
+        );
+        assert_eq!(exact(&format!("{printed}[4]")), port(4));
+        let wrong = format!("\"leaf-x\" ({guid:#018x})");
+        assert!(exact(&wrong)
+            .unwrap_err()
+            .to_string()
+            .contains("not \"leaf-x\""));
         assert_eq!(
             exact("MF0;leaf-r0-…/U1[4]"),
             port(4),
