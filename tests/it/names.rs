@@ -206,12 +206,7 @@ fn json(sim: &Sim, args: &[&str], code: i32) -> Value {
 /// The demo's fabric with its counters planted as the demo plants them.
 fn demo_fabric() -> Sim {
     let sim = sim("gpu-cluster.topo");
-    let (node, port, value) = faults::SYMBOL_ERRORS;
-    sim.set_counter(node, port, "SymbolErrorCounter", value)
-        .unwrap();
-    let (node, port, value) = faults::FLAPPING;
-    sim.set_counter(node, port, "LinkDownedCounter", value)
-        .unwrap();
+    ibscope::cmd::demo::plant_counters(&sim).unwrap();
     sim
 }
 
