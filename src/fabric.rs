@@ -21,12 +21,37 @@ pub fn open_engine(g: &Global) -> Result<Engine> {
     crate::fabric_set::open_single(g)
 }
 
-/// The node-name map given with --node-name-map, if any.
+/// The node-name map given with --node-name-map, if any; under a simulator (`ibscope sim`,
+/// `demo`) with ibsim's node ids (`R1L001`) as aliases, so the names its console and the
+/// demo use name nodes here too.
 pub fn names(g: &Global) -> Result<Option<NameMap>> {
-    match &g.node_name_map {
-        Some(path) => Ok(Some(NameMap::load(path)?)),
-        None => Ok(None),
+    let mut map = match &g.node_name_map {
+        Some(path) => Some(NameMap::load(path)?),
+        None => None,
+    };
+    if let Some(topology) = std::env::var_os(ibscope_sim::TOPOLOGY_ENV).filter(|t| !t.is_empty()) {
+        match sim_node_ids(Path::new(&topology)) {
+            Ok(ids) => {
+                let map = map.get_or_insert_with(NameMap::new);
+                for (id, guid) in ids {
+                    map.insert_alias(id, guid);
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: {}: ibsim's node ids are not names here: {e:#}",
+                ibscope_sim::TOPOLOGY_ENV
+            ),
+        }
     }
+    Ok(map)
+}
+
+/// The node ids of the topology file a simulator runs, with the GUIDs ibsim gives them.
+pub fn sim_node_ids(topology: &Path) -> Result<Vec<(String, u64)>> {
+    let text = ibscope_topo::input::read_text(topology, "simulator topology")?;
+    let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", topology.display()))?;
+    Ok(parsed.node_ids)
 }
 
 /// The counter thresholds in force: `explicit` (a command's --thresholds) when given, else
@@ -158,7 +183,18 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fa
 /// commas, spaces or newlines (`#` comments; `scontrol show hostnames` output works).
 pub fn host_list(arg: &str) -> Result<Vec<String>> {
     use ibscope_topo::hosts::hostlist;
-    let (text, source) = match arg.strip_prefix('@') {
+    let (text, source) = list_text(arg)?;
+    let names = hostlist::expand(&text).with_context(|| format!("{source}: not a hostlist"))?;
+    if names.is_empty() {
+        anyhow::bail!("{source}: no hosts");
+    }
+    Ok(names)
+}
+
+/// The text of a list argument: the argument itself, or for `@FILE` the file's lines
+/// without their `#` comments; and how to name it in errors.
+pub fn list_text(arg: &str) -> Result<(String, String)> {
+    match arg.strip_prefix('@') {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read host list {path}"))?;
@@ -166,15 +202,10 @@ pub fn host_list(arg: &str) -> Result<Vec<String>> {
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or(""))
                 .collect();
-            (text.join("\n"), format!("host list {path}"))
+            Ok((text.join("\n"), format!("host list {path}")))
         }
-        None => (arg.to_string(), "--hosts".to_string()),
-    };
-    let names = hostlist::expand(&text).with_context(|| format!("{source}: not a hostlist"))?;
-    if names.is_empty() {
-        anyhow::bail!("{source}: no hosts");
+        None => Ok((arg.to_string(), "--hosts".to_string())),
     }
-    Ok(names)
 }
 
 #[cfg(test)]

@@ -85,35 +85,72 @@ pub struct RoceConfig {
     /// Why DCB could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcb_error: Option<String>,
+    /// Each setting that could not be read (keyed by its field's name: `netdev`,
+    /// `netdev_mtu`, `pfc`, `dscp_to_priority`, `ecn_np`, `ecn_rp`) and why.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unread: BTreeMap<String, String>,
 }
 
 impl RoceConfig {
-    /// One line: `MTU 9000, PFC on 3, DSCP 26->3 48->6, ECN np 3 rp 3, default ToS 106`
-    /// (`?` for what could not be read). Interface names are the caller's to escape.
+    /// Why `setting` (a field's name) could not be read.
+    pub fn why_unread(&self, setting: &str) -> &str {
+        self.unread
+            .get(setting)
+            .or_else(|| self.unread.get("netdev"))
+            .map_or("not read", String::as_str)
+    }
+
+    /// One line: `MTU 9000, PFC on 3, DSCP 26->3 48->6, ECN np 3 rp 3, default ToS 106`;
+    /// what could not be read says why (`PFC and DSCP unknown (no DCB: ...)`). Raw text
+    /// (interface names, paths): the caller escapes it.
     pub fn summary(&self) -> String {
-        let list = |l: &Option<Vec<u8>>| match l {
-            None => "?".to_string(),
-            Some(l) if l.is_empty() => "none".to_string(),
-            Some(l) => l.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+        let list = |l: &[u8]| match l {
+            [] => "none".to_string(),
+            l => l.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
         };
-        let map = match &self.dscp_to_priority {
-            None => "?".to_string(),
-            Some(m) if m.is_empty() => "none (trust PCP)".to_string(),
-            Some(m) => m
-                .iter()
-                .map(|(d, p)| format!("{d}->{p}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-        };
-        format!(
-            "MTU {}, PFC on {}, DSCP {map}, ECN np {} rp {}, default ToS {}, {} RoCE v2 GID(s)",
-            self.netdev_mtu.map_or("?".into(), |m| m.to_string()),
-            list(&self.pfc),
-            list(&self.ecn_np),
-            list(&self.ecn_rp),
-            self.default_roce_tos.map_or("-".into(), |t| t.to_string()),
+        let tail = format!(
+            "default ToS {}, {} RoCE v2 GID(s)",
+            self.default_roce_tos
+                .map_or("not set".into(), |t| t.to_string()),
             self.rocev2_gids
-        )
+        );
+        if self.netdev.is_none() {
+            return format!(
+                "MTU, PFC, DSCP and ECN unknown ({}), {tail}",
+                self.why_unread("netdev")
+            );
+        }
+        let unknown = |what: &str, key: &str| format!("{what} unknown ({})", self.why_unread(key));
+        let mtu = self
+            .netdev_mtu
+            .map_or_else(|| unknown("MTU", "netdev_mtu"), |m| format!("MTU {m}"));
+        let map = self.dscp_to_priority.as_ref().map(|m| match m.is_empty() {
+            true => "DSCP none (trust PCP)".to_string(),
+            false => {
+                let pairs: Vec<String> = m.iter().map(|(d, p)| format!("{d}->{p}")).collect();
+                format!("DSCP {}", pairs.join(" "))
+            }
+        });
+        let dcb = match (&self.pfc, map) {
+            (None, None) => unknown("PFC and DSCP", "pfc"),
+            (pfc, map) => format!(
+                "{}, {}",
+                pfc.as_deref()
+                    .map_or_else(|| unknown("PFC", "pfc"), |p| format!("PFC on {}", list(p))),
+                map.unwrap_or_else(|| unknown("DSCP", "dscp_to_priority"))
+            ),
+        };
+        let ecn = match (&self.ecn_np, &self.ecn_rp) {
+            (None, None) => unknown("ECN", "ecn_np"),
+            (np, rp) => {
+                let side = |l: &Option<Vec<u8>>, key| {
+                    l.as_deref()
+                        .map_or_else(|| format!("unknown ({})", self.why_unread(key)), list)
+                };
+                format!("ECN np {} rp {}", side(np, "ecn_np"), side(rp, "ecn_rp"))
+            }
+        };
+        format!("{mtu}, {dcb}, {ecn}, {tail}")
     }
 }
 
@@ -129,7 +166,49 @@ pub trait DcbSource {
     fn dcb(&self, netdev: &str) -> Result<Dcb, String>;
 }
 
-/// `dcb pfc show dev IF` and `dcb app show dev IF dscp-prio` output, saved as one file.
+/// The DSCP codepoints iproute2's `dcb` prints by name (its rt_dsfield table, shifted
+/// from the DS field to the DSCP), as the RFCs define them: the Default PHB and the Class
+/// Selectors CS0-CS7 (RFC 2474, xxx000), Assured Forwarding AF11-AF43 (RFC 2597, class x
+/// and drop precedence y at 8x + 2y), Expedited Forwarding EF (RFC 3246, 101110).
+pub const DSCP_NAMES: [(&str, u8); 22] = [
+    ("default", 0),
+    ("CS0", 0),
+    ("CS1", 8),
+    ("CS2", 16),
+    ("CS3", 24),
+    ("CS4", 32),
+    ("CS5", 40),
+    ("CS6", 48),
+    ("CS7", 56),
+    ("AF11", 10),
+    ("AF12", 12),
+    ("AF13", 14),
+    ("AF21", 18),
+    ("AF22", 20),
+    ("AF23", 22),
+    ("AF31", 26),
+    ("AF32", 28),
+    ("AF33", 30),
+    ("AF41", 34),
+    ("AF42", 36),
+    ("AF43", 38),
+    ("EF", 46),
+];
+
+/// A DSCP as `dcb` prints it: a number (0-63, as `dcb -N` and for unnamed codepoints) or
+/// a name of [`DSCP_NAMES`] (any case).
+pub fn dscp_value(text: &str) -> Option<u8> {
+    match text.parse::<u8>() {
+        Ok(n) => (n < 64).then_some(n),
+        Err(_) => DSCP_NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(text))
+            .map(|&(_, dscp)| dscp),
+    }
+}
+
+/// `dcb pfc show dev IF` and `dcb app show dev IF dscp-prio` output, saved as one file:
+/// DSCPs by number or by the names `dcb` prints by default (`AF31:3 CS6:6`).
 pub fn parse_dcb_text(text: &str) -> Result<Dcb, String> {
     let mut dcb = Dcb::default();
     let mut words = text.split_whitespace();
@@ -151,8 +230,10 @@ pub fn parse_dcb_text(text: &str) -> Result<Dcb, String> {
                 }
             }
             "dscp-prio" => {
-                let d: u8 = a.parse().map_err(|_| bad())?;
-                let p: u8 = b.parse().map_err(|_| bad())?;
+                let d = dscp_value(a).ok_or_else(|| {
+                    format!("{w:?} in \"dscp-prio\": {a:?} is not a DSCP (0-63, or a name such as AF31 or CS6)")
+                })?;
+                let p: u8 = b.parse().ok().filter(|p| *p < 8).ok_or_else(bad)?;
                 dcb.dscp_to_priority.insert(d, p);
             }
             _ => {}
@@ -450,6 +531,119 @@ mod tests {
         assert_eq!(dcb.dscp_to_priority[&26], 3);
         assert!(parse_dcb_text("prio-pfc 3:maybe").is_err());
         assert!(parse_dcb_text("dscp-prio x:3").is_err());
+        assert!(parse_dcb_text("dscp-prio 64:3").is_err());
+        assert!(parse_dcb_text("dscp-prio AF31:8").is_err());
+    }
+
+    fn capture(name: &str) -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/data/netdev/iproute2-dcb")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// iproute2's `dcb` itself, run on a kernel answer of PFC on priority 3, DSCP 26 -> 3
+    /// and 48 -> 6 (tests/data/netdev/README.md): it prints the DSCPs by name.
+    #[test]
+    fn iproute2_dcb_output_with_dscp_names_reads() {
+        let text = capture("pfc3-dscp26.txt");
+        assert!(text.contains("dscp-prio AF31:3 CS6:6"), "{text}");
+        let dcb = parse_dcb_text(&text).unwrap();
+        assert_eq!(dcb.pfc, [3]);
+        assert_eq!(dcb.dscp_to_priority, BTreeMap::from([(26, 3), (48, 6)]));
+        // The APP table the kernel was given, printed by `dcb app show`: names where
+        // iproute2 has one, numbers elsewhere.
+        let text = capture("app-names.txt");
+        assert!(
+            text.contains("CS1:1 AF11:1 CS3:3 AF41:4 EF:5 CS7:7 63:2"),
+            "{text}"
+        );
+        let given = [
+            (0, 0),
+            (8, 1),
+            (10, 1),
+            (24, 3),
+            (34, 4),
+            (46, 5),
+            (56, 7),
+            (63, 2),
+        ];
+        assert_eq!(
+            parse_dcb_text(&text).unwrap().dscp_to_priority,
+            BTreeMap::from(given)
+        );
+        // dcb-app(8)'s own example output (iproute2, man/man8/dcb-app.8), a DSCP given two
+        // priorities: the later entry is what the table holds last.
+        let man = parse_dcb_text("dscp-prio 0:0 CS3:2 CS3:3 CS6:6").unwrap();
+        assert_eq!(
+            man.dscp_to_priority,
+            BTreeMap::from([(0, 0), (24, 3), (48, 6)])
+        );
+    }
+
+    /// The names against the RFCs' bit patterns: class selectors xxx000, AF classes xyy0
+    /// (class x, drop precedence y), EF 101110.
+    #[test]
+    fn dscp_names_are_the_rfcs_codepoints() {
+        for class in 0..8u8 {
+            assert_eq!(dscp_value(&format!("CS{class}")), Some(class << 3));
+        }
+        for class in 1..=4u8 {
+            for drop in 1..=3u8 {
+                assert_eq!(
+                    dscp_value(&format!("af{class}{drop}")),
+                    Some(class << 3 | drop << 1)
+                );
+            }
+        }
+        assert_eq!(dscp_value("EF"), Some(0b101110));
+        assert_eq!(dscp_value("default"), Some(0));
+        assert_eq!(dscp_value("63"), Some(63));
+        assert_eq!(dscp_value("64"), None);
+        assert_eq!(dscp_value("AF51"), None);
+    }
+
+    /// What could not be read says why; nothing is a bare `?`.
+    #[test]
+    fn the_summary_says_why_a_setting_is_unknown() {
+        let mut c = RoceConfig {
+            port: 1,
+            netdev: Some("eth2".into()),
+            pfc: Some(vec![3]),
+            dscp_to_priority: Some(BTreeMap::from([(26, 3)])),
+            rocev2_gids: 1,
+            ..RoceConfig::default()
+        };
+        c.unread
+            .insert("netdev_mtu".into(), "mtu could not be read".into());
+        c.unread.insert("ecn_np".into(), "no ecn/roce_np".into());
+        c.unread.insert("ecn_rp".into(), "no ecn/roce_rp".into());
+        assert_eq!(
+            c.summary(),
+            "MTU unknown (mtu could not be read), PFC on 3, DSCP 26->3, ECN unknown \
+             (no ecn/roce_np), default ToS not set, 1 RoCE v2 GID(s)"
+        );
+        c.pfc = None;
+        c.dscp_to_priority = None;
+        c.ecn_np = Some(vec![3]);
+        for key in ["pfc", "dscp_to_priority"] {
+            c.unread
+                .insert(key.into(), "DCB: Operation not supported".into());
+        }
+        let s = c.summary();
+        assert!(
+            s.contains("PFC and DSCP unknown (DCB: Operation not supported)"),
+            "{s}"
+        );
+        assert!(s.contains("ECN np 3 rp unknown (no ecn/roce_rp)"), "{s}");
+        c.netdev = None;
+        c.unread = BTreeMap::from([("netdev".into(), "no GID of port 1 names a netdev".into())]);
+        assert!(c
+            .summary()
+            .starts_with("MTU, PFC, DSCP and ECN unknown (no GID of port 1 names a netdev)"));
+        assert!(!c.summary().contains('?'));
     }
 
     #[test]

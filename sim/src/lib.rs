@@ -8,6 +8,6 @@ mod state;
 pub mod statedir;
 
 pub use process::{process_alive, run_with_timeout};
-pub use simulator::{interrupt_waits_when, Sim, SimOptions, SHIM_PATH};
+pub use simulator::{interrupt_waits_when, Sim, SimOptions, SHIM_PATH, TOPOLOGY_ENV};
 pub use size::{topology_size, FabricSize};
 pub use state::{default_name, default_state_dir, state_base_dir, SimStatus};

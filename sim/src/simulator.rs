@@ -34,6 +34,9 @@ use crate::state::{
 /// The umad2sim shim (Debian `libumad2sim0`).
 pub const SHIM_PATH: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
+/// The variable that tells a client the topology file ibsim runs (its node ids name nodes).
+pub const TOPOLOGY_ENV: &str = "IBSCOPE_SIM_TOPOLOGY";
+
 /// ibsim reads console lines into a 128-byte buffer; longer lines would be split.
 const CONSOLE_MAX_LINE: usize = 120;
 
@@ -569,11 +572,17 @@ impl Sim {
         }
     }
 
-    /// Environment a client needs: the shim preloaded and the private socket name.
+    /// Environment a client needs: the shim preloaded and the private socket name; and the
+    /// topology file ibsim runs, so that ibscope under the shim takes ibsim's node ids as
+    /// names ([`TOPOLOGY_ENV`]).
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
             ("LD_PRELOAD".to_string(), SHIM_PATH.to_string()),
             ("IBSIM_SOCKNAME".to_string(), self.sockname.clone()),
+            (
+                TOPOLOGY_ENV.to_string(),
+                self.topology.to_string_lossy().into_owned(),
+            ),
         ]
     }
 

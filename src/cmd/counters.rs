@@ -9,10 +9,12 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use ibscope_topo::counters::{self, PortDelta, Sample};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::{for_csv, for_terminal};
+use ibscope_topo::escape::{for_csv, for_terminal, quoted_for_terminal};
 use ibscope_topo::export::{counters_csv, prometheus};
 use ibscope_topo::hosts::Hosts;
-use ibscope_topo::resolve::{resolve, NameMatch};
+use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::resolve::{NameMatch, Resolver};
+use ibscope_topo::{Fabric, NodeId};
 
 use crate::cli::{exit, Global};
 
@@ -32,7 +34,8 @@ pub enum CountersFormat {
 /// Read port counters (PortCounters and PortCountersExtended) through every port's PMA.
 ///
 /// Ports: switch ports 1..N (port 0 with EnhancedPort0) and every CA port with a LID, or
-/// only NODE (a LID, a GUID, or a name: NodeDescription or node-name-map name) and PORT.
+/// only NODE (a LID, a GUID, a directed route, or any name ibscope prints: NodeDescription,
+/// short name, node-name-map name, `NAME[PORT]`; see docs/cli.md) and PORT.
 /// Counters are named as in the IBA specification (and perfquery).
 ///
 /// UNITS: PortXmitData and PortRcvData are in BYTES everywhere (table, JSON, CSV, prom).
@@ -79,7 +82,8 @@ pub enum CountersFormat {
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// A LID, a GUID (node or port, 0x-hex) or a node name.
+    /// A LID, a GUID (node or port, 0x-hex), a directed route (0,1,3) or a name, as
+    /// ibscope prints it (`leaf-r4-001`, `gpu-0001 mlx5_1`, `NAME[PORT]`).
     pub node: Option<String>,
     /// A port number of NODE. (Not `port`: that id belongs to the global -P/--port.)
     #[arg(value_name = "PORT")]
@@ -110,6 +114,45 @@ pub struct Args {
     pub fabric: crate::cli::FabricArgs,
 }
 
+/// The node and port NODE and PORT name (any name the resolver takes; a port named twice
+/// must agree).
+fn selected(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    a: &Args,
+) -> Result<(Option<NodeId>, Option<u8>)> {
+    let Some(text) = &a.node else {
+        if a.port_number.is_some() {
+            bail!("PORT needs a NODE");
+        }
+        return Ok((None, None));
+    };
+    let resolver = Resolver::new(fabric, names);
+    let target = resolver.resolve(text, NameMatch::Exact)?;
+    let port = match a.port_number {
+        Some(p) => Some(resolver.port(target.node(), p)?.port),
+        None => target.named_port(fabric),
+    };
+    Ok((Some(target.node()), port))
+}
+
+/// Why there is nothing to read: the port NODE PORT named has no LID, or no port has one.
+fn no_targets(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    only: Option<NodeId>,
+    port: Option<u8>,
+) -> String {
+    match (only, port) {
+        (Some(node), Some(p)) => format!(
+            "port {p} of {} has no LID to read its counters by (a CA port gets one when its \
+             link is up and the SM assigns it)",
+            quoted_for_terminal(display_name(fabric.node(node), names))
+        ),
+        _ => "no port with a LID to read (is an SM running?)".to_string(),
+    }
+}
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(s) = a.interval {
         if !(s.is_finite() && s > 0.0) {
@@ -129,19 +172,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut engine = crate::fabric::open_engine(g)?;
     let fabric_name = fabric_name(g, &engine);
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
-    let (only, mut port) = match &a.node {
-        Some(text) => {
-            let target = resolve(&fabric, names.as_ref(), text, NameMatch::Exact)?;
-            (Some(target.node()), target.named_port(&fabric))
-        }
-        None => (None, None),
-    };
-    if a.port_number.is_some() {
-        port = a.port_number;
-    }
-    if a.port_number.is_some() && a.node.is_none() {
-        bail!("PORT needs a NODE");
-    }
+    let (only, port) = selected(&fabric, names.as_ref(), a)?;
     if a.reset {
         if !a.all && port.is_none() {
             bail!("--reset clears one port: give NODE PORT, or --all for every port of NODE (or of the fabric without NODE)");
@@ -177,7 +208,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
 
     let targets = counters::targets(&fabric, only, port);
     if targets.is_empty() {
-        bail!("no port with a LID to read (is an SM running?)");
+        bail!(no_targets(&fabric, names.as_ref(), only, port));
     }
     // JSON names each HCA port's host and rail.
     let hosts = Hosts::group(&fabric, names.as_ref());

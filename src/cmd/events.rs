@@ -30,7 +30,8 @@ pub struct Args {
     /// Only the events of the last DURATION (e.g. 30m, 1h, 2d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub since: Option<Duration>,
-    /// Only the events of this link: NODE or NODE:PORT (NodeDescription or 0x GUID).
+    /// Only the events of this link: NODE, NODE[PORT] or NODE:PORT, NODE a name as events
+    /// print it (quotes and all), a short name, a server's hostname or a 0x GUID.
     #[arg(long, value_name = "NODE[:PORT]")]
     pub link: Option<String>,
     /// JSON output.

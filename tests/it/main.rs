@@ -22,6 +22,7 @@ mod json_schema;
 mod mkey;
 mod monitoring;
 mod multifabric;
+mod names;
 mod nccl;
 mod pacing;
 mod package;

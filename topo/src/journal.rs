@@ -87,15 +87,20 @@ impl Event {
     }
 }
 
-/// `NODE:PORT` or `NODE`; a NodeDescription may hold colons, so only a number after the
-/// last one is a port.
+/// `NODE[PORT]` (as events and reports print an end, quotes and all), `NODE:PORT` or
+/// `NODE`; a NodeDescription may hold colons, so only a number after the last one is a
+/// port.
 pub fn split_link(text: &str) -> (&str, Option<u8>) {
-    match text.rsplit_once(':') {
-        Some((node, port)) => match port.parse::<u8>() {
-            Ok(p) => (node, Some(p)),
-            Err(_) => (text, None),
+    let (node, port) = crate::resolve::split_name_port(text);
+    if port.is_some() {
+        return (node, port);
+    }
+    match node.rsplit_once(':') {
+        Some((name, port)) => match port.parse::<u8>() {
+            Ok(p) => (name, Some(p)),
+            Err(_) => (node, None),
         },
-        None => (text, None),
+        None => (node, None),
     }
 }
 
@@ -316,15 +321,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{text:?} is not a duration such as 30m or 1h: {e}"))
 }
 
-/// Whether an event is about `node` (name, NodeDescription or GUID) and, when given, `port`.
+/// Whether an event is about `node` (a name or NodeDescription, whole or short, elided as
+/// the TUI draws it, its server's hostname, or a GUID) and, when given, `port`.
 pub fn touches(e: &Event, node: &str, port: Option<u8>) -> bool {
+    use crate::resolve::{fits_elided, is_short_name_of};
     let node = node.trim();
     let guid = node
         .strip_prefix("0x")
         .and_then(|h| u64::from_str_radix(h, 16).ok());
     let same = |end: &EventEnd| {
-        let named =
-            end.node == node || guid.is_some_and(|g| ibscope_mad::codes::guid::text(g) == end.guid);
+        let named = end.node == node
+            || end.host.as_deref() == Some(node)
+            || is_short_name_of(node, &end.node)
+            || fits_elided(node, &end.node)
+            || guid.is_some_and(|g| ibscope_mad::codes::guid::text(g) == end.guid);
         named && port.map_or(true, |p| p == end.port)
     };
     same(&e.a) || e.b.as_ref().is_some_and(same)
@@ -880,6 +890,14 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         );
         assert!(read(&dir.path().join("none")).is_err());
         assert!(touches(&events[0], "gpu-02 mlx5_0", Some(1)));
+        assert!(touches(&events[0], "gpu-02", None), "its server");
+        let (node, port) = split_link("\"gpu-02 mlx5_0\"[1]");
+        assert!(touches(&events[0], node, port), "as events prints an end");
+        assert_eq!(
+            split_link("MF0;leaf-1:MQM9700/U1:17"),
+            ("MF0;leaf-1:MQM9700/U1", Some(17))
+        );
+        assert_eq!(split_link("leaf-1[17]"), ("leaf-1", Some(17)));
         assert!(!touches(&events[0], "gpu-02 mlx5_0", Some(2)));
         assert!(touches(&events[0], &events[0].a.guid.clone(), None));
     }

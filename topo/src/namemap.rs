@@ -23,6 +23,9 @@ use crate::parse_error::ParseError;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameMap {
     names: HashMap<u64, String>,
+    /// Other names a node answers to without being shown by them (a simulator's node ids):
+    /// name -> node GUID.
+    aliases: HashMap<String, u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +111,10 @@ impl NameMap {
             }
             names.entry(guid).or_insert_with(|| name.to_string());
         }
-        Ok(NameMap { names })
+        Ok(NameMap {
+            names,
+            ..NameMap::default()
+        })
     }
 
     /// Read and parse a map file.
@@ -131,10 +137,23 @@ impl NameMap {
         self.names.insert(guid, name.into());
     }
 
+    /// Let `alias` name the node with GUID `guid` in what users type, without showing it
+    /// anywhere; the first alias given for a name wins.
+    pub fn insert_alias(&mut self, alias: impl Into<String>, guid: u64) {
+        self.aliases.entry(alias.into()).or_insert(guid);
+    }
+
+    /// The node GUID an alias names.
+    pub fn alias(&self, alias: &str) -> Option<u64> {
+        self.aliases.get(alias).copied()
+    }
+
+    /// How many names the map shows (aliases are not counted).
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
+    /// No name to show (aliases are not counted).
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
