@@ -9,6 +9,7 @@ pub mod fabric;
 pub mod fabric_set;
 pub mod memory;
 pub mod output;
+pub mod settings;
 pub mod signals;
 pub use ibscope_sim::statedir;
 

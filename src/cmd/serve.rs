@@ -4,18 +4,18 @@
 //! fabric's page in memory and reopens its port when it is lost; HTTP answers from
 //! memory only, so a scrape never waits on a fabric.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use ibscope_mad::engine::TransportError;
-use ibscope_topo::counters;
 use ibscope_topo::export::prometheus::PortFilter;
 
 use crate::cli::{exit, Global};
 use crate::fabric_set::{Planned, Reach};
+use crate::settings::ServeSettings;
 use crate::signals;
 use ibscope_exporter::http::listen_addr;
 use ibscope_exporter::server::{self, Listen};
@@ -92,54 +92,13 @@ use ibscope_exporter::web;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = AFTER_HELP)]
 pub struct Args {
-    /// Address to listen on (host:port). Must be loopback unless --allow-remote.
-    #[arg(long, default_value = "127.0.0.1:9315", value_name = "ADDR")]
-    pub listen: String,
-    /// Seconds between counter sweeps.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
-    pub interval: f64,
-    /// Counter families on the page: all 31 (default), errors (the 12 PortCounters error
-    /// counters, SymbolErrorCounter to VL15Dropped, and the 10 breakdown counters, with
-    /// series only for ports whose PortRcvErrors or PortXmitDiscards counted) or data (the
-    /// 9 traffic counters: data, packets, unicast/multicast packets, XmitWait).
-    /// Trims the page only: one PortCounters MAD carries every counter. Link, node and
-    /// sweep families are always there.
-    #[arg(long, value_enum, default_value_t = CounterFamilies::All, value_name = "WHICH")]
-    pub counters: CounterFamilies,
-    /// Only ports that are Active (and physically LinkUp) at the last discovery: only their
-    /// counters are read, and other ports have no series at all (a port that goes down
-    /// leaves the page at the rediscovery this triggers).
-    #[arg(long)]
-    pub active_only: bool,
-    /// Read the counters of switch ports only (fewer MADs; each CA port's traffic is
-    /// also seen at its switch port). CA ports then have no port series, CA nodes keep
-    /// theirs.
-    #[arg(long)]
-    pub switches_only: bool,
-    /// Rediscover the fabric every N sweeps even without a sign of change (0: never).
-    #[arg(long, default_value_t = 30, value_name = "N")]
-    pub rediscover_every: u64,
-    /// Allow a non-loopback --listen address over plain HTTP. Off by default because the
-    /// metrics describe every node and link of the fabric (not needed with TLS from
-    /// --web-config).
-    #[arg(long)]
-    pub allow_remote: bool,
+    /// The `[serve]` keys' flags; what is in force is `g.serve`.
+    #[command(flatten)]
+    pub settings: ServeSettings,
     /// HTTP worker threads.
     #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub http_threads: u32,
-    /// TLS and basic auth, in the exporter-toolkit's web configuration format (YAML, the
-    /// --web.config.file of node_exporter): tls_server_config (cert_file, key_file,
-    /// min_version TLS12|TLS13, max_version, client_auth_type with client_ca_file) and
-    /// basic_auth_users (user: bcrypt hash). With TLS a non-loopback --listen needs no
-    /// --allow-remote. A file that cannot be used fails at start.
-    #[arg(long, value_name = "FILE")]
-    pub web_config: Option<PathBuf>,
-    /// Append what changes between discoveries (links down and up, port state changes,
-    /// width and speed downshifts) to this JSON Lines file, rotated at 16 MiB to FILE.1;
-    /// `ibscope events` reads it and `check --journal` finds flapping links in it.
-    #[arg(long, value_name = "FILE")]
-    pub journal: Option<PathBuf>,
     /// Also export this host's RDMA side on the page of every fabric together: the
     /// ibscope_host_* families `ibscope host --prometheus` writes (versions, ports, every
     /// RDMA counter and RoCE pause statistic, the host check's findings, ready), read
@@ -165,43 +124,12 @@ on stderr. A second signal exits at once (code 1). While the fabric is unreachab
 keeps serving the last good page (ibscope_up 0) and reopens the port 1 s after the loss,
 then at doubling intervals up to 30 s.";
 
-/// Which counter families `/metrics` carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CounterFamilies {
-    /// The 12 error counters (as `counters` and thresholds use them) and the 10 that break
-    /// PortRcvErrors and PortXmitDiscards down.
-    Errors,
-    /// The 9 data, packet and wait counters.
-    Data,
-    /// All 31.
-    All,
-}
-
-impl CounterFamilies {
-    /// The counter names on the page, in page order: PortCounters and the extended-only
-    /// ones, then the breakdown counters.
-    pub fn names(self) -> Vec<&'static str> {
-        counters::all_counter_names()
-            .into_iter()
-            .chain(counters::detail_counter_names())
-            .filter(|n| {
-                let error = counters::ERROR_COUNTERS.contains(n)
-                    || counters::detail_counter_names().contains(n);
-                match self {
-                    CounterFamilies::Errors => error,
-                    CounterFamilies::Data => !error,
-                    CounterFamilies::All => true,
-                }
-            })
-            .collect()
-    }
-}
-
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if !(a.interval.is_finite() && a.interval > 0.0) {
+    let s = &g.serve;
+    if !(s.interval.is_finite() && s.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    let web = match &a.web_config {
+    let web = match &s.web_config {
         Some(path) => Some(web::WebConfig::load(path)?),
         None => None,
     };
@@ -212,7 +140,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         "http"
     };
     let auth = web.and_then(|w| w.auth).map(Arc::new);
-    let addr = listen_addr(&a.listen, a.allow_remote || tls_config.is_some())?;
+    let addr = listen_addr(&s.listen, s.allow_remote || tls_config.is_some())?;
     // Read once: a bad file fails the command at once.
     let names = crate::fabric::names(g)?;
     let thresholds = crate::fabric::thresholds(g, None)?;
@@ -231,13 +159,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         names,
         thresholds,
         filter: PortFilter {
-            switches_only: a.switches_only,
-            active_only: a.active_only,
+            switches_only: s.switches_only,
+            active_only: s.active_only,
         },
-        counters: a.counters.names(),
-        interval: Duration::from_secs_f64(a.interval),
-        rediscover_every: a.rediscover_every,
-        journal: a
+        counters: s.counters.names(),
+        interval: Duration::from_secs_f64(s.interval),
+        rediscover_every: s.rediscover_every,
+        journal: s
             .journal
             .clone()
             .map(ibscope_topo::journal::JournalFile::new),
@@ -259,14 +187,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         tls: tls_config,
         auth,
         http_threads: a.http_threads,
-        max_age: Duration::from_secs_f64(a.interval) * 3 + Duration::from_secs(5),
+        max_age: Duration::from_secs_f64(s.interval) * 3 + Duration::from_secs(5),
     };
     let started = fabrics.and_then(|fabrics| server::start(fabrics, listen, multi));
     signals::block_stop_signals(false);
     let (running, events) = started?;
     if a.host {
         signals::block_stop_signals(true);
-        let spawned = spawn_host_reader(g, &running.pages, Duration::from_secs_f64(a.interval));
+        let spawned = spawn_host_reader(g, &running.pages, Duration::from_secs_f64(s.interval));
         signals::block_stop_signals(false);
         spawned?;
     }
@@ -415,27 +343,4 @@ fn report_stop(
 fn stop_limit(g: &Global) -> Duration {
     let engine = g.engine_config();
     engine.timeout * (engine.retries + 1) + Duration::from_secs(4)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counter_families_split_the_counters() {
-        let errors = CounterFamilies::Errors.names();
-        let data = CounterFamilies::Data.names();
-        let all = CounterFamilies::All.names();
-        assert_eq!((errors.len(), data.len(), all.len()), (22, 9, 31));
-        assert_eq!(&errors[..12], counters::ERROR_COUNTERS);
-        assert_eq!(errors[12..], counters::detail_counter_names());
-        assert!(data.contains(&"PortXmitData") && data.contains(&"PortMulticastRcvPkts"));
-        assert!(data.contains(&"PortXmitWait"));
-        assert!(errors.iter().all(|e| !data.contains(e)));
-        let mut both: Vec<_> = errors.iter().chain(&data).copied().collect();
-        both.sort_unstable();
-        let mut every = all.clone();
-        every.sort_unstable();
-        assert_eq!(both, every);
-    }
 }
