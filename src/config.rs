@@ -503,7 +503,7 @@ fn check_as_flags(shown: &[Setting]) -> Result<()> {
                 Value::Number(n) => n.to_string(),
                 _ => continue,
             };
-            let line = ["check".to_string(), format!("--{long}"), text];
+            let line = ["check".to_string(), format!("--{long}={text}")];
             if let Err(e) = definitions.clone().try_get_matches_from(line) {
                 let why = std::error::Error::source(&e)
                     .map_or_else(|| e.kind().to_string(), ToString::to_string);

@@ -6,6 +6,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use ibscope_mad::engine::{Engine, LocalPort, MadError, TransportError};
+use ibscope_mad::relay::AgentCommand;
 use ibscope_mad::umad;
 use ibscope_topo::subnet::{self, SubnetChoice};
 use ibscope_topo::FabricId;
@@ -81,7 +82,9 @@ fn engine_for(
     let config = g.engine_config();
     let mut engine = match reach {
         Reach::Local { ca, port } => Engine::open(Some(ca), Some(*port), config)?,
-        Reach::Relay { command } => Engine::relay(command, config, stop)?,
+        Reach::Relay { command } => {
+            Engine::relay(&AgentCommand::Shell(command.clone()), config, stop)?
+        }
         Reach::Default { ca, port } => Engine::open(ca.as_deref(), *port, config)?,
     };
     engine.set_m_key(g.m_key);
@@ -98,7 +101,26 @@ pub fn open_one(g: &Global, planned: &Planned) -> Result<Opened> {
 
 /// [`open_one`], giving up waiting for a relay's agent once `stop` returns true.
 pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) -> Result<Opened> {
-    let mut engine = engine_for(g, &planned.reach, stop)?;
+    let engine = engine_for(g, &planned.reach, stop)?;
+    identified(g, planned, engine)
+}
+
+/// [`open_one_until`] with the port `planned` names opened by `agent`, an agent started
+/// for it (`serve` relays its local ports, so that a lost one is opened again by a new
+/// process).
+pub fn open_by_agent_until(
+    g: &Global,
+    planned: &Planned,
+    agent: &AgentCommand,
+    stop: &dyn Fn() -> bool,
+) -> Result<Opened> {
+    let mut engine = Engine::relay(agent, g.engine_config(), stop)?;
+    engine.set_m_key(g.m_key);
+    identified(g, planned, engine)
+}
+
+/// `engine`, opened on what `planned` names, with the fabric's name and identity.
+fn identified(g: &Global, planned: &Planned, mut engine: Engine) -> Result<Opened> {
     let local = engine.local().clone();
     let name = if planned.name.is_empty() {
         local_name(&local.ca_name, local.port_num, &g.fabrics)

@@ -11,7 +11,6 @@ pub mod memory;
 pub mod output;
 pub mod settings;
 pub mod signals;
-pub use ibscope_sim::statedir;
 
 /// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
 pub fn init_logging(verbose: u8) {

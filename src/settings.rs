@@ -155,7 +155,7 @@ pub struct ServeSettings {
     #[arg(long, default_value = "127.0.0.1:9315", value_name = "ADDR")]
     pub listen: String,
     /// Seconds between counter sweeps.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(long, default_value_t = 10.0, value_name = "S", value_parser = parse_seconds)]
     pub interval: f64,
     /// Counter families on the page: all 31 (default), errors (the 12 PortCounters error
     /// counters, SymbolErrorCounter to VL15Dropped, and the 10 breakdown counters, with
@@ -274,9 +274,14 @@ pub fn given_options<T: Args + FromArgMatches + Serialize>(matches: &ArgMatches)
         if matches.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
         }
-        line.push(format!("--{long}").into());
         if arg.get_action().takes_values() {
-            line.extend(raw.map(std::ffi::OsStr::to_os_string));
+            for value in raw {
+                let mut option = OsString::from(format!("--{long}="));
+                option.push(value);
+                line.push(option);
+            }
+        } else {
+            line.push(format!("--{long}").into());
         }
         given.push((id.replace('_', "-"), format!("--{long}")));
     }
@@ -294,6 +299,14 @@ pub fn given_options<T: Args + FromArgMatches + Serialize>(matches: &ArgMatches)
             Some(GivenOption { key, value, flag })
         })
         .collect()
+}
+
+/// A number of seconds above 0 (`serve --interval`, and `[serve] interval`).
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err("must be a positive number of seconds".to_string()),
+    }
 }
 
 /// `--timeout-ms`, and the config file's `timeout-ms`.
