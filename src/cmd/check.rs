@@ -396,8 +396,9 @@ fn print_one(a: &Args, out: &Report, fabric: Option<&FabricId>) -> Result<()> {
 }
 
 /// `findings::evaluate` through an engine when there is one: the counters read as `reads`
-/// says and the SM the local port names. Shared by `check`, the TUI's live source and the
-/// exporter.
+/// says and the SM the local port names. Shared by `check`, `nccl` and the TUI's live
+/// source; the exporter's sweeper reads the counters and the SM itself, between its
+/// checks for a stop.
 pub fn evaluate(
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,
