@@ -222,12 +222,12 @@ impl InForce {
 }
 
 /// One layer: values, all from one source.
-struct Layer {
+struct SettingsLayer {
     source: SettingSource,
     values: Dict,
 }
 
-impl Provider for Layer {
+impl Provider for SettingsLayer {
     fn metadata(&self) -> Metadata {
         self.source.metadata()
     }
@@ -240,7 +240,7 @@ impl Provider for Layer {
 /// The settings in force for the command line `matches` holds (the root's matches: a
 /// table's flags count only under the command of its name), and where each came from.
 pub fn resolve(matches: &ArgMatches, env: &Env) -> Result<(Settings, InForce)> {
-    let mut figment = Figment::new().merge(Layer {
+    let mut figment = Figment::new().merge(SettingsLayer {
         source: SettingSource::Default,
         values: defaults(env)?,
     });
@@ -251,7 +251,7 @@ pub fn resolve(matches: &ArgMatches, env: &Env) -> Result<(Settings, InForce)> {
             read: values.is_some(),
         });
         if let Some(values) = values {
-            figment = figment.merge(Layer {
+            figment = figment.merge(SettingsLayer {
                 source: SettingSource::File(path),
                 values,
             });
@@ -261,7 +261,7 @@ pub fn resolve(matches: &ArgMatches, env: &Env) -> Result<(Settings, InForce)> {
         let (var, key) = NODE_NAME_MAP_VAR;
         // Empty: no map, whatever a file says.
         let path = (!value.is_empty()).then(|| PathBuf::from(value));
-        figment = figment.merge(Layer {
+        figment = figment.merge(SettingsLayer {
             source: SettingSource::Env(var.to_string()),
             values: nested(&[key], Layered::serialize(path)?),
         });
@@ -269,7 +269,7 @@ pub fn resolve(matches: &ArgMatches, env: &Env) -> Result<(Settings, InForce)> {
     for (table, option) in given_flags(matches) {
         let mut path: Vec<&str> = table.into_iter().collect();
         path.push(&option.key);
-        figment = figment.merge(Layer {
+        figment = figment.merge(SettingsLayer {
             source: SettingSource::Flag(option.flag),
             values: nested(&path, Layered::serialize(&option.value)?),
         });

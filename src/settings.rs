@@ -13,7 +13,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use ibscope_host::fabric_plan::FabricConfig;
+use ibscope_host::fabric_select::FabricConfig;
 use ibscope_host::roce::RoceProfile;
 use ibscope_topo::counters;
 
@@ -90,7 +90,7 @@ pub struct Settings {
 
 /// A table of the config file: its name, which is also the command whose flags set its
 /// keys, those flags' definitions, and those given.
-pub struct Table {
+pub struct ConfigTable {
     pub name: &'static str,
     pub definitions: fn(clap::Command) -> clap::Command,
     pub given: fn(&ArgMatches) -> Given,
@@ -98,13 +98,13 @@ pub struct Table {
 
 /// The config file's tables, each a field of [`Settings`]; the top level is `Settings`
 /// itself.
-pub const TABLES: &[Table] = &[
-    Table {
+pub const TABLES: &[ConfigTable] = &[
+    ConfigTable {
         name: "serve",
         definitions: ServeSettings::augment_args,
         given: given_options::<ServeSettings>,
     },
-    Table {
+    ConfigTable {
         name: "tui",
         definitions: TuiSettings::augment_args,
         given: given_options::<TuiSettings>,

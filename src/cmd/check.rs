@@ -363,14 +363,7 @@ fn plane_findings(
     swept: &[(String, ibscope_topo::Fabric, Hosts)],
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Vec<findings::Finding> {
-    let views: Vec<PlaneView> = swept
-        .iter()
-        .map(|(name, fabric, hosts)| PlaneView {
-            name,
-            fabric,
-            hosts,
-        })
-        .collect();
+    let views: Vec<PlaneView> = swept.iter().map(PlaneView::from).collect();
     findings::planes_disagree(&views, names).findings
 }
 

@@ -9,7 +9,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::port_apply;
-use ibscope_topo::port_toggle::{self, Plan, PortAction};
+use ibscope_topo::port_toggle::{self, PortAction, ToggleRoute};
 use ibscope_topo::resolve::{resolve, NameMatch};
 use ibscope_topo::PortRef;
 use ibscope_topo::{End, Fabric};
@@ -77,9 +77,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         node,
         port: a.port_number,
     };
-    let plan = port_toggle::plan(&fabric, names.as_ref(), target, a.action, a.force)?;
+    let toggle = port_toggle::route(&fabric, names.as_ref(), target, a.action, a.force)?;
     let here = PortRef::new(fabric.node(node), a.port_number, names.as_ref());
-    let code = apply(&mut engine, &fabric, &plan, &here, a.action)?;
+    let code = apply(&mut engine, &fabric, &toggle, &here, a.action)?;
     Ok(ExitCode::from(code))
 }
 
@@ -92,11 +92,11 @@ fn fail(message: &str) -> u8 {
 fn apply(
     engine: &mut Engine,
     fabric: &Fabric,
-    plan: &Plan,
+    toggle: &ToggleRoute,
     at: &PortRef,
     action: PortAction,
 ) -> Result<u8> {
-    match port_apply::apply(engine, fabric, plan, at, action) {
+    match port_apply::apply(engine, fabric, toggle, at, action) {
         Ok(lines) => {
             for line in lines {
                 println!("{line}");

@@ -19,7 +19,7 @@ use ibscope_topo::export::prometheus::PortFilter;
 use ibscope_topo::journal::JournalFile;
 
 use crate::cli::{exit, Global};
-use crate::fabric_set::{Planned, Reach};
+use crate::fabric_set::{FabricToOpen, Reach};
 use crate::settings::ServeSettings;
 use crate::signals;
 
@@ -122,10 +122,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     // Read once: a bad file fails the command at once.
     let names = crate::fabric::names(g)?;
     let thresholds = crate::fabric::thresholds(g, None)?;
-    let planned = if a.no_fabric {
+    let selected = if a.no_fabric {
         Vec::new()
     } else {
-        crate::fabric_set::planned(g)?
+        crate::fabric_set::selected(g)?
     };
     signals::install(signals::STOP_SIGNALS, signals::Second::Exit);
     // The agents run there; removed when serve returns, after they have exited.
@@ -143,7 +143,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         rediscover_every: s.rediscover_every,
         journal: s.journal.clone().map(JournalFile::new),
     };
-    let fabrics = planned
+    let fabrics = selected
         .into_iter()
         .map(|p| {
             Ok(FabricToServe {
@@ -184,9 +184,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }))
 }
 
-/// A fabric's name before its sweeper opened it: the planned name, or for the
+/// A fabric's name before its sweeper opened it: the selected name, or for the
 /// one fabric of -C/-P what names it (its real name, CA:port, comes with the port).
-fn slot_name(g: &Global, p: &Planned) -> String {
+fn slot_name(g: &Global, p: &FabricToOpen) -> String {
     if !p.name.is_empty() {
         return p.name.clone();
     }
@@ -201,12 +201,12 @@ fn slot_name(g: &Global, p: &Planned) -> String {
 /// `ibscope agent` of its own (the relay, run in `dir`, where the simulator's shim keeps
 /// its files), so that a port lost with its transport is reopened by a new agent process;
 /// a fabric the config reaches through a command, through that.
-fn opener(g: &Global, planned: Planned, dir: &Path) -> Result<OpenFabric> {
-    let (ca, port) = match &planned.reach {
+fn opener(g: &Global, selected: FabricToOpen, dir: &Path) -> Result<OpenFabric> {
+    let (ca, port) = match &selected.reach {
         Reach::Relay { .. } => {
             let g = g.clone();
             return Ok(Arc::new(move |stop| {
-                let o = crate::fabric_set::open_one_until(&g, &planned, stop)?;
+                let o = crate::fabric_set::open_one_until(&g, &selected, stop)?;
                 Ok((o.id, o.engine))
             }));
         }
@@ -228,7 +228,7 @@ fn opener(g: &Global, planned: Planned, dir: &Path) -> Result<OpenFabric> {
     };
     let g = g.clone();
     Ok(Arc::new(move |stop| {
-        match crate::fabric_set::open_by_agent_until(&g, &planned, &agent, stop) {
+        match crate::fabric_set::open_by_agent_until(&g, &selected, &agent, stop) {
             Ok(o) => Ok((o.id, o.engine)),
             // Its command line says nothing to the operator: the reason alone.
             Err(e) => Err(match e.downcast::<TransportError>() {
