@@ -455,7 +455,7 @@ fn named_paths(text: &str) -> Vec<String> {
 fn every_path_the_docs_name_exists() {
     let root = repo_root();
     let listed = Command::new("git")
-        .args(["ls-files"])
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
         .current_dir(&root)
         .output()
         .expect("git");
