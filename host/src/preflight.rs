@@ -77,17 +77,13 @@ impl HostFinding {
             finding: Finding::new(kind, message),
         }
     }
-    /// The line `ibscope host --check` prints, escaped for a terminal.
+    /// The line `ibscope host --check` prints: the finding's one text, its device named
+    /// where it has no port.
     pub fn text_line(&self) -> String {
-        match (&self.finding.at, &self.device) {
-            (None, Some(device)) => format!(
-                "[{}] {}: {}",
-                self.finding.kind,
-                ibscope_topo::escape::for_terminal(device),
-                ibscope_topo::escape::for_terminal(&self.finding.message)
-            ),
-            _ => self.finding.text_line(),
-        }
+        self.finding.text_about(
+            self.device.as_deref(),
+            ibscope_topo::findings::PortNaming::Full,
+        )
     }
 }
 
@@ -181,12 +177,11 @@ fn acs_redirects(host: &LocalHost, out: &mut Vec<HostFinding>) {
                 continue;
             }
             let msg = format!(
-                "GPU {} ({}) and {} share a PCIe switch, but ACS redirects peer-to-peer \
+                "shares a PCIe switch with GPU {} ({}), but ACS redirects peer-to-peer \
                  requests at {}: GPUDirect RDMA goes through the root complex; disable ACS \
                  redirection on the switch's ports (BIOS, or setpci ECAP_ACS+6.w=0)",
                 g.index,
                 g.address,
-                d.name,
                 redirecting.join(", ")
             );
             out.push(HostFinding::device(

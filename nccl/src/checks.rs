@@ -121,15 +121,15 @@ fn wrong_rail(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
             let host = r.process.host.as_str();
             let mut f = Finding::new(
                 FindingKind::NcclWrongRail,
+                // The host and its own HCA's rail are the finding's (said before this).
                 format!(
-                    "rank {rank} (GPU {} of {host}) uses {device}{} for {} channel(s) ({}): its \
-                     own HCA is {own}{}; GPU and HCA meet over PCIe/NVLink instead of the rail \
+                    "rank {rank} (GPU {}) uses {device}{} for {} channel(s) ({}): its own HCA \
+                     is {own}; GPU and HCA meet over PCIe/NVLink instead of the rail \
                      (NCCL_IB_HCA, NCCL_TOPO_FILE, the PCIe layout)",
                     r.cuda_dev,
                     rail(host, &device),
                     channels.len(),
                     list(&channels),
-                    rail(host, &own),
                 ),
             );
             f.host = Some(host.to_string());
@@ -185,7 +185,7 @@ fn gdr_off(log: &NcclLog) -> Vec<Finding> {
             let mut f = Finding::new(
                 FindingKind::NcclGdrOff,
                 format!(
-                    "rank {rank} ({host} GPU {}) moves {} network channel(s) ({}) over \
+                    "rank {rank} (GPU {}) moves {} network channel(s) ({}) over \
                      {device} through host memory, without GPUDirect RDMA: {whose}{why}",
                     r.cuda_dev,
                     channels.len(),
@@ -220,7 +220,7 @@ fn rails_unused(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
             let mut f = Finding::new(
                 FindingKind::NcclRailUnused,
                 format!(
-                    "{device} of {host} carries none of the job's network channels{restricted}: \
+                    "{device} carries none of the job's network channels{restricted}: \
                      its rail is idle and the others carry its share"
                 ),
             );
@@ -334,15 +334,17 @@ mod tests {
             ["nccl-wrong-rail", "nccl-rail-unused"],
             "{found:#?}"
         );
-        assert!(found[0]
-            .message
-            .contains("rank 21 (GPU 5 of gpu-0003) uses mlx5_4 (rail 4)"));
+        assert!(found[0].text_line().starts_with(
+            "[nccl-wrong-rail] gpu-0003 rail 5: rank 21 (GPU 5) uses mlx5_4 (rail 4) for"
+        ));
         assert!(
-            found[0].message.contains("own HCA is mlx5_5 (rail 5)"),
+            found[0].message.contains("its own HCA is mlx5_5;"),
             "{}",
             found[0].message
         );
-        assert!(found[1].message.contains("mlx5_5 of gpu-0003"));
+        assert!(found[1]
+            .text_line()
+            .starts_with("[nccl-rail-unused] gpu-0003 rail 5: mlx5_5 carries none"));
         assert_eq!(found[1].rail, Some(5));
     }
 

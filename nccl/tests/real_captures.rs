@@ -234,15 +234,15 @@ fn a_prefix_match_of_nccl_ib_hca_shows_as_an_idle_rail() {
     let name = "nccl-log-2.29.3-2node-16rank-roce-rank0-node.txt";
     let text = read(name);
     let r = report::log_report(&log::parse([(name, text.as_str())]), None);
-    let idle: Vec<&str> = r
+    let idle: Vec<String> = r
         .findings
         .iter()
         .filter(|f| f.kind.name() == "nccl-rail-unused")
-        .map(|f| f.message.as_str())
+        .map(|f| f.text_line())
         .collect();
     assert_eq!(idle.len(), 1, "{idle:?}");
     assert!(
-        idle[0].starts_with("mlx5_10 of tpgds-aihub0003"),
+        idle[0].starts_with("[nccl-rail-unused] tpgds-aihub0003 rail 10: mlx5_10 carries none"),
         "{}",
         idle[0]
     );

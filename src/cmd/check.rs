@@ -304,8 +304,11 @@ fn check_one(
         let (events, _) = ibscope_topo::journal::read(path)
             .with_context(|| format!("cannot read the journal {}", path.display()))?;
         let limits = thresholds.flap;
-        eval.findings
-            .extend(ibscope_topo::journal::flapping(&events, limits));
+        eval.findings.extend(ibscope_topo::journal::flapping(
+            &events,
+            limits,
+            Some(fabric),
+        ));
     }
     let links_without_rate = eval
         .health

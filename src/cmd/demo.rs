@@ -66,10 +66,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
         "starting the demo fabric (ibsim + OpenSM): 8 GPU servers x 8 rails, 16 switches ..."
     );
     let sim = Arc::new(Sim::start(SimOptions::new(topo)).context("starting the simulator")?);
-    let (node, port, value) = faults::SYMBOL_ERRORS;
-    sim.set_counter(node, port, "SymbolErrorCounter", value)?;
-    let (node, port, value) = faults::FLAPPING;
-    sim.set_counter(node, port, "LinkDownedCounter", value)?;
+    plant_counters(&sim)?;
     eprintln!(
         "planted: {} rail {} on another rail's leaf, {} rail {} down, degraded uplink {}[{}], \
          symbol errors on {}[{}], flapping link {}[{}]",
@@ -112,6 +109,16 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ExitCode::from(
         status.code().unwrap_or(2).clamp(0, 255) as u8
     ))
+}
+
+/// Set the counters the demo plants on its fabric: the symbol errors and the flapping
+/// link's LinkDowned count (the other faults are in the topology file).
+pub fn plant_counters(sim: &Sim) -> Result<()> {
+    let (node, port, value) = faults::SYMBOL_ERRORS;
+    sim.set_counter(node, port, "SymbolErrorCounter", value)?;
+    let (node, port, value) = faults::FLAPPING;
+    sim.set_counter(node, port, "LinkDownedCounter", value)?;
+    Ok(())
 }
 
 /// How long a child told of a stop signal gets before it is killed.

@@ -599,7 +599,7 @@ fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
     tmux.keys("f");
     let beta = tmux.wait_for(&["fabric beta 2/2", "PortRcvErrors = 5"], long);
     assert!(!beta.contains("SymbolErrorCounter = 17"), "{beta}");
-    assert!(beta.contains("2 switches, 2 CAs"), "{beta}");
+    assert!(beta.contains("2 switches, 2 HCAs on "), "{beta}");
     tmux.keys("F");
     tmux.wait_for(&["fabric alpha 1/2", "SymbolErrorCounter = 17"], long);
     tmux.keys("q");

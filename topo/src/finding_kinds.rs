@@ -700,20 +700,4 @@ impl Finding {
         self.remote = remote;
         self
     }
-    /// `[kind] "node" (0x…) port N (lid L) <-> "peer" (0x…) port M: message`, escaped for
-    /// a terminal: the line `check` prints.
-    pub fn text_line(&self) -> String {
-        let mut line = format!("[{}]", self.kind);
-        if let Some(at) = &self.at {
-            line.push_str(&format!(" {}", at.report_text()));
-            if at.lid != 0 {
-                line.push_str(&format!(" (lid {})", at.lid));
-            }
-        }
-        if let Some(remote) = &self.remote {
-            line.push_str(&format!(" <-> {}", remote.report_text()));
-        }
-        line.push_str(&format!(": {}", crate::escape::for_terminal(&self.message)));
-        line
-    }
 }

@@ -426,7 +426,7 @@ fn link_key(e: &Event) -> Option<LinkEndTexts> {
 
 /// Links whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours
 /// (as either end counted it: both ends count the same downs).
-fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+fn downed_per_day(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
     const DAY: u64 = 24 * 3600;
     let mut rises: BTreeMap<LinkEndTexts, BTreeMap<(String, u8), Vec<&Event>>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDowned) {
@@ -458,14 +458,13 @@ fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
         let Some((sum, e)) = worst.filter(|(sum, _)| *sum > limits.link_downed_per_day) else {
             continue;
         };
-        let b = e.b.as_ref().expect("grouped by both ends");
-        let mut f = Finding::new(
-            FindingKind::LinkFlapping,
+        let mut f = flap_finding(
+            e,
             format!(
-                "{:?}[{}] <-> {:?}[{}]: LinkDowned rose by {sum} within 24h (limit {} a day); \
-                 last at {}",
-                e.a.node, e.a.port, b.node, b.port, limits.link_downed_per_day, e.at
+                "LinkDowned rose by {sum} within 24h (limit {} a day); last at {}",
+                limits.link_downed_per_day, e.at
             ),
+            fabric,
         );
         f.counter = Some("LinkDownedCounter".into());
         f.value = Some(sum);
@@ -552,23 +551,72 @@ impl FlapHistory {
         self.events.retain(|e| e.time >= oldest);
         self.events.extend(events.iter().cloned());
     }
-    /// [`flapping`] over what was seen.
+    /// [`flapping`] over what was seen, the links' ends named as ports of the last sweep.
     pub fn flapping(&self, limits: FlapLimits) -> Vec<Finding> {
-        flapping(&self.events, limits)
+        flapping(&self.events, limits, self.last_fabric.as_deref())
     }
 }
 
 /// One `link-flapping` finding for each link that went down at least `limits.downs` times
 /// within a window of `limits.window` (links down between discoveries), and for each
-/// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours.
-pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
-    let mut found = downs_in_window(events, limits);
-    found.extend(downed_per_day(events, limits));
+/// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours. The
+/// link's ends are named as ports of `fabric` where they are in it.
+pub fn flapping(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
+    let mut found = downs_in_window(events, limits, fabric);
+    found.extend(downed_per_day(events, limits, fabric));
     found
 }
 
+/// The `link-flapping` finding about the link of event `e`: each end found in `fabric`
+/// named as every finding names a port (a switch's first), with the host and rail of its
+/// HCA end; an end that is not there (gone since, or no fabric given) named in the message.
+fn flap_finding(e: &Event, message: String, fabric: Option<&Fabric>) -> Finding {
+    let mut ends: Vec<crate::model::refs::PortRef> = Vec::new();
+    let mut gone: Vec<String> = Vec::new();
+    for end in std::iter::once(&e.a).chain(e.b.as_ref()) {
+        match fabric.and_then(|f| port_ref_of(f, end)) {
+            Some(r) => ends.push(r),
+            None => gone.push(format!("\"{}\" ({}) port {}", end.node, end.guid, end.port)),
+        }
+    }
+    ends.sort_by_key(|r| r.node.kind != crate::model::NodeKind::Switch);
+    let mut message = message;
+    if !gone.is_empty() {
+        message.push_str(&format!("; not in the fabric now: {}", gone.join(" <-> ")));
+    }
+    let mut f = Finding::new(FindingKind::LinkFlapping, message);
+    let mut ends = ends.into_iter();
+    if let Some(at) = ends.next() {
+        f = f.at(at, ends.next());
+    }
+    if let Some(hca) = std::iter::once(&e.a)
+        .chain(e.b.as_ref())
+        .find(|end| end.host.is_some())
+    {
+        f.host = hca.host.clone();
+        f.rail = hca.rail;
+    }
+    f
+}
+
+/// An event's end as a port of `fabric`, under the name the event recorded.
+fn port_ref_of(fabric: &Fabric, end: &EventEnd) -> Option<crate::model::refs::PortRef> {
+    let id = fabric.node_by_guid(ibscope_mad::codes::guid::parse(&end.guid)?)?;
+    let node = fabric.node(id);
+    node.port(end.port)?;
+    let name = crate::model::refs::NodeRef::sharing(node, end.node.as_str().into());
+    let mut r = crate::model::refs::PortRef::on(
+        name,
+        end.port,
+        crate::model::refs::PortRef::lid_of(node, end.port),
+    );
+    r.host = end.host.clone();
+    r.rail = end.rail;
+    Some(r)
+}
+
 /// Links down at least `limits.downs` times within `limits.window`.
-fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+fn downs_in_window(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
     let mut downs: BTreeMap<LinkEndTexts, Vec<&Event>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
         let Some(key) = link_key(e) else { continue };
@@ -590,21 +638,16 @@ fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
             .unwrap_or(0);
         if most >= need {
             let e = list[list.len() - 1];
-            let b = e.b.as_ref().expect("grouped by both ends");
-            found.push(Finding::new(
-                FindingKind::LinkFlapping,
+            found.push(flap_finding(
+                e,
                 format!(
-                    "{:?}[{}] <-> {:?}[{}] went down {most} times within {} (limit {} in {}); \
-                     last at {}",
-                    e.a.node,
-                    e.a.port,
-                    b.node,
-                    b.port,
+                    "went down {most} times within {} (limit {} in {}); last at {}",
                     humantime::format_duration(limits.window),
                     limits.downs,
                     humantime::format_duration(limits.window),
                     e.at
                 ),
+                fabric,
             ));
         }
     }
@@ -681,7 +724,7 @@ mod tests {
             rise(3600, leaf, host, 5),
             rise(3600, host, leaf, 5),
         ];
-        let found = flapping(&events, limits);
+        let found = flapping(&events, limits, None);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].value, Some(11));
         assert!(found[0]
@@ -689,7 +732,7 @@ mod tests {
             .contains("LinkDowned rose by 11 within 24h (limit 10 a day)"));
         // The same rises a day and more apart: no day has more than 6.
         let apart = [rise(0, leaf, host, 6), rise(90_000, leaf, host, 5)];
-        assert!(flapping(&apart, limits).is_empty());
+        assert!(flapping(&apart, limits, None).is_empty());
     }
 
     const TWO: &str = r#"
@@ -846,19 +889,39 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let full = ibnd::parse(TWO).unwrap();
         let down = |s| changes(&full, &without_h2(), None, at(s));
         let once = down(0);
-        assert!(flapping(&once, FlapLimits::default()).is_empty());
+        assert!(flapping(&once, FlapLimits::default(), None).is_empty());
         let twice: Vec<Event> = down(0).into_iter().chain(down(300)).collect();
-        let found = flapping(&twice, FlapLimits::default());
+        let found = flapping(&twice, FlapLimits::default(), Some(&full));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].kind, FindingKind::LinkFlapping);
+        // Both ends are in the fabric given: named as ports (the switch's first), with the
+        // HCA end's host and rail; the file gives leaf-1 LID 1 and gpu-02's port LID 3.
+        let guid = |d: &str| {
+            let id = full.nodes_by_description(d)[0];
+            ibscope_mad::codes::guid::text(full.node(id).guid)
+        };
+        assert_eq!(
+            found[0].text_line(),
+            format!(
+                "[link-flapping] gpu-02 rail 0: \"leaf-1\" ({}) port 2 (lid 1) <-> \
+                 \"gpu-02 mlx5_0\" ({}) port 1 (lid 3): went down 2 times within 10m (limit 2 \
+                 in 10m); last at {}",
+                guid("leaf-1"),
+                guid("gpu-02 mlx5_0"),
+                twice[1].at
+            )
+        );
+        // Without the fabric (or once an end is gone from it) the ends are named in words.
+        let words = flapping(&twice, FlapLimits::default(), None);
+        assert!(words[0].at.is_none());
         assert!(
-            found[0].message.contains("went down 2 times within 10m"),
+            words[0].message.contains("; not in the fabric now: \""),
             "{}",
-            found[0].message
+            words[0].message
         );
         let apart: Vec<Event> = down(0).into_iter().chain(down(3600)).collect();
         assert!(
-            flapping(&apart, FlapLimits::default()).is_empty(),
+            flapping(&apart, FlapLimits::default(), None).is_empty(),
             "an hour apart"
         );
     }

@@ -10,6 +10,7 @@ use ibscope_topo::{End, Fabric, LinkKey, PortKey};
 
 use super::derive::{node_name, port_name, LinkHealth};
 use super::source::{Sweep, ERROR_COUNTERS};
+use super::table_sort::{Column, TableSort};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LogEntryKind {
@@ -88,6 +89,31 @@ impl LogEntry {
             )),
         }
     }
+}
+
+/// The Events table's columns.
+pub const EVENT_COLUMNS: [Column; 3] = [
+    Column::down("UTC"),
+    Column::up("Event"),
+    Column::up("Detail"),
+];
+
+/// Indexes into `events` (newest first) in `sort` order ([`EVENT_COLUMNS`]; ties newest
+/// first).
+pub fn event_order(events: &std::collections::VecDeque<LogEntry>, sort: TableSort) -> Vec<usize> {
+    let natural = sort.natural(&EVENT_COLUMNS);
+    let mut out: Vec<usize> = (0..events.len()).collect();
+    // Stable: equal keys stay newest first.
+    out.sort_by(|&x, &y| {
+        let (a, b) = (&events[x], &events[y]);
+        let by_column = match sort.column {
+            1 => a.kind.as_str().cmp(b.kind.as_str()),
+            2 => a.text.cmp(&b.text),
+            _ => a.at.cmp(&b.at),
+        };
+        sort.apply(natural, by_column)
+    });
+    out
 }
 
 /// The last `keep` events of the journal at `path`, for the Events view; none when it

@@ -367,15 +367,21 @@ mod tests {
             (Some("p1"), Some("gpu-0004"), Some(1))
         );
         let leaf = b.peer(crate::model::End { node: id, port: 1 }).unwrap();
+        // The HCA port and its leaf port are the finding's ends, its host and rail lead.
         let want = format!(
-            "gpu-0004: rail 1 (mlx5_1) (port {}) plane p1 is {}, not Active, while p0 is \
-             Active; its cable is at \"{}\" port {}",
+            "[planes-disagree] gpu-0004 rail 1: \"gpu-0004 mlx5_1\" ({}) port 1 (lid {}) <-> \
+             \"{}\" ({}) port {} (lid {}): plane p1 (port GUID {}) is {}, not Active, while p0 \
+             is Active",
+            guid::text(b.node(id).guid),
+            b.node(id).port(1).unwrap().lid,
+            b.node(leaf.node).description,
+            guid::text(b.node(leaf.node).guid),
+            leaf.port,
+            b.node(leaf.node).lid().unwrap(),
             guid::text(guid(&a, "gpu-0004 mlx5_1")),
             crate::health::state_text(Some(PortState::Init), None),
-            b.node(leaf.node).description,
-            leaf.port
         );
-        assert_eq!(f.message, want);
+        assert_eq!(f.text_line(), want);
         assert_eq!(f.at.as_ref().unwrap().node.guid, b.node(id).guid);
     }
 }
