@@ -9,8 +9,8 @@ pub mod fabric;
 pub mod fabric_set;
 pub mod memory;
 pub mod output;
+pub mod settings;
 pub mod signals;
-pub use ibscope_sim::statedir;
 
 /// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
 pub fn init_logging(verbose: u8) {

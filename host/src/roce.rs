@@ -14,7 +14,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use ibscope_mad::wire::HostOrder;
+use ibscope_mad::wire_struct;
 use serde::{Deserialize, Serialize};
+
+use crate::netlink;
 
 /// What the operator wants of every RoCE port (`[roce]` in the config file).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -271,92 +275,82 @@ const DCB_ATTR_IEEE_APP_TABLE: u16 = 3;
 const DCB_ATTR_IEEE_APP: u16 = 1;
 /// `IEEE_8021QAZ_APP_SEL_DSCP`.
 const APP_SELECTOR_DSCP: u8 = 5;
-const NLMSG_ERROR: u16 = 2;
-/// The nested-attribute flag and byte-order flag of `nla_type`.
-const NLA_TYPE_MASK: u16 = 0x3fff;
 
-/// The request: an `nlmsghdr`, a `dcbmsg` (family, cmd, pad) and the interface name.
+wire_struct! {
+    /// `struct dcbmsg` (linux/dcbnl.h): the DCB family's header after the netlink one.
+    pub struct DcbMsg (4) {
+        pub family: u8 = 0, 8, "dcb_family";
+        pub cmd: u8 = 8, 8, "cmd";
+        pub pad: HostOrder<u16> = 16, 16, "dcb_pad";
+    }
+}
+
+wire_struct! {
+    /// `struct ieee_pfc` (linux/dcbnl.h), its leading fields; the per-priority request
+    /// and indication counters follow them.
+    pub struct IeeePfc (8) {
+        /// How many priorities can have PFC on at once.
+        pub pfc_cap: u8 = 0, 8, "pfc_cap";
+        /// The priorities with PFC on, one bit each (bit 0: priority 0).
+        pub pfc_en: u8 = 8, 8, "pfc_en";
+        pub mbc: u8 = 16, 8, "mbc";
+        pub delay: HostOrder<u16> = 32, 16, "delay";
+    }
+}
+
+wire_struct! {
+    /// `struct dcb_app` (linux/dcbnl.h): one entry of the APP table.
+    pub struct DcbApp (4) {
+        /// What `protocol` is: `IEEE_8021QAZ_APP_SEL_DSCP` for a DSCP.
+        pub selector: u8 = 0, 8, "selector";
+        pub priority: u8 = 8, 8, "priority";
+        pub protocol: HostOrder<u16> = 16, 16, "protocol";
+    }
+}
+
+/// The request: a `dcbmsg` for IEEE_GET and the interface name.
 pub fn ieee_get_request(netdev: &str, seq: u32) -> Vec<u8> {
     let mut name = netdev.as_bytes().to_vec();
     name.push(0);
-    let attr_len = 4 + name.len();
-    let total = 16 + 4 + attr_len.next_multiple_of(4);
-    let mut m = Vec::with_capacity(total);
-    m.extend((total as u32).to_ne_bytes());
-    m.extend(RTM_GETDCB.to_ne_bytes());
-    m.extend(1u16.to_ne_bytes()); // NLM_F_REQUEST
-    m.extend(seq.to_ne_bytes());
-    m.extend(0u32.to_ne_bytes());
-    m.extend([0, DCB_CMD_IEEE_GET, 0, 0]);
-    m.extend((attr_len as u16).to_ne_bytes());
-    m.extend(DCB_ATTR_IFNAME.to_ne_bytes());
-    m.extend(name);
-    m.resize(total, 0);
-    m
-}
-
-/// The attributes in `buf` as (type, value), each padded to 4 bytes; a truncated one ends
-/// the list.
-fn attributes(mut buf: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while buf.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([buf[0], buf[1]]));
-        let kind = u16::from_ne_bytes([buf[2], buf[3]]) & NLA_TYPE_MASK;
-        if len < 4 || len > buf.len() {
-            break;
-        }
-        out.push((kind, &buf[4..len]));
-        buf = &buf[len.next_multiple_of(4).min(buf.len())..];
-    }
-    out
-}
-
-/// Decode the answer to [`ieee_get_request`]: the PFC-enabled priorities (`ieee_pfc`'s
-/// second byte, `pfc_en`) and the APP table's DSCP entries (`dcb_app`: selector,
-/// priority, protocol = the DSCP).
-pub fn decode_ieee(buf: &[u8]) -> Result<Dcb, String> {
-    let header = |at: usize| {
-        buf.get(at..at + 2)
-            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    let mut dcb = [0u8; DcbMsg::WIRE_LEN];
+    let head = DcbMsg {
+        family: 0,
+        cmd: DCB_CMD_IEEE_GET,
+        pad: HostOrder(0),
     };
-    let len = buf
-        .get(0..4)
-        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .ok_or("short netlink answer")?;
-    if len < 20 || len > buf.len() {
-        return Err(format!("netlink message of {len} bytes in {}", buf.len()));
-    }
-    if header(4) == Some(NLMSG_ERROR) {
-        let code = buf
-            .get(16..20)
-            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            .unwrap_or(0);
-        return Err(format!(
-            "DCB: {}",
-            std::io::Error::from_raw_os_error(code.saturating_neg())
-        ));
-    }
+    head.encode_into(&mut dcb)
+        .expect("a dcbmsg fits its buffer");
+    netlink::request(RTM_GETDCB, seq, &dcb, &[(DCB_ATTR_IFNAME, &name)])
+}
+
+/// Decode the answer to [`ieee_get_request`]: the PFC-enabled priorities and the APP
+/// table's DSCP entries.
+pub fn decode_ieee(buf: &[u8]) -> Result<Dcb, String> {
+    let body = netlink::payload(buf).map_err(|e| format!("DCB: {e}"))?;
+    let attrs = body.get(DcbMsg::WIRE_LEN..).ok_or("short DCB answer")?;
     let mut dcb = Dcb::default();
-    let Some((_, ieee)) = attributes(&buf[20..len])
+    let Some((_, ieee)) = netlink::attributes(attrs)
         .into_iter()
         .find(|(k, _)| *k == DCB_ATTR_IEEE)
     else {
         return Err("no IEEE DCB attributes: the driver does not do DCB".into());
     };
-    for (kind, value) in attributes(ieee) {
+    for (kind, value) in netlink::attributes(ieee) {
         match kind {
             DCB_ATTR_IEEE_PFC => {
-                let enabled = *value.get(1).ok_or("short ieee_pfc")?;
-                dcb.pfc = (0..8).filter(|p| enabled & (1 << p) != 0).collect();
+                let pfc = IeeePfc::decode(value).map_err(|_| "short ieee_pfc")?;
+                dcb.pfc = (0..8).filter(|p| pfc.pfc_en & (1 << p) != 0).collect();
             }
             DCB_ATTR_IEEE_APP_TABLE => {
-                for (k, app) in attributes(value) {
-                    if k != DCB_ATTR_IEEE_APP || app.len() < 4 || app[0] != APP_SELECTOR_DSCP {
+                for (k, app) in netlink::attributes(value) {
+                    let Ok(app) = DcbApp::decode(app) else {
+                        continue;
+                    };
+                    if k != DCB_ATTR_IEEE_APP || app.selector != APP_SELECTOR_DSCP {
                         continue;
                     }
-                    let dscp = u16::from_ne_bytes([app[2], app[3]]);
-                    if let Ok(dscp) = u8::try_from(dscp) {
-                        dcb.dscp_to_priority.insert(dscp, app[1]);
+                    if let Ok(dscp) = u8::try_from(app.protocol.0) {
+                        dcb.dscp_to_priority.insert(dscp, app.priority);
                     }
                 }
             }
@@ -498,7 +492,7 @@ mod tests {
         }
         let mut error = vec![0u8; 36];
         error[0..4].copy_from_slice(&36u32.to_ne_bytes());
-        error[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        error[4..6].copy_from_slice(&netlink::NLMSG_ERROR.to_ne_bytes());
         error[16..20].copy_from_slice(&(-95i32).to_ne_bytes());
         let e = decode_ieee(&error).unwrap_err();
         assert!(e.starts_with("DCB: "), "{e}");

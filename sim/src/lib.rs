@@ -5,7 +5,6 @@ mod process;
 mod simulator;
 mod size;
 mod state;
-pub mod statedir;
 
 pub use process::{process_alive, run_with_timeout};
 pub use simulator::{interrupt_waits_when, Sim, SimOptions, SHIM_PATH, TOPOLOGY_ENV};

@@ -123,9 +123,10 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-/// A fresh temporary state directory (`ibscope-sim-<pid>-...`, see [`crate::statedir`]).
+/// A fresh temporary state directory (`ibscope-sim-<pid>-...`, see
+/// [`ibscope_mad::runtime_dir`]).
 fn make_temp_dir() -> Result<PathBuf> {
-    crate::statedir::make("sim")
+    Ok(ibscope_mad::runtime_dir::make("sim")?)
 }
 
 fn mkfifo(path: &Path) -> Result<()> {

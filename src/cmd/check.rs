@@ -366,14 +366,7 @@ fn plane_findings(
     swept: &[(String, ibscope_topo::Fabric, Hosts)],
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Vec<findings::Finding> {
-    let views: Vec<PlaneView> = swept
-        .iter()
-        .map(|(name, fabric, hosts)| PlaneView {
-            name,
-            fabric,
-            hosts,
-        })
-        .collect();
+    let views: Vec<PlaneView> = swept.iter().map(PlaneView::from).collect();
     findings::planes_disagree(&views, names).findings
 }
 
@@ -399,8 +392,9 @@ fn print_one(a: &Args, out: &Report, fabric: Option<&FabricId>) -> Result<()> {
 }
 
 /// `findings::evaluate` through an engine when there is one: the counters read as `reads`
-/// says and the SM the local port names. Shared by `check`, the TUI's live source and the
-/// exporter.
+/// says and the SM the local port names. Shared by `check`, `nccl` and the TUI's live
+/// source; the exporter's sweeper reads the counters and the SM itself, between its
+/// checks for a stop.
 pub fn evaluate(
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::cli::Global;
-use crate::statedir::StateDir;
+use ibscope_mad::runtime_dir::RuntimeDir;
 use ibscope_sim::{Sim, SimOptions};
 
 /// The demo fabric: a GPU cluster of 8 servers with 8 HCAs each on 8 rails (a leaf per
@@ -59,7 +59,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     // `run_child`); either way Drop stops ibsim and OpenSM and removes the directories.
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     ibscope_sim::interrupt_waits_when(|| crate::signals::received().is_some());
-    let dir = StateDir::create("demo")?;
+    let dir = RuntimeDir::create("demo")?;
     let topo = dir.path().join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;
     eprintln!(

@@ -47,7 +47,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub fn journal_path(explicit: Option<&PathBuf>, g: &Global) -> Result<PathBuf> {
     explicit
         .cloned()
-        .or_else(|| g.serve_journal.clone())
+        .or_else(|| g.serve.journal.clone())
         .context("no journal: give --journal FILE (the file `serve --journal` writes)")
 }
 

@@ -217,14 +217,7 @@ fn run_planes(
         Ok(exit::OK)
     })?;
     let keep = |host: &str| wanted.map_or(true, |w| w.iter().any(|h| h == host));
-    let views: Vec<PlaneView> = swept
-        .iter()
-        .map(|(name, fabric, hosts)| PlaneView {
-            name,
-            fabric,
-            hosts,
-        })
-        .collect();
+    let views: Vec<PlaneView> = swept.iter().map(PlaneView::from).collect();
     let planes = findings::planes_disagree(&views, names);
     let ports = planes.ports;
     let mut found = findings::host_findings_of_each(&views, names);

@@ -10,7 +10,7 @@ use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::quoted_for_terminal;
 use ibscope_topo::port_apply;
-use ibscope_topo::port_toggle::{self, Plan, PortAction};
+use ibscope_topo::port_toggle::{self, PortAction, ToggleRoute};
 use ibscope_topo::resolve::{split_name_port, NameMatch, Resolver};
 use ibscope_topo::Fabric;
 use ibscope_topo::PortRef;
@@ -89,9 +89,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         },
     };
     let target = resolver.port(node, port)?;
-    let plan = port_toggle::plan(&fabric, names.as_ref(), target, a.action, a.force)?;
+    let toggle = port_toggle::route(&fabric, names.as_ref(), target, a.action, a.force)?;
     let here = PortRef::new(fabric.node(node), port, names.as_ref());
-    let code = apply(&mut engine, &fabric, &plan, &here, a.action)?;
+    let code = apply(&mut engine, &fabric, &toggle, &here, a.action)?;
     Ok(ExitCode::from(code))
 }
 
@@ -104,11 +104,11 @@ fn fail(message: &str) -> u8 {
 fn apply(
     engine: &mut Engine,
     fabric: &Fabric,
-    plan: &Plan,
+    toggle: &ToggleRoute,
     at: &PortRef,
     action: PortAction,
 ) -> Result<u8> {
-    match port_apply::apply(engine, fabric, plan, at, action) {
+    match port_apply::apply(engine, fabric, toggle, at, action) {
         Ok(lines) => {
             for line in lines {
                 println!("{line}");

@@ -39,6 +39,9 @@ pub struct Args {
     /// journal's last events (serve's, an earlier session's).
     #[arg(long, value_name = "FILE")]
     pub journal: Option<std::path::PathBuf>,
+    /// The `[tui]` keys' flags; what is in force is `g.tui`.
+    #[command(flatten)]
+    pub settings: crate::settings::TuiSettings,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
     #[command(flatten)]

@@ -37,11 +37,7 @@ pub fn refresh(states: &mut [AppState]) {
         let views: Vec<PlaneView> = swept
             .iter()
             .zip(&hosts)
-            .map(|((_, name, fabric), hosts)| PlaneView {
-                name,
-                fabric,
-                hosts,
-            })
+            .map(|((_, name, fabric), hosts)| PlaneView::new(name, fabric, hosts))
             .collect();
         findings::planes_disagree(&views, names).findings
     };

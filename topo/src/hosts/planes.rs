@@ -32,6 +32,23 @@ pub struct PlaneView<'a> {
     pub hosts: &'a Hosts,
 }
 
+impl<'a> PlaneView<'a> {
+    pub fn new(name: &'a str, fabric: &'a Fabric, hosts: &'a Hosts) -> PlaneView<'a> {
+        PlaneView {
+            name,
+            fabric,
+            hosts,
+        }
+    }
+}
+
+/// A swept fabric as commands keep it: its name, the fabric, its hosts.
+impl<'a> From<&'a (String, Fabric, Hosts)> for PlaneView<'a> {
+    fn from((name, fabric, hosts): &'a (String, Fabric, Hosts)) -> PlaneView<'a> {
+        PlaneView::new(name, fabric, hosts)
+    }
+}
+
 /// One plane of a host's HCA port: the port as that plane's fabric shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plane {
@@ -254,11 +271,7 @@ mod tests {
             .iter()
             .zip(&hosts)
             .enumerate()
-            .map(|(i, (f, h))| PlaneView {
-                name: names[i],
-                fabric: f,
-                hosts: h,
-            })
+            .map(|(i, (f, h))| PlaneView::new(names[i], f, h))
             .collect();
         group(&views)
     }
@@ -344,18 +357,7 @@ mod tests {
             .0;
         port1(&mut b, id).state = Some(PortState::Init);
         let (ha, hb) = (Hosts::group(&a, None), Hosts::group(&b, None));
-        let views = [
-            PlaneView {
-                name: "p0",
-                fabric: &a,
-                hosts: &ha,
-            },
-            PlaneView {
-                name: "p1",
-                fabric: &b,
-                hosts: &hb,
-            },
-        ];
+        let views = [PlaneView::new("p0", &a, &ha), PlaneView::new("p1", &b, &hb)];
         let found = crate::findings::planes_disagree(&views, None).findings;
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
