@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgMatches, Args};
+use clap::{ArgMatches, Args, ValueHint};
 use ibscope_host::fabric_plan::FabricConfig;
 use ibscope_mad::engine::EngineConfig;
 
@@ -86,7 +86,7 @@ pub struct NamesArgs {
     /// Node name map: lines of `0xGUID "name"` (# comments), used wherever a node is named.
     /// Default: $IBSCOPE_NODE_NAME_MAP, the config file's node-name-map, else
     /// /etc/rdma/ib-node-name-map when present (as infiniband-diags).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub node_name_map: Option<PathBuf>,
 }
 
@@ -107,7 +107,7 @@ pub struct FabricArgs {
 pub struct TopologyArgs {
     /// Work on a saved topology instead of the live fabric: an ibnetdiscover-format file or
     /// an ibscope JSON snapshot (`ibscope discover --format json`).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub topology: Option<PathBuf>,
 }
 

@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, FromArgMatches, ValueEnum};
 use serde::Deserialize;
@@ -217,25 +217,19 @@ impl Layers {
         let mut states = Vec::new();
         let explicit = env.config.as_ref().is_some_and(|c| !c.is_empty());
         for path in env.config_candidates() {
-            let text = match std::fs::read_to_string(&path) {
+            let text = match ibscope_topo::input::read_text(&path, "config file") {
                 Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+                Err(ibscope_topo::input::InputError::Missing { .. }) if !explicit => {
                     states.push(FileState { path, read: false });
                     continue;
                 }
-                Err(e) => {
-                    let from = if explicit {
-                        " (from $IBSCOPE_CONFIG)"
-                    } else {
-                        ""
-                    };
-                    return Err(e).with_context(|| {
-                        format!("cannot read config file {}{from}", path.display())
-                    });
-                }
+                Err(e) if explicit => bail!("{e} (from $IBSCOPE_CONFIG)"),
+                Err(e) => return Err(e.into()),
             };
-            let mut config: FileConfig = toml::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display()))?;
+            let mut config: FileConfig = toml::from_str(&text).map_err(|e| {
+                let why = crate::output::toml_error(&text, &e);
+                anyhow::anyhow!("config file {}: {why}", path.display())
+            })?;
             config.resolve_paths(&path);
             states.push(FileState {
                 path: path.clone(),

@@ -84,6 +84,24 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// A TOML error in one line: the line it is on, that line's text and what is wrong,
+/// without the excerpt the parser's own message spreads over several lines.
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().replace('\n', " ");
+    let message = message.trim_end();
+    let Some(span) = e.span() else {
+        return message.to_string();
+    };
+    let before = &text.as_bytes()[..span.start.min(text.len())];
+    let number = before.iter().filter(|&&b| b == b'\n').count();
+    let line = text.lines().nth(number).unwrap_or("").trim();
+    format!(
+        "line {} ({}): {message}",
+        number + 1,
+        ibscope_topo::escape::for_terminal(line)
+    )
+}
+
 /// Parse a LID in decimal or 0x-hex; unicast LIDs are 1..=0xbfff.
 pub fn parse_lid(text: &str) -> Result<u16> {
     let t = text.trim();

@@ -17,24 +17,31 @@ fn read_plan(
     path: &Path,
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Result<Vec<PlannedCable>> {
-    let text = crate::fabric::read_text(path, "plan", crate::fabric::TOPOLOGY_LIMIT)?;
+    let text = ibscope_topo::input::read_text(path, "plan")?;
     let first = text
         .lines()
         .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .unwrap_or("");
-    if first
+    let name = ibscope_topo::input::display_name(path);
+    let cables = if first
         .to_ascii_lowercase()
         .replace(' ', "")
         .starts_with("a_node,")
     {
-        return Ok(plan::parse_csv(&text, &path.display().to_string())?);
+        plan::parse_csv(&text, &name)?
+    } else {
+        // The text read above is the topology: not read a second time.
+        let (fabric, warnings) = crate::fabric::parse_topology(&text, path, "plan")?;
+        for w in warnings {
+            eprintln!("warning: {name}: {w}");
+        }
+        plan::from_fabric(&fabric, names)
+    };
+    if cables.is_empty() {
+        // "As planned" on a plan of nothing would be a verdict from nothing.
+        anyhow::bail!("plan {name} lists no cable");
     }
-    // The text read above is the topology: not read a second time.
-    let (fabric, warnings) = crate::fabric::parse_topology(&text, path)?;
-    for w in warnings {
-        eprintln!("warning: {}: {w}", path.display());
-    }
-    Ok(plan::from_fabric(&fabric, names))
+    Ok(cables)
 }
 
 #[derive(Serialize)]

@@ -19,7 +19,11 @@ use crate::cli::{exit, Global};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
+    /// The earlier topology: ibnetdiscover text or an ibscope JSON snapshot.
+    #[arg(value_name = "OLD", value_hint = clap::ValueHint::FilePath)]
     pub old: PathBuf,
+    /// The later topology, in either format.
+    #[arg(value_name = "NEW", value_hint = clap::ValueHint::FilePath)]
     pub new: PathBuf,
     /// Print the differences as JSON.
     #[arg(long)]

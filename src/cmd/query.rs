@@ -69,6 +69,9 @@ pub fn parse_target(text: &str, direct: bool) -> Result<SmpRoute> {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let route = parse_target(&a.target, a.direct)?;
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let title = match a.attribute {
         QueriedAttribute::Nodeinfo => NodeInfo::NAME,

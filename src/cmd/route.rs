@@ -134,6 +134,7 @@ pub enum RouteCommand {
         #[arg(long)]
         no_curve: bool,
         /// A file of servers (or, with --pattern, CA ports), one per line (# comments).
+        #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
         file: Option<PathBuf>,
     },
 }

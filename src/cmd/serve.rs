@@ -133,12 +133,12 @@ pub struct Args {
     /// min_version TLS12|TLS13, max_version, client_auth_type with client_ca_file) and
     /// basic_auth_users (user: bcrypt hash). With TLS a non-loopback --listen needs no
     /// --allow-remote. A file that cannot be used fails at start.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub web_config: Option<PathBuf>,
     /// Append what changes between discoveries (links down and up, port state changes,
     /// width and speed downshifts) to this JSON Lines file, rotated at 16 MiB to FILE.1;
     /// `ibscope events` reads it and `check --journal` finds flapping links in it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     pub journal: Option<PathBuf>,
     /// Also export this host's RDMA side on the page of every fabric together: the
     /// ibscope_host_* families `ibscope host --prometheus` writes (versions, ports, every

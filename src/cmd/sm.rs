@@ -33,6 +33,9 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let report = master_sm::query(&mut engine, !a.no_sa)?;
     if a.json {

@@ -3,7 +3,7 @@
 //! is rotated by size; read back with filters; and the `link-flapping` rule over it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -277,35 +277,61 @@ impl JournalFile {
     }
 }
 
+/// Why a journal could not be read: the file (through [`crate::input`]), or nothing in it.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error("journal {0}: no such file (nor its rotated FILE.1)")]
+    Missing(String),
+    #[error("journal {name} holds no event{}", skipped_text(*.skipped))]
+    Empty { name: String, skipped: usize },
+}
+
+fn skipped_text(skipped: usize) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!(" ({n} line(s) that are not events)"),
+    }
+}
+
 /// The journal's events, the rotated file's first; with the count of lines that were not
-/// events (a line cut short by a crash, garbage), which are skipped.
-pub fn read(path: &Path) -> std::io::Result<(Vec<Event>, usize)> {
+/// events (a line cut short by a crash, garbage), which are skipped. Each file is read
+/// through [`crate::input`]; a journal with no event at all is an error, so that nothing
+/// is judged on it.
+pub fn read(path: &Path) -> Result<(Vec<Event>, usize), JournalError> {
+    use crate::input::InputError;
     let mut events = Vec::new();
     let mut skipped = 0;
     let mut any = false;
-    for p in [rotated(path), path.to_path_buf()] {
-        let file = match std::fs::File::open(&p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+    let files = if crate::input::is_stdin(path) {
+        vec![path.to_path_buf()]
+    } else {
+        vec![rotated(path), path.to_path_buf()]
+    };
+    for p in files {
+        let text = match crate::input::read_text(&p, "journal") {
+            Ok(t) => t,
+            Err(InputError::Missing { .. }) => continue,
+            Err(e) => return Err(e.into()),
         };
         any = true;
-        for line in std::io::BufReader::new(file).split(b'\n') {
-            let line = line?;
-            if line.iter().all(u8::is_ascii_whitespace) {
+        for line in text.lines() {
+            if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<Event>(&line) {
+            match serde_json::from_str::<Event>(line) {
                 Ok(e) => events.push(e),
                 Err(_) => skipped += 1,
             }
         }
     }
+    let name = crate::input::display_name(path);
     if !any {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no journal at {}", path.display()),
-        ));
+        return Err(JournalError::Missing(name));
+    }
+    if events.is_empty() {
+        return Err(JournalError::Empty { name, skipped });
     }
     Ok((events, skipped))
 }

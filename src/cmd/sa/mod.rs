@@ -96,6 +96,9 @@ fn parse_lid(s: &str) -> Result<u16, String> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let sm_lid = engine.local().sm_lid;
     if sm_lid == 0 {
