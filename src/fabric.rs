@@ -85,13 +85,26 @@ pub fn parse_topology(text: &str, path: &Path, what: &str) -> Result<(Fabric, Ve
 }
 
 /// The fabric to analyse: `--topology FILE` when given, else a live discovery (of the one
-/// fabric -C names).
+/// fabric -C names, which it records as its identity).
 pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
     if let Some(path) = &g.topology {
         return load_file(path);
     }
     let mut engine = open_engine(g)?;
-    discover_live(&mut engine, options)
+    let mut fabric = discover_live(&mut engine, options)?;
+    fabric.id = Some(id_of(g, &engine));
+    Ok(fabric)
+}
+
+/// The identity of the one fabric `engine` is on, as documents name it: the config
+/// file's name for it (the fabric -C names, or the one of its port), else CA:port.
+pub fn id_of(g: &Global, engine: &Engine) -> ibscope_topo::FabricId {
+    let local = engine.local();
+    let name = match g.ca.as_deref() {
+        Some(name) if g.fabrics.iter().any(|f| f.name == name) => name.to_string(),
+        _ => crate::fabric_set::local_name(&local.ca_name, local.port_num, &g.fabrics),
+    };
+    ibscope_topo::FabricId::named(name)
 }
 
 /// Discover with a progress bar on stderr when it is a terminal. Fails (see

@@ -228,7 +228,7 @@ impl Pages {
             })
             .collect();
         let mut found = findings::planes_disagree(&views, names).findings;
-        found.retain(|f| f.fabric.as_deref() == Some(name));
+        found.retain(|f| f.fabric_name() == Some(name));
         found
     }
 

@@ -225,8 +225,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(path) = &g.topology {
         let fabric = crate::fabric::load_file(path)?;
         let (out, _) = check_one(&fabric, None, &inputs, a, fabric.id.as_ref())?;
+        let code = exit_of(&out);
         print_one(a, &out, None)?;
-        return Ok(exit_of(&out));
+        return Ok(code);
     }
     let mut reports = Vec::new();
     let mut swept = Vec::new();
@@ -243,13 +244,13 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         )?;
         if multi {
             for f in &mut out.findings {
-                f.fabric = Some(opened.id.name.clone());
+                f.fabric = Some(opened.id.clone());
             }
         }
+        let code = exit_of_code(&out);
         if !(multi && a.json) {
             print_one(a, &out, multi.then_some(&opened.id))?;
         }
-        let code = exit_of_code(&out);
         reports.push(out);
         if multi {
             swept.push((opened.id.name.clone(), fabric, hosts));
@@ -263,14 +264,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         plane_findings(&swept, names)
     };
     if !planes.is_empty() {
-        ran.worst = ran.worst.max(exit::FINDINGS);
+        ran.worst = ran.worst.max(crate::output::verdict(exit::FINDINGS));
     }
     for f in planes {
         if !a.json {
-            let name = f.fabric.as_deref().unwrap_or_default();
+            let name = f.fabric_name().unwrap_or_default();
             println!("{}: {}", for_terminal(name), f.text_line());
         }
-        let of = |r: &&mut Report| r.fabric.as_ref().map(|i| &i.name) == f.fabric.as_ref();
+        let of = |r: &&mut Report| r.fabric.as_ref().map(|i| i.name.as_str()) == f.fabric_name();
         if let Some(r) = reports.iter_mut().find(|r| of(r)) {
             r.healthy = false;
             r.findings.push(f);
@@ -288,12 +289,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ran.exit_code())
 }
 
+/// A report's exit code, recorded as the command's verdict before it is printed.
 fn exit_of_code(r: &Report) -> u8 {
-    if r.healthy {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }
+    crate::output::verdict(if r.healthy { exit::OK } else { exit::FINDINGS })
 }
 
 fn exit_of(r: &Report) -> ExitCode {

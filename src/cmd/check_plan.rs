@@ -57,6 +57,11 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
     let cables = read_plan(path, names.as_ref())?;
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
     let differences = plan::compare(&cables, &fabric, names.as_ref());
+    let code = crate::output::verdict(if differences.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     let mut out = std::io::stdout().lock();
     if json {
         let report = Report {
@@ -65,7 +70,7 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
             as_planned: differences.is_empty(),
             differences: &differences,
         };
-        crate::output::print_json(&report)?;
+        crate::output::print_fabric_json(fabric.id.as_ref(), &report)?;
     } else {
         for d in &differences {
             let kind = serde_json::to_value(d.kind)?;
@@ -88,9 +93,5 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::from(if differences.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

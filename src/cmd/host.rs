@@ -144,6 +144,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(manifest) = &manifest {
         findings.extend(manifest.check(&host));
     }
+    let code = crate::output::verdict(if findings.is_empty() || !a.check {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     let mut out = std::io::stdout().lock();
     let written = if a.prometheus {
         out.write_all(ibscope_host::prometheus::page(&host, &host.counters, &findings).as_bytes())
@@ -167,11 +172,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     // A closed pipe comes back as an error; main ends quietly on it, as for every command.
     written.and_then(|()| out.flush())?;
-    Ok(ExitCode::from(if findings.is_empty() || !a.check {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 fn print_text(out: &mut impl Write, host: &LocalHost) -> io::Result<()> {

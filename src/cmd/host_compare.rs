@@ -86,6 +86,11 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     }
     let found = outliers(&servers);
     let split = splits(&servers);
+    let code = crate::output::verdict(if found.is_empty() && split.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     let mut out = std::io::stdout().lock();
     if a.json {
         let report = Report {
@@ -114,9 +119,5 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::from(if found.is_empty() && split.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

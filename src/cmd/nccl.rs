@@ -265,6 +265,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             if let Some(path) = plot {
                 write_plot(path, &reports)?;
             }
+            let code = crate::output::verdict(if reports.iter().any(RunReport::needs_attention) {
+                exit::FINDINGS
+            } else {
+                exit::OK
+            });
             if *json {
                 crate::output::print_json(
                     &serde_json::json!({ "runs": reports, "log_findings": hints }),
@@ -278,13 +283,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                     ibscope_nccl::text::findings("the job's NCCL log", &hints)
                 );
             }
-            Ok(ExitCode::from(
-                if reports.iter().any(RunReport::needs_attention) {
-                    exit::FINDINGS
-                } else {
-                    exit::OK
-                },
-            ))
+            Ok(ExitCode::from(code))
         }
         NcclCommand::Log {
             files,
@@ -308,23 +307,22 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 deltas: &c.deltas,
             });
             let r = report::log_report(&log, beside.as_ref());
-            if *json {
-                crate::output::print_json(&r)?;
-            } else {
-                print!("{}", ibscope_nccl::text::log(&r));
-            }
             let crossed_faults = r.placement.as_ref().is_some_and(|p| {
                 p.links
                     .iter()
                     .any(|l| !l.findings.is_empty() || !l.counter_rises.is_empty())
             });
-            Ok(ExitCode::from(
-                if r.findings.is_empty() && !crossed_faults {
-                    exit::OK
-                } else {
-                    exit::FINDINGS
-                },
-            ))
+            let code = crate::output::verdict(if r.findings.is_empty() && !crossed_faults {
+                exit::OK
+            } else {
+                exit::FINDINGS
+            });
+            if *json {
+                crate::output::print_json(&r)?;
+            } else {
+                print!("{}", ibscope_nccl::text::log(&r));
+            }
+            Ok(ExitCode::from(code))
         }
     }
 }

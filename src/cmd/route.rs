@@ -198,11 +198,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 );
             }
             if a.json {
-                output::print_json(&serde_json::json!({
-                    "switch": routing::NodeRef::new(&fabric, id),
-                    "lid": node.lid(),
-                    "entries": routing::dump(&fabric, id),
-                }))?;
+                output::print_fabric_json(
+                    fabric.id.as_ref(),
+                    &serde_json::json!({
+                        "switch": routing::NodeRef::new(&fabric, id),
+                        "lid": node.lid(),
+                        "entries": routing::dump(&fabric, id),
+                    }),
+                )?;
             } else {
                 print!(
                     "{}",
@@ -220,16 +223,17 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         RouteCommand::Check => {
             let report = routing::check(&fabric, &CheckOptions::default());
-            if a.json {
-                output::print_json(&report)?;
-            } else {
-                print!("{}", routing::check_text(&report));
-            }
-            Ok(ExitCode::from(if report.is_clean() {
+            let code = output::verdict(if report.is_clean() {
                 exit::OK
             } else {
                 exit::FINDINGS
-            }))
+            });
+            if a.json {
+                output::print_fabric_json(fabric.id.as_ref(), &report)?;
+            } else {
+                print!("{}", routing::check_text(&report));
+            }
+            Ok(ExitCode::from(code))
         }
         RouteCommand::Load {
             pattern,
@@ -292,16 +296,17 @@ fn load_pattern(
             .collect::<Result<_>>()?
     };
     let report = routing::load(fabric, pattern, &ends)?;
-    if json {
-        output::print_json(&report)?;
-    } else {
-        print!("{}", routing::load_text(&report));
-    }
-    Ok(ExitCode::from(if report.flows_unroutable == 0 {
+    let code = output::verdict(if report.flows_unroutable == 0 {
         exit::OK
     } else {
         exit::FINDINGS
-    }))
+    });
+    if json {
+        output::print_fabric_json(fabric.id.as_ref(), &report)?;
+    } else {
+        print!("{}", routing::load_text(&report));
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// What `route load` without --pattern predicts.
@@ -329,21 +334,18 @@ fn load_job(
             c.curve.clear();
         }
     }
+    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
+    let code = output::verdict(if complete { exit::OK } else { exit::FINDINGS });
     if json {
         let mut value = serde_json::to_value(&report)?;
         value["host_names"] =
             serde_json::json!(job_hosts.iter().map(|h| &h.name).collect::<Vec<_>>());
-        output::print_json(&value)?;
+        output::print_fabric_json(fabric.id.as_ref(), &value)?;
     } else {
         let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
         print!("{}", routing::job_text(&report, &names));
     }
-    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
-    Ok(ExitCode::from(if complete {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 fn for_terminal_lines(text: &str) -> String {
@@ -352,6 +354,11 @@ fn for_terminal_lines(text: &str) -> String {
 
 fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode> {
     let partial = routing::trace_partial(fabric, src, dst_lid);
+    let code = output::verdict(if partial.error.is_none() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     if json {
         let result = routing::trace(fabric, src, dst_lid);
         let value = match &result {
@@ -363,7 +370,7 @@ fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode
                 "message": e.to_string(),
             }),
         };
-        output::print_json(&value)?;
+        output::print_fabric_json(fabric.id.as_ref(), &value)?;
     } else {
         for (i, hop) in partial.hops.iter().enumerate() {
             let inp = hop
@@ -388,9 +395,5 @@ fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode
             );
         }
     }
-    Ok(ExitCode::from(if partial.error.is_none() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

@@ -39,7 +39,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut engine = crate::fabric::open_engine(g)?;
     let report = master_sm::query(&mut engine, !a.no_sa)?;
     if a.json {
-        crate::output::print_json(&report)?;
+        crate::output::print_fabric_json(Some(&crate::fabric::id_of(g, &engine)), &report)?;
     } else {
         print_text(&report);
     }

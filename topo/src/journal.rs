@@ -65,9 +65,33 @@ pub struct Event {
     /// How many times a counter event counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// The fabric it happened in (its name in `serve`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fabric: String,
+    /// The fabric it happened in, when the journal's writer watches several. Journals
+    /// written before it was an object hold its name as a string, read as that name.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "fabric_or_name"
+    )]
+    pub fabric: Option<crate::model::FabricId>,
+}
+
+/// An event's fabric: the identity object, or a name as older journals wrote it.
+fn fabric_or_name<'de, D>(d: D) -> Result<Option<crate::model::FabricId>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Name(String),
+        Id(crate::model::FabricId),
+    }
+    Ok(match Option::<Written>::deserialize(d)? {
+        Some(Written::Name(name)) if name.is_empty() => None,
+        Some(Written::Name(name)) => Some(crate::model::FabricId::named(name)),
+        Some(Written::Id(id)) => Some(id),
+        None => None,
+    })
 }
 
 impl Event {
@@ -175,7 +199,7 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
             b: Some(end_of(fabric, names, hosts, b)),
             detail,
             count: None,
-            fabric: String::new(),
+            fabric: None,
         }
     };
     let mut out = Vec::new();
@@ -407,7 +431,7 @@ pub fn counter_changes(
                 b: port.remote.as_ref().map(end_of_ref),
                 detail: format!("{short} rose by {rise} (to {})", is.value),
                 count: Some(rise),
-                fabric: String::new(),
+                fabric: None,
             });
         }
     }
@@ -566,7 +590,7 @@ impl FlapHistory {
             self.last_counts = Some(event_counts(s));
         }
         for e in &mut new {
-            e.fabric = name.to_string();
+            e.fabric = crate::model::FabricId::of(fabric, name);
         }
         self.add(&new, now);
         new
@@ -739,7 +763,7 @@ mod tests {
             }),
             detail: String::new(),
             count: Some(count),
-            fabric: String::new(),
+            fabric: None,
         };
         let (leaf, host) = (("leaf", 3), ("gpu", 1));
         let limits = FlapLimits::default();
@@ -831,8 +855,12 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let events = h.record(&fabric, "plane-a", Some(&sample(14)), None, at(60));
         assert_eq!(events.len(), 1, "{events:#?}");
         assert_eq!(
-            (events[0].kind, events[0].count, events[0].fabric.as_str()),
-            (EventKind::LinkDowned, Some(12), "plane-a")
+            (
+                events[0].kind,
+                events[0].count,
+                events[0].fabric.as_ref().map(|f| f.name.as_str())
+            ),
+            (EventKind::LinkDowned, Some(12), Some("plane-a"))
         );
         assert_eq!(h.flapping(FlapLimits::default()).len(), 1, "12 in a day");
     }
