@@ -6,8 +6,9 @@
 //!   reads `@FILE`; every command but `completions` and `man` reads `$IBSCOPE_CONFIG`), and
 //!   each is handed each [`Class`] of bad input: exit 2, one line on stderr that names the
 //!   input once, nothing on stdout, within 1 s and 100 MB;
-//! - every valid run exits as its row says, into a closed pipe too, and its `--json`
-//!   document matches its schema.
+//! - every valid run exits as its row says, into a closed pipe too, writes no escape
+//!   sequence into a pipe (its debug log included), and its `--json` document matches its
+//!   schema, every `fabric` member in the one shape.
 
 use crate::common;
 
@@ -958,13 +959,19 @@ fn check_valid_runs(sim: Option<&Sim>, at: At, samples: &Samples) {
                 Some(s) => s.command(ibscope_bin()),
                 None => Command::new(ibscope_bin()),
             };
+            // Its log too: into a pipe, nothing in colour.
             cmd.args(command.split(' '))
                 .args(&args)
-                .current_dir(repo_root());
+                .current_dir(repo_root())
+                .env("IBSCOPE_LOG", "debug")
+                .env_remove("NO_COLOR");
             for (k, v) in env {
                 cmd.env(k, v);
             }
             let out = run_with_timeout(cmd, client_timeout());
+            if out.stdout.contains(&0x1b) || out.stderr.contains(&0x1b) {
+                failures.push(format!("{what}: an escape sequence into a pipe"));
+            }
             if out.status.code() != Some(code) {
                 failures.push(format!(
                     "{what}: exit {:?}, not {code}\n{}",
