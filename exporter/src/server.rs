@@ -32,6 +32,8 @@ pub struct Listen {
 /// What runs while serving.
 pub struct Running {
     pub pages: Arc<Pages>,
+    /// The address the listener is bound to: the port the system chose for port 0.
+    pub bound: std::net::SocketAddr,
     runtime: Runtime,
     /// Every sweeper's.
     stop: CancelToken,
@@ -56,6 +58,7 @@ pub fn start(
         .build()?;
     let listener = (runtime.block_on(TcpListener::bind(listen.addr)))
         .with_context(|| format!("cannot listen on {}", listen.addr))?;
+    let bound = listener.local_addr()?;
     let names = fabrics.iter().map(|f| f.settings.name.clone()).collect();
     let pages = Arc::new(Pages::new(names, multi));
     let site = Arc::new(Site {
@@ -71,6 +74,7 @@ pub fn start(
     }
     let running = Running {
         pages,
+        bound,
         runtime,
         stop,
     };

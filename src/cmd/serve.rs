@@ -272,12 +272,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
     if a.no_fabric {
         // No sweeper opens a port to say so.
-        eprintln!("ibscope serve: listening on {scheme}://{addr}/metrics (this host only)");
+        let bound = running.bound;
+        eprintln!("ibscope serve: listening on {scheme}://{bound}/metrics (this host only)");
     }
+    // The address bound, not the one asked for: port 0 is the one the system chose.
     let why = server::wait_for_stop(
         &events,
         &running.pages,
-        &format!("{scheme}://{addr}/metrics"),
+        &format!("{scheme}://{}/metrics", running.bound),
         &signals::received,
     );
     let limit = stop_limit(g);

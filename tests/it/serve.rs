@@ -1383,3 +1383,38 @@ fn serve_host_alone_on_a_node_without_a_fabric() {
         std::fs::read_to_string(&log).unwrap()
     );
 }
+
+/// `--listen 127.0.0.1:0`: the system picks the port, and the line that says where serve
+/// listens gives that port (it said port 0), where serve then answers.
+#[test]
+fn serve_on_port_0_says_the_port_it_got() {
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let mut cmd = std::process::Command::new(ibscope_bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--host", "--no-fabric"])
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env(
+            "IBSCOPE_SYSFS_ROOT",
+            repo_root().join("tests/data/sysfs/roce-cx6dx"),
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let _serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let prefix = "ibscope serve: listening on http://127.0.0.1:";
+    let port: u16 = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(prefix)) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no listening line: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(port, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http_get(port, "/healthz").is_err() {
+        assert!(Instant::now() < deadline, "no answer on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
