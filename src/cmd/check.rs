@@ -193,11 +193,8 @@ impl Inputs {
         let journal = match &a.journal {
             Some(path) => {
                 let (events, skipped) = ibscope_topo::journal::read(path)?;
-                if skipped > 0 {
-                    eprintln!(
-                        "warning: {skipped} line(s) of the journal {} are not events (skipped)",
-                        ibscope_topo::input::display_name(path)
-                    );
+                if let Some(warning) = ibscope_topo::journal::skipped_warning(path, skipped) {
+                    eprintln!("{warning}");
                 }
                 Some((events, skipped))
             }

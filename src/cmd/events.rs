@@ -73,11 +73,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     for e in &events {
         writeln!(out, "{}", e.line())?;
     }
-    if skipped > 0 {
-        eprintln!(
-            "warning: {skipped} line(s) of {} are not events (skipped)",
-            ibscope_topo::input::display_name(&path)
-        );
+    if let Some(warning) = journal::skipped_warning(&path, skipped) {
+        eprintln!("{warning}");
     }
     writeln!(out, "{} event(s)", events.len())?;
     out.flush()?;

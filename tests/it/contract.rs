@@ -1015,3 +1015,36 @@ fn live_runs_keep_the_contract() {
     let sim = sim(samples.dir.path().join("fabric.topo").to_str().unwrap());
     check_valid_runs(Some(&sim), At::Simulator, &samples);
 }
+
+/// Lines a command skips are counted and said, in text (stderr) and in JSON: the journal's
+/// in `events` and in `check --journal`.
+#[test]
+fn skipped_lines_are_counted_and_said() {
+    let samples = Samples::write();
+    let journal = samples.dir.path().join("journal-with-garbage");
+    let mut text = std::fs::read(samples.path(Kind::Journal)).unwrap();
+    text.extend_from_slice(b"{\"time\": 1, \"cut short by a cra\nnot an event\n");
+    std::fs::write(&journal, text).unwrap();
+    let journal = journal.to_str().unwrap();
+    let topology = samples.path(Kind::Topology).to_str().unwrap().to_string();
+    let warning = format!("warning: 2 line(s) of the journal {journal} are not events (skipped)");
+    let runs: [(&[&str], &str, &str); 2] = [
+        (&["events", "--journal", journal], "events", "skipped_lines"),
+        (
+            &["check", "--topology", &topology, "--journal", journal],
+            "check",
+            "journal_skipped_lines",
+        ),
+    ];
+    for (args, schema, member) in runs {
+        let text = ibscope_plain(args, &[]);
+        assert_exit(&text, 0);
+        let err = stderr(&text);
+        assert!(err.lines().any(|l| l == warning), "{args:?}: {err}");
+        let mut json_args = args.to_vec();
+        json_args.push("--json");
+        let out = ibscope_plain(&json_args, &[]);
+        let docs = assert_valid(schema, &json_args.join(" "), &assert_exit(&out, 0), false);
+        assert_eq!(docs[0][member], 2, "{:#}", docs[0]);
+    }
+}

@@ -360,6 +360,17 @@ pub fn read(path: &Path) -> Result<(Vec<Event>, usize), JournalError> {
     Ok((events, skipped))
 }
 
+/// The warning a reader of the journal at `path` gives for the lines it skipped (none
+/// when it skipped none).
+pub fn skipped_warning(path: &Path, skipped: usize) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "warning: {skipped} line(s) of the journal {} are not events (skipped)",
+            crate::escape::for_terminal(&crate::input::display_name(path))
+        )
+    })
+}
+
 /// A duration as people write it: `30m`, `1h`, `2d 4h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
