@@ -851,14 +851,15 @@ fn every_command_refuses_a_bad_config_file() {
     );
 }
 
-/// Run `ibscope COMMAND ARGS` (under `sim` when given) with stdout a pipe whose reader is
-/// already gone: the exit code it then gives.
-fn closed_pipe_code(
+/// `ibscope COMMAND ARGS` (under `sim` when given) with `env`, in the repository, with
+/// no settings of this machine's (an empty /etc, no config file, no name map).
+fn valid_command(
     sim: Option<&Sim>,
     command: &str,
     args: &[String],
     env: &[(&str, &str)],
-) -> Option<i32> {
+    nowhere: &Path,
+) -> Command {
     let mut cmd = match sim {
         Some(s) => s.command(ibscope_bin()),
         None => Command::new(ibscope_bin()),
@@ -866,12 +867,21 @@ fn closed_pipe_code(
     cmd.args(command.split(' '))
         .args(args)
         .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("IBSCOPE_ETC", nowhere)
+        .env("XDG_CONFIG_HOME", nowhere)
+        .env_remove("IBSCOPE_CONFIG")
+        .env_remove("IBSCOPE_NODE_NAME_MAP");
     for (k, v) in env {
         cmd.env(k, v);
     }
+    cmd
+}
+
+/// Run `cmd` with stdout a pipe whose reader is already gone: the exit code it gives.
+fn closed_pipe_code(mut cmd: Command) -> Option<i32> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("ibscope starts");
     drop(child.stdout.take());
     child
@@ -955,19 +965,10 @@ fn check_valid_runs(sim: Option<&Sim>, at: At, samples: &Samples) {
         }
         for (args, schema) in variants {
             let what = format!("ibscope {command} {}", args.join(" "));
-            let mut cmd = match sim {
-                Some(s) => s.command(ibscope_bin()),
-                None => Command::new(ibscope_bin()),
-            };
+            let nowhere = samples.dir.path().join("nowhere");
+            let mut cmd = valid_command(sim, command, &args, env, &nowhere);
             // Its log too: into a pipe, nothing in colour.
-            cmd.args(command.split(' '))
-                .args(&args)
-                .current_dir(repo_root())
-                .env("IBSCOPE_LOG", "debug")
-                .env_remove("NO_COLOR");
-            for (k, v) in env {
-                cmd.env(k, v);
-            }
+            cmd.env("IBSCOPE_LOG", "debug").env_remove("NO_COLOR");
             let out = run_with_timeout(cmd, client_timeout());
             if out.stdout.contains(&0x1b) || out.stderr.contains(&0x1b) {
                 failures.push(format!("{what}: an escape sequence into a pipe"));
@@ -990,7 +991,7 @@ fn check_valid_runs(sim: Option<&Sim>, at: At, samples: &Samples) {
                     failures.extend(odd.into_iter().map(|o| format!("{what}: {o}")));
                 }
             }
-            let piped = closed_pipe_code(sim, command, &args, env);
+            let piped = closed_pipe_code(valid_command(sim, command, &args, env, &nowhere));
             if piped != Some(code) {
                 failures.push(format!(
                     "{what}: exit {piped:?} into a closed pipe, not {code}"
