@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgMatches, Args};
+use clap::{ArgMatches, Args, ValueHint};
 use ibscope_mad::engine::EngineConfig;
 
 use crate::settings::{Settings, FABRIC_HEADING};
@@ -71,7 +71,7 @@ pub struct FabricArgs {
 pub struct TopologyArgs {
     /// Work on a saved topology instead of the live fabric: an ibnetdiscover-format file or
     /// an ibscope JSON snapshot (`ibscope discover --format json`).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub topology: Option<PathBuf>,
 }
 

@@ -251,7 +251,7 @@ pub struct Ran {
 /// documents list it under `failed`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Failed {
-    pub fabric: String,
+    pub fabric: FabricId,
     pub error: String,
 }
 
@@ -280,14 +280,14 @@ pub fn each(
             Err(u) => Err((u.name, u.error)),
         };
         match outcome {
-            Ok(code) => ran.worst = ran.worst.max(code),
+            Ok(code) => ran.worst = ran.worst.max(crate::output::verdict(code)),
             // A reader that went away (`| head`) ends the command quietly, as with one.
             Err((_, e)) if !multi || crate::output::is_closed_pipe(&e) => return Err(e),
             Err((name, e)) => {
                 eprintln!("ibscope: error: {}", failure_line(&name, &e));
-                ran.worst = crate::cli::exit::ERROR;
+                ran.worst = crate::output::verdict(crate::cli::exit::ERROR);
                 ran.failed.push(Failed {
-                    fabric: name,
+                    fabric: FabricId::named(name),
                     error: format!("{e:#}"),
                 });
             }
@@ -310,16 +310,17 @@ pub fn named_error(name: &str, error: anyhow::Error) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    /// The record every several-fabric JSON document lists under `failed`.
+    /// The record every several-fabric JSON document lists under `failed`: its fabric
+    /// in the shape every document gives it, then the error.
     #[test]
-    fn a_failed_fabric_is_written_as_its_name_then_the_error() {
+    fn a_failed_fabric_is_written_as_its_fabric_then_the_error() {
         let failed = Failed {
-            fabric: "storage".into(),
+            fabric: FabricId::named("storage"),
             error: "no such CA".into(),
         };
         assert_eq!(
             serde_json::to_string(&[failed]).unwrap(),
-            r#"[{"fabric":"storage","error":"no such CA"}]"#
+            r#"[{"fabric":{"name":"storage"},"error":"no such CA"}]"#
         );
     }
 }

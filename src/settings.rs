@@ -58,7 +58,7 @@ pub struct Settings {
     /// Node name map: lines of `0xGUID "name"` (# comments), used wherever a node is named.
     /// Default: $IBSCOPE_NODE_NAME_MAP, the config file's node-name-map, else
     /// /etc/rdma/ib-node-name-map when present (as infiniband-diags).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     #[serde(default, deserialize_with = "relative_to_file")]
     pub node_name_map: Option<PathBuf>,
 
@@ -189,13 +189,13 @@ pub struct ServeSettings {
     /// min_version TLS12|TLS13, max_version, client_auth_type with client_ca_file) and
     /// basic_auth_users (user: bcrypt hash). With TLS a non-loopback --listen needs no
     /// --allow-remote. A file that cannot be used fails at start.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     #[serde(default, deserialize_with = "relative_to_file")]
     pub web_config: Option<PathBuf>,
     /// Append what changes between discoveries (links down and up, port state changes,
     /// width and speed downshifts) to this JSON Lines file, rotated at 16 MiB to FILE.1;
     /// `ibscope events` reads it and `check --journal` finds flapping links in it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     #[serde(default, deserialize_with = "relative_to_file")]
     pub journal: Option<PathBuf>,
 }

@@ -70,13 +70,14 @@ pub fn serve(s: Serve, signals: &StopSignals) -> Result<bool> {
         http_threads: s.http_threads,
         max_age: s.interval * 3 + Duration::from_secs(5),
     };
-    let url = format!("{scheme}://{addr}/metrics");
     let this_host_only = s.fabrics.is_empty();
     let host = s.host_page.map(|read| (read, s.interval));
     (signals.block_in_new_threads)(true);
     let started = start(s.fabrics, listen, s.multi, host);
     (signals.block_in_new_threads)(false);
     let (running, events) = started?;
+    // The address bound, not the one asked for: port 0 is the one the system chose.
+    let url = format!("{scheme}://{}/metrics", running.bound);
     if this_host_only {
         // No sweeper opens a port to say so.
         eprintln!("ibscope serve: listening on {url} (this host only)");
@@ -101,6 +102,8 @@ pub struct Listen {
 /// What runs while serving.
 pub struct Running {
     pub pages: Arc<Pages>,
+    /// The address the listener is bound to: the port the system chose for port 0.
+    pub bound: std::net::SocketAddr,
     runtime: Runtime,
     /// Every sweeper's.
     stop: CancelToken,
@@ -127,6 +130,7 @@ pub fn start(
         .build()?;
     let listener = (runtime.block_on(TcpListener::bind(listen.addr)))
         .with_context(|| format!("cannot listen on {}", listen.addr))?;
+    let bound = listener.local_addr()?;
     let names = fabrics.iter().map(|f| f.settings.name.clone()).collect();
     let pages = Arc::new(Pages::new(names, multi));
     let site = Arc::new(Site {
@@ -145,6 +149,7 @@ pub fn start(
     }
     let running = Running {
         pages,
+        bound,
         runtime,
         stop,
     };

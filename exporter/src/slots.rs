@@ -224,7 +224,7 @@ impl Pages {
             .map(|(name, (fabric, hosts))| PlaneView::new(name, fabric, hosts))
             .collect();
         let mut found = findings::planes_disagree(&views, names).findings;
-        found.retain(|f| f.fabric.as_deref() == Some(name));
+        found.retain(|f| f.fabric_name() == Some(name));
         found
     }
 

@@ -14,7 +14,7 @@ use crate::preflight::HostFinding;
 
 /// A manifest line that is not `KEY=VERSION`.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("firmware manifest line {line}: {reason}")]
+#[error("line {line}: {reason}")]
 pub struct ManifestError {
     pub line: usize,
     pub reason: String,
@@ -48,6 +48,11 @@ impl FirmwareManifest {
             expected.insert(key.to_string(), version.to_string());
         }
         Ok(FirmwareManifest { expected })
+    }
+
+    /// Whether the manifest names no firmware at all.
+    pub fn is_empty(&self) -> bool {
+        self.expected.is_empty()
     }
 
     /// The manifest's version for this device and the key that chose it.

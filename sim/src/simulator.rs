@@ -406,10 +406,13 @@ impl Sim {
         let state: StateFile =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         let size = topology_size(&state.topology).unwrap_or_default();
+        // The directory `sim up` made for it (its name's, under the state base) is
+        // ibscope's to remove when the simulator stops; one a caller gave is the caller's.
+        let remove_state_dir = state.state_dir == default_state_dir(&state.name);
         Ok(Sim {
             name: state.name,
             state_dir: state.state_dir,
-            remove_state_dir: false,
+            remove_state_dir,
             client_dir: state.client_dir,
             sockname: state.sockname,
             topology: state.topology,

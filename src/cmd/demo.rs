@@ -50,7 +50,7 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
     /// With --once: the report as JSON.
-    #[arg(long)]
+    #[arg(long, requires = "once")]
     pub json: bool,
 }
 

@@ -25,7 +25,7 @@ use crate::cli::{exit, Global};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// The journal; default: the config file's `[serve] journal`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub journal: Option<PathBuf>,
     /// Only the events of the last DURATION (e.g. 30m, 1h, 2d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -60,8 +60,7 @@ struct Report<'a> {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let path = journal_path(a.journal.as_ref(), g)?;
-    let (mut events, skipped) = journal::read(&path)
-        .with_context(|| format!("cannot read the journal {}", path.display()))?;
+    let (mut events, skipped) = journal::read(&path)?;
     journal::select(&mut events, a.since, a.link.as_deref(), SystemTime::now());
     if a.json {
         crate::output::print_json(&Report {
@@ -75,11 +74,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     for e in &events {
         writeln!(out, "{}", e.line())?;
     }
-    if skipped > 0 {
-        eprintln!(
-            "warning: {skipped} line(s) of {} are not events (skipped)",
-            path.display()
-        );
+    if let Some(warning) = journal::skipped_warning(&path, skipped) {
+        eprintln!("{warning}");
     }
     writeln!(out, "{} event(s)", events.len())?;
     out.flush()?;

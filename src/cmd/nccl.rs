@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::ValueHint;
 use ibscope_nccl::log::NcclLog;
 use ibscope_nccl::perf::{self, PerfRun};
 use ibscope_nccl::report::{self, Beside, RunReport};
@@ -73,7 +74,7 @@ pub enum NcclCommand {
     )]
     Tests {
         /// nccl-tests output files (`-` for stdin).
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
         files: Vec<PathBuf>,
         /// The job's servers when a file does not list its ranks: a Slurm hostlist or @FILE.
         #[arg(long, value_name = "HOSTLIST")]
@@ -83,10 +84,10 @@ pub enum NcclCommand {
         op: Option<String>,
         /// The job's NCCL_DEBUG=INFO log (repeatable: one file per rank): its findings
         /// explain a run below the fabric's limit.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
         log: Vec<PathBuf>,
         /// Also write the chart of measured against predicted busbw as SVG to FILE.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::AnyPath)]
         plot: Option<PathBuf>,
         /// Do not look for a fabric: report the measured curves alone.
         #[arg(long)]
@@ -124,7 +125,7 @@ pub enum NcclCommand {
     )]
     Log {
         /// NCCL_DEBUG=INFO logs (`-` for stdin).
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
         files: Vec<PathBuf>,
         /// On a live fabric: read every port's counters twice, S seconds apart, and name
         /// the error counters that rose on the links the job crosses (run it while the job
@@ -140,18 +141,15 @@ pub enum NcclCommand {
     },
 }
 
-/// Files are read whole; a log of a large job is a few hundred MB.
-const INPUT_LIMIT: u64 = 4 << 30;
-
+/// A file (or `-`, standard input) read whole through `ibscope_topo::input`, and the name
+/// it goes by in the report.
 fn read_input(path: &Path) -> Result<(String, String)> {
-    let name = path.display().to_string();
-    if name == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .context("cannot read standard input")?;
-        return Ok(("stdin".into(), text));
-    }
-    Ok((name, crate::fabric::read_text(path, "file", INPUT_LIMIT)?))
+    let text = ibscope_topo::input::read_text(path, "NCCL file")?;
+    let name = match ibscope_topo::input::is_stdin(path) {
+        true => "stdin".to_string(),
+        false => path.display().to_string(),
+    };
+    Ok((name, text))
 }
 
 /// The fabric to put the evidence beside, with its hosts and findings; `None` (said on
@@ -238,8 +236,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             }
             if runs.is_empty() {
                 anyhow::bail!(
-                    "no nccl-tests run in {} file(s): no row of measurements",
-                    files.len()
+                    "no nccl-tests run in {}: no row of measurements",
+                    shown(files)
                 );
             }
             for r in &mut runs {
@@ -267,6 +265,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             if let Some(path) = plot {
                 write_plot(path, &reports)?;
             }
+            let code = crate::output::verdict(if reports.iter().any(RunReport::needs_attention) {
+                exit::FINDINGS
+            } else {
+                exit::OK
+            });
             if *json {
                 crate::output::print_json(
                     &serde_json::json!({ "runs": reports, "log_findings": hints }),
@@ -280,13 +283,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                     ibscope_nccl::text::findings("the job's NCCL log", &hints)
                 );
             }
-            Ok(ExitCode::from(
-                if reports.iter().any(RunReport::needs_attention) {
-                    exit::FINDINGS
-                } else {
-                    exit::OK
-                },
-            ))
+            Ok(ExitCode::from(code))
         }
         NcclCommand::Log {
             files,
@@ -310,40 +307,49 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 deltas: &c.deltas,
             });
             let r = report::log_report(&log, beside.as_ref());
-            if log.is_empty() {
-                anyhow::bail!(
-                    "no NCCL INFO line of a job in {} file(s): is it an NCCL_DEBUG=INFO log?",
-                    files.len()
-                );
-            }
-            if *json {
-                crate::output::print_json(&r)?;
-            } else {
-                print!("{}", ibscope_nccl::text::log(&r));
-            }
             let crossed_faults = r.placement.as_ref().is_some_and(|p| {
                 p.links
                     .iter()
                     .any(|l| !l.findings.is_empty() || !l.counter_rises.is_empty())
             });
-            Ok(ExitCode::from(
-                if r.findings.is_empty() && !crossed_faults {
-                    exit::OK
-                } else {
-                    exit::FINDINGS
-                },
-            ))
+            let code = crate::output::verdict(if r.findings.is_empty() && !crossed_faults {
+                exit::OK
+            } else {
+                exit::FINDINGS
+            });
+            if *json {
+                crate::output::print_json(&r)?;
+            } else {
+                print!("{}", ibscope_nccl::text::log(&r));
+            }
+            Ok(ExitCode::from(code))
         }
     }
 }
 
+/// NCCL_DEBUG=INFO logs; files without one NCCL INFO line of a job are refused.
 fn read_logs(files: &[PathBuf]) -> Result<NcclLog> {
     let mut log = NcclLog::default();
     for f in files {
         let (name, text) = read_input(f)?;
         log.read(&text, &name);
     }
+    if log.is_empty() {
+        bail!(
+            "no NCCL INFO line of a job in {}: is it an NCCL_DEBUG=INFO log?",
+            shown(files)
+        );
+    }
     Ok(log)
+}
+
+/// Files as messages name them.
+fn shown(files: &[PathBuf]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| ibscope_topo::input::display_name(f))
+        .collect();
+    names.join(", ")
 }
 
 fn write_plot(path: &Path, reports: &[RunReport]) -> Result<()> {

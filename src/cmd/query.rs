@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::quoted_for_terminal;
-use ibscope_topo::namemap::display_name;
+use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::query_json;
 use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
 
@@ -82,13 +82,16 @@ pub fn parse_target(text: &str, direct: bool) -> Result<SmpRoute> {
 
 /// The route to TARGET and the port it names: a LID or a directed route as it is, else a
 /// name resolved in a discovery of the fabric.
-fn target_route(g: &Global, engine: &mut Engine, a: &Args) -> Result<(SmpRoute, Option<u8>)> {
+fn target_route(
+    names: Option<&NameMap>,
+    engine: &mut Engine,
+    a: &Args,
+) -> Result<(SmpRoute, Option<u8>)> {
     if a.direct || a.target.contains(',') || output::parse_lid(&a.target).is_ok() {
         return Ok((parse_target(&a.target, a.direct)?, None));
     }
-    let names = crate::fabric::names(g)?;
     let fabric = crate::fabric::discover_live(engine, DiscoverOptions::default())?;
-    let target = resolve(&fabric, names.as_ref(), &a.target, NameMatch::Exact)?;
+    let target = resolve(&fabric, names, &a.target, NameMatch::Exact)?;
     let end = target.end(&fabric);
     let node = fabric.node(end.node);
     let route = match lid_of(&fabric, end) {
@@ -98,7 +101,7 @@ fn target_route(g: &Global, engine: &mut Engine, a: &Args) -> Result<(SmpRoute, 
             SmpRoute::Directed(DrPath::parse(path).with_context(|| {
                 format!(
                     "{} has no LID and no directed route",
-                    quoted_for_terminal(display_name(node, names.as_ref()))
+                    quoted_for_terminal(display_name(node, names))
                 )
             })?)
         }
@@ -107,8 +110,11 @@ fn target_route(g: &Global, engine: &mut Engine, a: &Args) -> Result<(SmpRoute, 
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
-    let (route, named_port) = target_route(g, &mut engine, a)?;
+    let (route, named_port) = target_route(names.as_ref(), &mut engine, a)?;
     let port_number = a.port_number.or(named_port);
     let title = match a.attribute {
         QueriedAttribute::Nodeinfo => NodeInfo::NAME,

@@ -139,6 +139,7 @@ pub enum RouteCommand {
         #[arg(long)]
         no_curve: bool,
         /// A file of servers (or, with --pattern, CA ports), one per line (# comments).
+        #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
         file: Option<PathBuf>,
     },
 }
@@ -203,11 +204,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 );
             }
             if a.json {
-                output::print_json(&serde_json::json!({
-                    "switch": routing::NodeRef::new(&fabric, id),
-                    "lid": node.lid(),
-                    "entries": routing::dump(&fabric, id),
-                }))?;
+                output::print_fabric_json(
+                    fabric.id.as_ref(),
+                    &serde_json::json!({
+                        "switch": routing::NodeRef::new(&fabric, id),
+                        "lid": node.lid(),
+                        "entries": routing::dump(&fabric, id),
+                    }),
+                )?;
             } else {
                 print!(
                     "{}",
@@ -232,16 +236,17 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         }
         RouteCommand::Check => {
             let report = routing::check(&fabric, &CheckOptions::default());
-            if a.json {
-                output::print_json(&report)?;
-            } else {
-                print!("{}", routing::check_text(&report));
-            }
-            Ok(ExitCode::from(if report.is_clean() {
+            let code = output::verdict(if report.is_clean() {
                 exit::OK
             } else {
                 exit::FINDINGS
-            }))
+            });
+            if a.json {
+                output::print_fabric_json(fabric.id.as_ref(), &report)?;
+            } else {
+                print!("{}", routing::check_text(&report));
+            }
+            Ok(ExitCode::from(code))
         }
         RouteCommand::Load {
             pattern,
@@ -329,16 +334,17 @@ fn load_pattern(
             .collect::<Result<_>>()?
     };
     let report = routing::load(fabric, pattern, &ends)?;
-    if json {
-        output::print_json(&report)?;
-    } else {
-        print!("{}", routing::load_text(&report));
-    }
-    Ok(ExitCode::from(if report.flows_unroutable == 0 {
+    let code = output::verdict(if report.flows_unroutable == 0 {
         exit::OK
     } else {
         exit::FINDINGS
-    }))
+    });
+    if json {
+        output::print_fabric_json(fabric.id.as_ref(), &report)?;
+    } else {
+        print!("{}", routing::load_text(&report));
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// What `route load` without --pattern predicts.
@@ -366,21 +372,18 @@ fn load_job(
             c.curve.clear();
         }
     }
+    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
+    let code = output::verdict(if complete { exit::OK } else { exit::FINDINGS });
     if json {
         let mut value = serde_json::to_value(&report)?;
         value["host_names"] =
             serde_json::json!(job_hosts.iter().map(|h| &h.name).collect::<Vec<_>>());
-        output::print_json(&value)?;
+        output::print_fabric_json(fabric.id.as_ref(), &value)?;
     } else {
         let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
         print!("{}", routing::job_text(&report, &names));
     }
-    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
-    Ok(ExitCode::from(if complete {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 fn for_terminal_lines(text: &str) -> String {
@@ -438,17 +441,15 @@ fn trace_flows(
             docs.push(doc);
         }
     }
+    let code = output::verdict(if broken { exit::FINDINGS } else { exit::OK });
     if json {
+        let fabric_id = fabric.id.as_ref();
         match docs.as_slice() {
-            [one] => output::print_json(one)?,
-            _ => output::print_json(&serde_json::json!({ "traces": docs }))?,
+            [one] => output::print_fabric_json(fabric_id, one)?,
+            _ => output::print_fabric_json(fabric_id, &serde_json::json!({ "traces": docs }))?,
         }
     }
-    Ok(ExitCode::from(if broken {
-        exit::FINDINGS
-    } else {
-        exit::OK
-    }))
+    Ok(ExitCode::from(code))
 }
 
 /// One trace: printed as text, or its JSON document; and whether it reached the LID.

@@ -83,6 +83,7 @@ impl NameArg {
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
     /// Topology file (ibnetdiscover format, e.g. examples/fabrics/net).
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub file: PathBuf,
     #[command(flatten)]
     pub name: NameArg,
@@ -213,6 +214,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     sim::interrupt_waits_when(|| crate::signals::received().is_some());
     let name = a.name.resolve();
+    let fabric = read_topology(&a.file)?;
     let opts = SimOptions {
         topology: a.file.clone(),
         name: Some(name.clone()),
@@ -246,7 +248,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     }
     writeln!(err, "  state: {}", sim.state_dir().display())?;
     writeln!(err, "  stop with: ibscope sim down --name {}", sim.name())?;
-    if let Some(note) = speed_note(&a.file) {
+    if let Some(note) = fabric.and_then(|f| speed_note(&f, &a.file)) {
         writeln!(err, "{note}")?;
     }
     print!("{}", sim.export_lines());
@@ -254,13 +256,28 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The topology `sim up` hands ibsim, read through `ibscope_topo::input` before anything
+/// starts, so that a file that is no topology is refused at once. A file ibscope cannot
+/// parse that uses ibsim's own directives (`include`, `do`) is left to ibsim, which reads
+/// them: `None` then.
+fn read_topology(file: &std::path::Path) -> Result<Option<ibscope_topo::Fabric>> {
+    let text = ibscope_topo::input::read_text(file, "topology file")?;
+    let ibsim_only = text.lines().any(|l| {
+        let first = l.split_whitespace().next();
+        first == Some("include") || first == Some("do")
+    });
+    match crate::fabric::parse_topology(&text, file, "topology file") {
+        Ok((fabric, _)) => Ok(Some(fabric)),
+        Err(_) if ibsim_only => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// What ibsim does with the rates of a file it cannot run (NDR, XDR, FDR10): one line
 /// naming how many ports come up at which speed instead. `None` when ibsim runs the file's
-/// rates, or when ibscope cannot read the file (ibsim may still: it is more lenient).
-fn speed_note(file: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let fabric = ibscope_topo::ibnd::parse(&text).ok()?;
-    let changes = ibscope_topo::gen::ibsim_speed_changes(&fabric);
+/// rates.
+fn speed_note(fabric: &ibscope_topo::Fabric, file: &std::path::Path) -> Option<String> {
+    let changes = ibscope_topo::gen::ibsim_speed_changes(fabric);
     if changes.is_empty() {
         return None;
     }

@@ -10,6 +10,7 @@ mod common;
 mod check;
 mod closed_pipe;
 mod config;
+mod contract;
 mod counters;
 mod demo;
 mod discover;

@@ -96,7 +96,7 @@ fn findings(doc: &Value) -> Vec<(String, String, String, String)> {
         .flat_map(|r| r["findings"].as_array().unwrap().iter())
         .map(|f| {
             (
-                text(&f["fabric"]),
+                text(&f["fabric"]["name"]),
                 text(&f["kind"]),
                 text(&f["host"]),
                 text(&f["rail"]),
@@ -132,7 +132,7 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|x| x["fabric"].as_str().unwrap())
+                    .map(|x| x["fabric"]["name"].as_str().unwrap())
                     .collect(),
             )
         })
@@ -233,7 +233,7 @@ fn healthy_planes_agree_and_a_lost_or_slow_plane_is_named() {
         .map(|f| {
             (
                 f["host"].as_str().unwrap().into(),
-                f["fabric"].as_str().unwrap().into(),
+                f["fabric"]["name"].as_str().unwrap().into(),
             )
         })
         .collect();

@@ -285,6 +285,7 @@ fn cli_up_exec_fault_status_down() {
 
     assert_success(&ibscope_plain(&["sim", "down", "--name", &name], &env));
     assert_all_gone(&pids);
+    assert!(!dir.exists(), "`sim down` left {}", dir.display());
     assert_exit(&ibscope_plain(&["sim", "down", "--name", &name], &env), 2);
 }
 

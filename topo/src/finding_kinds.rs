@@ -652,9 +652,9 @@ pub struct Finding {
     /// (PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of PortXmitDiscards).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,
-    /// The fabric it was found on, when a command looks at several (its name).
+    /// The fabric it was found on, when a command looks at several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fabric: Option<String>,
+    pub fabric: Option<crate::model::FabricId>,
     /// The lines of the files given that show it (an NCCL log, nccl-tests output, a module
     /// dump), where the finding comes from a file rather than from the fabric.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -694,6 +694,10 @@ impl Finding {
             fabric: None,
             evidence: Vec::new(),
         }
+    }
+    /// The name of the fabric it was found on, when a command looks at several.
+    pub fn fabric_name(&self) -> Option<&str> {
+        self.fabric.as_ref().map(|f| f.name.as_str())
     }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
         self.at = Some(at);

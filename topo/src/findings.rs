@@ -290,7 +290,7 @@ pub fn host_findings_of_each(views: &[PlaneView], names: Option<&NameMap>) -> Ve
         let mut own = host_findings(v.fabric, names, v.hosts, None);
         annotate(&mut own, v.hosts);
         for f in &mut own {
-            f.fabric = Some(v.name.to_string());
+            f.fabric = Some(v.id());
         }
         found.extend(own);
     }
@@ -338,7 +338,7 @@ fn plane_findings(
             .planes
             .iter()
             .filter(|p| p.up && p.view != view)
-            .map(|p| p.fabric.as_str())
+            .map(|p| p.fabric.name.as_str())
             .collect();
         let device = port.planes.iter().find_map(|p| p.device.as_deref());
         let this_plane = format!(
@@ -422,7 +422,7 @@ fn plane_findings(
                 f
             }
         };
-        f.fabric = Some(v.name.to_string());
+        f.fabric = Some(v.id());
         out.push(f);
     }
     out

@@ -3,7 +3,7 @@
 //! is rotated by size; read back with filters; and the `link-flapping` rule over it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -65,9 +65,33 @@ pub struct Event {
     /// How many times a counter event counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// The fabric it happened in (its name in `serve`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fabric: String,
+    /// The fabric it happened in, when the journal's writer watches several. Journals
+    /// written before it was an object hold its name as a string, read as that name.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "fabric_or_name"
+    )]
+    pub fabric: Option<crate::model::FabricId>,
+}
+
+/// An event's fabric: the identity object, or a name as older journals wrote it.
+fn fabric_or_name<'de, D>(d: D) -> Result<Option<crate::model::FabricId>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Name(String),
+        Id(crate::model::FabricId),
+    }
+    Ok(match Option::<Written>::deserialize(d)? {
+        Some(Written::Name(name)) if name.is_empty() => None,
+        Some(Written::Name(name)) => Some(crate::model::FabricId::named(name)),
+        Some(Written::Id(id)) => Some(id),
+        None => None,
+    })
 }
 
 impl Event {
@@ -180,7 +204,7 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
             b: Some(end_of(fabric, names, hosts, b)),
             detail,
             count: None,
-            fabric: String::new(),
+            fabric: None,
         }
     };
     let mut out = Vec::new();
@@ -282,37 +306,74 @@ impl JournalFile {
     }
 }
 
+/// Why a journal could not be read: the file (through [`crate::input`]), or nothing in it.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error("journal {0}: no such file (nor its rotated FILE.1)")]
+    Missing(String),
+    #[error("journal {name} holds no event{}", skipped_text(*.skipped))]
+    Empty { name: String, skipped: usize },
+}
+
+fn skipped_text(skipped: usize) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!(" ({n} line(s) that are not events)"),
+    }
+}
+
 /// The journal's events, the rotated file's first; with the count of lines that were not
-/// events (a line cut short by a crash, garbage), which are skipped.
-pub fn read(path: &Path) -> std::io::Result<(Vec<Event>, usize)> {
+/// events (a line cut short by a crash, garbage), which are skipped. Each file is read
+/// through [`crate::input`]; a journal with no event at all is an error, so that nothing
+/// is judged on it.
+pub fn read(path: &Path) -> Result<(Vec<Event>, usize), JournalError> {
+    use crate::input::InputError;
     let mut events = Vec::new();
     let mut skipped = 0;
     let mut any = false;
-    for p in [rotated(path), path.to_path_buf()] {
-        let file = match std::fs::File::open(&p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+    let files = if crate::input::is_stdin(path) {
+        vec![path.to_path_buf()]
+    } else {
+        vec![rotated(path), path.to_path_buf()]
+    };
+    for p in files {
+        let text = match crate::input::read_text(&p, "journal") {
+            Ok(t) => t,
+            Err(InputError::Missing { .. }) => continue,
+            Err(e) => return Err(e.into()),
         };
         any = true;
-        for line in std::io::BufReader::new(file).split(b'\n') {
-            let line = line?;
-            if line.iter().all(u8::is_ascii_whitespace) {
+        for line in text.lines() {
+            if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<Event>(&line) {
+            match serde_json::from_str::<Event>(line) {
                 Ok(e) => events.push(e),
                 Err(_) => skipped += 1,
             }
         }
     }
+    let name = crate::input::display_name(path);
     if !any {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no journal at {}", path.display()),
-        ));
+        return Err(JournalError::Missing(name));
+    }
+    if events.is_empty() {
+        return Err(JournalError::Empty { name, skipped });
     }
     Ok((events, skipped))
+}
+
+/// The warning a reader of the journal at `path` gives for the lines it skipped (none
+/// when it skipped none).
+pub fn skipped_warning(path: &Path, skipped: usize) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "warning: {skipped} line(s) of the journal {} are not events (skipped)",
+            crate::escape::for_terminal(&crate::input::display_name(path))
+        )
+    })
 }
 
 /// A duration as people write it: `30m`, `1h`, `2d 4h`.
@@ -391,7 +452,7 @@ pub fn counter_changes(
                 b: port.remote.as_ref().map(end_of_ref),
                 detail: format!("{short} rose by {rise} (to {})", is.value),
                 count: Some(rise),
-                fabric: String::new(),
+                fabric: None,
             });
         }
     }
@@ -550,7 +611,7 @@ impl FlapHistory {
             self.last_counts = Some(event_counts(s));
         }
         for e in &mut new {
-            e.fabric = name.to_string();
+            e.fabric = crate::model::FabricId::of(fabric, name);
         }
         self.add(&new, now);
         new
@@ -723,7 +784,7 @@ mod tests {
             }),
             detail: String::new(),
             count: Some(count),
-            fabric: String::new(),
+            fabric: None,
         };
         let (leaf, host) = (("leaf", 3), ("gpu", 1));
         let limits = FlapLimits::default();
@@ -815,8 +876,12 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let events = h.record(&fabric, "plane-a", Some(&sample(14)), None, at(60));
         assert_eq!(events.len(), 1, "{events:#?}");
         assert_eq!(
-            (events[0].kind, events[0].count, events[0].fabric.as_str()),
-            (EventKind::LinkDowned, Some(12), "plane-a")
+            (
+                events[0].kind,
+                events[0].count,
+                events[0].fabric.as_ref().map(|f| f.name.as_str())
+            ),
+            (EventKind::LinkDowned, Some(12), Some("plane-a"))
         );
         assert_eq!(h.flapping(FlapLimits::default()).len(), 1, "12 in a day");
     }

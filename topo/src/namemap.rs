@@ -30,12 +30,8 @@ pub struct NameMap {
 
 #[derive(Debug, thiserror::Error)]
 pub enum NameMapError {
-    #[error("cannot read node name map {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     #[error(transparent)]
     Parse(#[from] ParseError),
 }
@@ -117,16 +113,12 @@ impl NameMap {
         })
     }
 
-    /// Read and parse a map file.
+    /// Read (through [`crate::input`]: bounded, NUL refused; other bytes that are not UTF-8
+    /// taken as rdma-core takes them) and parse a map file.
     pub fn load(path: impl AsRef<Path>) -> Result<NameMap, NameMapError> {
         let path = path.as_ref();
-        let label = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| NameMapError::Io {
-            path: label.clone(),
-            source,
-        })?;
-        let text = String::from_utf8_lossy(&bytes);
-        Ok(NameMap::parse(&text, &label)?)
+        let text = crate::input::read_text_lossy(path, "node name map")?;
+        Ok(NameMap::parse(&text, &crate::input::display_name(path))?)
     }
 
     pub fn get(&self, guid: u64) -> Option<&str> {
@@ -237,7 +229,9 @@ mod tests {
         assert_eq!(display_name(&node, Some(&m)), "Switch1");
         assert!(matches!(
             NameMap::load(dir.path().join("missing")),
-            Err(NameMapError::Io { .. })
+            Err(NameMapError::Input(
+                crate::input::InputError::Missing { .. }
+            ))
         ));
     }
 }

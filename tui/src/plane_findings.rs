@@ -51,7 +51,7 @@ pub fn refresh(states: &mut [AppState]) {
         sweep.findings.extend(
             found
                 .iter()
-                .filter(|f| f.fabric.as_deref() == Some(name.as_str()))
+                .filter(|f| f.fabric_name() == Some(name.as_str()))
                 .cloned(),
         );
     }

@@ -13,7 +13,7 @@ use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::quoted_for_terminal;
 use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
-use ibscope_topo::Fabric;
+use ibscope_topo::{Fabric, FabricId};
 use serde_json::json;
 
 use crate::cli::{exit, Global};
@@ -144,12 +144,17 @@ impl Lids<'_> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let sm_lid = engine.local().sm_lid;
     if sm_lid == 0 {
         bail!(NO_SM);
     }
     let mut lids = Lids { g, found: None };
+    let id = crate::fabric::id_of(g, &engine);
+    let json = a.json.then_some(&id);
     match &a.command {
         SaCommand::Nodes { lid: Some(lid) } => {
             let lid = lids.get(&mut engine, lid)?;
@@ -157,10 +162,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 .call(node_request(sm_lid, lid))
                 .map_err(sa_error)
                 .with_context(|| format!("SA NodeRecord query for LID {lid}"))?;
-            print_one(&reply.decode::<NodeRecord>()?, a.json)
+            print_one(&reply.decode::<NodeRecord>()?, json)
         }
         SaCommand::Nodes { lid: None } => {
-            print_table(&mut engine, sm_lid, &Query::<NodeRecord>::whole(), a.json)
+            print_table(&mut engine, sm_lid, &Query::<NodeRecord>::whole(), json)
         }
         SaCommand::Paths {
             src: Some(src),
@@ -173,14 +178,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 .with_context(|| format!("SA PathRecord query for LID {src} -> LID {dst}"))?;
             let rec = reply.decode::<PathRecord>()?;
             if a.json {
-                output::print_json(&rec.to_json())?;
+                output::print_fabric_json(Some(&id), &rec.to_json())?;
             } else {
                 output::print_fields(&rec.to_json(), 0);
             }
             Ok(ExitCode::SUCCESS)
         }
         SaCommand::Paths { .. } => {
-            print_table(&mut engine, sm_lid, &Query::<PathRecord>::whole(), a.json)
+            print_table(&mut engine, sm_lid, &Query::<PathRecord>::whole(), json)
         }
         SaCommand::Links { lid } => {
             let lid = lid.as_ref().map(|l| lids.get(&mut engine, l)).transpose()?;
@@ -192,7 +197,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 },
                 lid,
             };
-            print_table(&mut engine, sm_lid, &query, a.json)
+            print_table(&mut engine, sm_lid, &query, json)
         }
         SaCommand::Ports { lid } => {
             let lid = lid.as_ref().map(|l| lids.get(&mut engine, l)).transpose()?;
@@ -204,26 +209,28 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 },
                 lid,
             };
-            print_table(&mut engine, sm_lid, &query, a.json)
+            print_table(&mut engine, sm_lid, &query, json)
         }
     }
 }
 
-fn print_one<R: Record>(rec: &R, json: bool) -> Result<ExitCode> {
-    if json {
-        output::print_json(&rec.to_json())?;
+/// `json`: the fabric of the JSON document, when JSON is asked for.
+fn print_one<R: Record>(rec: &R, json: Option<&FabricId>) -> Result<ExitCode> {
+    if let Some(fabric) = json {
+        output::print_fabric_json(Some(fabric), &rec.to_json())?;
     } else {
         println!("{}", rec.line());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// List a table; exit 1 (and say so on stderr) when only part of it arrived.
+/// List a table; exit 1 (and say so on stderr) when only part of it arrived. `json`: the
+/// fabric of the JSON document, when JSON is asked for.
 fn print_table<R: Record + Countable>(
     engine: &mut Engine,
     sm_lid: u16,
     query: &Query<R>,
-    json: bool,
+    json: Option<&FabricId>,
 ) -> Result<ExitCode> {
     let listing = sa_tables::list(engine, sm_lid, query, |engine| {
         crate::fabric::discover_live(engine, DiscoverOptions { read_lft: false })
@@ -246,14 +253,15 @@ fn print_table<R: Record + Countable>(
         Completeness::Unknown { .. } => (false, None),
     };
     let view = R::table_view(&listing.records, &context);
-    if json {
+    let code = output::verdict(if complete { exit::OK } else { exit::FINDINGS });
+    if let Some(fabric) = json {
         let v = json!({
             "records": view.iter().map(|(v, _)| v).collect::<Vec<_>>(),
             "complete": complete,
             "received": received,
             "table_size": table_size,
         });
-        output::print_json(&v)?;
+        output::print_fabric_json(Some(fabric), &v)?;
     } else {
         for (_, line) in &view {
             println!("{line}");
@@ -262,9 +270,5 @@ fn print_table<R: Record + Countable>(
     if let Some(line) = table::partial_message(received, &listing.completeness) {
         eprintln!("{line}");
     }
-    Ok(ExitCode::from(if complete {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

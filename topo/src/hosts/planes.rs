@@ -40,6 +40,13 @@ impl<'a> PlaneView<'a> {
             hosts,
         }
     }
+
+    /// The fabric's identity as documents show it: the one its discovery recorded, else
+    /// its name alone.
+    pub fn id(&self) -> crate::model::FabricId {
+        crate::model::FabricId::of(self.fabric, self.name)
+            .unwrap_or_else(|| crate::model::FabricId::named(self.name))
+    }
 }
 
 /// A swept fabric as commands keep it: its name, the fabric, its hosts.
@@ -52,8 +59,8 @@ impl<'a> From<&'a (String, Fabric, Hosts)> for PlaneView<'a> {
 /// One plane of a host's HCA port: the port as that plane's fabric shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plane {
-    /// The fabric (plane) name.
-    pub fabric: String,
+    /// The fabric (plane).
+    pub fabric: crate::model::FabricId,
     /// Index of the fabric among those swept (command-line order).
     #[serde(skip)]
     pub view: usize,
@@ -115,7 +122,7 @@ pub fn group(views: &[PlaneView]) -> Vec<PlanedPort> {
                     continue; // one plane per fabric
                 }
                 entry.2.push(Plane {
-                    fabric: view.name.to_string(),
+                    fabric: view.id(),
                     view: v,
                     hca: (h, i),
                     device: hca.device.clone(),
@@ -286,7 +293,7 @@ mod tests {
             ("gpu-0001", Some(0), Some(1))
         );
         for p in &ports {
-            let names: Vec<&str> = p.planes.iter().map(|p| p.fabric.as_str()).collect();
+            let names: Vec<&str> = p.planes.iter().map(|p| p.fabric.name.as_str()).collect();
             assert_eq!(names, ["p0", "p1"]);
             assert!(p.missing.is_empty());
         }
@@ -363,7 +370,7 @@ mod tests {
         let f = &found[0];
         assert_eq!(f.kind, crate::findings::FindingKind::PlanesDisagree);
         assert_eq!(
-            (f.fabric.as_deref(), f.host.as_deref(), f.rail),
+            (f.fabric_name(), f.host.as_deref(), f.rail),
             (Some("p1"), Some("gpu-0004"), Some(1))
         );
         let leaf = b.peer(crate::model::End { node: id, port: 1 }).unwrap();
