@@ -9,6 +9,7 @@ use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_topo::escape;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
 use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::resolve::is_name_separator;
 use ibscope_topo::{End, Fabric, LinkKey, Node, NodeId, NodeKind, NodeRef, Port, PortKey};
 
 use crate::table_sort::{Column, Natural, TableSort};
@@ -345,10 +346,6 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     s
 }
 
-fn is_separator(c: char) -> bool {
-    matches!(c, ';' | ':' | ' ' | '/' | ',' | '|')
-}
-
 /// Long switch names in one layer often differ only in the middle
 /// ("MF0;spine-0001:MQM8790/U1", "MF0;spine-0002:MQM8790/U1"): strip the shared prefix
 /// and suffix at separators (keeping dashes and underscores, which join a name), so the
@@ -383,11 +380,14 @@ fn shorten_names(layer: &mut Layer) {
     }
     // Cut the prefix after its last separator and the suffix at its first one.
     let pre = first[..prefix]
-        .rfind(is_separator)
+        .rfind(is_name_separator)
         .map(|i| i + first[i..].chars().next().map_or(1, char::len_utf8))
         .unwrap_or(0);
     let tail = &first[first.len() - suffix..];
-    let suf = tail.find(is_separator).map(|i| tail.len() - i).unwrap_or(0);
+    let suf = tail
+        .find(is_name_separator)
+        .map(|i| tail.len() - i)
+        .unwrap_or(0);
     let ok = layer.switches.iter().all(|c| {
         c.name.len() > pre + suf
             && c.name.is_char_boundary(pre)
