@@ -97,15 +97,16 @@ where
 impl Event {
     /// One line as `ibscope events` prints it, escaped for a terminal.
     pub fn line(&self) -> String {
-        let b = self.b.as_ref().map_or_else(String::new, |b| {
-            format!(" <-> {}", crate::escape::for_terminal(&b.text()))
-        });
+        let b = self
+            .b
+            .as_ref()
+            .map_or_else(String::new, |b| format!(" <-> {}", b.text()));
         let kind = serde_json::to_value(self.kind).unwrap_or_default();
         format!(
             "{}  {:<19} {}{b}  {}",
             self.at,
             kind.as_str().unwrap_or("?"),
-            crate::escape::for_terminal(&self.a.text()),
+            self.a.text(),
             crate::escape::for_terminal(&self.detail)
         )
     }
@@ -147,12 +148,13 @@ pub fn select(
 }
 
 impl EventEnd {
-    /// `"node"[port]`, with `(host, rail R)` for an HCA end; raw fabric text: escape it
-    /// before display.
+    /// `"node"[port]`, with `(host, rail R)` for an HCA end, escaped for a terminal (the
+    /// node quoted as every report quotes it).
     pub fn text(&self) -> String {
-        let mut t = format!("{:?}[{}]", self.node, self.port);
+        let node = crate::escape::quoted_for_terminal(&self.node);
+        let mut t = format!("{node}[{}]", self.port);
         if let Some(host) = &self.host {
-            t.push_str(&format!(" ({host}"));
+            t.push_str(&format!(" ({}", crate::escape::for_terminal(host)));
             if let Some(r) = self.rail {
                 t.push_str(&format!(", rail {r}"));
             }

@@ -82,11 +82,11 @@ impl LogEntry {
         LogEntry {
             at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.time),
             kind,
-            text: ibscope_topo::escape::for_terminal(&format!(
+            text: format!(
                 "journal: {}{b}: {}",
                 e.a.text(),
-                e.detail
-            )),
+                ibscope_topo::escape::for_terminal(&e.detail)
+            ),
         }
     }
 }
