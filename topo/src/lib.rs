@@ -8,6 +8,7 @@ pub use model::refs::{NodeRef, PortRef};
 pub use model::{
     End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
 };
+pub mod cables;
 pub mod changes;
 pub mod counters;
 pub mod diff;
@@ -21,9 +22,9 @@ pub mod health;
 pub mod health_text;
 pub mod hosts;
 pub mod ibnd;
-pub mod input;
 mod ibnd_ports;
 mod ibnd_text;
+pub mod input;
 pub mod journal;
 pub mod m_key;
 pub mod master_sm;

@@ -1,0 +1,130 @@
+//! Module memory maps decoded from published captures (tests/data/cables, SOURCES.md):
+//! each field compared with what the publishing tool printed for the same module.
+
+use ibscope_mad::cable::{self, dump, Connector, HalfAddr, Identifier, MapKind, Media, ADDR_A0};
+
+fn capture(name: &str) -> Vec<u8> {
+    let path = format!("{}/../tests/data/cables/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn sonic_sfputil_sff8472_finisar_sfp() {
+    let dump = dump::parse(&capture("sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt")).unwrap();
+    assert_eq!(dump.format, dump::DumpFormat::Sfputil);
+    let m = cable::decode(&dump.memory).unwrap();
+    assert_eq!(m.map, MapKind::Sff8472);
+    assert_eq!(m.identifier, Identifier::Sfp);
+    // sfputil's ASCII column: "....FINISAR CORP" / ".   ...eFTLX8571" / "D3BCL   A   .R.H"
+    // / "....AUJ0RCJ     " / "    151029  h...".
+    assert_eq!(m.identity.vendor, "FINISAR CORP.");
+    assert_eq!(m.identity.oui, "00:90:65");
+    assert_eq!(m.identity.part_number, "FTLX8571D3BCL");
+    assert_eq!(m.identity.revision, "A");
+    assert_eq!(m.identity.serial, "AUJ0RCJ");
+    assert_eq!(m.identity.date_code, "151029");
+    assert_eq!(m.connector, Connector::Lc);
+    // Bytes 60-61 are 0x0352: 850 nm, a multi-mode SR optic; byte 3 bit 4 is 10GBASE-SR.
+    assert_eq!(m.wavelength_nm, Some(850.0));
+    assert_eq!(m.media, Media::MultiModeFibre);
+    assert!(m.compliance.iter().any(|c| c == "10GBASE-SR"));
+    // A real module: CC_BASE (0x48), CC_EXT (0xf6) and CC_DMI (0x1b) all hold.
+    assert_eq!(m.checksums.len(), 3);
+    assert!(m.checksums_ok(), "{:?}", m.checksums);
+    // A2h bytes 96-105 by SFF-8472 Table 9-11's units: 0x1402 is 20.0078 °C, 0x81b1
+    // 3.3201 V, 0x0d5a 6.836 mA, 0x17a5 0.6053 mW, 0x1587 0.5511 mW.
+    let d = m.diagnostics.as_ref().unwrap();
+    assert!((d.temperature_c.unwrap() - 20.0078).abs() < 1e-3);
+    assert!((d.voltage_v.unwrap() - 3.3201).abs() < 1e-4);
+    let lane = &d.lanes[0];
+    assert!((lane.bias_ma.unwrap() - 6.836).abs() < 1e-3);
+    assert!((lane.tx_power_mw.unwrap() - 0.6053).abs() < 1e-4);
+    assert!((lane.rx_power_mw.unwrap() - 0.5511).abs() < 1e-4);
+    // Thresholds: temperature high alarm 0x4e00 is 78 °C, Rx power low alarm 0x0064
+    // is 0.01 mW.
+    let t = m.thresholds.as_ref().unwrap();
+    assert_eq!(t.temperature_c.high_alarm, 78.0);
+    assert!((t.rx_power_mw.low_alarm - 0.01).abs() < 1e-9);
+    // Byte 110 is 0x30: no Tx fault, no LOS; no alarm or warning flag is set.
+    let f = &m.flags.lanes[0];
+    assert_eq!((f.rx_los, f.tx_fault), (Some(false), Some(false)));
+    assert!(!f.rx_power.unwrap().any());
+    assert!(!m.flags.latched);
+}
+
+#[test]
+fn sonic_sfputil_sff8636_molex_passive_dac() {
+    let dump = dump::parse(&capture("sonic-sfputil-sff8636-molex-1110401054.txt")).unwrap();
+    let m = cable::decode(&dump.memory).unwrap();
+    assert_eq!(m.map, MapKind::Sff8636);
+    assert_eq!(m.identifier, Identifier::QsfpPlus);
+    // sfputil's ASCII column: "....Molex Inc.  " / "    ...:11104010" / "54        ....F."
+    // / "....611030929   " / "    160419  ...$".
+    assert_eq!(m.identity.vendor, "Molex Inc.");
+    assert_eq!(m.identity.oui, "00:09:3a");
+    assert_eq!(m.identity.part_number, "1110401054");
+    assert_eq!(m.identity.serial, "611030929");
+    assert_eq!(m.identity.date_code, "160419");
+    // Byte 130 0x23: no separable connector; byte 147 0xa0: copper, unequalized.
+    assert_eq!(m.connector, Connector::NoSeparable);
+    assert_eq!(m.media, Media::PassiveCopper);
+    assert_eq!(m.length_m, Some(1.0));
+    // Byte 131 bit 3: 40GBASE-CR4; byte 164 0x07: InfiniBand SDR, DDR, QDR.
+    assert!(m.compliance.iter().any(|c| c == "40GBASE-CR4"));
+    assert_eq!(m.infiniband, ["SDR", "DDR", "QDR"]);
+    assert_eq!(m.max_lane_gbps, Some(10.0));
+    assert!(m.checksums_ok(), "{:?}", m.checksums);
+    // Flat memory (byte 2 bit 2): no page 03h, so no thresholds.
+    assert!(m.thresholds.is_none());
+}
+
+#[test]
+fn ice_driver_short_read_is_named_not_guessed() {
+    // The ice driver before its fix returned the lower page alone, mostly zero: ethtool
+    // printed it as hex because it could not decode it. So must ibscope refuse it.
+    let dump = dump::parse(&capture("ice-unpatched-qsfp28-lower-page.txt")).unwrap();
+    assert_eq!(dump.memory.identifier().unwrap(), Identifier::Qsfp28);
+    assert!(dump.memory.half(HalfAddr::page(ADDR_A0, 0)).is_none());
+    let err = cable::decode(&dump.memory).unwrap_err();
+    assert_eq!(err.to_string(), "A0h page 00h was not read");
+}
+
+#[test]
+fn a_wrong_page_fails_its_checksum() {
+    // Page 00h of the Molex cable with one byte of its serial changed, as a driver that
+    // reads another page or a corrupt read returns it: CC_EXT no longer holds.
+    let dump = dump::parse(&capture("sonic-sfputil-sff8636-molex-1110401054.txt")).unwrap();
+    let mut memory = dump.memory.clone();
+    let mut page0 = *memory.half(HalfAddr::page(ADDR_A0, 0)).unwrap();
+    page0[196 - 128] ^= 0x01;
+    memory.insert(HalfAddr::page(ADDR_A0, 0), page0);
+    let m = cable::decode(&memory).unwrap();
+    let failed: Vec<&str> = m
+        .checksums
+        .iter()
+        .filter(|c| !c.ok())
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(failed, ["CC_EXT"]);
+}
+
+proptest::proptest! {
+    /// Any bytes at all: a dump parses or is refused, and any memory decodes or is
+    /// refused, never a panic.
+    #[test]
+    fn untrusted_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..800)) {
+        if let Ok(d) = dump::parse(&bytes) {
+            let _ = cable::decode(&d.memory);
+        }
+        let mut ids = bytes.clone();
+        for id in [0x03u8, 0x11, 0x18] {
+            if let Some(first) = ids.first_mut() {
+                *first = id;
+            }
+            let len = ids.len() / 128 * 128;
+            if let Ok(m) = cable::ModuleMemory::from_raw(&ids[..len]) {
+                let _ = cable::decode(&m);
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The cable findings on published module captures (tests/data/cables/SOURCES.md): silent
+//! on the healthy ones, firing where a capture is changed the way a failing module is.
+
+use ibscope_mad::attr::link::Speed;
+use ibscope_mad::cable::{self, dump, HalfAddr, Module, ModuleMemory, ADDR_A0, ADDR_A2};
+use ibscope_topo::cables::{module_findings, ModuleContext};
+use ibscope_topo::findings::FindingKind;
+
+fn memory(name: &str) -> ModuleMemory {
+    let path = format!("{}/../tests/data/cables/{name}", env!("CARGO_MANIFEST_DIR"));
+    dump::parse(&std::fs::read(path).unwrap()).unwrap().memory
+}
+
+fn kinds(m: &Module, ctx: &ModuleContext) -> Vec<FindingKind> {
+    module_findings(m, ctx).iter().map(|f| f.kind).collect()
+}
+
+const SFP: &str = "sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt";
+const DAC: &str = "sonic-sfputil-sff8636-molex-1110401054.txt";
+
+#[test]
+fn healthy_captures_raise_nothing() {
+    for name in [SFP, DAC] {
+        let m = cable::decode(&memory(name)).unwrap();
+        assert_eq!(kinds(&m, &ModuleContext::default()), [], "{name}");
+    }
+}
+
+/// The SFP with its A2h live bytes changed: `at` (an A2h byte offset) set to `bytes`, and
+/// CC_DMI left as it is (it covers only bytes 0-94, the thresholds and calibration).
+fn sfp_with(at: usize, bytes: &[u8]) -> Module {
+    let mut m = memory(SFP);
+    let mut a2 = *m.half(HalfAddr::lower(ADDR_A2)).unwrap();
+    a2[at..at + bytes.len()].copy_from_slice(bytes);
+    m.insert(HalfAddr::lower(ADDR_A2), a2);
+    cable::decode(&m).unwrap()
+}
+
+#[test]
+fn a_dark_receiver_is_named_with_the_serial() {
+    // Rx power 0x0000 (no light) and the Rx LOS state bit of byte 110 set.
+    let m = sfp_with(104, &[0, 0]);
+    let found = module_findings(&m, &ModuleContext::default());
+    let rx = found
+        .iter()
+        .find(|f| f.kind == FindingKind::CableRxPowerLow)
+        .expect("rx power low");
+    // The module's own low alarm threshold is 0x0064, 0.01 mW (-20 dBm).
+    assert!(rx.message.contains("SN AUJ0RCJ"), "{}", rx.message);
+    assert!(rx.message.contains("lane 1"), "{}", rx.message);
+    assert!(
+        rx.message.contains("low alarm threshold 0.0100 mW"),
+        "{}",
+        rx.message
+    );
+    let m = sfp_with(110, &[0x30 | 0x02]);
+    assert_eq!(
+        kinds(&m, &ModuleContext::default()),
+        [FindingKind::CableLos]
+    );
+    let m = sfp_with(110, &[0x30 | 0x04]);
+    assert_eq!(
+        kinds(&m, &ModuleContext::default()),
+        [FindingKind::CableTxFault]
+    );
+}
+
+#[test]
+fn hot_modules_against_their_own_threshold() {
+    // 0x4b00 is 75 °C: above the module's high warning (A2h bytes 4-5, 0x4900: 73 °C),
+    // below its high alarm (bytes 0-1, 0x4e00: 78 °C).
+    let m = sfp_with(96, &[0x4b, 0x00]);
+    let found = module_findings(&m, &ModuleContext::default());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, FindingKind::CableTemperature);
+    assert!(
+        found[0].message.contains("high warning threshold 73.0"),
+        "{}",
+        found[0].message
+    );
+}
+
+#[test]
+fn passive_copper_reports_are_not_judged() {
+    // The Molex DAC with every lane's Rx LOS and LOL bits set, as passive copper reports
+    // them while its link is Active: no finding.
+    let mut m = memory(DAC);
+    let mut lower = *m.half(HalfAddr::lower(ADDR_A0)).unwrap();
+    lower[3] = 0x0f;
+    lower[5] = 0x0f;
+    m.insert(HalfAddr::lower(ADDR_A0), lower);
+    let module = cable::decode(&m).unwrap();
+    assert_eq!(kinds(&module, &ModuleContext::default()), []);
+}
+
+#[test]
+fn a_qdr_cable_on_an_edr_link() {
+    // The Molex DAC declares InfiniBand SDR, DDR and QDR (byte 164 = 0x07).
+    let m = cable::decode(&memory(DAC)).unwrap();
+    let on = |speed| ModuleContext {
+        link_speed: Some(speed),
+        ..ModuleContext::default()
+    };
+    assert_eq!(kinds(&m, &on(Speed::Qdr)), []);
+    assert_eq!(kinds(&m, &on(Speed::Edr)), [FindingKind::CableRateMismatch]);
+}
+
+#[test]
+fn a_failed_checksum_stands_alone() {
+    let mut m = memory(DAC);
+    let mut page0 = *m.half(HalfAddr::page(ADDR_A0, 0)).unwrap();
+    page0[147 - 128] = 0x00; // the technology nibble no longer says copper
+    m.insert(HalfAddr::page(ADDR_A0, 0), page0);
+    let mut lower = *m.half(HalfAddr::lower(ADDR_A0)).unwrap();
+    lower[3] = 0x0f;
+    m.insert(HalfAddr::lower(ADDR_A0), lower);
+    let module = cable::decode(&m).unwrap();
+    assert_eq!(
+        kinds(&module, &ModuleContext::default()),
+        [FindingKind::CableChecksum]
+    );
+}
