@@ -1,6 +1,7 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
 pub mod agent;
+pub mod cables;
 pub mod check;
 pub mod check_plan;
 pub mod completions;
