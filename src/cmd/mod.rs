@@ -25,5 +25,6 @@ pub mod route;
 pub mod sa;
 pub mod serve;
 pub mod sim;
+pub mod sim_responder;
 pub mod sm;
 pub mod tui;

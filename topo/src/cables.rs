@@ -11,6 +11,7 @@ use ibscope_mad::attr::link::Speed;
 use ibscope_mad::cable::model::{Alarms, Bounds};
 use ibscope_mad::cable::{rates, Media, Module};
 
+use crate::cable_reads::{FabricModules, ModuleRead, PortModule};
 use crate::finding_kinds::{Evidence, Finding, FindingKind};
 use crate::model::refs::PortRef;
 
@@ -22,7 +23,54 @@ pub struct ModuleContext {
     pub remote: Option<PortRef>,
     /// The active lane speed of the link, if the link is up.
     pub link_speed: Option<Speed>,
+    /// The module lanes (from 1) the port uses, where a module is split between ports;
+    /// empty: all of them. Another port's lanes are that port's findings.
+    pub lanes: Vec<u8>,
     pub evidence: Vec<Evidence>,
+}
+
+impl ModuleContext {
+    /// Whether lane `lane` of the module is this port's.
+    fn has_lane(&self, lane: u8) -> bool {
+        self.lanes.is_empty() || self.lanes.contains(&lane)
+    }
+}
+
+/// The context of a port whose module was read over the fabric.
+pub fn port_context(p: &PortModule) -> ModuleContext {
+    ModuleContext {
+        at: Some(p.at.clone()),
+        remote: p.remote.clone(),
+        link_speed: p.link_speed,
+        lanes: match &p.read {
+            ModuleRead::Read { lanes, .. } => lanes.clone(),
+            _ => Vec::new(),
+        },
+        evidence: Vec::new(),
+    }
+}
+
+/// Every port's module decoded (or why not) with its findings, in the order read.
+pub fn judge(modules: &FabricModules) -> Vec<(&PortModule, Result<Module, String>, Vec<Finding>)> {
+    modules
+        .ports
+        .iter()
+        .filter_map(|p| match &p.read {
+            ModuleRead::Read { memory, .. } => Some(match ibscope_mad::cable::decode(memory) {
+                Ok(m) => {
+                    let found = module_findings(&m, &port_context(p));
+                    (p, Ok(m), found)
+                }
+                Err(e) => (p, Err(e.to_string()), Vec::new()),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every cable finding of the modules read over a fabric.
+pub fn fabric_cable_findings(modules: &FabricModules) -> Vec<Finding> {
+    judge(modules).into_iter().flat_map(|(_, _, f)| f).collect()
 }
 
 /// Every finding about one module.
@@ -47,8 +95,8 @@ pub fn module_findings(module: &Module, ctx: &ModuleContext) -> Vec<Finding> {
         ));
         return out.into_iter().map(|f| placed(f, ctx)).collect();
     }
-    light(module, &who, &mut out);
-    states(module, &who, &mut out);
+    light(module, ctx, &who, &mut out);
+    states(module, ctx, &who, &mut out);
     temperature(module, &who, &mut out);
     if let (Some(speed), Some(module_gbps)) = (ctx.link_speed, module.max_lane_gbps) {
         let facts = speed.facts();
@@ -127,7 +175,7 @@ fn opt_dbm(v: Option<f64>) -> String {
     v.map_or_else(|| "power".to_string(), dbm)
 }
 
-fn light(module: &Module, who: &str, out: &mut Vec<Finding>) {
+fn light(module: &Module, ctx: &ModuleContext, who: &str, out: &mut Vec<Finding>) {
     if !carries_light(module) {
         return;
     }
@@ -135,7 +183,7 @@ fn light(module: &Module, who: &str, out: &mut Vec<Finding>) {
         return;
     };
     let t = module.thresholds.as_ref();
-    for lane in &diag.lanes {
+    for lane in diag.lanes.iter().filter(|l| ctx.has_lane(l.lane)) {
         let flags = module.flags.lanes.iter().find(|f| f.lane == lane.lane);
         if let Some(why) = low(
             lane.rx_power_mw,
@@ -160,7 +208,7 @@ fn light(module: &Module, who: &str, out: &mut Vec<Finding>) {
     }
 }
 
-fn states(module: &Module, who: &str, out: &mut Vec<Finding>) {
+fn states(module: &Module, ctx: &ModuleContext, who: &str, out: &mut Vec<Finding>) {
     if matches!(module.media, Media::PassiveCopper) {
         return;
     }
@@ -169,7 +217,7 @@ fn states(module: &Module, who: &str, out: &mut Vec<Finding>) {
     } else {
         ""
     };
-    for f in &module.flags.lanes {
+    for f in module.flags.lanes.iter().filter(|f| ctx.has_lane(f.lane)) {
         let lane = f.lane;
         if f.tx_fault == Some(true) {
             out.push(Finding::new(

@@ -120,3 +120,16 @@ fn a_failed_checksum_stands_alone() {
         [FindingKind::CableChecksum]
     );
 }
+
+#[test]
+fn a_split_module_judges_only_the_ports_own_lanes() {
+    // The SFP with no light received on its one lane: the port that uses lane 1 has the
+    // finding; a port given only other lanes of the module does not.
+    let m = sfp_with(104, &[0, 0]);
+    let on = |lanes: Vec<u8>| ModuleContext {
+        lanes,
+        ..ModuleContext::default()
+    };
+    assert_eq!(kinds(&m, &on(vec![1])), [FindingKind::CableRxPowerLow]);
+    assert_eq!(kinds(&m, &on(vec![2, 3])), []);
+}
