@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use ibscope_host::module_eeprom::{self, EthtoolModules, ModuleSource, SavedModules};
+use ibscope_mad::attr::link::Speed;
 use ibscope_mad::cable::{self, dump, Module, ModuleMemory};
-use ibscope_topo::cables::{module_findings, ModuleContext};
-use ibscope_topo::escape::{for_csv, for_terminal};
+use ibscope_topo::cable_reads::{self, FabricModules, ModuleRead, ModuleReadMode};
+use ibscope_topo::cables::{module_findings, port_context, ModuleContext};
 use ibscope_topo::findings::{Evidence, Finding};
+use ibscope_topo::PortRef;
 use serde::Serialize;
 
 use crate::cli::{exit, Global};
@@ -19,15 +21,25 @@ use crate::cli::{exit, Global};
 /// against the module's own thresholds (cable-rx-power-low, cable-los, cable-temperature,
 /// cable-checksum, ...; passive copper's LOS/LOL are never judged).
 ///
-/// Without a subcommand: this host's Ethernet/RoCE netdevs, read through the ethtool
-/// module ioctls (root, or CAP_NET_ADMIN), or from saved dumps under a fixture root
-/// (IBSCOPE_SYSFS_ROOT/module/NETDEV). InfiniBand ports have no netdev module: their
-/// modules are read over the fabric, which this version does not do yet.
+/// Sources: this host's Ethernet/RoCE netdevs, read through the ethtool module ioctls
+/// (root, or CAP_NET_ADMIN), or from saved dumps under a fixture root
+/// (IBSCOPE_SYSFS_ROOT/module/NETDEV); and, when this host has an InfiniBand port (or -C
+/// names a fabric), every port of the InfiniBand fabric, switches and CAs alike.
 ///
-/// Exit codes: 0 no finding, 1 findings, 2 nothing could be read.
+/// An InfiniBand port's module is read through the vendor's firmware registers (PLIB,
+/// PMLP, MCIA), each sent as a SubnSet(AccessRegister) MAD whose register operation says
+/// query, as NVIDIA's tools send it: nothing is written, but a Set it is, so it is sent
+/// only with --access-register. Without it every InfiniBand port is listed as not read,
+/// and why. A node that does not answer its first register read (no reply, a MAD status,
+/// a reply without the register: so does the simulator) is asked nothing more. This path
+/// is verified against recorded module memory served by `ibscope sim responder` only,
+/// until it is run on hardware.
+///
+/// Exit codes: 0 no finding, 1 findings, 2 no module could be read.
 ///
 /// Examples:
-///   ibscope cables                          # every netdev of this host with a module
+///   ibscope cables                          # this host's netdevs, the fabric's ports listed
+///   ibscope cables --access-register        # and every InfiniBand port's module read
 ///   ibscope cables --netdev eth2 --json
 ///   ibscope cables --csv > inventory.csv    # an inventory to hand to the vendor
 ///   ibscope cables decode ethtool-m-eth2.txt module.bin
@@ -36,11 +48,19 @@ use crate::cli::{exit, Global};
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<CablesCommand>,
-    /// Only these netdevs (repeat the flag); default every netdev of the host.
+    /// Only these netdevs (repeat the flag), and no InfiniBand fabric unless -C names one;
+    /// default every netdev of the host.
     #[arg(long = "netdev", value_name = "NAME")]
     pub netdevs: Vec<String>,
+    /// Read the InfiniBand ports' modules: sends SubnSet(AccessRegister) MADs, register
+    /// queries (PLIB, PMLP, MCIA) carried in a Set as NVIDIA's tools carry them; they
+    /// write nothing. Without it those ports are listed as not read.
+    #[arg(long)]
+    pub access_register: bool,
     #[command(flatten)]
     pub format: Format,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -73,10 +93,26 @@ pub enum CablesCommand {
 /// One module as reported: where it was read and what it says.
 #[derive(Debug, Serialize)]
 pub struct Entry {
-    /// "file" or "netdev".
+    /// "file", "netdev" or "fabric".
     pub source: &'static str,
-    /// The file as given, or the netdev's name.
+    /// The file as given, the netdev's name, or the fabric port as `"node"[port]`.
     pub name: String,
+    /// The fabric's name, when several are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<String>,
+    /// The fabric port the module is in, and the port at the link's far end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<PortRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<PortRef>,
+    /// The link's active lane speed, when it is up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_speed: Option<Speed>,
+    /// Which of its node's modules it is (PMLP), and the module lanes the port uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module_index: Option<u8>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lanes: Vec<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub format: Option<dump::DumpFormat>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,25 +122,166 @@ pub struct Entry {
     pub findings: Vec<Finding>,
 }
 
-#[derive(Debug, Serialize)]
-struct Report<'a> {
-    modules: &'a [Entry],
+impl Entry {
+    fn new(source: &'static str, name: String) -> Entry {
+        Entry {
+            source,
+            name,
+            fabric: None,
+            port: None,
+            remote: None,
+            link_speed: None,
+            module_index: None,
+            lanes: Vec::new(),
+            format: None,
+            module: None,
+            error: None,
+            findings: Vec::new(),
+        }
+    }
+
+    fn failed(source: &'static str, name: String, error: String) -> Entry {
+        Entry {
+            error: Some(error),
+            ..Entry::new(source, name)
+        }
+    }
 }
 
-pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
-    let entries = match &a.command {
-        Some(CablesCommand::Decode { files }) => files.iter().map(|f| from_file(f)).collect(),
-        None => from_host(&a.netdevs)?,
-    };
-    print(&entries, &a.format)?;
-    let read = entries.iter().filter(|e| e.module.is_some()).count();
-    Ok(ExitCode::from(if read == 0 {
+/// What one fabric's module reads came to.
+#[derive(Debug, Serialize)]
+pub struct FabricSummary {
+    pub fabric: String,
+    /// Ports whose modules were asked for.
+    pub ports: usize,
+    pub read: usize,
+    /// Ports with no module in their cage (not listed under `modules`).
+    pub empty: usize,
+    pub not_read: usize,
+    /// SubnSet(AccessRegister) MADs sent.
+    pub mads: u64,
+}
+
+/// Everything `cables` found.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub modules: Vec<Entry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fabrics: Vec<FabricSummary>,
+    /// Fabrics that could not be opened or read: name and error.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<crate::fabric_set::Failed>,
+}
+
+pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    let mut report = Report::default();
+    match &a.command {
+        Some(CablesCommand::Decode { files }) => {
+            report.modules = files.iter().map(|f| from_file(f)).collect();
+        }
+        None => {
+            let read_fabric = g.ca.is_some() || (a.netdevs.is_empty() && has_infiniband_port());
+            report.modules = from_host(&a.netdevs, read_fabric)?;
+            if read_fabric {
+                from_fabrics(g, a, &mut report)?;
+            }
+        }
+    }
+    super::cables_print::print(&report, &a.format)?;
+    let read = report.modules.iter().filter(|e| e.module.is_some()).count();
+    let code = if read == 0 && (!report.modules.is_empty() || !report.failed.is_empty()) {
         exit::ERROR
-    } else if entries.iter().any(|e| !e.findings.is_empty()) {
+    } else if report.modules.iter().any(|e| !e.findings.is_empty()) {
         exit::FINDINGS
+    } else if !report.failed.is_empty() {
+        exit::ERROR
     } else {
         exit::OK
-    }))
+    };
+    Ok(ExitCode::from(code))
+}
+
+/// Whether this host has an InfiniBand port (libibumad lists it).
+fn has_infiniband_port() -> bool {
+    ibscope_mad::umad::ca_names().into_iter().any(|ca| {
+        ibscope_mad::umad::ca_ports(&ca)
+            .is_ok_and(|ports| ports.iter().any(ibscope_mad::umad::is_ib))
+    })
+}
+
+/// Every fabric of the command line: discovered, its ports' modules read (as allowed).
+fn from_fabrics(g: &Global, a: &Args, report: &mut Report) -> Result<()> {
+    let mode = if a.access_register {
+        ModuleReadMode::AccessRegister
+    } else {
+        ModuleReadMode::NotAllowed
+    };
+    let names = crate::fabric::names(g)?;
+    let ran = crate::fabric_set::each(g, |opened, multi| {
+        let fabric = crate::fabric::discover_live(
+            &mut opened.engine,
+            ibscope_topo::discover::DiscoverOptions::default(),
+        )?;
+        let read = cable_reads::read_modules(&mut opened.engine, &fabric, names.as_ref(), mode);
+        opened.engine.ensure_connected()?;
+        let name = opened.id.name.clone();
+        report.fabrics.push(summary(&name, &read));
+        report
+            .modules
+            .extend(fabric_entries(&read, multi.then_some(name.as_str())));
+        Ok(exit::OK)
+    })?;
+    report.failed = ran.failed;
+    Ok(())
+}
+
+fn summary(fabric: &str, read: &FabricModules) -> FabricSummary {
+    let count = |f: fn(&ModuleRead) -> bool| read.ports.iter().filter(|p| f(&p.read)).count();
+    FabricSummary {
+        fabric: fabric.to_string(),
+        ports: read.ports.len(),
+        read: count(|r| matches!(r, ModuleRead::Read { .. })),
+        empty: count(|r| matches!(r, ModuleRead::Empty)),
+        not_read: count(|r| matches!(r, ModuleRead::NotRead(_))),
+        mads: read.mads_sent,
+    }
+}
+
+/// The entries of a fabric's ports: each module read, or why not; empty cages are left
+/// out (the summary counts them).
+pub fn fabric_entries(read: &FabricModules, fabric: Option<&str>) -> Vec<Entry> {
+    read.ports
+        .iter()
+        .filter(|p| !matches!(p.read, ModuleRead::Empty))
+        .map(|p| {
+            let mut e = Entry::new("fabric", format!("{}[{}]", p.at.node.name, p.at.port));
+            e.fabric = fabric.map(str::to_string);
+            e.port = Some(p.at.clone());
+            e.remote = p.remote.clone();
+            e.link_speed = p.link_speed;
+            match &p.read {
+                ModuleRead::Read {
+                    memory,
+                    module,
+                    lanes,
+                    ..
+                } => {
+                    e.module_index = Some(*module);
+                    e.lanes = lanes.clone();
+                    match cable::decode(memory) {
+                        Ok(m) => {
+                            e.findings = module_findings(&m, &port_context(p));
+                            e.module = Some(m);
+                        }
+                        Err(err) => e.error = Some(err.to_string()),
+                    }
+                }
+                ModuleRead::NotRead(why) => e.error = Some(why.clone()),
+                ModuleRead::Empty => {}
+            }
+            e
+        })
+        .collect()
 }
 
 fn judged(source: &'static str, name: String, memory: &ModuleMemory, line: Option<usize>) -> Entry {
@@ -117,7 +294,6 @@ fn judged(source: &'static str, name: String, memory: &ModuleMemory, line: Optio
         .collect();
     match cable::decode(memory) {
         Ok(module) => Entry {
-            source,
             findings: module_findings(
                 &module,
                 &ModuleContext {
@@ -125,23 +301,10 @@ fn judged(source: &'static str, name: String, memory: &ModuleMemory, line: Optio
                     ..ModuleContext::default()
                 },
             ),
-            name,
-            format: None,
             module: Some(module),
-            error: None,
+            ..Entry::new(source, name)
         },
-        Err(e) => failed(source, name, e.to_string()),
-    }
-}
-
-fn failed(source: &'static str, name: String, error: String) -> Entry {
-    Entry {
-        source,
-        name,
-        format: None,
-        module: None,
-        error: Some(error),
-        findings: Vec::new(),
+        Err(e) => Entry::failed(source, name, e.to_string()),
     }
 }
 
@@ -149,7 +312,7 @@ fn from_file(path: &std::path::Path) -> Entry {
     let name = ibscope_topo::input::display_name(path);
     let bytes = match ibscope_topo::input::read_bytes(path, "module dump") {
         Ok(b) => b,
-        Err(e) => return failed("file", name, e.to_string()),
+        Err(e) => return Entry::failed("file", name, e.to_string()),
     };
     match dump::parse(&bytes) {
         Ok(d) => {
@@ -158,11 +321,21 @@ fn from_file(path: &std::path::Path) -> Entry {
             entry.format = Some(d.format);
             entry
         }
-        Err(e) => failed("file", name, e.to_string()),
+        Err(e) => Entry::failed("file", name, e.to_string()),
     }
 }
 
-fn from_host(only: &[String]) -> Result<Vec<Entry>> {
+/// Whether a netdev (its /sys/class/net directory) may have a pluggable module: one on a
+/// device (not a bridge, bond or veth), and not IPoIB (ARPHRD_INFINIBAND, 32: an
+/// InfiniBand port's module is read over the fabric).
+fn has_module_port(dir: &std::path::Path) -> bool {
+    let ipoib = std::fs::read_to_string(dir.join("type")).is_ok_and(|t| t.trim() == "32");
+    dir.join("device").exists() && !ipoib
+}
+
+/// This host's netdevs: `only`, else every one (none is an error only when no fabric is
+/// read either).
+fn from_host(only: &[String], fabric_too: bool) -> Result<Vec<Entry>> {
     let root = std::env::var_os(ibscope_host::gather::SYSFS_ROOT_ENV).map(PathBuf::from);
     let netdevs = if only.is_empty() {
         let net = root
@@ -172,8 +345,8 @@ fn from_host(only: &[String]) -> Result<Vec<Entry>> {
         let mut names: Vec<String> = std::fs::read_dir(&net)
             .map(|d| {
                 d.filter_map(|e| e.ok())
+                    .filter(|e| has_module_port(&e.path()))
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n != "lo")
                     .collect()
             })
             .unwrap_or_default();
@@ -183,7 +356,13 @@ fn from_host(only: &[String]) -> Result<Vec<Entry>> {
         only.to_vec()
     };
     if netdevs.is_empty() {
-        bail!("no netdev on this host (Ethernet/RoCE modules are read through netdevs)");
+        if fabric_too {
+            return Ok(Vec::new());
+        }
+        bail!(
+            "no netdev and no InfiniBand port on this host (Ethernet/RoCE modules are read \
+             through netdevs, InfiniBand ones over the fabric)"
+        );
     }
     let source: Box<dyn ModuleSource> = match &root {
         Some(r) => Box::new(SavedModules {
@@ -195,119 +374,7 @@ fn from_host(only: &[String]) -> Result<Vec<Entry>> {
         .into_iter()
         .map(|(name, read)| match read {
             Ok(memory) => judged("netdev", name, &memory, None),
-            Err(e) => failed("netdev", name, e),
+            Err(e) => Entry::failed("netdev", name, e),
         })
         .collect())
-}
-
-fn print(entries: &[Entry], format: &Format) -> Result<()> {
-    if format.json {
-        return crate::output::print_json(&Report { modules: entries });
-    }
-    if format.csv {
-        print_csv(entries);
-        return Ok(());
-    }
-    let mut rows = vec![[
-        "PORT",
-        "MAP",
-        "VENDOR",
-        "PART",
-        "SERIAL",
-        "MEDIA",
-        "LEN",
-        "TEMP",
-        "RX dBm (per lane)",
-    ]
-    .map(String::from)
-    .to_vec()];
-    for e in entries {
-        let name = for_terminal(&e.name);
-        match (&e.module, &e.error) {
-            (Some(m), _) => rows.push(row(&name, m)),
-            (None, Some(err)) => rows.push(vec![name, for_terminal(err)]),
-            _ => {}
-        }
-    }
-    crate::output::write_columns(&mut std::io::stdout().lock(), &rows)?;
-    for f in entries.iter().flat_map(|e| &e.findings) {
-        let mut line = f.text_line();
-        for ev in &f.evidence {
-            line.push_str(&format!(" ({})", for_terminal(&ev.to_string())));
-        }
-        println!("{line}");
-    }
-    Ok(())
-}
-
-fn row(name: &str, m: &Module) -> Vec<String> {
-    let id = &m.identity;
-    let rx: Vec<String> = m
-        .diagnostics
-        .as_ref()
-        .map(|d| {
-            d.lanes
-                .iter()
-                .map(|l| match l.rx_power_mw.and_then(cable::model::units::dbm) {
-                    Some(dbm) => format!("{dbm:.1}"),
-                    None if l.rx_power_mw.is_some() => "dark".to_string(),
-                    None => "-".to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    vec![
-        name.to_string(),
-        m.map.name().to_string(),
-        for_terminal(&id.vendor),
-        for_terminal(&id.part_number),
-        for_terminal(&id.serial),
-        m.media.name().to_string(),
-        m.length_m.map_or("-".into(), |l| format!("{l}m")),
-        m.diagnostics
-            .as_ref()
-            .and_then(|d| d.temperature_c)
-            .map_or("-".into(), |t| format!("{t:.1}C")),
-        if m.media.is_optical() && !rx.is_empty() {
-            rx.join(" ")
-        } else {
-            "-".into()
-        },
-    ]
-}
-
-/// The inventory: one line per module, every identity field.
-fn print_csv(entries: &[Entry]) {
-    println!(
-        "source,name,map,identifier,vendor,oui,part_number,revision,serial,date_code,media,\
-         length_m,wavelength_nm,temperature_c,checksums_ok,findings,error"
-    );
-    for e in entries {
-        let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-        let cells: Vec<String> = match &e.module {
-            Some(m) => vec![
-                m.map.name().into(),
-                m.identifier.name().into(),
-                m.identity.vendor.clone(),
-                m.identity.oui.clone(),
-                m.identity.part_number.clone(),
-                m.identity.revision.clone(),
-                m.identity.serial.clone(),
-                m.identity.date_code.clone(),
-                m.media.name().into(),
-                opt(m.length_m),
-                opt(m.wavelength_nm),
-                opt(m.diagnostics.as_ref().and_then(|d| d.temperature_c)),
-                m.checksums_ok().to_string(),
-            ],
-            None => vec![String::new(); 13],
-        };
-        let kinds: Vec<&str> = e.findings.iter().map(|f| f.kind.name()).collect();
-        let mut line = vec![e.source.to_string(), e.name.clone()];
-        line.extend(cells);
-        line.push(kinds.join(" "));
-        line.push(e.error.clone().unwrap_or_default());
-        let line: Vec<String> = line.iter().map(|c| for_csv(c)).collect();
-        println!("{}", line.join(","));
-    }
 }

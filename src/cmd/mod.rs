@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod cables;
+pub mod cables_print;
 pub mod check;
 pub mod check_plan;
 pub mod completions;

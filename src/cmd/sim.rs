@@ -65,8 +65,9 @@ pub enum SimCommand {
         about = "Generate a topology file (fat trees, rings, meshes, rail-optimised GPU clusters; degraded links)"
     )]
     Gen(crate::cmd::gen::GenArgs),
-    /// Serve a topology file as a fabric from this process, over the agent protocol (a
-    /// `[[fabric]]` command), with recorded module memory on chosen ports; no ibsim.
+    #[command(
+        about = "Serve a topology file as a fabric from this process, over the agent protocol (a [[fabric]] command), with recorded module memory on chosen ports; no ibsim"
+    )]
     Responder(crate::cmd::sim_responder::ResponderArgs),
 }
 

@@ -2,6 +2,8 @@
 //! published capture (tests/data/cables), once as published and once with its receiver
 //! dark, as the one failing module an operator must find by its serial.
 
+use std::path::PathBuf;
+
 use crate::common::*;
 
 use ibscope_mad::cable::{dump, HalfAddr, ADDR_A0, ADDR_A2};
@@ -31,8 +33,18 @@ fn raw_sfp(rx: [u8; 2]) -> Vec<u8> {
 fn the_host_inventory_and_its_one_dark_module() {
     let root = temp_dir();
     for netdev in ["eth2", "eth3", "eth4"] {
-        std::fs::create_dir_all(root.path().join("sys/class/net").join(netdev)).unwrap();
+        std::fs::create_dir_all(
+            root.path()
+                .join("sys/class/net")
+                .join(netdev)
+                .join("device"),
+        )
+        .unwrap();
     }
+    // A bridge (no device) and an IPoIB netdev (type 32) have no module to read.
+    std::fs::create_dir_all(root.path().join("sys/class/net/br0")).unwrap();
+    std::fs::create_dir_all(root.path().join("sys/class/net/ib0/device")).unwrap();
+    std::fs::write(root.path().join("sys/class/net/ib0/type"), "32\n").unwrap();
     std::fs::create_dir_all(root.path().join("module")).unwrap();
     // eth2: the module as published; eth3: the same module with no light received;
     // eth4: no module memory at all.
@@ -69,4 +81,174 @@ fn the_host_inventory_and_its_one_dark_module() {
         row.contains(",FINISAR CORP.,00:90:65,FTLX8571D3BCL,A,AUJ0RCJ,151029,"),
         "{row}"
     );
+}
+
+/// A config file naming the fabric `recorded`: examples/fabrics/net served by `ibscope sim
+/// responder` with `modules` (NODE[PORT], dump file) in their ports.
+fn recorded_fabric(dir: &std::path::Path, modules: &[(&str, &std::path::Path)]) -> PathBuf {
+    let mut command = format!(
+        "exec '{}' sim responder '{}'",
+        ibscope_bin().display(),
+        fabric("net").display()
+    );
+    for (at, file) in modules {
+        command.push_str(&format!(" --module '{at}={}'", file.display()));
+    }
+    let text = format!(
+        "[[fabric]]\nname = \"recorded\"\ncommand = \"{}\"\n",
+        command.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    let path = dir.join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The whole InfiniBand path of `ibscope cables`, its command line to its output, against
+/// recorded module memory: a dark module found at its switch port by its serial.
+#[test]
+fn the_fabric_inventory_through_the_registers_and_its_one_dark_module() {
+    let dir = temp_dir();
+    let dark = dir.path().join("dark-sfp.bin");
+    std::fs::write(&dark, raw_sfp([0, 0])).unwrap();
+    let sfp = repo_root().join(SFP);
+    let dac = repo_root().join("tests/data/cables/sonic-sfputil-sff8636-molex-1110401054.txt");
+    let config = recorded_fabric(
+        dir.path(),
+        &[
+            ("Switch1[1]", &dark),
+            ("Hca1[1]", &sfp),
+            ("Switch1[3]", &dac),
+        ],
+    );
+    let empty_root = dir.path().join("root");
+    std::fs::create_dir_all(&empty_root).unwrap();
+    let env = [
+        ("IBSCOPE_CONFIG", config.to_str().unwrap()),
+        ("IBSCOPE_SYSFS_ROOT", empty_root.to_str().unwrap()),
+    ];
+
+    let out = ibscope_plain(
+        &["-C", "recorded", "cables", "--access-register", "--json"],
+        &env,
+    );
+    let text = assert_exit(&out, 1);
+    let doc =
+        crate::common::schema::assert_valid("cables", "cables --json", &text, false).remove(0);
+    let modules = doc["modules"].as_array().unwrap();
+    let at = |node: &str, port: u64| {
+        modules
+            .iter()
+            .find(|m| m["port"]["node"] == node && m["port"]["port"] == port)
+            .unwrap_or_else(|| panic!("{node}[{port}] in {text}"))
+    };
+    let kinds = |m: &serde_json::Value| -> Vec<String> {
+        m["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Three modules, every other cage empty: the net fabric has 18 ports.
+    assert_eq!(modules.len(), 3, "{text}");
+    let summary = &doc["fabrics"][0];
+    assert_eq!(
+        (
+            &summary["ports"],
+            &summary["read"],
+            &summary["empty"],
+            &summary["not_read"]
+        ),
+        (&18.into(), &3.into(), &15.into(), &0.into())
+    );
+    // The dark one, by its serial, at the switch port, with the HCA at the far end. The
+    // 10GBASE-SR SFP and the QDR DAC are too slow for the fabric's HDR links as well.
+    let dark = at("Switch1", 1);
+    assert_eq!(dark["source"], "fabric");
+    assert_eq!(dark["module"]["identity"]["serial"], "AUJ0RCJ");
+    assert_eq!(dark["remote"]["node"], "Hca1");
+    assert_eq!(dark["lanes"], serde_json::json!([1, 2, 3, 4]));
+    assert_eq!(kinds(dark), ["cable-rx-power-low", "cable-rate-mismatch"]);
+    assert_eq!(kinds(at("Hca1", 1)), ["cable-rate-mismatch"]);
+    let molex = at("Switch1", 3);
+    assert_eq!(molex["module"]["identity"]["serial"], "611030929");
+    assert_eq!(kinds(molex), ["cable-rate-mismatch"]);
+
+    let out = ibscope_plain(&["-C", "recorded", "cables", "--access-register"], &env);
+    let text = assert_exit(&out, 1);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("\"Switch1\"[1]"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("AUJ0RCJ") && line.contains("dark"), "{line}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("[cable-rx-power-low] \"Switch1\"")
+                && l.contains("SN AUJ0RCJ: lane 1 receive power")),
+        "{text}"
+    );
+    assert!(
+        text.contains("recorded: 18 port(s): 3 module(s) read, 15 empty, 0 not read"),
+        "{text}"
+    );
+
+    let out = ibscope_plain(
+        &["-C", "recorded", "cables", "--access-register", "--csv"],
+        &env,
+    );
+    let text = assert_exit(&out, 1);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("fabric,Switch1[1],SFF-8472,") && l.contains(",AUJ0RCJ,")),
+        "{text}"
+    );
+
+    // Without the flag nothing is sent: every port says it was not read and why.
+    let out = ibscope_plain(&["-C", "recorded", "cables", "--json"], &env);
+    let text = assert_exit(&out, 2);
+    let doc =
+        crate::common::schema::assert_valid("cables", "cables --json", &text, false).remove(0);
+    assert_eq!(doc["fabrics"][0]["mads"], 0);
+    let modules = doc["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 18);
+    assert!(modules
+        .iter()
+        .all(|m| m["error"].as_str().unwrap().contains("--access-register")));
+    let out = ibscope_plain(&["-C", "recorded", "cables"], &env);
+    let text = assert_exit(&out, 2);
+    assert!(
+        text.contains("\"Switch1\" (0x")
+            && text.contains(
+                "ports 1-8: not read: reading a module over InfiniBand sends \
+                              SubnSet(AccessRegister)"
+            ),
+        "{text}"
+    );
+}
+
+/// The simulator has none of the vendor's registers: each node is asked once (and
+/// retried), and every port says it was not read and why.
+#[test]
+fn on_the_simulator_no_port_answers_module_reads() {
+    let sim = sim("net");
+    let dir = temp_dir();
+    let mut cmd = sim.command(ibscope_bin());
+    cmd.args(["cables", "--access-register", "--json"])
+        .env("IBSCOPE_SYSFS_ROOT", dir.path());
+    let out = run_with_timeout(cmd, client_timeout());
+    let text = assert_exit(&out, 2);
+    let doc =
+        crate::common::schema::assert_valid("cables", "cables --json", &text, false).remove(0);
+    let summary = &doc["fabrics"][0];
+    assert_eq!(summary["read"], 0);
+    assert_eq!(summary["not_read"], summary["ports"]);
+    // One read per node, each sent 1 + --retries (3) times.
+    assert_eq!(summary["mads"], 4 * 4);
+    for m in doc["modules"].as_array().unwrap() {
+        let why = m["error"].as_str().unwrap();
+        assert!(
+            why.starts_with("no reply to SubnSet(AccessRegister)"),
+            "{why}"
+        );
+    }
 }
