@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use ibscope_topo::cable_reads::{FabricModules, ModuleRead, ModuleReadMode};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -59,6 +60,10 @@ use crate::cli::{exit, Global};
 /// are hcas-swapped; with --hosts, each listed host no CA names is host-missing. Each
 /// names the host, rail, HCA and the switch port to fix. See `ibscope hosts`.
 ///
+/// Cables (--cables, with --access-register): every port's pluggable module is read and
+/// judged against its own thresholds and its link's rate (the cable-* findings, at their
+/// ports), as `ibscope cables` reads them; each read is a SubnSet(AccessRegister).
+///
 /// With --topology FILE only the links, ports and hosts are checked (no counters, no SM).
 ///
 /// Several fabrics (-C all, a list, see -C): each is checked in turn; in text every line
@@ -82,6 +87,7 @@ use crate::cli::{exit, Global};
 ///   ibscope check --hosts gpu-[0001-0064]         # and name every server that is missing
 ///   ibscope check --hosts @/etc/ibscope/hosts --json
 ///   ibscope -C all check                   # every fabric this host reaches
+///   ibscope check --cables --access-register   # and every port's module judged
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -118,6 +124,15 @@ pub struct Args {
     /// writes.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Also read every port's pluggable module and judge it (the cable-* findings, each
+    /// at its port): needs --access-register, since each read is a SubnSet (see `ibscope
+    /// cables`). About 5 MADs per 128 bytes of module memory, 10-25 per module.
+    #[arg(long, requires = "access_register", conflicts_with = "topology")]
+    pub cables: bool,
+    /// Allow the SubnSet(AccessRegister) MADs --cables sends: register queries (PLIB,
+    /// PMLP, MCIA) carried in a Set as NVIDIA's tools carry them; they write nothing.
+    #[arg(long)]
+    pub access_register: bool,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
     #[command(flatten)]
@@ -152,9 +167,37 @@ struct Report {
     /// Rails their HCAs are on.
     rails: Vec<u8>,
     findings: Vec<findings::Finding>,
+    /// With --cables: how the ports' module reads went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cables: Option<CableReads>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     ports: Option<Vec<counters::PortSample>>,
+}
+
+/// How the ports' module reads of `check --cables` went.
+#[derive(Debug, Serialize)]
+struct CableReads {
+    /// Ports whose modules were asked for, read, with empty cages, not read.
+    ports: usize,
+    read: usize,
+    empty: usize,
+    not_read: usize,
+    /// SubnSet(AccessRegister) MADs sent.
+    mads: u64,
+}
+
+impl CableReads {
+    fn of(m: &FabricModules) -> CableReads {
+        let count = |f: fn(&ModuleRead) -> bool| m.ports.iter().filter(|p| f(&p.read)).count();
+        CableReads {
+            ports: m.ports.len(),
+            read: count(|r| matches!(r, ModuleRead::Read { .. })),
+            empty: count(|r| matches!(r, ModuleRead::Empty)),
+            not_read: count(|r| matches!(r, ModuleRead::NotRead(_))),
+            mads: m.mads_sent,
+        }
+    }
 }
 
 /// `check -C all --json`: every fabric's report, and those that could not be checked.
@@ -288,13 +331,14 @@ fn check_one(
     };
     let live = engine.is_some();
     let mut engine = engine;
-    let mut eval = evaluate(
+    let mut eval = evaluate_with_modules(
         fabric,
         names,
         health_options,
         thresholds,
         engine.as_deref_mut(),
         reads,
+        module_read_mode(a.cables),
     );
     if let Some(e) = &engine {
         // Lost mid-sweep: one message, not a finding per unreadable port.
@@ -349,6 +393,7 @@ fn check_one(
         hosts: eval.hosts.len(),
         rails: eval.hosts.rails(),
         findings: eval.findings,
+        cables: eval.modules.as_ref().map(CableReads::of),
         ports: match (reads, sample) {
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
             _ => None,
@@ -406,15 +451,48 @@ pub fn evaluate(
     engine: Option<&mut ibscope_mad::engine::Engine>,
     reads: CounterReads,
 ) -> Evaluation {
+    evaluate_with_modules(
+        fabric,
+        names,
+        health_options,
+        thresholds,
+        engine,
+        reads,
+        ModuleReadMode::NotAllowed,
+    )
+}
+
+/// [`evaluate`], and with a live fabric its ports' modules read as `modules` allows and
+/// judged (the cable findings).
+pub fn evaluate_with_modules(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    engine: Option<&mut ibscope_mad::engine::Engine>,
+    reads: CounterReads,
+    modules: ModuleReadMode,
+) -> Evaluation {
     let live = engine.map(|e| {
         let sm_lid = e.local().sm_lid;
         findings::Live {
             exec: e,
             reads,
             sm_lid,
+            modules,
         }
     });
     findings::evaluate(fabric, names, health_options, thresholds, live)
+}
+
+/// Whether `--cables` was given, as the mode of module reads: it requires
+/// `--access-register` (clap refuses it alone).
+pub fn module_read_mode(cables: bool) -> ModuleReadMode {
+    if cables {
+        ModuleReadMode::AccessRegister
+    } else {
+        ModuleReadMode::NotAllowed
+    }
 }
 
 fn print_text(r: &Report, fabric: Option<&FabricId>) {
@@ -437,6 +515,13 @@ fn print_text(r: &Report, fabric: Option<&FabricId>) {
         format!("{} ports' counters, SM", r.ports_sampled)
     } else {
         "links and ports only (--topology)".to_string()
+    };
+    let scope = match &r.cables {
+        Some(c) => format!(
+            "{scope}, {} of {} ports' modules ({} empty, {} not read: see `ibscope cables`)",
+            c.read, c.ports, c.empty, c.not_read
+        ),
+        None => scope,
     };
     if r.healthy {
         println!(

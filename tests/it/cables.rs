@@ -252,3 +252,45 @@ fn on_the_simulator_no_port_answers_module_reads() {
         );
     }
 }
+
+/// `check --cables` reads the modules too and lists their findings at their ports with the
+/// fabric's others; without --access-register it is refused, as it would send SubnSets.
+#[test]
+fn check_judges_the_modules_where_it_may_read_them() {
+    let dir = temp_dir();
+    let dark = dir.path().join("dark-sfp.bin");
+    std::fs::write(&dark, raw_sfp([0, 0])).unwrap();
+    let config = recorded_fabric(dir.path(), &[("Switch1[1]", &dark)]);
+    let env = [("IBSCOPE_CONFIG", config.to_str().unwrap())];
+
+    let out = ibscope_plain(
+        &[
+            "-C",
+            "recorded",
+            "check",
+            "--cables",
+            "--access-register",
+            "--json",
+        ],
+        &env,
+    );
+    let text = assert_exit(&out, 1);
+    let doc = crate::common::schema::assert_valid("check", "check --json", &text, false).remove(0);
+    assert_eq!(doc["cables"]["read"], 1);
+    assert_eq!(doc["cables"]["empty"], 17);
+    let rx: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "cable-rx-power-low")
+        .collect();
+    assert_eq!(rx.len(), 1, "{text}");
+    assert_eq!(rx[0]["at"]["node"], "Switch1");
+    assert_eq!(rx[0]["at"]["port"], 1);
+    assert!(rx[0]["message"].as_str().unwrap().contains("SN AUJ0RCJ"));
+
+    let out = ibscope_plain(&["-C", "recorded", "check", "--cables"], &env);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--access-register"), "{err}");
+}
