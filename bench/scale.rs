@@ -590,6 +590,7 @@ fn page_stats<'a>(
         thresholds,
         sm: None,
         extra: &[],
+        cables: None,
     }
 }
 

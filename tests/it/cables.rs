@@ -8,11 +8,11 @@ use crate::common::*;
 
 use ibscope_mad::cable::{dump, HalfAddr, ADDR_A0, ADDR_A2};
 
-const SFP: &str = "tests/data/cables/sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt";
+pub(crate) const SFP: &str = "tests/data/cables/sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt";
 
 /// The capture in ethtool's raw layout (A0h, then A2h), with A2h bytes 104-105 (the
 /// received power) set to `rx`.
-fn raw_sfp(rx: [u8; 2]) -> Vec<u8> {
+pub(crate) fn raw_sfp(rx: [u8; 2]) -> Vec<u8> {
     let memory = dump::parse(&std::fs::read(repo_root().join(SFP)).unwrap())
         .unwrap()
         .memory;
@@ -85,7 +85,10 @@ fn the_host_inventory_and_its_one_dark_module() {
 
 /// A config file naming the fabric `recorded`: examples/fabrics/net served by `ibscope sim
 /// responder` with `modules` (NODE[PORT], dump file) in their ports.
-fn recorded_fabric(dir: &std::path::Path, modules: &[(&str, &std::path::Path)]) -> PathBuf {
+pub(crate) fn recorded_fabric(
+    dir: &std::path::Path,
+    modules: &[(&str, &std::path::Path)],
+) -> PathBuf {
     let mut command = format!(
         "exec '{}' sim responder '{}'",
         ibscope_bin().display(),
@@ -293,4 +296,92 @@ fn check_judges_the_modules_where_it_may_read_them() {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--access-register"), "{err}");
+}
+
+/// The recorded fabric of the exporter tests: a dark SFP at Switch1[1] (cabled to Hca1),
+/// the published SFP at Hca1[1] and the Molex DAC at Switch1[3]; the config naming it.
+pub(crate) fn recorded_modules(dir: &std::path::Path) -> PathBuf {
+    let dark = dir.join("dark-sfp.bin");
+    std::fs::write(&dark, raw_sfp([0, 0])).unwrap();
+    let sfp = repo_root().join(SFP);
+    let dac = repo_root().join("tests/data/cables/sonic-sfputil-sff8636-molex-1110401054.txt");
+    recorded_fabric(
+        dir,
+        &[
+            ("Switch1[1]", &dark),
+            ("Hca1[1]", &sfp),
+            ("Switch1[3]", &dac),
+        ],
+    )
+}
+
+/// `ibscope -C recorded serve --cables --access-register` on `port`, its stderr in `log`.
+pub(crate) fn start_serve_cables(
+    config: &std::path::Path,
+    log: &std::path::Path,
+    port: u16,
+) -> crate::common::net::KillOnDrop {
+    let mut cmd = std::process::Command::new(ibscope_bin());
+    cmd.args(["-C", "recorded", "serve", "--interval", "1"])
+        .args(["--cables", "--access-register"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env("IBSCOPE_CONFIG", config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    crate::common::net::KillOnDrop::spawn(cmd, "ibscope serve")
+}
+
+/// `serve --cables` on the recorded fabric carries exactly the ibscope_cable_* series of
+/// tests/data/serve/series_cables.txt: identity, temperature and voltage but not of the
+/// passive DAC, light and bias of the optical modules' lanes only, flags, thresholds, the
+/// findings per port, the read states; the cable kinds count in ibscope_findings.
+#[test]
+fn serve_exports_the_modules_it_reads() {
+    let dir = temp_dir();
+    let config = recorded_modules(dir.path());
+    let log = dir.path().join("serve.log");
+    let port = crate::common::net::free_port();
+    let mut serve = start_serve_cables(&config, &log, port);
+    crate::common::net::wait_healthy(&mut serve, port, &log);
+    let (code, page) = crate::common::net::get(port, "/metrics");
+    assert_eq!(code, 200, "{page}");
+    let checked = promtool_check(&page);
+    assert!(checked.passed(), "promtool: {}", checked.report);
+    let series: Vec<String> = page
+        .lines()
+        .filter(|l| l.starts_with("ibscope_cable_"))
+        .map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string())
+        .collect();
+    let expected: Vec<String> =
+        std::fs::read_to_string(repo_root().join("tests/data/serve/series_cables.txt"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+    let mut sorted = series.clone();
+    sorted.sort();
+    let missing: Vec<&String> = expected.iter().filter(|s| !sorted.contains(s)).collect();
+    let extra: Vec<&String> = sorted.iter().filter(|s| !expected.contains(s)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing: {missing:#?}\nextra: {extra:#?}"
+    );
+    // The dark lane, its module's own threshold beside it, and the finding by kind.
+    let value = |prefix: &str| -> f64 {
+        page.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit_once(' '))
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap_or_else(|| panic!("{prefix} in {page}"))
+    };
+    let dark = "node_name=\"Switch1\",kind=\"switch\",port=\"1\"";
+    assert_eq!(value(&format!("ibscope_cable_rx_power_watts{{fabric=\"recorded\",node_guid=\"0x0000000000200000\",{dark}")), 0.0);
+    assert_eq!(
+        value("ibscope_findings{fabric=\"recorded\",kind=\"cable-rx-power-low\""),
+        1.0
+    );
+    assert!(page.contains(&format!("{dark},remote_guid=\"0x0000000000100000\",remote_name=\"Hca1\",remote_port=\"1\",finding=\"cable-rx-power-low\"")), "{page}");
 }

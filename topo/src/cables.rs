@@ -132,7 +132,7 @@ pub fn who(module: &Module) -> String {
 
 /// Whether a module's light means something: an optical module, or one whose media is not
 /// said but that has power thresholds of its own.
-fn carries_light(module: &Module) -> bool {
+pub fn carries_light(module: &Module) -> bool {
     module.media.is_optical()
         || (module.media == Media::Unknown
             && module

@@ -8,4 +8,5 @@ pub mod dot;
 pub mod ibnd;
 pub mod json;
 pub mod prometheus;
+mod prometheus_cables;
 mod prometheus_labels;

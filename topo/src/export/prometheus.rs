@@ -13,6 +13,7 @@ use std::io;
 
 use ibscope_mad::attr::{CounterName, PhysState, PortState};
 
+use crate::cable_reads::FabricModules;
 use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::for_prometheus_label;
 use crate::findings::{self, Finding};
@@ -64,7 +65,7 @@ const PIECE_BYTES: usize = 1 << 18;
 /// The page being written: the piece not yet handed to the writer (a 100,000-HCA
 /// fabric's page is gigabytes of text; a writer that compresses each piece as it comes
 /// need not hold it whole).
-struct PageText<'w> {
+pub(super) struct PageText<'w> {
     text: String,
     out: &'w mut dyn io::Write,
     /// The writer's first error: nothing more is written after it.
@@ -81,17 +82,17 @@ impl<'w> PageText<'w> {
     }
 
     /// HELP and TYPE of a family; its samples follow at once.
-    fn head(&mut self, name: &str, kind: &str, help: &str) {
+    pub(super) fn head(&mut self, name: &str, kind: &str, help: &str) {
         family_head(&mut self.text, name, kind, help);
     }
 
     /// A sample of a count: integers without going through `fmt` (a page of 100,000 ports
     /// has millions of lines).
-    fn sample(&mut self, name: &str, labels: &str, value: u64) {
+    pub(super) fn sample(&mut self, name: &str, labels: &str, value: u64) {
         self.sample_text(name, labels, itoa::Buffer::new().format(value));
     }
 
-    fn sample_text(&mut self, name: &str, labels: &str, value: &str) {
+    pub(super) fn sample_text(&mut self, name: &str, labels: &str, value: &str) {
         sample_line(&mut self.text, name, labels, value);
         if self.text.len() >= PIECE_BYTES {
             self.hand_over();
@@ -355,8 +356,10 @@ pub struct PageStats<'a> {
     /// The SM check's finding (`None`: a master SM answered).
     pub sm: Option<&'a Finding>,
     /// Findings only the exporter makes: link-flapping from what it saw between sweeps,
-    /// planes-disagree from every fabric's discovery.
+    /// planes-disagree from every fabric's discovery, the cable findings of `cables`.
     pub extra: &'a [Finding],
+    /// The ports' modules as last read (`serve --cables`): the ibscope_cable_* families.
+    pub cables: Option<&'a FabricModules>,
 }
 
 /// The page `ibscope serve` makes after a sweep (everything but the per-scrape age),
@@ -397,6 +400,9 @@ pub fn write_fabric_page(
     link_families(&mut out, fabric, labels);
     degraded_family(&mut out, health, labels);
     node_families(&mut out, labels, stats.scrape_errors);
+    if let Some(modules) = stats.cables {
+        super::prometheus_cables::cable_families(&mut out, labels, modules);
+    }
     exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
 }
@@ -865,6 +871,7 @@ mod tests {
             thresholds,
             sm: None,
             extra: &[],
+            cables: None,
         }
     }
 
