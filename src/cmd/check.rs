@@ -112,10 +112,12 @@ pub struct Args {
     #[arg(long, conflicts_with = "hosts")]
     pub no_hosts: bool,
     /// Compare the fabric with a cabling plan instead: a CSV file with the header
-    /// a_node,a_port,z_node,z_port[,rate] (nodes by NodeDescription, name-map name or
-    /// GUID; `discover --format plan` writes one), or an ibnetdiscover file or JSON
-    /// snapshot. Reports every cable missing, extra, on the wrong port or node, or below
-    /// the planned rate; exit 1 on any.
+    /// a_node,a_port,z_node,z_port and optional columns rate, part_number and length_m
+    /// (nodes by NodeDescription, name-map name or GUID; `discover --format plan` writes
+    /// one), or an ibnetdiscover file or JSON snapshot. Reports every cable missing,
+    /// extra, on the wrong port or node, or below the planned rate, and with --cables
+    /// every module of another part number or cable of another length (wrong-cable);
+    /// exit 1 on any.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// Also report links that flap (link-flapping: down twice or more within 10 minutes,
@@ -212,7 +214,7 @@ struct MultiReport {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(plan) = &a.plan {
-        return super::check_plan::run(g, plan, a.json);
+        return super::check_plan::run(g, plan, a.json, a.cables);
     }
     let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
     let names = crate::fabric::names(g)?;

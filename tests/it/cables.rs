@@ -385,3 +385,61 @@ fn serve_exports_the_modules_it_reads() {
     );
     assert!(page.contains(&format!("{dark},remote_guid=\"0x0000000000100000\",remote_name=\"Hca1\",remote_port=\"1\",finding=\"cable-rx-power-low\"")), "{page}");
 }
+
+/// `check --plan` with planned part numbers and lengths: with --cables each end's module
+/// is compared (the Molex DAC as planned, the FINISAR SFP not the part planned), without
+/// it the plan's part numbers are said not to have been compared.
+#[test]
+fn the_plan_names_the_cable_that_is_not_the_planned_part() {
+    let dir = temp_dir();
+    let config = recorded_modules(dir.path());
+    let plan = dir.path().join("plan.csv");
+    std::fs::write(
+        &plan,
+        "a_node,a_port,z_node,z_port,part_number,length_m\n\
+         Switch1,3,Switch2,3,1110401054,1\n\
+         Switch1,4,Switch2,4,,\n\
+         Hca1,1,Switch1,1,MFS1S00-H003E,3\n\
+         Hca2,2,Switch1,2,,\n",
+    )
+    .unwrap();
+    let env = [("IBSCOPE_CONFIG", config.to_str().unwrap())];
+    let plan_arg = plan.to_str().unwrap();
+
+    let out = ibscope_plain(
+        &[
+            "-C",
+            "recorded",
+            "check",
+            "--plan",
+            plan_arg,
+            "--cables",
+            "--access-register",
+            "--json",
+        ],
+        &env,
+    );
+    let text = assert_exit(&out, 1);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let differences = doc["differences"].as_array().unwrap();
+    // Both ends of the planned Hca1 cable hold FINISAR SFPs (the published one at Hca1[1],
+    // the dark copy at Switch1[1]): neither is the planned part. The DAC is as planned.
+    assert_eq!(differences.len(), 2, "{text}");
+    for d in differences {
+        assert_eq!(d["kind"], "wrong-cable");
+        let message = d["message"].as_str().unwrap();
+        assert!(
+            message.contains("FINISAR CORP. SN AUJ0RCJ")
+                && message.contains("part number \"FTLX8571D3BCL\", planned \"MFS1S00-H003E\""),
+            "{message}"
+        );
+    }
+    assert_eq!(doc["modules_unchecked"], 0);
+
+    let out = ibscope_plain(&["-C", "recorded", "check", "--plan", plan_arg], &env);
+    let text = assert_exit(&out, 0);
+    assert!(
+        text.contains("note: 2 planned cable(s) name a part number or length not compared"),
+        "{text}"
+    );
+}
