@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use ibscope_host::module_eeprom::{self, EthtoolModules, ModuleSource, SavedModules};
 use ibscope_mad::attr::link::Speed;
 use ibscope_mad::cable::{self, dump, Module, ModuleMemory};
+use ibscope_topo::cable_rates::{rates, ModuleRates};
 use ibscope_topo::cable_reads::{self, FabricModules, ModuleRead, ModuleReadMode};
 use ibscope_topo::cables::{module_findings, port_context, ModuleContext};
 use ibscope_topo::findings::{Evidence, Finding};
@@ -42,6 +43,7 @@ use crate::cli::{exit, Global};
 ///   ibscope cables --access-register        # and every InfiniBand port's module read
 ///   ibscope cables --netdev eth2 --json
 ///   ibscope cables --csv > inventory.csv    # an inventory to hand to the vendor
+///   ibscope cables --interval 60            # how fast each lane's light is falling
 ///   ibscope cables decode ethtool-m-eth2.txt module.bin
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -57,6 +59,12 @@ pub struct Args {
     /// write nothing. Without it those ports are listed as not read.
     #[arg(long)]
     pub access_register: bool,
+    /// Read every module twice, S seconds apart, and give its rates of change: temperature
+    /// per minute, each lane's light in dB per minute and bias per minute, and the lane
+    /// flags raised in between (latched flags are cleared by the first read). Each source
+    /// (this host's netdevs, each fabric) is read twice in turn.
+    #[arg(long, value_name = "S", value_parser = parse_interval)]
+    pub interval: Option<f64>,
     #[command(flatten)]
     pub format: Format,
     #[command(flatten)]
@@ -120,6 +128,9 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub findings: Vec<Finding>,
+    /// With --interval: how its values moved between the two reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<ModuleRates>,
 }
 
 impl Entry {
@@ -137,6 +148,7 @@ impl Entry {
             module: None,
             error: None,
             findings: Vec::new(),
+            rates: None,
         }
     }
 
@@ -182,6 +194,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         None => {
             let read_fabric = g.ca.is_some() || (a.netdevs.is_empty() && has_infiniband_port());
             report.modules = from_host(&a.netdevs, read_fabric)?;
+            if let Some(seconds) = a.interval {
+                if !report.modules.is_empty() {
+                    let first = std::mem::take(&mut report.modules);
+                    std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+                    report.modules = from_host(&a.netdevs, read_fabric)?;
+                    with_rates(&first, &mut report.modules, seconds);
+                }
+            }
             if read_fabric {
                 from_fabrics(g, a, &mut report)?;
             }
@@ -199,6 +219,30 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         exit::OK
     };
     Ok(ExitCode::from(code))
+}
+
+/// The seconds of --interval: more than 0, at most a day.
+fn parse_interval(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 86_400.0 => Ok(s),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds (more than 0, at most 86400)"
+        )),
+    }
+}
+
+/// Each module of `second` that `first` read too (the same source and name) gets its
+/// rates of change over `seconds`.
+fn with_rates(first: &[Entry], second: &mut [Entry], seconds: f64) {
+    for e in second.iter_mut() {
+        let before = first
+            .iter()
+            .find(|f| f.source == e.source && f.name == e.name && f.fabric == e.fabric)
+            .and_then(|f| f.module.as_ref());
+        if let (Some(b), Some(a)) = (before, &e.module) {
+            e.rates = rates(b, a, seconds);
+        }
+    }
 }
 
 /// Whether this host has an InfiniBand port (libibumad lists it).
@@ -222,13 +266,24 @@ fn from_fabrics(g: &Global, a: &Args, report: &mut Report) -> Result<()> {
             &mut opened.engine,
             ibscope_topo::discover::DiscoverOptions::default(),
         )?;
-        let read = cable_reads::read_modules(&mut opened.engine, &fabric, names.as_ref(), mode);
+        let mut read = cable_reads::read_modules(&mut opened.engine, &fabric, names.as_ref(), mode);
         opened.engine.ensure_connected()?;
         let name = opened.id.name.clone();
+        let label = multi.then_some(name.as_str());
+        let mut entries = fabric_entries(&read, label);
+        if let (Some(seconds), ModuleReadMode::AccessRegister) = (a.interval, mode) {
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+            let again =
+                cable_reads::read_modules(&mut opened.engine, &fabric, names.as_ref(), mode);
+            opened.engine.ensure_connected()?;
+            let mut second = fabric_entries(&again, label);
+            with_rates(&entries, &mut second, seconds);
+            read.mads_sent += again.mads_sent;
+            read.ports = again.ports;
+            entries = second;
+        }
         report.fabrics.push(summary(&name, &read));
-        report
-            .modules
-            .extend(fabric_entries(&read, multi.then_some(name.as_str())));
+        report.modules.extend(entries);
         Ok(exit::OK)
     })?;
     report.failed = ran.failed;

@@ -15,7 +15,8 @@ pub fn print(report: &Report, format: &Format) -> Result<()> {
         print_csv(&report.modules);
         return Ok(());
     }
-    let mut rows = vec![[
+    let with_rates = report.modules.iter().any(|e| e.rates.is_some());
+    let mut header = [
         "PORT",
         "MAP",
         "VENDOR",
@@ -27,11 +28,21 @@ pub fn print(report: &Report, format: &Format) -> Result<()> {
         "RX dBm (per lane)",
     ]
     .map(String::from)
-    .to_vec()];
+    .to_vec();
+    if with_rates {
+        header.extend(["TEMP/min".to_string(), "RX dB/min (per lane)".to_string()]);
+    }
+    let mut rows = vec![header];
     for e in &report.modules {
         let name = place(e);
         match (&e.module, &e.error) {
-            (Some(m), _) => rows.push(row(&name, m)),
+            (Some(m), _) => {
+                let mut cells = row(&name, m);
+                if with_rates {
+                    cells.extend(rate_cells(e));
+                }
+                rows.push(cells);
+            }
             (None, Some(err)) if e.source != "fabric" => {
                 rows.push(vec![name, for_terminal(err)]);
             }
@@ -48,6 +59,16 @@ pub fn print(report: &Report, format: &Format) -> Result<()> {
             line.push_str(&format!(" ({})", for_terminal(&ev.to_string())));
         }
         println!("{line}");
+    }
+    for e in &report.modules {
+        if let Some(r) = e.rates.as_ref().filter(|r| !r.flags_raised.is_empty()) {
+            println!(
+                "{}: raised within {} s: {}",
+                place(e),
+                r.seconds,
+                r.flags_raised.join(", ")
+            );
+        }
     }
     for line in not_read_lines(&report.modules) {
         println!("{line}");
@@ -153,6 +174,28 @@ fn row(name: &str, m: &Module) -> Vec<String> {
             rx.join(" ")
         } else {
             "-".into()
+        },
+    ]
+}
+
+/// The temperature's and each lane's received light's rates of change, signed.
+fn rate_cells(e: &Entry) -> [String; 2] {
+    let Some(r) = &e.rates else {
+        return ["-".into(), "-".into()];
+    };
+    let signed = |v: f64| format!("{v:+.2}");
+    let rx: Vec<String> = r
+        .lanes
+        .iter()
+        .map(|l| l.rx_power_db_per_min.map_or("-".into(), signed))
+        .collect();
+    [
+        r.temperature_c_per_min
+            .map_or("-".into(), |t| format!("{t:+.2}C")),
+        if rx.is_empty() {
+            "-".into()
+        } else {
+            rx.join(" ")
         },
     ]
 }

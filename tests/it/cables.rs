@@ -73,6 +73,21 @@ fn the_host_inventory_and_its_one_dark_module() {
     assert!(text.contains("[cable-rx-power-low]"), "{text}");
     assert!(text.contains("dark"), "{text}");
 
+    // Read twice: the saved module did not change, so every rate is 0.
+    let out = ibscope_plain(
+        &["cables", "--netdev", "eth2", "--interval", "0.2", "--json"],
+        &env,
+    );
+    let text = assert_exit(&out, 0);
+    let doc =
+        crate::common::schema::assert_valid("cables", "cables --json", &text, false).remove(0);
+    let rates = &doc["modules"][0]["rates"];
+    assert_eq!(rates["seconds"], 0.2);
+    assert_eq!(rates["temperature_c_per_min"], 0.0);
+    assert_eq!(rates["lanes"][0]["rx_power_db_per_min"], 0.0);
+    let out = ibscope_plain(&["cables", "--netdev", "eth2", "--interval", "0"], &env);
+    assert_eq!(out.status.code(), Some(2));
+
     let out = ibscope_plain(&["cables", "--csv", "--netdev", "eth2"], &env);
     let text = assert_exit(&out, 0);
     let row = text.lines().nth(1).unwrap();

@@ -8,6 +8,7 @@ pub use model::refs::{NodeRef, PortRef};
 pub use model::{
     End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
 };
+pub mod cable_rates;
 pub mod cable_reads;
 pub mod cables;
 pub mod changes;

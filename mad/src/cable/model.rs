@@ -182,6 +182,20 @@ pub struct LaneFlags {
     pub bias: Option<Alarms>,
 }
 
+impl LaneFlags {
+    /// The lane's states by name, as reports and series name them: rx_los, tx_los, rx_lol,
+    /// tx_lol, tx_fault (`None` where the module does not report one).
+    pub fn states(&self) -> [(&'static str, Option<bool>); 5] {
+        [
+            ("rx_los", self.rx_los),
+            ("tx_los", self.tx_los),
+            ("rx_lol", self.rx_lol),
+            ("tx_lol", self.tx_lol),
+            ("tx_fault", self.tx_fault),
+        ]
+    }
+}
+
 /// CMIS module and data-path states (CMIS 5.x Table 8-7, Table 8-71).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CmisStates {

@@ -8,7 +8,6 @@
 
 use std::fmt::Write;
 
-use ibscope_mad::cable::model::LaneFlags;
 use ibscope_mad::cable::{Media, Module};
 
 use super::prometheus::PageText;
@@ -82,17 +81,6 @@ const LANE_VALUES: [LaneValue; 3] = [
         "A lane's laser bias current.",
         |l| l.bias_ma.map(|ma| ma / 1000.0),
     ),
-];
-
-/// A lane flag: its label value and where the module reports it.
-type LaneFlag = (&'static str, fn(&LaneFlags) -> Option<bool>);
-
-const FLAGS: [LaneFlag; 5] = [
-    ("rx_los", |f| f.rx_los),
-    ("tx_los", |f| f.tx_los),
-    ("rx_lol", |f| f.rx_lol),
-    ("tx_lol", |f| f.tx_lol),
-    ("tx_fault", |f| f.tx_fault),
 ];
 
 fn number(out: &mut PageText<'_>, text: &mut String, name: &str, labels: &str, v: f64) {
@@ -201,8 +189,8 @@ fn flags_family(out: &mut PageText<'_>, rows: &[Row<'_>]) {
     let mut labels = String::new();
     for r in rows {
         for f in r.module.flags.lanes.iter().filter(|f| r.has_lane(f.lane)) {
-            for (flag, value) in FLAGS {
-                if let Some(on) = value(f) {
+            for (flag, state) in f.states() {
+                if let Some(on) = state {
                     labels.clear();
                     let _ = write!(labels, "{},lane=\"{}\",flag=\"{flag}\"", r.labels, f.lane);
                     out.sample(name, &labels, u64::from(on));

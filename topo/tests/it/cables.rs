@@ -133,3 +133,43 @@ fn a_split_module_judges_only_the_ports_own_lanes() {
     assert_eq!(kinds(&m, &on(vec![1])), [FindingKind::CableRxPowerLow]);
     assert_eq!(kinds(&m, &on(vec![2, 3])), []);
 }
+
+#[test]
+fn rates_between_two_reads_of_one_module() {
+    use ibscope_topo::cable_rates::rates;
+    let before = cable::decode(&memory(SFP)).unwrap();
+    // A minute later: 2 °C warmer (A2h temperature 0x1402 -> 0x1602, 1/256 °C units),
+    // half the light received (Rx power 0x1587 -> 0x0ac3: 5511 -> 2755 tenths of a uW),
+    // and the Rx LOS state raised (byte 110 bit 1).
+    let mut m = memory(SFP);
+    let mut a2 = *m.half(HalfAddr::lower(ADDR_A2)).unwrap();
+    a2[96] = 0x16;
+    a2[104..106].copy_from_slice(&[0x0a, 0xc3]);
+    a2[110] |= 0x02;
+    m.insert(HalfAddr::lower(ADDR_A2), a2);
+    let after = cable::decode(&m).unwrap();
+    let r = rates(&before, &after, 60.0).unwrap();
+    assert_eq!(r.temperature_c_per_min, Some(2.0));
+    let rx = r.lanes[0].rx_power_db_per_min.unwrap();
+    assert!(
+        (rx - 10.0 * (2755.0f64 / 5511.0).log10()).abs() < 1e-9,
+        "{rx}"
+    );
+    assert_eq!(r.lanes[0].tx_power_db_per_min, Some(0.0));
+    assert_eq!(r.flags_raised, ["lane 1 rx_los"]);
+    // Over two minutes the same change is half the rate.
+    assert_eq!(
+        rates(&before, &after, 120.0).unwrap().temperature_c_per_min,
+        Some(1.0)
+    );
+    // A lane gone dark has no rate in dB; another module (swapped in) has no rates.
+    a2[104..106].copy_from_slice(&[0, 0]);
+    m.insert(HalfAddr::lower(ADDR_A2), a2);
+    let dark = cable::decode(&m).unwrap();
+    assert_eq!(
+        rates(&before, &dark, 60.0).unwrap().lanes[0].rx_power_db_per_min,
+        None
+    );
+    let other = cable::decode(&memory(DAC)).unwrap();
+    assert!(rates(&before, &other, 60.0).is_none());
+}
