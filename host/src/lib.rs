@@ -29,6 +29,7 @@ pub mod ibv;
 pub mod model;
 pub mod module_eeprom;
 pub mod multi_plane;
+pub mod netlink;
 pub mod parse;
 pub mod pci;
 pub mod preflight;

@@ -16,6 +16,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::netlink::{self, attributes};
+
 /// What the operator wants of every RoCE port (`[roce]` in the config file).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -190,73 +192,25 @@ const DCB_ATTR_IEEE_APP_TABLE: u16 = 3;
 const DCB_ATTR_IEEE_APP: u16 = 1;
 /// `IEEE_8021QAZ_APP_SEL_DSCP`.
 const APP_SELECTOR_DSCP: u8 = 5;
-const NLMSG_ERROR: u16 = 2;
-/// The nested-attribute flag and byte-order flag of `nla_type`.
-const NLA_TYPE_MASK: u16 = 0x3fff;
 
 /// The request: an `nlmsghdr`, a `dcbmsg` (family, cmd, pad) and the interface name.
 pub fn ieee_get_request(netdev: &str, seq: u32) -> Vec<u8> {
-    let mut name = netdev.as_bytes().to_vec();
-    name.push(0);
-    let attr_len = 4 + name.len();
-    let total = 16 + 4 + attr_len.next_multiple_of(4);
-    let mut m = Vec::with_capacity(total);
-    m.extend((total as u32).to_ne_bytes());
-    m.extend(RTM_GETDCB.to_ne_bytes());
-    m.extend(1u16.to_ne_bytes()); // NLM_F_REQUEST
-    m.extend(seq.to_ne_bytes());
-    m.extend(0u32.to_ne_bytes());
-    m.extend([0, DCB_CMD_IEEE_GET, 0, 0]);
-    m.extend((attr_len as u16).to_ne_bytes());
-    m.extend(DCB_ATTR_IFNAME.to_ne_bytes());
-    m.extend(name);
-    m.resize(total, 0);
-    m
-}
-
-/// The attributes in `buf` as (type, value), each padded to 4 bytes; a truncated one ends
-/// the list.
-fn attributes(mut buf: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while buf.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([buf[0], buf[1]]));
-        let kind = u16::from_ne_bytes([buf[2], buf[3]]) & NLA_TYPE_MASK;
-        if len < 4 || len > buf.len() {
-            break;
-        }
-        out.push((kind, &buf[4..len]));
-        buf = &buf[len.next_multiple_of(4).min(buf.len())..];
-    }
-    out
+    netlink::message(
+        RTM_GETDCB,
+        netlink::F_REQUEST,
+        seq,
+        &[0, DCB_CMD_IEEE_GET, 0, 0],
+        &[netlink::attr_str(DCB_ATTR_IFNAME, netdev)],
+    )
 }
 
 /// Decode the answer to [`ieee_get_request`]: the PFC-enabled priorities (`ieee_pfc`'s
 /// second byte, `pfc_en`) and the APP table's DSCP entries (`dcb_app`: selector,
 /// priority, protocol = the DSCP).
 pub fn decode_ieee(buf: &[u8]) -> Result<Dcb, String> {
-    let header = |at: usize| {
-        buf.get(at..at + 2)
-            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
-    };
-    let len = buf
-        .get(0..4)
-        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .ok_or("short netlink answer")?;
-    if len < 20 || len > buf.len() {
-        return Err(format!("netlink message of {len} bytes in {}", buf.len()));
-    }
-    if header(4) == Some(NLMSG_ERROR) {
-        let code = buf
-            .get(16..20)
-            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            .unwrap_or(0);
-        return Err(format!(
-            "DCB: {}",
-            std::io::Error::from_raw_os_error(code.saturating_neg())
-        ));
-    }
+    let (_, body) = netlink::answer(buf, "DCB")?;
     let mut dcb = Dcb::default();
-    let Some((_, ieee)) = attributes(&buf[20..len])
+    let Some((_, ieee)) = attributes(body.get(4..).unwrap_or(&[]))
         .into_iter()
         .find(|(k, _)| *k == DCB_ATTR_IEEE)
     else {
@@ -300,44 +254,7 @@ impl DcbSource for Netlink {
 /// The kernel's answer to [`ieee_get_request`] for `netdev`, as it wrote it (what a
 /// capture keeps).
 pub fn raw_ieee_answer(netdev: &str) -> Result<Vec<u8>, String> {
-    // SAFETY: plain socket(2); closed below.
-    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) };
-    if fd < 0 {
-        return Err(format!("netlink: {}", std::io::Error::last_os_error()));
-    }
-    let answer = exchange(fd, &ieee_get_request(netdev, 1));
-    // SAFETY: our own descriptor, closed once.
-    unsafe { libc::close(fd) };
-    answer
-}
-
-/// Send `request` on netlink socket `fd` and read one answer (with a 2 s timeout).
-fn exchange(fd: libc::c_int, request: &[u8]) -> Result<Vec<u8>, String> {
-    let timeout = libc::timeval {
-        tv_sec: 2,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt with a timeval of the size given; send and recv on buffers of
-    // the lengths given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            std::ptr::addr_of!(timeout).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-        if libc::send(fd, request.as_ptr().cast(), request.len(), 0) < 0 {
-            return Err(format!("netlink send: {}", std::io::Error::last_os_error()));
-        }
-        let mut buf = vec![0u8; 16 * 1024];
-        let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
-        if n < 0 {
-            return Err(format!("netlink: {}", std::io::Error::last_os_error()));
-        }
-        buf.truncate(n as usize);
-        Ok(buf)
-    }
+    netlink::Socket::open(libc::NETLINK_ROUTE)?.exchange(&ieee_get_request(netdev, 1))
 }
 
 /// The netdev MTU that carries a RoCE MTU: the payload plus Ethernet, IP, UDP, BTH, an
@@ -349,15 +266,7 @@ pub fn netdev_mtu_for(roce_mtu: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn attr(kind: u16, value: &[u8]) -> Vec<u8> {
-        let mut a = Vec::new();
-        a.extend(((4 + value.len()) as u16).to_ne_bytes());
-        a.extend(kind.to_ne_bytes());
-        a.extend(value);
-        a.resize(a.len().next_multiple_of(4), 0);
-        a
-    }
+    use crate::netlink::{attr, NLMSG_ERROR};
 
     /// An IEEE_GET answer: PFC on priority 3 (`ieee_pfc`: cap 8, pfc_en 0x08, mbc,
     /// delay, requests, indications: 136 bytes) and DSCP 26 -> 3, 48 -> 6, an 802.1p

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use ibscope_host::module_eeprom::{self, EthtoolModules, ModuleSource, SavedModules};
+use ibscope_host::module_eeprom::{self, LiveModules, ModuleSource, SavedModules};
 use ibscope_mad::attr::link::Speed;
 use ibscope_mad::cable::{self, dump, Module, ModuleMemory};
 use ibscope_topo::cable_rates::{rates, ModuleRates};
@@ -22,8 +22,9 @@ use crate::cli::{exit, Global};
 /// against the module's own thresholds (cable-rx-power-low, cable-los, cable-temperature,
 /// cable-checksum, ...; passive copper's LOS/LOL are never judged).
 ///
-/// Sources: this host's Ethernet/RoCE netdevs, read through the ethtool module ioctls
-/// (root, or CAP_NET_ADMIN), or from saved dumps under a fixture root
+/// Sources: this host's Ethernet/RoCE netdevs, read through ethtool netlink page by page
+/// (so a CMIS module's further banks too), else the ethtool module ioctls (root, or
+/// CAP_NET_ADMIN), or from saved dumps under a fixture root
 /// (IBSCOPE_SYSFS_ROOT/module/NETDEV); and, when this host has an InfiniBand port (or -C
 /// names a fabric), every port of the InfiniBand fabric, switches and CAs alike.
 ///
@@ -423,7 +424,7 @@ fn from_host(only: &[String], fabric_too: bool) -> Result<Vec<Entry>> {
         Some(r) => Box::new(SavedModules {
             dir: r.join("module"),
         }),
-        None => Box::new(EthtoolModules),
+        None => Box::new(LiveModules),
     };
     Ok(module_eeprom::read_all(source.as_ref(), &netdevs)
         .into_iter()

@@ -1,7 +1,8 @@
 //! Reading the pluggable modules of a fabric's ports over InfiniBand, through the firmware
 //! registers NVIDIA's tools use (`ibscope_mad::cable::register`): for a switch, PLIB says
 //! which local port carries each InfiniBand port; PMLP says which module (and which of its
-//! lanes) a local port uses; MCIA reads the module's memory, 28 bytes an SMP. A CA's local
+//! lanes) a local port uses; MCIA reads the module's memory, 28 bytes an SMP: the lower
+//! page, the halves it names, and a CMIS module's further banks of page 11h. A CA's local
 //! port is its InfiniBand port.
 //!
 //! Every one of these is a SubnSet(AccessRegister) whose operation TLV says query: the
@@ -17,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use ibscope_mad::attr::link::Speed;
-use ibscope_mad::cable::decode::halves_to_read;
+use ibscope_mad::cable::decode::{bank_halves, halves_to_read};
 use ibscope_mad::cable::register::{
     mcia_answer, mcia_query, plib_query, pmlp_query, AccessRegister, ModuleStatus, Plib, Pmlp,
     RegisterStatus, MCIA, MCIA_SMP_CHUNK,
@@ -493,15 +494,22 @@ impl Reader {
         let whole = *bytes;
         p.partial.remove(&half);
         p.memory.insert(half, whole);
-        if half == HalfAddr::lower(ADDR_A0) {
+        let more = if half == HalfAddr::lower(ADDR_A0) {
             match halves_to_read(&whole) {
-                Ok(more) => {
-                    for h in more {
-                        self.read_half(i, h, q);
-                    }
+                Ok(more) => more,
+                Err(e) => {
+                    p.failed = Some(e.to_string());
+                    return;
                 }
-                Err(e) => p.failed = Some(e.to_string()),
             }
+        } else if half == HalfAddr::page(ADDR_A0, 0x01) {
+            // CMIS: the banks beyond bank 0 page 01h says the module has.
+            bank_halves(&p.memory)
+        } else {
+            Vec::new()
+        };
+        for h in more {
+            self.read_half(i, h, q);
         }
     }
 

@@ -1,8 +1,9 @@
 //! CMIS 4.0/5.x (QSFP-DD, OSFP, QSFP and SFP with CMIS): the lower page (revision, module
 //! state, module flags and monitors, media type), page 00h (identity, cable length,
 //! connector, media technology, its checksum), page 01h (wavelength, what is advertised,
-//! its checksum), page 02h (thresholds, its checksum) and page 11h of bank 0 (data-path
-//! states, lane flags and monitors of lanes 1-8). Offsets are CMIS 5.2's, as ethtool's
+//! its checksum), page 02h (thresholds, its checksum) and page 11h of each bank read
+//! (data-path states, lane flags and monitors: lanes 1-8 in bank 0, 9-16 in bank 1, and
+//! so on, as page 01h byte 142 says which banks the module has). Offsets are CMIS 5.2's, as ethtool's
 //! cmis.h and module-common.h also list them.
 
 use super::codes::{
@@ -57,6 +58,8 @@ crate::wire_struct! {
     pub struct Page01 (128) {
         /// Units of 0.05 nm.
         pub wavelength: u16 = upper(138), 16, "NominalWavelength";
+        /// Bits 1-0: banks implemented: 0 bank 0, 1 banks 0-1, 2 banks 0-3.
+        pub banks: u8 = upper(142), 8, "PagesAdvertisement/BanksSupported";
         /// 1: received power is average power, 0: OMA.
         pub rx_power_average: bool = upper_bit(151, 4), 1, "RxOpticalPowerMeasurementType";
         pub tx_flags_supported: u8 = upper(157), 8, "Tx flags supported";
@@ -144,11 +147,24 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
         }
         None => None,
     };
-    let page11 = paged(0x11)
-        .map(|b| decoded(Page11::decode(b)))
-        .transpose()?;
+    // Page 11h of each bank read: bank b holds lanes 8b+1 to 8b+8.
+    let mut page11 = Vec::new();
+    for bank in 0..4u8 {
+        let at = HalfAddr {
+            bank,
+            ..HalfAddr::page(ADDR_A0, 0x11)
+        };
+        match memory.half(at).filter(|_| !lower.flat_mem) {
+            Some(b) => page11.push(decoded(Page11::decode(b))?),
+            None => break,
+        }
+    }
     let media = media(&lower, &page0);
-    let lanes = lane_count(&lower);
+    // A module that implements banks beyond bank 0 has 8 lanes in each.
+    let lanes = match page11.len() {
+        0 | 1 => lane_count(&lower),
+        banks => 8 * banks as u8,
+    };
     let bias_multiplier = page1.as_ref().map_or(1.0, |p| {
         f64::from(1u8 << ((p.monitors_supported >> 3) & 0x3).min(2))
     });
@@ -178,7 +194,7 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
         diagnostics: Some(diagnostics(
             &lower,
             page1.as_ref(),
-            page11.as_ref(),
+            &page11,
             lanes,
             bias_multiplier,
         )),
@@ -189,25 +205,26 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
             tx_power_mw: bounds(&p.tx_power, units::power_mw),
             rx_power_mw: bounds(&p.rx_power, units::power_mw),
         }),
-        flags: flags(&lower, page1.as_ref(), page11.as_ref(), lanes),
+        flags: flags(&lower, page1.as_ref(), &page11, lanes),
         cmis: Some(CmisStates {
             revision: format!("{}.{}", lower.revision >> 4, lower.revision & 0x0f),
             module_state: CmisModuleState::from_code(lower.module_state),
-            data_path: page11
-                .as_ref()
-                .map(|p| {
-                    (0..usize::from(lanes))
-                        .map(|i| {
-                            let b = p.data_path_states[i / 2];
-                            let nibble = if i % 2 == 0 { b & 0x0f } else { b >> 4 };
-                            DataPathState::from_code(nibble)
-                        })
-                        .collect()
+            data_path: (0..usize::from(lanes))
+                .map_while(|i| lane_page(&page11, i))
+                .map(|(p, i)| {
+                    let b = p.data_path_states[i / 2];
+                    let nibble = if i % 2 == 0 { b & 0x0f } else { b >> 4 };
+                    DataPathState::from_code(nibble)
                 })
-                .unwrap_or_default(),
+                .collect(),
         }),
         checksums,
     })
+}
+
+/// Lane `lane` (from 0) of the module: its bank's page 11h and its place in that bank.
+fn lane_page(page11: &[Page11], lane: usize) -> Option<(&Page11, usize)> {
+    page11.get(lane / 8).map(|p| (p, lane % 8))
 }
 
 /// Lanes of application 1 (its media lanes, else its host lanes), at most the 8 of bank 0.
@@ -243,11 +260,10 @@ fn length_m(code: u8) -> f64 {
 fn diagnostics(
     lower: &Lower,
     page1: Option<&Page01>,
-    page11: Option<&Page11>,
+    page11: &[Page11],
     lanes: u8,
     bias_multiplier: f64,
 ) -> Diagnostics {
-    let lanes = usize::from(lanes);
     Diagnostics {
         temperature_c: Some(units::temperature_c(lower.temperature)),
         voltage_v: Some(units::voltage_v(lower.voltage)),
@@ -256,21 +272,18 @@ fn diagnostics(
         } else {
             RxPowerKind::Oma
         },
-        lanes: page11
-            .map(|p| {
-                let tx = units::words(&p.tx_power);
-                let bias = units::words(&p.bias);
-                let rx = units::words(&p.rx_power);
-                (0..lanes)
-                    .map(|i| LaneMonitor {
-                        lane: i as u8 + 1,
-                        bias_ma: Some(units::bias_ma(bias[i]) * bias_multiplier),
-                        tx_power_mw: Some(units::power_mw(tx[i])),
-                        rx_power_mw: Some(units::power_mw(rx[i])),
-                    })
-                    .collect()
+        lanes: (0..usize::from(lanes))
+            .map_while(|lane| Some((lane, lane_page(page11, lane)?)))
+            .map(|(lane, (p, i))| {
+                let word = |bytes: &[u8; 16]| u16::from_be_bytes([bytes[2 * i], bytes[2 * i + 1]]);
+                LaneMonitor {
+                    lane: lane as u8 + 1,
+                    bias_ma: Some(units::bias_ma(word(&p.bias)) * bias_multiplier),
+                    tx_power_mw: Some(units::power_mw(word(&p.tx_power))),
+                    rx_power_mw: Some(units::power_mw(word(&p.rx_power))),
+                }
             })
-            .unwrap_or_default(),
+            .collect(),
     }
 }
 
@@ -298,7 +311,7 @@ fn module_alarms(flags: u8, shift: u8) -> Alarms {
     }
 }
 
-fn flags(lower: &Lower, page1: Option<&Page01>, page11: Option<&Page11>, lanes: u8) -> Flags {
+fn flags(lower: &Lower, page1: Option<&Page01>, page11: &[Page11], lanes: u8) -> Flags {
     // Page 01h bytes 157-158 say which lane flags the module implements (bit 0 Tx fault,
     // 1 Tx LOS, 2 Tx LOL; Rx: 1 LOS, 2 LOL); without page 01h each is taken as implemented.
     let tx_has = |b: u8| page1.map_or(true, |p| p.tx_flags_supported & (1 << b) != 0);
@@ -307,25 +320,22 @@ fn flags(lower: &Lower, page1: Option<&Page01>, page11: Option<&Page11>, lanes: 
         latched: true,
         temperature: Some(module_alarms(lower.module_flags, 0)),
         voltage: Some(module_alarms(lower.module_flags, 4)),
-        lanes: page11
-            .map(|p| {
-                (0..usize::from(lanes))
-                    .map(|i| {
-                        let on = |b: u8| b & (1 << i) != 0;
-                        LaneFlags {
-                            lane: i as u8 + 1,
-                            rx_los: rx_has(1).then(|| on(p.rx_los)),
-                            tx_los: tx_has(1).then(|| on(p.tx_los)),
-                            rx_lol: rx_has(2).then(|| on(p.rx_lol)),
-                            tx_lol: tx_has(2).then(|| on(p.tx_lol)),
-                            tx_fault: tx_has(0).then(|| on(p.tx_fault)),
-                            rx_power: Some(lane_alarms(p.rx_power_flags, i)),
-                            tx_power: Some(lane_alarms(p.tx_power_flags, i)),
-                            bias: Some(lane_alarms(p.bias_flags, i)),
-                        }
-                    })
-                    .collect()
+        lanes: (0..usize::from(lanes))
+            .map_while(|lane| Some((lane, lane_page(page11, lane)?)))
+            .map(|(lane, (p, i))| {
+                let on = |b: u8| b & (1 << i) != 0;
+                LaneFlags {
+                    lane: lane as u8 + 1,
+                    rx_los: rx_has(1).then(|| on(p.rx_los)),
+                    tx_los: tx_has(1).then(|| on(p.tx_los)),
+                    rx_lol: rx_has(2).then(|| on(p.rx_lol)),
+                    tx_lol: tx_has(2).then(|| on(p.tx_lol)),
+                    tx_fault: tx_has(0).then(|| on(p.tx_fault)),
+                    rx_power: Some(lane_alarms(p.rx_power_flags, i)),
+                    tx_power: Some(lane_alarms(p.tx_power_flags, i)),
+                    bias: Some(lane_alarms(p.bias_flags, i)),
+                }
             })
-            .unwrap_or_default(),
+            .collect(),
     }
 }

@@ -35,6 +35,29 @@ pub fn halves_to_read(lower: &[u8; HALF]) -> Result<Vec<HalfAddr>, MemoryError> 
     })
 }
 
+/// The halves a reader asks for once those of [`halves_to_read`] are in: a CMIS module's
+/// page 11h in every bank beyond bank 0 that its page 01h says it has (byte 142 bits 1-0:
+/// banks 0-1, or 0-3), lanes 9 to 32.
+pub fn bank_halves(memory: &ModuleMemory) -> Vec<HalfAddr> {
+    let Ok(MapKind::Cmis) = memory.map() else {
+        return Vec::new();
+    };
+    let Some(page1) = memory.half(HalfAddr::page(ADDR_A0, 0x01)) else {
+        return Vec::new();
+    };
+    let banks: u8 = match page1[142 - HALF] & 0x03 {
+        0x01 => 2,
+        0x02 => 4,
+        _ => 1,
+    };
+    (1..banks)
+        .map(|bank| HalfAddr {
+            bank,
+            ..HalfAddr::page(ADDR_A0, 0x11)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +86,28 @@ mod tests {
         assert_eq!(halves_to_read(&lower).unwrap().len(), 1);
         lower[0] = 0x7f;
         assert!(halves_to_read(&lower).is_err());
+    }
+
+    #[test]
+    fn more_banks_where_page_01h_says_so() {
+        let mut m = ModuleMemory::new();
+        let mut lower = [0u8; HALF];
+        lower[0] = 0x19;
+        m.insert(HalfAddr::lower(ADDR_A0), lower);
+        assert_eq!(bank_halves(&m), []);
+        let mut page1 = [0u8; HALF];
+        m.insert(HalfAddr::page(ADDR_A0, 1), page1);
+        assert_eq!(bank_halves(&m), []);
+        // Byte 142 bits 1-0 = 01b: banks 0 and 1; 10b: banks 0 to 3.
+        page1[142 - HALF] = 0x01;
+        m.insert(HalfAddr::page(ADDR_A0, 1), page1);
+        let at = |bank| HalfAddr {
+            bank,
+            ..HalfAddr::page(ADDR_A0, 0x11)
+        };
+        assert_eq!(bank_halves(&m), [at(1)]);
+        page1[142 - HALF] = 0x02;
+        m.insert(HalfAddr::page(ADDR_A0, 1), page1);
+        assert_eq!(bank_halves(&m), [at(1), at(2), at(3)]);
     }
 }

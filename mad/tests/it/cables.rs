@@ -128,3 +128,43 @@ proptest::proptest! {
         }
     }
 }
+
+/// A CMIS module with banks 0 and 1 (page 01h byte 142 = 01b): 16 lanes, lanes 9-16 from
+/// page 11h of bank 1 at the same offsets as lanes 1-8 in bank 0 (CMIS 5.2 Table 8-83:
+/// OpticalPowerRx1-8 at bytes 186-201).
+#[test]
+fn cmis_lanes_past_8_come_from_bank_1() {
+    use ibscope_mad::cable::decode::bank_halves;
+    use ibscope_mad::cable::{HalfAddr, ModuleMemory, HALF};
+    let mut m = ModuleMemory::new();
+    let mut lower = [0u8; HALF];
+    lower[0] = 0x19; // OSFP
+    lower[1] = 0x52; // CMIS 5.2
+    lower[85] = 0x02; // single-mode fibre
+    m.insert(HalfAddr::lower(ADDR_A0), lower);
+    m.insert(HalfAddr::page(ADDR_A0, 0), [0x20; HALF]);
+    let mut page1 = [0u8; HALF];
+    page1[142 - 128] = 0x01;
+    page1[158 - 128] = 0x02; // Rx LOS flags implemented
+    m.insert(HalfAddr::page(ADDR_A0, 1), page1);
+    let bank1 = HalfAddr {
+        bank: 1,
+        ..HalfAddr::page(ADDR_A0, 0x11)
+    };
+    assert_eq!(bank_halves(&m), [bank1]);
+    let mut page11 = [0u8; HALF];
+    // Lane 2 of the bank (lane 10 of the module): 0x2710 tenths of a uW is 1 mW; Rx LOS.
+    page11[188 - 128..190 - 128].copy_from_slice(&[0x27, 0x10]);
+    page11[147 - 128] = 0x02;
+    m.insert(HalfAddr::page(ADDR_A0, 0x11), [0u8; HALF]);
+    m.insert(bank1, page11);
+    let module = cable::decode(&m).unwrap();
+    assert_eq!(module.lanes, 16);
+    let d = module.diagnostics.unwrap();
+    assert_eq!(d.lanes.len(), 16);
+    assert_eq!(d.lanes[9].lane, 10);
+    assert_eq!(d.lanes[9].rx_power_mw, Some(1.0));
+    assert_eq!(d.lanes[1].rx_power_mw, Some(0.0));
+    assert_eq!(module.flags.lanes[9].rx_los, Some(true));
+    assert_eq!(module.flags.lanes[1].rx_los, Some(false));
+}
