@@ -7,13 +7,15 @@
 //! cmis.h and module-common.h also list them.
 
 use super::codes::{
-    bit, byte, media_of_technology, upper, upper_bit, Connector, Identifier, MapKind, Media,
+    bit, byte, media_of_technology, upper, upper_bit, Connector, HostInterface, Identifier,
+    MapKind, Media,
 };
 use super::memory::{HalfAddr, MemoryError, ModuleMemory, ADDR_A0};
 use super::model::{
     ascii, oui, units, Alarms, Checksum, CmisModuleState, CmisStates, DataPathState, Diagnostics,
     Flags, Identity, LaneFlags, LaneMonitor, Module, RxPowerKind, Thresholds,
 };
+use super::rates::host_lane_gbps;
 use super::sff8636::bounds;
 
 crate::wire_struct! {
@@ -33,6 +35,9 @@ crate::wire_struct! {
         pub module_type: u8 = byte(85), 8, "ModuleMediaType";
         /// Application 1: host lane count in bits 7-4, media lane count in 3-0.
         pub app1_lanes: u8 = byte(88), 8, "HostLaneCount/MediaLaneCount";
+        /// Applications 1-8, 4 bytes each: host interface ID (SFF-8024 Table 4-5), media
+        /// interface ID, lane counts, host lane assignment; host interface 0xFF ends them.
+        pub applications: [u8; 32] = byte(86), 256, "AppDescriptors1-8";
     }
 }
 
@@ -187,10 +192,16 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
             .as_ref()
             .filter(|_| media.is_optical())
             .map(|p| f64::from(p.wavelength) / 20.0),
-        compliance: Vec::new(),
+        compliance: host_interfaces(&lower)
+            .iter()
+            .map(|h| h.name().to_string())
+            .collect(),
         extended_compliance: None,
         infiniband: Vec::new(),
-        max_lane_gbps: None,
+        max_lane_gbps: host_interfaces(&lower)
+            .into_iter()
+            .filter_map(host_lane_gbps)
+            .reduce(f64::max),
         diagnostics: Some(diagnostics(
             &lower,
             page1.as_ref(),
@@ -220,6 +231,17 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
         }),
         checksums,
     })
+}
+
+/// The host interfaces of the applications the lower page advertises, up to the end of
+/// the list (CMIS 5.2 Table 8-23).
+fn host_interfaces(lower: &Lower) -> Vec<HostInterface> {
+    lower
+        .applications
+        .chunks_exact(4)
+        .map(|app| HostInterface::from_code(app[0]))
+        .take_while(|h| !matches!(h, HostInterface::End | HostInterface::Undefined))
+        .collect()
 }
 
 /// Lane `lane` (from 0) of the module: its bank's page 11h and its place in that bank.

@@ -165,6 +165,105 @@ impl ExtendedCompliance {
     }
 }
 
+crate::coded_enum! {
+    /// Host electrical interface of a CMIS application (SFF-8024 Table 4-5, the first byte
+    /// of each application descriptor), as sonic-platform-common's SFF-8024 table names
+    /// the codes (sonic_xcvr/codes/public/sff8024.py, commit 8607c9f3). Only codes whose
+    /// lane rate the name gives are named.
+    pub enum HostInterface: u8 {
+        Undefined = 0, "Undefined", "-";
+        Aui25G = 5, "25GAUI C2M (Annex 109B)", "25GAUI";
+        Xlaui = 6, "XLAUI C2M (Annex 83B)", "XLAUI";
+        Xlppi = 7, "XLPPI (Annex 86A)", "XLPPI";
+        Laui2 = 8, "LAUI-2 C2M (Annex 135C)", "LAUI-2";
+        Aui50G2 = 9, "50GAUI-2 C2M (Annex 135E)", "50GAUI-2";
+        Aui50G1 = 10, "50GAUI-1 C2M (Annex 135G)", "50GAUI-1";
+        Caui4 = 11, "CAUI-4 C2M (Annex 83E)", "CAUI-4";
+        Aui100G4 = 12, "100GAUI-4 C2M (Annex 135E)", "100GAUI-4";
+        Aui100G2 = 13, "100GAUI-2 C2M (Annex 135G)", "100GAUI-2";
+        Aui200G8 = 14, "200GAUI-8 C2M (Annex 120C)", "200GAUI-8";
+        Aui200G4 = 15, "200GAUI-4 C2M (Annex 120E)", "200GAUI-4";
+        Aui400G16 = 16, "400GAUI-16 C2M (Annex 120C)", "400GAUI-16";
+        Aui400G8 = 17, "400GAUI-8 C2M (Annex 120E)", "400GAUI-8";
+        Cr25GL = 20, "25GBASE-CR CA-L (Clause 110)", "25G-CR-L";
+        Cr25GS = 21, "25GBASE-CR CA-S (Clause 110)", "25G-CR-S";
+        Cr25GN = 22, "25GBASE-CR CA-N (Clause 110)", "25G-CR-N";
+        Cr40G4 = 23, "40GBASE-CR4 (Clause 85)", "40G-CR4";
+        Cr50G = 24, "50GBASE-CR (Clause 126)", "50G-CR";
+        Cr100G4 = 26, "100GBASE-CR4 (Clause 92)", "100G-CR4";
+        Cr100G2 = 27, "100GBASE-CR2 (Clause 136)", "100G-CR2";
+        Cr200G4 = 28, "200GBASE-CR4 (Clause 136)", "200G-CR4";
+        Cr400G8 = 29, "400G CR8", "400G-CR8";
+        Cr200G1 = 30, "200GBASE-CR1 (Clause179)", "200G-CR1";
+        Cr400G2 = 31, "400GBASE-CR2 (Clause179)", "400G-CR2";
+        IbSdr = 44, "IB SDR (Arch.Spec.Vol.2)", "IB-SDR";
+        IbDdr = 45, "IB DDR (Arch.Spec.Vol.2)", "IB-DDR";
+        IbQdr = 46, "IB QDR (Arch.Spec.Vol.2)", "IB-QDR";
+        IbFdr = 47, "IB FDR (Arch.Spec.Vol.2)", "IB-FDR";
+        IbEdr = 48, "IB EDR (Arch.Spec.Vol.2)", "IB-EDR";
+        IbHdr = 49, "IB HDR (Arch.Spec.Vol.2)", "IB-HDR";
+        IbNdr = 50, "IB NDR", "IB-NDR";
+        Cr100G1 = 70, "100GBASE-CR1 (Clause 162)", "100G-CR1";
+        Cr200G2 = 71, "200GBASE-CR2 (Clause 162)", "200G-CR2";
+        Cr400G4 = 72, "400GBASE-CR4 (Clause 162)", "400G-CR4";
+        Cr800G8 = 73, "800G-ETC-CR8", "800G-CR8";
+        Aui100G1S = 75, "100GAUI-1-S C2M (Annex 120G)", "100GAUI-1-S";
+        Aui100G1L = 76, "100GAUI-1-L C2M (Annex 120G)", "100GAUI-1-L";
+        Aui200G2S = 77, "200GAUI-2-S C2M (Annex 120G)", "200GAUI-2-S";
+        Aui200G2L = 78, "200GAUI-2-L C2M (Annex 120G)", "200GAUI-2-L";
+        Aui400G4S = 79, "400GAUI-4-S C2M (Annex 120G)", "400GAUI-4-S";
+        Aui400G4L = 80, "400GAUI-4-L C2M (Annex 120G)", "400GAUI-4-L";
+        Aui800G8S = 81, "800GAUI-8 S C2M (Annex 120G)", "800GAUI-8-S";
+        Aui800G8L = 82, "800GAUI-8 L C2M (Annex 120G)", "800GAUI-8-L";
+        Cr800G4 = 87, "800GBASE-CR4 (Clause179)", "800G-CR4";
+        Cr1600G8 = 88, "1.6TBASE-CR8 (Clause179)", "1.6T-CR8";
+        Aui200G1 = 128, "200GAUI-1 (Annex176E)", "200GAUI-1";
+        Aui400G2 = 129, "400GAUI-2 (Annex176E)", "400GAUI-2";
+        Aui800G4 = 130, "800GAUI-4 (Annex176E)", "800GAUI-4";
+        Aui1600G8 = 131, "1.6TAUI-8 (Annex176E)", "1.6TAUI-8";
+        /// The end of the application list.
+        End = 0xff, "End of list", "end";
+    }
+}
+
+impl HostInterface {
+    /// What one lane carries, in the nominal Gb/s the interface's name gives (its rate
+    /// over its lanes: 400GAUI-8 is 50), or the InfiniBand speed's name.
+    pub fn lane(self) -> Option<HostLane> {
+        use HostInterface::*;
+        use HostLane::{Ib, Nominal};
+        Some(match self {
+            Xlaui | Xlppi | Cr40G4 => Nominal(10.0),
+            Aui25G | Laui2 | Aui50G2 | Caui4 | Aui100G4 | Aui200G8 | Aui400G16 | Cr25GL
+            | Cr25GS | Cr25GN | Cr100G4 => Nominal(25.0),
+            Aui50G1 | Aui100G2 | Aui200G4 | Aui400G8 | Cr50G | Cr100G2 | Cr200G4 | Cr400G8 => {
+                Nominal(50.0)
+            }
+            Cr100G1 | Cr200G2 | Cr400G4 | Cr800G8 | Aui100G1S | Aui100G1L | Aui200G2S
+            | Aui200G2L | Aui400G4S | Aui400G4L | Aui800G8S | Aui800G8L => Nominal(100.0),
+            Cr200G1 | Cr400G2 | Cr800G4 | Cr1600G8 | Aui200G1 | Aui400G2 | Aui800G4 | Aui1600G8 => {
+                Nominal(200.0)
+            }
+            IbSdr => Ib("SDR"),
+            IbDdr => Ib("DDR"),
+            IbQdr => Ib("QDR"),
+            IbFdr => Ib("FDR"),
+            IbEdr => Ib("EDR"),
+            IbHdr => Ib("HDR"),
+            IbNdr => Ib("NDR"),
+            _ => return None,
+        })
+    }
+}
+
+/// One lane of a host interface: a nominal Ethernet-style rate, or an InfiniBand speed
+/// by its name in `SPEEDS`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HostLane {
+    Nominal(f64),
+    Ib(&'static str),
+}
+
 /// What carries a module's signal, as the operator thinks of the cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -14,7 +14,7 @@ pub mod register;
 pub mod sff8472;
 pub mod sff8636;
 
-pub use codes::{Connector, ExtendedCompliance, Identifier, MapKind, Media};
+pub use codes::{Connector, ExtendedCompliance, HostInterface, Identifier, MapKind, Media};
 pub use decode::decode;
 pub use dump::{Dump, DumpError, DumpFormat};
 pub use memory::{HalfAddr, MemoryError, ModuleMemory, ADDR_A0, ADDR_A2, HALF};

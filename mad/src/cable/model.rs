@@ -24,7 +24,8 @@ pub struct Module {
     /// The laser's nominal wavelength in nm (optical transceivers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wavelength_nm: Option<f64>,
-    /// What the module complies with, in words (Ethernet, InfiniBand, extended codes).
+    /// What the module complies with, in words (Ethernet, InfiniBand, extended codes; a
+    /// CMIS module's applications' host interfaces).
     pub compliance: Vec<String>,
     /// The extended compliance code (SFF-8024 Table 4-4), where the map has one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,7 +34,8 @@ pub struct Module {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub infiniband: Vec<&'static str>,
     /// The nominal signalling rate per lane in Gb/s the module is built for, from its
-    /// InfiniBand codes, its extended compliance or its nominal bit rate, in that order.
+    /// InfiniBand codes, its extended compliance or its nominal bit rate, in that order
+    /// (SFF-8636, SFF-8472), or the fastest host interface of its applications (CMIS).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_lane_gbps: Option<f64>,
     /// Live values, where the module monitors them.

@@ -1,7 +1,7 @@
 //! The lane rate a module is built for, from what its memory declares, in the terms of the
 //! fabric's one table of lane speeds (`SPEEDS` in `attr/link.rs`).
 
-use super::codes::ExtendedCompliance;
+use super::codes::{ExtendedCompliance, HostInterface, HostLane};
 use crate::attr::link::SPEEDS;
 
 /// How far below a link's lane rate a module's declared rate may be and still carry it:
@@ -26,6 +26,20 @@ pub fn max_lane_gbps(
         .or_else(|| (nominal_gbps > 0.0).then_some(nominal_gbps))
 }
 
+/// The signalling rate per lane of a host interface: an InfiniBand speed's, or the fastest
+/// lane speed of `SPEEDS` named by that nominal rate (25 is EDR's 25.78125 Gb/s, 50 HDR's
+/// 53.125; Ethernet signals its 25G and 50G lanes at the same rates).
+pub fn host_lane_gbps(interface: HostInterface) -> Option<f64> {
+    match interface.lane()? {
+        HostLane::Ib(name) => SPEEDS.iter().find(|s| s.name == name).map(|s| s.lane_gbps),
+        HostLane::Nominal(nominal) => SPEEDS
+            .iter()
+            .filter(|s| s.lane_nominal_gbps == nominal)
+            .map(|s| s.lane_gbps)
+            .reduce(f64::max),
+    }
+}
+
 /// Whether a module declaring `module_gbps` per lane is too slow for a link whose lanes
 /// run at `link_gbps`.
 pub fn too_slow(module_gbps: f64, link_gbps: f64) -> bool {
@@ -42,6 +56,18 @@ mod tests {
         assert_eq!(max_lane_gbps(&["QDR", "EDR"], None, 25.5), Some(25.78125));
         assert_eq!(max_lane_gbps(&[], None, 25.5), Some(25.5));
         assert_eq!(max_lane_gbps(&[], None, 0.0), None);
+    }
+
+    #[test]
+    fn host_interfaces_signal_at_their_speeds_rate() {
+        // SPEEDS: IB NDR lanes at 106.25 Gb/s; 400GAUI-8 is 8 lanes of 50G, HDR's 53.125;
+        // CAUI-4 4 lanes of 25G, EDR's 25.78125; XLAUI 4 of 10G, FDR10's 10.3125.
+        assert_eq!(host_lane_gbps(HostInterface::IbNdr), Some(106.25));
+        assert_eq!(host_lane_gbps(HostInterface::Aui400G8), Some(53.125));
+        assert_eq!(host_lane_gbps(HostInterface::Caui4), Some(25.78125));
+        assert_eq!(host_lane_gbps(HostInterface::Xlaui), Some(10.3125));
+        assert_eq!(host_lane_gbps(HostInterface::Aui800G8S), Some(106.25));
+        assert_eq!(host_lane_gbps(HostInterface::from_code(0xfe)), None);
     }
 
     #[test]

@@ -168,3 +168,32 @@ fn cmis_lanes_past_8_come_from_bank_1() {
     assert_eq!(module.flags.lanes[9].rx_los, Some(true));
     assert_eq!(module.flags.lanes[1].rx_los, Some(false));
 }
+
+/// A CMIS module's rate comes from its applications' host interfaces (SFF-8024 Table 4-5:
+/// 0x11 400GAUI-8, 0x31 IB HDR, 0x32 IB NDR; 0xFF ends the list).
+#[test]
+fn cmis_rates_come_from_the_applications_host_interfaces() {
+    use ibscope_mad::cable::{HalfAddr, HostInterface, ModuleMemory, HALF};
+    let decode = |apps: &[u8]| {
+        let mut m = ModuleMemory::new();
+        let mut lower = [0u8; HALF];
+        lower[0] = 0x18;
+        lower[86..86 + apps.len()].copy_from_slice(apps);
+        m.insert(HalfAddr::lower(ADDR_A0), lower);
+        m.insert(HalfAddr::page(ADDR_A0, 0), [0x20; HALF]);
+        cable::decode(&m).unwrap()
+    };
+    let ndr = decode(&[
+        0x11, 0x1d, 0x88, 0x01, 0x32, 0x1d, 0x44, 0x01, 0xff, 0, 0, 0,
+    ]);
+    assert_eq!(ndr.max_lane_gbps, Some(106.25));
+    assert_eq!(
+        ndr.compliance,
+        [HostInterface::Aui400G8.name(), HostInterface::IbNdr.name()]
+    );
+    let hdr = decode(&[0x31, 0x1d, 0x44, 0x01, 0xff]);
+    assert_eq!(hdr.max_lane_gbps, Some(53.125));
+    // An unknown or missing host interface gives no rate (never a guessed one).
+    assert_eq!(decode(&[0xfe, 0, 0, 0, 0xff]).max_lane_gbps, None);
+    assert_eq!(decode(&[0xff]).max_lane_gbps, None);
+}
