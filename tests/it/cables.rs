@@ -458,3 +458,16 @@ fn the_plan_names_the_cable_that_is_not_the_planned_part() {
         "{text}"
     );
 }
+
+/// A driver's failed read returned as data (tests/data/cables/SOURCES.md) is refused, one
+/// line and exit 2, never shown as a module.
+#[test]
+fn a_garbage_read_is_refused_not_shown() {
+    let file = repo_root().join("tests/data/cables/mlx5-failed-module-read-returned-as-data.txt");
+    let out = ibscope_plain(&["cables", "decode", file.to_str().unwrap()], &[]);
+    let text = assert_exit(&out, 2);
+    assert!(
+        text.contains("identifier 0x00 (Unknown or unspecified) has no memory map"),
+        "{text}"
+    );
+}

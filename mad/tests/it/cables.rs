@@ -197,3 +197,47 @@ fn cmis_rates_come_from_the_applications_host_interfaces() {
     assert_eq!(decode(&[0xfe, 0, 0, 0, 0xff]).max_lane_gbps, None);
     assert_eq!(decode(&[0xff]).max_lane_gbps, None);
 }
+
+/// The MikroTik S+AO0005 the netdev thread on amd-xgbe's active cable handling posted, as
+/// `ethtool -m` decoded it and as hex: each field against ethtool's own line.
+#[test]
+fn netdev_mikrotik_sfp_active_cable_against_ethtools_decoding() {
+    let dump = dump::parse(&capture("netdev-mikrotik-s-ao0005-sfp-aoc.txt")).unwrap();
+    assert_eq!(dump.format, dump::DumpFormat::EthtoolHex);
+    let m = cable::decode(&dump.memory).unwrap();
+    // "Identifier : 0x03 (SFP)"
+    assert_eq!(m.identifier, Identifier::Sfp);
+    // "Connector : 0x21 (Copper pigtail)"
+    assert_eq!(m.connector, Connector::CopperPigtail);
+    // "Transceiver type : Active Cable" (byte 8 bit 3), with its copper pigtail.
+    assert_eq!(m.media, Media::ActiveCopper);
+    // "Length (Copper) : 5m"
+    assert_eq!(m.length_m, Some(5.0));
+    // "BR, Nominal : 10300MBd"
+    assert_eq!(m.max_lane_gbps, Some(10.3));
+    // "Vendor name : MikroTik", "Vendor OUI : 00:00:00", "Vendor PN : S+AO0005",
+    // "Vendor rev : 1.0", "Vendor SN : STST050B1900001", "Date code : 210515"
+    assert_eq!(m.identity.vendor, "MikroTik");
+    assert_eq!(m.identity.oui, "00:00:00");
+    assert_eq!(m.identity.part_number, "S+AO0005");
+    assert_eq!(m.identity.revision, "1.0");
+    assert_eq!(m.identity.serial, "STST050B1900001");
+    assert_eq!(m.identity.date_code, "210515");
+    // ethtool printed no diagnostics: byte 92 is 0x00, none implemented, so the A2h bytes
+    // the driver returned (thresholds among them) are not read as live values.
+    assert!(m.diagnostics.is_none(), "{:?}", m.diagnostics);
+    assert!(m.thresholds.is_none());
+    // CC_BASE (0x5a) and CC_EXT (0x25) hold.
+    assert!(m.checksums_ok(), "{:?}", m.checksums);
+}
+
+/// mlx5's module read that failed and was returned as data (the upstream fix's commit
+/// message, d1c94bc5b90c): the bytes are a netlink message, identifier 0x00. Refused, never
+/// read as a module.
+#[test]
+fn a_failed_read_returned_as_data_is_refused() {
+    let err = dump::parse(&capture("mlx5-failed-module-read-returned-as-data.txt"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("identifier 0x00"), "{err}");
+}

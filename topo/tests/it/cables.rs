@@ -17,10 +17,11 @@ fn kinds(m: &Module, ctx: &ModuleContext) -> Vec<FindingKind> {
 
 const SFP: &str = "sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt";
 const DAC: &str = "sonic-sfputil-sff8636-molex-1110401054.txt";
+const AOC: &str = "netdev-mikrotik-s-ao0005-sfp-aoc.txt";
 
 #[test]
 fn healthy_captures_raise_nothing() {
-    for name in [SFP, DAC] {
+    for name in [SFP, DAC, AOC] {
         let m = cable::decode(&memory(name)).unwrap();
         assert_eq!(kinds(&m, &ModuleContext::default()), [], "{name}");
     }
