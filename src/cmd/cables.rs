@@ -6,15 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use ibscope_host::module_eeprom::{self, LiveModules, ModuleSource, SavedModules};
-use ibscope_mad::attr::link::Speed;
-use ibscope_mad::cable::{self, dump, Module, ModuleMemory};
-use ibscope_topo::cable_rates::{rates, ModuleRates};
+use ibscope_mad::cable::{self, dump, ModuleMemory};
+use ibscope_topo::cable_rates::rates;
 use ibscope_topo::cable_reads::{self, FabricModules, ModuleRead, ModuleReadMode};
 use ibscope_topo::cables::{module_findings, port_context, ModuleContext};
-use ibscope_topo::findings::{Evidence, Finding};
-use ibscope_topo::PortRef;
-use serde::Serialize;
+use ibscope_topo::findings::Evidence;
 
+use super::cables_report::{Entry, FabricSummary, Report};
 use crate::cli::{exit, Global};
 
 /// Pluggable modules and cables: which module is on each port (vendor, part number,
@@ -99,93 +97,6 @@ pub enum CablesCommand {
     },
 }
 
-/// One module as reported: where it was read and what it says.
-#[derive(Debug, Serialize)]
-pub struct Entry {
-    /// "file", "netdev" or "fabric".
-    pub source: &'static str,
-    /// The file as given, the netdev's name, or the fabric port as `"node"[port]`.
-    pub name: String,
-    /// The fabric's name, when several are read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fabric: Option<String>,
-    /// The fabric port the module is in, and the port at the link's far end.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<PortRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remote: Option<PortRef>,
-    /// The link's active lane speed, when it is up.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub link_speed: Option<Speed>,
-    /// Which of its node's modules it is (PMLP), and the module lanes the port uses.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub module_index: Option<u8>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub lanes: Vec<u8>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub format: Option<dump::DumpFormat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub module: Option<Module>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub findings: Vec<Finding>,
-    /// With --interval: how its values moved between the two reads.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rates: Option<ModuleRates>,
-}
-
-impl Entry {
-    fn new(source: &'static str, name: String) -> Entry {
-        Entry {
-            source,
-            name,
-            fabric: None,
-            port: None,
-            remote: None,
-            link_speed: None,
-            module_index: None,
-            lanes: Vec::new(),
-            format: None,
-            module: None,
-            error: None,
-            findings: Vec::new(),
-            rates: None,
-        }
-    }
-
-    fn failed(source: &'static str, name: String, error: String) -> Entry {
-        Entry {
-            error: Some(error),
-            ..Entry::new(source, name)
-        }
-    }
-}
-
-/// What one fabric's module reads came to.
-#[derive(Debug, Serialize)]
-pub struct FabricSummary {
-    pub fabric: String,
-    /// Ports whose modules were asked for.
-    pub ports: usize,
-    pub read: usize,
-    /// Ports with no module in their cage (not listed under `modules`).
-    pub empty: usize,
-    pub not_read: usize,
-    /// SubnSet(AccessRegister) MADs sent.
-    pub mads: u64,
-}
-
-/// Everything `cables` found.
-#[derive(Debug, Default, Serialize)]
-pub struct Report {
-    pub modules: Vec<Entry>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub fabrics: Vec<FabricSummary>,
-    /// Fabrics that could not be opened or read: name and error.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<crate::fabric_set::Failed>,
-}
-
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let mut report = Report::default();
     match &a.command {
@@ -208,7 +119,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             }
         }
     }
-    super::cables_print::print(&report, &a.format)?;
+    super::cables_print::print(&report, a.format.json, a.format.csv)?;
     let read = report.modules.iter().filter(|e| e.module.is_some()).count();
     let code = if read == 0 && (!report.modules.is_empty() || !report.failed.is_empty()) {
         exit::ERROR
@@ -292,13 +203,9 @@ fn from_fabrics(g: &Global, a: &Args, report: &mut Report) -> Result<()> {
 }
 
 fn summary(fabric: &str, read: &FabricModules) -> FabricSummary {
-    let count = |f: fn(&ModuleRead) -> bool| read.ports.iter().filter(|p| f(&p.read)).count();
     FabricSummary {
         fabric: fabric.to_string(),
-        ports: read.ports.len(),
-        read: count(|r| matches!(r, ModuleRead::Read { .. })),
-        empty: count(|r| matches!(r, ModuleRead::Empty)),
-        not_read: count(|r| matches!(r, ModuleRead::NotRead(_))),
+        counts: read.counts(),
         mads: read.mads_sent,
     }
 }

@@ -5,13 +5,13 @@ use anyhow::Result;
 use ibscope_mad::cable::{self, Module};
 use ibscope_topo::escape::{for_csv, for_terminal, quoted_for_terminal};
 
-use super::cables::{Entry, Format, Report};
+use super::cables_report::{Entry, Report};
 
-pub fn print(report: &Report, format: &Format) -> Result<()> {
-    if format.json {
+pub fn print(report: &Report, json: bool, csv: bool) -> Result<()> {
+    if json {
         return crate::output::print_json(report);
     }
-    if format.csv {
+    if csv {
         print_csv(&report.modules);
         return Ok(());
     }
@@ -78,10 +78,10 @@ pub fn print(report: &Report, format: &Format) -> Result<()> {
             "{}: {} port(s): {} module(s) read, {} empty, {} not read; {} SubnSet(AccessRegister) \
              MADs",
             for_terminal(&s.fabric),
-            s.ports,
-            s.read,
-            s.empty,
-            s.not_read,
+            s.counts.ports,
+            s.counts.read,
+            s.counts.empty,
+            s.counts.not_read,
             s.mads
         );
     }

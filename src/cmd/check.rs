@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use ibscope_topo::cable_reads::{FabricModules, ModuleRead, ModuleReadMode};
+use ibscope_topo::cable_reads::{FabricModules, ModuleReadMode, ReadCounts};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -177,26 +177,19 @@ struct Report {
     ports: Option<Vec<counters::PortSample>>,
 }
 
-/// How the ports' module reads of `check --cables` went.
+/// How the ports' module reads of `check --cables` went: the ports asked for, read, with
+/// empty cages, not read, and the SubnSet(AccessRegister) MADs sent.
 #[derive(Debug, Serialize)]
 struct CableReads {
-    /// Ports whose modules were asked for, read, with empty cages, not read.
-    ports: usize,
-    read: usize,
-    empty: usize,
-    not_read: usize,
-    /// SubnSet(AccessRegister) MADs sent.
+    #[serde(flatten)]
+    counts: ReadCounts,
     mads: u64,
 }
 
 impl CableReads {
     fn of(m: &FabricModules) -> CableReads {
-        let count = |f: fn(&ModuleRead) -> bool| m.ports.iter().filter(|p| f(&p.read)).count();
         CableReads {
-            ports: m.ports.len(),
-            read: count(|r| matches!(r, ModuleRead::Read { .. })),
-            empty: count(|r| matches!(r, ModuleRead::Empty)),
-            not_read: count(|r| matches!(r, ModuleRead::NotRead(_))),
+            counts: m.counts(),
             mads: m.mads_sent,
         }
     }
@@ -519,7 +512,7 @@ fn print_text(r: &Report, fabric: Option<&FabricId>) {
         "links and ports only (--topology)".to_string()
     };
     let scope = match &r.cables {
-        Some(c) => format!(
+        Some(CableReads { counts: c, .. }) => format!(
             "{scope}, {} of {} ports' modules ({} empty, {} not read: see `ibscope cables`)",
             c.read, c.ports, c.empty, c.not_read
         ),

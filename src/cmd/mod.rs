@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod cables;
 pub mod cables_print;
+pub mod cables_report;
 pub mod check;
 pub mod check_plan;
 pub mod completions;

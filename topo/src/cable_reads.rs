@@ -81,6 +81,34 @@ pub struct FabricModules {
     pub mads_sent: u64,
 }
 
+/// How a fabric's module reads went, port by port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReadCounts {
+    /// Ports whose modules were asked for.
+    pub ports: usize,
+    pub read: usize,
+    /// Ports with no module in their cage.
+    pub empty: usize,
+    pub not_read: usize,
+}
+
+impl FabricModules {
+    pub fn counts(&self) -> ReadCounts {
+        let mut c = ReadCounts {
+            ports: self.ports.len(),
+            ..ReadCounts::default()
+        };
+        for p in &self.ports {
+            match p.read {
+                ModuleRead::Read { .. } => c.read += 1,
+                ModuleRead::Empty => c.empty += 1,
+                ModuleRead::NotRead(_) => c.not_read += 1,
+            }
+        }
+        c
+    }
+}
+
 /// The ports whose modules are read: every physical port of every node discovery knows
 /// (a switch's port 0 has none), linked or not: a dark module often takes its link down.
 fn ports_of(fabric: &Fabric, names: Option<&NameMap>) -> Vec<(NodeId, PortModule)> {

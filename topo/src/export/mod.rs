@@ -10,3 +10,4 @@ pub mod json;
 pub mod prometheus;
 mod prometheus_cables;
 mod prometheus_labels;
+mod prometheus_text;

@@ -10,8 +10,8 @@ use std::fmt::Write;
 
 use ibscope_mad::cable::{Media, Module};
 
-use super::prometheus::PageText;
 use super::prometheus_labels::PageLabels;
+use super::prometheus_text::PageText;
 use crate::cable_reads::{FabricModules, ModuleRead};
 use crate::cables::{carries_light, judge};
 use crate::escape::for_prometheus_label;
@@ -146,11 +146,11 @@ fn states_family(out: &mut PageText<'_>, prefix: &str, modules: &FabricModules) 
         "gauge",
         "The fabric's ports by how their module read went at the last read: read, empty (no module in the cage), not_read (the port's line in `ibscope cables --access-register` says why).",
     );
-    let count = |f: fn(&ModuleRead) -> bool| modules.ports.iter().filter(|p| f(&p.read)).count();
+    let c = modules.counts();
     let states: [(&str, usize); 3] = [
-        ("read", count(|r| matches!(r, ModuleRead::Read { .. }))),
-        ("empty", count(|r| matches!(r, ModuleRead::Empty))),
-        ("not_read", count(|r| matches!(r, ModuleRead::NotRead(_)))),
+        ("read", c.read),
+        ("empty", c.empty),
+        ("not_read", c.not_read),
     ];
     for (state, n) in states {
         out.sample(name, &format!("{prefix},state=\"{state}\""), n as u64);
