@@ -274,6 +274,7 @@ fn evaluate(plane: &mut Plane, fabric: &Fabric, thresholds: &Thresholds) -> find
             exec: &mut plane.engine,
             reads: CounterReads::Screened,
             sm_lid,
+            modules: ibscope_topo::cable_reads::ModuleReadMode::NotAllowed,
         }),
     )
 }
@@ -589,6 +590,7 @@ fn page_stats<'a>(
         thresholds,
         sm: None,
         extra: &[],
+        cables: None,
     }
 }
 

@@ -60,6 +60,10 @@ pub enum Command {
     )]
     Check(cmd::check::Args),
     #[command(
+        about = "Pluggable modules and cables: vendor, part, serial, light per lane, temperature, findings"
+    )]
+    Cables(cmd::cables::Args),
+    #[command(
         about = "Port counters (PortCounters/PortCountersExtended) of every port; rates; reset"
     )]
     Counters(cmd::counters::Args),
@@ -205,6 +209,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Demo(a) => cmd::demo::run(g, a),
         Command::Check(a) => cmd::check::run(g, a),
         Command::Counters(a) => cmd::counters::run(g, a),
+        Command::Cables(a) => cmd::cables::run(g, a),
         Command::Discover(a) => cmd::discover::run(g, a),
         Command::Diff(a) => cmd::diff::run(g, a),
         Command::Events(a) => cmd::events::run(g, a),

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Result};
 use ibscope_mad::engine::{CancelToken, Engine};
+use ibscope_topo::cable_reads::{read_modules, FabricModules, ModuleReadMode};
+use ibscope_topo::cables::fabric_cable_findings;
 use ibscope_topo::changes;
 use ibscope_topo::counters::{self, CounterTarget, Sample, Thresholds};
 use ibscope_topo::discover::{self, DiscoverOptions};
@@ -53,6 +55,10 @@ pub struct SweepSettings {
     /// Where what changed (links down and up, state changes, downshifts, LinkDowned
     /// rises) is appended, if anywhere.
     pub journal: Option<JournalFile>,
+    /// Whether the ports' modules are read (`--cables`: a SubnSet each, only when asked
+    /// for), on the first sweep after each discovery and every `cables_every` sweeps.
+    pub modules: ModuleReadMode,
+    pub cables_every: u64,
 }
 
 /// What a fabric's thread tells the main thread.
@@ -120,6 +126,8 @@ struct SweepState {
     /// A day of what changed between sweeps: link-flapping on the page, and the journal.
     history: FlapHistory,
     since_discovery: u64,
+    /// The ports' modules as last read, for the discovered fabric.
+    modules: Option<FabricModules>,
 }
 
 struct Sweeper {
@@ -259,6 +267,7 @@ impl Sweeper {
             }
             progress.current = Some(d);
             progress.since_discovery = 0;
+            progress.modules = None;
         }
         if !go_on(self, engine)? {
             return Ok(None);
@@ -280,6 +289,18 @@ impl Sweeper {
         if !go_on(self, engine)? {
             return Ok(None);
         }
+        let every = self.settings.cables_every.max(1);
+        if self.settings.modules != ModuleReadMode::NotAllowed
+            && (progress.modules.is_none() || progress.since_discovery % every == 0)
+        {
+            let t = Instant::now();
+            let read = read_modules(engine, &d.fabric, names, self.settings.modules);
+            tracing::debug!(us = micros(t), mads = read.mads_sent, "modules read");
+            progress.modules = Some(read);
+            if !go_on(self, engine)? {
+                return Ok(None);
+            }
+        }
         self.sweeps += 1;
         progress.since_discovery += 1;
         let (name, now) = (&self.slot().name(), SystemTime::now());
@@ -293,7 +314,9 @@ impl Sweeper {
         if self.multi {
             extra.extend(self.pages.planes_disagree(name, names));
         }
-        let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra)?;
+        let cables = progress.modules.as_ref();
+        extra.extend(cables.map(fabric_cable_findings).unwrap_or_default());
+        let good = self.publish(d, &sample, sweep_us, sm.as_ref(), &extra, cables)?;
         if self.stopped() {
             return Ok(None);
         }
@@ -325,6 +348,7 @@ impl Sweeper {
         sweep_us: u64,
         sm: Option<&Finding>,
         extra: &[Finding],
+        cables: Option<&FabricModules>,
     ) -> Result<bool> {
         let failure = self.account(sample, d);
         let t = Instant::now();
@@ -338,6 +362,7 @@ impl Sweeper {
             thresholds: &settings.thresholds,
             sm,
             extra,
+            cables,
         };
         let mut page = PageWriter::default();
         let names = settings.names.as_ref();

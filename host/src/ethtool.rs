@@ -187,15 +187,16 @@ const ETHTOOL_GSSET_INFO: u32 = 0x37;
 
 /// The buffers are u64 arrays for the values' alignment; little-endian hosts lay the
 /// leading u32 fields out as written above (`cmd` in the low half of word 0).
-fn as_bytes(words: &[u64]) -> &[u8] {
+pub(crate) fn as_bytes(words: &[u64]) -> &[u8] {
     // SAFETY: u64 has no padding and any byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) }
 }
 
-struct Socket(libc::c_int);
+/// An ethtool ioctl socket (the statistics here, module memory in `module_eeprom.rs`).
+pub(crate) struct Socket(libc::c_int);
 
 impl Socket {
-    fn open() -> Result<Socket, String> {
+    pub(crate) fn open() -> Result<Socket, String> {
         // SAFETY: plain socket(2); the descriptor is closed on drop.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
         if fd < 0 {
@@ -205,7 +206,11 @@ impl Socket {
     }
 
     /// One ethtool Get on `netdev` with `buf` as its command buffer.
-    fn ethtool<'b>(&self, netdev: &str, buf: &'b mut [u64]) -> Result<&'b [u64], String> {
+    pub(crate) fn ethtool<'b>(
+        &self,
+        netdev: &str,
+        buf: &'b mut [u64],
+    ) -> Result<&'b [u64], String> {
         let name = netdev.as_bytes();
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(&0) {
             return Err(format!("{netdev:?} is not an interface name"));

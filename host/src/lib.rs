@@ -28,6 +28,7 @@ pub mod firmware_manifest;
 pub mod gather;
 pub mod ibv;
 pub mod model;
+pub mod module_eeprom;
 pub mod multi_plane;
 pub mod netlink;
 pub mod parse;

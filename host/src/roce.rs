@@ -375,44 +375,7 @@ impl DcbSource for Netlink {
 /// The kernel's answer to [`ieee_get_request`] for `netdev`, as it wrote it (what a
 /// capture keeps).
 pub fn raw_ieee_answer(netdev: &str) -> Result<Vec<u8>, String> {
-    // SAFETY: plain socket(2); closed below.
-    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE) };
-    if fd < 0 {
-        return Err(format!("netlink: {}", std::io::Error::last_os_error()));
-    }
-    let answer = exchange(fd, &ieee_get_request(netdev, 1));
-    // SAFETY: our own descriptor, closed once.
-    unsafe { libc::close(fd) };
-    answer
-}
-
-/// Send `request` on netlink socket `fd` and read one answer (with a 2 s timeout).
-fn exchange(fd: libc::c_int, request: &[u8]) -> Result<Vec<u8>, String> {
-    let timeout = libc::timeval {
-        tv_sec: 2,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt with a timeval of the size given; send and recv on buffers of
-    // the lengths given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            std::ptr::addr_of!(timeout).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-        if libc::send(fd, request.as_ptr().cast(), request.len(), 0) < 0 {
-            return Err(format!("netlink send: {}", std::io::Error::last_os_error()));
-        }
-        let mut buf = vec![0u8; 16 * 1024];
-        let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
-        if n < 0 {
-            return Err(format!("netlink: {}", std::io::Error::last_os_error()));
-        }
-        buf.truncate(n as usize);
-        Ok(buf)
-    }
+    netlink::Socket::open(libc::NETLINK_ROUTE)?.exchange(&ieee_get_request(netdev, 1))
 }
 
 /// The netdev MTU that carries a RoCE MTU: the payload plus Ethernet, IP, UDP, BTH, an
@@ -425,14 +388,7 @@ pub fn netdev_mtu_for(roce_mtu: u32) -> u32 {
 mod tests {
     use super::*;
 
-    fn attr(kind: u16, value: &[u8]) -> Vec<u8> {
-        let mut a = Vec::new();
-        a.extend(((4 + value.len()) as u16).to_ne_bytes());
-        a.extend(kind.to_ne_bytes());
-        a.extend(value);
-        a.resize(a.len().next_multiple_of(4), 0);
-        a
-    }
+    use crate::netlink::attr;
 
     /// An IEEE_GET answer: PFC on priority 3 (`ieee_pfc`: cap 8, pfc_en 0x08, mbc,
     /// delay, requests, indications: 136 bytes) and DSCP 26 -> 3, 48 -> 6, an 802.1p

@@ -66,6 +66,7 @@ extern crate self as ibscope_mad;
 
 pub mod attr;
 pub mod attribute;
+pub mod cable;
 pub mod codes;
 pub mod engine;
 pub mod error;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::ValueHint;
+use ibscope_topo::cable_reads::{FabricModules, ModuleReadMode, ReadCounts};
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -60,6 +61,10 @@ use crate::cli::{exit, Global};
 /// are hcas-swapped; with --hosts, each listed host no CA names is host-missing. Each
 /// names the host, rail, HCA and the switch port to fix. See `ibscope hosts`.
 ///
+/// Cables (--cables, with --access-register): every port's pluggable module is read and
+/// judged against its own thresholds and its link's rate (the cable-* findings, at their
+/// ports), as `ibscope cables` reads them; each read is a SubnSet(AccessRegister).
+///
 /// With --topology FILE only the links, ports and hosts are checked (no counters, no SM).
 ///
 /// Several fabrics (-C all, a list, see -C): each is checked in turn; in text every line
@@ -83,6 +88,7 @@ use crate::cli::{exit, Global};
 ///   ibscope check --hosts gpu-[0001-0064]         # and name every server that is missing
 ///   ibscope check --hosts @/etc/ibscope/hosts --json
 ///   ibscope -C all check                   # every fabric this host reaches
+///   ibscope check --cables --access-register   # and every port's module judged
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -107,10 +113,12 @@ pub struct Args {
     #[arg(long, conflicts_with = "hosts")]
     pub no_hosts: bool,
     /// Compare the fabric with a cabling plan instead: a CSV file with the header
-    /// a_node,a_port,z_node,z_port[,rate] (nodes by NodeDescription, name-map name or
-    /// GUID; `discover --format plan` writes one), or an ibnetdiscover file or JSON
-    /// snapshot. Reports every cable missing, extra, on the wrong port or node, or below
-    /// the planned rate; exit 1 on any.
+    /// a_node,a_port,z_node,z_port and optional columns rate, part_number and length_m
+    /// (nodes by NodeDescription, name-map name or GUID; `discover --format plan` writes
+    /// one), or an ibnetdiscover file or JSON snapshot. Reports every cable missing,
+    /// extra, on the wrong port or node, or below the planned rate, and with --cables
+    /// every module of another part number or cable of another length (wrong-cable);
+    /// exit 1 on any.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub plan: Option<PathBuf>,
     /// Also report links that flap (link-flapping: down twice or more within 10 minutes,
@@ -119,6 +127,15 @@ pub struct Args {
     /// writes.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub journal: Option<PathBuf>,
+    /// Also read every port's pluggable module and judge it (the cable-* findings, each
+    /// at its port): needs --access-register, since each read is a SubnSet (see `ibscope
+    /// cables`). About 5 MADs per 128 bytes of module memory, 10-25 per module.
+    #[arg(long, requires = "access_register", conflicts_with = "topology")]
+    pub cables: bool,
+    /// Allow the SubnSet(AccessRegister) MADs --cables sends: register queries (PLIB,
+    /// PMLP, MCIA) carried in a Set as NVIDIA's tools carry them; they write nothing.
+    #[arg(long)]
+    pub access_register: bool,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
     #[command(flatten)]
@@ -156,9 +173,30 @@ struct Report {
     /// Rails their HCAs are on.
     rails: Vec<u8>,
     findings: Vec<findings::Finding>,
+    /// With --cables: how the ports' module reads went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cables: Option<CableReads>,
     /// With --no-screen: every port's counters, as `ibscope counters --format json` has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     ports: Option<Vec<counters::PortSample>>,
+}
+
+/// How the ports' module reads of `check --cables` went: the ports asked for, read, with
+/// empty cages, not read, and the SubnSet(AccessRegister) MADs sent.
+#[derive(Debug, Serialize)]
+struct CableReads {
+    #[serde(flatten)]
+    counts: ReadCounts,
+    mads: u64,
+}
+
+impl CableReads {
+    fn of(m: &FabricModules) -> CableReads {
+        CableReads {
+            counts: m.counts(),
+            mads: m.mads_sent,
+        }
+    }
 }
 
 /// `check -C all --json`: every fabric's report, and those that could not be checked.
@@ -215,7 +253,7 @@ impl Inputs {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(plan) = &a.plan {
-        return super::check_plan::run(g, plan, a.json);
+        return super::check_plan::run(g, plan, a.json, a.cables);
     }
     let inputs = Inputs::read(g, a)?;
     let names = inputs.names.as_ref();
@@ -310,13 +348,14 @@ fn check_one(
     };
     let live = engine.is_some();
     let mut engine = engine;
-    let mut eval = evaluate(
+    let mut eval = evaluate_with_modules(
         fabric,
         inputs.names.as_ref(),
         &inputs.health,
         &inputs.thresholds,
         engine.as_deref_mut(),
         reads,
+        module_read_mode(a.cables),
     );
     if let Some(e) = &engine {
         // Lost mid-sweep: one message, not a finding per unreadable port.
@@ -373,6 +412,7 @@ fn check_one(
         hosts: eval.hosts.len(),
         rails: eval.hosts.rails(),
         findings: eval.findings,
+        cables: eval.modules.as_ref().map(CableReads::of),
         ports: match (reads, sample) {
             (CounterReads::PerPort, Some(sample)) => Some(sample.ports),
             _ => None,
@@ -424,15 +464,48 @@ pub fn evaluate(
     engine: Option<&mut ibscope_mad::engine::Engine>,
     reads: CounterReads,
 ) -> Evaluation {
+    evaluate_with_modules(
+        fabric,
+        names,
+        health_options,
+        thresholds,
+        engine,
+        reads,
+        ModuleReadMode::NotAllowed,
+    )
+}
+
+/// [`evaluate`], and with a live fabric its ports' modules read as `modules` allows and
+/// judged (the cable findings).
+pub fn evaluate_with_modules(
+    fabric: &ibscope_topo::Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    health_options: &HealthOptions,
+    thresholds: &Thresholds,
+    engine: Option<&mut ibscope_mad::engine::Engine>,
+    reads: CounterReads,
+    modules: ModuleReadMode,
+) -> Evaluation {
     let live = engine.map(|e| {
         let sm_lid = e.local().sm_lid;
         findings::Live {
             exec: e,
             reads,
             sm_lid,
+            modules,
         }
     });
     findings::evaluate(fabric, names, health_options, thresholds, live)
+}
+
+/// Whether `--cables` was given, as the mode of module reads: it requires
+/// `--access-register` (clap refuses it alone).
+pub fn module_read_mode(cables: bool) -> ModuleReadMode {
+    if cables {
+        ModuleReadMode::AccessRegister
+    } else {
+        ModuleReadMode::NotAllowed
+    }
 }
 
 fn print_text(r: &Report, fabric: Option<&FabricId>) {
@@ -455,6 +528,13 @@ fn print_text(r: &Report, fabric: Option<&FabricId>) {
         format!("{} ports' counters, SM", r.ports_sampled)
     } else {
         "links and ports only (--topology)".to_string()
+    };
+    let scope = match &r.cables {
+        Some(CableReads { counts: c, .. }) => format!(
+            "{scope}, {} of {} ports' modules ({} empty, {} not read: see `ibscope cables`)",
+            c.read, c.ports, c.empty, c.not_read
+        ),
+        None => scope,
     };
     if r.healthy {
         println!(

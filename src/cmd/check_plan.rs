@@ -50,13 +50,42 @@ struct Report<'a> {
     cables: usize,
     as_planned: bool,
     differences: &'a [PlanDifference],
+    /// Planned cables with a part number or length whose modules were not read (no
+    /// --cables, or neither end's module could be read).
+    modules_unchecked: usize,
 }
 
-pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
+/// `check --plan`; with `read_modules` (--cables) the modules of the fabric's ports are
+/// read too, and each cable's planned part number and length compared with them.
+pub fn run(g: &Global, path: &Path, json: bool, read_modules: bool) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let cables = read_plan(path, names.as_ref())?;
-    let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
-    let differences = plan::compare(&cables, &fabric, names.as_ref());
+    let (fabric, modules) = if read_modules {
+        let mut engine = crate::fabric::open_engine(g)?;
+        let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
+        let modules = ibscope_topo::cable_reads::read_modules(
+            &mut engine,
+            &fabric,
+            names.as_ref(),
+            ibscope_topo::cable_reads::ModuleReadMode::AccessRegister,
+        );
+        engine.ensure_connected()?;
+        (fabric, Some(modules))
+    } else {
+        (crate::fabric::load(g, DiscoverOptions::default())?, None)
+    };
+    let mut differences = plan::compare(&cables, &fabric, names.as_ref());
+    let modules_unchecked = match &modules {
+        Some(m) => {
+            let (wrong, unchecked) = plan::compare_modules(&cables, &fabric, names.as_ref(), m);
+            differences.extend(wrong);
+            unchecked
+        }
+        None => cables
+            .iter()
+            .filter(|c| c.part_number.is_some() || c.length_m.is_some())
+            .count(),
+    };
     let code = crate::output::verdict(if differences.is_empty() {
         exit::OK
     } else {
@@ -69,6 +98,7 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
             cables: cables.len(),
             as_planned: differences.is_empty(),
             differences: &differences,
+            modules_unchecked,
         };
         crate::output::print_fabric_json(fabric.id.as_ref(), &report)?;
     } else {
@@ -79,6 +109,18 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
                 "[{}] {}",
                 kind.as_str().unwrap_or("?"),
                 for_terminal(&d.message)
+            )?;
+        }
+        if modules_unchecked > 0 {
+            let how = if modules.is_some() {
+                "neither end's module could be read (see `ibscope cables --access-register`)"
+            } else {
+                "their modules were not read (--cables --access-register reads them)"
+            };
+            writeln!(
+                out,
+                "note: {modules_unchecked} planned cable(s) name a part number or length not \
+                 compared: {how}"
             )?;
         }
         if differences.is_empty() {

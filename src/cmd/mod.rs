@@ -1,6 +1,9 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
 pub mod agent;
+pub mod cables;
+pub mod cables_print;
+pub mod cables_report;
 pub mod check;
 pub mod check_plan;
 pub mod completions;
@@ -24,5 +27,6 @@ pub mod route;
 pub mod sa;
 pub mod serve;
 pub mod sim;
+pub mod sim_responder;
 pub mod sm;
 pub mod tui;

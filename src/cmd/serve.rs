@@ -25,7 +25,8 @@ use crate::signals;
 
 /// Serve fabric metrics for Prometheus over HTTP (read-only).
 ///
-/// Endpoints (GET only; nothing here changes the fabric):
+/// Endpoints (GET only; nothing here changes the fabric; the only Set MADs serve ever
+/// sends are the register queries of --cables, with --access-register):
 ///   /metrics   Prometheus text exposition from the last sweep: every port's counters
 ///              (64-bit PortCountersExtended where implemented, the error counters too
 ///              where the PMA has them 64 bits wide; data in bytes; the same metric names
@@ -56,6 +57,14 @@ use crate::signals;
 /// (2 s, 4 s, ...) up to 30 s between attempts, and serves fresh data after the first
 /// sweep once the fabric is back. With one fabric, only a port that cannot be opened at
 /// start fails the command (exit 2).
+///
+/// Cables (--cables, with --access-register): every port's pluggable module is read on the
+/// first sweep after each discovery and every --cables-every sweeps, as `ibscope cables`
+/// reads it (each read a SubnSet(AccessRegister) register query), and exported:
+/// ibscope_cable_info (vendor, part number, serial as labels), temperature, supply
+/// voltage, per-lane receive and transmit power and bias, lane flags, the module's own
+/// warning thresholds, ibscope_cable_findings per port and kind, ibscope_cable_modules
+/// (read, empty, not read); the cable-* kinds count in ibscope_findings.
 ///
 /// Stops on SIGTERM, SIGINT or SIGHUP: stops accepting, the sweepers abandon their sweeps
 /// (a MAD in flight gets its timeout, no retry) and close the management ports, and serve
@@ -88,6 +97,7 @@ use crate::signals;
 ///   ibscope serve --listen 0.0.0.0:9315 --allow-remote
 ///   ibscope serve --listen 0.0.0.0:9315 --web-config /etc/ibscope/web.yml
 ///   ibscope -C all serve                  # every fabric this host reaches
+///   ibscope serve --cables --access-register --cables-every 30
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment, after_long_help = AFTER_HELP)]
 pub struct Args {
@@ -108,6 +118,20 @@ pub struct Args {
     /// InfiniBand port to sweep).
     #[arg(long, requires = "host")]
     pub no_fabric: bool,
+    /// Also read every port's pluggable module and export it (the ibscope_cable_*
+    /// families, the cable findings): needs --access-register, since each read is a
+    /// SubnSet (see `ibscope cables`). Not taken from the config file.
+    #[arg(long, requires = "access_register")]
+    pub cables: bool,
+    /// Allow the SubnSet(AccessRegister) MADs --cables sends: register queries (PLIB,
+    /// PMLP, MCIA) carried in a Set as NVIDIA's tools carry them; they write nothing.
+    #[arg(long)]
+    pub access_register: bool,
+    /// With --cables: read the modules again every N sweeps (10-25 MADs a module each
+    /// time; also on the first sweep after every discovery).
+    #[arg(long, default_value_t = 6, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub cables_every: u64,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
 }
@@ -142,6 +166,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         interval: Duration::from_secs_f64(s.interval),
         rediscover_every: s.rediscover_every,
         journal: s.journal.clone().map(JournalFile::new),
+        modules: crate::cmd::check::module_read_mode(a.cables),
+        cables_every: a.cables_every,
     };
     let fabrics = selected
         .into_iter()

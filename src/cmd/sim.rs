@@ -65,6 +65,10 @@ pub enum SimCommand {
         about = "Generate a topology file (fat trees, rings, meshes, rail-optimised GPU clusters; degraded links)"
     )]
     Gen(crate::cmd::gen::GenArgs),
+    #[command(
+        about = "Serve a topology file as a fabric from this process, over the agent protocol (a [[fabric]] command), with recorded module memory on chosen ports; no ibsim"
+    )]
+    Responder(crate::cmd::sim_responder::ResponderArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -205,6 +209,7 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
         SimCommand::Fault(f) => run_fault(f),
         SimCommand::Status => run_status(),
         SimCommand::Gen(g) => crate::cmd::gen::run(g),
+        SimCommand::Responder(r) => crate::cmd::sim_responder::run(r),
     }
 }
 

@@ -27,6 +27,7 @@ use ibscope_tui as tui;
 ///   ibscope tui --interval 2 --node-name-map /etc/rdma/ib-node-name-map
 ///   ibscope --topology fabric.json tui      # browse a saved snapshot
 ///   ibscope -C all tui                      # every fabric this host reaches; f switches
+///   ibscope tui --cables --access-register  # and the modules' findings with the others
 #[derive(Debug, Clone, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -39,6 +40,15 @@ pub struct Args {
     /// journal's last events (serve's, an earlier session's).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     pub journal: Option<std::path::PathBuf>,
+    /// Also read every port's pluggable module each sweep and list the cable-* findings
+    /// with the others: needs --access-register, since each read is a SubnSet (see
+    /// `ibscope cables`); 10-25 MADs a module each sweep.
+    #[arg(long, requires = "access_register", conflicts_with = "topology")]
+    pub cables: bool,
+    /// Allow the SubnSet(AccessRegister) MADs --cables sends: register queries carried in a
+    /// Set as NVIDIA's tools carry them; they write nothing.
+    #[arg(long)]
+    pub access_register: bool,
     /// The `[tui]` keys' flags; what is in force is `g.tui`.
     #[command(flatten)]
     pub settings: crate::settings::TuiSettings,
@@ -104,6 +114,8 @@ struct LiveSource {
     /// What changed from sweep to sweep: link-flapping, and the journal's lines.
     history: ibscope_topo::journal::FlapHistory,
     journal: Option<ibscope_topo::journal::JournalFile>,
+    /// Whether the ports' modules are read each sweep (--cables).
+    modules: ibscope_topo::cable_reads::ModuleReadMode,
 }
 
 impl LiveSource {
@@ -123,6 +135,7 @@ impl LiveSource {
                 .journal
                 .clone()
                 .map(ibscope_topo::journal::JournalFile::new),
+            modules: crate::cmd::check::module_read_mode(a.cables),
         })
     }
 }
@@ -168,13 +181,14 @@ impl tui::Source for LiveSource {
         if fabric.node_count() == 0 {
             bail!("discovery found no node: is the local port up?");
         }
-        let mut eval = crate::cmd::check::evaluate(
+        let mut eval = crate::cmd::check::evaluate_with_modules(
             &fabric,
             self.names.as_ref(),
             &ibscope_topo::health::HealthOptions::default(),
             &self.thresholds,
             Some(&mut self.engine),
             ibscope_topo::findings::CounterReads::PerPort,
+            self.modules,
         );
         self.engine.ensure_connected()?;
         let fabric = std::sync::Arc::new(fabric);

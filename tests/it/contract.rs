@@ -84,6 +84,22 @@ const CONTRACT: &[Row] = &[
         Some("check"),
     ),
     row("check", TOPO, At::Offline, 0, Some("check")),
+    row(
+        "cables",
+        &[],
+        At::Elsewhere(
+            "reads this host's modules, or a fabric's with --access-register (tests/it/cables.rs)",
+        ),
+        0,
+        Some("cables"),
+    ),
+    row(
+        "cables decode",
+        &["{files}"],
+        At::Offline,
+        0,
+        Some("cables"),
+    ),
     row("counters", &[], At::Simulator, 0, Some("counters")),
     row(
         "events",
@@ -218,6 +234,15 @@ const CONTRACT: &[Row] = &[
         None,
     ),
     row(
+        "sim responder",
+        &["{topology}"],
+        At::Elsewhere(
+            "serves a fabric over stdin/stdout until its input ends (tests/it/cables.rs)",
+        ),
+        0,
+        None,
+    ),
+    row(
         "tui",
         &[],
         At::Elsewhere("needs a terminal (tests/it/tui_e2e.rs)"),
@@ -276,6 +301,8 @@ enum Kind {
     NcclLog,
     HostList,
     Config,
+    /// A saved module dump (`cables decode`).
+    ModuleDump,
 }
 
 /// The kind of each file argument, by "command id" where one id means different files in
@@ -283,6 +310,7 @@ enum Kind {
 fn kind_of(command: &str, id: &str) -> Option<Kind> {
     Some(match (command, id) {
         ("host compare", "files") => Kind::HostDocuments,
+        ("cables decode", "files") => Kind::ModuleDump,
         ("nccl tests", "files") => Kind::NcclTests,
         ("nccl log", "files") | ("nccl tests", "log") => Kind::NcclLog,
         ("route load", "file") => Kind::HostList,
@@ -353,6 +381,7 @@ fn expect(kind: Kind, class: Class) -> Expect {
                     | NcclTests
                     | NcclLog
                     | HostList
+                    | ModuleDump
             ) =>
         {
             Expect::Either
@@ -455,6 +484,13 @@ impl Samples {
             (
                 Kind::Config,
                 b"# settings\ntimeout-ms = 300\nretries = 2\n".to_vec(),
+            ),
+            (
+                Kind::ModuleDump,
+                std::fs::read(
+                    repo_root().join("tests/data/cables/sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt"),
+                )
+                .unwrap(),
             ),
         ];
         let mut files = BTreeMap::new();

@@ -41,6 +41,7 @@ fn schemas_are_valid_and_name_every_finding_kind() {
         validator(name);
     }
     for command in [
+        "cables",
         "check",
         "config",
         "counters",
@@ -421,6 +422,19 @@ fn every_offline_command_on_files() {
     let host = ["host", "--json"];
     let out = ibscope_plain(&host, &[("IBSCOPE_SYSFS_ROOT", root.to_str().unwrap())]);
     checked(out, 0, "host", &host);
+
+    // Every published module capture that is a module's memory, decoded (the others are
+    // refused before any document: tests/it/cables.rs).
+    let dir = repo_root().join("tests/data/cables");
+    for (file, code) in [
+        ("sonic-sfputil-sff8472-finisar-ftlx8571d3bcl.txt", 0),
+        ("sonic-sfputil-sff8636-molex-1110401054.txt", 0),
+        ("netdev-mikrotik-s-ao0005-sfp-aoc.txt", 0),
+    ] {
+        let path = dir.join(file);
+        let args = ["cables", "decode", "--json", path.to_str().unwrap()];
+        checked(ibscope_plain(&args, &[]), code, "cables", &args);
+    }
 }
 
 /// links, check, discover's snapshot and hosts of one topology file (exit 0 or 1: verdicts are

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod cables;
 mod check;
 mod closed_pipe;
 mod config;

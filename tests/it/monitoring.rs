@@ -336,6 +336,8 @@ fn dashboard_is_importable_and_describes_its_panels() {
         "XmitWait (congestion)",
         "LinkDowned increases",
         "Host/rail grid",
+        "Modules with findings",
+        "Received light, lowest 10 lanes (dBm)",
     ] {
         assert!(titles.iter().any(|t| t == wanted), "no panel {wanted}");
     }
@@ -405,6 +407,8 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
         "IbscopePortErrorsRising",
         "IbscopeSymbolErrorRatioHigh",
         "IbscopeLinkFlapping",
+        "IbscopeCableLightLow",
+        "IbscopeCableSignalLost",
     ] {
         assert!(alerts.iter().any(|a| a == wanted), "no alert {wanted}");
     }
@@ -442,8 +446,20 @@ fn dashboard_and_alert_queries_run_against_a_real_scrape() {
     let mut serve = start_serve(&sim, &log, &["--listen", &listen, "--interval", "1"], None);
     wait_healthy(&mut serve, port, &log);
     let (_, page) = http_get(port, "/metrics").unwrap();
-    let page = families(&page);
+    let mut page = families(&page);
     assert!(page.contains_key("ibscope_port_data_rate_gbps"), "{page:?}");
+    // The simulator has no module to read: the cable families come from a second
+    // exporter, on the recorded fabric with `--cables`, scraped by the same Prometheus.
+    let cables_config = crate::cables::recorded_modules(scratch.path());
+    let cables_log = scratch.path().join("serve-cables.log");
+    let cables_port = free_port();
+    let mut cables_serve =
+        crate::cables::start_serve_cables(&cables_config, &cables_log, cables_port);
+    wait_healthy(&mut cables_serve, cables_port, &cables_log);
+    let (_, cables_page) = http_get(cables_port, "/metrics").unwrap();
+    for (family, labels) in families(&cables_page) {
+        page.entry(family).or_default().extend(labels);
+    }
 
     let dash: Value =
         serde_json::from_str(&std::fs::read_to_string(repo_root().join(DASHBOARD)).unwrap())
@@ -480,7 +496,7 @@ fn dashboard_and_alert_queries_run_against_a_real_scrape() {
 
     // A real Prometheus scrapes the exporter (job "ibscope", as the rules expect) and runs
     // every query: one that does not parse gets 400 bad_data.
-    let mut prom = Prometheus::start(scratch.path(), "ibscope", &[port]);
+    let mut prom = Prometheus::start(scratch.path(), "ibscope", &[port, cables_port]);
     let rate_ready = "rate(ibscope_port_symbol_error_total{job=\"ibscope\"}[1m])";
     wait_for(Duration::from_secs(30), "two scrapes in Prometheus", || {
         let (code, doc) = prom.try_query(rate_ready)?;
@@ -534,6 +550,7 @@ fn dashboard_and_alert_queries_run_against_a_real_scrape() {
     ));
     assert_eq!(doc["data"]["result"][0]["value"][1], "2", "{doc}");
     drop(prom);
+    drop(cables_serve);
     drop(serve);
 }
 

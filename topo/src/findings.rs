@@ -18,6 +18,8 @@ use crate::model::refs::PortRef;
 use crate::model::{End, Fabric};
 use crate::namemap::{display_name, NameMap};
 
+use crate::cable_reads::{read_modules, FabricModules, ModuleReadMode};
+use crate::cables::fabric_cable_findings;
 pub use crate::finding_kinds::{
     kinds_help, Evidence, Finding, FindingKind, KindFacts, Scope, Severity, FINDING_KINDS,
 };
@@ -640,6 +642,9 @@ pub struct Live<'a, E> {
     pub reads: CounterReads,
     /// The local port's SMLID.
     pub sm_lid: u16,
+    /// Whether the ports' modules are read (a SubnSet each: only when asked for) and
+    /// judged: the cable findings.
+    pub modules: ModuleReadMode,
 }
 
 /// What an evaluation found, and what it read on the way.
@@ -662,6 +667,8 @@ pub struct Evaluation {
     pub hosts: Hosts,
     /// How long grouping the hosts and checking their rails took.
     pub hosts_duration: std::time::Duration,
+    /// The ports' modules, when they were read.
+    pub modules: Option<FabricModules>,
 }
 
 /// Every finding of a fabric; with a live transport also its counters and its SM.
@@ -697,6 +704,7 @@ pub fn evaluate<E: SmpExecutor>(
         health: report,
         hosts,
         hosts_duration,
+        modules: None,
     };
     if let Some(live) = live {
         let targets = counters::targets(fabric, None, None);
@@ -722,6 +730,11 @@ pub fn evaluate<E: SmpExecutor>(
         findings.extend(sm_finding(&sm));
         eval.sm = Some(sm);
         eval.sample = Some(sample);
+        if live.modules != ModuleReadMode::NotAllowed {
+            let modules = read_modules(live.exec, fabric, names, live.modules);
+            findings.extend(fabric_cable_findings(&modules));
+            eval.modules = Some(modules);
+        }
     }
     let started = std::time::Instant::now();
     annotate(&mut findings, &eval.hosts);

@@ -51,6 +51,12 @@ pub enum InputError {
         name: String,
         limit: u64,
     },
+    #[error("{what} {name} is larger than {} (no {what} is)", size_text(*most))]
+    LargerThanAny {
+        what: String,
+        name: String,
+        most: u64,
+    },
     #[error("{what} {name} is binary data (a NUL byte at offset {offset}), not text")]
     Binary {
         what: String,
@@ -106,9 +112,22 @@ pub fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {
     read(path, what, false)
 }
 
+/// [`read_bytes`] of an input whose format bounds its size (a module dump is a few KiB):
+/// more than `most` bytes is not one, said as soon as the read passes it.
+pub fn read_bytes_up_to(path: &Path, what: &str, most: u64) -> Result<Vec<u8>, InputError> {
+    let own = most < limit();
+    let capped = read_with_cap(path, what, false, most.min(limit()));
+    match capped {
+        Err(InputError::TooLarge { what, name, .. }) if own => {
+            Err(InputError::LargerThanAny { what, name, most })
+        }
+        other => other,
+    }
+}
+
 /// Reads any reader as text under the same rules (a child's output, a test's bytes).
 pub fn read_text_from(reader: impl Read, name: &str, what: &str) -> Result<String, InputError> {
-    let bytes = read_capped(reader, name, what, true)?;
+    let bytes = read_capped(reader, name, what, true, limit())?;
     String::from_utf8(bytes).map_err(|e| InputError::NotUtf8 {
         what: what.to_string(),
         name: name.to_string(),
@@ -117,9 +136,13 @@ pub fn read_text_from(reader: impl Read, name: &str, what: &str) -> Result<Strin
 }
 
 fn read(path: &Path, what: &str, text: bool) -> Result<Vec<u8>, InputError> {
+    read_with_cap(path, what, text, limit())
+}
+
+fn read_with_cap(path: &Path, what: &str, text: bool, cap: u64) -> Result<Vec<u8>, InputError> {
     let name = display_name(path);
     if is_stdin(path) {
-        return read_capped(std::io::stdin().lock(), &name, what, text);
+        return read_capped(std::io::stdin().lock(), &name, what, text, cap);
     }
     let io = |source: std::io::Error| match source.kind() {
         std::io::ErrorKind::NotFound => InputError::Missing {
@@ -139,15 +162,15 @@ fn read(path: &Path, what: &str, text: bool) -> Result<Vec<u8>, InputError> {
             name,
         });
     }
-    if meta.is_file() && meta.len() > limit() {
+    if meta.is_file() && meta.len() > cap {
         return Err(InputError::TooLarge {
             what: what.to_string(),
             name,
-            limit: limit(),
+            limit: cap,
         });
     }
     let file = std::fs::File::open(path).map_err(io)?;
-    read_capped(file, &name, what, text)
+    read_capped(file, &name, what, text, cap)
 }
 
 fn read_capped(
@@ -155,8 +178,8 @@ fn read_capped(
     name: &str,
     what: &str,
     text: bool,
+    cap: u64,
 ) -> Result<Vec<u8>, InputError> {
-    let cap = limit();
     let mut out = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
@@ -247,7 +270,7 @@ mod tests {
     fn text_past_the_cap_is_refused() {
         // A stream of text with no end, as a FIFO can give: the cap stops it.
         let endless = std::io::repeat(b'a');
-        let err = read_capped(endless, "fifo", "topology file", true).unwrap_err();
+        let err = read_capped(endless, "fifo", "topology file", true, limit()).unwrap_err();
         assert!(matches!(err, InputError::TooLarge { .. }), "{err}");
         assert!(err.to_string().contains("--max-input"), "{err}");
     }
@@ -271,6 +294,27 @@ mod tests {
         let err = read_text(&latin1, "plan").unwrap_err();
         assert!(err.to_string().contains("offset 3"), "{err}");
         assert_eq!(read_bytes(&latin1, "dump").unwrap(), b"caf\xe9\n");
+    }
+
+    #[test]
+    fn a_format_that_bounds_its_size_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![0u8; 4096]).unwrap();
+        let err = read_bytes_up_to(&big, "module dump", 1024).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("is larger than 1 KiB (no module dump is)"),
+            "{err}"
+        );
+        assert_eq!(
+            read_bytes_up_to(&big, "module dump", 4096).unwrap().len(),
+            4096
+        );
+        // An endless device stops at the format's bound, not at the input limit.
+        let zero = Path::new("/dev/zero");
+        let err = read_bytes_up_to(zero, "module dump", 1024).unwrap_err();
+        assert!(matches!(err, InputError::LargerThanAny { .. }), "{err}");
     }
 
     #[test]

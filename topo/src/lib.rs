@@ -8,6 +8,9 @@ pub use model::refs::{NodeRef, PortRef};
 pub use model::{
     End, Fabric, FabricFile, FabricId, LinkKey, Node, NodeId, NodeKind, Port, PortKey,
 };
+pub mod cable_rates;
+pub mod cable_reads;
+pub mod cables;
 pub mod changes;
 pub mod counters;
 pub mod diff;
@@ -37,6 +40,8 @@ pub mod port_toggle;
 pub mod query_json;
 pub mod resolve;
 pub mod responder;
+pub mod responder_modules;
+pub mod responder_relay;
 pub mod routing;
 pub mod sa_records;
 pub mod sa_tables;

@@ -1,8 +1,9 @@
 //! The cabling plan: the cables an integrator says a fabric has, as a CSV file with a
-//! header `a_node,a_port,z_node,z_port[,rate]` (nodes by NodeDescription, name-map name or
-//! GUID), written from a fabric (`discover --format plan`) and compared with one
-//! (`check --plan`): every cable missing, extra, on the wrong port of the right node, on
-//! the wrong node, or below the planned rate.
+//! header `a_node,a_port,z_node,z_port` and optional columns `rate`, `part_number` and
+//! `length_m` in any order (nodes by NodeDescription, name-map name or GUID), written from
+//! a fabric (`discover --format plan`) and compared with one (`check --plan`): every cable
+//! missing, extra, on the wrong port of the right node, on the wrong node, below the
+//! planned rate, or (where the modules were read) of another part number or length.
 
 use std::collections::HashSet;
 
@@ -21,12 +22,18 @@ pub struct PlanEnd {
 }
 
 /// One cable of the plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedCable {
     pub a: PlanEnd,
     pub z: PlanEnd,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
+    /// The vendor part number of the cable (or of the module at each end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_number: Option<String>,
+    /// The cable assembly's length in metres.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length_m: Option<f64>,
     /// Its line in the plan file (1 is the header); 0 for a plan made from a fabric.
     pub line: usize,
 }
@@ -40,6 +47,9 @@ pub struct CablingPlanError {
 }
 
 const HEADER: [&str; 4] = ["a_node", "a_port", "z_node", "z_port"];
+/// The columns a plan may add after the four, in any order.
+const OPTIONAL: [&str; 3] = ["rate", "part_number", "length_m"];
+const HEADER_TEXT: &str = "a_node,a_port,z_node,z_port[,rate][,part_number][,length_m]";
 
 /// The fields of one CSV line: commas separate, double quotes enclose a field holding
 /// commas or quotes (`""` is a quote).
@@ -90,20 +100,20 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, CablingPla
     };
     let header = fields(header).map_err(|m| err(n, m))?;
     let lower: Vec<String> = header.iter().map(|h| h.to_ascii_lowercase()).collect();
-    if lower.len() < 4
-        || lower[..4] != HEADER
-        || (lower.len() == 5 && lower[4] != "rate")
-        || lower.len() > 5
-    {
+    let extra = lower.get(4..).unwrap_or(&[]);
+    let known_extra = extra.iter().all(|c| OPTIONAL.contains(&c.as_str()))
+        && (1..extra.len()).all(|i| !extra[..i].contains(&extra[i]));
+    if lower.len() < 4 || lower[..4] != HEADER || !known_extra {
         return Err(err(
             n,
             format!(
-                "expected the header a_node,a_port,z_node,z_port[,rate], got {:?}",
+                "expected the header {HEADER_TEXT}, got {:?}",
                 header.join(",")
             ),
         ));
     }
-    let with_rate = lower.len() == 5;
+    let column = |name: &str| lower.iter().position(|c| c == name);
+    let (rate_at, part_at, length_at) = (column("rate"), column("part_number"), column("length_m"));
     let mut cables = Vec::new();
     for (n, line) in lines {
         let f = fields(line).map_err(|m| err(n, m))?;
@@ -114,7 +124,8 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, CablingPla
         {
             continue;
         }
-        if f.len() != lower.len() && !(with_rate && f.len() == 4) {
+        // The optional columns may be left off the end of a line.
+        if f.len() > lower.len() || f.len() < 4 {
             return Err(err(
                 n,
                 format!("expected {} fields, got {}", lower.len(), f.len()),
@@ -135,11 +146,21 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, CablingPla
                 Ok(f[i].clone())
             }
         };
-        let rate = match f.get(4).filter(|r| !r.is_empty()) {
+        let cell = |at: Option<usize>| at.and_then(|i| f.get(i)).filter(|v| !v.is_empty());
+        let rate = match cell(rate_at) {
             None => None,
             Some(r) => Some(
                 Rate::parse(r)
                     .ok_or_else(|| err(n, format!("rate {r:?} is not WIDTHxSPEED, e.g. 4xNDR")))?,
+            ),
+        };
+        let length_m = match cell(length_at) {
+            None => None,
+            Some(l) => Some(
+                l.parse::<f64>()
+                    .ok()
+                    .filter(|m| m.is_finite() && *m > 0.0)
+                    .ok_or_else(|| err(n, format!("length_m {l:?} is not a length in metres")))?,
             ),
         };
         cables.push(PlannedCable {
@@ -152,6 +173,8 @@ pub fn parse_csv(text: &str, file: &str) -> Result<Vec<PlannedCable>, CablingPla
                 port: port(3)?,
             },
             rate,
+            part_number: cell(part_at).cloned(),
+            length_m,
             line: n,
         });
     }
@@ -172,6 +195,8 @@ pub fn from_fabric(fabric: &Fabric, names: Option<&NameMap>) -> Vec<PlannedCable
                 port: l.b.port,
             },
             rate: rate_of(fabric, l.a).or_else(|| rate_of(fabric, l.b)),
+            part_number: None,
+            length_m: None,
             line: 0,
         })
         .collect()
@@ -223,10 +248,13 @@ pub enum Difference {
     BelowRate,
     /// The plan names a node the fabric does not have (or names it ambiguously).
     UnknownNode,
+    /// Cabled as planned, but the module at an end is another part number or the cable
+    /// another length than planned.
+    WrongCable,
 }
 
 /// One difference, with both ends in words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanDifference {
     pub kind: Difference,
     /// The planned cable (absent for an extra one).
@@ -401,6 +429,101 @@ pub fn compare(
     out
 }
 
+/// How far a cable's length may differ from the plan's: SFF-8636 and SFF-8472 give whole
+/// metres, CMIS a multiple of 0.1 m.
+const LENGTH_TOLERANCE_M: f64 = 0.5;
+
+/// The planned part numbers and lengths against the modules read at both ends of every
+/// cable cabled as planned (the others' differences are [`compare`]'s): an end whose
+/// module is another part number, or a cable of another length, is a `wrong-cable`. An end
+/// whose module was not read is not judged; how many planned cables could not be checked
+/// at all is the second value.
+pub fn compare_modules(
+    plan: &[PlannedCable],
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    modules: &crate::cable_reads::FabricModules,
+) -> (Vec<PlanDifference>, usize) {
+    use crate::cable_reads::ModuleRead;
+    let module_at = |end: End| {
+        let key = fabric.node(end.node).port_key(end.port);
+        modules
+            .ports
+            .iter()
+            .find(|p| p.at.key() == key)
+            .and_then(|p| match &p.read {
+                ModuleRead::Read { memory, .. } => ibscope_mad::cable::decode(memory).ok(),
+                _ => None,
+            })
+    };
+    let (mut out, mut unchecked) = (Vec::new(), 0);
+    for c in plan
+        .iter()
+        .filter(|c| c.part_number.is_some() || c.length_m.is_some())
+    {
+        let (Some(a), Some(z)) = (
+            find_node(fabric, names, &c.a.node),
+            find_node(fabric, names, &c.z.node),
+        ) else {
+            continue;
+        };
+        let (a_end, z_end) = (
+            End {
+                node: a,
+                port: c.a.port,
+            },
+            End {
+                node: z,
+                port: c.z.port,
+            },
+        );
+        if fabric.peer(a_end) != Some(z_end) {
+            continue;
+        }
+        let mut checked = false;
+        for end in [a_end, z_end] {
+            let Some(m) = module_at(end) else {
+                continue;
+            };
+            checked = true;
+            let id = &m.identity;
+            let mut wrong = Vec::new();
+            if let Some(pn) = &c.part_number {
+                if !id.part_number.trim().eq_ignore_ascii_case(pn.trim()) {
+                    wrong.push(format!("part number {:?}, planned {pn:?}", id.part_number));
+                }
+            }
+            if let (Some(want), Some(got)) = (c.length_m, m.length_m) {
+                if (want - got).abs() > LENGTH_TOLERANCE_M {
+                    wrong.push(format!("{got} m long, planned {want} m"));
+                }
+            }
+            if !wrong.is_empty() {
+                out.push(PlanDifference {
+                    kind: Difference::WrongCable,
+                    planned: Some(c.clone()),
+                    actual: Some(format!(
+                        "{} SN {} at {}",
+                        id.vendor,
+                        id.serial,
+                        end_text(fabric, names, end)
+                    )),
+                    message: format!(
+                        "{}: the module at {} ({} SN {}) is {}",
+                        planned_text(c),
+                        end_text(fabric, names, end),
+                        id.vendor,
+                        id.serial,
+                        wrong.join(" and ")
+                    ),
+                });
+            }
+        }
+        unchecked += usize::from(!checked);
+    }
+    (out, unchecked)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +631,31 @@ Hca 1 "H3" # "gpu-03 mlx5_0"
     }
 
     #[test]
+    fn part_numbers_and_lengths_are_optional_columns_in_any_order() {
+        let p = parse_csv(
+            "a_node,a_port,z_node,z_port,length_m,part_number,rate\n\
+             leaf-1,1,gpu-01 mlx5_0,1,3,MFS1S00-H003E,4xHDR\n\
+             leaf-1,2,gpu-02 mlx5_0,1,,MCP1650-H002E26\n\
+             leaf-1,3,leaf-2,1\n",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(p[0].length_m, Some(3.0));
+        assert_eq!(p[0].part_number.as_deref(), Some("MFS1S00-H003E"));
+        assert_eq!(p[0].rate.map(|r| r.to_string()).as_deref(), Some("4xHDR"));
+        assert_eq!((p[1].length_m, p[1].rate), (None, None));
+        assert_eq!(p[1].part_number.as_deref(), Some("MCP1650-H002E26"));
+        assert_eq!((&p[2].part_number, p[2].length_m), (&None, None));
+        // Neither column changes how the cabling itself is compared: the one cable is as
+        // planned, the fabric's other three are not in this plan.
+        let f = ibnd::parse(FABRIC).unwrap();
+        assert_eq!(
+            kinds(&compare(&p[..1], &f, None)),
+            [Difference::Extra, Difference::Extra, Difference::Extra]
+        );
+    }
+
+    #[test]
     fn bad_plans_name_file_and_line_never_panic() {
         let e = |t: &str| parse_csv(t, "p.csv").unwrap_err().to_string();
         assert!(e("").contains("p.csv:1: empty plan"));
@@ -516,6 +664,10 @@ Hca 1 "H3" # "gpu-03 mlx5_0"
         assert!(e("a_node,a_port,z_node,z_port\nx,1,y\n").contains("expected 4 fields"));
         assert!(e("a_node,a_port,z_node,z_port,rate\nx,1,y,1,fast\n").contains("rate \"fast\""));
         assert!(e("a_node,a_port,z_node,z_port\n\"x,1,y,1\n").contains("not closed"));
+        assert!(e("a_node,a_port,z_node,z_port,colour\n").contains("expected the header"));
+        assert!(e("a_node,a_port,z_node,z_port,rate,rate\n").contains("expected the header"));
+        assert!(e("a_node,a_port,z_node,z_port,length_m\nx,1,y,1,far\n")
+            .contains("p.csv:2: length_m \"far\" is not a length in metres"));
         // Quoted names with commas and quotes, comments and blank lines.
         let p = parse_csv(
             "# plan\na_node,a_port,z_node,z_port\n\n\"a, \"\"b\"\"\",1,c,2\n",

@@ -7,7 +7,10 @@
 //! - directed-route and LID-routed SubnGet of NodeInfo, NodeDescription, PortInfo,
 //!   SwitchInfo, LinearForwardingTable blocks and SMInfo (the SM is the local port);
 //! - PerfMgt Get of ClassPortInfo (AllPortSelect, extended counters), PortCounters and
-//!   PortCountersExtended, per port or summed over a switch's ports (PortSelect 0xFF).
+//!   PortCountersExtended, per port or summed over a switch's ports (PortSelect 0xFF);
+//! - with recorded module memory ([`FabricModel::with_modules`]), SubnSet(AccessRegister)
+//!   queries of PLIB, PMLP and MCIA (`responder_modules`); without, that attribute is not
+//!   supported, as on a fabric without the vendor's registers.
 //!
 //! A directed route through an unlinked port comes back at once with umad status 110 (as
 //! libumad2sim returns it); anything else not understood is dropped, as an SMA drops it.
@@ -32,6 +35,8 @@ use ibscope_mad::header::{class, method, MadHeader, MAD_SIZE};
 use ibscope_mad::smp::{SmpFrame, SmpRoute};
 
 use crate::model::{End, Fabric};
+use crate::responder_modules::{RecordedModules, RegisterTarget};
+use ibscope_mad::cable::register::AccessRegister;
 
 const NONE: u32 = u32::MAX;
 /// The highest unicast LID (IBA 4.1.3): a subnet holds at most this many LIDs.
@@ -90,6 +95,7 @@ pub struct FabricModel {
     by_lid: Vec<(u32, u8)>,
     local: (u32, u8),
     sm_lid: u16,
+    modules: Option<Arc<RecordedModules>>,
 }
 
 /// Why a fabric cannot be served.
@@ -214,7 +220,27 @@ impl FabricModel {
             by_lid,
             local,
             sm_lid,
+            modules: None,
         })
+    }
+
+    /// The model answering module reads from `modules` (keyed by the GUIDs it serves).
+    pub fn with_modules(mut self, modules: RecordedModules) -> FabricModel {
+        self.modules = Some(Arc::new(modules));
+        self
+    }
+
+    /// The answer to an AccessRegister query at node `n`, when modules are recorded.
+    fn access_register(&self, n: u32, mad: &[u8; MAD_SIZE]) -> Option<AccessRegister> {
+        let modules = self.modules.as_ref()?;
+        let asked = AccessRegister::decode(SmpFrame::data.bytes(&mad[..]).ok()?).ok()?;
+        let node = &self.nodes[n as usize];
+        let target = RegisterTarget {
+            guid: node.guid,
+            switch: node.switch,
+            num_ports: node.num_ports,
+        };
+        Some(modules.answer(target, &asked))
     }
 
     pub fn node_count(&self) -> usize {
@@ -473,6 +499,9 @@ impl FabricModel {
                 PortInfo::ID => put(&mut reply, self.port_info(n, port)),
                 SwitchInfo::ID => put(&mut reply, self.switch_info(n)),
                 LinearForwardingTableBlock::ID => put(&mut reply, self.lft_block(n, modifier)),
+                AccessRegister::ID if header.method == method::SET => {
+                    put(&mut reply, self.access_register(n, mad))
+                }
                 SmInfo::ID => {
                     let sm =
                         (self.by_lid(self.sm_lid).map(|(n, _)| n) == Some(n)).then(|| SmInfo {

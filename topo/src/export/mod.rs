@@ -8,4 +8,6 @@ pub mod dot;
 pub mod ibnd;
 pub mod json;
 pub mod prometheus;
+mod prometheus_cables;
 mod prometheus_labels;
+mod prometheus_text;

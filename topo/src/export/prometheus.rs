@@ -13,6 +13,8 @@ use std::io;
 
 use ibscope_mad::attr::{CounterName, PhysState, PortState};
 
+use super::prometheus_text::{family_head, sample_line, PageText};
+use crate::cable_reads::FabricModules;
 use crate::counters::{self, PortSample, Sample, Thresholds};
 use crate::escape::for_prometheus_label;
 use crate::findings::{self, Finding};
@@ -35,80 +37,6 @@ pub fn metric_name(counter: &str) -> String {
         format!("ibscope_port_{base}_bytes_total")
     } else {
         format!("ibscope_port_{base}_total")
-    }
-}
-
-/// HELP and TYPE of a family; its samples follow at once.
-fn family_head(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// One sample line.
-fn sample_line(out: &mut String, name: &str, labels: &str, value: &str) {
-    out.push_str(name);
-    if !labels.is_empty() {
-        out.push('{');
-        out.push_str(labels);
-        out.push('}');
-    }
-    out.push(' ');
-    out.push_str(value);
-    out.push('\n');
-}
-
-/// Pieces of samples handed to a writer: big enough that a write costs little, small
-/// enough to stay in the CPU's cache while it is written and compressed.
-const PIECE_BYTES: usize = 1 << 18;
-
-/// The page being written: the piece not yet handed to the writer (a 100,000-HCA
-/// fabric's page is gigabytes of text; a writer that compresses each piece as it comes
-/// need not hold it whole).
-struct PageText<'w> {
-    text: String,
-    out: &'w mut dyn io::Write,
-    /// The writer's first error: nothing more is written after it.
-    error: Option<io::Error>,
-}
-
-impl<'w> PageText<'w> {
-    fn new(out: &'w mut dyn io::Write) -> PageText<'w> {
-        PageText {
-            text: String::with_capacity(PIECE_BYTES + 4096),
-            out,
-            error: None,
-        }
-    }
-
-    /// HELP and TYPE of a family; its samples follow at once.
-    fn head(&mut self, name: &str, kind: &str, help: &str) {
-        family_head(&mut self.text, name, kind, help);
-    }
-
-    /// A sample of a count: integers without going through `fmt` (a page of 100,000 ports
-    /// has millions of lines).
-    fn sample(&mut self, name: &str, labels: &str, value: u64) {
-        self.sample_text(name, labels, itoa::Buffer::new().format(value));
-    }
-
-    fn sample_text(&mut self, name: &str, labels: &str, value: &str) {
-        sample_line(&mut self.text, name, labels, value);
-        if self.text.len() >= PIECE_BYTES {
-            self.hand_over();
-        }
-    }
-
-    /// Writes the text not yet written, and empties it.
-    fn hand_over(&mut self) {
-        if self.error.is_none() {
-            self.error = self.out.write_all(self.text.as_bytes()).err();
-        }
-        self.text.clear();
-    }
-
-    fn finish(mut self) -> io::Result<()> {
-        self.hand_over();
-        self.error.map_or(Ok(()), Err)
     }
 }
 
@@ -355,8 +283,10 @@ pub struct PageStats<'a> {
     /// The SM check's finding (`None`: a master SM answered).
     pub sm: Option<&'a Finding>,
     /// Findings only the exporter makes: link-flapping from what it saw between sweeps,
-    /// planes-disagree from every fabric's discovery.
+    /// planes-disagree from every fabric's discovery, the cable findings of `cables`.
     pub extra: &'a [Finding],
+    /// The ports' modules as last read (`serve --cables`): the ibscope_cable_* families.
+    pub cables: Option<&'a FabricModules>,
 }
 
 /// The page `ibscope serve` makes after a sweep (everything but the per-scrape age),
@@ -397,6 +327,9 @@ pub fn write_fabric_page(
     link_families(&mut out, fabric, labels);
     degraded_family(&mut out, health, labels);
     node_families(&mut out, labels, stats.scrape_errors);
+    if let Some(modules) = stats.cables {
+        super::prometheus_cables::cable_families(&mut out, labels, modules);
+    }
     exporter_families(&mut out, prefix, fabric, sample, stats);
     out.finish()
 }
@@ -865,6 +798,7 @@ mod tests {
             thresholds,
             sm: None,
             extra: &[],
+            cables: None,
         }
     }
 
