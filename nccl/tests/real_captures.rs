@@ -1,16 +1,47 @@
 //! Published captures (tests/data/nccl/real/, sources in SOURCES.md there): every layout,
 //! prefix and version they show reads, and what they show is found.
 
+#[path = "real_captures/walk.rs"]
+mod walk;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use ibscope_nccl::{log, perf, report};
+use ibscope_nccl::report::{Judging, Lines, LogReport, TestsReport};
+use ibscope_nccl::{log, perf, rate, report};
+
+fn capture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/nccl/real")
+}
 
 fn read(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/nccl/real")
-        .join(name);
-    String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+    String::from_utf8_lossy(&std::fs::read(capture_dir().join(name)).unwrap()).into_owned()
+}
+
+/// A capture as `nccl tests` and `nccl log` read it without a fabric: its runs judged
+/// (against `rate`: the HCA rate and HCAs per server, where given) and its NCCL lines.
+struct Judged {
+    tests: TestsReport,
+    log: LogReport,
+}
+
+fn judge(name: &str, rate: Option<(&str, usize)>) -> Judged {
+    let text = read(name);
+    let runs = perf::parse(&text, name);
+    let nccl = log::parse([(name, text.as_str())]);
+    let lines = Lines {
+        rate_gbps: rate.map(|(r, _)| rate::parse_rate(r).unwrap()),
+        nics: rate.map(|(_, n)| n),
+        ..Lines::default()
+    };
+    let with = Judging {
+        lines,
+        ..Judging::default()
+    };
+    Judged {
+        tests: report::tests_report(&runs, &nccl, with),
+        log: report::log_report(&nccl, None),
+    }
 }
 
 fn one_run(name: &str) -> perf::PerfRun {
@@ -158,8 +189,8 @@ fn the_slow_run_judged_alone_is_bandwidth_bound_without_a_prediction() {
     let slow = one_run("nccl-tests-2.17.1-allreduce-2node-gh200-slow-nocxi-indented.txt");
     let fast = one_run("nccl-tests-2.17.1-allreduce-2node-gh200-srun-indented.txt");
     let (s, f) = (
-        report::run_report(&slow, None, &[], &[]),
-        report::run_report(&fast, None, &[], &[]),
+        report::run_report(&slow, &Judging::default()),
+        report::run_report(&fast, &Judging::default()),
     );
     assert!(
         s.prediction.is_none()
@@ -227,26 +258,29 @@ fn nccl_logs_read_with_ranks_devices_and_channels() {
     }
 }
 
-/// NCCL_IB_HCA=mlx5_0,...,mlx5_7 is a prefix match: mlx5_1 also admits mlx5_10, which NCCL
-/// then lists and leaves idle. The log shows it; the rule names it.
+/// Rails only where a server has them: 9 RoCE HCAs listed for 8 GPUs (NCCL_IB_HCA's
+/// prefix match admits mlx5_10), and 1-GPU nodes with a RoCE and an IB port (NCCL 2.16.5),
+/// have none; NCCL's choice there is not a wrong rail, the other HCA no idle rail.
 #[test]
-fn a_prefix_match_of_nccl_ib_hca_shows_as_an_idle_rail() {
-    let name = "nccl-log-2.29.3-2node-16rank-roce-rank0-node.txt";
-    let text = read(name);
-    let r = report::log_report(&log::parse([(name, text.as_str())]), None);
-    let idle: Vec<&str> = r
-        .findings
-        .iter()
-        .filter(|f| f.kind.name() == "nccl-rail-unused")
-        .map(|f| f.message.as_str())
-        .collect();
-    assert_eq!(idle.len(), 1, "{idle:?}");
-    assert!(
-        idle[0].starts_with("mlx5_10 of tpgds-aihub0003"),
-        "{}",
-        idle[0]
+fn rails_only_where_a_server_has_them() {
+    for name in [
+        "nccl-log-2.29.3-2node-16rank-roce-rank0-node.txt",
+        "nccl-tests-2.16.5-gather-2node-1gpu-roce-and-ib-hcas-topo-dump.txt",
+    ] {
+        let j = judge(name, None);
+        let kinds: Vec<&str> = j.log.findings.iter().map(|f| f.kind.name()).collect();
+        assert!(
+            !kinds.contains(&"nccl-wrong-rail") && !kinds.contains(&"nccl-rail-unused"),
+            "{name}: {kinds:?}"
+        );
+    }
+    // The 1-GPU node's log names its release without a host prefix: read all the same.
+    let j = judge(
+        "nccl-tests-2.16.5-gather-2node-1gpu-roce-and-ib-hcas-topo-dump.txt",
+        None,
     );
-    assert!(idle[0].contains("NCCL_IB_HCA=mlx5_0,"));
+    assert_eq!(j.log.versions, ["2.16.5+cuda11.8"]);
+    assert_eq!(j.log.networks, ["IB"]);
 }
 
 /// A 2-node B200 all_gather: its times jump about at small and mid sizes (280 us at 1 KiB,
@@ -255,7 +289,7 @@ fn a_prefix_match_of_nccl_ib_hca_shows_as_an_idle_rail() {
 #[test]
 fn a_jumpy_small_message_range_is_latency_not_bandwidth() {
     let name = "nccl-tests-allgather-2node-b200-nccl2.26.6.txt";
-    let r = report::run_report(&one_run(name), None, &[], &[]);
+    let r = report::run_report(&one_run(name), &Judging::default());
     let ranges: Vec<(u64, u64, &str)> = r
         .judgement
         .ranges

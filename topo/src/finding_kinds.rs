@@ -449,7 +449,7 @@ pub const FINDING_KINDS: [KindFacts; 50] = {
             NcclGdrForced,
             "nccl-gdr-forced",
             Warning,
-            "NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_READ or NCCL_P2P_LEVEL make GPUDirect run where NCCL \
+            "NCCL_NET_GDR_LEVEL, NCCL_P2P_LEVEL or NCCL_P2P_DISABLE make GPUDirect run where NCCL \
              would refuse it, or keep it off where it would help",
             "unset the variable and let NCCL choose from the PCIe topology",
         ),
