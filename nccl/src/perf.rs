@@ -49,6 +49,21 @@ pub struct PerfRun {
 }
 
 impl PerfRun {
+    /// The first row whose size comes again, or back, in the same table (same type,
+    /// operation and root): rows of several processes' runs interleaved. A test of every
+    /// type (`-d all`) starts its sizes again for each type: that is another table.
+    pub fn interleaved_rows(&self) -> Option<usize> {
+        self.rows
+            .windows(2)
+            .find(|w| {
+                w[1].size <= w[0].size
+                    && w[1].dtype == w[0].dtype
+                    && w[1].redop == w[0].redop
+                    && w[1].root == w[0].root
+            })
+            .map(|w| w[1].line)
+    }
+
     /// nccl-tests' busbw factor of this run: busbw over algbw as it printed them (at its
     /// largest size with both above 1 GB/s, where rounding hardly counts), else the
     /// collective's over its ranks.
@@ -157,6 +172,14 @@ pub fn parse(text: &str, source: &str) -> Vec<PerfRun> {
     }
     let mut runs = reader.runs;
     for run in &mut runs {
+        if let Some(line) = run.interleaved_rows() {
+            run.interleaved = true;
+            run.problems.push(format!(
+                "{}:{line}: rows of several runs interleave (a size comes again in the same \
+                 table): read as one run",
+                run.source
+            ));
+        }
         if run.rows.is_empty() {
             run.problems
                 .push(format!("{}: no row of measurements", run.source));

@@ -90,8 +90,8 @@ impl Lines {
     fn predict(&self, op: &str, servers: &[String]) -> Result<Prediction, String> {
         if let [only] = servers {
             return Err(format!(
-                "the run's ranks are all on {only}: NVLink inside the server, not its HCAs, \
-                 bounds it"
+                "the run's ranks are all on {only}: its HCAs carry none of it (NVLink or PCIe \
+                 inside the server bound it)"
             ));
         }
         if !self.documents.is_empty() {

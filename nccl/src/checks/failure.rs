@@ -7,7 +7,9 @@
 //! - ranks printing different NCCL versions;
 //! - `NET/IB : No device found.` where the job needs the network: no usable IB device;
 //! - a net plugin that loaded and then gave way to another network: it failed and NCCL fell
-//!   back.
+//!   back;
+//! - `socketFinalizeAccept: wrong type 4 != 3`: a peer connected over the IB transport where
+//!   this rank uses sockets: the nodes run with different NCCL settings.
 //!
 //! A warning alone is not a failure (NCCL warns of HCAs it cannot open and goes on): the
 //! process must also trace a call back with an error code, print a warning of the fatal
@@ -129,6 +131,17 @@ fn cause(
                  libraries it loads, on every node)"
             ),
             at,
+        );
+    }
+    if let Some(w) = warn_with("socketFinalizeAccept: wrong type") {
+        // socket.h's ncclSocketType: 3 the socket transport, 4 the IB transport.
+        return (
+            "cause: a peer opened another kind of connection than this rank expects (the \
+             socket transport and the IB transport): the ranks run with different NCCL \
+             settings, a variable such as NCCL_IB_DISABLE set on some nodes only (mpirun \
+             passes variables with -x, srun with --export)"
+                .into(),
+            vec![w.at],
         );
     }
     if versions.len() > 1 {
