@@ -185,3 +185,46 @@ pub fn without_mpi(runs: &[&PerfRun], log: &NcclLog) -> Option<Finding> {
     f.evidence = evidence.into_iter().take(8).collect();
     Some(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{self, Job};
+
+    /// A run of `busbw(size)` from 8 B to 8 GiB, judged alone.
+    fn judged(busbw: impl Fn(u64) -> f64) -> (PerfRun, Judgement) {
+        let sizes: Vec<(u64, f64)> = (3..=33).map(|p| 1u64 << p).map(|s| (s, busbw(s))).collect();
+        let text = synthetic::perf_text(&Job::new(2, 8), "all_reduce", &sizes);
+        let run = crate::perf::parse(&text, "run.txt").remove(0);
+        let j = crate::predict::judge(&run, None, &[]);
+        (run, j)
+    }
+
+    fn healthy(s: u64) -> f64 {
+        let bus = 1.875 * s as f64;
+        bus / (30e-6 + bus / 40e9) / 1e9
+    }
+
+    /// The curve: 30 GB/s at 8 MB, 0.8 GB/s at 64 MB, back only at 4 GB.
+    #[test]
+    fn a_curve_that_collapses_mid_size_and_stays_down() {
+        let (run, j) = judged(|s| match s {
+            s if s <= 8 << 20 => healthy(s) * 30.0 / healthy(8 << 20),
+            s if s < 4 << 30 => 0.8,
+            _ => 36.0,
+        });
+        let f = collapse(&run, &j).expect("a collapse");
+        assert!(
+            f.message.contains("from 30.00 GB/s at 8MiB to 0.80 GB/s")
+                && f.message
+                    .contains("from 16MiB to 2GiB, back to 36.00 GB/s at 4GiB"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.evidence.len(), 3);
+        // A healthy curve, and one size that dips and recovers, are no collapse.
+        assert!(collapse(&judged(healthy).0, &judged(healthy).1).is_none());
+        let (run, j) = judged(|s| if s == 64 << 20 { 1.0 } else { healthy(s) });
+        assert!(collapse(&run, &j).is_none());
+    }
+}

@@ -85,8 +85,8 @@ impl Prefixes {
 /// Where a line's own text starts: before NCCL's `HOST:PID:TID [DEV] NCCL`, an nccl-tests
 /// `#` header, or a bare `NCCL version`.
 fn anchor(line: &str) -> Option<usize> {
-    if let Some(at) = nccl_origin(line) {
-        return Some(at);
+    if let Some(l) = nccl_line(line) {
+        return Some(l.origin);
     }
     if let Some(at) = line.find("NCCL version ") {
         return Some(at);
@@ -96,17 +96,25 @@ fn anchor(line: &str) -> Option<usize> {
     (after.is_empty() || HEADER_WORDS.iter().any(|w| after.starts_with(w))).then_some(hash)
 }
 
-/// Where NCCL's own `HOST:PID:TID [DEV]` starts in a line holding ` NCCL INFO ` or ` NCCL
-/// WARN `: read backwards from the marker, so any prefix before it stays outside.
-pub fn nccl_origin(line: &str) -> Option<usize> {
-    let marker = line
-        .find(" NCCL INFO")
-        .or_else(|| line.find(" NCCL WARN"))?;
+/// One line NCCL wrote, behind whatever prefix: `HOST:PID:TID [DEV] NCCL INFO message`
+/// (a warning adds its source file after `[DEV]`: `[0] misc/socket.cc:397 NCCL WARN ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NcclLine<'a> {
+    /// Where `HOST` starts: the text before it is a prefix.
+    pub origin: usize,
+    pub host: &'a str,
+    pub pid: u32,
+    pub warn: bool,
+    pub message: &'a str,
+}
+
+/// NCCL's line in `line`, read backwards from its marker, so any prefix before it stays
+/// outside.
+pub fn nccl_line(line: &str) -> Option<NcclLine<'_>> {
+    let (marker, warn) = marker(line)?;
     let head = &line[..marker];
-    // `[DEV]`, possibly followed by `file.cc:123` on WARN lines.
     let open = head.rfind(" [")?;
-    let ids = &head[..open];
-    let (rest, tid) = ids.rsplit_once(':')?;
+    let (rest, tid) = head[..open].rsplit_once(':')?;
     let (rest, pid) = rest.rsplit_once(':')?;
     if !all_digits(tid) || !all_digits(pid) {
         return None;
@@ -116,7 +124,38 @@ pub fn nccl_origin(line: &str) -> Option<usize> {
         .rev()
         .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
         .count();
-    (host_len > 0).then(|| rest.len() - host_len)
+    if host_len == 0 {
+        return None;
+    }
+    let origin = rest.len() - host_len;
+    Some(NcclLine {
+        origin,
+        host: &rest[origin..],
+        pid: pid.parse().ok()?,
+        warn,
+        message: line[marker + MARKER_LEN..].trim(),
+    })
+}
+
+/// ` NCCL INFO` and ` NCCL WARN` are this long.
+const MARKER_LEN: usize = 10;
+
+/// Where ` NCCL INFO` or ` NCCL WARN` stands, and whether a warning. NCCL's own prefix
+/// ends in `[DEV]`, so right after the first `]` is tried before the line is searched.
+fn marker(line: &str) -> Option<(usize, bool)> {
+    let kind = |at: usize| match line.get(at..at + MARKER_LEN) {
+        Some(" NCCL INFO") => Some((at, false)),
+        Some(" NCCL WARN") => Some((at, true)),
+        _ => None,
+    };
+    if let Some(found) = line.find(']').and_then(|close| kind(close + 1)) {
+        return Some(found);
+    }
+    let at = line.find(" NCCL ")?;
+    kind(at).or_else(|| {
+        let rest = at + 1;
+        line[rest..].find(" NCCL ").and_then(|a| kind(rest + a))
+    })
 }
 
 /// A prefix's shape: its digit runs generalised.
@@ -286,13 +325,21 @@ mod tests {
     #[test]
     fn nccls_own_prefix_is_read_backwards() {
         let line = "[1,0]<stdout>:gpu-1.cluster:77:78 [3] NCCL INFO x";
-        assert_eq!(nccl_origin(line), Some("[1,0]<stdout>:".len()));
+        let l = nccl_line(line).unwrap();
+        assert_eq!(l.origin, "[1,0]<stdout>:".len());
+        assert_eq!(
+            (l.host, l.pid, l.warn, l.message),
+            ("gpu-1.cluster", 77, false, "x")
+        );
         let warn = "node1:30:97 [0] transport/net_ib.cc:117 NCCL WARN NET/IB : Unable";
         assert_eq!(
-            nccl_origin(warn),
-            Some(0),
+            nccl_line(warn).map(|l| (l.origin, l.warn)),
+            Some((0, true)),
             "a WARN names its source file after [DEV]"
         );
-        assert_eq!(nccl_origin("x NCCL INFO y"), None);
+        assert_eq!(nccl_line("x NCCL INFO y"), None);
+        assert_eq!(nccl_line(":1:2 [0] NCCL INFO x"), None);
+        let stamped = "[2026-04-28 14:14:48] gpu-1:9:10 [4] NCCL INFO Channel 00/0 : 1 -> 2";
+        assert_eq!(nccl_line(stamped).unwrap().message, "Channel 00/0 : 1 -> 2");
     }
 }

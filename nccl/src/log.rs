@@ -243,15 +243,23 @@ impl NcclLog {
         let mut current: Option<(ProcessId, bool)> = None;
         for (n, line) in text.lines().enumerate() {
             let at = Place { file, line: n + 1 };
-            let Some(origin) = launcher::nccl_origin(line) else {
-                self.other_line(line, at);
+            let Some(launcher::NcclLine {
+                host,
+                pid,
+                warn,
+                message,
+                ..
+            }) = launcher::nccl_line(line)
+            else {
+                if line.contains(" NCCL INFO") || line.contains(" NCCL WARN") {
+                    self.nccl_lines += 1;
+                    self.unread_lines += 1;
+                } else {
+                    self.other_line(line, at);
+                }
                 continue;
             };
             self.nccl_lines += 1;
-            let Some((host, pid, warn, message)) = split_nccl_line(&line[origin..]) else {
-                self.unread_lines += 1;
-                continue;
-            };
             if !matches!(&current, Some((p, _)) if p.pid == pid && p.host == host) {
                 if let Some((p, trees)) = current.take() {
                     in_trees.insert(p, trees);
@@ -481,24 +489,6 @@ impl NcclLog {
     }
 }
 
-/// `HOST:PID:TID [DEV] [file.cc:123] NCCL INFO|WARN message`: host, pid, whether a
-/// warning, and the message.
-fn split_nccl_line(line: &str) -> Option<(&str, u32, bool, &str)> {
-    let (head, warn, rest) = match line.find(" NCCL INFO") {
-        Some(i) => (&line[..i], false, &line[i + " NCCL INFO".len()..]),
-        None => {
-            let i = line.find(" NCCL WARN")?;
-            (&line[..i], true, &line[i + " NCCL WARN".len()..])
-        }
-    };
-    let ids = head.rsplit_once(" [")?.0;
-    let mut parts = ids.rsplitn(3, ':');
-    let _tid = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    let host = parts.next()?;
-    (!host.is_empty()).then_some((host, pid, warn, rest.trim()))
-}
-
 /// `NET/IB : GPU Direct RDMA ...` (up to 2.5) or `GPU Direct RDMA ...`: what follows.
 fn gdr_text(m: &str) -> Option<&str> {
     let rest = match m.strip_prefix("NET/") {
@@ -641,21 +631,7 @@ node1:10:10 [3] NCCL INFO Ring 00 : 35 -> 34 [send] via NET/Socket/0";
     }
 
     #[test]
-    fn nccl_lines_behind_other_prefixes() {
-        let stamped =
-            "[2026-04-28 14:14:48] gpu-1:9:10 [4] NCCL INFO Channel 00/0 : 1 -> 2 via P2P";
-        let at = launcher::nccl_origin(stamped).unwrap();
-        assert_eq!(
-            split_nccl_line(&stamped[at..]),
-            Some(("gpu-1", 9, false, "Channel 00/0 : 1 -> 2 via P2P"))
-        );
-        let warn = "node-3:30:97 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed";
-        assert_eq!(
-            split_nccl_line(warn),
-            Some(("node-3", 30, true, "Call to ibv_open_device failed"))
-        );
-        assert_eq!(split_nccl_line("no pid NCCL INFO x"), None);
-        assert_eq!(split_nccl_line(":1:2 [0] NCCL INFO x"), None);
+    fn bare_version_lines_are_the_jobs() {
         let log = parse([(
             "bare.log",
             "NCCL version 2.16.5+cuda11.8\n[1,1]<stdout>:NCCL version 2.16.5+cuda11.8\n",

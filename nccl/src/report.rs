@@ -393,7 +393,8 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
         .chain(&log.bare_versions)
         .map(|v| v.value.clone())
         .collect();
-    let by = crate::checks::common::ByProcess::new(log);
+    let by = crate::checks::common::Index::new(log);
+    let findings = crate::checks::check_indexed(log, &by, beside.map(|b| b.hosts));
     let networks: BTreeSet<String> = log
         .processes
         .keys()
@@ -410,7 +411,7 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
         trees: log.trees,
         net_connections: net,
         gdr_connections: gdr,
-        findings: crate::checks::check(log, beside.map(|b| b.hosts)),
+        findings,
         placement,
         placement_missing,
         nccl_lines: log.nccl_lines,

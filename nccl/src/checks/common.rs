@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ibscope_topo::findings::{Evidence, Finding, FindingKind};
 
-use crate::log::{Connection, NcclLog, NetDevice, Place, ProcessId, Transport};
+use crate::log::{Connection, NcclLog, NetDevice, Place, Process, ProcessId, Rank, Transport};
 
 /// At most this many lines are cited per finding.
 const CITED: usize = 8;
@@ -80,10 +80,10 @@ pub(crate) fn gpu_rank(c: &Connection) -> u32 {
 }
 
 /// The HCAs a host's processes list (`NET/IB : Using`): the longest list of them.
-pub(crate) fn host_devices<'a>(log: &'a NcclLog, host: &str) -> &'a [NetDevice] {
-    log.processes
+pub(crate) fn host_devices<'a>(index: &Index<'a>, host: &str) -> &'a [NetDevice] {
+    index
+        .on(host)
         .iter()
-        .filter(|(id, _)| id.host == host)
         .map(|(_, p)| p.net_devices.as_slice())
         .max_by_key(|d| d.len())
         .unwrap_or_default()
@@ -98,25 +98,50 @@ pub(crate) fn hosts(log: &NcclLog) -> BTreeSet<&str> {
         .collect()
 }
 
-/// Each process's connection lines, looked up once for all rules.
-pub struct ByProcess<'a>(HashMap<&'a ProcessId, Vec<&'a Connection>>);
+/// What the rules look up, built once for all of them: each process's connection lines and
+/// ranks, each host's processes.
+pub struct Index<'a> {
+    connections: HashMap<&'a ProcessId, Vec<&'a Connection>>,
+    ranks: HashMap<&'a ProcessId, Vec<&'a Rank>>,
+    hosts: BTreeMap<&'a str, Vec<(&'a ProcessId, &'a Process)>>,
+}
 
-impl<'a> ByProcess<'a> {
-    pub fn new(log: &'a NcclLog) -> ByProcess<'a> {
-        let mut map: HashMap<&ProcessId, Vec<&Connection>> = HashMap::new();
+impl<'a> Index<'a> {
+    pub fn new(log: &'a NcclLog) -> Index<'a> {
+        let mut connections: HashMap<&ProcessId, Vec<&Connection>> = HashMap::new();
         for c in &log.connections {
-            map.entry(&c.printed_by).or_default().push(c);
+            connections.entry(&c.printed_by).or_default().push(c);
         }
-        ByProcess(map)
+        let mut ranks: HashMap<&ProcessId, Vec<&Rank>> = HashMap::new();
+        for r in log.ranks.values() {
+            ranks.entry(&r.process).or_default().push(r);
+        }
+        let mut hosts: BTreeMap<&str, Vec<(&ProcessId, &Process)>> = BTreeMap::new();
+        for (id, p) in &log.processes {
+            hosts.entry(id.host.as_str()).or_default().push((id, p));
+        }
+        Index {
+            connections,
+            ranks,
+            hosts,
+        }
     }
     /// The connections `id` printed.
     pub fn of(&self, id: &ProcessId) -> &[&'a Connection] {
-        self.0.get(id).map_or(&[], Vec::as_slice)
+        self.connections.get(id).map_or(&[], Vec::as_slice)
     }
     /// Whether `id` printed a network connection.
     pub fn has_net(&self, id: &ProcessId) -> bool {
         self.of(id)
             .iter()
             .any(|c| matches!(c.transport, Transport::Net { .. }))
+    }
+    /// The ranks process `id` runs.
+    pub fn ranks_of(&self, id: &ProcessId) -> &[&'a Rank] {
+        self.ranks.get(id).map_or(&[], Vec::as_slice)
+    }
+    /// The processes on `host`.
+    pub fn on(&self, host: &str) -> &[(&'a ProcessId, &'a Process)] {
+        self.hosts.get(host).map_or(&[], Vec::as_slice)
     }
 }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibscope_topo::findings::{Finding, FindingKind};
 
-use super::common::{finding, ByProcess};
+use super::common::{finding, Index};
 use crate::log::{Connection, NcclLog, Place, ProcessId, Transport};
 use crate::paths::{self, PathType};
 
@@ -90,10 +90,10 @@ pub fn used_nics(own: &[&Connection]) -> BTreeSet<u32> {
 
 /// For each GPU of process `id`, the path to the NIC it uses: the farthest of the NICs its
 /// connections use, else (no connection in the log) the closest, as NCCL would choose.
-pub fn gpu_paths(log: &NcclLog, id: &ProcessId, by: &ByProcess) -> Vec<NicPath> {
+pub fn gpu_paths(log: &NcclLog, id: &ProcessId, by: &Index) -> Vec<NicPath> {
     let used = used_nics(by.of(id));
     let mut by_gpu: BTreeMap<String, NicPath> = BTreeMap::new();
-    let one_gpu = log.ranks.values().filter(|r| &r.process == id).count() <= 1;
+    let one_gpu = by.ranks_of(id).len() <= 1;
     for np in nic_paths(log, id) {
         if !used.is_empty() && !used.contains(&np.nic) {
             continue;
@@ -118,7 +118,7 @@ pub fn gpu_paths(log: &NcclLog, id: &ProcessId, by: &ByProcess) -> Vec<NicPath> 
 
 /// GPUs whose NIC sits across the CPU interconnect, or behind the host bridge where the
 /// server has closer GPU-NIC pairs.
-pub fn gpu_nic_distance(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
+pub fn gpu_nic_distance(log: &NcclLog, by: &Index) -> Vec<Finding> {
     let mut per_host: BTreeMap<&str, Vec<(&ProcessId, NicPath)>> = BTreeMap::new();
     let mut close_on: BTreeSet<&str> = BTreeSet::new();
     for id in log.processes.keys() {
@@ -145,10 +145,9 @@ pub fn gpu_nic_distance(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
                 .get(id)
                 .and_then(|p| p.net_devices.iter().find(|d| d.index == np.nic))
                 .map_or_else(|| format!("NIC {}", np.nic), |d| d.device.clone());
-            let rank = log
-                .ranks
-                .values()
-                .find(|r| &r.process == id)
+            let rank = by
+                .ranks_of(id)
+                .first()
                 .map_or(String::new(), |r| format!(" (rank {})", r.rank));
             out.push(finding(
                 log,

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use ibscope_topo::findings::{Finding, FindingKind};
 
-use super::common::{finding, list, ByProcess};
+use super::common::{finding, list, Index};
 use super::network::network_of;
 use crate::log::{NcclLog, Place, Process, ProcessId, Seen};
 
@@ -49,7 +49,7 @@ fn failed_init(log: &NcclLog, p: &Process) -> bool {
 
 /// The job's start failed: one finding, naming the processes, the first warning and the
 /// cause where it is a known one.
-pub fn init_failed(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
+pub fn init_failed(log: &NcclLog, by: &Index) -> Vec<Finding> {
     let failing: Vec<(&ProcessId, &Process)> = log
         .processes
         .iter()
@@ -96,11 +96,7 @@ pub fn init_failed(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
 }
 
 /// The known cause of a failed start, in words, and the lines that show it.
-fn cause(
-    log: &NcclLog,
-    failing: &[(&ProcessId, &Process)],
-    by: &ByProcess,
-) -> (String, Vec<Place>) {
+fn cause(log: &NcclLog, failing: &[(&ProcessId, &Process)], by: &Index) -> (String, Vec<Place>) {
     let versions = versions(log);
     let warn_with = |text: &str| -> Option<&Seen<String>> {
         failing

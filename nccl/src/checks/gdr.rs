@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibscope_topo::findings::{Finding, FindingKind};
 
-use super::common::{finding, gpu_rank, list, net_ends, ByProcess};
+use super::common::{finding, gpu_rank, list, net_ends, Index};
 use super::distance::{gpu_paths, NicPath};
 use crate::log::{Connection, NcclLog, Place, ProcessId, Transport};
 use crate::paths::{self, PathType};
@@ -122,7 +122,7 @@ struct Effect {
 /// `NCCL_NET_GDR_LEVEL` that forces GPUDirect RDMA beyond NCCL's default, or keeps it off
 /// where the NIC is close, and `NCCL_P2P_DISABLE` / `NCCL_P2P_LEVEL` that keep the GPUs
 /// of a server off peer-to-peer.
-pub fn gdr_forced(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
+pub fn gdr_forced(log: &NcclLog, by: &Index) -> Vec<Finding> {
     let mut forced: BTreeMap<&str, Effect> = BTreeMap::new();
     let mut kept_off: BTreeMap<&str, Effect> = BTreeMap::new();
     let mut p2p_off: BTreeMap<(&str, &str), Effect> = BTreeMap::new();

@@ -20,5 +20,5 @@ pub mod network;
 pub mod rails;
 pub mod settings;
 
-pub use all::check;
+pub use all::{check, check_indexed};
 pub use network::network_of;

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use ibscope_topo::findings::{Finding, FindingKind};
 use ibscope_topo::hosts::Hosts;
 
-use super::common::{finding, hosts, list, ByProcess};
-use crate::log::{Connection, NcclLog, Place, ProcessId, Seen, Transport};
+use super::common::{finding, hosts, list, Index};
+use crate::log::{Connection, NcclLog, Place, Process, ProcessId, Seen, Transport};
 
 /// The network process `id` uses: `Using network X` where printed, else its connections'
 /// transport (`NET/Socket/0`), else the device list it printed (`NET/Socket : Using`,
@@ -44,7 +44,7 @@ pub fn network_of(log: &NcclLog, id: &ProcessId, own: &[&Connection]) -> Option<
 }
 
 /// Hosts of a multi-node job whose processes use TCP sockets although HCAs exist.
-pub fn net_socket(log: &NcclLog, by: &ByProcess, fabric: Option<&Hosts>) -> Vec<Finding> {
+pub fn net_socket(log: &NcclLog, by: &Index, fabric: Option<&Hosts>) -> Vec<Finding> {
     let all_hosts = hosts(log);
     let networks: BTreeMap<&ProcessId, Seen<String>> = log
         .processes
@@ -69,20 +69,16 @@ pub fn net_socket(log: &NcclLog, by: &ByProcess, fabric: Option<&Hosts>) -> Vec<
         .collect();
     let mut out = Vec::new();
     for host in all_hosts {
-        let on_socket: Vec<(&ProcessId, &Seen<String>)> = networks
+        let procs: Vec<&Process> = by.on(host).iter().map(|(_, p)| *p).collect();
+        let on_socket: Vec<&Seen<String>> = by
+            .on(host)
             .iter()
-            .filter(|(id, n)| id.host == host && n.value == "Socket")
-            .map(|(id, n)| (*id, n))
+            .filter_map(|(id, _)| networks.get(id))
+            .filter(|n| n.value == "Socket")
             .collect();
-        let Some((_, first)) = on_socket.first() else {
+        let Some(first) = on_socket.first() else {
             continue;
         };
-        let procs: Vec<_> = log
-            .processes
-            .iter()
-            .filter(|(id, _)| id.host == host)
-            .map(|(_, p)| p)
-            .collect();
         let mut signs: Vec<String> = Vec::new();
         let mut at: Vec<Place> = vec![first.at];
         if !elsewhere.is_empty() {

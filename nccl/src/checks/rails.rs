@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ibscope_topo::findings::{Finding, FindingKind};
 use ibscope_topo::hosts::Hosts;
 
-use super::common::{finding, gpu_rank, gpus_per_host, host_devices, list, net_ends};
+use super::common::{finding, gpu_rank, gpus_per_host, host_devices, list, net_ends, Index};
 use crate::log::{NcclLog, NetDevice, Place};
 
 /// A server's rails: its HCAs of one link layer, in NCCL's order.
@@ -32,12 +32,12 @@ impl Rails<'_> {
 
 /// The rails of `host`, where it has them: `gpus` HCAs of one link layer for the job's
 /// `gpus` GPUs there (at least 2).
-pub fn rails<'a>(log: &'a NcclLog, host: &str, gpus: usize) -> Option<Rails<'a>> {
+pub fn rails<'a>(index: &Index<'a>, host: &str, gpus: usize) -> Option<Rails<'a>> {
     if gpus < 2 {
         return None;
     }
     let mut by_layer: BTreeMap<&str, Vec<&NetDevice>> = BTreeMap::new();
-    for d in host_devices(log, host) {
+    for d in host_devices(index, host) {
         by_layer.entry(d.link_layer.as_str()).or_default().push(d);
     }
     by_layer
@@ -62,10 +62,10 @@ pub fn rail_of(hosts: Option<&Hosts>, host: &str, device: &str, rails: &Rails) -
 }
 
 /// Every server's rails, by host.
-fn all_rails(log: &NcclLog) -> BTreeMap<&str, Rails<'_>> {
+fn all_rails<'a>(log: &'a NcclLog, index: &Index<'a>) -> BTreeMap<&'a str, Rails<'a>> {
     gpus_per_host(log)
         .into_iter()
-        .filter_map(|(host, gpus)| Some((host, rails(log, host, gpus.len())?)))
+        .filter_map(|(host, gpus)| Some((host, rails(index, host, gpus.len())?)))
         .collect()
 }
 
@@ -78,8 +78,8 @@ struct Crossing {
 
 /// A rank whose network channels leave through another rail's HCA than its GPU's own
 /// (through its PXN proxy's GPU when proxied).
-pub fn wrong_rail(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
-    let rails = all_rails(log);
+pub fn wrong_rail(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Finding> {
+    let rails = all_rails(log, index);
     let mut seen: BTreeMap<(u32, String), Crossing> = BTreeMap::new();
     for (c, host, device) in net_ends(log) {
         let Some(r) = rails.get(host) else { continue };
@@ -140,8 +140,8 @@ pub fn wrong_rail(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
 }
 
 /// A server's rail HCAs that carry none of the job's network channels.
-pub fn rails_unused(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
-    let rails = all_rails(log);
+pub fn rails_unused(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Finding> {
+    let rails = all_rails(log, index);
     let mut used: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (_, host, device) in net_ends(log) {
         used.entry(host).or_default().insert(device.device.as_str());
@@ -149,22 +149,17 @@ pub fn rails_unused(log: &NcclLog, hosts: Option<&Hosts>) -> Vec<Finding> {
     let mut out = Vec::new();
     for (host, used) in used {
         let Some(r) = rails.get(host) else { continue };
-        let listed = log
-            .processes
+        let processes = index.on(host);
+        let listed = processes.iter().find_map(|(_, p)| p.net_devices_at);
+        let restricted = processes
             .iter()
-            .filter(|(id, _)| id.host == host)
-            .find_map(|(_, p)| p.net_devices_at);
+            .find_map(|(_, p)| p.settings.get("NCCL_IB_HCA"))
+            .map(|v| format!(" (NCCL_IB_HCA={})", v.value))
+            .unwrap_or_default();
         for d in &r.hcas {
             if used.contains(d.device.as_str()) {
                 continue;
             }
-            let restricted = log
-                .processes
-                .iter()
-                .find(|(id, _)| id.host == host)
-                .and_then(|(_, p)| p.settings.get("NCCL_IB_HCA"))
-                .map(|v| format!(" (NCCL_IB_HCA={})", v.value))
-                .unwrap_or_default();
             let mut f = finding(
                 log,
                 FindingKind::NcclRailUnused,

@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibscope_topo::findings::{Finding, FindingKind};
 
-use super::common::{finding, hosts, list, ByProcess};
+use super::common::{finding, hosts, list, Index};
 use crate::log::{NcclLog, Place, ProcessId};
 
 /// Every difference of version or setting.
-pub fn mismatch(log: &NcclLog, by: &ByProcess) -> Vec<Finding> {
+pub fn mismatch(log: &NcclLog, by: &Index) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut versions: Vec<(String, String, Place)> = log
         .processes
@@ -89,7 +89,7 @@ fn differ(log: &NcclLog, what: &str, values: &[(String, String, Place)]) -> Opti
 }
 
 /// `key` printed on some hosts of the job and not on others that print their settings.
-fn missing(log: &NcclLog, key: &str, by: &ByProcess) -> Option<Finding> {
+fn missing(log: &NcclLog, key: &str, by: &Index) -> Option<Finding> {
     let complete = log
         .nranks()
         .is_some_and(|n| log.ranks.len() as u32 == n && n > 0);
@@ -125,9 +125,8 @@ fn missing(log: &NcclLog, key: &str, by: &ByProcess) -> Option<Finding> {
     // Each host without it prints settings the others print, got through init and did
     // the work that reads it.
     let comparable = without.iter().all(|h| {
-        log.processes.iter().any(|(id, p)| {
-            id.host == *h
-                && p.init_complete
+        by.on(h).iter().any(|(id, p)| {
+            p.init_complete
                 && p.settings
                     .keys()
                     .any(|k| printed_elsewhere.contains(k.as_str()))
