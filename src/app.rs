@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::cli::Global;
+use crate::cli::{CommonArgs, Global};
 use crate::cmd;
 use crate::config;
 
@@ -32,7 +32,7 @@ use crate::config;
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub global: Global,
+    pub common: CommonArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -139,15 +139,67 @@ impl Command {
     }
 }
 
-/// The clap command tree (for completions, man pages and tests).
+/// The clap command tree (for completions, man pages and tests): each command's help
+/// ends with its examples (see [`examples_last`]).
 pub fn command() -> clap::Command {
-    Cli::command()
+    examples_last(Cli::command())
+}
+
+/// Parses `args` as the binary does: fabric options written before the command move
+/// behind it first ([`crate::cli::hoist_fabric_options`]).
+pub fn parse(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> clap::error::Result<ArgMatches> {
+    let root = command();
+    let args = crate::cli::hoist_fabric_options(args.into_iter().collect(), &root);
+    root.try_get_matches_from(args)
+}
+
+/// A command's examples are written at the end of its doc comment, which clap shows before
+/// the usage and the options; they are moved behind the options, where readers of a long
+/// help find them last, as in a man page.
+fn examples_last(mut cmd: clap::Command) -> clap::Command {
+    const HEADING: &str = "\nExamples:\n";
+    if let Some(long) = cmd.get_long_about().map(ToString::to_string) {
+        if let Some(at) = long.find(HEADING) {
+            let (about, examples) = long.split_at(at);
+            let examples = examples.trim_start_matches('\n').trim_end().to_string();
+            let after = match cmd.get_after_long_help() {
+                Some(more) => format!("{more}\n\n{examples}"),
+                None => examples,
+            };
+            cmd = cmd
+                .long_about(about.trim_end().to_string())
+                .after_long_help(after);
+        }
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, examples_last);
+    }
+    cmd
+}
+
+/// The matches of the command being run (the deepest subcommand's): its own options and
+/// the fabric options its command takes are found there.
+fn command_matches(matches: &ArgMatches) -> &ArgMatches {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m
 }
 
 /// Parse the command line, apply the configured defaults and run the command.
 pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
     let mut cli = Cli::from_arg_matches(matches).map_err(|e| e.format(&mut command()))?;
-    crate::init_logging(cli.global.verbose);
+    crate::init_logging(cli.common.verbose);
+    ibscope_topo::input::set_limit(cli.common.max_input);
+    let own = command_matches(matches);
+    let mut global = Global::from_matches(&cli.common, own);
     // Completions and man pages describe the command line, not a setup: a broken config
     // file must not keep an operator from getting them.
     let settings = match &cli.command {
@@ -158,10 +210,10 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 _ => None,
             };
             let env = config::Env::from_process();
-            Some(config::apply(&mut cli.global, serve_args, matches, &env)?)
+            Some(config::apply(&mut global, serve_args, own, &env)?)
         }
     };
-    let g = &cli.global;
+    let g = &global;
     crate::memory::tune_for(cli.command.is_one_shot());
     match &cli.command {
         Command::Demo(a) => cmd::demo::run(g, a),

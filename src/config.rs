@@ -312,8 +312,9 @@ fn layer<T: Clone + Into<Value>>(
     });
 }
 
-/// Apply the layered defaults to the parsed command line (its global options, and the
-/// `serve` options when that is the command); returns what is in force.
+/// Apply the layered defaults to the parsed command line (`matches`: the command's own,
+/// with the fabric options it takes, and its `serve` options when that is the command);
+/// returns what is in force.
 pub fn apply(
     global: &mut Global,
     serve_args: Option<&mut serve::Args>,
@@ -325,7 +326,7 @@ pub fn apply(
     apply_global(global, matches, env, &layers, &mut out)?;
     global.serve_journal = match serve_args {
         Some(a) => {
-            apply_serve(a, matches.subcommand_matches("serve"), &layers, &mut out)?;
+            apply_serve(a, Some(matches), &layers, &mut out)?;
             a.journal.clone()
         }
         None => {

@@ -6,7 +6,10 @@ use ibscope::cli::exit;
 
 fn main() -> ExitCode {
     ibscope::output::exit_quietly_on_closed_stdout();
-    let matches = ibscope::app::command().get_matches();
+    let matches = match ibscope::app::parse(std::env::args_os()) {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
     match ibscope::app::main_with(&matches) {
         Ok(code) => code,
         Err(e) if ibscope::output::is_closed_pipe(&e) => ExitCode::from(exit::OK),

@@ -30,7 +30,10 @@ use crate::cli::{exit, Global};
 ///   ibscope -C all serve              # it and every local port
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub local_port: crate::cli::PortArgs,
+}
 
 pub fn run(g: &Global, _a: &Args) -> Result<ExitCode> {
     let opened = UmadPort::open(g.ca.as_deref(), g.port)

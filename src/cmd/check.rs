@@ -118,6 +118,10 @@ pub struct Args {
     /// writes.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 #[derive(Debug, Serialize)]

@@ -46,6 +46,10 @@ use crate::config::Settings;
 pub struct Args {
     #[command(subcommand)]
     pub command: ConfigCommand,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]

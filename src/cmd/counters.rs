@@ -106,12 +106,11 @@ pub struct Args {
     /// PortExtendedSpeedsCounters of every port.
     #[arg(long, conflicts_with_all = ["interval", "reset"])]
     pub details: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if g.topology.is_some() {
-        bail!("counters are read from the live fabric: --topology cannot be used here");
-    }
     if let Some(s) = a.interval {
         if !(s.is_finite() && s > 0.0) {
             bail!("--interval must be a positive number of seconds");

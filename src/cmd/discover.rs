@@ -54,6 +54,10 @@ pub struct Args {
     /// Also read every switch's linear forwarding table (for offline routing analysis).
     #[arg(long)]
     pub lft: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 /// Stream the export to `out`, buffered: the text of a large fabric is never held whole.

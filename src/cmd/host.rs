@@ -74,6 +74,8 @@ pub struct Args {
     pub firmware: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub action: Option<super::host_compare::HostAction>,
+    #[command(flatten)]
+    pub device: crate::cli::DeviceArgs,
 }
 
 #[derive(Serialize)]

@@ -53,6 +53,10 @@ pub struct Args {
     /// Print JSON: hosts, their HCAs and leaf ports, leaves, and the host findings.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 /// One leaf in the JSON.

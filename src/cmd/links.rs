@@ -53,6 +53,10 @@ pub struct Args {
     /// Expected rate of every link, e.g. 4xHDR (default: the most common rate per class).
     #[arg(long, value_name = "WIDTHxSPEED", value_parser = parse_rate)]
     pub expect: Option<Rate>,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 pub fn parse_rate(text: &str) -> std::result::Result<Rate, String> {

@@ -29,6 +29,10 @@ use crate::cli::{exit, Global};
 pub struct Args {
     #[command(subcommand)]
     pub command: NcclCommand,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
@@ -64,12 +64,11 @@ pub struct Args {
     /// Disable even the link this host is attached by, or one whose loss cuts nodes off.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if g.topology.is_some() {
-        bail!("`ibscope port` changes the live fabric: --topology cannot be used here");
-    }
     let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;

@@ -52,6 +52,8 @@ pub struct Args {
     /// codes under "raw"; bit masks as numbers, named under "decoded".
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 /// Parse TARGET the way infiniband-diags does: a directed route when it has commas or -D,

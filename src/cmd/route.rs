@@ -30,6 +30,10 @@ pub struct Args {
     /// Print JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]

@@ -150,6 +150,8 @@ pub struct Args {
     /// InfiniBand port to sweep).
     #[arg(long, requires = "host")]
     pub no_fabric: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 /// The end of `serve --help`: what the page holds, how to trim it, how it stops.
@@ -196,9 +198,6 @@ impl CounterFamilies {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if g.topology.is_some() {
-        bail!("serve reads the live fabric: --topology cannot be used here");
-    }
     if !(a.interval.is_finite() && a.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }

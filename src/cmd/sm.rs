@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use ibscope_mad::engine::MadError;
 use ibscope_topo::escape::for_terminal;
 use ibscope_topo::master_sm::{self, MasterSm, SaSmRecord};
@@ -28,12 +28,11 @@ pub struct Args {
     /// Skip the SA query (SMP only).
     #[arg(long)]
     pub no_sa: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if g.topology.is_some() {
-        bail!("`ibscope sm` asks the live SM; it does not work on a saved topology");
-    }
     let mut engine = crate::fabric::open_engine(g)?;
     let report = master_sm::query(&mut engine, !a.no_sa)?;
     if a.json {

@@ -39,6 +39,10 @@ pub struct Args {
     /// journal's last events (serve's, an earlier session's).
     #[arg(long, value_name = "FILE")]
     pub journal: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
+    #[command(flatten)]
+    pub saved: crate::cli::TopologyArgs,
 }
 
 pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {

@@ -321,3 +321,70 @@ fn zsh_and_fish_completions_know_every_command() {
     let bad = ibscope_plain(&["completions", "tcsh"], &[]);
     assert_exit(&bad, 2);
 }
+
+/// `--help` reads as a man page: the command's own options, then the fabric options under
+/// their heading (only where the command takes them), then the options every command
+/// takes, and the examples last.
+#[test]
+fn help_puts_own_options_first_fabric_options_apart_and_examples_last() {
+    let mut out_of_order = Vec::new();
+    for path in command_paths() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = assert_success(&ibscope_plain(&args, &[]));
+        let at = |heading: &str| help.find(&format!("\n{heading}\n"));
+        let (options, common) = (at("Options:"), at("Common options:"));
+        let (fabric, examples) = (at("Fabric options:"), at("Examples:"));
+        let name = format!("ibscope {}", path.join(" "));
+        let order = [options, fabric, common, examples];
+        let present: Vec<usize> = order.iter().flatten().copied().collect();
+        if present.windows(2).any(|w| w[0] > w[1]) || examples.is_none() {
+            out_of_order.push(format!("{name}: headings out of order {order:?}"));
+        }
+        // A fabric option is listed under its heading or not at all.
+        let mut pos = 0;
+        for line in help.split_inclusive('\n') {
+            let option = line.trim_start();
+            let is_fabric = [
+                "--timeout-ms ",
+                "--m-key ",
+                "--topology ",
+                "--node-name-map ",
+            ]
+            .iter()
+            .any(|flag| option.starts_with(flag));
+            if is_fabric && fabric.map_or(true, |f| pos < f) {
+                out_of_order.push(format!("{name}: {} outside Fabric options", option.trim()));
+            }
+            pos += line.len();
+        }
+    }
+    assert!(out_of_order.is_empty(), "{}", out_of_order.join("\n"));
+}
+
+/// Fabric options may come before the command, as infiniband-diags' users write them: the
+/// command that takes them reads them, one that does not refuses them (exit 2).
+#[test]
+fn fabric_options_before_the_command_reach_it_or_are_refused() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/net");
+    let file = file.to_str().unwrap();
+    let after = assert_success(&ibscope_plain(&["links", "--topology", file], &[]));
+    let before = assert_success(&ibscope_plain(&["--topology", file, "links"], &[]));
+    assert_eq!(before, after);
+    assert!(after.contains("Switch1"), "{after}");
+    let refused = ibscope_plain(&["--topology", file, "completions", "bash"], &[]);
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("'--topology'"),
+        "{}",
+        stderr(&refused)
+    );
+    // A live-fabric command has no --topology: refused, not silently read from the fabric.
+    let query = ibscope_plain(&["--topology", file, "query", "nodeinfo", "1"], &[]);
+    assert_exit(&query, 2);
+    assert!(
+        stderr(&query).contains("'--topology'"),
+        "{}",
+        stderr(&query)
+    );
+}

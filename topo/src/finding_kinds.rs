@@ -562,20 +562,42 @@ impl FindingKind {
     }
 }
 
-/// The kinds of one scope as a `--help` section: a heading, then a line per kind with its
-/// severity, meaning and fix.
+/// The kinds of one scope as a `--help` section: a heading, then per kind its name and
+/// severity, its meaning and its fix, wrapped under it (help is read at 80 columns).
 pub fn kinds_help(heading: &str, scope: Scope) -> String {
     let mut text = format!("{heading}:\n");
     for facts in FINDING_KINDS.iter().filter(|k| k.scope == scope) {
-        text.push_str(&format!(
-            "  {} ({}): {}\n      fix: {}\n",
-            facts.name,
-            facts.severity.as_str(),
-            facts.meaning,
-            facts.fix
-        ));
+        text.push_str(&format!("  {} ({})\n", facts.name, facts.severity.as_str()));
+        wrap_into(&mut text, facts.meaning, "      ", "      ");
+        wrap_into(
+            &mut text,
+            &format!("fix: {}", facts.fix),
+            "      ",
+            "           ",
+        );
     }
     text
+}
+
+/// `words` wrapped at 80 columns, the first line after `first`, the others after `rest`.
+fn wrap_into(out: &mut String, words: &str, first: &str, rest: &str) {
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in words.split_whitespace() {
+        if !empty && line.len() + 1 + word.len() > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
 }
 
 impl std::fmt::Display for FindingKind {

@@ -197,7 +197,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
-        _ => return Err(format!("{text:?} is not a size (bytes, or a number with K, M or G)")),
+        _ => {
+            return Err(format!(
+                "{text:?} is not a size (bytes, or a number with K, M or G)"
+            ))
+        }
     };
     number
         .checked_mul(1 << shift)
@@ -243,9 +247,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope");
         let err = read_text(&missing, "plan").unwrap_err();
-        assert_eq!(err.to_string(), format!("plan {}: no such file", missing.display()));
+        assert_eq!(
+            err.to_string(),
+            format!("plan {}: no such file", missing.display())
+        );
         let err = read_text(dir.path(), "plan").unwrap_err();
-        assert!(err.to_string().ends_with("is a directory, not a file"), "{err}");
+        assert!(
+            err.to_string().ends_with("is a directory, not a file"),
+            "{err}"
+        );
         let latin1 = dir.path().join("latin1");
         std::fs::write(&latin1, b"caf\xe9\n").unwrap();
         let err = read_text(&latin1, "plan").unwrap_err();

@@ -50,6 +50,8 @@ pub struct Args {
     /// for a table (table_size null when unknown), the record itself for a single query.
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub fabric: crate::cli::FabricArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -94,9 +96,6 @@ fn parse_lid(s: &str) -> Result<u16, String> {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    if g.topology.is_some() {
-        bail!("`ibscope sa` asks the live SA; it does not work on a saved topology");
-    }
     let mut engine = crate::fabric::open_engine(g)?;
     let sm_lid = engine.local().sm_lid;
     if sm_lid == 0 {
