@@ -4,9 +4,9 @@
 //! pid=3808) `, kubectl's and container runtimes' timestamps.
 //!
 //! No list can hold them all, so a file teaches its own: the text before each line's anchor
-//! (NCCL's `HOST:PID:TID [DEV] NCCL INFO`, nccl-tests' `#` header lines, a bare `NCCL
-//! version`), its digits generalised (`[1,#]<stdout>:`), is a prefix of the file wherever
-//! that shape repeats. Lines are stripped of the learned shapes and of the known forms
+//! (NCCL's `HOST:PID:TID [DEV] NCCL INFO`, nccl-tests' `#` header lines and rows, a bare
+//! `NCCL version`), its digits generalised (`[1,#]<stdout>:`), is a prefix of the file
+//! wherever that shape repeats. Lines are stripped of the learned shapes and of the known forms
 //! above (a lone line of a known launcher needs no company), as often as they nest.
 
 use std::collections::HashMap;
@@ -49,8 +49,8 @@ impl Prefixes {
         for raw in text.lines() {
             let line = raw.trim_start();
             let Some(at) = anchor(line) else { continue };
-            let before = &line[..at];
-            if before.trim().is_empty() {
+            let before = line[..at].trim_end();
+            if before.is_empty() {
                 continue;
             }
             *counts.entry(shape(before)).or_default() += 1;
@@ -91,9 +91,45 @@ fn anchor(line: &str) -> Option<usize> {
     if let Some(at) = line.find("NCCL version ") {
         return Some(at);
     }
-    let hash = line.find('#')?;
-    let after = line[hash + 1..].trim_start_matches('#').trim();
-    (after.is_empty() || HEADER_WORDS.iter().any(|w| after.starts_with(w))).then_some(hash)
+    if let Some(hash) = line.find('#') {
+        let after = line[hash + 1..].trim_start_matches('#').trim();
+        if after.is_empty() || HEADER_WORDS.iter().any(|w| after.starts_with(w)) {
+            return Some(hash);
+        }
+    }
+    row_start(line)
+}
+
+/// The types nccl-tests names in its rows (common.cu's test_typenames, old and new).
+const ROW_TYPES: [&str; 14] = [
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+    "f8e4m3", "f8e5m2", "char", "int",
+];
+
+/// Where an nccl-tests row starts in `line`: a size and a count, then a type nccl-tests
+/// names, then at least seven more columns.
+fn row_start(line: &str) -> Option<usize> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                words.push((s, &line[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, &line[s..]));
+    }
+    let number = |w: &str| all_digits(w);
+    (0..words.len().saturating_sub(10))
+        .find(|&i| {
+            number(words[i].1) && number(words[i + 1].1) && ROW_TYPES.contains(&words[i + 2].1)
+        })
+        .map(|i| words[i].0)
 }
 
 /// One line NCCL wrote, behind whatever prefix: `HOST:PID:TID [DEV] NCCL INFO message`
@@ -317,6 +353,15 @@ mod tests {
         assert_eq!(stripped[5], "NCCL version 2.4.8+cuda10.1");
         assert!(stripped[6].starts_with("gpu-1:9:9"), "{stripped:?}");
         assert_eq!(stripped[7], "# Avg bus bandwidth    : 20.5");
+        // Rows alone teach their prefix too.
+        let rows = "\
+job-17 | rank 0 |           8             2     float     sum      -1    21.10    0.00    0.00      0    20.90    0.00    0.00      0
+job-17 | rank 0 |          16             4     float     sum      -1    21.30    0.00    0.00      0    21.00    0.00    0.00      0
+";
+        let p = Prefixes::learn(rows);
+        assert!(rows
+            .lines()
+            .all(|l| p.strip(l).starts_with(|c: char| c.is_ascii_digit())));
         // A shape met once is not the file's: its line keeps it.
         let once = "rank-a| # nThread 1";
         assert_eq!(Prefixes::learn(once).strip(once), once);

@@ -324,6 +324,16 @@ fn a_cloud_launchers_prefix_is_learned() {
     assert_eq!(last.out_of_place.unwrap().busbw, 325.72);
     assert_eq!(last.in_place.unwrap().busbw, 332.58);
     assert_eq!(r.avg_busbw, Some(122.073));
+    // Its rows alone (an excerpt without the header) teach the prefix as well.
+    let text = read("nccl-tests-allgather-2node-h200-skypilot-head-prefix-mpirun-tag.txt");
+    let rows: String = text
+        .lines()
+        .filter(|l| !l.contains('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let r = perf::parse(&rows, "rows.txt").remove(0);
+    assert_eq!(r.rows.len(), 24, "{:?}", r.problems);
+    assert_eq!(r.rows[23].out_of_place.as_ref().unwrap().busbw, 325.72);
 }
 
 /// All 8 ranks of h100-4 fail in bootstrap on an address of another build's layout; the

@@ -100,16 +100,15 @@ pub enum NcclCommand {
         /// Also write the chart of measured against predicted busbw as SVG to FILE.
         #[arg(long, value_name = "FILE")]
         plot: Option<PathBuf>,
-        /// Without a fabric: each HCA's rate (4xHDR, 4xNDR, 400G).
-        #[arg(long, value_name = "RATE", value_parser = rate::parse_rate)]
+        /// Each HCA's rate (4xHDR, 4xNDR, 400G).
+        #[arg(long, value_name = "RATE", value_parser = rate::parse_rate, help_heading = WITHOUT_FABRIC)]
         rate: Option<f64>,
-        /// Without a fabric: HCAs per server the job uses (default: as its NCCL lines
-        /// show, else 1).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+        /// HCAs per server the job uses (default: as its NCCL lines show, else 1).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64), help_heading = WITHOUT_FABRIC)]
         nics: Option<u16>,
-        /// Without a fabric: the servers' `ibscope host --json` documents (repeatable;
-        /// concatenated or one per line): their ports' rates.
-        #[arg(long, value_name = "FILE")]
+        /// The servers' `ibscope host --json` documents (repeatable; concatenated or one
+        /// per line): their ports' rates.
+        #[arg(long, value_name = "FILE", help_heading = WITHOUT_FABRIC)]
         host_json: Vec<PathBuf>,
         /// Do not look for a fabric: report the measured curves alone.
         #[arg(long)]
@@ -160,6 +159,9 @@ pub enum NcclCommand {
         json: bool,
     },
 }
+
+/// The heading of what predicts a run where no fabric does.
+const WITHOUT_FABRIC: &str = "Without a fabric (the HCAs' rate)";
 
 const TESTS_EXAMPLES: &str = "Examples:\n  ibscope nccl tests all_reduce_perf.out\n  ibscope nccl tests slurm-1234.out --log nccl-debug.log --plot busbw.svg\n  ibscope nccl tests run.txt --rate 4xNDR --nics 8\n  ibscope nccl tests run.txt --host-json hosts.jsonl\n  ibscope --topology fabric.json nccl tests run.txt --hosts gpu-[0001-0016] --op all_reduce\n  ibscope nccl tests run.txt --json | jq '.runs[].judgement.ranges'";
 const LOG_EXAMPLES: &str = "Examples:\n  ibscope nccl log nccl-debug.log\n  ibscope nccl log logs/rank-*.log --json | jq '.findings'\n  ibscope --topology fabric.json nccl log job.log";
