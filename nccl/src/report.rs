@@ -9,6 +9,7 @@ use ibscope_topo::findings::Finding;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::Fabric;
 
+use crate::checks::common::Index;
 use crate::log::{NcclLog, Transport};
 use crate::perf::PerfRun;
 use crate::placement::{self, Placement};
@@ -227,7 +228,7 @@ pub fn tests_report(runs: &[PerfRun], log: &NcclLog, with: Judging) -> TestsRepo
         crate::checks::check(log, with.beside.map(|b| b.hosts))
     };
     let mut lines = with.lines;
-    for (host, s) in server_summaries(log) {
+    for (host, s) in server_summaries(log, &Index::new(log)) {
         lines.used.entry(host).or_insert(s.hcas_used);
     }
     let with = Judging {
@@ -314,7 +315,7 @@ pub struct LogReport {
 }
 
 /// Each server of the log: its ranks, the HCAs its processes list and those they use.
-fn server_summaries(log: &NcclLog) -> BTreeMap<String, ServerSummary> {
+fn server_summaries(log: &NcclLog, index: &Index) -> BTreeMap<String, ServerSummary> {
     let mut servers: BTreeMap<String, ServerSummary> = BTreeMap::new();
     for r in log.ranks.values() {
         server(&mut servers, &r.process.host).ranks.push(r.rank);
@@ -327,20 +328,23 @@ fn server_summaries(log: &NcclLog) -> BTreeMap<String, ServerSummary> {
             }
         }
     }
-    for c in &log.connections {
-        if let Some(d) = log.net_device(c) {
-            let s = server(&mut servers, &c.printed_by.host);
-            if !s.hcas_used.contains(&d.device) {
-                s.hcas_used.push(d.device.clone());
-            }
+    let mut used: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (_, host, d) in index.net_ends() {
+        let u = used.entry(host).or_default();
+        if !u.contains(&d.device.as_str()) {
+            u.push(&d.device);
         }
+    }
+    for (host, devices) in used {
+        server(&mut servers, host).hcas_used = devices.into_iter().map(str::to_string).collect();
     }
     servers
 }
 
 /// Check `log` and, beside a fabric, place it.
 pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
-    let servers = server_summaries(log);
+    let by = Index::new(log);
+    let servers = server_summaries(log, &by);
     let (mut net, mut gdr) = (0, 0);
     for c in &log.connections {
         if let Transport::Net { gdr: g, .. } = c.transport {
@@ -393,7 +397,6 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
         .chain(&log.bare_versions)
         .map(|v| v.value.clone())
         .collect();
-    let by = crate::checks::common::Index::new(log);
     let findings = crate::checks::check_indexed(log, &by, beside.map(|b| b.hosts));
     let networks: BTreeSet<String> = log
         .processes

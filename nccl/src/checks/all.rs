@@ -18,7 +18,7 @@ pub fn check_indexed(log: &NcclLog, by: &Index, hosts: Option<&Hosts>) -> Vec<Fi
     out.extend(failure::init_failed(log, by));
     out.extend(network::net_socket(log, by, hosts));
     out.extend(rails::wrong_rail(log, by, hosts));
-    out.extend(gdr::gdr_off(log));
+    out.extend(gdr::gdr_off(log, by));
     out.extend(gdr::gdr_forced(log, by));
     out.extend(distance::gpu_nic_distance(log, by));
     out.extend(rails::rails_unused(log, by, hosts));

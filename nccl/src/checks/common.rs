@@ -62,14 +62,6 @@ pub(crate) fn gpus_per_host(log: &NcclLog) -> BTreeMap<&str, BTreeSet<u32>> {
     out
 }
 
-/// The network connections of the log with their own rank's host and HCA.
-pub(crate) fn net_ends(log: &NcclLog) -> impl Iterator<Item = (&Connection, &str, &NetDevice)> {
-    log.connections.iter().filter_map(|c| {
-        let dev = log.net_device(c)?;
-        Some((c, c.printed_by.host.as_str(), dev))
-    })
-}
-
 /// The rank whose GPU memory a network connection reads or writes: its PXN proxy's when
 /// proxied (the data crosses NVLink to the GPU beside the HCA), else its own.
 pub(crate) fn gpu_rank(c: &Connection) -> u32 {
@@ -102,6 +94,8 @@ pub(crate) fn hosts(log: &NcclLog) -> BTreeSet<&str> {
 /// ranks, each host's processes.
 pub struct Index<'a> {
     connections: HashMap<&'a ProcessId, Vec<&'a Connection>>,
+    /// Network connections with their own rank's HCA.
+    net: Vec<(&'a Connection, &'a NetDevice)>,
     ranks: HashMap<&'a ProcessId, Vec<&'a Rank>>,
     hosts: BTreeMap<&'a str, Vec<(&'a ProcessId, &'a Process)>>,
 }
@@ -117,11 +111,20 @@ impl<'a> Index<'a> {
             ranks.entry(&r.process).or_default().push(r);
         }
         let mut hosts: BTreeMap<&str, Vec<(&ProcessId, &Process)>> = BTreeMap::new();
+        let mut net = Vec::new();
         for (id, p) in &log.processes {
             hosts.entry(id.host.as_str()).or_default().push((id, p));
+            for c in connections.get(id).into_iter().flatten() {
+                if let Transport::Net { device, .. } = c.transport {
+                    if let Some(d) = p.net_devices.iter().find(|d| d.index == device) {
+                        net.push((*c, d));
+                    }
+                }
+            }
         }
         Index {
             connections,
+            net,
             ranks,
             hosts,
         }
@@ -129,6 +132,12 @@ impl<'a> Index<'a> {
     /// The connections `id` printed.
     pub fn of(&self, id: &ProcessId) -> &[&'a Connection] {
         self.connections.get(id).map_or(&[], Vec::as_slice)
+    }
+    /// The network connections of the log with their own rank's host and HCA.
+    pub fn net_ends(&self) -> impl Iterator<Item = (&'a Connection, &'a str, &'a NetDevice)> + '_ {
+        self.net
+            .iter()
+            .map(|(c, d)| (*c, c.printed_by.host.as_str(), *d))
     }
     /// Whether `id` printed a network connection.
     pub fn has_net(&self, id: &ProcessId) -> bool {

@@ -14,14 +14,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ibscope_topo::findings::{Finding, FindingKind};
 
-use super::common::{finding, gpu_rank, list, net_ends, Index};
+use super::common::{finding, gpu_rank, list, Index};
 use super::distance::{gpu_paths, NicPath};
 use crate::log::{Connection, NcclLog, Place, ProcessId, Transport};
 use crate::paths::{self, PathType};
 
 /// Network channels without GPUDirect RDMA where the host (an `Enabled` line, another of
 /// its connections) or the job's other hosts use it.
-pub fn gdr_off(log: &NcclLog) -> Vec<Finding> {
+pub fn gdr_off(log: &NcclLog, index: &Index) -> Vec<Finding> {
     let mut host_uses: BTreeSet<&str> = BTreeSet::new();
     for (id, p) in &log.processes {
         if !p.gdr_enabled.is_empty() {
@@ -29,7 +29,7 @@ pub fn gdr_off(log: &NcclLog) -> Vec<Finding> {
         }
     }
     let mut without: BTreeMap<(u32, String), (BTreeSet<u32>, Vec<Place>)> = BTreeMap::new();
-    for (c, host, device) in net_ends(log) {
+    for (c, host, device) in index.net_ends() {
         match c.transport {
             Transport::Net { gdr: true, .. } => {
                 host_uses.insert(host);

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ibscope_topo::findings::{Finding, FindingKind};
 use ibscope_topo::hosts::Hosts;
 
-use super::common::{finding, gpu_rank, gpus_per_host, host_devices, list, net_ends, Index};
+use super::common::{finding, gpu_rank, gpus_per_host, host_devices, list, Index};
 use crate::log::{NcclLog, NetDevice, Place};
 
 /// A server's rails: its HCAs of one link layer, in NCCL's order.
@@ -81,7 +81,7 @@ struct Crossing {
 pub fn wrong_rail(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Finding> {
     let rails = all_rails(log, index);
     let mut seen: BTreeMap<(u32, String), Crossing> = BTreeMap::new();
-    for (c, host, device) in net_ends(log) {
+    for (c, host, device) in index.net_ends() {
         let Some(r) = rails.get(host) else { continue };
         if device.link_layer != r.layer {
             continue;
@@ -143,7 +143,7 @@ pub fn wrong_rail(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Fi
 pub fn rails_unused(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Finding> {
     let rails = all_rails(log, index);
     let mut used: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (_, host, device) in net_ends(log) {
+    for (_, host, device) in index.net_ends() {
         used.entry(host).or_default().insert(device.device.as_str());
     }
     let mut out = Vec::new();
