@@ -187,6 +187,18 @@ struct FabricContext {
     deltas: Vec<ibscope_topo::counters::PortDelta>,
 }
 
+impl FabricContext {
+    /// The fabric as the reports take it.
+    fn beside(&self) -> Beside<'_> {
+        Beside {
+            fabric: &self.fabric,
+            hosts: &self.hosts,
+            findings: &self.findings,
+            deltas: &self.deltas,
+        }
+    }
+}
+
 fn fabric(
     g: &Global,
     no_fabric: bool,
@@ -261,12 +273,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             };
             let log = read_logs(files)?;
             let ctx = fabric(g, *no_fabric, true, interval)?;
-            let beside = ctx.as_ref().map(|c| Beside {
-                fabric: &c.fabric,
-                hosts: &c.hosts,
-                findings: &c.findings,
-                deltas: &c.deltas,
-            });
+            let beside = ctx.as_ref().map(FabricContext::beside);
             let r = report::log_report(&log, beside.as_ref());
             if log.is_empty() {
                 anyhow::bail!(
@@ -342,12 +349,7 @@ fn tests(g: &Global, command: &NcclCommand) -> Result<ExitCode> {
         used: Default::default(),
     };
     let ctx = fabric(g, *no_fabric, false, None)?;
-    let beside = ctx.as_ref().map(|c| Beside {
-        fabric: &c.fabric,
-        hosts: &c.hosts,
-        findings: &c.findings,
-        deltas: &c.deltas,
-    });
+    let beside = ctx.as_ref().map(FabricContext::beside);
     let with = Judging {
         beside: beside.as_ref(),
         hosts_given: hosts.as_deref().unwrap_or(&[]),

@@ -418,40 +418,13 @@ fn host_documents_give_the_hcas_rate() {
     let path = dir.path().join("hosts.jsonl");
     std::fs::write(&path, docs).unwrap();
     let run = capture("nccl-tests-allreduce-2node-h100-ndr-8nic-srun-label-155gbs.txt");
-    let by_docs = json(
-        &ibscope_plain(
-            &[
-                "nccl",
-                "tests",
-                &run,
-                "--no-fabric",
-                "--json",
-                "--host-json",
-                path.to_str().unwrap(),
-            ],
-            &[],
-        ),
-        1,
-        "nccl-tests",
-    );
-    let by_rate = json(
-        &ibscope_plain(
-            &[
-                "nccl",
-                "tests",
-                &run,
-                "--no-fabric",
-                "--json",
-                "--rate",
-                "4xNDR",
-                "--nics",
-                "8",
-            ],
-            &[],
-        ),
-        1,
-        "nccl-tests",
-    );
+    let judged = |how: &[&str]| {
+        let mut args = vec!["nccl", "tests", &run, "--no-fabric", "--json"];
+        args.extend_from_slice(how);
+        json(&ibscope_plain(&args, &[]), 1, "nccl-tests")
+    };
+    let by_docs = judged(&["--host-json", path.to_str().unwrap()]);
+    let by_rate = judged(&["--rate", "4xNDR", "--nics", "8"]);
     let p = &by_docs["runs"][0]["prediction"];
     assert_eq!(p["basis"], "host-documents");
     assert_eq!(p["line_rate"]["hcas_per_server"], 8);
