@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::launcher::Prefixes;
 use crate::perf_layout::Layout;
+pub use crate::perf_layout::{Measured, Row};
 
 /// One nccl-tests run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,7 +78,7 @@ impl PerfRun {
             .map(|m| m.busbw / m.algbw);
         printed.or_else(|| {
             let ranks = u32::try_from(self.ranks.len()).ok().filter(|n| *n > 0)?;
-            crate::predict::busbw_factor(self.op.as_deref()?, ranks)
+            busbw_factor(self.op.as_deref()?, ranks)
         })
     }
     /// The processes its rank lines name (host, pid), in rank order, each once.
@@ -109,52 +110,6 @@ pub struct PerfRank {
     /// GPU model, where printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
-}
-
-/// One message size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// Bytes per rank (nccl-tests' size column).
-    pub size: u64,
-    pub count: u64,
-    #[serde(rename = "type")]
-    pub dtype: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redop: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub root: Option<i64>,
-    pub out_of_place: Option<Measured>,
-    pub in_place: Option<Measured>,
-    /// Its line in the file.
-    pub line: usize,
-}
-
-impl Row {
-    /// The measurement verdicts judge: out-of-place where measured, else in-place.
-    pub fn best(&self) -> Option<&Measured> {
-        self.out_of_place.as_ref().or(self.in_place.as_ref())
-    }
-    /// Wrong values in either measurement (count, or 1 for an `error` above zero).
-    pub fn wrong(&self) -> u64 {
-        [&self.out_of_place, &self.in_place]
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m.wrong)
-            .map(|w| if w > 0.0 { w.ceil() as u64 } else { 0 })
-            .sum()
-    }
-}
-
-/// Time and bandwidth of one measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Measured {
-    pub time_us: f64,
-    /// GB/s (10^9 bytes/s).
-    pub algbw: f64,
-    pub busbw: f64,
-    /// `#wrong` (values wrong) or `error` (largest deviation), where printed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wrong: Option<f64>,
 }
 
 /// Read every run in `text`; `source` names the file in messages.
@@ -453,6 +408,17 @@ fn op_from_name(source: &str) -> Option<String> {
     ops.into_iter()
         .find(|op| name.contains(op) || name.contains(&op.replace('_', "")))
         .map(str::to_string)
+}
+
+/// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (its `busbw = algbw x f`).
+pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
+    let n = f64::from(ranks.max(1));
+    Some(match op {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
+        "broadcast" | "reduce" | "sendrecv" | "hypercube" => 1.0,
+        _ => return None,
+    })
 }
 
 /// nccl-tests' collectives.

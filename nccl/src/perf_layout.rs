@@ -7,7 +7,53 @@
 //! stands; a run cut before its column header is read by its row's width, against the
 //! layouts nccl-tests has printed.
 
-use crate::perf::{Measured, Row};
+use serde::Serialize;
+
+/// One message size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Bytes per rank (nccl-tests' size column).
+    pub size: u64,
+    pub count: u64,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redop: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<i64>,
+    pub out_of_place: Option<Measured>,
+    pub in_place: Option<Measured>,
+    /// Its line in the file.
+    pub line: usize,
+}
+
+impl Row {
+    /// The measurement verdicts judge: out-of-place where measured, else in-place.
+    pub fn best(&self) -> Option<&Measured> {
+        self.out_of_place.as_ref().or(self.in_place.as_ref())
+    }
+    /// Wrong values in either measurement (count, or 1 for an `error` above zero).
+    pub fn wrong(&self) -> u64 {
+        [&self.out_of_place, &self.in_place]
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.wrong)
+            .map(|w| if w > 0.0 { w.ceil() as u64 } else { 0 })
+            .sum()
+    }
+}
+
+/// Time and bandwidth of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measured {
+    pub time_us: f64,
+    /// GB/s (10^9 bytes/s).
+    pub algbw: f64,
+    pub busbw: f64,
+    /// `#wrong` (values wrong) or `error` (largest deviation), where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong: Option<f64>,
+}
 
 /// Where one measurement's fields stand in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

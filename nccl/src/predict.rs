@@ -41,17 +41,6 @@ pub const AT_LIMIT: f64 = 0.8;
 /// Below this share it is far below.
 pub const FAR_BELOW: f64 = 0.5;
 
-/// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (its `busbw = algbw x f`).
-pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
-    let n = f64::from(ranks.max(1));
-    Some(match op {
-        "all_reduce" => 2.0 * (n - 1.0) / n,
-        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
-        "broadcast" | "reduce" | "sendrecv" | "hypercube" => 1.0,
-        _ => return None,
-    })
-}
-
 /// What one step of a ring costs a bandwidth-bound size between servers, microseconds:
 /// NCCL's Simple protocol starts slower than the small-message latency a run measures. From
 /// healthy published runs (tests/data/nccl/real): 2 DGX A100 over 8 x HDR each, all_reduce
@@ -590,6 +579,7 @@ mod tests {
 
     #[test]
     fn factors_are_nccl_tests() {
+        use crate::perf::busbw_factor;
         assert_eq!(busbw_factor("all_reduce", 8), Some(1.75));
         assert_eq!(busbw_factor("all_gather", 8), Some(0.875));
         assert_eq!(busbw_factor("sendrecv", 8), Some(1.0));
