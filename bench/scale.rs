@@ -57,7 +57,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ibscope::cmd::serve::CounterFamilies;
+use ibscope::settings::CounterFamilies;
 use ibscope_exporter::page::PageWriter;
 use ibscope_mad::engine::{Engine, EngineConfig};
 use ibscope_topo::counters::{self, Thresholds};

@@ -9,6 +9,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::cli::{CommonArgs, Global};
 use crate::cmd;
 use crate::config;
+use crate::settings::Settings;
 
 /// InfiniBand fabric diagnostics: discovery, link health, counters, routing, live TUI.
 ///
@@ -183,36 +184,21 @@ fn examples_last(mut cmd: clap::Command) -> clap::Command {
     cmd
 }
 
-/// The matches of the command being run (the deepest subcommand's): its own options and
-/// the fabric options its command takes are found there.
-fn command_matches(matches: &ArgMatches) -> &ArgMatches {
-    let mut m = matches;
-    while let Some((_, sub)) = m.subcommand() {
-        m = sub;
-    }
-    m
-}
-
 /// Parse the command line, apply the configured defaults and run the command.
 pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
-    let mut cli = Cli::from_arg_matches(matches).map_err(|e| e.format(&mut command()))?;
+    let cli = Cli::from_arg_matches(matches).map_err(|e| e.format(&mut command()))?;
     crate::init_logging(cli.common.verbose);
     ibscope_topo::input::set_limit(cli.common.max_input);
-    let own = command_matches(matches);
-    let mut global = Global::from_matches(&cli.common, own);
     // Completions and man pages describe the command line, not a setup: a broken config
     // file must not keep an operator from getting them.
-    let settings = match &cli.command {
-        Command::Completions(_) | Command::Man(_) => None,
+    let (settings, in_force) = match &cli.command {
+        Command::Completions(_) | Command::Man(_) => (Settings::defaults(), None),
         _ => {
-            let serve_args = match &mut cli.command {
-                Command::Serve(a) => Some(a),
-                _ => None,
-            };
-            let env = config::Env::from_process();
-            Some(config::apply(&mut global, serve_args, own, &env)?)
+            let (settings, in_force) = config::resolve(matches, &config::Env::from_process())?;
+            (settings, Some(in_force))
         }
     };
+    let global = Global::new(settings, &cli.common, config::deepest(matches));
     let g = &global;
     crate::memory::tune_for(cli.command.is_one_shot());
     match &cli.command {
@@ -234,7 +220,7 @@ pub fn main_with(matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Sim(a) => cmd::sim::run(g, a),
         Command::Tui(a) => cmd::tui::run(g, a),
         Command::Sm(a) => cmd::sm::run(g, a),
-        Command::Config(a) => cmd::config::run(a, settings.as_ref()),
+        Command::Config(a) => cmd::config::run(a, in_force.as_ref()),
         Command::Completions(a) => cmd::completions::run(a, command()),
         Command::Man(a) => cmd::man::run(a, command()),
         Command::Agent(a) => cmd::agent::run(g, a),

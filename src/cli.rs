@@ -5,9 +5,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgMatches, Args};
-use ibscope_host::fabric_plan::FabricConfig;
+use clap::{ArgMatches, Args, ValueHint};
 use ibscope_mad::engine::EngineConfig;
+
+use crate::settings::{Settings, FABRIC_HEADING};
 
 /// Exit codes every command uses (documented in README).
 pub mod exit {
@@ -19,24 +20,15 @@ pub mod exit {
     pub const ERROR: u8 = 2;
 }
 
-/// The heading the fabric options stand under in each command's help, after its own.
-pub const FABRIC_HEADING: &str = "Fabric options";
-
-/// The local port a command reaches the fabric through (`-C`, `-P`). Like every fabric
-/// option group, it is global within the command that flattens it, so that it may also
-/// follow a subcommand (`ibscope route trace A B -C mlx5_1`), and it may come before the
-/// command (`ibscope -C all check`; see [`hoist_fabric_options`]).
+/// The local port `ibscope agent` serves (`-C`, `-P`: the same keys as the fabric
+/// options', without the engine's options, which are the other side's).
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = FABRIC_HEADING)]
 pub struct PortArgs {
-    /// CA to use (e.g. mlx5_0); default: the first CA found. Several fabrics at once:
-    /// `all` (every InfiniBand port of every CA and every [[fabric]] of the config file),
-    /// a list (mlx5_0,mlx5_1), a port (mlx5_0:2), or a fabric's name from the config file.
-    /// Ports on the same subnet are swept once.
+    /// CA whose port to serve (e.g. mlx5_0); default: the first CA found.
     #[arg(short = 'C', long = "ca", global = true, value_name = "CA")]
     pub ca: Option<String>,
 
-    /// CA port to use; default: the first active port of the CA.
+    /// CA port to serve; default: the first active port of the CA.
     #[arg(short = 'P', long = "port", global = true, value_name = "PORT")]
     pub port: Option<u8>,
 }
@@ -49,27 +41,10 @@ pub struct DeviceArgs {
     pub ca: Option<String>,
 }
 
-/// How MADs are sent: the reply timeout, retries, the window, the M_Key.
+/// The M_Key: the one fabric option that is not a config key.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = FABRIC_HEADING)]
-pub struct EngineArgs {
-    /// Time to wait for each MAD reply before retrying (1 or more).
-    #[arg(long, global = true, default_value_t = 200, value_name = "MS",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_ms: u64,
-
-    /// Retries per MAD after the first attempt times out.
-    #[arg(long, global = true, default_value_t = 3, value_name = "N")]
-    pub retries: u32,
-
-    /// Maximum MADs in flight at once: the bound of the adaptive window, which starts at 8,
-    /// grows while replies come back in time and halves on timeouts; no destination has more
-    /// than 4 in flight. Under ibsim more than 128 are clamped to 128 (a few hundred
-    /// deadlock its umad shim).
-    #[arg(long, global = true, default_value_t = 128, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub max_outstanding: u32,
-
+pub struct MKeyArgs {
     /// M_Key to put into every SMP (0x-hex or decimal). Needed only on fabrics
     /// whose SM sets M_Keys (OpenSM: m_key, m_key_protection_level): a protected port
     /// silently drops a SubnSet (and with protect bits 2 or 3 a SubnGet) carrying the
@@ -79,26 +54,15 @@ pub struct EngineArgs {
     pub m_key: u64,
 }
 
-/// How nodes are named.
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = FABRIC_HEADING)]
-pub struct NamesArgs {
-    /// Node name map: lines of `0xGUID "name"` (# comments), used wherever a node is named.
-    /// Default: $IBSCOPE_NODE_NAME_MAP, the config file's node-name-map, else
-    /// /etc/rdma/ib-node-name-map when present (as infiniband-diags).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub node_name_map: Option<PathBuf>,
-}
-
-/// The options of every command that reads the live fabric.
+/// The options of every command that reads the live fabric: the config file's top-level
+/// keys that have a flag ([`Settings`]), and the M_Key. What is in force is read from
+/// [`Global`], not from here.
 #[derive(Debug, Clone, Args)]
 pub struct FabricArgs {
     #[command(flatten)]
-    pub port: PortArgs,
+    pub settings: Settings,
     #[command(flatten)]
-    pub engine: EngineArgs,
-    #[command(flatten)]
-    pub names: NamesArgs,
+    pub m_key: MKeyArgs,
 }
 
 /// A saved fabric instead of the live one, for the commands that can work on one.
@@ -107,7 +71,7 @@ pub struct FabricArgs {
 pub struct TopologyArgs {
     /// Work on a saved topology instead of the live fabric: an ibnetdiscover-format file or
     /// an ibscope JSON snapshot (`ibscope discover --format json`).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub topology: Option<PathBuf>,
 }
 
@@ -125,63 +89,39 @@ pub struct CommonArgs {
     pub max_input: u64,
 }
 
-/// The settings a command runs with: its fabric options as given (a command without one
-/// gets the default), then the config file's layers (`config::apply`).
+/// The settings a command runs with: the config file's keys in force (defaults, files,
+/// environment and the command's own flags, layered by `crate::config`), read through it
+/// as `g.timeout_ms`, `g.serve.journal`; and the options only the command line gives.
 #[derive(Debug, Clone)]
 pub struct Global {
-    pub ca: Option<String>,
-    pub port: Option<u8>,
-    pub timeout_ms: u64,
-    pub retries: u32,
-    pub max_outstanding: u32,
+    pub settings: Settings,
     pub m_key: u64,
     pub topology: Option<PathBuf>,
-    pub node_name_map: Option<PathBuf>,
-    /// Counter threshold file in force: the config file's `thresholds`, else
-    /// /etc/infiniband-diags/error_thresholds, else /etc/rdma/error_thresholds, when
-    /// present. `check --thresholds` overrides.
-    pub thresholds: Option<PathBuf>,
-    /// The config file's `[[fabric]]` tables: names for local ports and fabrics reached
-    /// through `ibscope agent` (see `-C`).
-    pub fabrics: Vec<FabricConfig>,
-    /// The config file's `[roce]` profile: the lossless configuration `host --check`
-    /// holds every RoCE port to.
-    pub roce: Option<ibscope_host::roce::RoceProfile>,
-    /// The config file's `[serve] journal`: where `events` and `check` read the journal
-    /// by default.
-    pub serve_journal: Option<PathBuf>,
     pub verbose: u8,
 }
 
 impl Global {
-    /// The options of the command `matches` holds (the deepest subcommand's matches, where
-    /// the fabric options of its command are found), defaults for those it does not take.
-    pub fn from_matches(common: &CommonArgs, matches: &ArgMatches) -> Global {
+    /// `settings` in force, with the options of the command `matches` holds (the deepest
+    /// subcommand's matches, where the fabric options of its command are found).
+    pub fn new(settings: Settings, common: &CommonArgs, matches: &ArgMatches) -> Global {
         fn get<T: Clone + Send + Sync + 'static>(m: &ArgMatches, id: &str) -> Option<T> {
             m.try_get_one::<T>(id).ok().flatten().cloned()
         }
         Global {
-            ca: get(matches, "ca"),
-            port: get(matches, "port"),
-            timeout_ms: get(matches, "timeout_ms").unwrap_or(DEFAULT_TIMEOUT_MS),
-            retries: get(matches, "retries").unwrap_or(DEFAULT_RETRIES),
-            max_outstanding: get(matches, "max_outstanding").unwrap_or(DEFAULT_MAX_OUTSTANDING),
+            settings,
             m_key: get(matches, "m_key").unwrap_or(0),
             topology: get(matches, "topology"),
-            node_name_map: get(matches, "node_name_map"),
-            thresholds: None,
-            fabrics: Vec::new(),
-            roce: None,
-            serve_journal: None,
             verbose: common.verbose,
         }
     }
 }
 
-/// The defaults of [`EngineArgs`], for the commands that do not take it.
-const DEFAULT_TIMEOUT_MS: u64 = 200;
-const DEFAULT_RETRIES: u32 = 3;
-const DEFAULT_MAX_OUTSTANDING: u32 = 128;
+impl std::ops::Deref for Global {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
 
 /// The fabric options written before the command (`ibscope -C all check`, as
 /// infiniband-diags users write them) are moved behind the command's name, where the
@@ -189,9 +129,7 @@ const DEFAULT_MAX_OUTSTANDING: u32 = 128;
 /// keeps its place.
 pub fn hoist_fabric_options(args: Vec<OsString>, root: &clap::Command) -> Vec<OsString> {
     let groups = [
-        PortArgs::augment_args(clap::Command::new("port")),
-        EngineArgs::augment_args(clap::Command::new("engine")),
-        NamesArgs::augment_args(clap::Command::new("names")),
+        FabricArgs::augment_args(clap::Command::new("fabric")),
         TopologyArgs::augment_args(clap::Command::new("topology")),
     ];
     let fabric: Vec<clap::Arg> = groups

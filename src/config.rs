@@ -5,24 +5,25 @@
 //! `/etc/rdma/error_thresholds`) when present;
 //! the config files (`/etc/ibscope/config.toml`, then `~/.config/ibscope/config.toml`, a key
 //! of the second winning over the first; `IBSCOPE_CONFIG=FILE` reads that one file
-//! instead); the environment (`IBSCOPE_NODE_NAME_MAP`); command-line flags.
+//! instead); the environment (`IBSCOPE_NODE_NAME_MAP`); command-line flags. figment merges
+//! them and tags every value with its layer, which is what `config show` prints.
+//!
+//! The keys are declared in `crate::settings`; nothing here names one, except the
+//! environment variable and the infiniband-diags files that stand for two of them.
 //!
 //! `IBSCOPE_ETC` replaces `/etc` in every path above: for tests and packaging, so that
 //! nothing depends on the machine's own /etc.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use clap::parser::ValueSource;
-use clap::{ArgMatches, FromArgMatches, ValueEnum};
-use serde::Deserialize;
+use anyhow::{anyhow, bail, Result};
+use clap::ArgMatches;
+use figment::value::{Dict, Map, Value as Layered};
+use figment::{Figment, Metadata, Profile, Provider, Source};
 use serde_json::{json, Value};
 
-use ibscope_host::roce::RoceProfile;
-
-use crate::cli::Global;
-use crate::cmd::serve::{self, CounterFamilies};
+use crate::settings::{GivenOption, Settings, TABLES};
 
 /// The environment the settings are read from (a value, so tests can give their own).
 #[derive(Debug, Clone, Default)]
@@ -36,6 +37,9 @@ pub struct Env {
     /// `IBSCOPE_NODE_NAME_MAP` (empty: no map).
     pub node_name_map: Option<OsString>,
 }
+
+/// The variable that names the node-name map, and its key.
+const NODE_NAME_MAP_VAR: (&str, &str) = ("IBSCOPE_NODE_NAME_MAP", "node-name-map");
 
 impl Env {
     pub fn from_process() -> Env {
@@ -54,7 +58,7 @@ impl Env {
                 .map_or_else(|| PathBuf::from("/etc"), PathBuf::from),
             config: var("IBSCOPE_CONFIG"),
             user_config_dir,
-            node_name_map: var("IBSCOPE_NODE_NAME_MAP"),
+            node_name_map: var(NODE_NAME_MAP_VAR.0),
         }
     }
 
@@ -91,46 +95,15 @@ impl Env {
     }
 }
 
-/// A config file: every key is optional and named as the long flag it stands for.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FileConfig {
-    ca: Option<String>,
-    port: Option<u8>,
-    timeout_ms: Option<u64>,
-    retries: Option<u32>,
-    max_outstanding: Option<u32>,
-    node_name_map: Option<PathBuf>,
-    thresholds: Option<PathBuf>,
-    serve: Option<ServeConfig>,
-    /// `[[fabric]]` tables: named fabrics (see `crate::fabric_set`).
-    fabric: Option<Vec<ibscope_host::fabric_plan::FabricConfig>>,
-    /// `[roce]`: the lossless configuration of every RoCE port (`host --check`).
-    roce: Option<ibscope_host::roce::RoceProfile>,
-}
-
-/// The `[serve]` table.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct ServeConfig {
-    listen: Option<String>,
-    interval: Option<f64>,
-    counters: Option<String>,
-    active_only: Option<bool>,
-    switches_only: Option<bool>,
-    allow_remote: Option<bool>,
-    rediscover_every: Option<u64>,
-    web_config: Option<PathBuf>,
-    journal: Option<PathBuf>,
-}
-
 /// Where a value in force came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SettingSource {
     Default,
     File(PathBuf),
-    Env(&'static str),
-    Flag(&'static str),
+    /// An environment variable, by its name.
+    Env(String),
+    /// A flag, as `--name`.
+    Flag(String),
 }
 
 impl SettingSource {
@@ -149,7 +122,48 @@ impl SettingSource {
             SettingSource::Default => None,
             SettingSource::File(p) => Some(p.display().to_string()),
             SettingSource::Env(v) => Some(format!("${v}")),
-            SettingSource::Flag(f) => Some(f.to_string()),
+            SettingSource::Flag(f) => Some(f.clone()),
+        }
+    }
+
+    /// How figment carries it: the kind as the name, the file or the origin as the source.
+    fn metadata(&self) -> Metadata {
+        let metadata = Metadata::named(self.kind()).interpolater(|_, keys| keys.join("."));
+        match self {
+            SettingSource::Default => metadata,
+            SettingSource::File(p) => metadata.source(Source::File(p.clone())),
+            SettingSource::Env(v) => metadata.source(Source::Custom(v.clone())),
+            SettingSource::Flag(f) => metadata.source(Source::Custom(f.clone())),
+        }
+    }
+
+    /// The source of a value tagged with `metadata` (made by [`SettingSource::metadata`]).
+    fn of(metadata: Option<&Metadata>) -> SettingSource {
+        let Some(m) = metadata else {
+            return SettingSource::Default;
+        };
+        match (&*m.name, &m.source) {
+            ("file", Some(Source::File(p))) => SettingSource::File(p.clone()),
+            ("env", Some(Source::Custom(v))) => SettingSource::Env(v.clone()),
+            ("flag", Some(Source::Custom(f))) => SettingSource::Flag(f.clone()),
+            _ => SettingSource::Default,
+        }
+    }
+
+    /// Where an error about a value from here points.
+    fn place(&self) -> String {
+        match self {
+            SettingSource::File(p) => format!("config file {}", p.display()),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for SettingSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.origin() {
+            Some(origin) => f.write_str(&origin),
+            None => f.write_str("default"),
         }
     }
 }
@@ -158,7 +172,7 @@ impl SettingSource {
 #[derive(Debug, Clone)]
 pub struct Setting {
     /// The config-file key (`serve.` for the `[serve]` table).
-    pub key: &'static str,
+    pub key: String,
     /// JSON null: unset (the command picks, e.g. the first CA).
     pub value: Value,
     pub source: SettingSource,
@@ -173,14 +187,15 @@ pub struct FileState {
     pub read: bool,
 }
 
-/// Everything `ibscope config show` prints.
+/// Everything `ibscope config show` prints: the files looked for, every key's value in
+/// force and where it came from.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct InForce {
     pub files: Vec<FileState>,
     pub settings: Vec<Setting>,
 }
 
-impl Settings {
+impl InForce {
     pub fn get(&self, key: &str) -> Option<&Setting> {
         self.settings.iter().find(|s| s.key == key)
     }
@@ -200,479 +215,386 @@ impl Settings {
             if let Some(note) = s.note {
                 entry["note"] = Value::String(note.to_string());
             }
-            settings.insert(s.key.to_string(), entry);
+            settings.insert(s.key.clone(), entry);
         }
         json!({"files": files, "settings": settings})
     }
 }
 
-/// The config files that exist, parsed, in layering order.
-struct Layers {
-    files: Vec<(PathBuf, FileConfig)>,
+/// One layer: values, all from one source.
+struct SettingsLayer {
+    source: SettingSource,
+    values: Dict,
 }
 
-impl Layers {
-    fn load(env: &Env) -> Result<(Layers, Vec<FileState>)> {
-        let mut files = Vec::new();
-        let mut states = Vec::new();
-        let explicit = env.config.as_ref().is_some_and(|c| !c.is_empty());
-        for path in env.config_candidates() {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
-                    states.push(FileState { path, read: false });
-                    continue;
-                }
-                Err(e) => {
-                    let from = if explicit {
-                        " (from $IBSCOPE_CONFIG)"
-                    } else {
-                        ""
-                    };
-                    return Err(e).with_context(|| {
-                        format!("cannot read config file {}{from}", path.display())
-                    });
-                }
-            };
-            let mut config: FileConfig = toml::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display()))?;
-            config.resolve_paths(&path);
-            states.push(FileState {
-                path: path.clone(),
-                read: true,
+impl Provider for SettingsLayer {
+    fn metadata(&self) -> Metadata {
+        self.source.metadata()
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        Ok(Profile::Default.collect(self.values.clone()))
+    }
+}
+
+/// The settings in force for the command line `matches` holds (the root's matches: a
+/// table's flags count only under the command of its name), and where each came from.
+pub fn resolve(matches: &ArgMatches, env: &Env) -> Result<(Settings, InForce)> {
+    let mut figment = Figment::new().merge(SettingsLayer {
+        source: SettingSource::Default,
+        values: defaults(env)?,
+    });
+    let mut states = Vec::new();
+    for (path, values) in read_files(env)? {
+        states.push(FileState {
+            path: path.clone(),
+            read: values.is_some(),
+        });
+        if let Some(values) = values {
+            figment = figment.merge(SettingsLayer {
+                source: SettingSource::File(path),
+                values,
             });
-            files.push((path, config));
-        }
-        Ok((Layers { files }, states))
-    }
-
-    /// The value of the last file that sets it, with that file.
-    fn get<T>(&self, pick: impl Fn(&FileConfig) -> Option<T>) -> Option<(T, SettingSource)> {
-        self.files
-            .iter()
-            .rev()
-            .find_map(|(path, c)| pick(c).map(|v| (v, SettingSource::File(path.clone()))))
-    }
-
-    fn serve<T>(&self, pick: impl Fn(&ServeConfig) -> Option<T>) -> Option<(T, SettingSource)> {
-        self.get(|c| c.serve.as_ref().and_then(&pick))
-    }
-}
-
-impl FileConfig {
-    /// Paths in a file are relative to the file's directory.
-    fn resolve_paths(&mut self, file: &Path) {
-        let dir = file.parent().unwrap_or(Path::new("."));
-        let (web, journal) = match self.serve.as_mut() {
-            Some(s) => (s.web_config.as_mut(), s.journal.as_mut()),
-            None => (None, None),
-        };
-        for p in [&mut self.node_name_map, &mut self.thresholds]
-            .into_iter()
-            .flatten()
-            .chain(web)
-            .chain(journal)
-        {
-            if p.is_relative() {
-                *p = dir.join(&*p);
-            }
         }
     }
-}
-
-/// Whether the argument `id` was given on the command line.
-fn given(matches: Option<&ArgMatches>, id: &str) -> bool {
-    matches.is_some_and(|m| {
-        m.try_get_raw(id).is_ok_and(|v| v.is_some())
-            && m.value_source(id) == Some(ValueSource::CommandLine)
-    })
-}
-
-/// Put the layered value into `slot` unless the flag was given; records where it came from.
-fn layer<T: Clone + Into<Value>>(
-    out: &mut Vec<Setting>,
-    key: &'static str,
-    flag: Option<&'static str>,
-    slot: &mut T,
-    from_file: Option<(T, SettingSource)>,
-) {
-    let source = match (flag, from_file) {
-        (Some(f), _) => SettingSource::Flag(f),
-        (None, Some((v, source))) => {
-            *slot = v;
-            source
-        }
-        (None, None) => SettingSource::Default,
-    };
-    out.push(Setting {
-        key,
-        value: slot.clone().into(),
-        source,
-        note: None,
-    });
-}
-
-/// Apply the layered defaults to the parsed command line (`matches`: the command's own,
-/// with the fabric options it takes, and its `serve` options when that is the command);
-/// returns what is in force.
-pub fn apply(
-    global: &mut Global,
-    serve_args: Option<&mut serve::Args>,
-    matches: &ArgMatches,
-    env: &Env,
-) -> Result<Settings> {
-    let (layers, files) = Layers::load(env)?;
-    let mut out = Vec::new();
-    apply_global(global, matches, env, &layers, &mut out)?;
-    global.serve_journal = match serve_args {
-        Some(a) => {
-            apply_serve(a, Some(matches), &layers, &mut out)?;
-            a.journal.clone()
-        }
-        None => {
-            // Shown by `config show`; of them, `events` and `check` use the journal.
-            let defaults = default_serve_args()?;
-            let mut a = defaults;
-            apply_serve(&mut a, None, &layers, &mut out)?;
-            a.journal
-        }
-    };
-    Ok(Settings {
-        files,
-        settings: out,
-    })
-}
-
-fn apply_global(
-    g: &mut Global,
-    matches: &ArgMatches,
-    env: &Env,
-    layers: &Layers,
-    out: &mut Vec<Setting>,
-) -> Result<()> {
-    let m = Some(matches);
-    let flag = |id: &str, name: &'static str| given(m, id).then_some(name);
-
-    let mut ca = g.ca.clone();
-    layer(
-        out,
-        "ca",
-        flag("ca", "--ca"),
-        &mut ca,
-        layers.get(|c| c.ca.clone().map(Some)),
-    );
-    g.ca = ca;
-    if g.ca.is_none() {
-        out.last_mut().expect("just pushed").note = Some("the first CA found");
-    }
-    let mut port = g.port.map(u32::from);
-    layer(
-        out,
-        "port",
-        flag("port", "--port"),
-        &mut port,
-        layers.get(|c| c.port.map(|p| Some(u32::from(p)))),
-    );
-    g.port = port.map(|p| p as u8);
-    if g.port.is_none() {
-        out.last_mut().expect("just pushed").note = Some("the first active port of the CA");
-    }
-    layer(
-        out,
-        "timeout-ms",
-        flag("timeout_ms", "--timeout-ms"),
-        &mut g.timeout_ms,
-        layers.get(|c| c.timeout_ms),
-    );
-    layer(
-        out,
-        "retries",
-        flag("retries", "--retries"),
-        &mut g.retries,
-        layers.get(|c| c.retries),
-    );
-    layer(
-        out,
-        "max-outstanding",
-        flag("max_outstanding", "--max-outstanding"),
-        &mut g.max_outstanding,
-        layers.get(|c| c.max_outstanding),
-    );
-    if !(1..=256).contains(&g.max_outstanding) {
-        bail!(
-            "max-outstanding = {} (from {}): must be 1 to 256",
-            g.max_outstanding,
-            describe(out.last().map(|s| &s.source))
-        );
-    }
-
-    let (map, source, note) = node_name_map(
-        g.node_name_map.take(),
-        flag("node_name_map", "--node-name-map"),
-        env,
-        layers,
-    )?;
-    g.node_name_map = map;
-    out.push(Setting {
-        key: "node-name-map",
-        value: path_value(g.node_name_map.as_deref()),
-        source,
-        note,
-    });
-
-    let (thresholds, source, note) = match layers.get(|c| c.thresholds.clone()) {
-        Some((p, source)) => (Some(p), source, None),
-        None => match env
-            .default_thresholds()
-            .into_iter()
-            .position(|p| p.exists())
-        {
-            Some(i) => (
-                Some(env.default_thresholds()[i].clone()),
-                SettingSource::Default,
-                Some(if i == 0 {
-                    "ibqueryerrors' default file, present"
-                } else {
-                    "present; ibqueryerrors itself reads only /etc/infiniband-diags/error_thresholds"
-                }),
-            ),
-            None => (
-                None,
-                SettingSource::Default,
-                Some("every error counter at 0; `check --thresholds` overrides"),
-            ),
-        },
-    };
-    g.thresholds = thresholds;
-    out.push(Setting {
-        key: "thresholds",
-        value: path_value(g.thresholds.as_deref()),
-        source,
-        note,
-    });
-
-    apply_fabrics(g, layers, out)?;
-    apply_roce(g, layers, out)
-}
-
-/// The `[roce]` table: the last file that has one gives the whole profile (an empty table
-/// declares nothing).
-fn apply_roce(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
-    g.roce = whole_table(
-        layers,
-        (
-            "roce",
-            "none: RoCE ports are only checked to agree with each other",
-        ),
-        Value::Null,
-        |c| c.roce.clone().filter(|p| *p != RoceProfile::default()),
-        |p| p.validate().map_err(|e| format!("[roce]: {e}")),
-        out,
-    )?;
-    Ok(())
-}
-
-/// The `[[fabric]]` tables: the last file that has any gives the whole list.
-fn apply_fabrics(g: &mut Global, layers: &Layers, out: &mut Vec<Setting>) -> Result<()> {
-    g.fabrics = whole_table(
-        layers,
-        ("fabric", "none: fabrics are named CA:port"),
-        Value::Array(Vec::new()),
-        |c| c.fabric.clone(),
-        |list| ibscope_host::fabric_plan::FabricConfig::validate(list).map_err(|e| e.to_string()),
-        out,
-    )?
-    .unwrap_or_default();
-    Ok(())
-}
-
-/// A table the last file that has it gives whole (`pick`), checked by `validate`; recorded
-/// as setting `key`, with `note` and `none` shown when no file has it.
-fn whole_table<T: serde::Serialize>(
-    layers: &Layers,
-    (key, note): (&'static str, &'static str),
-    none: Value,
-    pick: impl Fn(&FileConfig) -> Option<T>,
-    validate: impl Fn(&T) -> std::result::Result<(), String>,
-    out: &mut Vec<Setting>,
-) -> Result<Option<T>> {
-    let (table, source, note) = match layers.get(pick) {
-        Some((table, source)) => {
-            if let Err(e) = validate(&table) {
-                bail!("config file {source}: {e}");
-            }
-            (Some(table), source, None)
-        }
-        None => (None, SettingSource::Default, Some(note)),
-    };
-    out.push(Setting {
-        key,
-        value: table
-            .as_ref()
-            .map_or(none, |t| serde_json::to_value(t).unwrap_or(Value::Null)),
-        source,
-        note,
-    });
-    Ok(table)
-}
-
-/// The node-name map in force: flag, else $IBSCOPE_NODE_NAME_MAP (empty: none), else the
-/// config files, else infiniband-diags' default file when it exists.
-fn node_name_map(
-    from_flag: Option<PathBuf>,
-    flag: Option<&'static str>,
-    env: &Env,
-    layers: &Layers,
-) -> Result<(Option<PathBuf>, SettingSource, Option<&'static str>)> {
-    if let (Some(f), Some(p)) = (flag, from_flag) {
-        return Ok((Some(p), SettingSource::Flag(f), None));
-    }
-    if let Some(v) = &env.node_name_map {
-        let source = SettingSource::Env("IBSCOPE_NODE_NAME_MAP");
-        return Ok(if v.is_empty() {
-            (None, source, Some("empty: no map"))
-        } else {
-            (Some(PathBuf::from(v)), source, None)
+    if let Some(value) = &env.node_name_map {
+        let (var, key) = NODE_NAME_MAP_VAR;
+        // Empty: no map, whatever a file says.
+        let path = (!value.is_empty()).then(|| PathBuf::from(value));
+        figment = figment.merge(SettingsLayer {
+            source: SettingSource::Env(var.to_string()),
+            values: nested(&[key], Layered::serialize(path)?),
         });
     }
-    if let Some((p, source)) = layers.get(|c| c.node_name_map.clone()) {
-        return Ok((Some(p), source, None));
+    for (table, option) in given_flags(matches) {
+        let mut path: Vec<&str> = table.into_iter().collect();
+        path.push(&option.key);
+        figment = figment.merge(SettingsLayer {
+            source: SettingSource::Flag(option.flag),
+            values: nested(&path, Layered::serialize(&option.value)?),
+        });
     }
-    let p = env.default_node_name_map();
-    Ok(if p.exists() {
-        (
-            Some(p),
-            SettingSource::Default,
-            Some("infiniband-diags' default file, present"),
-        )
-    } else {
-        (
-            None,
-            SettingSource::Default,
-            Some("no map: nodes go by NodeDescription"),
-        )
-    })
+    let settings: Settings = figment.extract().map_err(|e| settings_error(&e))?;
+    let shown = shown(&figment, &settings, env)?;
+    check_as_flags(&shown)?;
+    if let Err((key, why)) = settings.check() {
+        let source = shown
+            .iter()
+            .find(|s| s.key == key)
+            .map_or(SettingSource::Default, |s| s.source.clone());
+        bail!("{}: {why}", source.place());
+    }
+    Ok((
+        settings,
+        InForce {
+            files: states,
+            settings: shown,
+        },
+    ))
 }
 
-fn apply_serve(
-    a: &mut serve::Args,
-    matches: Option<&ArgMatches>,
-    layers: &Layers,
-    out: &mut Vec<Setting>,
-) -> Result<()> {
-    let flag = |id: &str, name: &'static str| given(matches, id).then_some(name);
-    layer(
-        out,
-        "serve.listen",
-        flag("listen", "--listen"),
-        &mut a.listen,
-        layers.serve(|s| s.listen.clone()),
-    );
-    layer(
-        out,
-        "serve.interval",
-        flag("interval", "--interval"),
-        &mut a.interval,
-        layers.serve(|s| s.interval),
-    );
-    let counters = match layers.serve(|s| s.counters.clone()) {
-        Some((text, source)) => Some((
-            CounterFamilies::from_str(&text, true).map_err(|_| {
-                anyhow::anyhow!(
-                    "serve.counters = {text:?} (from {}): must be all, errors or data",
-                    describe(Some(&source))
-                )
-            })?,
-            source,
-        )),
-        None => None,
+/// The built-in defaults, and infiniband-diags' files where they are present.
+fn defaults(env: &Env) -> Result<Dict> {
+    let mut values = Layered::serialize(Settings::defaults())?
+        .into_dict()
+        .ok_or_else(|| anyhow!("the settings are not a table"))?;
+    let map = env.default_node_name_map();
+    if map.exists() {
+        values.insert(NODE_NAME_MAP_VAR.1.into(), Layered::serialize(map)?);
+    }
+    if let Some(file) = env.default_thresholds().into_iter().find(|p| p.exists()) {
+        values.insert("thresholds".into(), Layered::serialize(file)?);
+    }
+    Ok(values)
+}
+
+/// The config files looked for, in layering order, each parsed if it exists.
+fn read_files(env: &Env) -> Result<Vec<(PathBuf, Option<Dict>)>> {
+    let mut files = Vec::new();
+    let explicit = env.config.as_ref().is_some_and(|c| !c.is_empty());
+    for path in env.config_candidates() {
+        let text = match ibscope_topo::input::read_text(&path, "config file") {
+            Ok(text) => text,
+            Err(ibscope_topo::input::InputError::Missing { .. }) if !explicit => {
+                files.push((path, None));
+                continue;
+            }
+            Err(e) if explicit => bail!("{e} (from $IBSCOPE_CONFIG)"),
+            Err(e) => return Err(e.into()),
+        };
+        let mut values: Dict = toml::from_str(&text).map_err(|e| {
+            let source = SettingSource::File(path.clone());
+            anyhow!("{}: {}", source.place(), toml_error(&text, &e))
+        })?;
+        drop_empty_tables(&mut values);
+        files.push((path, Some(values)));
+    }
+    Ok(files)
+}
+
+/// A TOML error on one line: where, and what.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().lines().collect::<Vec<_>>().join("; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {what}")
+        }
+        None => what,
+    }
+}
+
+/// An empty table declares nothing (`[roce]` with every line commented out).
+fn drop_empty_tables(values: &mut Dict) {
+    values.retain(|_, v| match v {
+        Layered::Dict(_, inner) => {
+            drop_empty_tables(inner);
+            !inner.is_empty()
+        }
+        _ => true,
+    });
+}
+
+/// `value` at `path` (`["serve", "listen"]`) of an otherwise empty table.
+fn nested(path: &[&str], value: Layered) -> Dict {
+    let mut value = value;
+    for key in path.iter().skip(1).rev() {
+        value = Layered::from(Dict::from([(key.to_string(), value)]));
+    }
+    Dict::from([(path.first().copied().unwrap_or_default().to_string(), value)])
+}
+
+/// The flags the command line gave for a key: the top level's (`None`) from the command's
+/// own options, each table's from the command of its name.
+fn given_flags(matches: &ArgMatches) -> Vec<(Option<&'static str>, GivenOption)> {
+    let mut out: Vec<_> = Settings::given(deepest(matches))
+        .into_iter()
+        .map(|o| (None, o))
+        .collect();
+    for table in TABLES {
+        if let Some(m) = matches.subcommand_matches(table.name) {
+            out.extend(
+                (table.given)(deepest(m))
+                    .into_iter()
+                    .map(|o| (Some(table.name), o)),
+            );
+        }
+    }
+    out
+}
+
+/// The matches of the command being run (the deepest subcommand's): its own options and
+/// the global options it was given are found there.
+pub fn deepest(matches: &ArgMatches) -> &ArgMatches {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    m
+}
+
+/// A figment error as one line: the file (or other source), the key, what is wrong.
+fn settings_error(e: &figment::Error) -> anyhow::Error {
+    use figment::error::Kind;
+    let place = SettingSource::of(e.metadata.as_ref()).place();
+    // figment's own names for what it reads into a path, not the file's keys.
+    let key: Vec<&str> = e
+        .path
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !k.starts_with("___figment"))
+        .collect();
+    let what = match &e.kind {
+        Kind::UnknownField(found, []) => format!("no key {found:?} here; this table has none yet"),
+        Kind::UnknownField(found, known) => {
+            format!("no key {found:?} here; the keys are {}", known.join(", "))
+        }
+        Kind::InvalidType(found, expected) | Kind::InvalidValue(found, expected) => {
+            format!("expected {expected}, found {found}")
+        }
+        other => other.to_string(),
     };
-    let mut name = families_name(a.counters);
-    layer(
-        out,
-        "serve.counters",
-        flag("counters", "--counters"),
-        &mut name,
-        counters.map(|(c, s)| (families_name(c), s)),
+    match key.join(".") {
+        key if key.is_empty() => anyhow!("{place}: {what}"),
+        key => anyhow!("{place}: {key}: {what}"),
+    }
+}
+
+/// Every key in force, in the order of its declaration, with its source and note.
+fn shown(figment: &Figment, settings: &Settings, env: &Env) -> Result<Vec<Setting>> {
+    let Value::Object(top) = serde_json::to_value(settings)? else {
+        bail!("the settings are not a table");
+    };
+    let mut keys = Vec::new();
+    for (key, value) in top {
+        match value {
+            Value::Object(table) if TABLES.iter().any(|t| t.name == key) => {
+                keys.extend(table.into_iter().map(|(k, v)| (format!("{key}.{k}"), v)));
+            }
+            value => keys.push((key, value)),
+        }
+    }
+    Ok(keys
+        .into_iter()
+        .map(|(key, value)| {
+            let source = SettingSource::of(figment.find_metadata(&key));
+            let note = note(&key, &value, &source, env);
+            Setting {
+                key,
+                value,
+                source,
+                note,
+            }
+        })
+        .collect())
+}
+
+/// What `config show` says beside a value its source does not explain.
+fn note(key: &str, value: &Value, source: &SettingSource, env: &Env) -> Option<&'static str> {
+    let unset = value.is_null() || value.as_array().is_some_and(Vec::is_empty);
+    match source {
+        SettingSource::Env(_) if unset => Some("empty: no map"),
+        SettingSource::Default if unset => Settings::unset_means(key),
+        SettingSource::Default if key == NODE_NAME_MAP_VAR.1 => {
+            Some("infiniband-diags' default file, present")
+        }
+        SettingSource::Default if key == "thresholds" => {
+            let first = env.default_thresholds()[0].display().to_string();
+            Some(if value.as_str() == Some(first.as_str()) {
+                "ibqueryerrors' default file, present"
+            } else {
+                "present; ibqueryerrors itself reads only /etc/infiniband-diags/error_thresholds"
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A value from a file or the environment passes its flag's own parser, as it would on
+/// the command line (`max-outstanding = 0` is refused as `--max-outstanding 0` is).
+fn check_as_flags(shown: &[Setting]) -> Result<()> {
+    use clap::Args;
+    let tables = std::iter::once(("", Settings::augment_args(clap::Command::new("check")))).chain(
+        TABLES
+            .iter()
+            .map(|t| (t.name, (t.definitions)(clap::Command::new("check")))),
     );
-    a.counters = CounterFamilies::from_str(&name, true).unwrap_or(a.counters);
-    layer(
-        out,
-        "serve.active-only",
-        flag("active_only", "--active-only"),
-        &mut a.active_only,
-        layers.serve(|s| s.active_only),
-    );
-    layer(
-        out,
-        "serve.switches-only",
-        flag("switches_only", "--switches-only"),
-        &mut a.switches_only,
-        layers.serve(|s| s.switches_only),
-    );
-    layer(
-        out,
-        "serve.allow-remote",
-        flag("allow_remote", "--allow-remote"),
-        &mut a.allow_remote,
-        layers.serve(|s| s.allow_remote),
-    );
-    layer(
-        out,
-        "serve.rediscover-every",
-        flag("rediscover_every", "--rediscover-every"),
-        &mut a.rediscover_every,
-        layers.serve(|s| s.rediscover_every),
-    );
-    let mut web = a.web_config.as_ref().map(|p| p.display().to_string());
-    layer(
-        out,
-        "serve.web-config",
-        flag("web_config", "--web-config"),
-        &mut web,
-        layers.serve(|s| s.web_config.as_ref().map(|p| Some(p.display().to_string()))),
-    );
-    a.web_config = web.map(PathBuf::from);
-    let mut journal = a.journal.as_ref().map(|p| p.display().to_string());
-    layer(
-        out,
-        "serve.journal",
-        flag("journal", "--journal"),
-        &mut journal,
-        layers.serve(|s| s.journal.as_ref().map(|p| Some(p.display().to_string()))),
-    );
-    a.journal = journal.map(PathBuf::from);
+    for (table, definitions) in tables {
+        for arg in definitions.get_arguments() {
+            let id = arg.get_id().as_str().replace('_', "-");
+            let key = if table.is_empty() {
+                id
+            } else {
+                format!("{table}.{id}")
+            };
+            let Some(s) = shown.iter().find(|s| s.key == key) else {
+                continue;
+            };
+            if matches!(s.source, SettingSource::Default | SettingSource::Flag(_)) {
+                continue;
+            }
+            let (text, Some(long)) = (&s.value, arg.get_long()) else {
+                continue;
+            };
+            let text = match text {
+                Value::String(text) => text.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => continue,
+            };
+            let line = ["check".to_string(), format!("--{long}={text}")];
+            if let Err(e) = definitions.clone().try_get_matches_from(line) {
+                let why = std::error::Error::source(&e)
+                    .map_or_else(|| e.kind().to_string(), ToString::to_string);
+                bail!("{key} = {} (from {}): {why}", s.value, s.source);
+            }
+        }
+    }
     Ok(())
 }
 
-fn families_name(c: CounterFamilies) -> String {
-    c.to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `serve`'s built-in defaults, as clap gives them.
-fn default_serve_args() -> Result<serve::Args> {
-    let m = <serve::Args as clap::Args>::augment_args(clap::Command::new("serve"))
-        .try_get_matches_from(["serve"])?;
-    Ok(serve::Args::from_arg_matches(&m)?)
-}
+    /// Settings in force for `args` with no file, no environment and an /etc that holds
+    /// nothing.
+    fn in_force(args: &[&str]) -> InForce {
+        let matches = crate::app::parse(args.iter().map(OsString::from)).unwrap();
+        let env = Env {
+            etc: PathBuf::from("/nonexistent-etc"),
+            config: Some(OsString::new()),
+            ..Env::default()
+        };
+        resolve(&matches, &env).unwrap().1
+    }
 
-fn path_value(p: Option<&Path>) -> Value {
-    p.map_or(Value::Null, |p| Value::String(p.display().to_string()))
-}
+    fn shown(f: &InForce, key: &str) -> (Value, SettingSource) {
+        let s = f.get(key).unwrap_or_else(|| panic!("no {key}"));
+        (s.value.clone(), s.source.clone())
+    }
 
-fn describe(source: Option<&SettingSource>) -> String {
-    source
-        .and_then(SettingSource::origin)
-        .unwrap_or_else(|| "the default".to_string())
-}
+    #[test]
+    fn a_table_takes_the_flags_of_its_command_and_the_top_level_every_command_s() {
+        let flag = |f: &str| SettingSource::Flag(f.to_string());
+        let f = in_force(&[
+            "ibscope",
+            "-C",
+            "mlx5_1",
+            "serve",
+            "--listen",
+            "127.0.0.1:1",
+            "--active-only",
+        ]);
+        assert_eq!(
+            shown(&f, "serve.listen"),
+            ("127.0.0.1:1".into(), flag("--listen"))
+        );
+        assert_eq!(
+            shown(&f, "serve.active-only"),
+            (true.into(), flag("--active-only"))
+        );
+        assert_eq!(
+            shown(&f, "serve.interval"),
+            (10.0.into(), SettingSource::Default)
+        );
+        assert_eq!(shown(&f, "ca"), ("mlx5_1".into(), flag("--ca")));
+        // `host -C` is another group's flag with the same key.
+        let f = in_force(&["ibscope", "host", "-C", "mlx5_3"]);
+        assert_eq!(shown(&f, "ca"), ("mlx5_3".into(), flag("--ca")));
+        // A table's flags count under its own command only.
+        let f = in_force(&["ibscope", "route", "-P", "2", "check"]);
+        assert_eq!(shown(&f, "port"), (2.into(), flag("--port")));
+        assert_eq!(shown(&f, "serve.listen").1, SettingSource::Default);
+    }
 
-impl std::fmt::Display for SettingSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.origin() {
-            Some(origin) => f.write_str(&origin),
-            None => f.write_str("default"),
+    #[test]
+    fn every_key_with_a_flag_is_named_as_its_long_flag() {
+        use clap::Args;
+        let keys: Vec<String> = in_force(&["ibscope", "config", "show"])
+            .settings
+            .into_iter()
+            .map(|s| s.key)
+            .collect();
+        let tables = std::iter::once(("", Settings::augment_args(clap::Command::new("t")))).chain(
+            TABLES
+                .iter()
+                .map(|t| (t.name, (t.definitions)(clap::Command::new("t")))),
+        );
+        let mut flags = 0;
+        for (table, definitions) in tables {
+            for arg in definitions.get_arguments() {
+                let long = arg.get_long().unwrap();
+                let key = if table.is_empty() {
+                    long.to_string()
+                } else {
+                    format!("{table}.{long}")
+                };
+                assert!(keys.contains(&key), "--{long} has no key {key}: {keys:?}");
+                flags += 1;
+            }
         }
+        assert!(flags > 0);
     }
 }

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use ibscope_mad::engine::Engine;
 use ibscope_topo::counters::Thresholds;
 use ibscope_topo::discover::{self, DiscoverOptions};
+use ibscope_topo::input;
 use ibscope_topo::namemap::NameMap;
 use ibscope_topo::Fabric;
 
@@ -21,12 +22,37 @@ pub fn open_engine(g: &Global) -> Result<Engine> {
     crate::fabric_set::open_single(g)
 }
 
-/// The node-name map given with --node-name-map, if any.
+/// The node-name map given with --node-name-map, if any; under a simulator (`ibscope sim`,
+/// `demo`) with ibsim's node ids (`R1L001`) as aliases, so the names its console and the
+/// demo use name nodes here too.
 pub fn names(g: &Global) -> Result<Option<NameMap>> {
-    match &g.node_name_map {
-        Some(path) => Ok(Some(NameMap::load(path)?)),
-        None => Ok(None),
+    let mut map = match &g.node_name_map {
+        Some(path) => Some(NameMap::load(path)?),
+        None => None,
+    };
+    if let Some(topology) = std::env::var_os(ibscope_sim::TOPOLOGY_ENV).filter(|t| !t.is_empty()) {
+        match sim_node_ids(Path::new(&topology)) {
+            Ok(ids) => {
+                let map = map.get_or_insert_with(NameMap::new);
+                for (id, guid) in ids {
+                    map.insert_alias(id, guid);
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: {}: ibsim's node ids are not names here: {e:#}",
+                ibscope_sim::TOPOLOGY_ENV
+            ),
+        }
     }
+    Ok(map)
+}
+
+/// The node ids of the topology file a simulator runs, with the GUIDs ibsim gives them.
+pub fn sim_node_ids(topology: &Path) -> Result<Vec<(String, u64)>> {
+    let text = ibscope_topo::input::read_text(topology, "simulator topology")?;
+    let parsed = ibscope_topo::ibnd::parse_with_warnings(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", topology.display()))?;
+    Ok(parsed.node_ids)
 }
 
 /// The counter thresholds in force: `explicit` (a command's --thresholds) when given, else
@@ -34,53 +60,11 @@ pub fn names(g: &Global) -> Result<Option<NameMap>> {
 pub fn thresholds(g: &Global, explicit: Option<&Path>) -> Result<Thresholds> {
     match explicit.or(g.thresholds.as_deref()) {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read threshold file {}", path.display()))?;
-            Ok(Thresholds::parse(&text, &path.display().to_string())?)
+            let text = input::read_text(path, "threshold file")?;
+            Ok(Thresholds::parse(&text, &input::display_name(path))?)
         }
         None => Ok(Thresholds::default()),
     }
-}
-
-/// The largest topology file read: a 100,000-HCA fabric's ibnetdiscover output or JSON
-/// snapshot is a few hundred MB; anything larger is not a topology (or never ends).
-pub const TOPOLOGY_LIMIT: u64 = 2 << 30;
-
-/// A text file read whole, but never more than `limit` bytes and never a binary stream:
-/// `--topology /dev/zero` or an endless pipe end with an error instead of reading forever.
-pub fn read_text(path: &Path, what: &str, limit: u64) -> Result<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read {what} {}", path.display()))?;
-    let mut bytes = Vec::new();
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, file).take(limit + 1);
-    let mut chunk = [0u8; 1 << 16];
-    loop {
-        let n = match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot read {what} {}", path.display()))
-            }
-        };
-        if chunk[..n].contains(&0) {
-            anyhow::bail!(
-                "{what} {}: not a text file (it holds NUL bytes)",
-                path.display()
-            );
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-    }
-    if bytes.len() as u64 > limit {
-        anyhow::bail!(
-            "{what} {}: larger than {} MiB, not read (is it endless?)",
-            path.display(),
-            limit >> 20
-        );
-    }
-    String::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{what} {}: not UTF-8 text ({e})", path.display()))
 }
 
 /// Load a topology file: an ibscope JSON snapshot or any ibnetdiscover output (plain,
@@ -89,7 +73,7 @@ pub fn read_text(path: &Path, what: &str, limit: u64) -> Result<String> {
 pub fn load_file(path: &Path) -> Result<Fabric> {
     let (fabric, warnings) = read_file(path)?;
     for w in warnings {
-        eprintln!("warning: {}: {w}", path.display());
+        eprintln!("warning: {}: {w}", input::display_name(path));
     }
     Ok(fabric)
 }
@@ -97,33 +81,55 @@ pub fn load_file(path: &Path) -> Result<Fabric> {
 /// [`load_file`] without printing: the fabric and the warnings (already safe for a
 /// terminal), for callers that own the screen.
 pub fn read_file(path: &Path) -> Result<(Fabric, Vec<String>)> {
-    let text = read_text(path, "topology file", TOPOLOGY_LIMIT)?;
-    parse_topology(&text, path)
+    let text = input::read_text(path, "topology file")?;
+    parse_topology(&text, path, "topology file")
 }
 
-/// A topology file's text already read (`path` names it in errors): a JSON snapshot or
-/// ibnetdiscover output, and what the parser skipped or assumed.
-pub fn parse_topology(text: &str, path: &Path) -> Result<(Fabric, Vec<String>)> {
-    if text.trim_start().starts_with('{') {
+/// A topology file's text already read (`path` names it in errors, as the `what` it was
+/// given as): a JSON snapshot or ibnetdiscover output, and what the parser skipped or
+/// assumed. A file that describes no node is refused: nothing can be judged on it.
+pub fn parse_topology(text: &str, path: &Path, what: &str) -> Result<(Fabric, Vec<String>)> {
+    let name = input::display_name(path);
+    let (fabric, warnings) = if text.trim_start().starts_with('{') {
         let fabric = ibscope_topo::export::json::read(text)
-            .with_context(|| format!("{}", path.display()))?;
-        Ok((fabric, Vec::new()))
+            .map_err(|e| anyhow::anyhow!("{what} {name}: {e}"))?;
+        (fabric, Vec::new())
     } else {
         let parsed = ibscope_topo::ibnd::parse_with_warnings(text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("{what} {name}: {e}"))?;
         let warnings = parsed.warnings.iter().map(ToString::to_string).collect();
-        Ok((parsed.fabric, warnings))
+        (parsed.fabric, warnings)
+    };
+    if fabric.node_count() == 0 {
+        anyhow::bail!(
+            "{what} {name} describes no node (an ibnetdiscover output or an ibscope JSON \
+             snapshot is expected)"
+        );
     }
+    Ok((fabric, warnings))
 }
 
 /// The fabric to analyse: `--topology FILE` when given, else a live discovery (of the one
-/// fabric -C names).
+/// fabric -C names, which it records as its identity).
 pub fn load(g: &Global, options: DiscoverOptions) -> Result<Fabric> {
     if let Some(path) = &g.topology {
         return load_file(path);
     }
     let mut engine = open_engine(g)?;
-    discover_live(&mut engine, options)
+    let mut fabric = discover_live(&mut engine, options)?;
+    fabric.id = Some(id_of(g, &engine));
+    Ok(fabric)
+}
+
+/// The identity of the one fabric `engine` is on, as documents name it: the config
+/// file's name for it (the fabric -C names, or the one of its port), else CA:port.
+pub fn id_of(g: &Global, engine: &Engine) -> ibscope_topo::FabricId {
+    let local = engine.local();
+    let name = match g.ca.as_deref() {
+        Some(name) if g.fabrics.iter().any(|f| f.name == name) => name.to_string(),
+        _ => crate::fabric_set::local_name(&local.ca_name, local.port_num, &g.fabrics),
+    };
+    ibscope_topo::FabricId::named(name)
 }
 
 /// Discover with a progress bar on stderr when it is a terminal. Fails (see
@@ -158,18 +164,7 @@ pub fn discover_live(engine: &mut Engine, options: DiscoverOptions) -> Result<Fa
 /// commas, spaces or newlines (`#` comments; `scontrol show hostnames` output works).
 pub fn host_list(arg: &str) -> Result<Vec<String>> {
     use ibscope_topo::hosts::hostlist;
-    let (text, source) = match arg.strip_prefix('@') {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read host list {path}"))?;
-            let text: Vec<&str> = text
-                .lines()
-                .map(|l| l.split('#').next().unwrap_or(""))
-                .collect();
-            (text.join("\n"), format!("host list {path}"))
-        }
-        None => (arg.to_string(), "--hosts".to_string()),
-    };
+    let (text, source) = list_text(arg)?;
     let names = hostlist::expand(&text).with_context(|| format!("{source}: not a hostlist"))?;
     if names.is_empty() {
         anyhow::bail!("{source}: no hosts");
@@ -177,23 +172,18 @@ pub fn host_list(arg: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_is_read_whole_up_to_its_limit_and_no_further() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.txt");
-        std::fs::write(&path, "0123456789").unwrap();
-        assert_eq!(read_text(&path, "file", 10).unwrap(), "0123456789");
-        let e = read_text(&path, "file", 9).unwrap_err().to_string();
-        assert!(e.contains("larger than"), "{e}");
-        std::fs::write(&path, b"ab\0cd").unwrap();
-        let e = read_text(&path, "file", 100).unwrap_err().to_string();
-        assert!(e.contains("not a text file"), "{e}");
-        std::fs::write(&path, b"ab\xffcd").unwrap();
-        let e = read_text(&path, "file", 100).unwrap_err().to_string();
-        assert!(e.contains("not UTF-8"), "{e}");
+/// The text of a list argument: the argument itself, or for `@FILE` the file's lines
+/// without their `#` comments; and how to name it in errors.
+pub fn list_text(arg: &str) -> Result<(String, String)> {
+    match arg.strip_prefix('@') {
+        Some(path) => {
+            let text = input::read_text(Path::new(path), "host list")?;
+            let text: Vec<&str> = text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or(""))
+                .collect();
+            Ok((text.join("\n"), format!("host list {path}")))
+        }
+        None => Ok((arg.to_string(), "--hosts".to_string())),
     }
 }

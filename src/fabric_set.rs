@@ -6,12 +6,15 @@
 
 use anyhow::{anyhow, bail, Result};
 use ibscope_mad::engine::{Engine, LocalPort, MadError, TransportError};
+use ibscope_mad::relay::AgentCommand;
 use ibscope_mad::umad;
 use ibscope_topo::subnet::{self, SubnetChoice};
 use ibscope_topo::FabricId;
 
 use crate::cli::Global;
-pub use ibscope_host::fabric_plan::{is_multi, local_name, plan, planes_notes, Planned, Reach};
+pub use ibscope_host::fabric_select::{
+    is_multi, local_name, planes_notes, select, FabricToOpen, Reach,
+};
 use ibscope_host::multi_plane::local_planes;
 pub use ibscope_host::multi_plane::port_name;
 
@@ -56,13 +59,13 @@ pub fn open_single(g: &Global) -> Result<Engine> {
             selection.unwrap_or_default()
         );
     }
-    let planned = match selection {
+    let selected = match selection {
         Some(s) if s.contains(':') || g.fabrics.iter().any(|f| f.name == s.trim()) => {
-            plan(selection, g.port, &local_cas(), &g.fabrics)?
+            select(selection, g.port, &local_cas(), &g.fabrics)?
                 .0
                 .remove(0)
         }
-        _ => Planned {
+        _ => FabricToOpen {
             name: String::new(),
             reach: Reach::Default {
                 ca: g.ca.clone(),
@@ -70,7 +73,7 @@ pub fn open_single(g: &Global) -> Result<Engine> {
             },
         },
     };
-    Ok(engine_for(g, &planned.reach, &|| false)?)
+    Ok(engine_for(g, &selected.reach, &|| false)?)
 }
 
 fn engine_for(
@@ -81,29 +84,54 @@ fn engine_for(
     let config = g.engine_config();
     let mut engine = match reach {
         Reach::Local { ca, port } => Engine::open(Some(ca), Some(*port), config)?,
-        Reach::Relay { command } => Engine::relay(command, config, stop)?,
+        Reach::Relay { command } => {
+            Engine::relay(&AgentCommand::Shell(command.clone()), config, stop)?
+        }
         Reach::Default { ca, port } => Engine::open(ca.as_deref(), *port, config)?,
     };
     engine.set_m_key(g.m_key);
     Ok(engine)
 }
 
-/// Open what `planned` names, with the engine settings of `g`, and, when `-C` names
+/// Open what `selected` names, with the engine settings of `g`, and, when `-C` names
 /// several fabrics, read its identity (subnet prefix and master SM: two MADs, what tells
 /// the fabrics apart and finds two ports on one subnet). A command on one fabric sends
 /// only what it did before there were several; its identity is its name.
-pub fn open_one(g: &Global, planned: &Planned) -> Result<Opened> {
-    open_one_until(g, planned, &|| false)
+pub fn open_one(g: &Global, selected: &FabricToOpen) -> Result<Opened> {
+    open_one_until(g, selected, &|| false)
 }
 
 /// [`open_one`], giving up waiting for a relay's agent once `stop` returns true.
-pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) -> Result<Opened> {
-    let mut engine = engine_for(g, &planned.reach, stop)?;
+pub fn open_one_until(
+    g: &Global,
+    selected: &FabricToOpen,
+    stop: &dyn Fn() -> bool,
+) -> Result<Opened> {
+    let engine = engine_for(g, &selected.reach, stop)?;
+    identified(g, selected, engine)
+}
+
+/// [`open_one_until`] with the port `selected` names opened by `agent`, an agent started
+/// for it (`serve` relays its local ports, so that a lost one is opened again by a new
+/// process).
+pub fn open_by_agent_until(
+    g: &Global,
+    selected: &FabricToOpen,
+    agent: &AgentCommand,
+    stop: &dyn Fn() -> bool,
+) -> Result<Opened> {
+    let mut engine = Engine::relay(agent, g.engine_config(), stop)?;
+    engine.set_m_key(g.m_key);
+    identified(g, selected, engine)
+}
+
+/// `engine`, opened on what `selected` names, with the fabric's name and identity.
+fn identified(g: &Global, selected: &FabricToOpen, mut engine: Engine) -> Result<Opened> {
     let local = engine.local().clone();
-    let name = if planned.name.is_empty() {
+    let name = if selected.name.is_empty() {
         local_name(&local.ca_name, local.port_num, &g.fabrics)
     } else {
-        planned.name.clone()
+        selected.name.clone()
     };
     let id = if is_multi(g.ca.as_deref()) {
         subnet::identify(&mut engine, local.port_num, &name)
@@ -113,7 +141,7 @@ pub fn open_one_until(g: &Global, planned: &Planned, stop: &dyn Fn() -> bool) ->
     engine.ensure_connected()?;
     Ok(Opened {
         id,
-        reach: planned.reach.clone(),
+        reach: selected.reach.clone(),
         engine,
     })
 }
@@ -128,16 +156,16 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
         !multi && (s.contains(':') || g.fabrics.iter().any(|f| f.name == s.trim()))
     });
     if !multi && !single_named {
-        let planned = Planned {
+        let selected = FabricToOpen {
             name: String::new(),
             reach: Reach::Default {
                 ca: g.ca.clone(),
                 port: g.port,
             },
         };
-        return Ok(vec![Ok(open_one(g, &planned)?)]);
+        return Ok(vec![Ok(open_one(g, &selected)?)]);
     }
-    let (planned, skipped) = plan(selection, g.port, &local_cas(), &g.fabrics)?;
+    let (selected, skipped) = select(selection, g.port, &local_cas(), &g.fabrics)?;
     for s in &skipped {
         eprintln!("note: {s}: skipped");
     }
@@ -147,9 +175,9 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
         }
     }
     if !multi {
-        return Ok(vec![Ok(open_one(g, &planned[0])?)]);
+        return Ok(vec![Ok(open_one(g, &selected[0])?)]);
     }
-    let mut opened: Vec<Result<Opened, Unreached>> = planned
+    let mut opened: Vec<Result<Opened, Unreached>> = selected
         .iter()
         .map(|p| {
             open_one(g, p).map_err(|error| Unreached {
@@ -184,18 +212,18 @@ pub fn open(g: &Global) -> Result<Vec<Result<Opened, Unreached>>> {
     Ok(kept)
 }
 
-/// The fabrics of the command line, planned but not opened (for `serve`, whose sweeper
-/// processes open them): the one of -C/-P (its name known once opened), or what `plan`
-/// makes of a list, `all` or a configured name. A port on a subnet another port reaches
+/// The fabrics of the command line, selected but not opened (for `serve`, whose sweepers
+/// open them): the one of -C/-P (its name known once opened), or what `select` makes of
+/// a list, `all` or a configured name. A port on a subnet another port reaches
 /// is found only when both are open.
-pub fn planned(g: &Global) -> Result<Vec<Planned>> {
+pub fn selected(g: &Global) -> Result<Vec<FabricToOpen>> {
     let selection = g.ca.as_deref();
     let multi = is_multi(selection);
     let single_named = selection.is_some_and(|s| {
         !multi && (s.contains(':') || g.fabrics.iter().any(|f| f.name == s.trim()))
     });
     if !multi && !single_named {
-        return Ok(vec![Planned {
+        return Ok(vec![FabricToOpen {
             name: String::new(),
             reach: Reach::Default {
                 ca: g.ca.clone(),
@@ -203,14 +231,14 @@ pub fn planned(g: &Global) -> Result<Vec<Planned>> {
             },
         }]);
     }
-    let (mut planned, skipped) = plan(selection, g.port, &local_cas(), &g.fabrics)?;
+    let (mut selected, skipped) = select(selection, g.port, &local_cas(), &g.fabrics)?;
     for s in &skipped {
         eprintln!("note: {s}: skipped");
     }
     if !multi {
-        planned.truncate(1);
+        selected.truncate(1);
     }
-    Ok(planned)
+    Ok(selected)
 }
 
 /// What [`each`] saw: the worst exit code and the fabrics that failed.
@@ -223,7 +251,7 @@ pub struct Ran {
 /// documents list it under `failed`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Failed {
-    pub fabric: String,
+    pub fabric: FabricId,
     pub error: String,
 }
 
@@ -252,14 +280,14 @@ pub fn each(
             Err(u) => Err((u.name, u.error)),
         };
         match outcome {
-            Ok(code) => ran.worst = ran.worst.max(code),
+            Ok(code) => ran.worst = ran.worst.max(crate::output::verdict(code)),
             // A reader that went away (`| head`) ends the command quietly, as with one.
             Err((_, e)) if !multi || crate::output::is_closed_pipe(&e) => return Err(e),
             Err((name, e)) => {
                 eprintln!("ibscope: error: {}", failure_line(&name, &e));
-                ran.worst = crate::cli::exit::ERROR;
+                ran.worst = crate::output::verdict(crate::cli::exit::ERROR);
                 ran.failed.push(Failed {
-                    fabric: name,
+                    fabric: FabricId::named(name),
                     error: format!("{e:#}"),
                 });
             }
@@ -282,16 +310,17 @@ pub fn named_error(name: &str, error: anyhow::Error) -> anyhow::Error {
 mod tests {
     use super::*;
 
-    /// The record every several-fabric JSON document lists under `failed`.
+    /// The record every several-fabric JSON document lists under `failed`: its fabric
+    /// in the shape every document gives it, then the error.
     #[test]
-    fn a_failed_fabric_is_written_as_its_name_then_the_error() {
+    fn a_failed_fabric_is_written_as_its_fabric_then_the_error() {
         let failed = Failed {
-            fabric: "storage".into(),
+            fabric: FabricId::named("storage"),
             error: "no such CA".into(),
         };
         assert_eq!(
             serde_json::to_string(&[failed]).unwrap(),
-            r#"[{"fabric":"storage","error":"no such CA"}]"#
+            r#"[{"fabric":{"name":"storage"},"error":"no such CA"}]"#
         );
     }
 }

@@ -9,10 +9,12 @@ pub mod fabric;
 pub mod fabric_set;
 pub mod memory;
 pub mod output;
+pub mod settings;
 pub mod signals;
-pub use ibscope_sim::statedir;
 
-/// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides.
+/// Log to stderr at the level -v asks for; `IBSCOPE_LOG` (e.g. `debug`) overrides. In
+/// colour only on a terminal (and without `NO_COLOR`): a file, a pipe or the journal of a
+/// service gets plain lines.
 pub fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let default = match verbose {
@@ -25,6 +27,14 @@ pub fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .with_target(false)
         .init();
+}
+
+/// Whether what goes to stderr may be in colour: a terminal, and no `NO_COLOR` (any
+/// non-empty value turns colour off, as no-color.org has it).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
 }

@@ -12,7 +12,9 @@ fn main() -> ExitCode {
     };
     match ibscope::app::main_with(&matches) {
         Ok(code) => code,
-        Err(e) if ibscope::output::is_closed_pipe(&e) => ExitCode::from(exit::OK),
+        Err(e) if ibscope::output::is_closed_pipe(&e) => {
+            ExitCode::from(ibscope::output::verdict_so_far())
+        }
         Err(e) => {
             // A clap error (a config value clap rejects) prints its own usage text.
             if let Some(clap_error) = e.downcast_ref::<clap::Error>() {

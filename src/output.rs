@@ -1,13 +1,33 @@
 //! Output helpers shared by commands: number parsing, generic field printing, and the
 //! one place where fabric strings are made safe for a terminal.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+/// The worst exit code the command has reached so far (see [`verdict`]).
+static VERDICT: AtomicU8 = AtomicU8::new(crate::cli::exit::OK);
+
+/// Records `code`, the exit code a command has reached, before it prints what led to it:
+/// when the reader of stdout goes away while it prints (`ibscope diff a b | head -1`),
+/// the process still ends with the worst code recorded, not 0. Returns `code`.
+pub fn verdict(code: u8) -> u8 {
+    VERDICT.fetch_max(code, Ordering::Relaxed);
+    code
+}
+
+/// The worst code [`verdict`] recorded: the exit code of a command whose stdout was
+/// closed under it.
+pub fn verdict_so_far() -> u8 {
+    VERDICT.load(Ordering::Relaxed)
+}
+
 /// A reader that stopped reading (`ibscope links | head -1`) is not an error: the command
 /// has nothing left to say to it. Rust ignores SIGPIPE, so a write to a closed pipe fails
-/// with EPIPE; `println!` turns that into a panic. This hook ends the process quietly with
-/// exit 0 there, and leaves every other panic to the previous hook.
+/// with EPIPE; `println!` turns that into a panic. This hook ends the process quietly
+/// there, with the exit code the command had reached ([`verdict`]), and leaves every
+/// other panic to the previous hook.
 pub fn exit_quietly_on_closed_stdout() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -18,7 +38,7 @@ pub fn exit_quietly_on_closed_stdout() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
+            std::process::exit(i32::from(verdict_so_far()));
         }
         previous(info);
     }));
@@ -81,6 +101,27 @@ pub fn json_document<T: serde::Serialize>(value: &T) -> Result<Value> {
 /// Print [`json_document`] of `value`, pretty.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(&json_document(value)?)?);
+    Ok(())
+}
+
+/// Print the document of a command about one fabric: [`json_document`] of `value` with
+/// the fabric, when it is known by a name, second, in the shape every document gives it
+/// (common.schema.json's fabric_id).
+pub fn print_fabric_json<T: serde::Serialize>(
+    fabric: Option<&ibscope_topo::FabricId>,
+    value: &T,
+) -> Result<()> {
+    let Value::Object(fields) = json_document(value)? else {
+        bail!("internal error: a JSON output must be an object");
+    };
+    let mut doc = serde_json::Map::with_capacity(fields.len() + 1);
+    let mut fields = fields.into_iter();
+    doc.extend(fields.next());
+    if let Some(fabric) = fabric {
+        doc.insert("fabric".into(), serde_json::to_value(fabric)?);
+    }
+    doc.extend(fields.filter(|(k, _)| k != "fabric"));
+    println!("{}", serde_json::to_string_pretty(&Value::Object(doc))?);
     Ok(())
 }
 

@@ -541,3 +541,32 @@ fn every_crate_takes_the_workspace_lints() {
         "without `[lints] workspace = true`: {missing:?}"
     );
 }
+
+/// Each crate's integration tests are one binary (linking is much of a test build): the
+/// package's own `tests/it/` beside this file, and at most one in every other crate.
+#[test]
+fn each_crate_s_integration_tests_are_one_binary() {
+    let repo = repo_root();
+    let mut found = Vec::new();
+    for (krate, src) in crate_sources() {
+        let tests = src.parent().unwrap().join("tests");
+        let Ok(entries) = std::fs::read_dir(&tests) else {
+            continue;
+        };
+        let mut binaries: Vec<String> = entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs") || p.join("main.rs").is_file())
+            .map(|p| p.strip_prefix(&repo).unwrap().display().to_string())
+            .collect();
+        binaries.sort();
+        let expected = match krate.as_str() {
+            "." => vec!["tests/it".to_string(), "tests/layering.rs".to_string()],
+            _ if binaries.len() <= 1 => binaries.clone(),
+            _ => Vec::new(),
+        };
+        if binaries != expected {
+            found.push(format!("{krate}: {binaries:?}"));
+        }
+    }
+    assert!(found.is_empty(), "test binaries: {}", found.join("; "));
+}

@@ -24,7 +24,10 @@ pub struct Site {
 
 /// The address `--listen` names: loopback unless `allow_remote`.
 pub fn listen_addr(text: &str, allow_remote: bool) -> Result<SocketAddr> {
-    let first = text
+    // `:PORT` is every interface, as Prometheus' exporters read it.
+    let every = format!("0.0.0.0{text}");
+    let address = if text.starts_with(':') { &every } else { text };
+    let first = address
         .to_socket_addrs()
         .with_context(|| format!("--listen {text:?}: not a host:port address"))?
         .next()
@@ -263,5 +266,10 @@ mod tests {
         assert!(e.contains("--allow-remote"), "{e}");
         assert!(listen_addr("0.0.0.0:9315", true).is_ok());
         assert!(listen_addr("nonsense", false).is_err());
+        assert_eq!(
+            listen_addr(":9315", true).unwrap(),
+            "0.0.0.0:9315".parse().unwrap()
+        );
+        assert!(listen_addr(":9315", false).is_err());
     }
 }

@@ -221,14 +221,10 @@ impl Pages {
         let seen: Vec<SlotState> = self.slots.iter().map(FabricSlot::state_now).collect();
         let views: Vec<PlaneView> = (seen.iter())
             .filter_map(|s| Some((&s.name, s.discovery.as_ref()?)))
-            .map(|(name, (fabric, hosts))| PlaneView {
-                name,
-                fabric,
-                hosts,
-            })
+            .map(|(name, (fabric, hosts))| PlaneView::new(name, fabric, hosts))
             .collect();
         let mut found = findings::planes_disagree(&views, names).findings;
-        found.retain(|f| f.fabric.as_deref() == Some(name));
+        found.retain(|f| f.fabric_name() == Some(name));
         found
     }
 

@@ -114,7 +114,7 @@ struct Discovered {
 
 /// Where a port's sweeps are between two of them.
 #[derive(Default)]
-struct Progress {
+struct SweepState {
     current: Option<Discovered>,
     previous: Option<Sample>,
     /// A day of what changed between sweeps: link-flapping on the page, and the journal.
@@ -217,7 +217,7 @@ impl Sweeper {
     /// drain) on the way out.
     fn sweep_port(&mut self, mut engine: Engine) -> (String, bool) {
         engine.set_cancel(Some(self.stop.clone()));
-        let mut progress = Progress::default();
+        let mut progress = SweepState::default();
         let mut good = false;
         let lost = loop {
             let started = Instant::now();
@@ -243,7 +243,11 @@ impl Sweeper {
     /// Discover if needed, sweep, publish the page, and decide whether to rediscover.
     /// `Ok(Some(good))` after a page (good: its sweep reached a port), `Ok(None)` when
     /// asked to stop, an error when the transport is lost.
-    fn sweep_once(&mut self, engine: &mut Engine, progress: &mut Progress) -> Result<Option<bool>> {
+    fn sweep_once(
+        &mut self,
+        engine: &mut Engine,
+        progress: &mut SweepState,
+    ) -> Result<Option<bool>> {
         let go_on = |this: &Self, engine: &Engine| -> Result<bool> {
             engine.ensure_connected()?;
             Ok(!this.stopped())

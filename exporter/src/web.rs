@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 /// The TLS settings a web config makes (rustls'), as the server takes them.
 pub type TlsConfig = rustls::ServerConfig;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -63,11 +63,10 @@ pub struct WebConfig {
 impl WebConfig {
     /// Read and check `path`; paths in it are relative to its directory.
     pub fn load(path: &Path) -> Result<WebConfig> {
-        let name = path.display();
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--web-config {name}: cannot read it"))?;
+        let name = ibscope_topo::input::display_name(path);
+        let text = ibscope_topo::input::read_text(path, "web config")?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&text, dir).map_err(|e| anyhow!("--web-config {name}: {e:#}"))
+        Self::parse(&text, dir).map_err(|e| anyhow!("web config {name}: {e:#}"))
     }
 
     fn parse(text: &str, dir: &Path) -> Result<WebConfig> {

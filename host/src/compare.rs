@@ -226,26 +226,46 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
-/// The servers differing from the majority, per field, in field then server order.
-/// A field absent on every server but some is reported on those lacking it only when the
-/// majority has it; ties pick the smallest value so the result is deterministic.
-pub fn outliers(servers: &[ServerFacts]) -> Vec<Outlier> {
+/// Each field that some server has and the servers do not all agree on, with how many
+/// servers hold each value (absent: `None`).
+fn disagreements(servers: &[ServerFacts]) -> Vec<(&String, BTreeMap<Option<&String>, usize>)> {
     let fields: std::collections::BTreeSet<&String> =
         servers.iter().flat_map(|s| s.facts.keys()).collect();
+    fields
+        .into_iter()
+        .map(|field| {
+            let mut counts: BTreeMap<Option<&String>, usize> = BTreeMap::new();
+            for s in servers {
+                *counts.entry(s.facts.get(field)).or_default() += 1;
+            }
+            (field, counts)
+        })
+        .filter(|(_, counts)| counts.len() >= 2)
+        .collect()
+}
+
+/// The value more than half of the servers hold, and how many do: `None` when none does
+/// (two servers that differ, a three-way split), so that nobody is blamed at random.
+fn majority<'a>(
+    counts: &BTreeMap<Option<&'a String>, usize>,
+    servers: usize,
+) -> Option<(Option<&'a String>, usize)> {
+    counts
+        .iter()
+        .find(|(_, n)| **n * 2 > servers)
+        .map(|(v, n)| (*v, *n))
+}
+
+/// The servers differing from the majority, per field, in field then server order: only
+/// where more than half of the servers agree (see [`splits`] for the other fields). A
+/// field absent on some servers is reported on those lacking it only when the majority
+/// has it.
+pub fn outliers(servers: &[ServerFacts]) -> Vec<Outlier> {
     let mut found = Vec::new();
-    for field in fields {
-        let mut counts: BTreeMap<Option<&String>, usize> = BTreeMap::new();
-        for s in servers {
-            *counts.entry(s.facts.get(field)).or_default() += 1;
-        }
-        if counts.len() < 2 {
+    for (field, counts) in disagreements(servers) {
+        let Some((majority, majority_count)) = majority(&counts, servers.len()) else {
             continue;
-        }
-        let (majority, majority_count) = counts
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(v, n)| (*v, *n))
-            .unwrap_or((None, 0));
+        };
         for s in servers {
             let value = s.facts.get(field);
             if value != majority {
@@ -261,6 +281,63 @@ pub fn outliers(servers: &[ServerFacts]) -> Vec<Outlier> {
         }
     }
     found
+}
+
+/// A field the servers differ on where no value is held by more than half of them: every
+/// value with the servers that hold it, and no server blamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Split {
+    pub field: String,
+    pub values: Vec<SplitValue>,
+}
+
+/// One value of a [`Split`] field (`None`: the field is absent) and its servers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SplitValue {
+    pub value: Option<String>,
+    pub servers: Vec<String>,
+}
+
+impl std::fmt::Display for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: usize = self.values.iter().map(|v| v.servers.len()).sum();
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .map(|v| {
+                let value = v.value.as_deref().unwrap_or("absent");
+                format!("{value} on {}", v.servers.join(", "))
+            })
+            .collect();
+        write!(
+            f,
+            "{}: no majority among {total} servers: {}",
+            self.field,
+            values.join("; ")
+        )
+    }
+}
+
+/// The fields the servers differ on without a majority, in field order.
+pub fn splits(servers: &[ServerFacts]) -> Vec<Split> {
+    disagreements(servers)
+        .into_iter()
+        .filter(|(_, counts)| majority(counts, servers.len()).is_none())
+        .map(|(field, counts)| Split {
+            field: field.clone(),
+            values: counts
+                .keys()
+                .map(|value| SplitValue {
+                    value: value.cloned(),
+                    servers: servers
+                        .iter()
+                        .filter(|s| s.facts.get(field) == *value)
+                        .map(|s| s.server.clone())
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -327,6 +404,30 @@ mod tests {
             named.contains(&"gpu-0004: mlx5_0/1 pfc_mask 0x00 (majority 0x08 on 4 of 5)".into())
         );
         assert_eq!(found.len(), 4, "{named:?}");
+    }
+
+    /// Two servers that differ: neither is the odd one out.
+    #[test]
+    fn without_a_majority_nobody_is_blamed() {
+        let docs = [
+            doc("gpu-0001", "28.40.1000", "4xNDR"),
+            doc("gpu-0002", "28.39.1002", "4xNDR"),
+        ];
+        let servers = facts(&docs);
+        assert!(outliers(&servers).is_empty());
+        let split = splits(&servers);
+        assert_eq!(split.len(), 1, "{split:?}");
+        assert_eq!(
+            split[0].to_string(),
+            "mlx5_0 firmware: no majority among 2 servers: 28.39.1002 on gpu-0002; \
+             28.40.1000 on gpu-0001"
+        );
+        // Two against one is a majority.
+        let mut three = docs.to_vec();
+        three.push(doc("gpu-0003", "28.40.1000", "4xNDR"));
+        let servers = facts(&three);
+        assert!(splits(&servers).is_empty());
+        assert_eq!(outliers(&servers).len(), 1);
     }
 
     #[test]

@@ -354,10 +354,9 @@ pub fn rate_findings(
         let Some(delta) = r.delta.filter(|d| exceeded(limit, *d, interval)) else {
             continue;
         };
-        let port = r.port.map_or_else(String::new, |p| format!(" port {p}"));
+        let port = r.port.map_or_else(String::new, |p| format!("port {p}'s "));
         let message = format!(
-            "{}{port}: {} rose by {delta} in {:.1} s ({:.2}/s), limit {}",
-            r.device,
+            "{port}{} rose by {delta} in {:.1} s ({:.2}/s), limit {}",
             r.name,
             interval.as_secs_f64(),
             r.per_second.unwrap_or(0.0),
@@ -390,12 +389,12 @@ pub fn pfc_storm_findings(rates: &[CounterRate], interval: Duration) -> Vec<Host
         let Some(delta) = r.delta.filter(|d| *d > 0) else {
             continue;
         };
-        let port = r.port.map_or_else(String::new, |p| format!(" port {p}"));
+        let port = r.port.map_or_else(String::new, |p| format!("port {p}'s "));
         let message = if r.name.contains("pause_storm") {
             format!(
-                "{}{port}: {} rose by {delta} in {seconds:.1} s: the NIC's pause-storm \
-                 detector fired",
-                r.device, r.name
+                "{port}{} rose by {delta} in {seconds:.1} s: the NIC's pause-storm detector \
+                 fired",
+                r.name
             )
         } else if let Some(priority) = r
             .name
@@ -407,10 +406,9 @@ pub fn pfc_storm_findings(rates: &[CounterRate], interval: Duration) -> Vec<Host
                 continue;
             }
             format!(
-                "{}{port}: priority {priority} paused its link partner {:.0}% of the last \
+                "{port}priority {priority} paused its link partner {:.0}% of the last \
                  {seconds:.1} s (tx_prio{priority}_pause_duration rose by {delta} us): a PFC \
                  storm, a receiver that cannot drain or pauses looping",
-                r.device,
                 share.min(1.0) * 100.0
             )
         } else {
@@ -596,7 +594,7 @@ mod tests {
         assert_eq!(found.len(), 2, "{names:?}");
         let has = |needles: &[&str]| names.iter().any(|n| needles.iter().all(|x| n.contains(x)));
         assert!(
-            has(&["mlx5_0 port 1: symbol_error rose by 240", "limit 120/h"]),
+            has(&["port 1's symbol_error rose by 240", "limit 120/h"]),
             "{names:?}"
         );
         assert!(

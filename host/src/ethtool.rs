@@ -10,6 +10,9 @@
 
 use std::path::PathBuf;
 
+use ibscope_mad::wire::HostOrder;
+use ibscope_mad::wire_struct;
+
 /// Where a netdev's statistics come from.
 pub trait NetdevStats {
     /// Every statistic of `netdev`, by name, in the driver's order.
@@ -63,39 +66,59 @@ const NAME_LEN: usize = 32;
 /// Drivers have a few thousand statistics at most; more is a broken answer.
 const MAX_STATS: usize = 65_536;
 
-/// The number of statistics from an `ethtool_sset_info` answer for the stats set
-/// (`cmd` u32, `reserved` u32, `sset_mask` u64, then one u32 per set in the mask).
+wire_struct! {
+    /// `struct ethtool_sset_info` (linux/ethtool.h) asked for one string set: its data is
+    /// one u32, that set's count.
+    pub struct SsetInfo (20) {
+        pub cmd: HostOrder<u32> = 0, 32, "cmd";
+        pub reserved: HostOrder<u32> = 32, 32, "reserved";
+        /// The sets asked for; the kernel clears those the driver does not have.
+        pub sset_mask: HostOrder<u64> = 64, 64, "sset_mask";
+        pub count: HostOrder<u32> = 128, 32, "data[0]";
+    }
+}
+
+wire_struct! {
+    /// `struct ethtool_gstrings` without its data: `len` names of `ETH_GSTRING_LEN` bytes
+    /// follow, NUL-padded.
+    pub struct GStrings (12) {
+        pub cmd: HostOrder<u32> = 0, 32, "cmd";
+        pub string_set: HostOrder<u32> = 32, 32, "string_set";
+        pub len: HostOrder<u32> = 64, 32, "len";
+    }
+}
+
+wire_struct! {
+    /// `struct ethtool_stats` without its data: `n_stats` u64 values follow.
+    pub struct Stats (8) {
+        pub cmd: HostOrder<u32> = 0, 32, "cmd";
+        pub n_stats: HostOrder<u32> = 32, 32, "n_stats";
+    }
+}
+
+/// The number of statistics from an `ethtool_sset_info` answer for the stats set.
 pub fn decode_count(buf: &[u8]) -> Result<usize, String> {
-    let mask = buf
-        .get(8..16)
-        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        .ok_or("short ETHTOOL_GSSET_INFO answer")?;
-    if mask & (1 << STATS_SET) == 0 {
+    let info = SsetInfo::decode(buf).map_err(|_| "short ETHTOOL_GSSET_INFO answer")?;
+    if info.sset_mask.0 & (1 << STATS_SET) == 0 {
         return Err("the driver has no statistics".into());
     }
-    let count = buf
-        .get(16..20)
-        .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")) as usize)
-        .ok_or("short ETHTOOL_GSSET_INFO answer")?;
+    let count = info.count.0 as usize;
     if count > MAX_STATS {
         return Err(format!("{count} statistics: not a plausible answer"));
     }
     Ok(count)
 }
 
-/// The names from an `ethtool_gstrings` answer (`cmd`, `string_set`, `len` u32, then
-/// `len` names of 32 bytes, NUL-padded).
+/// The names from an `ethtool_gstrings` answer.
 pub fn decode_names(buf: &[u8], count: usize) -> Result<Vec<String>, String> {
-    let len = buf
-        .get(8..12)
-        .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")) as usize)
-        .ok_or("short ETHTOOL_GSTRINGS answer")?;
+    let short = "short ETHTOOL_GSTRINGS answer";
+    let len = GStrings::decode(buf).map_err(|_| short)?.len.0 as usize;
     if len != count {
         return Err(format!("{len} names for {count} statistics"));
     }
     let names = buf
-        .get(12..12 + count * NAME_LEN)
-        .ok_or("short ETHTOOL_GSTRINGS answer")?;
+        .get(GStrings::WIRE_LEN..GStrings::WIRE_LEN + count * NAME_LEN)
+        .ok_or(short)?;
     Ok(names
         .chunks(NAME_LEN)
         .map(|raw| {
@@ -105,21 +128,19 @@ pub fn decode_names(buf: &[u8], count: usize) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// The values from an `ethtool_stats` answer (`cmd`, `n_stats` u32, then `n_stats` u64).
+/// The values from an `ethtool_stats` answer.
 pub fn decode_values(buf: &[u8], count: usize) -> Result<Vec<u64>, String> {
-    let n = buf
-        .get(4..8)
-        .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")) as usize)
-        .ok_or("short ETHTOOL_GSTATS answer")?;
+    let short = "short ETHTOOL_GSTATS answer";
+    let n = Stats::decode(buf).map_err(|_| short)?.n_stats.0 as usize;
     if n != count {
         return Err(format!("{n} values for {count} statistics"));
     }
     let values = buf
-        .get(8..8 + count * 8)
-        .ok_or("short ETHTOOL_GSTATS answer")?;
+        .get(Stats::WIRE_LEN..Stats::WIRE_LEN + count * 8)
+        .ok_or(short)?;
     Ok(values
-        .chunks(8)
-        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        .chunks_exact(8)
+        .filter_map(|b| b.try_into().ok().map(u64::from_ne_bytes))
         .collect())
 }
 
@@ -275,6 +296,23 @@ mod tests {
             captured("ethtool-gstrings.bin"),
             captured("ethtool-gstats.bin"),
         ];
+        // Each header read and written again is the bytes the kernel wrote.
+        let mut again = [0u8; 20];
+        SsetInfo::decode(&answers[0])
+            .unwrap()
+            .encode_into(&mut again)
+            .unwrap();
+        assert_eq!(again[..20], answers[0][..20]);
+        GStrings::decode(&answers[1])
+            .unwrap()
+            .encode_into(&mut again)
+            .unwrap();
+        assert_eq!(again[..12], answers[1][..12]);
+        Stats::decode(&answers[2])
+            .unwrap()
+            .encode_into(&mut again)
+            .unwrap();
+        assert_eq!(again[..8], answers[2][..8]);
         let stats = decode_answers(&answers).unwrap();
         assert_eq!(stats.len(), 20);
         assert_eq!(stats[0].0, "rx_drops");

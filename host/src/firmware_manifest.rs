@@ -14,7 +14,7 @@ use crate::preflight::HostFinding;
 
 /// A manifest line that is not `KEY=VERSION`.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("firmware manifest line {line}: {reason}")]
+#[error("line {line}: {reason}")]
 pub struct ManifestError {
     pub line: usize,
     pub reason: String,
@@ -50,6 +50,11 @@ impl FirmwareManifest {
         Ok(FirmwareManifest { expected })
     }
 
+    /// Whether the manifest names no firmware at all.
+    pub fn is_empty(&self) -> bool {
+        self.expected.is_empty()
+    }
+
     /// The manifest's version for this device and the key that chose it.
     fn expected_for(&self, d: &Device) -> Option<(&str, &str)> {
         let part = d.vendor_part_id.map(|p| p.to_string());
@@ -78,8 +83,7 @@ impl FirmwareManifest {
                 continue;
             }
             let message = format!(
-                "{} runs firmware {} where the manifest expects {want} for {key}",
-                d.name,
+                "runs firmware {} where the manifest expects {want} for {key}",
                 have.unwrap_or("unknown")
             );
             out.push(HostFinding {
@@ -137,12 +141,18 @@ mod tests {
         assert_eq!(
             messages,
             [
-                "mlx5_1 runs firmware 28.39.1002 where the manifest expects 28.40.1000 for MT4129",
-                "mlx5_2 runs firmware 28.40.1000 where the manifest expects 28.41.2000 for MT_SPECIAL",
+                "runs firmware 28.39.1002 where the manifest expects 28.40.1000 for MT4129",
+                "runs firmware 28.40.1000 where the manifest expects 28.41.2000 for MT_SPECIAL",
             ]
         );
         assert!(f
             .iter()
             .all(|f| f.finding.kind == FindingKind::FirmwareNotExpected));
+        // The device is named once, where the text names what a finding is about.
+        assert_eq!(
+            f[0].text_line(),
+            "[firmware-not-expected] mlx5_1: runs firmware 28.39.1002 where the manifest \
+             expects 28.40.1000 for MT4129"
+        );
     }
 }

@@ -12,7 +12,8 @@
 //! - [`prometheus`]: the host as Prometheus text (`host --prometheus`).
 //! - [`roce`]: a RoCE port's lossless configuration (PFC, DSCP, ECN, ToS, MTU) and its profile.
 //! - [`ethtool`]: a RoCE netdev's statistics (pause frames, discards) through the ethtool ioctl.
-//! - [`fabric_plan`]: which fabrics `-C`/`-P` and the config's `[[fabric]]` tables select.
+//! - [`netlink`]: netlink framing (`roce`'s DCB answers) as `wire_struct!` tables.
+//! - [`fabric_select`]: which fabrics `-C`/`-P` and the config's `[[fabric]]` tables select.
 //! - [`multi_plane`]: the local ports that are planes of one multi-plane HCA port.
 //! - [`parse`]: pure parsers of the kernel's sysfs and procfs text.
 //! - [`ibv`]: libibverbs' facts as data and their codes in the shared vocabulary; the FFI
@@ -22,12 +23,13 @@ pub mod compare;
 pub mod counters;
 pub mod cuda;
 pub mod ethtool;
-pub mod fabric_plan;
+pub mod fabric_select;
 pub mod firmware_manifest;
 pub mod gather;
 pub mod ibv;
 pub mod model;
 pub mod multi_plane;
+pub mod netlink;
 pub mod parse;
 pub mod pci;
 pub mod preflight;

@@ -77,17 +77,13 @@ impl HostFinding {
             finding: Finding::new(kind, message),
         }
     }
-    /// The line `ibscope host --check` prints, escaped for a terminal.
+    /// The line `ibscope host --check` prints: the finding's one text, its device named
+    /// where it has no port.
     pub fn text_line(&self) -> String {
-        match (&self.finding.at, &self.device) {
-            (None, Some(device)) => format!(
-                "[{}] {}: {}",
-                self.finding.kind,
-                ibscope_topo::escape::for_terminal(device),
-                ibscope_topo::escape::for_terminal(&self.finding.message)
-            ),
-            _ => self.finding.text_line(),
-        }
+        self.finding.text_about(
+            self.device.as_deref(),
+            ibscope_topo::findings::PortNaming::Full,
+        )
     }
 }
 
@@ -181,12 +177,11 @@ fn acs_redirects(host: &LocalHost, out: &mut Vec<HostFinding>) {
                 continue;
             }
             let msg = format!(
-                "GPU {} ({}) and {} share a PCIe switch, but ACS redirects peer-to-peer \
+                "shares a PCIe switch with GPU {} ({}), but ACS redirects peer-to-peer \
                  requests at {}: GPUDirect RDMA goes through the root complex; disable ACS \
                  redirection on the switch's ports (BIOS, or setpci ECAP_ACS+6.w=0)",
                 g.index,
                 g.address,
-                d.name,
                 redirecting.join(", ")
             );
             out.push(HostFinding::device(
@@ -407,9 +402,49 @@ fn priorities(list: &[u8]) -> String {
         .join(", ")
 }
 
-/// What an Active RoCE port's configuration lacks against `profile`.
+/// What `profile` asks of a RoCE port that could not be read there, and why.
+fn unread_against_profile(c: &RoceConfig, profile: &RoceProfile) -> Vec<String> {
+    let mut unread = Vec::new();
+    let mut not_read = |what: &str, key: &str, wanted: String| {
+        if c.unread.contains_key(key) || (c.netdev.is_none() && key != "netdev") {
+            unread.push(format!(
+                "{what} could not be read ({}); the profile wants {wanted}",
+                c.why_unread(key)
+            ));
+        }
+    };
+    if let Some(want) = profile.pfc_wanted() {
+        not_read(
+            "PFC",
+            "pfc",
+            format!("it on priorities {}", priorities(&want)),
+        );
+    }
+    if let (Some(dscp), Some(prio)) = (profile.dscp, profile.priority) {
+        not_read(
+            "the DSCP map",
+            "dscp_to_priority",
+            format!("DSCP {dscp} on priority {prio}"),
+        );
+    }
+    if let (Some(true), Some(prio)) = (profile.ecn, profile.priority) {
+        for (point, key) in [
+            ("ECN notification (roce_np)", "ecn_np"),
+            ("ECN reaction (roce_rp)", "ecn_rp"),
+        ] {
+            not_read(point, key, format!("it on priority {prio}"));
+        }
+    }
+    if let Some(mtu) = profile.mtu {
+        not_read("the netdev MTU", "netdev_mtu", format!("RoCE MTU {mtu}"));
+    }
+    unread
+}
+
+/// What an Active RoCE port's configuration lacks against `profile`: what differs, and
+/// what it asks for that could not be read.
 fn against_profile(c: &RoceConfig, profile: &RoceProfile) -> Vec<String> {
-    let mut wrong = Vec::new();
+    let mut wrong = unread_against_profile(c, profile);
     if let (Some(want), Some(have)) = (profile.pfc_wanted(), &c.pfc) {
         let mut want = want;
         want.sort_unstable();
@@ -477,7 +512,7 @@ fn roce_config(host: &LocalHost, profile: Option<&RoceProfile>, out: &mut Vec<Ho
             wrong.extend(against_profile(c, profile));
         }
         if !wrong.is_empty() {
-            let netdev = c.netdev.as_deref().unwrap_or("?");
+            let netdev = c.netdev.as_deref().unwrap_or("no netdev");
             let msg = format!("{netdev}: {}", wrong.join("; "));
             out.push(HostFinding::port(d, p, FindingKind::RoceConfig, msg));
         }
@@ -506,16 +541,25 @@ fn roce_config(host: &LocalHost, profile: Option<&RoceProfile>, out: &mut Vec<Ho
                 "{} port {} PFC {}, DSCP map {}, MTU {}",
                 d.name,
                 p.port,
-                c.pfc.as_deref().map_or("?".into(), priorities),
-                c.dscp_to_priority.as_ref().map_or("?".into(), |m| {
-                    let pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}->{v}")).collect();
-                    if pairs.is_empty() {
-                        "none".into()
-                    } else {
-                        pairs.join(" ")
+                c.pfc
+                    .as_deref()
+                    .map_or_else(|| format!("unknown ({})", c.why_unread("pfc")), priorities),
+                c.dscp_to_priority.as_ref().map_or_else(
+                    || format!("unknown ({})", c.why_unread("dscp_to_priority")),
+                    |m| {
+                        let pairs: Vec<String> =
+                            m.iter().map(|(k, v)| format!("{k}->{v}")).collect();
+                        if pairs.is_empty() {
+                            "none".into()
+                        } else {
+                            pairs.join(" ")
+                        }
                     }
-                }),
-                c.netdev_mtu.map_or("?".into(), |m| m.to_string())
+                ),
+                c.netdev_mtu.map_or_else(
+                    || format!("unknown ({})", c.why_unread("netdev_mtu")),
+                    |m| m.to_string()
+                )
             )
         })
         .collect();
@@ -879,6 +923,7 @@ pub(crate) mod tests {
             default_roce_tos: Some(106),
             rocev2_gids: 2,
             dcb_error: None,
+            unread: Default::default(),
         }];
         d
     }
@@ -917,6 +962,59 @@ pub(crate) mod tests {
             assert!(m.contains(part), "{part}: {m}");
         }
         assert!(!m.contains("notification"), "{m}");
+    }
+
+    /// A port whose DCB could not be read: a finding with the reason where the profile
+    /// asks for PFC and the DSCP map, none where it asks for neither.
+    #[test]
+    fn settings_a_profile_asks_for_that_could_not_be_read_are_findings() {
+        let mut nic = roce_nic("mlx5_0", &[], &[]);
+        let reason = "DCB: Operation not supported (os error 95)";
+        nic.roce[0].pfc = None;
+        nic.roce[0].dscp_to_priority = None;
+        for key in ["pfc", "dscp_to_priority"] {
+            nic.roce[0].unread.insert(key.into(), reason.into());
+        }
+        let profile = |p: RoceProfile| PreflightOptions {
+            roce: Some(p),
+            ..PreflightOptions::default()
+        };
+        let wants = profile(RoceProfile {
+            priority: Some(3),
+            dscp: Some(26),
+            ..RoceProfile::default()
+        });
+        let found = preflight(&host(vec![nic.clone()]), &wants);
+        assert_eq!(kinds(&found), [FindingKind::RoceConfig], "{found:#?}");
+        let m = &found[0].finding.message;
+        for part in [
+            "mlx5_0-eth: PFC could not be read (DCB: Operation not supported (os error 95)); \
+             the profile wants it on priorities 3",
+            "the DSCP map could not be read (DCB: Operation not supported (os error 95)); \
+             the profile wants DSCP 26 on priority 3",
+        ] {
+            assert!(m.contains(part), "{part}: {m}");
+        }
+        let mtu_only = profile(RoceProfile {
+            mtu: Some(4096),
+            ..RoceProfile::default()
+        });
+        assert!(preflight(&host(vec![nic.clone()]), &mtu_only).is_empty());
+        // No netdev at all: every setting asked for is unknown, for that reason.
+        nic.roce[0].netdev = None;
+        nic.roce[0].netdev_mtu = None;
+        nic.roce[0].unread = [(
+            "netdev".to_string(),
+            "no GID of port 1 names a netdev".to_string(),
+        )]
+        .into();
+        let found = preflight(&host(vec![nic]), &mtu_only);
+        assert!(
+            found[0].finding.message.contains(
+                "no netdev: the netdev MTU could not be read (no GID of port 1 names a netdev)"
+            ),
+            "{found:#?}"
+        );
     }
 
     #[test]

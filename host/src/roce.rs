@@ -14,7 +14,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use ibscope_mad::wire::HostOrder;
+use ibscope_mad::wire_struct;
 use serde::{Deserialize, Serialize};
+
+use crate::netlink;
 
 /// What the operator wants of every RoCE port (`[roce]` in the config file).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -85,35 +89,72 @@ pub struct RoceConfig {
     /// Why DCB could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcb_error: Option<String>,
+    /// Each setting that could not be read (keyed by its field's name: `netdev`,
+    /// `netdev_mtu`, `pfc`, `dscp_to_priority`, `ecn_np`, `ecn_rp`) and why.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unread: BTreeMap<String, String>,
 }
 
 impl RoceConfig {
-    /// One line: `MTU 9000, PFC on 3, DSCP 26->3 48->6, ECN np 3 rp 3, default ToS 106`
-    /// (`?` for what could not be read). Interface names are the caller's to escape.
+    /// Why `setting` (a field's name) could not be read.
+    pub fn why_unread(&self, setting: &str) -> &str {
+        self.unread
+            .get(setting)
+            .or_else(|| self.unread.get("netdev"))
+            .map_or("not read", String::as_str)
+    }
+
+    /// One line: `MTU 9000, PFC on 3, DSCP 26->3 48->6, ECN np 3 rp 3, default ToS 106`;
+    /// what could not be read says why (`PFC and DSCP unknown (no DCB: ...)`). Raw text
+    /// (interface names, paths): the caller escapes it.
     pub fn summary(&self) -> String {
-        let list = |l: &Option<Vec<u8>>| match l {
-            None => "?".to_string(),
-            Some(l) if l.is_empty() => "none".to_string(),
-            Some(l) => l.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+        let list = |l: &[u8]| match l {
+            [] => "none".to_string(),
+            l => l.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
         };
-        let map = match &self.dscp_to_priority {
-            None => "?".to_string(),
-            Some(m) if m.is_empty() => "none (trust PCP)".to_string(),
-            Some(m) => m
-                .iter()
-                .map(|(d, p)| format!("{d}->{p}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-        };
-        format!(
-            "MTU {}, PFC on {}, DSCP {map}, ECN np {} rp {}, default ToS {}, {} RoCE v2 GID(s)",
-            self.netdev_mtu.map_or("?".into(), |m| m.to_string()),
-            list(&self.pfc),
-            list(&self.ecn_np),
-            list(&self.ecn_rp),
-            self.default_roce_tos.map_or("-".into(), |t| t.to_string()),
+        let tail = format!(
+            "default ToS {}, {} RoCE v2 GID(s)",
+            self.default_roce_tos
+                .map_or("not set".into(), |t| t.to_string()),
             self.rocev2_gids
-        )
+        );
+        if self.netdev.is_none() {
+            return format!(
+                "MTU, PFC, DSCP and ECN unknown ({}), {tail}",
+                self.why_unread("netdev")
+            );
+        }
+        let unknown = |what: &str, key: &str| format!("{what} unknown ({})", self.why_unread(key));
+        let mtu = self
+            .netdev_mtu
+            .map_or_else(|| unknown("MTU", "netdev_mtu"), |m| format!("MTU {m}"));
+        let map = self.dscp_to_priority.as_ref().map(|m| match m.is_empty() {
+            true => "DSCP none (trust PCP)".to_string(),
+            false => {
+                let pairs: Vec<String> = m.iter().map(|(d, p)| format!("{d}->{p}")).collect();
+                format!("DSCP {}", pairs.join(" "))
+            }
+        });
+        let dcb = match (&self.pfc, map) {
+            (None, None) => unknown("PFC and DSCP", "pfc"),
+            (pfc, map) => format!(
+                "{}, {}",
+                pfc.as_deref()
+                    .map_or_else(|| unknown("PFC", "pfc"), |p| format!("PFC on {}", list(p))),
+                map.unwrap_or_else(|| unknown("DSCP", "dscp_to_priority"))
+            ),
+        };
+        let ecn = match (&self.ecn_np, &self.ecn_rp) {
+            (None, None) => unknown("ECN", "ecn_np"),
+            (np, rp) => {
+                let side = |l: &Option<Vec<u8>>, key| {
+                    l.as_deref()
+                        .map_or_else(|| format!("unknown ({})", self.why_unread(key)), list)
+                };
+                format!("ECN np {} rp {}", side(np, "ecn_np"), side(rp, "ecn_rp"))
+            }
+        };
+        format!("{mtu}, {dcb}, {ecn}, {tail}")
     }
 }
 
@@ -129,7 +170,49 @@ pub trait DcbSource {
     fn dcb(&self, netdev: &str) -> Result<Dcb, String>;
 }
 
-/// `dcb pfc show dev IF` and `dcb app show dev IF dscp-prio` output, saved as one file.
+/// The DSCP codepoints iproute2's `dcb` prints by name (its rt_dsfield table, shifted
+/// from the DS field to the DSCP), as the RFCs define them: the Default PHB and the Class
+/// Selectors CS0-CS7 (RFC 2474, xxx000), Assured Forwarding AF11-AF43 (RFC 2597, class x
+/// and drop precedence y at 8x + 2y), Expedited Forwarding EF (RFC 3246, 101110).
+pub const DSCP_NAMES: [(&str, u8); 22] = [
+    ("default", 0),
+    ("CS0", 0),
+    ("CS1", 8),
+    ("CS2", 16),
+    ("CS3", 24),
+    ("CS4", 32),
+    ("CS5", 40),
+    ("CS6", 48),
+    ("CS7", 56),
+    ("AF11", 10),
+    ("AF12", 12),
+    ("AF13", 14),
+    ("AF21", 18),
+    ("AF22", 20),
+    ("AF23", 22),
+    ("AF31", 26),
+    ("AF32", 28),
+    ("AF33", 30),
+    ("AF41", 34),
+    ("AF42", 36),
+    ("AF43", 38),
+    ("EF", 46),
+];
+
+/// A DSCP as `dcb` prints it: a number (0-63, as `dcb -N` and for unnamed codepoints) or
+/// a name of [`DSCP_NAMES`] (any case).
+pub fn dscp_value(text: &str) -> Option<u8> {
+    match text.parse::<u8>() {
+        Ok(n) => (n < 64).then_some(n),
+        Err(_) => DSCP_NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(text))
+            .map(|&(_, dscp)| dscp),
+    }
+}
+
+/// `dcb pfc show dev IF` and `dcb app show dev IF dscp-prio` output, saved as one file:
+/// DSCPs by number or by the names `dcb` prints by default (`AF31:3 CS6:6`).
 pub fn parse_dcb_text(text: &str) -> Result<Dcb, String> {
     let mut dcb = Dcb::default();
     let mut words = text.split_whitespace();
@@ -151,8 +234,10 @@ pub fn parse_dcb_text(text: &str) -> Result<Dcb, String> {
                 }
             }
             "dscp-prio" => {
-                let d: u8 = a.parse().map_err(|_| bad())?;
-                let p: u8 = b.parse().map_err(|_| bad())?;
+                let d = dscp_value(a).ok_or_else(|| {
+                    format!("{w:?} in \"dscp-prio\": {a:?} is not a DSCP (0-63, or a name such as AF31 or CS6)")
+                })?;
+                let p: u8 = b.parse().ok().filter(|p| *p < 8).ok_or_else(bad)?;
                 dcb.dscp_to_priority.insert(d, p);
             }
             _ => {}
@@ -190,92 +275,82 @@ const DCB_ATTR_IEEE_APP_TABLE: u16 = 3;
 const DCB_ATTR_IEEE_APP: u16 = 1;
 /// `IEEE_8021QAZ_APP_SEL_DSCP`.
 const APP_SELECTOR_DSCP: u8 = 5;
-const NLMSG_ERROR: u16 = 2;
-/// The nested-attribute flag and byte-order flag of `nla_type`.
-const NLA_TYPE_MASK: u16 = 0x3fff;
 
-/// The request: an `nlmsghdr`, a `dcbmsg` (family, cmd, pad) and the interface name.
+wire_struct! {
+    /// `struct dcbmsg` (linux/dcbnl.h): the DCB family's header after the netlink one.
+    pub struct DcbMsg (4) {
+        pub family: u8 = 0, 8, "dcb_family";
+        pub cmd: u8 = 8, 8, "cmd";
+        pub pad: HostOrder<u16> = 16, 16, "dcb_pad";
+    }
+}
+
+wire_struct! {
+    /// `struct ieee_pfc` (linux/dcbnl.h), its leading fields; the per-priority request
+    /// and indication counters follow them.
+    pub struct IeeePfc (8) {
+        /// How many priorities can have PFC on at once.
+        pub pfc_cap: u8 = 0, 8, "pfc_cap";
+        /// The priorities with PFC on, one bit each (bit 0: priority 0).
+        pub pfc_en: u8 = 8, 8, "pfc_en";
+        pub mbc: u8 = 16, 8, "mbc";
+        pub delay: HostOrder<u16> = 32, 16, "delay";
+    }
+}
+
+wire_struct! {
+    /// `struct dcb_app` (linux/dcbnl.h): one entry of the APP table.
+    pub struct DcbApp (4) {
+        /// What `protocol` is: `IEEE_8021QAZ_APP_SEL_DSCP` for a DSCP.
+        pub selector: u8 = 0, 8, "selector";
+        pub priority: u8 = 8, 8, "priority";
+        pub protocol: HostOrder<u16> = 16, 16, "protocol";
+    }
+}
+
+/// The request: a `dcbmsg` for IEEE_GET and the interface name.
 pub fn ieee_get_request(netdev: &str, seq: u32) -> Vec<u8> {
     let mut name = netdev.as_bytes().to_vec();
     name.push(0);
-    let attr_len = 4 + name.len();
-    let total = 16 + 4 + attr_len.next_multiple_of(4);
-    let mut m = Vec::with_capacity(total);
-    m.extend((total as u32).to_ne_bytes());
-    m.extend(RTM_GETDCB.to_ne_bytes());
-    m.extend(1u16.to_ne_bytes()); // NLM_F_REQUEST
-    m.extend(seq.to_ne_bytes());
-    m.extend(0u32.to_ne_bytes());
-    m.extend([0, DCB_CMD_IEEE_GET, 0, 0]);
-    m.extend((attr_len as u16).to_ne_bytes());
-    m.extend(DCB_ATTR_IFNAME.to_ne_bytes());
-    m.extend(name);
-    m.resize(total, 0);
-    m
-}
-
-/// The attributes in `buf` as (type, value), each padded to 4 bytes; a truncated one ends
-/// the list.
-fn attributes(mut buf: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while buf.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([buf[0], buf[1]]));
-        let kind = u16::from_ne_bytes([buf[2], buf[3]]) & NLA_TYPE_MASK;
-        if len < 4 || len > buf.len() {
-            break;
-        }
-        out.push((kind, &buf[4..len]));
-        buf = &buf[len.next_multiple_of(4).min(buf.len())..];
-    }
-    out
-}
-
-/// Decode the answer to [`ieee_get_request`]: the PFC-enabled priorities (`ieee_pfc`'s
-/// second byte, `pfc_en`) and the APP table's DSCP entries (`dcb_app`: selector,
-/// priority, protocol = the DSCP).
-pub fn decode_ieee(buf: &[u8]) -> Result<Dcb, String> {
-    let header = |at: usize| {
-        buf.get(at..at + 2)
-            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    let mut dcb = [0u8; DcbMsg::WIRE_LEN];
+    let head = DcbMsg {
+        family: 0,
+        cmd: DCB_CMD_IEEE_GET,
+        pad: HostOrder(0),
     };
-    let len = buf
-        .get(0..4)
-        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .ok_or("short netlink answer")?;
-    if len < 20 || len > buf.len() {
-        return Err(format!("netlink message of {len} bytes in {}", buf.len()));
-    }
-    if header(4) == Some(NLMSG_ERROR) {
-        let code = buf
-            .get(16..20)
-            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            .unwrap_or(0);
-        return Err(format!(
-            "DCB: {}",
-            std::io::Error::from_raw_os_error(code.saturating_neg())
-        ));
-    }
+    head.encode_into(&mut dcb)
+        .expect("a dcbmsg fits its buffer");
+    netlink::request(RTM_GETDCB, seq, &dcb, &[(DCB_ATTR_IFNAME, &name)])
+}
+
+/// Decode the answer to [`ieee_get_request`]: the PFC-enabled priorities and the APP
+/// table's DSCP entries.
+pub fn decode_ieee(buf: &[u8]) -> Result<Dcb, String> {
+    let body = netlink::payload(buf).map_err(|e| format!("DCB: {e}"))?;
+    let attrs = body.get(DcbMsg::WIRE_LEN..).ok_or("short DCB answer")?;
     let mut dcb = Dcb::default();
-    let Some((_, ieee)) = attributes(&buf[20..len])
+    let Some((_, ieee)) = netlink::attributes(attrs)
         .into_iter()
         .find(|(k, _)| *k == DCB_ATTR_IEEE)
     else {
         return Err("no IEEE DCB attributes: the driver does not do DCB".into());
     };
-    for (kind, value) in attributes(ieee) {
+    for (kind, value) in netlink::attributes(ieee) {
         match kind {
             DCB_ATTR_IEEE_PFC => {
-                let enabled = *value.get(1).ok_or("short ieee_pfc")?;
-                dcb.pfc = (0..8).filter(|p| enabled & (1 << p) != 0).collect();
+                let pfc = IeeePfc::decode(value).map_err(|_| "short ieee_pfc")?;
+                dcb.pfc = (0..8).filter(|p| pfc.pfc_en & (1 << p) != 0).collect();
             }
             DCB_ATTR_IEEE_APP_TABLE => {
-                for (k, app) in attributes(value) {
-                    if k != DCB_ATTR_IEEE_APP || app.len() < 4 || app[0] != APP_SELECTOR_DSCP {
+                for (k, app) in netlink::attributes(value) {
+                    let Ok(app) = DcbApp::decode(app) else {
+                        continue;
+                    };
+                    if k != DCB_ATTR_IEEE_APP || app.selector != APP_SELECTOR_DSCP {
                         continue;
                     }
-                    let dscp = u16::from_ne_bytes([app[2], app[3]]);
-                    if let Ok(dscp) = u8::try_from(dscp) {
-                        dcb.dscp_to_priority.insert(dscp, app[1]);
+                    if let Ok(dscp) = u8::try_from(app.protocol.0) {
+                        dcb.dscp_to_priority.insert(dscp, app.priority);
                     }
                 }
             }
@@ -417,7 +492,7 @@ mod tests {
         }
         let mut error = vec![0u8; 36];
         error[0..4].copy_from_slice(&36u32.to_ne_bytes());
-        error[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        error[4..6].copy_from_slice(&netlink::NLMSG_ERROR.to_ne_bytes());
         error[16..20].copy_from_slice(&(-95i32).to_ne_bytes());
         let e = decode_ieee(&error).unwrap_err();
         assert!(e.starts_with("DCB: "), "{e}");
@@ -450,6 +525,119 @@ mod tests {
         assert_eq!(dcb.dscp_to_priority[&26], 3);
         assert!(parse_dcb_text("prio-pfc 3:maybe").is_err());
         assert!(parse_dcb_text("dscp-prio x:3").is_err());
+        assert!(parse_dcb_text("dscp-prio 64:3").is_err());
+        assert!(parse_dcb_text("dscp-prio AF31:8").is_err());
+    }
+
+    fn capture(name: &str) -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/data/netdev/iproute2-dcb")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// iproute2's `dcb` itself, run on a kernel answer of PFC on priority 3, DSCP 26 -> 3
+    /// and 48 -> 6 (tests/data/netdev/README.md): it prints the DSCPs by name.
+    #[test]
+    fn iproute2_dcb_output_with_dscp_names_reads() {
+        let text = capture("pfc3-dscp26.txt");
+        assert!(text.contains("dscp-prio AF31:3 CS6:6"), "{text}");
+        let dcb = parse_dcb_text(&text).unwrap();
+        assert_eq!(dcb.pfc, [3]);
+        assert_eq!(dcb.dscp_to_priority, BTreeMap::from([(26, 3), (48, 6)]));
+        // The APP table the kernel was given, printed by `dcb app show`: names where
+        // iproute2 has one, numbers elsewhere.
+        let text = capture("app-names.txt");
+        assert!(
+            text.contains("CS1:1 AF11:1 CS3:3 AF41:4 EF:5 CS7:7 63:2"),
+            "{text}"
+        );
+        let given = [
+            (0, 0),
+            (8, 1),
+            (10, 1),
+            (24, 3),
+            (34, 4),
+            (46, 5),
+            (56, 7),
+            (63, 2),
+        ];
+        assert_eq!(
+            parse_dcb_text(&text).unwrap().dscp_to_priority,
+            BTreeMap::from(given)
+        );
+        // dcb-app(8)'s own example output (iproute2, man/man8/dcb-app.8), a DSCP given two
+        // priorities: the later entry is what the table holds last.
+        let man = parse_dcb_text("dscp-prio 0:0 CS3:2 CS3:3 CS6:6").unwrap();
+        assert_eq!(
+            man.dscp_to_priority,
+            BTreeMap::from([(0, 0), (24, 3), (48, 6)])
+        );
+    }
+
+    /// The names against the RFCs' bit patterns: class selectors xxx000, AF classes xyy0
+    /// (class x, drop precedence y), EF 101110.
+    #[test]
+    fn dscp_names_are_the_rfcs_codepoints() {
+        for class in 0..8u8 {
+            assert_eq!(dscp_value(&format!("CS{class}")), Some(class << 3));
+        }
+        for class in 1..=4u8 {
+            for drop in 1..=3u8 {
+                assert_eq!(
+                    dscp_value(&format!("af{class}{drop}")),
+                    Some(class << 3 | drop << 1)
+                );
+            }
+        }
+        assert_eq!(dscp_value("EF"), Some(0b101110));
+        assert_eq!(dscp_value("default"), Some(0));
+        assert_eq!(dscp_value("63"), Some(63));
+        assert_eq!(dscp_value("64"), None);
+        assert_eq!(dscp_value("AF51"), None);
+    }
+
+    /// What could not be read says why; nothing is a bare `?`.
+    #[test]
+    fn the_summary_says_why_a_setting_is_unknown() {
+        let mut c = RoceConfig {
+            port: 1,
+            netdev: Some("eth2".into()),
+            pfc: Some(vec![3]),
+            dscp_to_priority: Some(BTreeMap::from([(26, 3)])),
+            rocev2_gids: 1,
+            ..RoceConfig::default()
+        };
+        c.unread
+            .insert("netdev_mtu".into(), "mtu could not be read".into());
+        c.unread.insert("ecn_np".into(), "no ecn/roce_np".into());
+        c.unread.insert("ecn_rp".into(), "no ecn/roce_rp".into());
+        assert_eq!(
+            c.summary(),
+            "MTU unknown (mtu could not be read), PFC on 3, DSCP 26->3, ECN unknown \
+             (no ecn/roce_np), default ToS not set, 1 RoCE v2 GID(s)"
+        );
+        c.pfc = None;
+        c.dscp_to_priority = None;
+        c.ecn_np = Some(vec![3]);
+        for key in ["pfc", "dscp_to_priority"] {
+            c.unread
+                .insert(key.into(), "DCB: Operation not supported".into());
+        }
+        let s = c.summary();
+        assert!(
+            s.contains("PFC and DSCP unknown (DCB: Operation not supported)"),
+            "{s}"
+        );
+        assert!(s.contains("ECN np 3 rp unknown (no ecn/roce_rp)"), "{s}");
+        c.netdev = None;
+        c.unread = BTreeMap::from([("netdev".into(), "no GID of port 1 names a netdev".into())]);
+        assert!(c
+            .summary()
+            .starts_with("MTU, PFC, DSCP and ECN unknown (no GID of port 1 names a netdev)"));
+        assert!(!c.summary().contains('?'));
     }
 
     #[test]

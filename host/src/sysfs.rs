@@ -149,27 +149,50 @@ impl Sysfs {
             ..RoceConfig::default()
         };
         let Some(ifname) = &netdev else {
+            config.unread.insert(
+                "netdev".into(),
+                format!("no GID of port {} names a netdev", port.port),
+            );
             return config;
         };
         let net = self.path("sys/class/net").join(ifname);
-        config.netdev_mtu = Self::read(&net.join("mtu")).and_then(|t| t.trim().parse().ok());
-        let enabled = |point: &str| -> Option<Vec<u8>> {
+        let mtu = net.join("mtu");
+        config.netdev_mtu = Self::read(&mtu).and_then(|t| t.trim().parse().ok());
+        if config.netdev_mtu.is_none() {
+            let why = format!("{} could not be read", mtu.display());
+            config.unread.insert("netdev_mtu".into(), why);
+        }
+        for (point, key) in [("roce_np", "ecn_np"), ("roce_rp", "ecn_rp")] {
             let dir = net.join("ecn").join(point).join("enable");
             let list: Vec<u8> = (0..8u8)
                 .filter_map(|p| Some((p, Self::read(&dir.join(p.to_string()))?)))
                 .filter(|(_, t)| t.trim() == "1")
                 .map(|(p, _)| p)
                 .collect();
-            dir.is_dir().then_some(list)
-        };
-        config.ecn_np = enabled("roce_np");
-        config.ecn_rp = enabled("roce_rp");
+            let enabled = dir.is_dir().then_some(list);
+            if enabled.is_none() {
+                let why = format!(
+                    "no {} (the driver keeps no RoCE ECN settings there)",
+                    dir.display()
+                );
+                config.unread.insert(key.into(), why);
+            }
+            match key {
+                "ecn_np" => config.ecn_np = enabled,
+                _ => config.ecn_rp = enabled,
+            }
+        }
         match self.dcb_source().dcb(ifname) {
             Ok(dcb) => {
                 config.pfc = Some(dcb.pfc);
                 config.dscp_to_priority = Some(dcb.dscp_to_priority);
             }
-            Err(e) => config.dcb_error = Some(e),
+            Err(e) => {
+                for key in ["pfc", "dscp_to_priority"] {
+                    config.unread.insert(key.into(), e.clone());
+                }
+                config.dcb_error = Some(e);
+            }
         }
         config.netdev = netdev;
         config

@@ -103,7 +103,10 @@ pub fn device_rows(d: &Device, rows: &mut Vec<Vec<String>>) {
         if p.link_layer == LinkLayer::Ethernet {
             gid_rows(p, rows);
             if let Some(c) = d.roce.iter().find(|c| c.port == p.port) {
-                rows.push(vec![String::new(), format!("  lossless: {}", c.summary())]);
+                rows.push(vec![
+                    String::new(),
+                    format!("  lossless: {}", for_terminal(&c.summary())),
+                ]);
             }
         }
     }

@@ -20,7 +20,8 @@
 //! - [`umad`]: the libibumad binding and the umad header; [`relay`]: MADs carried over a
 //!   byte stream to an `ibscope agent` in another process (or on another host);
 //!   [`transport`]: either, as the engine's port; [`engine`]: requests, the pure ledger and
-//!   the I/O loop.
+//!   the I/O loop; [`runtime_dir`]: the private working directory of the processes a
+//!   command starts (relay agents, the simulator's).
 //!
 //! # Recipes
 //!
@@ -70,6 +71,7 @@ pub mod engine;
 pub mod error;
 pub mod header;
 pub mod relay;
+pub mod runtime_dir;
 pub mod sa;
 mod shim_stderr;
 pub mod smp;

@@ -517,6 +517,50 @@ fn relay_requests<P: MadPort>(
     Ok(())
 }
 
+/// How an agent is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentCommand {
+    /// An operator's command line, run by `sh -c` (`ssh -T mgmt2 ibscope agent -C mlx5_1`,
+    /// from a `[[fabric]]` table).
+    Shell(String),
+    /// A program and its arguments, run in `dir` with nothing in between (the agent a
+    /// command starts for a local port of its own).
+    Program {
+        argv: Vec<std::ffi::OsString>,
+        dir: std::path::PathBuf,
+    },
+}
+
+impl AgentCommand {
+    /// The process to start.
+    fn command(&self) -> Command {
+        match self {
+            AgentCommand::Shell(line) => {
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c").arg(line);
+                cmd
+            }
+            AgentCommand::Program { argv, dir } => {
+                let mut cmd = Command::new(argv.first().map_or("".as_ref(), |p| p.as_os_str()));
+                cmd.args(argv.iter().skip(1)).current_dir(dir);
+                cmd
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for AgentCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentCommand::Shell(line) => f.write_str(line),
+            AgentCommand::Program { argv, .. } => {
+                let words: Vec<_> = argv.iter().map(|a| a.to_string_lossy()).collect();
+                f.write_str(&words.join(" "))
+            }
+        }
+    }
+}
+
 /// A [`MadPort`] served by an agent in a child process (see the module docs).
 #[derive(Debug)]
 pub struct RelayPort {
@@ -539,21 +583,20 @@ const AGENT_EXIT: Duration = Duration::from_secs(1);
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl RelayPort {
-    /// Start `command` (through `sh -c`, in a process group of its own) and wait up to
-    /// `hello_timeout` for its hello; `stop` returning true gives up at once.
+    /// Start `agent` (in a process group of its own) and wait up to `hello_timeout` for
+    /// its hello; `stop` returning true gives up at once.
     pub fn spawn(
-        command: &str,
+        agent: &AgentCommand,
         hello_timeout: Duration,
         stop: &dyn Fn() -> bool,
     ) -> Result<RelayPort, TransportError> {
+        let command = agent.to_string();
         let failed = |reason: String| TransportError::Relay {
-            command: command.to_string(),
+            command: command.clone(),
             reason,
         };
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(command)
-            .process_group(0)
+        let mut cmd = agent.command();
+        cmd.process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -583,7 +626,7 @@ impl RelayPort {
             return Err(failed("no pipes to it".into()));
         };
         let mut port = RelayPort {
-            command: command.to_string(),
+            command: command.clone(),
             child,
             to_agent: Some(std::io::BufWriter::new(stdin)),
             from_agent: stdout,
@@ -1144,28 +1187,57 @@ mod tests {
 
     #[test]
     fn a_command_that_is_not_an_agent_fails_with_one_line() {
-        let e = RelayPort::spawn("exit 3", Duration::from_secs(5), &|| false).unwrap_err();
+        let e = RelayPort::spawn(&shell("exit 3"), Duration::from_secs(5), &|| false).unwrap_err();
         assert_eq!(
             e.to_string(),
             "fabric command `exit 3`: it ended before answering (exit code 3); is it `ibscope agent`?"
         );
         let e = RelayPort::spawn(
-            "echo 'Welcome to mgmt2'; sleep 5",
+            &shell("echo 'Welcome to mgmt2'; sleep 5"),
             Duration::from_secs(5),
             &|| false,
         )
         .unwrap_err()
         .to_string();
         assert!(e.contains("not the agent protocol"), "{e}");
-        let e = RelayPort::spawn("sleep 5", Duration::from_millis(100), &|| false)
+        let e = RelayPort::spawn(&shell("sleep 5"), Duration::from_millis(100), &|| false)
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("no answer within 0.1 s"), "{e}");
         let t = Instant::now();
-        let e = RelayPort::spawn("sleep 5", Duration::from_secs(30), &|| true)
+        let e = RelayPort::spawn(&shell("sleep 5"), Duration::from_secs(30), &|| true)
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("stopped before it answered"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    }
+
+    fn shell(line: &str) -> AgentCommand {
+        AgentCommand::Shell(line.to_string())
+    }
+
+    #[test]
+    fn a_program_runs_in_its_directory_with_its_arguments_as_given() {
+        // A directory and an argument no shell word would carry unquoted.
+        let base = crate::runtime_dir::RuntimeDir::create("relaytest").unwrap();
+        let dir = base.path().join("it's $HOME; here");
+        std::fs::create_dir(&dir).unwrap();
+        let argument = "a 'b' \"c\" $d; e";
+        // Exit code 4 only when both arrived as they were.
+        let script = "[ \"$(pwd)\" = \"$1\" ] && [ \"$2\" = \"$3\" ] && exit 4; exit 5";
+        let argv = ["sh", "-c", script, "sh"]
+            .into_iter()
+            .map(std::ffi::OsString::from)
+            .chain([
+                dir.clone().into_os_string(),
+                argument.into(),
+                argument.into(),
+            ])
+            .collect();
+        let agent = AgentCommand::Program { argv, dir };
+        let e = RelayPort::spawn(&agent, Duration::from_secs(5), &|| false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(exit code 4)"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::header::MAD_SIZE;
-use crate::relay::RelayPort;
+use crate::relay::{AgentCommand, RelayPort};
 use crate::umad::{Dest, LocalPort, MadPort, Received, TransportError, UmadPort};
 
 /// A local port opened here, or a port an `ibscope agent` opened in another process.
@@ -22,10 +22,9 @@ impl AnyPort {
         UmadPort::open(ca, port).map(AnyPort::Umad)
     }
 
-    /// The port of an agent started by `command` (run through `sh -c`); `stop` returning
-    /// true gives up waiting for it.
-    pub fn relay(command: &str, stop: &dyn Fn() -> bool) -> Result<AnyPort, TransportError> {
-        RelayPort::spawn(command, RELAY_HELLO_TIMEOUT, stop).map(AnyPort::Relay)
+    /// The port of the agent `agent` starts; `stop` returning true gives up waiting for it.
+    pub fn relay(agent: &AgentCommand, stop: &dyn Fn() -> bool) -> Result<AnyPort, TransportError> {
+        RelayPort::spawn(agent, RELAY_HELLO_TIMEOUT, stop).map(AnyPort::Relay)
     }
 
     /// The relay command, for a port reached through one.

@@ -364,7 +364,7 @@ impl Field for Region {
 
 /// An integer in the host's byte order rather than the wire's big-endian, byte-aligned: the
 /// kernel's `struct ib_user_mad` keeps its agent, status, timeout, retry and length words
-/// (and the P_Key index) so.
+/// (and the P_Key index) so, as netlink and the ethtool ioctl keep all of theirs.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
@@ -391,7 +391,7 @@ macro_rules! host_field {
         }
     )*};
 }
-host_field!(u16, u32);
+host_field!(u16, u32, u64);
 
 /// A structure with a layout of its own (a `wire_struct!`, or a codec written by hand such
 /// as NodeDescription's) nested in another at a byte boundary: a NodeRecord holds a NodeInfo.

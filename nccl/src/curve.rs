@@ -88,9 +88,8 @@ fn collapse_finding(
     let mut f = Finding::new(
         FindingKind::NcclCurveCollapse,
         format!(
-            "{}: busbw falls from {:.2} GB/s at {} to {:.2} GB/s at {} and stays below half of \
-             it from {} to {}{back}",
-            run.source,
+            "busbw falls from {:.2} GB/s at {} to {:.2} GB/s at {} and stays below half of it \
+             from {} to {}{back}",
             peak.1,
             human_size(peak.0),
             lowest.1,
@@ -177,8 +176,7 @@ pub fn without_mpi(runs: &[&PerfRun], log: &NcclLog) -> Option<Finding> {
     let mut f = Finding::new(
         FindingKind::NcclTestsWithoutMpi,
         format!(
-            "{}: nccl-tests ran as separate one-process jobs, not as one job: {}",
-            first.source,
+            "nccl-tests ran as separate one-process jobs, not as one job: {}",
             signs.join("; ")
         ),
     );

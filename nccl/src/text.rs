@@ -115,8 +115,8 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}\n")).collect()
 }
 
-/// Findings under a heading naming where they come from, each with the lines that show
-/// it and its fix; nothing for none.
+/// Findings under a heading naming where they come from, each with its fix; nothing for
+/// none.
 pub fn findings(what: &str, findings: &[Finding]) -> String {
     let mut text = String::new();
     if findings.is_empty() {
@@ -126,10 +126,6 @@ pub fn findings(what: &str, findings: &[Finding]) -> String {
     w!(out, "{} finding(s) in {what}:", findings.len());
     for f in findings {
         w!(out, "  {}", f.text_line());
-        if !f.evidence.is_empty() {
-            let at: Vec<String> = f.evidence.iter().map(ToString::to_string).collect();
-            w!(out, "      at {}", for_terminal(&at.join(", ")));
-        }
         w!(out, "      fix: {}", f.kind.facts().fix);
     }
     text

@@ -348,9 +348,10 @@ fn a_bootstrap_of_mismatched_builds_is_a_failed_start() {
     assert_eq!(f.kind.name(), "nccl-init-failed");
     assert_eq!(f.host.as_deref(), Some("h100-4"));
     assert!(
-        f.message.contains("8 process(es) on h100-4"),
+        f.text_line()
+            .starts_with("[nccl-init-failed] h100-4: the job did not start: 8 process(es) warned"),
         "{}",
-        f.message
+        f.text_line()
     );
     assert!(
         f.message.contains("mismatched NCCL builds"),

@@ -5,9 +5,8 @@ mod process;
 mod simulator;
 mod size;
 mod state;
-pub mod statedir;
 
 pub use process::{process_alive, run_with_timeout};
-pub use simulator::{interrupt_waits_when, Sim, SimOptions, SHIM_PATH};
+pub use simulator::{interrupt_waits_when, Sim, SimOptions, SHIM_PATH, TOPOLOGY_ENV};
 pub use size::{topology_size, FabricSize};
 pub use state::{default_name, default_state_dir, state_base_dir, SimStatus};

@@ -34,6 +34,9 @@ use crate::state::{
 /// The umad2sim shim (Debian `libumad2sim0`).
 pub const SHIM_PATH: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
+/// The variable that tells a client the topology file ibsim runs (its node ids name nodes).
+pub const TOPOLOGY_ENV: &str = "IBSCOPE_SIM_TOPOLOGY";
+
 /// ibsim reads console lines into a 128-byte buffer; longer lines would be split.
 const CONSOLE_MAX_LINE: usize = 120;
 
@@ -120,9 +123,10 @@ fn nanos() -> u128 {
         .unwrap_or(0)
 }
 
-/// A fresh temporary state directory (`ibscope-sim-<pid>-...`, see [`crate::statedir`]).
+/// A fresh temporary state directory (`ibscope-sim-<pid>-...`, see
+/// [`ibscope_mad::runtime_dir`]).
 fn make_temp_dir() -> Result<PathBuf> {
-    crate::statedir::make("sim")
+    Ok(ibscope_mad::runtime_dir::make("sim")?)
 }
 
 fn mkfifo(path: &Path) -> Result<()> {
@@ -402,10 +406,13 @@ impl Sim {
         let state: StateFile =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         let size = topology_size(&state.topology).unwrap_or_default();
+        // The directory `sim up` made for it (its name's, under the state base) is
+        // ibscope's to remove when the simulator stops; one a caller gave is the caller's.
+        let remove_state_dir = state.state_dir == default_state_dir(&state.name);
         Ok(Sim {
             name: state.name,
             state_dir: state.state_dir,
-            remove_state_dir: false,
+            remove_state_dir,
             client_dir: state.client_dir,
             sockname: state.sockname,
             topology: state.topology,
@@ -569,11 +576,17 @@ impl Sim {
         }
     }
 
-    /// Environment a client needs: the shim preloaded and the private socket name.
+    /// Environment a client needs: the shim preloaded and the private socket name; and the
+    /// topology file ibsim runs, so that ibscope under the shim takes ibsim's node ids as
+    /// names ([`TOPOLOGY_ENV`]).
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
             ("LD_PRELOAD".to_string(), SHIM_PATH.to_string()),
             ("IBSIM_SOCKNAME".to_string(), self.sockname.clone()),
+            (
+                TOPOLOGY_ENV.to_string(),
+                self.topology.to_string_lossy().into_owned(),
+            ),
         ]
     }
 

@@ -1,5 +1,6 @@
 //! `ibscope agent`: serve one local port's MADs to another ibscope over stdin/stdout.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -42,8 +43,12 @@ pub fn run(g: &Global, _a: &Args) -> Result<ExitCode> {
             (port, receiver)
         })
         .map_err(|e| e.to_string());
+    // Run by another ibscope, the error travels to it in the protocol and it says it:
+    // printed here too, it would be said twice. By hand, it is said here.
     if let Err(why) = &opened {
-        eprintln!("ibscope agent: {why}");
+        if std::io::stdin().is_terminal() {
+            eprintln!("ibscope: error: {why}");
+        }
     }
     let failed = opened.is_err();
     let stdin = std::io::stdin().lock();

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use clap::ValueHint;
 use ibscope_topo::counters::{self, Thresholds};
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::findings::{self, CounterReads, Evaluation};
@@ -86,7 +87,7 @@ use crate::cli::{exit, Global};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// Threshold file: `CounterName=value` lines, `#` comments.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub thresholds: Option<PathBuf>,
     /// JSON output.
     #[arg(long)]
@@ -110,13 +111,13 @@ pub struct Args {
     /// GUID; `discover --format plan` writes one), or an ibnetdiscover file or JSON
     /// snapshot. Reports every cable missing, extra, on the wrong port or node, or below
     /// the planned rate; exit 1 on any.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub plan: Option<PathBuf>,
     /// Also report links that flap (link-flapping: down twice or more within 10 minutes,
     /// or LinkDowned up by more than 10 within 24 hours; the thresholds file's flap.downs,
     /// flap.window and flap.link-downed-per-day) from the event journal `serve --journal`
     /// writes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub journal: Option<PathBuf>,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
@@ -147,6 +148,9 @@ struct Report {
     /// Links whose active rate is unknown (topology files often give none): the fabric-norm
     /// rule cannot judge them, only --expect can.
     links_without_rate: usize,
+    /// With --journal: lines of the journal that were not events (skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    journal_skipped_lines: Option<usize>,
     /// Hosts found (CAs grouped by NodeDescription; see `ibscope hosts`), 0 with --no-hosts.
     hosts: usize,
     /// Rails their HCAs are on.
@@ -167,35 +171,60 @@ struct MultiReport {
     failed: Vec<crate::fabric_set::Failed>,
 }
 
+/// What `check` reads before it looks at a fabric: every input it was given, so that one
+/// that cannot be read stops it before the fabric is touched.
+struct Inputs {
+    names: Option<ibscope_topo::namemap::NameMap>,
+    health: HealthOptions,
+    thresholds: Thresholds,
+    /// The events of --journal and how many of its lines were not events.
+    journal: Option<(Vec<ibscope_topo::journal::Event>, usize)>,
+}
+
+impl Inputs {
+    fn read(g: &Global, a: &Args) -> Result<Inputs> {
+        let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
+        let names = crate::fabric::names(g)?;
+        let expected_hosts = a
+            .hosts
+            .as_deref()
+            .map(crate::fabric::host_list)
+            .transpose()?;
+        let journal = match &a.journal {
+            Some(path) => {
+                let (events, skipped) = ibscope_topo::journal::read(path)?;
+                if let Some(warning) = ibscope_topo::journal::skipped_warning(path, skipped) {
+                    eprintln!("{warning}");
+                }
+                Some((events, skipped))
+            }
+            None => None,
+        };
+        Ok(Inputs {
+            names,
+            health: HealthOptions {
+                expect: a.expect,
+                expected_hosts,
+                skip_hosts: a.no_hosts,
+            },
+            thresholds,
+            journal,
+        })
+    }
+}
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(plan) = &a.plan {
         return super::check_plan::run(g, plan, a.json);
     }
-    let thresholds = crate::fabric::thresholds(g, a.thresholds.as_deref())?;
-    let names = crate::fabric::names(g)?;
-    let expected_hosts = a
-        .hosts
-        .as_deref()
-        .map(crate::fabric::host_list)
-        .transpose()?;
-    let health_options = HealthOptions {
-        expect: a.expect,
-        expected_hosts,
-        skip_hosts: a.no_hosts,
-    };
+    let inputs = Inputs::read(g, a)?;
+    let names = inputs.names.as_ref();
     if let Some(path) = &g.topology {
         let fabric = crate::fabric::load_file(path)?;
-        let (out, _) = check_one(
-            &fabric,
-            None,
-            names.as_ref(),
-            &health_options,
-            &thresholds,
-            a,
-            fabric.id.as_ref(),
-        )?;
+        let (out, _) = check_one(&fabric, None, &inputs, a, fabric.id.as_ref())?;
+        let code = exit_of(&out);
         print_one(a, &out, None)?;
-        return Ok(exit_of(&out));
+        return Ok(code);
     }
     let mut reports = Vec::new();
     let mut swept = Vec::new();
@@ -206,21 +235,19 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         let (mut out, hosts) = check_one(
             &fabric,
             Some(&mut opened.engine),
-            names.as_ref(),
-            &health_options,
-            &thresholds,
+            &inputs,
             a,
             Some(&opened.id),
         )?;
         if multi {
             for f in &mut out.findings {
-                f.fabric = Some(opened.id.name.clone());
+                f.fabric = Some(opened.id.clone());
             }
         }
+        let code = exit_of_code(&out);
         if !(multi && a.json) {
             print_one(a, &out, multi.then_some(&opened.id))?;
         }
-        let code = exit_of_code(&out);
         reports.push(out);
         if multi {
             swept.push((opened.id.name.clone(), fabric, hosts));
@@ -231,17 +258,17 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let planes = if a.no_hosts {
         Vec::new()
     } else {
-        plane_findings(&swept, names.as_ref())
+        plane_findings(&swept, names)
     };
     if !planes.is_empty() {
-        ran.worst = ran.worst.max(exit::FINDINGS);
+        ran.worst = ran.worst.max(crate::output::verdict(exit::FINDINGS));
     }
     for f in planes {
         if !a.json {
-            let name = f.fabric.as_deref().unwrap_or_default();
+            let name = f.fabric_name().unwrap_or_default();
             println!("{}: {}", for_terminal(name), f.text_line());
         }
-        let of = |r: &&mut Report| r.fabric.as_ref().map(|i| &i.name) == f.fabric.as_ref();
+        let of = |r: &&mut Report| r.fabric.as_ref().map(|i| i.name.as_str()) == f.fabric_name();
         if let Some(r) = reports.iter_mut().find(|r| of(r)) {
             r.healthy = false;
             r.findings.push(f);
@@ -259,12 +286,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ran.exit_code())
 }
 
+/// A report's exit code, recorded as the command's verdict before it is printed.
 fn exit_of_code(r: &Report) -> u8 {
-    if r.healthy {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }
+    crate::output::verdict(if r.healthy { exit::OK } else { exit::FINDINGS })
 }
 
 fn exit_of(r: &Report) -> ExitCode {
@@ -275,9 +299,7 @@ fn exit_of(r: &Report) -> ExitCode {
 fn check_one(
     fabric: &ibscope_topo::Fabric,
     engine: Option<&mut ibscope_mad::engine::Engine>,
-    names: Option<&ibscope_topo::namemap::NameMap>,
-    health_options: &HealthOptions,
-    thresholds: &Thresholds,
+    inputs: &Inputs,
     a: &Args,
     id: Option<&FabricId>,
 ) -> Result<(Report, Hosts)> {
@@ -290,9 +312,9 @@ fn check_one(
     let mut engine = engine;
     let mut eval = evaluate(
         fabric,
-        names,
-        health_options,
-        thresholds,
+        inputs.names.as_ref(),
+        &inputs.health,
+        &inputs.thresholds,
         engine.as_deref_mut(),
         reads,
     );
@@ -300,12 +322,13 @@ fn check_one(
         // Lost mid-sweep: one message, not a finding per unreadable port.
         e.ensure_connected()?;
     }
-    if let Some(path) = &a.journal {
-        let (events, _) = ibscope_topo::journal::read(path)
-            .with_context(|| format!("cannot read the journal {}", path.display()))?;
-        let limits = thresholds.flap;
-        eval.findings
-            .extend(ibscope_topo::journal::flapping(&events, limits));
+    if let Some((events, _)) = &inputs.journal {
+        let limits = inputs.thresholds.flap;
+        eval.findings.extend(ibscope_topo::journal::flapping(
+            events,
+            limits,
+            Some(fabric),
+        ));
     }
     let links_without_rate = eval
         .health
@@ -346,6 +369,7 @@ fn check_one(
         ports_screened,
         counter_mads: sample.as_ref().map_or(0, |s| s.mads_sent),
         links_without_rate,
+        journal_skipped_lines: inputs.journal.as_ref().map(|(_, skipped)| *skipped),
         hosts: eval.hosts.len(),
         rails: eval.hosts.rails(),
         findings: eval.findings,
@@ -363,14 +387,7 @@ fn plane_findings(
     swept: &[(String, ibscope_topo::Fabric, Hosts)],
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Vec<findings::Finding> {
-    let views: Vec<PlaneView> = swept
-        .iter()
-        .map(|(name, fabric, hosts)| PlaneView {
-            name,
-            fabric,
-            hosts,
-        })
-        .collect();
+    let views: Vec<PlaneView> = swept.iter().map(PlaneView::from).collect();
     findings::planes_disagree(&views, names).findings
 }
 
@@ -396,8 +413,9 @@ fn print_one(a: &Args, out: &Report, fabric: Option<&FabricId>) -> Result<()> {
 }
 
 /// `findings::evaluate` through an engine when there is one: the counters read as `reads`
-/// says and the SM the local port names. Shared by `check`, the TUI's live source and the
-/// exporter.
+/// says and the SM the local port names. Shared by `check`, `nccl` and the TUI's live
+/// source; the exporter's sweeper reads the counters and the SM itself, between its
+/// checks for a stop.
 pub fn evaluate(
     fabric: &ibscope_topo::Fabric,
     names: Option<&ibscope_topo::namemap::NameMap>,

@@ -17,24 +17,31 @@ fn read_plan(
     path: &Path,
     names: Option<&ibscope_topo::namemap::NameMap>,
 ) -> Result<Vec<PlannedCable>> {
-    let text = crate::fabric::read_text(path, "plan", crate::fabric::TOPOLOGY_LIMIT)?;
+    let text = ibscope_topo::input::read_text(path, "plan")?;
     let first = text
         .lines()
         .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .unwrap_or("");
-    if first
+    let name = ibscope_topo::input::display_name(path);
+    let cables = if first
         .to_ascii_lowercase()
         .replace(' ', "")
         .starts_with("a_node,")
     {
-        return Ok(plan::parse_csv(&text, &path.display().to_string())?);
+        plan::parse_csv(&text, &name)?
+    } else {
+        // The text read above is the topology: not read a second time.
+        let (fabric, warnings) = crate::fabric::parse_topology(&text, path, "plan")?;
+        for w in warnings {
+            eprintln!("warning: {name}: {w}");
+        }
+        plan::from_fabric(&fabric, names)
+    };
+    if cables.is_empty() {
+        // "As planned" on a plan of nothing would be a verdict from nothing.
+        anyhow::bail!("plan {name} lists no cable");
     }
-    // The text read above is the topology: not read a second time.
-    let (fabric, warnings) = crate::fabric::parse_topology(&text, path)?;
-    for w in warnings {
-        eprintln!("warning: {}: {w}", path.display());
-    }
-    Ok(plan::from_fabric(&fabric, names))
+    Ok(cables)
 }
 
 #[derive(Serialize)]
@@ -50,6 +57,11 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
     let cables = read_plan(path, names.as_ref())?;
     let fabric = crate::fabric::load(g, DiscoverOptions::default())?;
     let differences = plan::compare(&cables, &fabric, names.as_ref());
+    let code = crate::output::verdict(if differences.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     let mut out = std::io::stdout().lock();
     if json {
         let report = Report {
@@ -58,7 +70,7 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
             as_planned: differences.is_empty(),
             differences: &differences,
         };
-        crate::output::print_json(&report)?;
+        crate::output::print_fabric_json(fabric.id.as_ref(), &report)?;
     } else {
         for d in &differences {
             let kind = serde_json::to_value(d.kind)?;
@@ -81,9 +93,5 @@ pub fn run(g: &Global, path: &Path, json: bool) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::from(if differences.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Result};
 
 use crate::cli::exit;
-use crate::config::Settings;
+use crate::config::InForce;
 
 /// The settings in force and where each came from: built-in default, a config file, the
 /// environment or a flag.
@@ -63,7 +63,7 @@ pub enum ConfigCommand {
     },
 }
 
-pub fn run(a: &Args, settings: Option<&Settings>) -> Result<ExitCode> {
+pub fn run(a: &Args, settings: Option<&InForce>) -> Result<ExitCode> {
     let settings = settings.ok_or_else(|| anyhow!("no settings were resolved"))?;
     match a.command {
         ConfigCommand::Show { json } if json => {
@@ -91,7 +91,7 @@ fn table_summary(v: &serde_json::Value) -> String {
     }
 }
 
-fn print_text(s: &Settings) {
+fn print_text(s: &InForce) {
     println!("config files (later ones win):");
     if s.files.is_empty() {
         println!("  none ($IBSCOPE_CONFIG is empty)");
@@ -120,7 +120,7 @@ fn print_text(s: &Settings) {
             if let Some(note) = e.note {
                 from = format!("{from} ({note})");
             }
-            (e.key.to_string(), value, from)
+            (e.key.clone(), value, from)
         })
         .collect();
     let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(7);

@@ -6,13 +6,16 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use clap::builder::ArgPredicate;
 use clap::ValueEnum;
 use ibscope_topo::counters::{self, PortDelta, Sample};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::{for_csv, for_terminal};
+use ibscope_topo::escape::{for_csv, for_terminal, quoted_for_terminal};
 use ibscope_topo::export::{counters_csv, prometheus};
 use ibscope_topo::hosts::Hosts;
-use ibscope_topo::resolve::{resolve, NameMatch};
+use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::resolve::{NameMatch, Resolver};
+use ibscope_topo::{Fabric, FabricId, NodeId};
 
 use crate::cli::{exit, Global};
 
@@ -32,7 +35,8 @@ pub enum CountersFormat {
 /// Read port counters (PortCounters and PortCountersExtended) through every port's PMA.
 ///
 /// Ports: switch ports 1..N (port 0 with EnhancedPort0) and every CA port with a LID, or
-/// only NODE (a LID, a GUID, or a name: NodeDescription or node-name-map name) and PORT.
+/// only NODE (a LID, a GUID, a directed route, or any name ibscope prints: NodeDescription,
+/// short name, node-name-map name, `NAME[PORT]`; see docs/cli.md) and PORT.
 /// Counters are named as in the IBA specification (and perfquery).
 ///
 /// UNITS: PortXmitData and PortRcvData are in BYTES everywhere (table, JSON, CSV, prom).
@@ -79,13 +83,22 @@ pub enum CountersFormat {
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// A LID, a GUID (node or port, 0x-hex) or a node name.
+    /// A LID, a GUID (node or port, 0x-hex), a directed route (0,1,3) or a name, as
+    /// ibscope prints it (`leaf-r4-001`, `gpu-0001 mlx5_1`, `NAME[PORT]`).
     pub node: Option<String>,
     /// A port number of NODE. (Not `port`: that id belongs to the global -P/--port.)
     #[arg(value_name = "PORT")]
     pub port_number: Option<u8>,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "table",
+        default_value_if("json", ArgPredicate::IsPresent, Some("json"))
+    )]
     pub format: CountersFormat,
+    /// JSON output: --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Seconds between samples: print rates instead of totals.
     #[arg(long, value_name = "S")]
     pub interval: Option<f64>,
@@ -94,7 +107,7 @@ pub struct Args {
     pub count: Option<u64>,
     /// With --interval: append each LinkDowned and LinkErrorRecovery rise to this journal,
     /// as `serve --journal` does (`ibscope events`, `check --journal` read it).
-    #[arg(long, value_name = "FILE", requires = "interval")]
+    #[arg(long, value_name = "FILE", requires = "interval", value_hint = clap::ValueHint::AnyPath)]
     pub journal: Option<std::path::PathBuf>,
     /// Clear the counters of NODE PORT (see --all).
     #[arg(long)]
@@ -108,6 +121,45 @@ pub struct Args {
     pub details: bool,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
+}
+
+/// The node and port NODE and PORT name (any name the resolver takes; a port named twice
+/// must agree).
+fn selected(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    a: &Args,
+) -> Result<(Option<NodeId>, Option<u8>)> {
+    let Some(text) = &a.node else {
+        if a.port_number.is_some() {
+            bail!("PORT needs a NODE");
+        }
+        return Ok((None, None));
+    };
+    let resolver = Resolver::new(fabric, names);
+    let target = resolver.resolve(text, NameMatch::Exact)?;
+    let port = match a.port_number {
+        Some(p) => Some(resolver.port(target.node(), p)?.port),
+        None => target.named_port(fabric),
+    };
+    Ok((Some(target.node()), port))
+}
+
+/// Why there is nothing to read: the port NODE PORT named has no LID, or no port has one.
+fn no_targets(
+    fabric: &Fabric,
+    names: Option<&NameMap>,
+    only: Option<NodeId>,
+    port: Option<u8>,
+) -> String {
+    match (only, port) {
+        (Some(node), Some(p)) => format!(
+            "port {p} of {} has no LID to read its counters by (a CA port gets one when its \
+             link is up and the SM assigns it)",
+            quoted_for_terminal(display_name(fabric.node(node), names))
+        ),
+        _ => "no port with a LID to read (is an SM running?)".to_string(),
+    }
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
@@ -127,21 +179,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         return run_each(g, a, names.as_ref());
     }
     let mut engine = crate::fabric::open_engine(g)?;
-    let fabric_name = fabric_name(g, &engine);
+    let fabric_id = crate::fabric::id_of(g, &engine);
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
-    let (only, mut port) = match &a.node {
-        Some(text) => {
-            let target = resolve(&fabric, names.as_ref(), text, NameMatch::Exact)?;
-            (Some(target.node()), target.named_port(&fabric))
-        }
-        None => (None, None),
-    };
-    if a.port_number.is_some() {
-        port = a.port_number;
-    }
-    if a.port_number.is_some() && a.node.is_none() {
-        bail!("PORT needs a NODE");
-    }
+    let (only, port) = selected(&fabric, names.as_ref(), a)?;
     if a.reset {
         if !a.all && port.is_none() {
             bail!("--reset clears one port: give NODE PORT, or --all for every port of NODE (or of the fabric without NODE)");
@@ -168,16 +208,16 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             results.len() - failed,
             results.len()
         );
-        return Ok(ExitCode::from(if failed == 0 {
+        return Ok(ExitCode::from(crate::output::verdict(if failed == 0 {
             exit::OK
         } else {
             exit::FINDINGS
-        }));
+        })));
     }
 
     let targets = counters::targets(&fabric, only, port);
     if targets.is_empty() {
-        bail!("no port with a LID to read (is an SM running?)");
+        bail!(no_targets(&fabric, names.as_ref(), only, port));
     }
     // JSON names each HCA port's host and rail.
     let hosts = Hosts::group(&fabric, names.as_ref());
@@ -190,7 +230,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     engine.ensure_connected()?;
     report_errors(&sample, &mut any_errors);
     match a.interval {
-        None => print_sample(&mut out, a.format, &sample, &fabric_name, a.details)?,
+        None => print_sample(&mut out, a.format, &sample, &fabric_id, a.details)?,
         Some(secs) => {
             let interval = Duration::from_secs_f64(secs);
             let mut done = 0u64;
@@ -204,10 +244,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 engine.ensure_connected()?;
                 report_errors(&cur, &mut any_errors);
                 if let Some(path) = &a.journal {
-                    journal_rises(path, &sample, &cur, &fabric_name)?;
+                    journal_rises(path, &sample, &cur, &fabric_id)?;
                 }
                 let deltas = counters::diff(&sample, &cur, now - sampled_at);
-                print_deltas(&mut out, a.format, &cur, &deltas, header, &fabric_name)?;
+                print_deltas(&mut out, a.format, &cur, &deltas, header, &fabric_id)?;
                 out.flush()?;
                 header = false;
                 sample = cur;
@@ -230,35 +270,16 @@ fn journal_rises(
     path: &std::path::Path,
     before: &counters::Sample,
     after: &counters::Sample,
-    fabric: &str,
+    fabric: &FabricId,
 ) -> Result<()> {
     let mut events =
         ibscope_topo::journal::counter_changes(before, after, std::time::SystemTime::now());
     for e in &mut events {
-        e.fabric = fabric.to_string();
+        e.fabric = Some(fabric.clone());
     }
     ibscope_topo::journal::JournalFile::new(path.to_path_buf())
         .append(&events)
         .with_context(|| format!("cannot write the journal {}", path.display()))
-}
-
-/// The name of the one fabric the engine is on: the config's, else CA:port.
-fn fabric_name(g: &Global, engine: &ibscope_mad::engine::Engine) -> String {
-    let local = engine.local();
-    match g.ca.as_deref() {
-        Some(name) if g.fabrics.iter().any(|f| f.name == name) => name.to_string(),
-        _ => g
-            .fabrics
-            .iter()
-            .find(|f| {
-                f.ca.as_deref() == Some(&local.ca_name)
-                    && f.port.map_or(true, |p| p == local.port_num)
-            })
-            .map_or_else(
-                || crate::fabric_set::port_name(&local.ca_name, local.port_num),
-                |f| f.name.clone(),
-            ),
-    }
 }
 
 /// `-C all` (or a list): one sweep of every fabric, each labelled. Table: a heading per
@@ -282,6 +303,7 @@ fn run_each(
         for p in &sample.ports {
             for e in &p.errors {
                 any_errors = true;
+                crate::output::verdict(exit::FINDINGS);
                 eprintln!(
                     "warning: {}: {}: {}",
                     for_terminal(&opened.id.name),
@@ -295,7 +317,7 @@ fn run_each(
             CountersFormat::Prom => samples.push((name.clone(), sample)),
             // One document per line, as for --interval: a stream any JSON-lines reader
             // (and jq) takes apart.
-            CountersFormat::Json => write_labelled_json(&mut out, &sample, name, false)?,
+            CountersFormat::Json => write_labelled_json(&mut out, &sample, &opened.id, false)?,
             CountersFormat::Table => {
                 writeln!(
                     out,
@@ -330,7 +352,7 @@ fn run_each(
 fn write_labelled_json(
     out: &mut impl Write,
     sample: &Sample,
-    fabric: &str,
+    fabric: &FabricId,
     pretty: bool,
 ) -> Result<()> {
     // The counters' own writer: what serde_json writes, byte for byte, in about half the
@@ -340,7 +362,7 @@ fn write_labelled_json(
             "schema_version",
             serde_json::json!(ibscope_topo::model::SCHEMA_VERSION),
         ),
-        ("fabric", serde_json::json!(fabric)),
+        ("fabric", serde_json::to_value(fabric)?),
     ];
     ibscope_topo::counters::json::write_sample(out, &head, sample, pretty)?;
     writeln!(out)?;
@@ -365,10 +387,13 @@ fn sweep_options(details: bool, simulator: bool) -> counters::SweepOptions {
     }
 }
 
+/// The ports that could not be read, on stderr; any is a finding (recorded as the
+/// command's verdict before the sample is printed).
 fn report_errors(sample: &Sample, any: &mut bool) {
     for p in &sample.ports {
         for e in &p.errors {
             *any = true;
+            crate::output::verdict(exit::FINDINGS);
             eprintln!("warning: {}: {}", p.at.report_text(), for_terminal(e));
         }
     }
@@ -378,7 +403,7 @@ fn print_sample(
     out: &mut impl Write,
     format: CountersFormat,
     sample: &Sample,
-    fabric: &str,
+    fabric: &FabricId,
     details: bool,
 ) -> Result<()> {
     match format {
@@ -386,7 +411,7 @@ fn print_sample(
         CountersFormat::Table => out.write_all(counters::text::sample_table(sample).as_bytes())?,
         CountersFormat::Csv => counters_csv::write(out, sample, details)?,
         CountersFormat::Prom => {
-            out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?
+            out.write_all(prometheus::counters_page(&[(fabric.name.as_str(), sample)]).as_bytes())?
         }
     }
     Ok(())
@@ -398,7 +423,7 @@ fn print_deltas(
     sample: &Sample,
     deltas: &[PortDelta],
     header: bool,
-    fabric: &str,
+    fabric: &FabricId,
 ) -> Result<()> {
     match format {
         CountersFormat::Json => {
@@ -414,7 +439,7 @@ fn print_deltas(
             writeln!(out, "{}", serde_json::to_string(&doc)?)?;
         }
         CountersFormat::Prom => {
-            out.write_all(prometheus::counters_page(&[(fabric, sample)]).as_bytes())?
+            out.write_all(prometheus::counters_page(&[(fabric.name.as_str(), sample)]).as_bytes())?
         }
         CountersFormat::Csv => {
             if header {
@@ -454,9 +479,9 @@ mod tests {
 
     /// What the document was when built as a `serde_json::Value`: the reference the
     /// direct writer must match byte for byte.
-    fn labelled_json_by_value(sample: &Sample, fabric: &str, pretty: bool) -> String {
+    fn labelled_json_by_value(sample: &Sample, fabric: &FabricId, pretty: bool) -> String {
         let mut doc = serde_json::Map::new();
-        doc.insert("fabric".into(), fabric.into());
+        doc.insert("fabric".into(), serde_json::to_value(fabric).unwrap());
         if let serde_json::Value::Object(rest) = serde_json::to_value(sample).unwrap() {
             doc.extend(rest);
         }
@@ -531,9 +556,13 @@ mod tests {
         for s in [&sample, &empty] {
             for pretty in [true, false] {
                 let mut out = Vec::new();
-                write_labelled_json(&mut out, s, "fab\"ric", pretty).unwrap();
+                let fabric = FabricId {
+                    subnet_prefix: Some(0xfe80_0000_0000_0000),
+                    ..FabricId::named("fab\"ric")
+                };
+                write_labelled_json(&mut out, s, &fabric, pretty).unwrap();
                 let out = String::from_utf8(out).unwrap();
-                assert_eq!(out, labelled_json_by_value(s, "fab\"ric", pretty));
+                assert_eq!(out, labelled_json_by_value(s, &fabric, pretty));
             }
         }
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::cli::Global;
-use crate::statedir::StateDir;
+use ibscope_mad::runtime_dir::RuntimeDir;
 use ibscope_sim::{Sim, SimOptions};
 
 /// The demo fabric: a GPU cluster of 8 servers with 8 HCAs each on 8 rails (a leaf per
@@ -50,7 +50,7 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
     /// With --once: the report as JSON.
-    #[arg(long)]
+    #[arg(long, requires = "once")]
     pub json: bool,
 }
 
@@ -59,17 +59,14 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     // `run_child`); either way Drop stops ibsim and OpenSM and removes the directories.
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     ibscope_sim::interrupt_waits_when(|| crate::signals::received().is_some());
-    let dir = StateDir::create("demo")?;
+    let dir = RuntimeDir::create("demo")?;
     let topo = dir.path().join("demo.topo");
     std::fs::write(&topo, DEMO_TOPOLOGY)?;
     eprintln!(
         "starting the demo fabric (ibsim + OpenSM): 8 GPU servers x 8 rails, 16 switches ..."
     );
     let sim = Arc::new(Sim::start(SimOptions::new(topo)).context("starting the simulator")?);
-    let (node, port, value) = faults::SYMBOL_ERRORS;
-    sim.set_counter(node, port, "SymbolErrorCounter", value)?;
-    let (node, port, value) = faults::FLAPPING;
-    sim.set_counter(node, port, "LinkDownedCounter", value)?;
+    plant_counters(&sim)?;
     eprintln!(
         "planted: {} rail {} on another rail's leaf, {} rail {} down, degraded uplink {}[{}], \
          symbol errors on {}[{}], flapping link {}[{}]",
@@ -112,6 +109,16 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     Ok(ExitCode::from(
         status.code().unwrap_or(2).clamp(0, 255) as u8
     ))
+}
+
+/// Set the counters the demo plants on its fabric: the symbol errors and the flapping
+/// link's LinkDowned count (the other faults are in the topology file).
+pub fn plant_counters(sim: &Sim) -> Result<()> {
+    let (node, port, value) = faults::SYMBOL_ERRORS;
+    sim.set_counter(node, port, "SymbolErrorCounter", value)?;
+    let (node, port, value) = faults::FLAPPING;
+    sim.set_counter(node, port, "LinkDownedCounter", value)?;
+    Ok(())
 }
 
 /// How long a child told of a stop signal gets before it is killed.

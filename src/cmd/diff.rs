@@ -19,7 +19,11 @@ use crate::cli::{exit, Global};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
+    /// The earlier topology: ibnetdiscover text or an ibscope JSON snapshot.
+    #[arg(value_name = "OLD", value_hint = clap::ValueHint::FilePath)]
     pub old: PathBuf,
+    /// The later topology, in either format.
+    #[arg(value_name = "NEW", value_hint = clap::ValueHint::FilePath)]
     pub new: PathBuf,
     /// Print the differences as JSON.
     #[arg(long)]
@@ -30,6 +34,11 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     let old = crate::fabric::load_file(&a.old)?;
     let new = crate::fabric::load_file(&a.new)?;
     let d = ibscope_topo::diff::diff(&old, &new);
+    let code = crate::output::verdict(if d.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     if a.json {
         crate::output::print_json(&d)?;
     } else if d.is_empty() {
@@ -37,9 +46,5 @@ pub fn run(_g: &Global, a: &Args) -> Result<ExitCode> {
     } else {
         print!("{}", d);
     }
-    Ok(ExitCode::from(if d.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use clap::builder::ArgPredicate;
 use clap::ValueEnum;
 use ibscope_topo::discover::DiscoverOptions;
 use ibscope_topo::escape::for_terminal;
@@ -46,10 +47,18 @@ pub enum DiscoverFormat {
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    #[arg(long, value_enum, default_value = "ibnetdiscover")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "ibnetdiscover",
+        default_value_if("json", ArgPredicate::IsPresent, Some("json"))
+    )]
     pub format: DiscoverFormat,
+    /// The JSON snapshot: --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Write to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     pub output: Option<PathBuf>,
     /// Also read every switch's linear forwarding table (for offline routing analysis).
     #[arg(long)]
@@ -135,9 +144,12 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 )?,
             }
         }
+        // Said (and recorded as the verdict) before the export: a reader that stops
+        // early still gets the code.
+        let code = report(&fabric, multi.then_some(opened.id.name.as_str()));
         export(a.format, &fabric, names.as_ref(), &mut out).map_err(write_err)?;
         written += 1;
-        Ok(report(&fabric, multi.then_some(opened.id.name.as_str())))
+        Ok(code)
     })?;
     if multi && a.format == DiscoverFormat::Json {
         let failed = serde_json::to_string(&ran.failed)?;
@@ -154,9 +166,9 @@ fn report(fabric: &ibscope_topo::Fabric, name: Option<&str>) -> u8 {
     for line in fabric.report.warning_lines(fabric) {
         eprintln!("{prefix}{line}");
     }
-    if fabric.report.is_clean() {
+    crate::output::verdict(if fabric.report.is_clean() {
         exit::OK
     } else {
         exit::FINDINGS
-    }
+    })
 }

@@ -25,12 +25,13 @@ use crate::cli::{exit, Global};
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// The journal; default: the config file's `[serve] journal`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub journal: Option<PathBuf>,
     /// Only the events of the last DURATION (e.g. 30m, 1h, 2d).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub since: Option<Duration>,
-    /// Only the events of this link: NODE or NODE:PORT (NodeDescription or 0x GUID).
+    /// Only the events of this link: NODE, NODE[PORT] or NODE:PORT, NODE a name as events
+    /// print it (quotes and all), a short name, a server's hostname or a 0x GUID.
     #[arg(long, value_name = "NODE[:PORT]")]
     pub link: Option<String>,
     /// JSON output.
@@ -46,7 +47,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub fn journal_path(explicit: Option<&PathBuf>, g: &Global) -> Result<PathBuf> {
     explicit
         .cloned()
-        .or_else(|| g.serve_journal.clone())
+        .or_else(|| g.serve.journal.clone())
         .context("no journal: give --journal FILE (the file `serve --journal` writes)")
 }
 
@@ -59,8 +60,7 @@ struct Report<'a> {
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let path = journal_path(a.journal.as_ref(), g)?;
-    let (mut events, skipped) = journal::read(&path)
-        .with_context(|| format!("cannot read the journal {}", path.display()))?;
+    let (mut events, skipped) = journal::read(&path)?;
     journal::select(&mut events, a.since, a.link.as_deref(), SystemTime::now());
     if a.json {
         crate::output::print_json(&Report {
@@ -74,11 +74,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     for e in &events {
         writeln!(out, "{}", e.line())?;
     }
-    if skipped > 0 {
-        eprintln!(
-            "warning: {skipped} line(s) of {} are not events (skipped)",
-            path.display()
-        );
+    if let Some(warning) = journal::skipped_warning(&path, skipped) {
+        eprintln!("{warning}");
     }
     writeln!(out, "{} event(s)", events.len())?;
     out.flush()?;

@@ -41,7 +41,7 @@ pub struct GenArgs {
     #[arg(long = "degrade", global = true, value_name = "NODE:PORT:RATE")]
     pub degrade: Vec<String>,
     /// Output file; default stdout.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     pub output: Option<PathBuf>,
 }
 

@@ -4,7 +4,8 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use ibscope_host::firmware_manifest::FirmwareManifest;
 use ibscope_host::model::{LocalHost, VerbsStatus};
 use ibscope_host::{HostFinding, LinkLayerNorms, PreflightOptions};
 use ibscope_topo::escape::for_terminal;
@@ -70,12 +71,24 @@ pub struct Args {
     pub interval: Option<f64>,
     /// With --check: a file of `KEY=VERSION` lines, KEY an HCA's board_id (PSID), model
     /// (MT4129) or PCI device id (4129): HCAs on other firmware are findings.
-    #[arg(long, value_name = "MANIFEST", requires = "check")]
+    #[arg(long, value_name = "MANIFEST", requires = "check", value_hint = clap::ValueHint::FilePath)]
     pub firmware: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub action: Option<super::host_compare::HostAction>,
     #[command(flatten)]
     pub device: crate::cli::DeviceArgs,
+}
+
+/// The firmware manifest of --firmware, read through `ibscope_topo::input`.
+fn read_manifest(path: &std::path::Path) -> Result<FirmwareManifest> {
+    let name = ibscope_topo::input::display_name(path);
+    let text = ibscope_topo::input::read_text(path, "firmware manifest")?;
+    let manifest = FirmwareManifest::parse(&text)
+        .map_err(|e| anyhow::anyhow!("firmware manifest {name}: {e}"))?;
+    if manifest.is_empty() {
+        bail!("firmware manifest {name} names no firmware (KEY=VERSION lines)");
+    }
+    Ok(manifest)
 }
 
 #[derive(Serialize)]
@@ -95,6 +108,8 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         return super::host_compare::run(g, c);
     }
     let interval = a.interval.map(super::host_counters::interval).transpose()?;
+    // The manifest is read before the host is: one that cannot be read stops the command.
+    let manifest = a.firmware.as_deref().map(read_manifest).transpose()?;
     if a.counters {
         return super::host_counters::run(g, a.json, interval);
     }
@@ -126,13 +141,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     if let Some(interval) = interval.filter(|_| a.check) {
         findings.extend(super::host_counters::rate_findings(g, interval)?);
     }
-    if let Some(path) = &a.firmware {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let manifest = ibscope_host::firmware_manifest::FirmwareManifest::parse(&text)
-            .with_context(|| format!("{}", path.display()))?;
+    if let Some(manifest) = &manifest {
         findings.extend(manifest.check(&host));
     }
+    let code = crate::output::verdict(if findings.is_empty() || !a.check {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     let mut out = std::io::stdout().lock();
     let written = if a.prometheus {
         out.write_all(ibscope_host::prometheus::page(&host, &host.counters, &findings).as_bytes())
@@ -156,11 +172,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     };
     // A closed pipe comes back as an error; main ends quietly on it, as for every command.
     written.and_then(|()| out.flush())?;
-    Ok(ExitCode::from(if findings.is_empty() || !a.check {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 fn print_text(out: &mut impl Write, host: &LocalHost) -> io::Result<()> {

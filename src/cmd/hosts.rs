@@ -101,6 +101,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let selection = hosts::Selection::of(&all, wanted.as_deref());
     found.retain(|f| f.host.as_deref().is_some_and(|h| selection.names(&all, h)));
     let hosts::Selection { shown, missing } = selection;
+    let code = crate::output::verdict(if missing.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     if a.json {
         let report = Report {
             rails: all.rails(),
@@ -120,15 +125,11 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             missing: missing.clone(),
             findings: found,
         };
-        crate::output::print_json(&report)?;
+        crate::output::print_fabric_json(fabric.id.as_ref(), &report)?;
     } else {
         print_text(&fabric, names, &all, &issues, &shown, &missing)?;
     }
-    Ok(ExitCode::from(if missing.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 /// One table row.
@@ -184,7 +185,7 @@ fn print_text(
 /// One fabric's hosts in the JSON of several.
 #[derive(Debug, Serialize)]
 struct FabricHosts<'a> {
-    fabric: &'a str,
+    fabric: ibscope_topo::FabricId,
     rails: Vec<u8>,
     hosts: Vec<&'a Host>,
 }
@@ -217,14 +218,7 @@ fn run_planes(
         Ok(exit::OK)
     })?;
     let keep = |host: &str| wanted.map_or(true, |w| w.iter().any(|h| h == host));
-    let views: Vec<PlaneView> = swept
-        .iter()
-        .map(|(name, fabric, hosts)| PlaneView {
-            name,
-            fabric,
-            hosts,
-        })
-        .collect();
+    let views: Vec<PlaneView> = swept.iter().map(PlaneView::from).collect();
     let planes = findings::planes_disagree(&views, names);
     let ports = planes.ports;
     let mut found = findings::host_findings_of_each(&views, names);
@@ -237,12 +231,17 @@ fn run_planes(
         .filter(|h| views.iter().all(|v| v.hosts.find(h).is_none()))
         .cloned()
         .collect();
+    let own = crate::output::verdict(if missing.is_empty() {
+        exit::OK
+    } else {
+        exit::FINDINGS
+    });
     if a.json {
         let report = PlanesReport {
             fabrics: views
                 .iter()
                 .map(|v| FabricHosts {
-                    fabric: v.name,
+                    fabric: v.id(),
                     rails: v.hosts.rails(),
                     hosts: v.hosts.hosts().iter().filter(|h| keep(&h.name)).collect(),
                 })
@@ -263,18 +262,13 @@ fn run_planes(
         }
         print_planes(&shown)?;
         for f in &found {
-            let fabric = f.fabric.as_deref().unwrap_or_default();
+            let fabric = f.fabric_name().unwrap_or_default();
             println!("{}: {}", for_terminal(fabric), f.text_line());
         }
         for m in &missing {
             println!("{}: not in any fabric", for_terminal(m));
         }
     }
-    let own = if missing.is_empty() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    };
     Ok(ExitCode::from(own.max(ran.worst)))
 }
 
@@ -306,7 +300,7 @@ fn print_planes(ports: &[&PlanedPort]) -> std::io::Result<()> {
                 opt(p.rail.map(|r| r.to_string())),
                 opt(device.map(for_terminal)),
                 ibscope_mad::codes::guid::text(p.port_guid),
-                for_terminal(&x.fabric),
+                for_terminal(&x.fabric.name),
                 Rate::text_of(x.rate),
                 health::state_text(x.state, x.phys_state),
                 x.leaf.as_ref().map_or("-".into(), |l| {

@@ -124,11 +124,11 @@ fn one(
         report.links.retain(reported);
         report.down.clear();
     }
-    let code = if a.degraded && findings > 0 {
+    let code = crate::output::verdict(if a.degraded && findings > 0 {
         exit::FINDINGS
     } else {
         exit::OK
-    };
+    });
     if a.json {
         let mut doc = serde_json::Map::new();
         if let Some(id) = &fabric.id {

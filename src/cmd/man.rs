@@ -22,7 +22,7 @@ use crate::cli::exit;
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// Write ibscope.1 and one page per command (ibscope-check.1, ...) into DIR instead.
-    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    #[arg(long, value_name = "DIR", conflicts_with = "command", value_hint = clap::ValueHint::DirPath)]
     pub dir: Option<PathBuf>,
     /// The command whose page to print, e.g. `check` or `route trace`.
     #[arg(value_name = "COMMAND")]

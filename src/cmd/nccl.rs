@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::ValueHint;
 use ibscope_nccl::log::NcclLog;
 use ibscope_nccl::perf::{self, PerfRun};
 use ibscope_nccl::rate::{self, ServerLinks};
@@ -85,7 +86,7 @@ pub enum NcclCommand {
     )]
     Tests {
         /// nccl-tests output files (`-` for stdin).
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
         files: Vec<PathBuf>,
         /// The job's servers when a file does not list its ranks: a Slurm hostlist or @FILE.
         #[arg(long, value_name = "HOSTLIST")]
@@ -95,10 +96,10 @@ pub enum NcclCommand {
         op: Option<String>,
         /// The job's NCCL_DEBUG=INFO log (repeatable: one file per rank): its findings
         /// explain a run below the fabric's limit.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
         log: Vec<PathBuf>,
         /// Also write the chart of measured against predicted busbw as SVG to FILE.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::AnyPath)]
         plot: Option<PathBuf>,
         /// Each HCA's rate (4xHDR, 4xNDR, 400G).
         #[arg(long, value_name = "RATE", value_parser = rate::parse_rate, help_heading = WITHOUT_FABRIC)]
@@ -108,7 +109,7 @@ pub enum NcclCommand {
         nics: Option<u16>,
         /// The servers' `ibscope host --json` documents (repeatable; concatenated or one
         /// per line): their ports' rates.
-        #[arg(long, value_name = "FILE", help_heading = WITHOUT_FABRIC)]
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = WITHOUT_FABRIC)]
         host_json: Vec<PathBuf>,
         /// Do not look for a fabric: report the measured curves alone.
         #[arg(long)]
@@ -144,7 +145,7 @@ pub enum NcclCommand {
     )]
     Log {
         /// NCCL_DEBUG=INFO logs (`-` for stdin).
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
         files: Vec<PathBuf>,
         /// On a live fabric: read every port's counters twice, S seconds apart, and name
         /// the error counters that rose on the links the job crosses (run it while the job
@@ -171,10 +172,14 @@ fn findings_help() -> String {
     kinds_help("Findings (nccl-* kinds)", Scope::Job)
 }
 
-/// A file (or `-`) as text, through the one bounded reader.
+/// A file (or `-`, standard input) read whole through `ibscope_topo::input`, and the name
+/// it goes by in the report; `what` names it in errors.
 fn read_input(path: &Path, what: &str) -> Result<(String, String)> {
-    let name = ibscope_topo::input::display_name(path);
     let text = ibscope_topo::input::read_text(path, what)?;
+    let name = match ibscope_topo::input::is_stdin(path) {
+        true => "stdin".to_string(),
+        false => path.display().to_string(),
+    };
     Ok((name, text))
 }
 
@@ -275,29 +280,22 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             let ctx = fabric(g, *no_fabric, true, interval)?;
             let beside = ctx.as_ref().map(FabricContext::beside);
             let r = report::log_report(&log, beside.as_ref());
-            if log.is_empty() {
-                anyhow::bail!(
-                    "no NCCL INFO line of a job in {} file(s): is it an NCCL_DEBUG=INFO log?",
-                    files.len()
-                );
-            }
-            if *json {
-                crate::output::print_json(&r)?;
-            } else {
-                print!("{}", ibscope_nccl::text::log(&r));
-            }
             let crossed_faults = r.placement.as_ref().is_some_and(|p| {
                 p.links
                     .iter()
                     .any(|l| !l.findings.is_empty() || !l.counter_rises.is_empty())
             });
-            Ok(ExitCode::from(
-                if r.findings.is_empty() && !crossed_faults {
-                    exit::OK
-                } else {
-                    exit::FINDINGS
-                },
-            ))
+            let code = crate::output::verdict(if r.findings.is_empty() && !crossed_faults {
+                exit::OK
+            } else {
+                exit::FINDINGS
+            });
+            if *json {
+                crate::output::print_json(&r)?;
+            } else {
+                print!("{}", ibscope_nccl::text::log(&r));
+            }
+            Ok(ExitCode::from(code))
         }
     }
 }
@@ -333,8 +331,15 @@ fn tests(g: &Global, command: &NcclCommand) -> Result<ExitCode> {
     }
     if runs.is_empty() && nccl.is_empty() {
         bail!(
-            "no nccl-tests run and no NCCL line in {} file(s): no row of measurements",
-            files.len()
+            "no nccl-tests run and no NCCL line in {}: no row of measurements",
+            shown(files)
+        );
+    }
+    if runs.is_empty() && ibscope_nccl::checks::check(&nccl, None).is_empty() {
+        bail!(
+            "no nccl-tests run in {}, and its NCCL lines show nothing (`ibscope nccl log` \
+             reads them whole)",
+            shown(files)
         );
     }
     for r in &mut runs {
@@ -357,16 +362,14 @@ fn tests(g: &Global, command: &NcclCommand) -> Result<ExitCode> {
         lines,
     };
     let r = report::tests_report(&runs, &nccl, with);
-    if runs.is_empty() && r.log_findings.is_empty() {
-        bail!(
-            "no nccl-tests run in {} file(s), and their NCCL lines show nothing \
-                 (`ibscope nccl log` reads them whole)",
-            files.len()
-        );
-    }
     if let Some(path) = plot {
         write_plot(path, &r.runs)?;
     }
+    let code = crate::output::verdict(if r.needs_attention() {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    });
     if *json {
         crate::output::print_json(&r)?;
     } else {
@@ -382,20 +385,32 @@ fn tests(g: &Global, command: &NcclCommand) -> Result<ExitCode> {
             ibscope_nccl::text::findings("the job's NCCL lines", &r.log_findings)
         );
     }
-    Ok(ExitCode::from(if r.needs_attention() {
-        exit::FINDINGS
-    } else {
-        exit::OK
-    }))
+    Ok(ExitCode::from(code))
 }
 
+/// NCCL_DEBUG=INFO logs; files without one NCCL INFO line of a job are refused.
 fn read_logs(files: &[PathBuf]) -> Result<NcclLog> {
     let mut log = NcclLog::default();
     for f in files {
         let (name, text) = read_input(f, "NCCL log")?;
         log.read(&text, &name);
     }
+    if log.is_empty() {
+        bail!(
+            "no NCCL INFO line of a job in {}: is it an NCCL_DEBUG=INFO log?",
+            shown(files)
+        );
+    }
     Ok(log)
+}
+
+/// Files as messages name them.
+fn shown(files: &[PathBuf]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| ibscope_topo::input::display_name(f))
+        .collect();
+    names.join(", ")
 }
 
 /// The servers' HCA ports from their `ibscope host --json` documents.

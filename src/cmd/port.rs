@@ -4,15 +4,16 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use ibscope_mad::engine::Engine;
 use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::quoted_for_terminal;
 use ibscope_topo::port_apply;
-use ibscope_topo::port_toggle::{self, Plan, PortAction};
-use ibscope_topo::resolve::{resolve, NameMatch};
+use ibscope_topo::port_toggle::{self, PortAction, ToggleRoute};
+use ibscope_topo::resolve::{split_name_port, NameMatch, Resolver};
+use ibscope_topo::Fabric;
 use ibscope_topo::PortRef;
-use ibscope_topo::{End, Fabric};
 
 use crate::cli::{exit, Global};
 
@@ -56,11 +57,12 @@ fn action_parser() -> impl TypedValueParser<Value = PortAction> {
 pub struct Args {
     #[arg(value_parser = action_parser())]
     pub action: PortAction,
-    /// A LID, a GUID (node or port, 0x-hex) or a node name.
+    /// A LID, a GUID (node or port, 0x-hex), a directed route (0,1,3) or a name, as
+    /// ibscope prints it (`leaf-r4-001`, `NAME[PORT]`, which then needs no PORT_NUMBER).
     pub node: String,
     /// The port number on NODE (1..N).
     #[arg(value_name = "PORT_NUMBER")]
-    pub port_number: u8,
+    pub port_number: Option<u8>,
     /// Disable even the link this host is attached by, or one whose loss cuts nodes off.
     #[arg(long)]
     pub force: bool,
@@ -72,14 +74,24 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let fabric = crate::fabric::discover_live(&mut engine, DiscoverOptions::default())?;
-    let node = resolve(&fabric, names.as_ref(), &a.node, NameMatch::Exact)?.node();
-    let target = End {
-        node,
-        port: a.port_number,
+    let resolver = Resolver::new(&fabric, names.as_ref());
+    let named = resolver.resolve(&a.node, NameMatch::Exact)?;
+    let node = named.node();
+    let what = quoted_for_terminal(&a.node);
+    let port = match (a.port_number, split_name_port(&a.node).1) {
+        (Some(p), Some(q)) if p != q => {
+            bail!("{what} names port {q}, PORT_NUMBER says {p}: give one")
+        }
+        (Some(p), _) | (None, Some(p)) => p,
+        (None, None) => match named.named_port(&fabric) {
+            Some(p) => p,
+            None => bail!("which port of {what}? give PORT_NUMBER (or NAME[PORT])"),
+        },
     };
-    let plan = port_toggle::plan(&fabric, names.as_ref(), target, a.action, a.force)?;
-    let here = PortRef::new(fabric.node(node), a.port_number, names.as_ref());
-    let code = apply(&mut engine, &fabric, &plan, &here, a.action)?;
+    let target = resolver.port(node, port)?;
+    let toggle = port_toggle::route(&fabric, names.as_ref(), target, a.action, a.force)?;
+    let here = PortRef::new(fabric.node(node), port, names.as_ref());
+    let code = apply(&mut engine, &fabric, &toggle, &here, a.action)?;
     Ok(ExitCode::from(code))
 }
 
@@ -92,11 +104,11 @@ fn fail(message: &str) -> u8 {
 fn apply(
     engine: &mut Engine,
     fabric: &Fabric,
-    plan: &Plan,
+    toggle: &ToggleRoute,
     at: &PortRef,
     action: PortAction,
 ) -> Result<u8> {
-    match port_apply::apply(engine, fabric, plan, at, action) {
+    match port_apply::apply(engine, fabric, toggle, at, action) {
         Ok(lines) => {
             for line in lines {
                 println!("{line}");

@@ -9,7 +9,12 @@ use ibscope_mad::attribute::Attribute as _;
 use ibscope_mad::smp::{DrPath, SmpRoute};
 use serde_json::{json, Value};
 
+use ibscope_mad::engine::Engine;
+use ibscope_topo::discover::DiscoverOptions;
+use ibscope_topo::escape::quoted_for_terminal;
+use ibscope_topo::namemap::{display_name, NameMap};
 use ibscope_topo::query_json;
+use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
 
 use crate::cli::Global;
 use crate::output;
@@ -26,12 +31,18 @@ pub enum QueriedAttribute {
     Switchinfo,
 }
 
-/// Query one SMP attribute by LID or directed route.
+/// Query one SMP attribute by LID, directed route or name.
+///
+/// A LID or a directed route is asked at once; a GUID or a name (as ibscope prints it:
+/// NodeDescription, short name, node-name-map name, `NAME[PORT]`) is found by a discovery
+/// first, then asked by its LID (by its directed route when it has none). Reads the live
+/// fabric only: a topology file holds no attribute replies.
 ///
 /// Examples:
 ///   ibscope query nodeinfo 1            # LID 1
 ///   ibscope query portinfo 0,1 1        # directed route out of local port 1, port 1 there
 ///   ibscope query -D nodedesc 0         # the local node itself
+///   ibscope query portinfo 'leaf-r4-001[4]'
 ///   ibscope query --json switchinfo 0x3
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -39,9 +50,11 @@ pub struct Args {
     /// Attribute to read.
     #[arg(value_enum)]
     pub attribute: QueriedAttribute,
-    /// A LID (decimal or 0x-hex), or a directed route such as `0,1,3` (egress ports).
+    /// A LID (decimal or 0x-hex), a directed route such as `0,1,3` (egress ports), a GUID
+    /// or a name as ibscope prints it.
     pub target: String,
-    /// Port number for portinfo.
+    /// Port number for portinfo (default: the port TARGET names, else 0 on a switch, the
+    /// entered port on a CA).
     #[arg(value_name = "PORT")]
     pub port_number: Option<u8>,
     /// Treat TARGET as a directed route even without commas (`-D 0` is the local node).
@@ -67,9 +80,42 @@ pub fn parse_target(text: &str, direct: bool) -> Result<SmpRoute> {
     Ok(SmpRoute::Lid(lid))
 }
 
+/// The route to TARGET and the port it names: a LID or a directed route as it is, else a
+/// name resolved in a discovery of the fabric.
+fn target_route(
+    names: Option<&NameMap>,
+    engine: &mut Engine,
+    a: &Args,
+) -> Result<(SmpRoute, Option<u8>)> {
+    if a.direct || a.target.contains(',') || output::parse_lid(&a.target).is_ok() {
+        return Ok((parse_target(&a.target, a.direct)?, None));
+    }
+    let fabric = crate::fabric::discover_live(engine, DiscoverOptions::default())?;
+    let target = resolve(&fabric, names, &a.target, NameMatch::Exact)?;
+    let end = target.end(&fabric);
+    let node = fabric.node(end.node);
+    let route = match lid_of(&fabric, end) {
+        Some(lid) => SmpRoute::Lid(lid),
+        None => {
+            let path = node.dr_path.as_deref().unwrap_or_default();
+            SmpRoute::Directed(DrPath::parse(path).with_context(|| {
+                format!(
+                    "{} has no LID and no directed route",
+                    quoted_for_terminal(display_name(node, names))
+                )
+            })?)
+        }
+    };
+    Ok((route, target.named_port(&fabric)))
+}
+
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
-    let route = parse_target(&a.target, a.direct)?;
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    let names = crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
+    let (route, named_port) = target_route(names.as_ref(), &mut engine, a)?;
+    let port_number = a.port_number.or(named_port);
     let title = match a.attribute {
         QueriedAttribute::Nodeinfo => NodeInfo::NAME,
         QueriedAttribute::Nodedesc => NodeDescription::NAME,
@@ -88,18 +134,18 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             json!({ "node_description": d.text() })
         }
         QueriedAttribute::Portinfo => {
-            let port = a.port_number.unwrap_or(0);
+            let port = port_number.unwrap_or(0);
             let p = engine
                 .get::<PortInfo>(&route, u32::from(port))
                 .with_context(context)?;
             let mut v = serde_json::to_value(&p)?;
-            // A switch's external ports leave CapabilityMask reserved (0): whether extended
-            // speeds apply is port 0's to say (ibnetdiscover decodes them the same way).
-            // CA and router ports always set some capability bit.
+            // A switch's external ports leave the capability masks reserved (0): whether
+            // extended speeds apply is port 0's to say. CA and router ports always set
+            // some capability bit.
             let mut for_decoding = p.clone();
             if p.capability_mask == 0 && port != 0 {
                 if let Ok(p0) = engine.get::<PortInfo>(&route, 0) {
-                    for_decoding.capability_mask = p0.capability_mask;
+                    for_decoding = p.with_capabilities_of(&p0);
                 }
             }
             if let Value::Object(m) = &mut v {
@@ -122,7 +168,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         println!(
             "# {title} of {}{}",
             describe(&route),
-            match (a.attribute, a.port_number) {
+            match (a.attribute, port_number) {
                 (QueriedAttribute::Portinfo, Some(p)) => format!(" port {p}"),
                 _ => String::new(),
             }

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use ibscope_topo::discover::DiscoverOptions;
-use ibscope_topo::escape::for_terminal;
+use ibscope_topo::escape::{for_terminal, quoted_for_terminal};
 use ibscope_topo::hosts::Hosts;
-use ibscope_topo::resolve::{lid_of, resolve, NameMatch};
+use ibscope_topo::namemap::display_name;
+use ibscope_topo::resolve::{lid_of, Flow, NameMatch, Resolved, Resolver, Server};
 use ibscope_topo::routing::{self, CheckOptions, Collective, ModelOptions, Pattern};
 use ibscope_topo::{End, Fabric};
 
@@ -48,8 +49,11 @@ pub enum RouteCommand {
     },
     /// The hop-by-hop path from SRC to DST (the ibtracert equivalent).
     ///
-    /// SRC and DST are LIDs, GUIDs or names. Where the path breaks, the error names the
-    /// switch and port, and the exit code is 1.
+    /// SRC and DST are LIDs, GUIDs, directed routes or names as ibscope prints them. Two
+    /// servers (hostnames) are traced rail by rail, each HCA to its peer on the other
+    /// server (JSON: {"traces": [...]}, each with its rail); a server and an HCA port, on
+    /// that port's rail. Where a path breaks, the error names the switch and port, and the
+    /// exit code is 1.
     #[command(
         after_help = "Examples:\n  ibscope route trace gpu-node-07 gpu-node-12\n  ibscope route trace 12 47 --json"
     )]
@@ -109,7 +113,8 @@ pub enum RouteCommand {
         #[arg(long, value_parser = parse_pattern)]
         pattern: Option<Pattern>,
         /// The job's servers in order: a Slurm hostlist (gpu-[0001-0064],gpu-0100) or
-        /// @FILE; with --pattern, CA ports (LIDs, GUIDs or names). Repeatable.
+        /// @FILE; with --pattern, CA ports (LIDs, GUIDs or names, `gpu-0001 mlx5_1` read
+        /// whole). Repeatable.
         #[arg(long, value_name = "HOSTLIST")]
         hosts: Vec<String>,
         /// Rails to run on: all (every rail the servers' HCAs are on) or a list (0,1,4-7).
@@ -134,6 +139,7 @@ pub enum RouteCommand {
         #[arg(long)]
         no_curve: bool,
         /// A file of servers (or, with --pattern, CA ports), one per line (# comments).
+        #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
         file: Option<PathBuf>,
     },
 }
@@ -183,9 +189,10 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         bail!(NO_FORWARDING_TABLES);
     }
     let names = names.as_ref();
+    let resolver = Resolver::new(&fabric, names);
     match &a.command {
         RouteCommand::Dump { switch } => {
-            let id = resolve(&fabric, names, switch, NameMatch::Exact)?.node();
+            let id = resolver.resolve(switch, NameMatch::Exact)?.node();
             let node = fabric.node(id);
             if !node.is_switch() {
                 bail!("{switch:?} is not a switch");
@@ -197,11 +204,14 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                 );
             }
             if a.json {
-                output::print_json(&serde_json::json!({
-                    "switch": routing::NodeRef::new(&fabric, id),
-                    "lid": node.lid(),
-                    "entries": routing::dump(&fabric, id),
-                }))?;
+                output::print_fabric_json(
+                    fabric.id.as_ref(),
+                    &serde_json::json!({
+                        "switch": routing::NodeRef::new(&fabric, id),
+                        "lid": node.lid(),
+                        "entries": routing::dump(&fabric, id),
+                    }),
+                )?;
             } else {
                 print!(
                     "{}",
@@ -211,24 +221,32 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RouteCommand::Trace { src, dst } => {
-            let src_end = resolve(&fabric, names, src, NameMatch::Exact)?.end(&fabric);
-            let dst_end = resolve(&fabric, names, dst, NameMatch::Exact)?.end(&fabric);
-            let dst_lid =
-                lid_of(&fabric, dst_end).with_context(|| format!("{dst:?} has no LID"))?;
-            trace(&fabric, src_end, dst_lid, a.json)
+            let from = resolver.resolve_any(src, NameMatch::Exact)?;
+            let to = resolver.resolve_any(dst, NameMatch::Exact)?;
+            let flows = resolver.flows(&from, &to)?;
+            if let (Resolved::Server(a), Resolved::Server(b)) = (&from, &to) {
+                for (rail, lacking) in unpaired_rails(a, b) {
+                    eprintln!(
+                        "rail {rail} not traced: {} has no HCA port on it (see `ibscope hosts`)",
+                        quoted_for_terminal(lacking)
+                    );
+                }
+            }
+            trace_flows(&fabric, names, &flows, a.json)
         }
         RouteCommand::Check => {
             let report = routing::check(&fabric, &CheckOptions::default());
-            if a.json {
-                output::print_json(&report)?;
-            } else {
-                print!("{}", routing::check_text(&report));
-            }
-            Ok(ExitCode::from(if report.is_clean() {
+            let code = output::verdict(if report.is_clean() {
                 exit::OK
             } else {
                 exit::FINDINGS
-            }))
+            });
+            if a.json {
+                output::print_fabric_json(fabric.id.as_ref(), &report)?;
+            } else {
+                print!("{}", routing::check_text(&report));
+            }
+            Ok(ExitCode::from(code))
         }
         RouteCommand::Load {
             pattern,
@@ -240,9 +258,9 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
             no_curve,
             file,
         } => {
-            let list = load_list(hosts, file.as_deref())?;
+            let list = load_list(&resolver, hosts, file.as_deref())?;
             match pattern {
-                Some(p) => load_pattern(&fabric, names, *p, &list, a.json),
+                Some(p) => load_pattern(&fabric, &resolver, *p, &list, a.json),
                 None => {
                     let opts = ModelOptions {
                         hop_latency_us: *hop_latency_us,
@@ -256,6 +274,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
                         opts,
                         curve: !no_curve,
                     };
+                    servers_only(&resolver, &list)?;
                     load_job(&fabric, names, &job, a.json)
                 }
             }
@@ -263,22 +282,46 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
     }
 }
 
-/// The names of --hosts (each a hostlist or @FILE) and FILE (one or more per line).
-fn load_list(hosts: &[String], file: Option<&std::path::Path>) -> Result<Vec<String>> {
+/// The names of --hosts (each a list or @FILE) and FILE (one or more per line), read as
+/// the resolver reads lists: a name with a space in it (`gpu-0001 mlx5_1`) stays whole.
+fn load_list(
+    resolver: &Resolver,
+    hosts: &[String],
+    file: Option<&std::path::Path>,
+) -> Result<Vec<String>> {
+    let file = file.map(|f| format!("@{}", f.display()));
     let mut list = Vec::new();
-    for h in hosts {
-        list.extend(crate::fabric::host_list(h)?);
-    }
-    if let Some(f) = file {
-        list.extend(crate::fabric::host_list(&format!("@{}", f.display()))?);
+    for arg in hosts.iter().chain(file.as_ref()) {
+        let (text, source) = crate::fabric::list_text(arg)?;
+        let names = resolver
+            .name_list(&text)
+            .with_context(|| format!("{source}: not a list of names"))?;
+        if names.is_empty() {
+            bail!("{source}: no names");
+        }
+        list.extend(names);
     }
     Ok(list)
+}
+
+/// Job mode takes servers: a name of one HCA is refused with what to give instead.
+fn servers_only(resolver: &Resolver, list: &[String]) -> Result<()> {
+    for name in list {
+        if let Ok(Resolved::Target(_)) = resolver.resolve_any(name, NameMatch::Exact) {
+            bail!(
+                "{}: a job runs on servers (`ibscope hosts` lists them); for flows between \
+                 single HCA ports use --pattern",
+                quoted_for_terminal(name)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Flows between CA ports (`--pattern`).
 fn load_pattern(
     fabric: &Fabric,
-    names: Option<&ibscope_topo::namemap::NameMap>,
+    resolver: &Resolver,
     pattern: Pattern,
     list: &[String],
     json: bool,
@@ -287,20 +330,21 @@ fn load_pattern(
         routing::default_hosts(fabric)
     } else {
         list.iter()
-            .map(|h| Ok(resolve(fabric, names, h, NameMatch::Exact)?.end(fabric)))
+            .map(|h| Ok(resolver.resolve(h, NameMatch::Exact)?.end(fabric)))
             .collect::<Result<_>>()?
     };
     let report = routing::load(fabric, pattern, &ends)?;
-    if json {
-        output::print_json(&report)?;
-    } else {
-        print!("{}", routing::load_text(&report));
-    }
-    Ok(ExitCode::from(if report.flows_unroutable == 0 {
+    let code = output::verdict(if report.flows_unroutable == 0 {
         exit::OK
     } else {
         exit::FINDINGS
-    }))
+    });
+    if json {
+        output::print_fabric_json(fabric.id.as_ref(), &report)?;
+    } else {
+        print!("{}", routing::load_text(&report));
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// What `route load` without --pattern predicts.
@@ -328,28 +372,93 @@ fn load_job(
             c.curve.clear();
         }
     }
+    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
+    let code = output::verdict(if complete { exit::OK } else { exit::FINDINGS });
     if json {
         let mut value = serde_json::to_value(&report)?;
         value["host_names"] =
             serde_json::json!(job_hosts.iter().map(|h| &h.name).collect::<Vec<_>>());
-        output::print_json(&value)?;
+        output::print_fabric_json(fabric.id.as_ref(), &value)?;
     } else {
         let names: Vec<&str> = job_hosts.iter().map(|h| h.name.as_str()).collect();
         print!("{}", routing::job_text(&report, &names));
     }
-    let complete = report.collectives.iter().all(|c| c.flows_unroutable == 0);
-    Ok(ExitCode::from(if complete {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    Ok(ExitCode::from(code))
 }
 
 fn for_terminal_lines(text: &str) -> String {
     text.lines().map(|l| for_terminal(l) + "\n").collect()
 }
 
-fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode> {
+/// The rails one of two servers has and the other lacks, with the name of the one that
+/// lacks it.
+fn unpaired_rails<'a>(a: &'a Server, b: &'a Server) -> Vec<(u8, &'a str)> {
+    let rails = |s: &Server| -> Vec<u8> { s.hcas.iter().filter_map(|h| h.rail).collect() };
+    let (ra, rb) = (rails(a), rails(b));
+    let mut out: Vec<(u8, &str)> = ra
+        .iter()
+        .filter(|r| !rb.contains(r))
+        .map(|&r| (r, b.name.as_str()))
+        .chain(
+            rb.iter()
+                .filter(|r| !ra.contains(r))
+                .map(|&r| (r, a.name.as_str())),
+        )
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Trace each flow two names stand for: one, or one per rail between two servers (each
+/// under a `# rail R` line; in JSON `{"traces": [...]}`, each with its rail).
+fn trace_flows(
+    fabric: &Fabric,
+    names: Option<&ibscope_topo::namemap::NameMap>,
+    flows: &[Flow],
+    json: bool,
+) -> Result<ExitCode> {
+    let mut docs = Vec::new();
+    let mut broken = false;
+    for flow in flows {
+        let dst_lid = lid_of(fabric, flow.dst).with_context(|| {
+            format!(
+                "port {} of {} has no LID",
+                flow.dst.port,
+                quoted_for_terminal(display_name(fabric.node(flow.dst.node), names))
+            )
+        })?;
+        if let (Some(rail), false) = (flow.rail, json) {
+            let name = |e: End| for_terminal(display_name(fabric.node(e.node), names));
+            println!("# rail {rail}: {} -> {}", name(flow.src), name(flow.dst));
+        }
+        let (doc, ok) = trace(fabric, flow.src, dst_lid, json)?;
+        broken |= !ok;
+        if let Some(mut doc) = doc {
+            if let (Some(rail), serde_json::Value::Object(m)) = (flow.rail, &mut doc) {
+                m.insert("rail".into(), rail.into());
+            }
+            docs.push(doc);
+        }
+    }
+    let code = output::verdict(if broken { exit::FINDINGS } else { exit::OK });
+    if json {
+        let fabric_id = fabric.id.as_ref();
+        match docs.as_slice() {
+            [one] => output::print_fabric_json(fabric_id, one)?,
+            _ => output::print_fabric_json(fabric_id, &serde_json::json!({ "traces": docs }))?,
+        }
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// One trace: printed as text, or its JSON document; and whether it reached the LID.
+fn trace(
+    fabric: &Fabric,
+    src: End,
+    dst_lid: u16,
+    json: bool,
+) -> Result<(Option<serde_json::Value>, bool)> {
     let partial = routing::trace_partial(fabric, src, dst_lid);
     if json {
         let result = routing::trace(fabric, src, dst_lid);
@@ -362,34 +471,29 @@ fn trace(fabric: &Fabric, src: End, dst_lid: u16, json: bool) -> Result<ExitCode
                 "message": e.to_string(),
             }),
         };
-        output::print_json(&value)?;
-    } else {
-        for (i, hop) in partial.hops.iter().enumerate() {
-            let inp = hop
-                .in_port
-                .map(|p| format!("in {p:>3}"))
-                .unwrap_or_else(|| "      ".into());
-            let out = hop
-                .out_port
-                .map(|p| format!("out {p:>3}"))
-                .unwrap_or_else(|| "       ".into());
-            println!(
-                "{i:>3}  {inp}  {out}  {} {:#018x} {}",
-                hop.node.kind.as_str(),
-                hop.node.guid,
-                for_terminal(&hop.node.name)
-            );
-        }
-        if let Some(e) = &partial.error {
-            println!(
-                "route to LID {dst_lid} breaks: {}",
-                for_terminal(&e.to_string())
-            );
-        }
+        return Ok((Some(value), partial.error.is_none()));
     }
-    Ok(ExitCode::from(if partial.error.is_none() {
-        exit::OK
-    } else {
-        exit::FINDINGS
-    }))
+    for (i, hop) in partial.hops.iter().enumerate() {
+        let inp = hop
+            .in_port
+            .map(|p| format!("in {p:>3}"))
+            .unwrap_or_else(|| "      ".into());
+        let out = hop
+            .out_port
+            .map(|p| format!("out {p:>3}"))
+            .unwrap_or_else(|| "       ".into());
+        println!(
+            "{i:>3}  {inp}  {out}  {} {:#018x} {}",
+            hop.node.kind.as_str(),
+            hop.node.guid,
+            for_terminal(&hop.node.name)
+        );
+    }
+    if let Some(e) = &partial.error {
+        println!(
+            "route to LID {dst_lid} breaks: {}",
+            for_terminal(&e.to_string())
+        );
+    }
+    Ok((None, partial.error.is_none()))
 }

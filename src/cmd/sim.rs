@@ -83,6 +83,7 @@ impl NameArg {
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
     /// Topology file (ibnetdiscover format, e.g. examples/fabrics/net).
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub file: PathBuf,
     #[command(flatten)]
     pub name: NameArg,
@@ -107,7 +108,8 @@ pub struct DownArgs {
 pub struct ExecArgs {
     #[command(flatten)]
     pub name: NameArg,
-    /// Node the command attaches at (SIM_HOST); default: the first node of the topology.
+    /// Node the command attaches at (SIM_HOST: ibsim's id, or any name ibscope prints);
+    /// default: the first node of the topology.
     #[arg(long, value_name = "NODE")]
     pub node: Option<String>,
     /// The command and its arguments (after `--`).
@@ -135,17 +137,28 @@ pub struct FaultArgs {
 pub enum Fault {
     /// Take a link down (ibsim `Unlink "NODE"[PORT]`).
     #[command(
-        after_help = "Examples:\n  ibscope sim fault unlink Switch1 3\n  ibscope sim fault --resweep unlink L0001 5"
+        after_help = "Examples:\n  ibscope sim fault unlink Switch1 3\n  ibscope sim fault --resweep unlink L0001 5\n  ibscope sim fault unlink 'R1L001[9]'"
     )]
-    Unlink { node: String, port: u8 },
+    Unlink {
+        /// The node: ibsim's id, or any name ibscope prints (`leaf-r1-001`, `NAME[PORT]`).
+        node: String,
+        /// The port (not needed after NAME[PORT]).
+        port: Option<u8>,
+    },
     /// Restore a link taken down (ibsim `ReLink "NODE"[PORT]`).
     #[command(after_help = "Examples:\n  ibscope sim fault --resweep relink Switch1 3")]
-    Relink { node: String, port: u8 },
+    Relink {
+        /// The node: ibsim's id, or any name ibscope prints (`leaf-r1-001`, `NAME[PORT]`).
+        node: String,
+        /// The port (not needed after NAME[PORT]).
+        port: Option<u8>,
+    },
     /// Drop RATE percent (0-100) of the MADs through a port (ibsim `Error`).
     #[command(
         after_help = "Examples:\n  ibscope sim fault loss Switch1 2 50\n  ibscope sim fault loss Switch1 2 100 --attribute 21   # every PortInfo\n  ibscope sim fault loss Switch1 2 0                   # heal"
     )]
     Loss {
+        /// The node: ibsim's id, or any name ibscope prints (`leaf-r1-001`).
         node: String,
         port: u8,
         #[arg(value_parser = clap::value_parser!(u8).range(0..=100))]
@@ -160,6 +173,7 @@ pub enum Fault {
         after_help = "Examples:\n  ibscope sim fault set-counter L0002 3 SymbolErrorCounter 1234\n  ibscope sim fault set-counter Hca1 1 PortCountersExtended.PortXmitData 1000000"
     )]
     SetCounter {
+        /// The node: ibsim's id, or any name ibscope prints (`leaf-r1-001`).
         node: String,
         port: u8,
         field: String,
@@ -200,6 +214,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     crate::signals::install(crate::signals::STOP_SIGNALS, crate::signals::Second::Wait);
     sim::interrupt_waits_when(|| crate::signals::received().is_some());
     let name = a.name.resolve();
+    let fabric = read_topology(&a.file)?;
     let opts = SimOptions {
         topology: a.file.clone(),
         name: Some(name.clone()),
@@ -233,7 +248,7 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     }
     writeln!(err, "  state: {}", sim.state_dir().display())?;
     writeln!(err, "  stop with: ibscope sim down --name {}", sim.name())?;
-    if let Some(note) = speed_note(&a.file) {
+    if let Some(note) = fabric.and_then(|f| speed_note(&f, &a.file)) {
         writeln!(err, "{note}")?;
     }
     print!("{}", sim.export_lines());
@@ -241,13 +256,28 @@ fn run_up(a: &UpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The topology `sim up` hands ibsim, read through `ibscope_topo::input` before anything
+/// starts, so that a file that is no topology is refused at once. A file ibscope cannot
+/// parse that uses ibsim's own directives (`include`, `do`) is left to ibsim, which reads
+/// them: `None` then.
+fn read_topology(file: &std::path::Path) -> Result<Option<ibscope_topo::Fabric>> {
+    let text = ibscope_topo::input::read_text(file, "topology file")?;
+    let ibsim_only = text.lines().any(|l| {
+        let first = l.split_whitespace().next();
+        first == Some("include") || first == Some("do")
+    });
+    match crate::fabric::parse_topology(&text, file, "topology file") {
+        Ok((fabric, _)) => Ok(Some(fabric)),
+        Err(_) if ibsim_only => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// What ibsim does with the rates of a file it cannot run (NDR, XDR, FDR10): one line
 /// naming how many ports come up at which speed instead. `None` when ibsim runs the file's
-/// rates, or when ibscope cannot read the file (ibsim may still: it is more lenient).
-fn speed_note(file: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let fabric = ibscope_topo::ibnd::parse(&text).ok()?;
-    let changes = ibscope_topo::gen::ibsim_speed_changes(&fabric);
+/// rates.
+fn speed_note(fabric: &ibscope_topo::Fabric, file: &std::path::Path) -> Option<String> {
+    let changes = ibscope_topo::gen::ibsim_speed_changes(fabric);
     if changes.is_empty() {
         return None;
     }
@@ -306,7 +336,7 @@ fn run_exec(a: &ExecArgs) -> Result<ExitCode> {
     // The user's relative paths mean their cwd, not the sim's client directory.
     cmd.current_dir(std::env::current_dir()?);
     if let Some(node) = &a.node {
-        cmd.env("SIM_HOST", node);
+        cmd.env("SIM_HOST", SimNames::read(&sim).id(node)?.0);
     }
     let status = cmd
         .status()
@@ -322,21 +352,34 @@ fn run_exec(a: &ExecArgs) -> Result<ExitCode> {
 
 fn run_fault(a: &FaultArgs) -> Result<ExitCode> {
     let sim = attach_running(&a.name)?;
+    let names = SimNames::read(&sim);
     match &a.fault {
-        Fault::Unlink { node, port } => sim.unlink(node, *port)?,
-        Fault::Relink { node, port } => sim.relink(node, *port)?,
+        Fault::Unlink { node, port } => {
+            let (id, port) = names.port(node, *port)?;
+            sim.unlink(&id, port)?
+        }
+        Fault::Relink { node, port } => {
+            let (id, port) = names.port(node, *port)?;
+            sim.relink(&id, port)?
+        }
         Fault::Loss {
             node,
             port,
             rate,
             attribute,
-        } => sim.set_error_rate(node, *port, *rate, *attribute)?,
+        } => {
+            let (id, port) = names.port(node, Some(*port))?;
+            sim.set_error_rate(&id, port, *rate, *attribute)?
+        }
         Fault::SetCounter {
             node,
             port,
             field,
             value,
-        } => sim.set_counter(node, *port, field, *value)?,
+        } => {
+            let (id, port) = names.port(node, Some(*port))?;
+            sim.set_counter(&id, port, field, *value)?
+        }
         Fault::Raw { line } => {
             let out = sim.console_output(line)?;
             if !out.is_empty() {
@@ -348,6 +391,83 @@ fn run_fault(a: &FaultArgs) -> Result<ExitCode> {
         sim.resweep()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A simulator's nodes as ibscope names them, to give ibsim its own ids: its topology
+/// file read as ibscope reads it (ibsim's GUIDs, each node's id as an alias).
+struct SimNames {
+    /// `None` when ibscope cannot read the file (ibsim is more lenient): names then go to
+    /// ibsim as they are.
+    read: Option<SimFile>,
+}
+
+/// A simulator's topology as ibscope reads it: the fabric, its node ids as aliases, and
+/// the ids with their GUIDs.
+struct SimFile {
+    fabric: ibscope_topo::Fabric,
+    aliases: ibscope_topo::namemap::NameMap,
+    ids: Vec<(String, u64)>,
+}
+
+impl SimNames {
+    fn read(sim: &Sim) -> SimNames {
+        let read = (|| {
+            let text = ibscope_topo::input::read_text(sim.topology(), "simulator topology").ok()?;
+            let parsed = ibscope_topo::ibnd::parse_with_warnings(&text).ok()?;
+            let mut aliases = ibscope_topo::namemap::NameMap::new();
+            for (id, guid) in &parsed.node_ids {
+                aliases.insert_alias(id.clone(), *guid);
+            }
+            Some(SimFile {
+                fabric: parsed.fabric,
+                aliases,
+                ids: parsed.node_ids,
+            })
+        })();
+        SimNames { read }
+    }
+
+    /// ibsim's id of the node `text` names, and the port it names.
+    fn id(&self, text: &str) -> Result<(String, Option<u8>)> {
+        use ibscope_topo::resolve::{resolve, NameMatch};
+        let Some(SimFile {
+            fabric,
+            aliases,
+            ids,
+        }) = &self.read
+        else {
+            return Ok((text.to_string(), None));
+        };
+        let target = resolve(fabric, Some(aliases), text, NameMatch::Exact)?;
+        let node = fabric.node(target.node());
+        let id = ids
+            .iter()
+            .find(|(_, g)| *g == node.guid)
+            .map(|(id, _)| id.clone())
+            .with_context(|| format!("no node id for GUID {:#018x} in the topology", node.guid))?;
+        // A CA named alone stands for its port (its first linked one); a switch for none.
+        let port = match target.named_port(fabric) {
+            None if !node.is_switch() => Some(target.end(fabric).port),
+            named => named,
+        };
+        Ok((id, port))
+    }
+
+    /// ibsim's id and the port: PORT, or the one NODE names as `NAME[PORT]`.
+    fn port(&self, text: &str, port: Option<u8>) -> Result<(String, u8)> {
+        let (id, named) = self.id(text)?;
+        match (port, named) {
+            (Some(p), Some(q)) if p != q => bail!(
+                "{} names port {q}, PORT says {p}: give one",
+                ibscope_topo::escape::quoted_for_terminal(text)
+            ),
+            (Some(p), _) | (None, Some(p)) => Ok((id, p)),
+            (None, None) => bail!(
+                "which port of {}? give PORT (or NAME[PORT])",
+                ibscope_topo::escape::quoted_for_terminal(text)
+            ),
+        }
+    }
 }
 
 fn run_status() -> Result<ExitCode> {

@@ -33,10 +33,13 @@ pub struct Args {
 }
 
 pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
+    // The name map is read first, as by every command that takes it: one that cannot be
+    // read is said before the fabric is touched.
+    crate::fabric::names(g)?;
     let mut engine = crate::fabric::open_engine(g)?;
     let report = master_sm::query(&mut engine, !a.no_sa)?;
     if a.json {
-        crate::output::print_json(&report)?;
+        crate::output::print_fabric_json(Some(&crate::fabric::id_of(g, &engine)), &report)?;
     } else {
         print_text(&report);
     }

@@ -37,8 +37,11 @@ pub struct Args {
     /// downshifts, LinkDowned and LinkErrorRecovery rises) to this journal, as `serve
     /// --journal` does (`ibscope events` reads it); the Events view starts with the
     /// journal's last events (serve's, an earlier session's).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::AnyPath)]
     pub journal: Option<std::path::PathBuf>,
+    /// The `[tui]` keys' flags; what is in force is `g.tui`.
+    #[command(flatten)]
+    pub settings: crate::settings::TuiSettings,
     #[command(flatten)]
     pub fabric: crate::cli::FabricArgs,
     #[command(flatten)]
@@ -51,10 +54,15 @@ pub fn run(g: &Global, a: &Args) -> anyhow::Result<ExitCode> {
     }
     let names = crate::fabric::names(g)?;
     let fabrics = match &g.topology {
-        Some(path) => vec![tui::FabricSource {
-            name: None,
-            source: Box::new(tui::FileSource::new(path, read_topology)),
-        }],
+        Some(path) => {
+            // Read once before the screen is taken, so that a file that is no topology
+            // is one line on the terminal, not an error inside the UI.
+            read_topology(path)?;
+            vec![tui::FabricSource {
+                name: None,
+                source: Box::new(tui::FileSource::new(path, read_topology)),
+            }]
+        }
         None if crate::fabric_set::is_multi(g.ca.as_deref()) => live_fabrics(g, a)?,
         None => vec![tui::FabricSource {
             name: None,

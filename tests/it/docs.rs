@@ -388,3 +388,188 @@ fn fabric_options_before_the_command_reach_it_or_are_refused() {
         stderr(&query)
     );
 }
+
+/// The files the docs speak from: every Markdown file of the repository and the comments
+/// of every Cargo.toml (where a dependency says why it is there).
+fn doc_texts() -> Vec<(String, String)> {
+    let root = repo_root();
+    let listed = Command::new("git")
+        .args(["ls-files", "*.md", "Cargo.toml", "*/Cargo.toml"])
+        .current_dir(&root)
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        // What a capture's notes say of the machine it came from is not the repository.
+        .filter(|name| !name.starts_with("tests/data/"))
+        .map(|name| {
+            let text = std::fs::read_to_string(root.join(name)).unwrap();
+            let text = if name.ends_with("Cargo.toml") {
+                let comments = text.lines().filter_map(|l| l.trim().strip_prefix('#'));
+                comments.collect::<Vec<_>>().join("\n")
+            } else {
+                text
+            };
+            (name.to_string(), text)
+        })
+        .collect()
+}
+
+/// The words of `text` that name a file or directory of the repository: relative paths
+/// (`src/cmd/serve.rs`, `tests/it/`, `docs/exporter.md`) and source files by name
+/// (`wire.rs`). Examples stand for any name (`<name>`, `*`, `FILE`); places on a machine
+/// (`/etc/...`, `~/...`) and what a build writes (`target/`) are not the repository's.
+fn named_paths(text: &str) -> Vec<String> {
+    const EXTENSIONS: &[&str] = &["rs", "md", "toml", "json", "sh", "txt", "yml", "csv"];
+    let mut out = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || "`()[],;\"'|".contains(c)) {
+        let word = word.trim_end_matches([':', '.']);
+        let word = word.split(':').next().unwrap_or_default();
+        if word.is_empty()
+            || word.starts_with(['/', '~', '$', '-', '.'])
+            || word.contains(['<', '>', '*', '{', '=', '@'])
+            || word.contains("://")
+            || !word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+        {
+            continue;
+        }
+        let extension = word.rsplit_once('.').map(|(_, e)| e);
+        let in_a_directory = word.trim_end_matches('/').contains('/');
+        let named = if in_a_directory {
+            word.ends_with('/') || extension.is_some_and(|e| EXTENSIONS.contains(&e))
+        } else {
+            extension == Some("rs")
+        };
+        if named && !word.starts_with("target/") {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// Every path the docs name exists: from the repository's root or a crate's, or (a bare
+/// file name, as the tables of docs/ARCHITECTURE.md give them) somewhere in the tree.
+#[test]
+fn every_path_the_docs_name_exists() {
+    let root = repo_root();
+    let listed = Command::new("git")
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
+        .current_dir(&root)
+        .output()
+        .expect("git");
+    let files: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let crates = [
+        "",
+        "mad/",
+        "topo/",
+        "host/",
+        "tui/",
+        "exporter/",
+        "sim/",
+        "nccl/",
+        "fuzz/",
+    ];
+    let exists = |path: &str| {
+        let bare = !path.trim_end_matches('/').contains('/');
+        crates.iter().any(|c| {
+            [format!("{c}{path}"), format!("{c}src/{path}")]
+                .iter()
+                .any(|p| {
+                    files
+                        .iter()
+                        .any(|f| f == p || f.starts_with(p.as_str()) && p.ends_with('/'))
+                })
+        }) || (bare
+            && files
+                .iter()
+                .any(|f| f.ends_with(&format!("/{path}")) || f == path))
+    };
+    let mut missing = Vec::new();
+    for (doc, text) in doc_texts() {
+        // A Markdown link is relative to the document's own folder.
+        let dir = Path::new(&doc)
+            .parent()
+            .and_then(Path::to_str)
+            .unwrap_or("");
+        for path in named_paths(&text) {
+            let beside = format!("{dir}/{path}");
+            if !exists(&path) && (dir.is_empty() || !exists(&beside)) {
+                missing.push(format!("{doc}: {path}"));
+            }
+        }
+    }
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "named but not there:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The sentences of a help text long enough to say something, whitespace folded.
+fn sentences(help: &str) -> Vec<String> {
+    let folded = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    folded
+        .split(". ")
+        .map(|s| s.trim().trim_end_matches('.').to_string())
+        .filter(|s| s.split(' ').count() >= 6)
+        .collect()
+}
+
+/// A command's help says each thing once: no sentence of it twice (its description, its
+/// options' help, the text after them).
+#[test]
+fn every_help_says_each_thing_once() {
+    let mut repeated = Vec::new();
+    for path in command_paths() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = assert_success(&ibscope_plain(&args, &[]));
+        let all = sentences(&help);
+        for (i, s) in all.iter().enumerate() {
+            if all[..i].contains(s) && !repeated.iter().any(|(_, r)| r == s) {
+                repeated.push((path.join(" "), s.clone()));
+            }
+        }
+    }
+    let lines: Vec<String> = repeated
+        .iter()
+        .map(|(cmd, s)| format!("ibscope {cmd}: {s}"))
+        .collect();
+    assert!(lines.is_empty(), "said twice:\n{}", lines.join("\n"));
+}
+
+#[test]
+fn the_path_and_sentence_finders_find_what_they_are_for() {
+    let text = "See `src/cmd/serve.rs` and tests/it/, `wire.rs` (mad), not /etc/x.toml, \
+                ~/.config/y.toml, docs/json/<name>.schema.json, target/assets/, l.json or \
+                FILE.1; ok: fuzz/Cargo.toml.";
+    assert_eq!(
+        named_paths(text),
+        [
+            "src/cmd/serve.rs",
+            "tests/it/",
+            "wire.rs",
+            "fuzz/Cargo.toml"
+        ]
+    );
+    let help = "It stops on SIGTERM and exits 0 after that.\n\nMore text here.\n  It stops on \
+                SIGTERM and\n exits 0 after that. Short.";
+    assert_eq!(
+        sentences(help),
+        [
+            "It stops on SIGTERM and exits 0 after that",
+            "More text here",
+            "It stops on SIGTERM and exits 0 after that"
+        ][..]
+            .iter()
+            .filter(|s| s.split(' ').count() >= 6)
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    );
+}

@@ -326,9 +326,11 @@ fn one_device_with_ca_and_an_unknown_one() {
     );
 }
 
+/// Into a closed pipe, quietly, with the exit code of the run: `--check` finds what the
+/// fixture lacks (exit 1).
 #[test]
 fn a_closed_pipe_ends_quietly() {
-    for args in [&["host", "--check"][..], &["host", "--json"][..]] {
+    for (args, code) in [(&["host", "--check"][..], 1), (&["host", "--json"][..], 0)] {
         let mut child = Command::new(ibscope())
             .args(args)
             .env("IBSCOPE_SYSFS_ROOT", fixture("dgx-h100"))
@@ -339,7 +341,7 @@ fn a_closed_pipe_ends_quietly() {
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.is_empty(), "{args:?}: {err}");
     }
 }
@@ -461,8 +463,7 @@ fn counters_are_shown_and_a_rising_link_downed_is_a_finding() {
     assert_eq!(rising.len(), 1, "{report}");
     let message = rising[0]["message"].as_str().unwrap();
     assert!(
-        message.contains("mlx5_0 port 1: link_downed rose by 1")
-            && message.contains("any increase"),
+        message.contains("port 1's link_downed rose by 1") && message.contains("any increase"),
         "{message}"
     );
     // A thresholds file that allows 5 a second: the same rise is no finding.
@@ -590,7 +591,7 @@ fn acs_redirection_between_a_gpu_and_its_hca_is_found() {
     assert_eq!(acs[0]["device"], "mlx5_2");
     let message = acs[0]["message"].as_str().unwrap();
     assert!(
-        message.starts_with(&format!("GPU 2 ({gpu2}) and mlx5_2")),
+        message.starts_with(&format!("shares a PCIe switch with GPU 2 ({gpu2})")),
         "{message}"
     );
     assert!(
@@ -676,7 +677,7 @@ fn roce_pause_statistics_are_read_and_a_pfc_storm_is_found() {
     assert!(storm[0]["message"]
         .as_str()
         .unwrap()
-        .starts_with("mlx5_0 port 1: priority 3 paused its link partner"));
+        .starts_with("port 1's priority 3 paused its link partner"));
 }
 
 /// The RoCE fixture's port runs lossless priority 3 for DSCP 26 (PFC, DSCP map, ECN, ToS,
@@ -723,6 +724,65 @@ fn roce_ports_are_checked_against_the_roce_profile() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("[roce]: priority 9 is not 0-7"));
+}
+
+/// The RoCE fixture keeps iproute2's own `dcb` output (DSCPs by name, `dscp-prio AF31:3
+/// CS6:6`): it reads as DSCP 26 and 48. Without that file the settings are unknown, and
+/// say why: in the text, in the JSON (`unread`), and as a roce-config finding where the
+/// `[roce]` profile asks for them.
+#[test]
+fn dcb_output_with_dscp_names_reads_and_an_unread_setting_says_why() {
+    let root = fixture("roce-cx6dx");
+    let saved = std::fs::read_to_string(root.join("dcb/enp65s0f0np0")).unwrap();
+    assert!(saved.contains("dscp-prio AF31:3 CS6:6"), "{saved}");
+    let (_, report) = json(&root, &["host", "--json", "-C", "mlx5_0"]);
+    let roce = &report["devices"][0]["roce"][0];
+    assert_eq!(
+        roce["dscp_to_priority"],
+        serde_json::json!({"26": 3, "48": 6})
+    );
+    assert_eq!(roce["pfc"], serde_json::json!([3]));
+    assert!(roce.get("unread").is_none(), "{roce}");
+
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&root, dir.path());
+    std::fs::remove_file(dir.path().join("dcb/enp65s0f0np0")).unwrap();
+    let text = String::from_utf8(run(Some(dir.path()), &["host", "-C", "mlx5_0"]).stdout).unwrap();
+    let lossless = text.lines().find(|l| l.contains("lossless:")).unwrap();
+    assert!(
+        lossless.contains("MTU 9000, PFC and DSCP unknown (no saved DCB settings in ")
+            && lossless.contains("dcb/enp65s0f0np0), ECN np 3 rp 3"),
+        "{lossless}"
+    );
+    assert!(!lossless.contains('?'), "{lossless}");
+    let (_, report) = json(dir.path(), &["host", "--json", "-C", "mlx5_0"]);
+    let unread = &report["devices"][0]["roce"][0]["unread"];
+    assert!(unread["pfc"]
+        .as_str()
+        .unwrap()
+        .starts_with("no saved DCB settings in "));
+    assert_eq!(unread["pfc"], unread["dscp_to_priority"]);
+
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[roce]\npriority = 3\ndscp = 26\n").unwrap();
+    let out = Command::new(ibscope())
+        .args(["host", "--check", "--json", "-C", "mlx5_0"])
+        .env("IBSCOPE_SYSFS_ROOT", dir.path())
+        .env("IBSCOPE_CONFIG", &config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(kinds(&report), ["roce-config"]);
+    let message = report["findings"][0]["message"].as_str().unwrap();
+    for part in [
+        "enp65s0f0np0: PFC could not be read (no saved DCB settings in ",
+        "the profile wants it on priorities 3",
+        "the DSCP map could not be read (no saved DCB settings in ",
+        "the profile wants DSCP 26 on priority 3",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
 }
 
 /// The checklist's versions: rdma-core from its libibverbs' file name, the NVIDIA driver

@@ -163,5 +163,5 @@ fn host_check_firmware_manifest_flags_hcas_off_the_manifest() {
     assert_eq!(flagged, 0);
     let (out, _) = run("not a manifest line\n");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("firmware manifest line 1"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(": line 1: expected KEY=VERSION"));
 }

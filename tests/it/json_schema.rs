@@ -293,7 +293,7 @@ fn every_command_on_the_simulator() {
         let fabrics = doc[0]["fabrics"].as_array().unwrap();
         assert_eq!(fabrics.len(), 1, "{:#}", doc[0]);
         if schema == "hosts" {
-            named.insert(fabrics[0]["fabric"].as_str().unwrap().to_string());
+            named.insert(fabrics[0]["fabric"]["name"].as_str().unwrap().to_string());
             continue;
         }
         named.insert(fabrics[0]["fabric"]["name"].as_str().unwrap().to_string());
@@ -307,7 +307,7 @@ fn every_command_on_the_simulator() {
         "counters",
     );
     assert_eq!(samples.len(), 1);
-    named.insert(samples[0]["fabric"].as_str().unwrap().to_string());
+    named.insert(samples[0]["fabric"]["name"].as_str().unwrap().to_string());
     assert_eq!(named.len(), 1, "{named:?}");
     assert!(named.iter().all(|n| n.starts_with("ibsim0:")), "{named:?}");
     // A host of --hosts no CA names: listed as missing, exit 1, the same schema.

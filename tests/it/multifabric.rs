@@ -144,7 +144,10 @@ fn check_names_each_fabrics_fault_and_exits_with_the_worst() {
         assert!(json_guid(&report["fabric"]["sm_guid"]).is_some());
         let findings = report["findings"].as_array().unwrap();
         assert!(!findings.is_empty());
-        assert!(findings.iter().all(|f| f["fabric"] == name), "{report}");
+        assert!(
+            findings.iter().all(|f| f["fabric"] == report["fabric"]),
+            "{report}"
+        );
     }
 
     // One fabric by name: only its fault.
@@ -230,7 +233,7 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
     assert_eq!(named, ["alpha", "beta"], "{:#}", links[0]);
     let out = run(&cfg, &["-C", "all", "counters", "--format", "json"]);
     let docs = schema::assert_valid("counters", "-C all counters", &assert_success(&out), true);
-    let named: Vec<&Value> = docs.iter().map(|d| &d["fabric"]).collect();
+    let named: Vec<&Value> = docs.iter().map(|d| &d["fabric"]["name"]).collect();
     assert_eq!(named, ["alpha", "beta"]);
 
     // links: a heading per fabric; counters: a fabric column, a fabric label.
@@ -255,8 +258,9 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         "{csv}"
     );
     // A reader that goes away (`| head`) ends the command quietly, as with one fabric:
-    // not a failure of each fabric.
+    // not a failure of each fabric, and with the exit code of the run.
     for args in [&["-C", "all", "counters"][..], &["-C", "all", "check"]] {
+        let code = run(&cfg, args).status.code();
         let mut child = Command::new(ibscope_bin())
             .args(args)
             .env_remove("LD_PRELOAD")
@@ -269,7 +273,7 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(out.status.code(), code, "{args:?}: {err}");
         assert!(!err.contains("ibscope: error"), "{args:?}: {err}");
     }
     // JSON: one document per fabric, one per line (as --interval writes its samples).
@@ -279,7 +283,10 @@ fn ports_on_one_subnet_are_swept_once_and_records_are_labelled() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    let named: Vec<&str> = docs.iter().map(|d| d["fabric"].as_str().unwrap()).collect();
+    let named: Vec<&str> = docs
+        .iter()
+        .map(|d| d["fabric"]["name"].as_str().unwrap())
+        .collect();
     assert_eq!(named, ["alpha", "beta"], "{json}");
     assert!(docs
         .iter()
@@ -599,7 +606,7 @@ fn tui_switches_fabric_with_f_and_names_it_in_the_header() {
     tmux.keys("f");
     let beta = tmux.wait_for(&["fabric beta 2/2", "PortRcvErrors = 5"], long);
     assert!(!beta.contains("SymbolErrorCounter = 17"), "{beta}");
-    assert!(beta.contains("2 switches, 2 CAs"), "{beta}");
+    assert!(beta.contains("2 switches, 2 HCAs on "), "{beta}");
     tmux.keys("F");
     tmux.wait_for(&["fabric alpha 1/2", "SymbolErrorCounter = 17"], long);
     tmux.keys("q");

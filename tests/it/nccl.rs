@@ -306,7 +306,7 @@ fn bad_input_is_said_not_guessed() {
     let binary = path("core", b"\x7fELF\0\0\0");
     let out = ibscope_plain(&["nccl", "log", &binary], &[]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("not text"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is binary data"), "{}", stderr(&out));
     let prose = path("notes.txt", b"the job was slow\n");
     let out = ibscope_plain(&["nccl", "log", &prose, "--no-fabric"], &[]);
     assert_exit(&out, 2);

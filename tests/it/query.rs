@@ -636,3 +636,33 @@ fn text_gives_guids_in_hex_and_states_by_name_as_smpquery() {
         }
     }
 }
+
+/// `query` reads the live fabric only (a topology file holds no attribute replies) and
+/// refuses --topology as `sm` does, before or after its name, without asking the fabric
+/// or reading the file: exit 2, nothing on stdout, even with a fabric attached.
+#[test]
+fn query_refuses_a_topology_file_as_sm_does() {
+    let sim = sim("net");
+    let missing = "no-such-topology.json";
+    for args in [
+        &["--topology", missing, "query", "nodeinfo", "1"][..],
+        &["query", "--topology", missing, "nodeinfo", "1"],
+        &["--topology", missing, "sm"],
+        &["sm", "--topology", missing],
+    ] {
+        let out = ibscope(&sim, args);
+        assert_exit(&out, 2);
+        assert_eq!(stdout(&out), "", "{args:?} printed an answer");
+        let err = stderr(&out);
+        assert!(
+            err.contains("unexpected argument '--topology'"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains(missing) || err.contains("--topology"),
+            "{err}"
+        );
+    }
+    // Without it, the same query answers from the fabric.
+    assert_success(&ibscope(&sim, &["query", "nodeinfo", "1"]));
+}

@@ -1327,6 +1327,23 @@ fn serve_host_puts_the_hosts_families_on_the_page() {
     assert!(checked.passed(), "promtool: {}", checked.report);
 }
 
+/// `serve --host --no-fabric ARGS` on the RoCE fixture (a node without an InfiniBand
+/// port), its stderr into `log`.
+fn serve_host_alone(args: &[&str], log: &Path) -> KillOnDrop {
+    let mut cmd = std::process::Command::new(ibscope_bin());
+    cmd.args(["serve", "--host", "--no-fabric"])
+        .args(args)
+        .env_remove("LD_PRELOAD")
+        .env_remove("IBSIM_SOCKNAME")
+        .env(
+            "IBSCOPE_SYSFS_ROOT",
+            repo_root().join("tests/data/sysfs/roce-cx6dx"),
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    KillOnDrop::spawn(cmd, "ibscope serve")
+}
+
 /// `serve --host --no-fabric` on a RoCE compute node (no InfiniBand port): the host's page
 /// alone, healthy once read, valid for promtool; it stops cleanly on SIGTERM.
 #[test]
@@ -1334,25 +1351,8 @@ fn serve_host_alone_on_a_node_without_a_fabric() {
     let scratch = temp_dir();
     let log = scratch.path().join("serve.log");
     let port = free_port();
-    let mut cmd = std::process::Command::new(ibscope_bin());
-    cmd.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--interval",
-        "0.5",
-        "--host",
-        "--no-fabric",
-    ])
-    .env_remove("LD_PRELOAD")
-    .env_remove("IBSIM_SOCKNAME")
-    .env(
-        "IBSCOPE_SYSFS_ROOT",
-        repo_root().join("tests/data/sysfs/roce-cx6dx"),
-    )
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(&log).unwrap());
-    let mut serve = KillOnDrop::spawn(cmd, "ibscope serve");
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = serve_host_alone(&["--listen", &listen, "--interval", "0.5"], &log);
     let body = healthz_until(
         &mut serve,
         port,
@@ -1382,4 +1382,29 @@ fn serve_host_alone_on_a_node_without_a_fabric() {
         "{}",
         std::fs::read_to_string(&log).unwrap()
     );
+}
+
+/// `--listen 127.0.0.1:0`: the system picks the port, and the line that says where serve
+/// listens gives that port (it said port 0), where serve then answers.
+#[test]
+fn serve_on_port_0_says_the_port_it_got() {
+    let scratch = temp_dir();
+    let log = scratch.path().join("serve.log");
+    let _serve = serve_host_alone(&["--listen", "127.0.0.1:0"], &log);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let prefix = "ibscope serve: listening on http://127.0.0.1:";
+    let port: u16 = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(prefix)) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no listening line: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(port, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http_get(port, "/healthz").is_err() {
+        assert!(Instant::now() < deadline, "no answer on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

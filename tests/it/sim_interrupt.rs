@@ -286,14 +286,26 @@ fn stop_signals_under_tui_restore_the_terminal_and_leave_nothing() {
     let sim = sim("demo.topo");
     let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
     for (signal, name) in STOP_SIGNALS {
-        assert_tui_stops("tui --interval 1", &env, "6 switches, 16 CAs", signal, name);
+        assert_tui_stops(
+            "tui --interval 1",
+            &env,
+            "6 switches, 16 HCAs on 16 servers",
+            signal,
+            name,
+        );
     }
 }
 
 #[test]
 fn stop_signals_under_demo_restore_the_terminal_and_leave_nothing() {
     for (signal, name) in STOP_SIGNALS {
-        assert_tui_stops("demo", "", "16 switches, 63 CAs", signal, name);
+        assert_tui_stops(
+            "demo",
+            "",
+            "16 switches, 63 HCAs on 8 servers",
+            signal,
+            name,
+        );
     }
 }
 
@@ -305,8 +317,12 @@ fn a_closed_terminal_ends_tui_and_demo() {
     let sim = sim("demo.topo");
     let env: String = sim.env().iter().map(|(k, v)| format!("{k}={v} ")).collect();
     for (command, env, ready) in [
-        ("tui --interval 1", env.as_str(), "6 switches, 16 CAs"),
-        ("demo", "", "16 switches, 63 CAs"),
+        (
+            "tui --interval 1",
+            env.as_str(),
+            "6 switches, 16 HCAs on 16 servers",
+        ),
+        ("demo", "", "16 switches, 63 HCAs on 8 servers"),
     ] {
         let scratch = Scratch::new();
         let script = format!(

@@ -207,6 +207,10 @@ fn cli_up_exec_fault_status_down() {
     assert!(exports.contains("export LD_PRELOAD="), "{exports}");
     assert!(exports.contains("export IBSIM_SOCKNAME="), "{exports}");
     assert!(
+        exports.contains("export IBSCOPE_SIM_TOPOLOGY="),
+        "{exports}"
+    );
+    assert!(
         exports.lines().all(|l| l.starts_with("export ")),
         "stdout must be eval-able: {exports}"
     );
@@ -236,25 +240,37 @@ fn cli_up_exec_fault_status_down() {
         7,
     );
 
+    // The local switch's port 1, as smpquery reads it.
+    let link_state = || {
+        let pi = ibscope_plain(
+            &[
+                "sim", "exec", "--name", &name, "--", "smpquery", "-D", "portinfo", "0", "1",
+            ],
+            &env,
+        );
+        field(&assert_success(&pi), "LinkState")
+    };
     assert_success(&ibscope_plain(
         &["sim", "fault", "--name", &name, "unlink", "Switch1", "1"],
         &env,
     ));
-    let pi = ibscope_plain(
-        &[
-            "sim", "exec", "--name", &name, "--", "smpquery", "-D", "portinfo", "0", "1",
-        ],
+    assert_eq!(link_state().as_deref(), Some("Down"));
+    // A node as ibscope prints it, NAME[PORT], names ibsim's node and port too.
+    assert_success(&ibscope_plain(
+        &["sim", "fault", "--name", &name, "relink", "Switch1[1]"],
         &env,
-    );
-    assert_eq!(
-        field(&assert_success(&pi), "LinkState").as_deref(),
-        Some("Down")
-    );
+    ));
+    assert_ne!(link_state().as_deref(), Some("Down"));
     let bad = ibscope_plain(
         &["sim", "fault", "--name", &name, "unlink", "NoSuchNode", "1"],
         &env,
     );
     assert_exit(&bad, 2);
+    assert!(
+        stderr(&bad).contains("nothing matches \"NoSuchNode\""),
+        "{}",
+        stderr(&bad)
+    );
     let raw = ibscope_plain(
         &["sim", "fault", "--name", &name, "raw", "Dump \"Hca1\""],
         &env,
@@ -269,6 +285,7 @@ fn cli_up_exec_fault_status_down() {
 
     assert_success(&ibscope_plain(&["sim", "down", "--name", &name], &env));
     assert_all_gone(&pids);
+    assert!(!dir.exists(), "`sim down` left {}", dir.display());
     assert_exit(&ibscope_plain(&["sim", "down", "--name", &name], &env), 2);
 }
 

@@ -488,3 +488,81 @@ fn sa_links_of_a_larger_fabric_are_partial_under_the_simulator() {
         (8, 8),
     );
 }
+
+/// A lane speed as libibmad prints PortInfo's LinkSpeedActive and LinkSpeedExtActive, by
+/// its IBA name (IBA 14.2.5.6: SDR 2.5, DDR 5.0, QDR 10.0 Gb/s; extended FDR 14.0625, EDR
+/// 25.78125, HDR 53.125).
+fn speed_name(printed: &str) -> Option<&'static str> {
+    Some(match printed.trim() {
+        "2.5 Gbps" => "SDR",
+        "5.0 Gbps" => "DDR",
+        "10.0 Gbps" => "QDR",
+        "14.0625 Gbps" => "FDR",
+        "25.78125 Gbps" => "EDR",
+        "53.125 Gbps" => "HDR",
+        _ => return None,
+    })
+}
+
+/// `name:....value` lines of a saquery PortInfo dump (a colon ends the name).
+fn port_info_fields(text: &str) -> BTreeMap<String, String> {
+    saquery_fields(text)
+        .into_iter()
+        .map(|(k, v)| (k.trim_end_matches(':').to_string(), v))
+        .collect()
+}
+
+/// Every switch port `sa ports` lists on an all-HDR fabric (the demo's, whose one slow
+/// link is 1xHDR), against saquery on the same SA: the width it prints, and the lane speed
+/// the specification's rule gives from its fields. LinkSpeedExtActive counts where port 0
+/// of the switch says IsExtendedSpeedsSupported (an external port's own CapabilityMask is
+/// reserved, 0 here); else LinkSpeedActive does. So every port reads HDR, never QDR.
+#[test]
+fn sa_ports_read_a_switch_port_at_its_extended_speed() {
+    let sim = sim("gpu-cluster.topo");
+    let d: Value = serde_json::from_str(&assert_success(&ibscope(
+        &sim,
+        &["discover", "--format", "json"],
+    )))
+    .unwrap();
+    let switch_lids: Vec<u64> = d["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "switch")
+        .filter_map(|n| n["ports"][0]["lid"].as_u64())
+        .collect();
+    assert_eq!(switch_lids.len(), 16);
+    let mut external = 0;
+    for lid in switch_lids {
+        let lid = lid.to_string();
+        let port0 = stdout(&reference(&sim, "saquery", &["PIR", &format!("{lid}/0")]));
+        assert!(port0.contains("IsExtendedSpeedsSupported"), "{port0}");
+        let out = ibscope(&sim, &["sa", "ports", "--lid", &lid, "--json"]);
+        let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        for r in v["records"].as_array().unwrap() {
+            let port = r["port_num"].as_u64().unwrap();
+            if port == 0 {
+                continue;
+            }
+            let theirs = port_info_fields(&stdout(&reference(
+                &sim,
+                "saquery",
+                &["PIR", &format!("{lid}/{port}")],
+            )));
+            let what = format!("LID {lid} port {port}: {theirs:?}");
+            assert_eq!(theirs["CapMask"], "0x0", "{what}");
+            let width = theirs["LinkWidthActive"].to_lowercase();
+            let speed = speed_name(&theirs["LinkSpeedExtActive"])
+                .or_else(|| speed_name(&theirs["LinkSpeedActive"]))
+                .unwrap();
+            assert_eq!(speed, "HDR", "{what}");
+            assert_eq!(r["width_active"], width.as_str(), "{what}");
+            assert_eq!(r["speed_active"], speed, "{what}");
+            external += 1;
+        }
+        let text = stdout(&ibscope(&sim, &["sa", "ports", "--lid", &lid]));
+        assert!(text.contains("HDR") && !text.contains("QDR"), "{text}");
+    }
+    assert!(external >= 16, "{external} switch ports compared");
+}

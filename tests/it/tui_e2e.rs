@@ -44,7 +44,7 @@ fn tui_shows_every_view_counters_and_unlink_events() {
     // Overview: summary, layers and the planted findings.
     let overview = tmux.wait_for(
         &[
-            "6 switches, 16 CAs",
+            "6 switches, 16 HCAs on 16 servers",
             "leaf-0001",
             "SymbolErrorCounter = 1234",
         ],
@@ -143,7 +143,7 @@ fn tui_finds_a_flapping_link_and_journals_it() {
     );
     let tmux = Tmux::start("ibscope-tui-flap", &script);
     let long = Duration::from_secs(30);
-    tmux.wait_for(&["6 switches, 16 CAs"], long);
+    tmux.wait_for(&["6 switches, 16 HCAs on 16 servers"], long);
     let wait_for = |kind: &str, n: usize| {
         wait_for_journal(&journal, kind, n, long, || tmux.screen());
     };
@@ -161,7 +161,7 @@ fn tui_finds_a_flapping_link_and_journals_it() {
     tmux.keys("q");
     // A later session starts its Events view with the journal's events.
     let again = Tmux::start("ibscope-tui-journal", &script);
-    again.wait_for(&["6 switches, 16 CAs"], long);
+    again.wait_for(&["6 switches, 16 HCAs on 16 servers"], long);
     again.keys("6");
     let events = again.wait_for(&["journal: ", "link down"], long);
     assert!(events.contains("leaf-0003:MQM8790/U1\"[7]"), "{events}");

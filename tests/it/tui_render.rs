@@ -153,6 +153,34 @@ fn buffer_text(buf: &Buffer) -> String {
     out
 }
 
+/// What a box titled `title` holds (where it is on the screen, over others or not), its
+/// lines joined by one space each: its wrapped lines read as the text they came from.
+fn boxed_text(screen: &str, title: &str) -> String {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let head: Vec<char> = format!("┌ {title}").chars().collect();
+    let found = lines.iter().enumerate().find_map(|(y, l)| {
+        let x = l.windows(head.len()).position(|w| w == head.as_slice())?;
+        let right = x + l[x..].iter().position(|&c| c == '┐')?;
+        Some((y, x, right))
+    });
+    let Some((top, left, right)) = found else {
+        return String::new();
+    };
+    let mut words: Vec<String> = Vec::new();
+    for l in &lines[top + 1..] {
+        if l.get(left) == Some(&'└') {
+            break;
+        }
+        let inside: String = l
+            .get(left + 1..right.min(l.len()))
+            .unwrap_or_default()
+            .iter()
+            .collect();
+        words.extend(inside.split_whitespace().map(str::to_string));
+    }
+    words.join(" ")
+}
+
 /// Foreground colours of the cells of the first line that contains `needle`.
 fn line_colors(buf: &Buffer, needle: &str) -> Option<Vec<Color>> {
     let text = buffer_text(buf);
@@ -271,23 +299,23 @@ fn overview_counts_picture_and_findings() {
     let state = fixture_state();
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
-    assert!(text.contains("4 switches, 4 CAs, 7 links"), "{text}");
+    assert!(
+        text.contains("4 switches, 4 HCAs on 4 servers, 7 links"),
+        "{text}"
+    );
     assert!(text.contains("1 degraded, 0 down"), "{text}");
     assert!(text.contains("SM: LID 1 spine-1 priority 15"), "{text}");
     // Spines on top, leaves below, hosts last.
     let spine = text.find("[spine-1").expect("spine chip");
     let leaf = text.find("[leaf-1").expect("leaf chip");
-    let hosts = text.find(" CA  4 hosts").expect("host line");
+    let hosts = text.find(" CA  4 HCAs on 4 servers").expect("host line");
     assert!(spine < leaf && leaf < hosts, "{text}");
-    // The degraded link is a finding with health's reason, and the switches on it are red.
-    let finding = text
-        .lines()
-        .find(|l| l.contains("1xHDR below fabric norm"))
-        .expect("degraded finding");
-    assert!(finding.contains("1xHDR below fabric norm 4xHDR"), "{text}");
-    assert!(
-        (finding.contains("spine-2[1]") && finding.contains("leaf-1[4]")),
-        "{text}"
+    // The degraded link is a finding with health's reason, whole (wrapped in its box),
+    // and the switches on it are red.
+    assert_eq!(
+        boxed_text(&text, "Findings"),
+        "warn [degraded-link] \"spine-2\" port 1 <-> \"leaf-1\" port 4: 1xHDR below fabric \
+         norm 4xHDR; both ends run other links at 4x"
     );
     // Both switches on the degraded link are drawn red, the others not.
     let column = |line: &str, needle: &str| line[..line.find(needle).unwrap()].chars().count();
@@ -355,7 +383,7 @@ fn counters_show_rates_and_jumps() {
 }
 
 /// A counter that stopped at its maximum shows as a lower bound in the selected port's
-/// counters: "SymbolErrorCounter≥65535", not "=65535".
+/// counters: "SymbolErrorCounter ≥ 65535", not "= 65535".
 #[test]
 fn saturated_counter_shows_as_a_lower_bound() {
     let start = Instant::now();
@@ -369,9 +397,9 @@ fn saturated_counter_shows_as_a_lower_bound() {
     state.apply_sweep(snap, start);
     press(&mut state, KeyCode::Char('4'));
     let text = buffer_text(&render_buffer(&state, 100, 30));
-    assert!(text.contains("SymbolErrorCounter≥65535"), "{text}");
-    assert!(!text.contains("SymbolErrorCounter=65535"), "{text}");
-    assert!(text.contains("LinkDownedCounter=0"), "{text}");
+    assert!(text.contains("SymbolErrorCounter ≥ 65535"), "{text}");
+    assert!(!text.contains("SymbolErrorCounter = 65535"), "{text}");
+    assert!(text.contains("LinkDownedCounter = 0"), "{text}");
 }
 
 #[test]
@@ -503,9 +531,12 @@ fn filter_narrows_the_node_list() {
     press(&mut state, KeyCode::Char('/'));
     press(&mut state, KeyCode::Esc);
     assert_eq!(state.nodes.visible.len(), 8);
-    // Sort by LID: spine-1 (LID 1) first.
-    press(&mut state, KeyCode::Char('s'));
-    press(&mut state, KeyCode::Char('s'));
+    // Sort by LID (Name, Kind, GUID, LID): spine-1 (LID 1) first once the cursor is at
+    // the top (it stays on the node it was on).
+    for _ in 0..3 {
+        press(&mut state, KeyCode::Char('s'));
+    }
+    press(&mut state, KeyCode::Home);
     assert_eq!(state.selected_node_row().unwrap().name, "spine-1");
     press(&mut state, KeyCode::Down);
     press(&mut state, KeyCode::Enter);
@@ -958,7 +989,7 @@ fn big_fabric_overview_aggregates_layers() {
         let buf = render_buffer(&state, w, h);
         let text = buffer_text(&buf);
         assert!(
-            text.contains("47 switches, 512 CAs, 1034 links  1 degraded"),
+            text.contains("47 switches, 512 HCAs on 512 servers, 1034 links  1 degraded"),
             "{text}"
         );
         if w == 80 {
@@ -967,9 +998,12 @@ fn big_fabric_overview_aggregates_layers() {
                 .lines()
                 .find(|l| l.contains("layer 2: 18 switches"))
                 .expect(&text);
-            assert!(l2.contains("522 links down, 1 degraded/down"), "{text}");
             assert!(
-                text.contains("layer 1: 29 switches, 512 links down, 0 degraded/down"),
+                l2.contains("522 links to layer 1, 1 degraded/down"),
+                "{text}"
+            );
+            assert!(
+                text.contains("layer 1: 29 switches, 512 links to the CAs, 0 degraded/down"),
                 "{text}"
             );
             let colors = line_colors(&buf, "layer 2:").unwrap();
@@ -1056,11 +1090,11 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
     assert!(
-        text.contains("4 switches, 4 CAs, 8 links  1 degraded, 0 down"),
+        text.contains("4 switches, 4 HCAs on 4 servers, 8 links  1 degraded, 0 down"),
         "{text}"
     );
     assert!(
-        text.contains("1xHDR below fabric norm 4xHDR"),
+        boxed_text(&text, "Findings").contains("1xHDR below fabric norm 4xHDR"),
         "finding: {text}"
     );
     for (needle, red) in [("[spine-1", false), ("[spine-2", true), ("[leaf-1", true)] {
@@ -1074,7 +1108,7 @@ fn link_degraded_only_by_the_fabric_norm_is_counted_and_marked() {
     press(&mut state, KeyCode::Char('3'));
     let buf = render_buffer(&state, 80, 24);
     let text = buffer_text(&buf);
-    assert!(text.contains(" Links: 8, 1 degraded, 0 down "), "{text}");
+    assert!(text.contains(" Links: 8, 1 degraded, 0 down, "), "{text}");
     let row = text.lines().nth(3).unwrap();
     assert!(
         row.contains("spine-2[1]") && row.contains("leaf-1[4]") && row.contains("DEGR"),
@@ -1277,7 +1311,10 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
     // 20 symbol errors in 5 s.
     assert!(text.contains("counters: errors 23 (4.0/s)"), "{text}");
     assert!(
-        text.contains("[rail-slow] gpu-0003: rail 2 (mlx5_2) runs at 1xHDR"),
+        text.contains(
+            "[rail-slow] gpu-0003 rail 2: \"gpu-0003 mlx5_2\" port 1 <-> \
+             \"MF0;leaf-r2-001:MQM9700/U1\" port 3: runs at 1xHDR"
+        ),
         "{text}"
     );
     insta::assert_snapshot!("hosts_detail_160x48", text);
@@ -1290,7 +1327,7 @@ fn hosts_grid_marks_down_missing_degraded_and_misplaced() {
     let text = buffer_text(&render_buffer(&state, 160, 48));
     assert!(text.contains("no HCA of this rail in the fabric"), "{text}");
     assert!(
-        text.contains("[rail-down] gpu-0002: rail 1 (mlx5_1) is Down"),
+        text.contains("[rail-down] gpu-0002 rail 1: \"MF0;leaf-r1-001:MQM9700/U1\" port 2: Down"),
         "{text}"
     );
 }
@@ -1366,13 +1403,16 @@ fn planes_that_disagree_are_a_finding_on_that_planes_overview() {
     let (host, rail, message) = &beta[0];
     assert_eq!((host.as_deref(), *rail), (Some("gpu-0002"), Some(1)));
     assert!(
-        message.starts_with("gpu-0002: rail 1 (mlx5_1) (port 0x")
-            && message.contains(" plane beta runs at 1xHDR, its other planes at 4xHDR; "),
+        message.starts_with("plane beta (port GUID 0x")
+            && message.ends_with(" runs at 1xHDR, its other planes at 4xHDR"),
         "{message}"
     );
     let text = buffer_text(terminal.backend().buffer());
     assert!(text.lines().next().unwrap().contains("fabric beta 2/2"));
-    assert!(text.contains("plane beta runs at 1xHDR"), "{text}");
+    assert!(
+        boxed_text(&text, "Findings").contains(") runs at 1xHDR, its other planes at 4xHDR"),
+        "{text}"
+    );
 
     // Beta swept again with the port back at 4x: the planes agree, the finding goes.
     let mut script = Script::of_fabrics(
@@ -1414,4 +1454,559 @@ fn links_keep_both_port_numbers_at_80_columns() {
     }
     assert!(text.contains('…'), "long names are shortened:\n{text}");
     insta::assert_snapshot!("links_gpu_cluster_80x24", text);
+}
+
+/// Enter opens the selected finding whole: its one text with GUIDs and LIDs, what its kind
+/// means and what to do; l and c take it to its link in Links and its port in Counters.
+#[test]
+fn a_finding_opens_whole_and_jumps_to_its_link_and_port() {
+    let mut state = fixture_state();
+    let f = state.sweep.as_ref().unwrap().findings[0].clone();
+    press(&mut state, KeyCode::Enter);
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    let facts = f.kind.facts();
+    assert_eq!(
+        boxed_text(&text, "Finding 1 of 1 (warning)"),
+        format!(
+            "{} what it means: {} what to do: {}",
+            f.text_line(),
+            facts.meaning,
+            facts.fix
+        ),
+        "{text}"
+    );
+    // Its far end is spine-2 port 1 and leaf-1 port 4: the link's row in Links.
+    press(&mut state, KeyCode::Char('l'));
+    assert_eq!(state.view, View::Links);
+    let row = state.selected_link().unwrap();
+    assert!(row.verdict.degraded(), "{row:?}");
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    let selected = text.lines().find(|l| l.contains("DEGR")).unwrap();
+    assert!(selected.contains("spine-2[1]") && selected.contains("leaf-1[4]"));
+    // Its port in Counters.
+    press(&mut state, KeyCode::Char('1'));
+    press(&mut state, KeyCode::Char('c'));
+    assert_eq!(state.view, View::Counters);
+    let key = state.counters.rows[state.counters.list.selected];
+    assert_eq!(key, f.at.as_ref().unwrap().key());
+    // Esc closes the finding.
+    press(&mut state, KeyCode::Char('1'));
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.finding_detail);
+}
+
+/// A finding at a leaf port with no link (a rail down): l says so in the footer rather
+/// than jumping to another link.
+#[test]
+fn a_finding_without_a_link_says_so() {
+    let mut state = rail_state();
+    let down = state
+        .sweep
+        .as_ref()
+        .unwrap()
+        .findings
+        .iter()
+        .position(|f| f.kind == ibscope_topo::findings::FindingKind::RailDown && f.at.is_some())
+        .expect("the missing rail's finding");
+    for _ in 0..down {
+        press(&mut state, KeyCode::Down);
+    }
+    press(&mut state, KeyCode::Char('l'));
+    assert_eq!(state.view, View::Overview);
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("the finding's ports have no link in this sweep"),
+        "{text}"
+    );
+}
+
+/// Every counter a port has, errors that counted first, then PortXmitWait.
+fn full_sample(guid: u64, port: u8, at: SystemTime) -> PortCounterSample {
+    let mut counters: BTreeMap<String, u64> = ibscope_topo::counters::names::all_counter_names()
+        .into_iter()
+        .map(|n| (n.to_string(), 0))
+        .collect();
+    counters.insert("SymbolErrorCounter".into(), 1234);
+    counters.insert("LinkDownedCounter".into(), 7);
+    counters.insert("PortXmitWait".into(), 99);
+    counters.insert("PortXmitData".into(), 4_000_000);
+    PortCounterSample {
+        at: ibscope_topo::PortKey { guid, port },
+        counters,
+        saturated: Default::default(),
+        xmit_data_bytes: Some(16_000_000),
+        rcv_data_bytes: Some(8_000_000),
+        taken_at: at,
+    }
+}
+
+/// The demo's GPU cluster read from its topology file, with every counter of leaf-r4-001
+/// port 4 (a long switch name) swept twice.
+fn demo_counters_state() -> (AppState, u64) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/fabrics/gpu-cluster.topo"),
+    )
+    .unwrap();
+    let fabric = ibnd::parse(&text).expect("the demo fabric parses");
+    let leaf = guid_of(&fabric, "MF0;leaf-r4-001:MQM9700/U1");
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(5), start);
+    for k in 0..2u64 {
+        let at = t0() + Duration::from_secs(5 * k);
+        let mut sweep = Sweep::from_fabric(fabric.clone(), at);
+        sweep.counters = vec![full_sample(leaf, 4, at)];
+        state.apply_sweep(sweep, start + Duration::from_secs(5 * k));
+    }
+    state.now = start + Duration::from_secs(8);
+    (state, leaf)
+}
+
+/// At 80x24 the selected port keeps its `[4]` beside a long name, its counters that
+/// counted errors come first (then PortXmitWait), and Enter lists every one of them,
+/// reachable with the arrow keys.
+#[test]
+fn a_ports_counters_put_errors_first_and_all_are_reachable() {
+    let (mut state, _) = demo_counters_state();
+    press(&mut state, KeyCode::Char('4'));
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    // 1234 symbol errors and 7 downs.
+    let row = text
+        .lines()
+        .find(|l| l.contains(" 1241 "))
+        .expect("the port's row");
+    assert!(row.contains("…") && row.contains("/U1[4]"), "{text}");
+    let panel = text
+        .lines()
+        .skip_while(|l| !l.contains("Selected port"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let at = |needle: &str| {
+        panel
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {panel}"))
+    };
+    assert!(at("SymbolErrorCounter = 1234") < at("LinkDownedCounter = 7"));
+    assert!(at("LinkDownedCounter = 7") < at("PortXmitWait = 99"));
+    assert!(panel.contains("more: Enter"), "{panel}");
+    // Every counter, scrolling.
+    press(&mut state, KeyCode::Enter);
+    let names = ibscope_topo::counters::names::all_counter_names();
+    let mut seen: std::collections::BTreeSet<String> = Default::default();
+    for _ in 0..=names.len() {
+        let text = buffer_text(&render_buffer(&state, 80, 24));
+        seen.extend(
+            names
+                .iter()
+                .filter(|n| text.contains(&format!("{n} = ")))
+                .map(|n| n.to_string()),
+        );
+        press(&mut state, KeyCode::Down);
+    }
+    assert_eq!(seen.len(), names.len(), "{seen:?}");
+    press(&mut state, KeyCode::Esc);
+    assert!(!state.counters.detail);
+}
+
+/// A port whose node went from the fabric keeps the name it had, not its GUID.
+#[test]
+fn a_gone_port_keeps_its_last_name() {
+    let (mut state, leaf) = demo_counters_state();
+    let mut file = state.sweep.as_ref().unwrap().fabric.to_file();
+    file.nodes.retain(|n| n.guid != leaf);
+    file.links.retain(|l| l.a_guid != leaf && l.b_guid != leaf);
+    let fabric = Fabric::from_file(file).unwrap();
+    let start = state.now;
+    state.apply_sweep(
+        Sweep::from_fabric(fabric, t0() + Duration::from_secs(10)),
+        start,
+    );
+    press(&mut state, KeyCode::Char('4'));
+    let text = buffer_text(&render_buffer(&state, 160, 48));
+    assert!(text.contains("MF0;leaf-r4-001:MQM9700/U1[4]"), "{text}");
+    assert!(text.contains("(not in the last sweep)"), "{text}");
+    assert!(!text.contains("0x0000"), "{text}");
+}
+
+/// The header counts servers and HCAs as such, and its down counts tell the findings'
+/// story: the rail fabric has 6 servers of 4 HCAs with one HCA gone (23 HCAs), one HCA's
+/// link Initialize (a link down, a rail down) and the gone one (a rail down, no link).
+#[test]
+fn the_header_counts_servers_hcas_and_what_is_down_as_the_findings_do() {
+    use ibscope_topo::findings::FindingKind;
+    let state = rail_state();
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let counts = text.lines().nth(1).unwrap();
+    assert!(counts.contains("23 HCAs on 6 servers"), "{counts}");
+    assert!(counts.contains("1 down, 2 rails down"), "{counts}");
+    let findings = &state.sweep.as_ref().unwrap().findings;
+    let rails_down = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::RailDown)
+        .count();
+    assert_eq!(rails_down, 2, "{findings:#?}");
+    assert!(text.contains(" CA  23 HCAs on 6 servers ("), "{text}");
+}
+
+/// The cells of the first column, headed `header` (its text up to where the column headed
+/// `next` starts), one per row below the header line.
+fn column(text: &str, header: &str, next: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with(header) && l.contains(next))
+        .expect(header);
+    let chars = |l: &str| l.chars().collect::<Vec<char>>();
+    let head = chars(lines[h]);
+    let find = |needle: &str| {
+        let n: Vec<char> = needle.chars().collect();
+        head.windows(n.len())
+            .position(|w| w == n.as_slice())
+            .unwrap()
+    };
+    let (from, to) = (find(header), find(next));
+    lines[h + 1..]
+        .iter()
+        .map(|l| chars(l))
+        .take_while(|c| c.len() > from && !c[from..].iter().all(|c| *c == ' '))
+        .map(|c| {
+            c[from..to.min(c.len())]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every table sorts by any of its columns (s, marked ▲ or ▼ in its header) and either
+/// way (S), as htop and k9s do: Links by its first end, the Hosts grid by a rail's cells,
+/// the worst first.
+#[test]
+fn tables_sort_by_any_column_either_way() {
+    let mut state = fixture_state();
+    press(&mut state, KeyCode::Char('3'));
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    assert!(text.contains("sort: End A▲ (s S)"), "{text}");
+    let ends = column(&text, "End A▲", "End B");
+    assert!(
+        ends.len() > 3 && ends.windows(2).all(|w| w[0] <= w[1]),
+        "{ends:?}"
+    );
+    press(&mut state, KeyCode::Char('S'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let ends = column(&text, "End A▼", "End B");
+    assert!(ends.windows(2).all(|w| w[0] >= w[1]), "{ends:?}");
+
+    // The rail grid: rail 0's worst cell is gpu-0004's (on another rail's leaf), rail 1's
+    // gpu-0002's (missing), then gpu-0006's (Initialize).
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    assert!(text.contains("sort: rail 0▼ (s S)"), "{text}");
+    let hosts = column(&text, "Host", "rail 0");
+    assert_eq!(hosts[0], "gpu-0004", "{text}");
+    press(&mut state, KeyCode::Char('s'));
+    let text = buffer_text(&render_buffer(&state, 100, 30));
+    let hosts = column(&text, "Host", "rail 0");
+    assert_eq!(hosts[..2], ["gpu-0002", "gpu-0006"], "{text}");
+}
+
+/// `/` in a view finds a node, host or port by any name it is shown under and puts the
+/// cursor on it (as typed; n and N go on); what no row of the view shows opens in Nodes.
+#[test]
+fn slash_finds_a_node_host_or_port_by_any_name_in_every_view() {
+    let find = |state: &mut AppState, text: &str| {
+        press(state, KeyCode::Char('/'));
+        type_text(state, text);
+        press(state, KeyCode::Enter);
+    };
+    let mut state = fixture_state();
+    let guid = |s: &AppState, d: &str| guid_of(s.fabric().unwrap(), d);
+    let ends = |s: &AppState| {
+        let r = s.selected_link().unwrap();
+        (r.name_a.clone(), r.a.port, r.name_b.clone(), r.b.port)
+    };
+    // Links, by name: host-3's link.
+    press(&mut state, KeyCode::Char('3'));
+    find(&mut state, "host-3");
+    assert_eq!(ends(&state), ("leaf-2".into(), 1, "host-3".into(), 1));
+    // By GUID: a link of spine-2; n goes to its other one, N back.
+    let spine2 = guid(&state, "spine-2");
+    find(&mut state, &format!("{spine2:#x}"));
+    let first = ends(&state);
+    assert!(first.0 == "spine-2" || first.2 == "spine-2", "{first:?}");
+    press(&mut state, KeyCode::Char('n'));
+    let second = ends(&state);
+    assert_ne!(first, second);
+    assert!(second.0 == "spine-2" || second.2 == "spine-2", "{second:?}");
+    press(&mut state, KeyCode::Char('N'));
+    assert_eq!(ends(&state), first);
+    // As typed, before Enter: the prompt is in the footer.
+    press(&mut state, KeyCode::Char('/'));
+    type_text(&mut state, "leaf-2[4");
+    let footer = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        footer.lines().last().unwrap().starts_with("/leaf-2[4_"),
+        "{footer}"
+    );
+    press(&mut state, KeyCode::Esc);
+    // Counters, by LID: host-1 is LID 5 in the fixture.
+    press(&mut state, KeyCode::Char('4'));
+    find(&mut state, "5");
+    let key = state.counters.rows[state.counters.list.selected];
+    assert_eq!(key.guid, guid(&state, "host-1"));
+    // What no counter row shows (spine-1 has none): its node opens in Nodes.
+    find(&mut state, "spine-1");
+    assert_eq!(state.view, View::Nodes);
+    assert_eq!(state.nodes.detail, Some(guid(&state, "spine-1")));
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .contains("not in Counters: shown in Nodes"));
+    // Nothing at all by that name: said so.
+    press(&mut state, KeyCode::Char('6'));
+    find(&mut state, "nosuch");
+    let text = buffer_text(&render_buffer(&state, 80, 24));
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("nothing in Events matches"),
+        "{text}"
+    );
+    // Events: host-2's link went down.
+    find(&mut state, "host-2");
+    let order = ibscope_tui::event_log::event_order(&state.events, state.events_sort);
+    let selected = &state.events[order[state.event_list.selected]];
+    assert_eq!(selected.kind, LogEntryKind::LinkDown);
+    assert!(selected.text.contains("host-2[1]"), "{}", selected.text);
+    // The Overview: the finding about leaf-1.
+    press(&mut state, KeyCode::Char('1'));
+    find(&mut state, "leaf-1");
+    assert_eq!(state.overview_findings.selected, 0);
+
+    // Hosts, by an HCA's name: its host's row and its rail.
+    let mut state = rail_state();
+    press(&mut state, KeyCode::Char('7'));
+    find(&mut state, "gpu-0003 mlx5_2");
+    let grid = &state.derived.host_grid;
+    assert_eq!(state.hosts.selected_row(grid).unwrap().name, "gpu-0003");
+    assert_eq!(grid.rails[state.hosts.rail], 2);
+}
+
+/// `?` explains every key of the view, the new ones too (find, sort, a finding's detail
+/// and its jumps), scrolled with the arrow keys where the screen is too short for it.
+#[test]
+fn the_help_explains_every_key_and_scrolls() {
+    let wanted: [(char, &[&str]); 5] = [
+        (
+            '1',
+            &[
+                "find a node, host or port",
+                "the next / previous row found",
+                "the finding whole",
+                "the finding's link in Links",
+                "the finding's port in Counters",
+                "and what to do; l and c jump to its link and port.",
+            ],
+        ),
+        (
+            '3',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+        (
+            '4',
+            &["every counter of the port", "sort by the next column"],
+        ),
+        (
+            '6',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+        (
+            '7',
+            &["find a node, host or port", "sort by the next column"],
+        ),
+    ];
+    for (view, lines) in wanted {
+        let mut state = fixture_state();
+        press(&mut state, KeyCode::Char(view));
+        press(&mut state, KeyCode::Char('?'));
+        let mut seen = String::new();
+        for _ in 0..40 {
+            let text = buffer_text(&render_buffer(&state, 80, 24));
+            seen.push_str(&text);
+            if !text.lines().nth(1).unwrap_or("").contains('▼') {
+                break;
+            }
+            press(&mut state, KeyCode::Down);
+            assert!(state.help, "the arrow keys scroll the help");
+        }
+        for line in lines {
+            assert!(seen.contains(line), "view {view}: {line:?} not in\n{seen}");
+        }
+    }
+}
+
+/// The demo fabric as the live TUI sees it, from the simulator: ibsim and OpenSM on the
+/// demo's topology with its counters planted, discovered (with LFTs) once, then four times
+/// more while the flapping link goes down and up twice (ibsim's Unlink and ReLink, the SM
+/// told each time), as the interactive demo does. The last sweep carries `check`'s
+/// findings on that fabric, the link-flapping finding topo's flap history makes of the
+/// five discoveries (as the live source adds it), and the counters ibsim holds still
+/// (error counters and PortXmitWait: ibsim counts its own MADs as data). Times are fixed.
+fn demo_state() -> AppState {
+    use crate::common::{assert_exit, assert_success, ibscope, sim};
+    use ibscope::cmd::demo::faults;
+    let sim = sim("gpu-cluster.topo");
+    ibscope::cmd::demo::plant_counters(&sim).unwrap();
+    let (flap_node, flap_port, _) = faults::FLAPPING;
+    let discover = || {
+        let out = ibscope(&sim, &["discover", "--format", "json", "--lft"]);
+        Arc::new(ibscope_topo::export::json::read(&assert_success(&out)).unwrap())
+    };
+    let mut fabrics = vec![discover()];
+    for down in [true, false, true, false] {
+        if down {
+            sim.unlink(flap_node, flap_port).unwrap();
+        } else {
+            sim.relink(flap_node, flap_port).unwrap();
+        }
+        sim.resweep().unwrap();
+        fabrics.push(discover());
+    }
+    let check: serde_json::Value =
+        serde_json::from_str(&assert_exit(&ibscope(&sim, &["check", "--json"]), 1)).unwrap();
+    let mut findings: Vec<ibscope_topo::findings::Finding> =
+        serde_json::from_value(check["findings"].clone()).unwrap();
+    let counters: serde_json::Value = serde_json::from_str(&assert_success(&ibscope(
+        &sim,
+        &["counters", "--format", "json"],
+    )))
+    .unwrap();
+    let at = |k: usize| t0() + Duration::from_secs(60 * k as u64);
+    let mut history = ibscope_topo::journal::FlapHistory::default();
+    for (k, f) in fabrics.iter().enumerate() {
+        history.record(f, "", None, None, at(k));
+    }
+    findings.extend(history.flapping(Default::default()));
+    let still = |name: &str| {
+        use ibscope_mad::attr::{perf_attrs::counter_kind, CounterKind};
+        !matches!(
+            counter_kind(name),
+            Some(CounterKind::Data | CounterKind::Packets) | None
+        )
+    };
+    let last = fabrics.len() - 1;
+    let samples: Vec<PortCounterSample> = counters["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p: ibscope_topo::counters::PortSample = serde_json::from_value(p.clone()).unwrap();
+            let mut s = PortCounterSample::from_port_sample(&p, at(last));
+            s.counters.retain(|name, _| still(name));
+            (s.xmit_data_bytes, s.rcv_data_bytes) = (None, None);
+            s
+        })
+        .collect();
+    let start = Instant::now();
+    let mut state = AppState::new(None, Duration::from_secs(2), start);
+    state.status.source = "ibsim0/1".into();
+    for (k, f) in fabrics.into_iter().enumerate() {
+        let mut sweep = Sweep::from_fabric((*f).clone(), at(k));
+        if k == last {
+            sweep.findings = findings.clone();
+            sweep.counters = samples.clone();
+        }
+        sweep.sm = Some("LID 1".into());
+        sweep.routes = ibscope_tui::source::check_routes(&sweep.fabric);
+        sweep.duration = Duration::from_millis(40);
+        state.apply_sweep(sweep, start + Duration::from_secs(60 * k as u64));
+    }
+    state.now = start + Duration::from_secs(60 * last as u64 + 1);
+    state
+}
+
+/// From the view shown, every finding's whole text (its one text, every port with GUID and
+/// LID) is on the screen when its detail is open: the Overview, the finding selected, Enter.
+fn assert_every_finding_reachable(state: &mut AppState, w: u16, h: u16, from: &str) {
+    let back = state.view;
+    let findings = state.sweep.as_ref().unwrap().findings.clone();
+    press(state, KeyCode::Char('1'));
+    press(state, KeyCode::Home);
+    for (i, f) in findings.iter().enumerate() {
+        press(state, KeyCode::Enter);
+        let text = buffer_text(&render_buffer(state, w, h));
+        let title = format!("Finding {} of {}", i + 1, findings.len());
+        let shown = boxed_text(&text, &title);
+        assert!(
+            shown.starts_with(&f.text_line()),
+            "{from} {w}x{h}: finding {i} not whole:\n{}\n{text}",
+            f.text_line()
+        );
+        press(state, KeyCode::Esc);
+        press(state, KeyCode::Down);
+    }
+    press(state, KeyCode::Home);
+    state.view = back;
+}
+
+/// Each view of the demo fabric at 80x24 and 200x50, snapshotted; from each, every
+/// finding can be read whole. At 80x24 the first screen, the Overview, shows what is wrong
+/// with each planted fault and where: every finding whole (ports named short).
+#[test]
+fn the_demo_fabric_in_every_view_at_80x24_and_200x50() {
+    use ibscope_topo::findings::{FindingKind, PortNaming};
+    let mut state = demo_state();
+    let findings = state.sweep.as_ref().unwrap().findings.clone();
+    // The planted faults and the flap the TUI sees happen.
+    let kinds: Vec<FindingKind> = findings.iter().map(|f| f.kind).collect();
+    for kind in [
+        FindingKind::DegradedLink,
+        FindingKind::RailMisaligned,
+        FindingKind::RailDown,
+        FindingKind::CounterAboveThreshold,
+        FindingKind::LinkFlapping,
+    ] {
+        assert!(kinds.contains(&kind), "{kind:?} missing: {kinds:?}");
+    }
+    let first = buffer_text(&render_buffer(&state, 80, 24));
+    let listed = boxed_text(&first, "Findings");
+    for f in &findings {
+        assert!(
+            listed.contains(&f.text(PortNaming::Short)),
+            "not whole on the first screen: {}\n{first}",
+            f.text(PortNaming::Short)
+        );
+    }
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        for (view, go) in [
+            ("overview", '1'),
+            ("nodes", '2'),
+            ("links", '3'),
+            ("counters", '4'),
+            ("routing", '5'),
+            ("events", '6'),
+            ("hosts", '7'),
+        ] {
+            press(&mut state, KeyCode::Char(go));
+            if view == "routing" && state.routing.result.is_none() {
+                press(&mut state, KeyCode::Char('/'));
+                type_text(&mut state, "gpu-0001 mlx5_0");
+                press(&mut state, KeyCode::Tab);
+                type_text(&mut state, "gpu-0008 mlx5_7");
+                press(&mut state, KeyCode::Enter);
+            }
+            let text = buffer_text(&render_buffer(&state, w, h));
+            insta::assert_snapshot!(format!("demo_{view}_{w}x{h}"), text);
+            assert_every_finding_reachable(&mut state, w, h, view);
+        }
+    }
 }

@@ -256,7 +256,7 @@ fn broken_web_configs_fail_at_start_with_one_line() {
         key.display()
     );
     let cases: Vec<(PathBuf, &str)> = vec![
-        (d.join("missing.yml"), "cannot read it"),
+        (d.join("missing.yml"), "no such file"),
         (
             write("hash.yml", "basic_auth_users:\n  alice: plaintext\n"),
             "basic_auth_users.alice: not a bcrypt hash",
@@ -299,7 +299,7 @@ fn broken_web_configs_fail_at_start_with_one_line() {
         assert_exit(&out, 2);
         assert_eq!(err.lines().count(), 1, "{p}: {err}");
         assert!(
-            err.starts_with(&format!("ibscope: error: --web-config {p}: ")) && err.contains(want),
+            err.starts_with(&format!("ibscope: error: web config {p}: ")) && err.contains(want),
             "{p}: {err}"
         );
     }

@@ -177,10 +177,10 @@ struct NodeSweep {
     /// Ports whose PortInfo was already requested, so a CA reached twice is asked once
     /// per port.
     asked_port: PortBits,
-    /// Port 0 CapabilityMask of a switch, once its port 0 PortInfo has arrived. A switch's
-    /// external ports leave CapabilityMask reserved, so extended speeds are decoded with
-    /// port 0's IsExtendedSpeedsSupported (as libibnetdisc does).
-    port0_cap: Option<u32>,
+    /// Port 0 CapabilityMask and CapabilityMask2 of a switch, once its port 0 PortInfo has
+    /// arrived. A switch's external ports leave both reserved, so their extended speeds
+    /// are decoded with port 0's ([`PortInfo::with_capabilities_of`]).
+    port0_cap: Option<(u32, u16)>,
 }
 
 /// A Get SMP of each attribute discovery asks, framed once along the empty route: a
@@ -286,8 +286,14 @@ impl DiscoverySweep {
             .is_some_and(|n| n.known_peer.contains(end.port))
     }
 
-    fn port0_cap(&self, node: NodeId) -> Option<u32> {
-        self.nodes.get(node.index())?.port0_cap
+    /// A switch's port 0 capability masks, as a PortInfo to decode its other ports with.
+    fn port0_cap(&self, node: NodeId) -> Option<PortInfo> {
+        let (capability_mask, capability_mask2) = self.nodes.get(node.index())?.port0_cap?;
+        Some(PortInfo {
+            capability_mask,
+            capability_mask2,
+            ..PortInfo::default()
+        })
     }
 
     fn request(&self, q: &DiscoveryQuery) -> Option<PackedRequest> {
@@ -594,23 +600,19 @@ impl DiscoverySweep {
         let mlnx = self.mlnx.get(&End { node, port: number });
         let port = self.fabric.node_mut(node).port_entry(number);
         apply_port_info(port, info, mlnx);
-        if let Some(cap) = port0_cap {
-            let with_port0_caps = PortInfo {
-                capability_mask: cap,
-                ..info.clone()
-            };
-            set_speeds(port, &with_port0_caps, mlnx);
+        if let Some(port0) = &port0_cap {
+            set_speeds(port, &info.with_capabilities_of(port0), mlnx);
         }
         if let Some((guid, lid)) = port0 {
             port.guid = guid;
             port.lid = lid;
         }
         if is_switch && number == 0 {
-            self.node_sweep(node).port0_cap = Some(info.capability_mask);
+            self.node_sweep(node).port0_cap = Some((info.capability_mask, info.capability_mask2));
             let n = self.fabric.node_mut(node);
-            for (p, mut early) in self.speeds_pending.remove(&node).unwrap_or_default() {
-                early.capability_mask = info.capability_mask;
+            for (p, early) in self.speeds_pending.remove(&node).unwrap_or_default() {
                 if let Some(port) = n.port_mut(p) {
+                    let early = early.with_capabilities_of(info);
                     set_speeds(port, &early, self.mlnx.get(&End { node, port: p }));
                 }
             }
@@ -691,10 +693,10 @@ impl DiscoverySweep {
         let Some(mut info) = self.mlnx_asked.get(&end).cloned() else {
             return;
         };
-        if self.fabric.node(node).is_switch() {
+        if self.fabric.node(node).is_switch() && number != 0 {
             // External ports decode extended speeds with port 0's capabilities, once known.
-            if let Some(cap) = self.port0_cap(node) {
-                info.capability_mask = cap;
+            if let Some(port0) = self.port0_cap(node) {
+                info = info.with_capabilities_of(&port0);
             }
         }
         if let Some(port) = self.fabric.node_mut(node).port_mut(number) {

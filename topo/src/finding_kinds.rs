@@ -652,9 +652,9 @@ pub struct Finding {
     /// (PortRcvErrorDetails of PortRcvErrors, PortXmitDiscardDetails of PortXmitDiscards).
     #[serde(default, skip_serializing_if = "Details::is_empty")]
     pub details: Details,
-    /// The fabric it was found on, when a command looks at several (its name).
+    /// The fabric it was found on, when a command looks at several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fabric: Option<String>,
+    pub fabric: Option<crate::model::FabricId>,
     /// The lines of the files given that show it (an NCCL log, nccl-tests output, a module
     /// dump), where the finding comes from a file rather than from the fabric.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -695,25 +695,13 @@ impl Finding {
             evidence: Vec::new(),
         }
     }
+    /// The name of the fabric it was found on, when a command looks at several.
+    pub fn fabric_name(&self) -> Option<&str> {
+        self.fabric.as_ref().map(|f| f.name.as_str())
+    }
     pub fn at(mut self, at: PortRef, remote: Option<PortRef>) -> Finding {
         self.at = Some(at);
         self.remote = remote;
         self
-    }
-    /// `[kind] "node" (0x…) port N (lid L) <-> "peer" (0x…) port M: message`, escaped for
-    /// a terminal: the line `check` prints.
-    pub fn text_line(&self) -> String {
-        let mut line = format!("[{}]", self.kind);
-        if let Some(at) = &self.at {
-            line.push_str(&format!(" {}", at.report_text()));
-            if at.lid != 0 {
-                line.push_str(&format!(" (lid {})", at.lid));
-            }
-        }
-        if let Some(remote) = &self.remote {
-            line.push_str(&format!(" <-> {}", remote.report_text()));
-        }
-        line.push_str(&format!(": {}", crate::escape::for_terminal(&self.message)));
-        line
     }
 }

@@ -21,6 +21,7 @@ use crate::namemap::{display_name, NameMap};
 pub use crate::finding_kinds::{
     kinds_help, Evidence, Finding, FindingKind, KindFacts, Scope, Severity, FINDING_KINDS,
 };
+pub use crate::finding_text::PortNaming;
 
 /// The finding kind a link verdict is reported as (`None` for a link that is fine): the
 /// one mapping `check`, `links`, DOT, the TUI and the exporter share.
@@ -57,9 +58,7 @@ pub fn fabric_findings(
             Finding::new(
                 FindingKind::LoopbackCable,
                 format!(
-                    "port {} is cabled to port {} of the same {}",
-                    l.a.at.port,
-                    l.b.at.port,
+                    "both ends are ports of the same {}",
                     if l.a.at.node.kind == crate::model::NodeKind::Switch {
                         "switch"
                     } else {
@@ -123,14 +122,6 @@ fn switch_port(fabric: &Fabric, names: Option<&NameMap>, end: End) -> String {
     )
 }
 
-/// `rail 3 (mlx5_3)`, or `rail 3` when the device is not known.
-fn rail_text(rail: u8, device: Option<&str>) -> String {
-    match device {
-        Some(d) => format!("rail {rail} ({d})"),
-        None => format!("rail {rail}"),
-    }
-}
-
 /// A finding about one host CA port and its link's far end.
 fn hca_finding(
     kind: FindingKind,
@@ -150,8 +141,9 @@ fn hca_finding(
     f
 }
 
-/// The finding of one rail issue, worded for the operator who fixes it: the host, the
-/// rail and its device, and the switch port to go to.
+/// The finding of one rail issue, worded for the operator who fixes it: the host and rail
+/// (the finding's), the HCA port and the switch port to go to (its ends), and what is wrong
+/// with them (its message, which does not say those again).
 fn rail_finding(
     fabric: &Fabric,
     names: Option<&NameMap>,
@@ -159,36 +151,36 @@ fn rail_finding(
     issue: &RailIssue,
 ) -> Finding {
     let list = hosts.hosts();
-    let cable = |hca: &Hca| match &hca.leaf {
-        Some(l) => switch_port(
-            fabric,
-            names,
-            End {
-                node: l.node,
-                port: l.port,
-            },
+    // Where an HCA's cable goes when its port has no link to name it by.
+    let unlinked = |hca: &Hca| match &hca.leaf {
+        Some(_) if fabric.peer(hca.end()).is_some() => String::new(),
+        Some(l) => format!(
+            "; its cable is at {}",
+            switch_port(
+                fabric,
+                names,
+                End {
+                    node: l.node,
+                    port: l.port,
+                }
+            )
         ),
-        None => "no switch".to_string(),
+        None => "; no link".to_string(),
     };
     match issue {
         RailIssue::Down(d) => {
             let host = &list[d.host];
-            let what = rail_text(d.rail, d.device.as_deref());
             if let Some(i) = d.hca {
                 let hca = &host.hcas[i];
                 let message = format!(
-                    "{}: {what} is {}, not Active; its cable is at {}",
-                    host.name,
+                    "{}, not Active{}",
                     health::state_text(hca.state, hca.phys_state),
-                    cable(hca)
+                    unlinked(hca)
                 );
                 return hca_finding(FindingKind::RailDown, fabric, names, host, hca, message);
             }
             let place = match d.expected {
-                Some(e) => format!(
-                    "{}, where its leaf-mates put it, has no link",
-                    switch_port(fabric, names, e)
-                ),
+                Some(_) => "this port, where its leaf-mates put it, has no link".to_string(),
                 None if d.mates > 0 && d.mates_with_rail == 0 => format!(
                     "none of the {} other hosts on its leaves has rail {} up either: is \
                      their rail {} leaf in the fabric?",
@@ -196,11 +188,15 @@ fn rail_finding(
                 ),
                 None => "the leaf port it belongs on is not known".to_string(),
             };
+            let hca = d
+                .device
+                .as_deref()
+                .map_or("its HCA".to_string(), |dev| format!("its HCA ({dev})"));
             let mut f = Finding::new(
                 FindingKind::RailDown,
                 format!(
-                    "{}: {what} is Down: its HCA is not in the fabric ({} of {} rails up); {place}",
-                    host.name, d.up, d.norm
+                    "Down: {hca} is not in the fabric ({} of {} rails up); {place}",
+                    d.up, d.norm
                 ),
             );
             if let Some(e) = d.expected {
@@ -214,11 +210,9 @@ fn rail_finding(
             let host = &list[hca.0];
             let c = &host.hcas[hca.1];
             let message = format!(
-                "{}: {} runs at {}, the host's other rails at {reference}; its cable is at {}",
-                host.name,
-                rail_text(c.rail.unwrap_or_default(), c.device.as_deref()),
+                "runs at {}, the host's other rails at {reference}{}",
                 Rate::text_of(c.rate),
-                cable(c)
+                unlinked(c)
             );
             hca_finding(FindingKind::RailSlow, fabric, names, host, c, message)
         }
@@ -226,35 +220,35 @@ fn rail_finding(
             let host = &list[hca.0];
             let c = &host.hcas[hca.1];
             let leaf_rail = c.leaf.as_ref().and_then(|l| l.rail).unwrap_or_default();
-            let message = format!(
-                "{}: {} is cabled to {}, a leaf of rail {leaf_rail}",
-                host.name,
-                rail_text(c.rail.unwrap_or_default(), c.device.as_deref()),
-                cable(c)
-            );
+            let message = format!("cabled to a leaf of rail {leaf_rail}");
             hca_finding(FindingKind::RailMisaligned, fabric, names, host, c, message)
         }
         RailIssue::Swapped { a, b } => {
             let (ha, hb) = (&list[a.0], &list[b.0]);
             let (ca, cb) = (&ha.hcas[a.1], &hb.hcas[b.1]);
-            let dev = |c: &Hca| c.device.clone().unwrap_or_else(|| "HCA".into());
+            let dev = |c: &Hca| c.device.clone().unwrap_or_else(|| "its HCA".into());
             let rail = |c: &Hca| c.rail.map_or_else(|| "?".into(), |r| r.to_string());
-            // One host: "gpu-3: mlx5_2 (rail 2) and mlx5_3 (rail 3) ..."; two: each named.
-            let (head, name_a, name_b) = if a.0 == b.0 {
-                (format!("{}: ", ha.name), dev(ca), dev(cb))
+            let cable = |c: &Hca| match &c.leaf {
+                Some(l) => switch_port(
+                    fabric,
+                    names,
+                    End {
+                        node: l.node,
+                        port: l.port,
+                    },
+                ),
+                None => "no switch".to_string(),
+            };
+            // The finding is about the first HCA (its host, rail and link); the other is
+            // named by its host too when it is on another.
+            let other = if a.0 == b.0 {
+                dev(cb)
             } else {
-                (
-                    String::new(),
-                    format!("{} {}", ha.name, dev(ca)),
-                    format!("{} {}", hb.name, dev(cb)),
-                )
+                format!("{} {}", hb.name, dev(cb))
             };
             let message = format!(
-                "{head}{name_a} (rail {}) and {name_b} (rail {}) have each other's cables: \
-                 {name_a} is at {} and {name_b} at {}; swap them",
-                rail(ca),
+                "swapped with {other} (rail {}), which is at {}: swap their cables",
                 rail(cb),
-                cable(ca),
                 cable(cb)
             );
             hca_finding(FindingKind::HcasSwapped, fabric, names, ha, ca, message)
@@ -279,7 +273,7 @@ pub fn host_findings(
         if hosts.find(name).is_none() {
             let mut f = Finding::new(
                 FindingKind::HostMissing,
-                format!("{name}: in the --hosts list, but no CA in the fabric names it"),
+                "in the --hosts list, but no CA in the fabric names it".to_string(),
             );
             f.host = Some(name.clone());
             findings.push(f);
@@ -296,7 +290,7 @@ pub fn host_findings_of_each(views: &[PlaneView], names: Option<&NameMap>) -> Ve
         let mut own = host_findings(v.fabric, names, v.hosts, None);
         annotate(&mut own, v.hosts);
         for f in &mut own {
-            f.fabric = Some(v.name.to_string());
+            f.fabric = Some(v.id());
         }
         found.extend(own);
     }
@@ -344,34 +338,34 @@ fn plane_findings(
             .planes
             .iter()
             .filter(|p| p.up && p.view != view)
-            .map(|p| p.fabric.as_str())
+            .map(|p| p.fabric.name.as_str())
             .collect();
         let device = port.planes.iter().find_map(|p| p.device.as_deref());
-        let what = match port.rail {
-            Some(r) => rail_text(r, device),
-            None => device.unwrap_or("HCA").to_string(),
-        };
-        let head = format!(
-            "{}: {what} (port {}) plane {}",
-            port.host,
-            ibscope_mad::codes::guid::text(port.port_guid),
-            v.name
+        let this_plane = format!(
+            "plane {} (port GUID {})",
+            v.name,
+            ibscope_mad::codes::guid::text(port.port_guid)
         );
         let mut f = match &issue {
             PlaneIssue::NotActive { plane, .. } | PlaneIssue::Slower { plane, .. } => {
                 let p = &port.planes[*plane];
                 let host = &v.hosts.hosts()[p.hca.0];
                 let hca = &host.hcas[p.hca.1];
-                let cable = p.leaf.as_ref().map_or("no switch".to_string(), |l| {
-                    switch_port(
-                        v.fabric,
-                        names,
-                        End {
-                            node: l.node,
-                            port: l.port,
-                        },
-                    )
-                });
+                let unlinked = match &p.leaf {
+                    Some(_) if v.fabric.peer(hca.end()).is_some() => String::new(),
+                    Some(l) => format!(
+                        "; its cable is at {}",
+                        switch_port(
+                            v.fabric,
+                            names,
+                            End {
+                                node: l.node,
+                                port: l.port,
+                            },
+                        )
+                    ),
+                    None => "; no link".to_string(),
+                };
                 let state = match &issue {
                     PlaneIssue::Slower { reference, .. } => format!(
                         "runs at {}, its other planes at {reference}",
@@ -384,7 +378,7 @@ fn plane_findings(
                         if up.len() == 1 { "is" } else { "are" }
                     ),
                 };
-                let message = format!("{head} {state}; its cable is at {cable}");
+                let message = format!("{this_plane} {state}{unlinked}");
                 hca_finding(
                     FindingKind::PlanesDisagree,
                     v.fabric,
@@ -407,16 +401,16 @@ fn plane_findings(
                         })
                 });
                 let place = match expected {
-                    Some(e) => format!(
-                        "{}, where its leaf-mates put it, has no link",
-                        switch_port(v.fabric, names, e)
-                    ),
-                    None => "the leaf port it belongs on is not known".to_string(),
+                    Some(_) => "this port, where its leaf-mates put it, has no link",
+                    None => "the leaf port it belongs on is not known",
                 };
                 let mut f = Finding::new(
                     FindingKind::PlanesDisagree,
                     format!(
-                        "{head} is missing: its port is in {} but not in this plane; {place}",
+                        "{} is missing from {this_plane}: its port is in {} but not in this \
+                         plane; \
+                         {place}",
+                        device.unwrap_or("its HCA"),
                         up.join(", ")
                     ),
                 );
@@ -428,7 +422,7 @@ fn plane_findings(
                 f
             }
         };
-        f.fabric = Some(v.name.to_string());
+        f.fabric = Some(v.id());
         out.push(f);
     }
     out
@@ -509,7 +503,10 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
         }
         for (name, value, limit) in thresholds.exceeded(p) {
             let shown = counter_value_text(value, p.is_saturated(&name));
-            let message = format!("{name} {shown} (threshold {limit})");
+            let message = format!(
+                "{name} {shown} (threshold {limit}){}",
+                counted(&name, value, p.is_saturated(&name))
+            );
             let mut f = counter_finding(FindingKind::CounterAboveThreshold, p, &name, message);
             f.threshold = Some(limit);
             findings.push(f);
@@ -529,6 +526,21 @@ pub fn counter_findings(sample: &counters::Sample, thresholds: &Thresholds) -> V
         }
     }
     findings
+}
+
+/// What a counter's value means where its name alone does not say it: LinkDownedCounter
+/// counts the times the link went down and trained again, its flaps.
+fn counted(name: &str, value: u64, saturated: bool) -> String {
+    let least = if saturated { "at least " } else { "" };
+    match (name, value) {
+        ("LinkDownedCounter", 1) if !saturated => {
+            ": the link flapped once since its counters were cleared".to_string()
+        }
+        ("LinkDownedCounter", n) => {
+            format!(": the link flapped {least}{n} times since its counters were cleared")
+        }
+        _ => String::new(),
+    }
 }
 
 /// What asking the SM the local port names for its SMInfo gave.
@@ -861,6 +873,29 @@ mod tests {
             found[0].message,
             "PortXmitDiscards = 3 (threshold 0); PortXmitDiscardDetails: no cause counted"
         );
+    }
+
+    /// LinkDownedCounter counts the link's flaps: its finding says so (a flapping link is
+    /// what `demo --once` plants), at least as many when the 8-bit counter stopped.
+    #[test]
+    fn link_downed_reads_as_flaps() {
+        use crate::counters::sample::test_support::{port_sample, wrap};
+        let message = |value: u64, saturated: &[&str]| {
+            let p = port_sample(&[("LinkDownedCounter", value)], None, saturated);
+            counter_findings(&wrap(p), &Thresholds::default())[0]
+                .message
+                .clone()
+        };
+        assert_eq!(
+            message(7, &[]),
+            "LinkDownedCounter = 7 (threshold 0): the link flapped 7 times since its \
+             counters were cleared"
+        );
+        assert!(
+            message(1, &[]).ends_with(": the link flapped once since its counters were cleared")
+        );
+        assert!(message(255, &["LinkDownedCounter"])
+            .starts_with("LinkDownedCounter ≥ 255 (threshold 0): the link flapped at least 255"));
     }
 
     #[test]

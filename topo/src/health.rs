@@ -270,37 +270,32 @@ impl HealthReport {
     }
 }
 
-/// The best width both ends support and enable; `None` when an end does not report them.
-fn could_be_width(a: &Port, b: &Port) -> Option<Width> {
-    let sets = [
+/// The best width and the best speed both ends support and enable; `None` for either one
+/// an end does not report.
+fn best_both_can(a: &Port, b: &Port) -> (Option<Width>, Option<Speed>) {
+    /// What all of `sets` hold, if each says something.
+    fn common<S: Copy>(sets: [S; 4], is_empty: fn(S) -> bool, meet: fn(S, S) -> S) -> Option<S> {
+        if sets.iter().any(|s| is_empty(*s)) {
+            return None;
+        }
+        sets.into_iter().reduce(meet)
+    }
+    let widths = [
         a.width_supported,
         a.width_enabled,
         b.width_supported,
         b.width_enabled,
     ];
-    if sets.iter().any(|s| s.is_empty()) {
-        return None;
-    }
-    sets.into_iter()
-        .fold(WidthSet(0xff), |x, y| x.intersect(y))
-        .best()
-}
-
-fn could_be_speed(a: &Port, b: &Port) -> Option<Speed> {
-    let sets = [
+    let speeds = [
         a.speed_supported,
         a.speed_enabled,
         b.speed_supported,
         b.speed_enabled,
     ];
-    if sets.iter().any(|s| s.is_empty()) {
-        return None;
-    }
-    sets.into_iter()
-        .fold(Speed::ALL.into_iter().collect(), |x: SpeedSet, y| {
-            x.intersect(y)
-        })
-        .best()
+    (
+        common(widths, WidthSet::is_empty, WidthSet::intersect).and_then(WidthSet::best),
+        common(speeds, SpeedSet::is_empty, SpeedSet::intersect).and_then(SpeedSet::best),
+    )
 }
 
 /// Whether a port reports the widths and speeds it supports (a live discovery does; a
@@ -464,8 +459,7 @@ impl Pending {
         let mut could_be = None;
         let mut supported = None;
         if let (Some(pa), Some(pb)) = (pa, pb) {
-            let w = could_be_width(pa, pb);
-            let s = could_be_speed(pa, pb);
+            let (w, s) = best_both_can(pa, pb);
             if let (Some(width), Some(speed)) = (w, s) {
                 could_be = Some(Rate { width, speed });
             }

@@ -646,13 +646,18 @@ pub fn parse_with_warnings(text: &str) -> Result<Parsed, ParseError> {
             return Err(e);
         }
     }
+    let node_ids = nodes.iter().map(|n| (n.id.clone(), n.node.guid)).collect();
     let mut fabric = assemble(nodes)?;
     if let Some(port_guid) = initiated_from {
         if let Some(end) = fabric.port_by_guid(port_guid) {
             fabric.local = Some(fabric.node(end.node).port_key(end.port));
         }
     }
-    Ok(Parsed { fabric, warnings })
+    Ok(Parsed {
+        fabric,
+        warnings,
+        node_ids,
+    })
 }
 
 /// `[N]…`: a port line.

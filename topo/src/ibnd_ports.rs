@@ -316,7 +316,11 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
         }
     }
     let fabric = build(drafts, &order, &peers)?;
-    Ok(Parsed { fabric, warnings })
+    Ok(Parsed {
+        fabric,
+        warnings,
+        node_ids: Vec::new(),
+    })
 }
 
 fn build(

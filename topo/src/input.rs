@@ -90,6 +90,16 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
     })
 }
 
+/// [`read_text`] for formats whose reference tool takes any bytes (a node name map read
+/// as rdma-core reads it): a NUL is still refused, bytes that are not UTF-8 are replaced.
+pub fn read_text_lossy(path: &Path, what: &str) -> Result<String, InputError> {
+    let bytes = read(path, what, true)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
 /// Reads `path` (or standard input for `-`) as bytes, refusing a directory and anything
 /// past the cap (module dumps and other binary inputs).
 pub fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {

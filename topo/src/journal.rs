@@ -3,7 +3,7 @@
 //! is rotated by size; read back with filters; and the `link-flapping` rule over it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -65,37 +65,67 @@ pub struct Event {
     /// How many times a counter event counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// The fabric it happened in (its name in `serve`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fabric: String,
+    /// The fabric it happened in, when the journal's writer watches several. Journals
+    /// written before it was an object hold its name as a string, read as that name.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "fabric_or_name"
+    )]
+    pub fabric: Option<crate::model::FabricId>,
+}
+
+/// An event's fabric: the identity object, or a name as older journals wrote it.
+fn fabric_or_name<'de, D>(d: D) -> Result<Option<crate::model::FabricId>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Name(String),
+        Id(crate::model::FabricId),
+    }
+    Ok(match Option::<Written>::deserialize(d)? {
+        Some(Written::Name(name)) if name.is_empty() => None,
+        Some(Written::Name(name)) => Some(crate::model::FabricId::named(name)),
+        Some(Written::Id(id)) => Some(id),
+        None => None,
+    })
 }
 
 impl Event {
     /// One line as `ibscope events` prints it, escaped for a terminal.
     pub fn line(&self) -> String {
-        let b = self.b.as_ref().map_or_else(String::new, |b| {
-            format!(" <-> {}", crate::escape::for_terminal(&b.text()))
-        });
+        let b = self
+            .b
+            .as_ref()
+            .map_or_else(String::new, |b| format!(" <-> {}", b.text()));
         let kind = serde_json::to_value(self.kind).unwrap_or_default();
         format!(
             "{}  {:<19} {}{b}  {}",
             self.at,
             kind.as_str().unwrap_or("?"),
-            crate::escape::for_terminal(&self.a.text()),
+            self.a.text(),
             crate::escape::for_terminal(&self.detail)
         )
     }
 }
 
-/// `NODE:PORT` or `NODE`; a NodeDescription may hold colons, so only a number after the
-/// last one is a port.
+/// `NODE[PORT]` (as events and reports print an end, quotes and all), `NODE:PORT` or
+/// `NODE`; a NodeDescription may hold colons, so only a number after the last one is a
+/// port.
 pub fn split_link(text: &str) -> (&str, Option<u8>) {
-    match text.rsplit_once(':') {
-        Some((node, port)) => match port.parse::<u8>() {
-            Ok(p) => (node, Some(p)),
-            Err(_) => (text, None),
+    let (node, port) = crate::resolve::split_name_port(text);
+    if port.is_some() {
+        return (node, port);
+    }
+    match node.rsplit_once(':') {
+        Some((name, port)) => match port.parse::<u8>() {
+            Ok(p) => (name, Some(p)),
+            Err(_) => (node, None),
         },
-        None => (text, None),
+        None => (node, None),
     }
 }
 
@@ -118,12 +148,13 @@ pub fn select(
 }
 
 impl EventEnd {
-    /// `"node"[port]`, with `(host, rail R)` for an HCA end; raw fabric text: escape it
-    /// before display.
+    /// `"node"[port]`, with `(host, rail R)` for an HCA end, escaped for a terminal (the
+    /// node quoted as every report quotes it).
     pub fn text(&self) -> String {
-        let mut t = format!("{:?}[{}]", self.node, self.port);
+        let node = crate::escape::quoted_for_terminal(&self.node);
+        let mut t = format!("{node}[{}]", self.port);
         if let Some(host) = &self.host {
-            t.push_str(&format!(" ({host}"));
+            t.push_str(&format!(" ({}", crate::escape::for_terminal(host)));
             if let Some(r) = self.rail {
                 t.push_str(&format!(", rail {r}"));
             }
@@ -175,7 +206,7 @@ pub fn changes(old: &Fabric, new: &Fabric, names: Option<&NameMap>, now: SystemT
             b: Some(end_of(fabric, names, hosts, b)),
             detail,
             count: None,
-            fabric: String::new(),
+            fabric: None,
         }
     };
     let mut out = Vec::new();
@@ -277,37 +308,74 @@ impl JournalFile {
     }
 }
 
+/// Why a journal could not be read: the file (through [`crate::input`]), or nothing in it.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    #[error("journal {0}: no such file (nor its rotated FILE.1)")]
+    Missing(String),
+    #[error("journal {name} holds no event{}", skipped_text(*.skipped))]
+    Empty { name: String, skipped: usize },
+}
+
+fn skipped_text(skipped: usize) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!(" ({n} line(s) that are not events)"),
+    }
+}
+
 /// The journal's events, the rotated file's first; with the count of lines that were not
-/// events (a line cut short by a crash, garbage), which are skipped.
-pub fn read(path: &Path) -> std::io::Result<(Vec<Event>, usize)> {
+/// events (a line cut short by a crash, garbage), which are skipped. Each file is read
+/// through [`crate::input`]; a journal with no event at all is an error, so that nothing
+/// is judged on it.
+pub fn read(path: &Path) -> Result<(Vec<Event>, usize), JournalError> {
+    use crate::input::InputError;
     let mut events = Vec::new();
     let mut skipped = 0;
     let mut any = false;
-    for p in [rotated(path), path.to_path_buf()] {
-        let file = match std::fs::File::open(&p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+    let files = if crate::input::is_stdin(path) {
+        vec![path.to_path_buf()]
+    } else {
+        vec![rotated(path), path.to_path_buf()]
+    };
+    for p in files {
+        let text = match crate::input::read_text(&p, "journal") {
+            Ok(t) => t,
+            Err(InputError::Missing { .. }) => continue,
+            Err(e) => return Err(e.into()),
         };
         any = true;
-        for line in std::io::BufReader::new(file).split(b'\n') {
-            let line = line?;
-            if line.iter().all(u8::is_ascii_whitespace) {
+        for line in text.lines() {
+            if line.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<Event>(&line) {
+            match serde_json::from_str::<Event>(line) {
                 Ok(e) => events.push(e),
                 Err(_) => skipped += 1,
             }
         }
     }
+    let name = crate::input::display_name(path);
     if !any {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no journal at {}", path.display()),
-        ));
+        return Err(JournalError::Missing(name));
+    }
+    if events.is_empty() {
+        return Err(JournalError::Empty { name, skipped });
     }
     Ok((events, skipped))
+}
+
+/// The warning a reader of the journal at `path` gives for the lines it skipped (none
+/// when it skipped none).
+pub fn skipped_warning(path: &Path, skipped: usize) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "warning: {skipped} line(s) of the journal {} are not events (skipped)",
+            crate::escape::for_terminal(&crate::input::display_name(path))
+        )
+    })
 }
 
 /// A duration as people write it: `30m`, `1h`, `2d 4h`.
@@ -316,15 +384,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{text:?} is not a duration such as 30m or 1h: {e}"))
 }
 
-/// Whether an event is about `node` (name, NodeDescription or GUID) and, when given, `port`.
+/// Whether an event is about `node` (a name or NodeDescription, whole or short, elided as
+/// the TUI draws it, its server's hostname, or a GUID) and, when given, `port`.
 pub fn touches(e: &Event, node: &str, port: Option<u8>) -> bool {
+    use crate::resolve::{fits_elided, is_short_name_of};
     let node = node.trim();
     let guid = node
         .strip_prefix("0x")
         .and_then(|h| u64::from_str_radix(h, 16).ok());
     let same = |end: &EventEnd| {
-        let named =
-            end.node == node || guid.is_some_and(|g| ibscope_mad::codes::guid::text(g) == end.guid);
+        let named = end.node == node
+            || end.host.as_deref() == Some(node)
+            || is_short_name_of(node, &end.node)
+            || fits_elided(node, &end.node)
+            || guid.is_some_and(|g| ibscope_mad::codes::guid::text(g) == end.guid);
         named && port.map_or(true, |p| p == end.port)
     };
     same(&e.a) || e.b.as_ref().is_some_and(same)
@@ -381,7 +454,7 @@ pub fn counter_changes(
                 b: port.remote.as_ref().map(end_of_ref),
                 detail: format!("{short} rose by {rise} (to {})", is.value),
                 count: Some(rise),
-                fabric: String::new(),
+                fabric: None,
             });
         }
     }
@@ -426,7 +499,7 @@ fn link_key(e: &Event) -> Option<LinkEndTexts> {
 
 /// Links whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours
 /// (as either end counted it: both ends count the same downs).
-fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+fn downed_per_day(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
     const DAY: u64 = 24 * 3600;
     let mut rises: BTreeMap<LinkEndTexts, BTreeMap<(String, u8), Vec<&Event>>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDowned) {
@@ -458,14 +531,13 @@ fn downed_per_day(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
         let Some((sum, e)) = worst.filter(|(sum, _)| *sum > limits.link_downed_per_day) else {
             continue;
         };
-        let b = e.b.as_ref().expect("grouped by both ends");
-        let mut f = Finding::new(
-            FindingKind::LinkFlapping,
+        let mut f = flap_finding(
+            e,
             format!(
-                "{:?}[{}] <-> {:?}[{}]: LinkDowned rose by {sum} within 24h (limit {} a day); \
-                 last at {}",
-                e.a.node, e.a.port, b.node, b.port, limits.link_downed_per_day, e.at
+                "LinkDowned rose by {sum} within 24h (limit {} a day); last at {}",
+                limits.link_downed_per_day, e.at
             ),
+            fabric,
         );
         f.counter = Some("LinkDownedCounter".into());
         f.value = Some(sum);
@@ -541,7 +613,7 @@ impl FlapHistory {
             self.last_counts = Some(event_counts(s));
         }
         for e in &mut new {
-            e.fabric = name.to_string();
+            e.fabric = crate::model::FabricId::of(fabric, name);
         }
         self.add(&new, now);
         new
@@ -552,23 +624,72 @@ impl FlapHistory {
         self.events.retain(|e| e.time >= oldest);
         self.events.extend(events.iter().cloned());
     }
-    /// [`flapping`] over what was seen.
+    /// [`flapping`] over what was seen, the links' ends named as ports of the last sweep.
     pub fn flapping(&self, limits: FlapLimits) -> Vec<Finding> {
-        flapping(&self.events, limits)
+        flapping(&self.events, limits, self.last_fabric.as_deref())
     }
 }
 
 /// One `link-flapping` finding for each link that went down at least `limits.downs` times
 /// within a window of `limits.window` (links down between discoveries), and for each
-/// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours.
-pub fn flapping(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
-    let mut found = downs_in_window(events, limits);
-    found.extend(downed_per_day(events, limits));
+/// whose LinkDowned rose by more than `limits.link_downed_per_day` within 24 hours. The
+/// link's ends are named as ports of `fabric` where they are in it.
+pub fn flapping(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
+    let mut found = downs_in_window(events, limits, fabric);
+    found.extend(downed_per_day(events, limits, fabric));
     found
 }
 
+/// The `link-flapping` finding about the link of event `e`: each end found in `fabric`
+/// named as every finding names a port (a switch's first), with the host and rail of its
+/// HCA end; an end that is not there (gone since, or no fabric given) named in the message.
+fn flap_finding(e: &Event, message: String, fabric: Option<&Fabric>) -> Finding {
+    let mut ends: Vec<crate::model::refs::PortRef> = Vec::new();
+    let mut gone: Vec<String> = Vec::new();
+    for end in std::iter::once(&e.a).chain(e.b.as_ref()) {
+        match fabric.and_then(|f| port_ref_of(f, end)) {
+            Some(r) => ends.push(r),
+            None => gone.push(format!("\"{}\" ({}) port {}", end.node, end.guid, end.port)),
+        }
+    }
+    ends.sort_by_key(|r| r.node.kind != crate::model::NodeKind::Switch);
+    let mut message = message;
+    if !gone.is_empty() {
+        message.push_str(&format!("; not in the fabric now: {}", gone.join(" <-> ")));
+    }
+    let mut f = Finding::new(FindingKind::LinkFlapping, message);
+    let mut ends = ends.into_iter();
+    if let Some(at) = ends.next() {
+        f = f.at(at, ends.next());
+    }
+    if let Some(hca) = std::iter::once(&e.a)
+        .chain(e.b.as_ref())
+        .find(|end| end.host.is_some())
+    {
+        f.host = hca.host.clone();
+        f.rail = hca.rail;
+    }
+    f
+}
+
+/// An event's end as a port of `fabric`, under the name the event recorded.
+fn port_ref_of(fabric: &Fabric, end: &EventEnd) -> Option<crate::model::refs::PortRef> {
+    let id = fabric.node_by_guid(ibscope_mad::codes::guid::parse(&end.guid)?)?;
+    let node = fabric.node(id);
+    node.port(end.port)?;
+    let name = crate::model::refs::NodeRef::sharing(node, end.node.as_str().into());
+    let mut r = crate::model::refs::PortRef::on(
+        name,
+        end.port,
+        crate::model::refs::PortRef::lid_of(node, end.port),
+    );
+    r.host = end.host.clone();
+    r.rail = end.rail;
+    Some(r)
+}
+
 /// Links down at least `limits.downs` times within `limits.window`.
-fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
+fn downs_in_window(events: &[Event], limits: FlapLimits, fabric: Option<&Fabric>) -> Vec<Finding> {
     let mut downs: BTreeMap<LinkEndTexts, Vec<&Event>> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::LinkDown) {
         let Some(key) = link_key(e) else { continue };
@@ -590,21 +711,16 @@ fn downs_in_window(events: &[Event], limits: FlapLimits) -> Vec<Finding> {
             .unwrap_or(0);
         if most >= need {
             let e = list[list.len() - 1];
-            let b = e.b.as_ref().expect("grouped by both ends");
-            found.push(Finding::new(
-                FindingKind::LinkFlapping,
+            found.push(flap_finding(
+                e,
                 format!(
-                    "{:?}[{}] <-> {:?}[{}] went down {most} times within {} (limit {} in {}); \
-                     last at {}",
-                    e.a.node,
-                    e.a.port,
-                    b.node,
-                    b.port,
+                    "went down {most} times within {} (limit {} in {}); last at {}",
                     humantime::format_duration(limits.window),
                     limits.downs,
                     humantime::format_duration(limits.window),
                     e.at
                 ),
+                fabric,
             ));
         }
     }
@@ -670,7 +786,7 @@ mod tests {
             }),
             detail: String::new(),
             count: Some(count),
-            fabric: String::new(),
+            fabric: None,
         };
         let (leaf, host) = (("leaf", 3), ("gpu", 1));
         let limits = FlapLimits::default();
@@ -681,7 +797,7 @@ mod tests {
             rise(3600, leaf, host, 5),
             rise(3600, host, leaf, 5),
         ];
-        let found = flapping(&events, limits);
+        let found = flapping(&events, limits, None);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].value, Some(11));
         assert!(found[0]
@@ -689,7 +805,7 @@ mod tests {
             .contains("LinkDowned rose by 11 within 24h (limit 10 a day)"));
         // The same rises a day and more apart: no day has more than 6.
         let apart = [rise(0, leaf, host, 6), rise(90_000, leaf, host, 5)];
-        assert!(flapping(&apart, limits).is_empty());
+        assert!(flapping(&apart, limits, None).is_empty());
     }
 
     const TWO: &str = r#"
@@ -762,8 +878,12 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let events = h.record(&fabric, "plane-a", Some(&sample(14)), None, at(60));
         assert_eq!(events.len(), 1, "{events:#?}");
         assert_eq!(
-            (events[0].kind, events[0].count, events[0].fabric.as_str()),
-            (EventKind::LinkDowned, Some(12), "plane-a")
+            (
+                events[0].kind,
+                events[0].count,
+                events[0].fabric.as_ref().map(|f| f.name.as_str())
+            ),
+            (EventKind::LinkDowned, Some(12), Some("plane-a"))
         );
         assert_eq!(h.flapping(FlapLimits::default()).len(), 1, "12 in a day");
     }
@@ -837,6 +957,14 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         );
         assert!(read(&dir.path().join("none")).is_err());
         assert!(touches(&events[0], "gpu-02 mlx5_0", Some(1)));
+        assert!(touches(&events[0], "gpu-02", None), "its server");
+        let (node, port) = split_link("\"gpu-02 mlx5_0\"[1]");
+        assert!(touches(&events[0], node, port), "as events prints an end");
+        assert_eq!(
+            split_link("MF0;leaf-1:MQM9700/U1:17"),
+            ("MF0;leaf-1:MQM9700/U1", Some(17))
+        );
+        assert_eq!(split_link("leaf-1[17]"), ("leaf-1", Some(17)));
         assert!(!touches(&events[0], "gpu-02 mlx5_0", Some(2)));
         assert!(touches(&events[0], &events[0].a.guid.clone(), None));
     }
@@ -846,19 +974,39 @@ Hca 1 "H2" # "gpu-02 mlx5_0"
         let full = ibnd::parse(TWO).unwrap();
         let down = |s| changes(&full, &without_h2(), None, at(s));
         let once = down(0);
-        assert!(flapping(&once, FlapLimits::default()).is_empty());
+        assert!(flapping(&once, FlapLimits::default(), None).is_empty());
         let twice: Vec<Event> = down(0).into_iter().chain(down(300)).collect();
-        let found = flapping(&twice, FlapLimits::default());
+        let found = flapping(&twice, FlapLimits::default(), Some(&full));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].kind, FindingKind::LinkFlapping);
+        // Both ends are in the fabric given: named as ports (the switch's first), with the
+        // HCA end's host and rail; the file gives leaf-1 LID 1 and gpu-02's port LID 3.
+        let guid = |d: &str| {
+            let id = full.nodes_by_description(d)[0];
+            ibscope_mad::codes::guid::text(full.node(id).guid)
+        };
+        assert_eq!(
+            found[0].text_line(),
+            format!(
+                "[link-flapping] gpu-02 rail 0: \"leaf-1\" ({}) port 2 (lid 1) <-> \
+                 \"gpu-02 mlx5_0\" ({}) port 1 (lid 3): went down 2 times within 10m (limit 2 \
+                 in 10m); last at {}",
+                guid("leaf-1"),
+                guid("gpu-02 mlx5_0"),
+                twice[1].at
+            )
+        );
+        // Without the fabric (or once an end is gone from it) the ends are named in words.
+        let words = flapping(&twice, FlapLimits::default(), None);
+        assert!(words[0].at.is_none());
         assert!(
-            found[0].message.contains("went down 2 times within 10m"),
+            words[0].message.contains("; not in the fabric now: \""),
             "{}",
-            found[0].message
+            words[0].message
         );
         let apart: Vec<Event> = down(0).into_iter().chain(down(3600)).collect();
         assert!(
-            flapping(&apart, FlapLimits::default()).is_empty(),
+            flapping(&apart, FlapLimits::default(), None).is_empty(),
             "an hour apart"
         );
     }

@@ -15,6 +15,7 @@ pub mod discover;
 pub mod escape;
 pub mod export;
 mod finding_kinds;
+mod finding_text;
 pub mod findings;
 pub mod gen;
 pub mod health;

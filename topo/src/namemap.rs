@@ -23,16 +23,15 @@ use crate::parse_error::ParseError;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameMap {
     names: HashMap<u64, String>,
+    /// Other names a node answers to without being shown by them (a simulator's node ids):
+    /// name -> node GUID.
+    aliases: HashMap<String, u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum NameMapError {
-    #[error("cannot read node name map {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     #[error(transparent)]
     Parse(#[from] ParseError),
 }
@@ -108,19 +107,18 @@ impl NameMap {
             }
             names.entry(guid).or_insert_with(|| name.to_string());
         }
-        Ok(NameMap { names })
+        Ok(NameMap {
+            names,
+            ..NameMap::default()
+        })
     }
 
-    /// Read and parse a map file.
+    /// Read (through [`crate::input`]: bounded, NUL refused; other bytes that are not UTF-8
+    /// taken as rdma-core takes them) and parse a map file.
     pub fn load(path: impl AsRef<Path>) -> Result<NameMap, NameMapError> {
         let path = path.as_ref();
-        let label = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| NameMapError::Io {
-            path: label.clone(),
-            source,
-        })?;
-        let text = String::from_utf8_lossy(&bytes);
-        Ok(NameMap::parse(&text, &label)?)
+        let text = crate::input::read_text_lossy(path, "node name map")?;
+        Ok(NameMap::parse(&text, &crate::input::display_name(path))?)
     }
 
     pub fn get(&self, guid: u64) -> Option<&str> {
@@ -131,10 +129,23 @@ impl NameMap {
         self.names.insert(guid, name.into());
     }
 
+    /// Let `alias` name the node with GUID `guid` in what users type, without showing it
+    /// anywhere; the first alias given for a name wins.
+    pub fn insert_alias(&mut self, alias: impl Into<String>, guid: u64) {
+        self.aliases.entry(alias.into()).or_insert(guid);
+    }
+
+    /// The node GUID an alias names.
+    pub fn alias(&self, alias: &str) -> Option<u64> {
+        self.aliases.get(alias).copied()
+    }
+
+    /// How many names the map shows (aliases are not counted).
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
+    /// No name to show (aliases are not counted).
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -218,7 +229,9 @@ mod tests {
         assert_eq!(display_name(&node, Some(&m)), "Switch1");
         assert!(matches!(
             NameMap::load(dir.path().join("missing")),
-            Err(NameMapError::Io { .. })
+            Err(NameMapError::Input(
+                crate::input::InputError::Missing { .. }
+            ))
         ));
     }
 }

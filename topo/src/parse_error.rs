@@ -93,4 +93,7 @@ impl std::fmt::Display for ParseWarning {
 pub struct Parsed {
     pub fabric: Fabric,
     pub warnings: Vec<ParseWarning>,
+    /// Each node's id in the file (`"R1L001"`, `"S-0008f10500200134"`) and its GUID: the
+    /// names ibsim's console and the file itself use.
+    pub node_ids: Vec<(String, u64)>,
 }

@@ -9,7 +9,7 @@ use ibscope_mad::smp::SmpRoute;
 
 use crate::escape::quoted_for_terminal;
 use crate::m_key::{explain_no_reply, SmpMethod};
-use crate::port_toggle::{self, Plan, PortAction};
+use crate::port_toggle::{self, PortAction, ToggleRoute};
 use crate::{Fabric, PortRef};
 
 /// Why a port could not be toggled.
@@ -38,33 +38,33 @@ fn get_port_info(engine: &mut Engine, route: &SmpRoute, port: u8) -> Result<Port
 fn guard_info(
     engine: &mut Engine,
     route: &SmpRoute,
-    plan: &Plan,
+    toggle: &ToggleRoute,
     target: Option<&PortInfo>,
 ) -> Option<PortInfo> {
-    if plan.m_key_port == plan.target.port {
+    if toggle.m_key_port == toggle.target.port {
         return target.cloned();
     }
-    get_port_info(engine, route, plan.m_key_port).ok()
+    get_port_info(engine, route, toggle.m_key_port).ok()
 }
 
-/// Disable or enable the port `plan` targets: read PortInfo, set it (unless already in
+/// Disable or enable the port `toggle` targets: read PortInfo, set it (unless already in
 /// effect), read it back. `Ok` holds what to print; a failure explains itself (M_Key
 /// protection where it explains no reply).
 pub fn apply(
     engine: &mut Engine,
     fabric: &Fabric,
-    plan: &Plan,
+    toggle: &ToggleRoute,
     at: &PortRef,
     action: PortAction,
 ) -> Result<Vec<String>, ApplyError> {
     let at_text = at.report_text();
-    let route = SmpRoute::Directed(plan.route.clone());
-    let port = plan.target.port;
+    let route = SmpRoute::Directed(toggle.route.clone());
+    let port = toggle.target.port;
     let before = match get_port_info(engine, &route, port) {
         Ok(info) => info,
         Err(e) => {
             lost(engine)?;
-            let guard = guard_info(engine, &route, plan, None);
+            let guard = guard_info(engine, &route, toggle, None);
             let msg =
                 explain_no_reply(SmpMethod::Get, at, guard.as_ref(), engine.m_key(), true, &e)
                     .unwrap_or_else(|| format!("SubnGet PortInfo to {at_text}: {e}"));
@@ -85,13 +85,13 @@ pub fn apply(
     let set = Request::new::<PortInfo>(&route, method::SET, u32::from(port), &payload);
     if let Err(e) = engine.call(set) {
         lost(engine)?;
-        if plan.through_target && matches!(e, MadError::Timeout { .. }) {
+        if toggle.through_target && matches!(e, MadError::Timeout { .. }) {
             return Err(ApplyError::Failed(format!(
                 "SubnSet PortInfo to {at_text} got no reply, as expected: it travelled the link it \
                  disables; the result cannot be read back from here"
             )));
         }
-        let guard = guard_info(engine, &route, plan, Some(&before));
+        let guard = guard_info(engine, &route, toggle, Some(&before));
         let msg = explain_no_reply(SmpMethod::Set, at, guard.as_ref(), engine.m_key(), true, &e)
             .unwrap_or_else(|| format!("SubnSet PortInfo to {at_text}: {e}"));
         return Err(ApplyError::Failed(msg));
@@ -113,7 +113,7 @@ pub fn apply(
         )));
     }
     let peer = fabric
-        .peer(plan.target)
+        .peer(toggle.target)
         .map(|p| {
             let n = fabric.node(p.node);
             format!(

@@ -33,7 +33,7 @@ impl PortAction {
 
 /// How the SMPs reach the port, and whose M_Key guards it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub struct ToggleRoute {
     pub target: End,
     /// Directed route to the target node (entering a CA through the target port).
     pub route: DrPath,
@@ -155,13 +155,13 @@ fn node_text(fabric: &Fabric, names: Option<&NameMap>, id: NodeId) -> String {
 /// Check the request against the fabric and pick the route. Refused without `force`:
 /// disabling the link this host is attached by, or a link whose loss cuts nodes off from
 /// this host (enabling could not reach them again), e.g. a CA's only link.
-pub fn plan(
+pub fn route(
     fabric: &Fabric,
     names: Option<&NameMap>,
     target: End,
     action: PortAction,
     force: bool,
-) -> Result<Plan, ToggleRefused> {
+) -> Result<ToggleRoute, ToggleRefused> {
     let node = fabric.node(target.node);
     let what = node_text(fabric, names, target.node);
     if target.port == 0 && node.is_switch() {
@@ -241,7 +241,7 @@ pub fn plan(
         };
         (entry, disable && local != target)
     };
-    Ok(Plan {
+    Ok(ToggleRoute {
         target,
         route,
         m_key_port: if node.is_switch() { 0 } else { target.port },

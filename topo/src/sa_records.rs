@@ -4,7 +4,7 @@
 use crate::escape::for_terminal;
 use crate::NodeKind;
 use ibscope_mad::attr::link::sa_rate_gbps;
-use ibscope_mad::attr::mtu_bytes;
+use ibscope_mad::attr::{mtu_bytes, PortInfo};
 use ibscope_mad::attribute::{Attribute, SubnAdm};
 use ibscope_mad::sa::{LinkRecord, NodeRecord, PathRecord, PortInfoRecord};
 use serde_json::{json, Value};
@@ -13,6 +13,18 @@ use serde_json::{json, Value};
 pub trait Record: Attribute<Class = SubnAdm> + Default {
     fn to_json(&self) -> Value;
     fn line(&self) -> String;
+    /// The records of a table as `sa` lists them, each read in the light of the others and
+    /// of `context` (records asked for besides, not listed): by default each alone.
+    fn table_view(records: &[Self], context: &[Self]) -> Vec<(Value, String)> {
+        let _ = context;
+        records.iter().map(|r| (r.to_json(), r.line())).collect()
+    }
+    /// The records to ask for besides a table's, for [`Record::table_view`]: each a
+    /// template and its component mask (a SubnAdmGet each); by default none.
+    fn context_wanted(records: &[Self]) -> Vec<(u64, Self)> {
+        let _ = records;
+        Vec::new()
+    }
 }
 
 impl Record for NodeRecord {
@@ -62,30 +74,88 @@ impl Record for LinkRecord {
 
 impl Record for PortInfoRecord {
     fn to_json(&self) -> Value {
-        let pi = &self.port_info;
-        json!({
-            "endport_lid": self.endport_lid,
-            "port_num": self.port_num,
-            "lid": pi.lid,
-            "sm_lid": pi.master_sm_lid,
-            "state": pi.state().name(),
-            "phys_state": pi.phys_state().name(),
-            "width_active": pi.width_active().map(|w| w.name()),
-            "speed_active": pi.speed_active().map(|s| s.name()),
-            "capability_mask": format!("{:#010x}", pi.capability_mask),
-        })
+        port_json(self, None)
     }
     fn line(&self) -> String {
-        let pi = &self.port_info;
-        format!(
-            "LID {:<5} port {:<3} {:<8} {:<9} {}",
-            self.endport_lid,
-            self.port_num,
-            pi.state().name(),
-            pi.phys_state().name(),
-            ibscope_mad::attr::link::Rate::text(pi.width_active(), pi.speed_active())
-        )
+        port_line(self, None)
     }
+    /// A switch's external ports (a LID with a port-0 record, here or in `context`) decode
+    /// their speeds with port 0's capability masks ([`PortInfo::with_capabilities_of`]).
+    fn table_view(records: &[Self], context: &[Self]) -> Vec<(Value, String)> {
+        let port0 = |lid: u16| {
+            records
+                .iter()
+                .chain(context)
+                .find(|r| r.endport_lid == lid && r.port_num == 0)
+                .map(|r| &r.port_info)
+        };
+        records
+            .iter()
+            .map(|r| {
+                let p0 = (r.port_num != 0).then(|| port0(r.endport_lid)).flatten();
+                (port_json(r, p0), port_line(r, p0))
+            })
+            .collect()
+    }
+    /// Port 0 of each LID whose external ports arrived without it and say nothing of their
+    /// capabilities (CapabilityMask 0, as a switch's external ports): a template each,
+    /// keyed by LID and port 0, to ask the SA for.
+    fn context_wanted(records: &[Self]) -> Vec<(u64, Self)> {
+        use ibscope_mad::sa::comp_mask::port_info_record::{ENDPORT_LID, PORT_NUM};
+        let mut lids: Vec<u16> = records
+            .iter()
+            .filter(|r| r.port_num != 0 && r.port_info.capability_mask == 0)
+            .map(|r| r.endport_lid)
+            .filter(|&lid| {
+                !records
+                    .iter()
+                    .any(|o| o.endport_lid == lid && o.port_num == 0)
+            })
+            .collect();
+        lids.sort_unstable();
+        lids.dedup();
+        lids.into_iter()
+            .map(|lid| {
+                let template = PortInfoRecord {
+                    endport_lid: lid,
+                    port_num: 0,
+                    ..Default::default()
+                };
+                (ENDPORT_LID | PORT_NUM, template)
+            })
+            .collect()
+    }
+}
+
+/// A PortInfoRecord's JSON; `port0` is its switch's port 0 (for an external port).
+fn port_json(r: &PortInfoRecord, port0: Option<&PortInfo>) -> Value {
+    let pi = &r.port_info;
+    let decoded = port0.map_or_else(|| pi.clone(), |p0| pi.with_capabilities_of(p0));
+    json!({
+        "endport_lid": r.endport_lid,
+        "port_num": r.port_num,
+        "lid": pi.lid,
+        "sm_lid": pi.master_sm_lid,
+        "state": pi.state().name(),
+        "phys_state": pi.phys_state().name(),
+        "width_active": pi.width_active().map(|w| w.name()),
+        "speed_active": decoded.speed_active().map(|s| s.name()),
+        "capability_mask": format!("{:#010x}", pi.capability_mask),
+    })
+}
+
+/// A PortInfoRecord's line; `port0` as for [`port_json`].
+fn port_line(r: &PortInfoRecord, port0: Option<&PortInfo>) -> String {
+    let pi = &r.port_info;
+    let decoded = port0.map_or_else(|| pi.clone(), |p0| pi.with_capabilities_of(p0));
+    format!(
+        "LID {:<5} port {:<3} {:<8} {:<9} {}",
+        r.endport_lid,
+        r.port_num,
+        pi.state().name(),
+        pi.phys_state().name(),
+        ibscope_mad::attr::link::Rate::text(pi.width_active(), decoded.speed_active())
+    )
 }
 
 pub fn node_json(r: &NodeRecord) -> Value {
@@ -153,4 +223,62 @@ pub fn path_json(p: &PathRecord) -> Value {
         "packet_life_time": p.packet_life_time,
         "preference": p.preference,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibscope_mad::attr::capability;
+
+    fn record(lid: u16, port: u8, capability_mask: u32) -> PortInfoRecord {
+        PortInfoRecord {
+            endport_lid: lid,
+            port_num: port,
+            port_info: PortInfo {
+                capability_mask,
+                link_width_active: 2,
+                link_speed_active: 4,
+                link_speed_ext_active: 4,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// LID 7 a switch (port 0 with IsExtendedSpeedsSupported, port 3 reserved at 0), LID 9
+    /// a CA port saying nothing of extended speeds: only the switch port reads HDR.
+    #[test]
+    fn a_switch_port_reads_its_speed_with_port_0() {
+        let ext = capability::IS_EXTENDED_SPEEDS_SUPPORTED;
+        let (port0, port3, ca) = (record(7, 0, ext), record(7, 3, 0), record(9, 1, 0x10));
+        let alone = PortInfoRecord::table_view(&[port3.clone(), ca.clone()], &[]);
+        assert_eq!(
+            alone[0].0["speed_active"], "QDR",
+            "no port 0 to say otherwise"
+        );
+        assert!(alone[0].1.ends_with("4xQDR"), "{}", alone[0].1);
+        let wanted = PortInfoRecord::context_wanted(&[port3.clone(), ca.clone()]);
+        assert_eq!(
+            wanted.len(),
+            1,
+            "port 0 of LID 7 only (the CA port has capabilities)"
+        );
+        assert_eq!((wanted[0].1.endport_lid, wanted[0].1.port_num), (7, 0));
+        let with_context =
+            PortInfoRecord::table_view(&[port3.clone(), ca.clone()], std::slice::from_ref(&port0));
+        assert_eq!(with_context[0].0["speed_active"], "HDR");
+        assert_eq!(
+            with_context[0].0["capability_mask"], "0x00000000",
+            "as the SA said"
+        );
+        assert!(
+            with_context[0].1.ends_with("4xHDR"),
+            "{}",
+            with_context[0].1
+        );
+        assert_eq!(with_context[1].0["speed_active"], "QDR");
+        let in_table = PortInfoRecord::table_view(&[port0.clone(), port3.clone()], &[]);
+        assert_eq!(in_table[1].0["speed_active"], "HDR");
+        assert!(PortInfoRecord::context_wanted(&[port0, port3]).is_empty());
+    }
 }

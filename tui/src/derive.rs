@@ -9,7 +9,10 @@ use ibscope_mad::attr::{PhysState, PortState};
 use ibscope_topo::escape;
 use ibscope_topo::health::{self, HealthOptions, HealthReport, Rate};
 use ibscope_topo::namemap::{display_name, NameMap};
+use ibscope_topo::resolve::is_name_separator;
 use ibscope_topo::{End, Fabric, LinkKey, Node, NodeId, NodeKind, NodeRef, Port, PortKey};
+
+use crate::table_sort::{Column, Natural, TableSort};
 
 /// A node's name, safe for a terminal.
 pub fn node_name(node: &Node, names: Option<&NameMap>) -> String {
@@ -343,10 +346,6 @@ pub fn summarize(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     s
 }
 
-fn is_separator(c: char) -> bool {
-    matches!(c, ';' | ':' | ' ' | '/' | ',' | '|')
-}
-
 /// Long switch names in one layer often differ only in the middle
 /// ("MF0;spine-0001:MQM8790/U1", "MF0;spine-0002:MQM8790/U1"): strip the shared prefix
 /// and suffix at separators (keeping dashes and underscores, which join a name), so the
@@ -381,11 +380,14 @@ fn shorten_names(layer: &mut Layer) {
     }
     // Cut the prefix after its last separator and the suffix at its first one.
     let pre = first[..prefix]
-        .rfind(is_separator)
+        .rfind(is_name_separator)
         .map(|i| i + first[i..].chars().next().map_or(1, char::len_utf8))
         .unwrap_or(0);
     let tail = &first[first.len() - suffix..];
-    let suf = tail.find(is_separator).map(|i| tail.len() - i).unwrap_or(0);
+    let suf = tail
+        .find(is_name_separator)
+        .map(|i| tail.len() - i)
+        .unwrap_or(0);
     let ok = layer.switches.iter().all(|c| {
         c.name.len() > pre + suf
             && c.name.is_char_boundary(pre)
@@ -406,36 +408,14 @@ fn shorten_names(layer: &mut Layer) {
     ));
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NodeSort {
-    #[default]
-    Name,
-    Kind,
-    Lid,
-    Guid,
-    Ports,
-}
-
-impl NodeSort {
-    pub fn next(self) -> NodeSort {
-        match self {
-            NodeSort::Name => NodeSort::Kind,
-            NodeSort::Kind => NodeSort::Lid,
-            NodeSort::Lid => NodeSort::Guid,
-            NodeSort::Guid => NodeSort::Ports,
-            NodeSort::Ports => NodeSort::Name,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeSort::Name => "name",
-            NodeSort::Kind => "kind",
-            NodeSort::Lid => "lid",
-            NodeSort::Guid => "guid",
-            NodeSort::Ports => "ports",
-        }
-    }
-}
+/// The node table's columns.
+pub const NODE_COLUMNS: [Column; 5] = [
+    Column::up("Name"),
+    Column::up("Kind"),
+    Column::up("GUID"),
+    Column::up("LID"),
+    Column::down("Linked"),
+];
 
 /// A row of the node table, with its sort and filter keys precomputed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -491,8 +471,8 @@ pub fn node_rows(fabric: &Fabric, names: Option<&NameMap>) -> Vec<NodeRow> {
 }
 
 /// Indexes into `rows` that match `filter` (case-insensitive substring of name, GUID, LID),
-/// in `sort` order.
-pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: NodeSort) -> Vec<usize> {
+/// in `sort` order ([`NODE_COLUMNS`]; ties by name, then GUID).
+pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: TableSort) -> Vec<usize> {
     let needle = filter.trim().to_lowercase();
     let mut out: Vec<usize> = rows
         .iter()
@@ -500,20 +480,20 @@ pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: NodeSort) -> Vec<
         .filter(|(_, r)| needle.is_empty() || r.search.contains(&needle))
         .map(|(i, _)| i)
         .collect();
+    let natural = sort.natural(&NODE_COLUMNS);
     out.sort_by(|&x, &y| {
         let (a, b) = (&rows[x], &rows[y]);
         let by_name = a.name.cmp(&b.name).then(a.guid.cmp(&b.guid));
-        match sort {
-            NodeSort::Name => by_name,
-            NodeSort::Kind => b.kind.cmp(&a.kind).then(by_name),
-            NodeSort::Lid => a
-                .lid
-                .unwrap_or(u16::MAX)
-                .cmp(&b.lid.unwrap_or(u16::MAX))
-                .then(by_name),
-            NodeSort::Guid => a.guid.cmp(&b.guid),
-            NodeSort::Ports => b.ports.cmp(&a.ports).then(by_name),
-        }
+        let by_column = match sort.column {
+            // Switches first.
+            1 => b.kind.cmp(&a.kind),
+            2 => a.guid.cmp(&b.guid),
+            // Nodes without a LID last.
+            3 => a.lid.unwrap_or(u16::MAX).cmp(&b.lid.unwrap_or(u16::MAX)),
+            4 => (a.linked, a.ports).cmp(&(b.linked, b.ports)),
+            _ => by_name,
+        };
+        sort.apply(natural, by_column).then(by_name)
     });
     out
 }
@@ -523,6 +503,9 @@ pub fn filter_sort_nodes(rows: &[NodeRow], filter: &str, sort: NodeSort) -> Vec<
 pub struct LinkRow {
     pub a: End,
     pub b: End,
+    /// The ends' node names (name-map name or NodeDescription; untrusted), to sort by.
+    pub name_a: String,
+    pub name_b: String,
     pub facts: LinkFacts,
     pub verdict: LinkAssessmentSummary,
 }
@@ -531,6 +514,57 @@ impl LinkRow {
     pub fn is_problem(&self) -> bool {
         self.facts.down || self.verdict.degraded()
     }
+    /// How bad the link is: down, degraded, below the norm, fine.
+    pub fn trouble(&self) -> u8 {
+        if self.facts.down {
+            3
+        } else if self.verdict.degraded() {
+            2
+        } else {
+            u8::from(self.verdict.below_norm())
+        }
+    }
+}
+
+/// The link table's columns; the last, its DOWN/DEGR/LOW? flag, sorts it first.
+pub const LINK_COLUMNS: [Column; 6] = [
+    Column::up("End A"),
+    Column::up("End B"),
+    Column::down("Active"),
+    Column::down("Expect"),
+    Column::up("State"),
+    Column::down("Flag"),
+];
+
+/// The link table's default order: problems first.
+pub const LINK_SORT: TableSort = TableSort::by(5);
+
+/// Indexes into `rows` in `sort` order ([`LINK_COLUMNS`]; ties by the first end's name
+/// and port).
+pub fn sort_links(rows: &[LinkRow], sort: TableSort) -> Vec<usize> {
+    let rate = |r: &LinkRow| {
+        let (Some(w), Some(s)) = (r.facts.width, r.facts.speed) else {
+            return 0.0;
+        };
+        Rate::new(w, s).data_gbps()
+    };
+    let expect = |r: &LinkRow| r.verdict.expected.map_or(0.0, Rate::data_gbps);
+    let natural = sort.natural(&LINK_COLUMNS);
+    let mut out: Vec<usize> = (0..rows.len()).collect();
+    out.sort_by(|&x, &y| {
+        let (a, b) = (&rows[x], &rows[y]);
+        let by_a = a.name_a.cmp(&b.name_a).then(a.a.port.cmp(&b.a.port));
+        let by_column = match sort.column {
+            1 => a.name_b.cmp(&b.name_b).then(a.b.port.cmp(&b.b.port)),
+            2 => rate(a).total_cmp(&rate(b)),
+            3 => expect(a).total_cmp(&expect(b)),
+            4 => a.facts.state_text().cmp(&b.facts.state_text()),
+            5 => a.trouble().cmp(&b.trouble()),
+            _ => by_a,
+        };
+        sort.apply(natural, by_column).then(by_a)
+    });
+    out
 }
 
 /// Every link, problems first (down, then degraded), then by the names of the ends. The
@@ -559,6 +593,8 @@ pub fn link_rows(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
                 LinkRow {
                     a,
                     b,
+                    name_a: display_name(node_a, names).to_string(),
+                    name_b: display_name(node_b, names).to_string(),
                     facts,
                     verdict,
                 },
@@ -630,6 +666,54 @@ pub struct HostGrid {
     pub with_problems: usize,
     /// Hosts whose HCAs have no known rail (not in the grid).
     pub without_rails: usize,
+    /// Every host (server) the fabric's CAs make up, in the grid or not.
+    pub servers: usize,
+    /// Rails down (not Active, or their HCA not in the fabric): `check`'s rail-down findings.
+    pub rails_down: usize,
+}
+
+impl CellState {
+    /// How bad a cell is, for sorting a rail's column worst first.
+    fn badness(cell: Option<&HostCell>) -> u8 {
+        match cell.map(|c| c.state) {
+            None => 0,
+            Some(CellState::Up) => 1,
+            Some(CellState::Misplaced) => 2,
+            Some(CellState::Degraded) => 3,
+            Some(CellState::Down) => 4,
+            Some(CellState::Missing) => 5,
+        }
+    }
+}
+
+/// The natural direction of the grid's column `column`: the host's name A to Z, a rail
+/// (column r + 1) its worst cells first.
+pub fn host_natural(column: usize) -> Natural {
+    if column == 0 {
+        Natural::Ascending
+    } else {
+        Natural::Descending
+    }
+}
+
+/// Indexes into the grid's rows in `sort` order (ties by the host's name).
+pub fn sort_hosts(grid: &HostGrid, sort: TableSort) -> Vec<usize> {
+    let natural = host_natural(sort.column);
+    let mut out: Vec<usize> = (0..grid.rows.len()).collect();
+    out.sort_by(|&x, &y| {
+        let (a, b) = (&grid.rows[x], &grid.rows[y]);
+        let by_name = a.name.cmp(&b.name);
+        let by_column = match sort.column.checked_sub(1) {
+            Some(r) => {
+                let bad =
+                    |row: &HostRow| CellState::badness(row.cells.get(r).and_then(Option::as_ref));
+                bad(a).cmp(&bad(b))
+            }
+            None => by_name,
+        };
+        sort.apply(natural, by_column).then(by_name)
+    });
+    out
 }
 
 /// The grid: every host with rails, each rail's cell judged by the link health and the
@@ -640,7 +724,12 @@ pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     let rails = all.rails();
     let mut marks: HashMap<(usize, usize), CellState> = HashMap::new();
     let mut missing: HashMap<usize, Vec<u8>> = HashMap::new();
-    for issue in hosts::check(fabric, &all) {
+    let issues = hosts::check(fabric, &all);
+    let rails_down = issues
+        .iter()
+        .filter(|i| matches!(i, RailIssue::Down(_)))
+        .count();
+    for issue in issues {
         match issue {
             RailIssue::Down(d) if d.hca.is_none() => {
                 missing.entry(d.host).or_default().push(d.rail)
@@ -660,6 +749,8 @@ pub fn host_grid(fabric: &Fabric, health: &LinkHealth, names: Option<&NameMap>) 
     }
     let mut grid = HostGrid {
         rails: rails.clone(),
+        servers: all.len(),
+        rails_down,
         ..Default::default()
     };
     for (h, host) in all.hosts().iter().enumerate() {

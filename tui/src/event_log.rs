@@ -10,6 +10,7 @@ use ibscope_topo::{End, Fabric, LinkKey, PortKey};
 
 use super::derive::{node_name, port_name, LinkHealth};
 use super::source::{Sweep, ERROR_COUNTERS};
+use super::table_sort::{Column, TableSort};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LogEntryKind {
@@ -81,13 +82,38 @@ impl LogEntry {
         LogEntry {
             at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.time),
             kind,
-            text: ibscope_topo::escape::for_terminal(&format!(
+            text: format!(
                 "journal: {}{b}: {}",
                 e.a.text(),
-                e.detail
-            )),
+                ibscope_topo::escape::for_terminal(&e.detail)
+            ),
         }
     }
+}
+
+/// The Events table's columns.
+pub const EVENT_COLUMNS: [Column; 3] = [
+    Column::down("UTC"),
+    Column::up("Event"),
+    Column::up("Detail"),
+];
+
+/// Indexes into `events` (newest first) in `sort` order ([`EVENT_COLUMNS`]; ties newest
+/// first).
+pub fn event_order(events: &std::collections::VecDeque<LogEntry>, sort: TableSort) -> Vec<usize> {
+    let natural = sort.natural(&EVENT_COLUMNS);
+    let mut out: Vec<usize> = (0..events.len()).collect();
+    // Stable: equal keys stay newest first.
+    out.sort_by(|&x, &y| {
+        let (a, b) = (&events[x], &events[y]);
+        let by_column = match sort.column {
+            1 => a.kind.as_str().cmp(b.kind.as_str()),
+            2 => a.text.cmp(&b.text),
+            _ => a.at.cmp(&b.at),
+        };
+        sort.apply(natural, by_column)
+    });
+    out
 }
 
 /// The last `keep` events of the journal at `path`, for the Events view; none when it

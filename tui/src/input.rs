@@ -10,7 +10,7 @@ use super::views;
 pub use super::keymap::Action;
 
 /// The action a key means in the current state, if any: the key map's, except that while
-/// typing a character is text and in the help any key closes it.
+/// typing a character is text and in the help any key but its own closes it.
 pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
     if key.kind == KeyEventKind::Release {
         return None;
@@ -31,13 +31,24 @@ pub fn map_key(state: &AppState, key: KeyEvent) -> Option<Action> {
 /// Apply an action. Returns nothing: effects on the outside world (quit, sweep now) are
 /// flags on the state that the event loop reads.
 pub fn apply(state: &mut AppState, action: Action) {
+    state.notice = None;
     match action {
         Action::Quit => state.quit = true,
         Action::GoTo(v) => state.view = v,
         Action::NextView => state.view = state.view.next(),
         Action::PrevView => state.view = state.view.prev(),
-        Action::ToggleHelp => state.help = !state.help,
+        Action::ToggleHelp => {
+            state.help = !state.help;
+            state.help_scroll = 0;
+        }
         Action::CloseHelp => state.help = false,
+        Action::HelpScroll(down) => {
+            state.help_scroll = if down {
+                state.help_scroll + 1
+            } else {
+                state.help_scroll.saturating_sub(1)
+            };
+        }
         Action::SweepNow => state.sweep_requested = true,
         Action::NextFabric => state.fabric_step = 1,
         Action::PrevFabric => state.fabric_step = -1,
@@ -56,29 +67,36 @@ pub fn apply(state: &mut AppState, action: Action) {
             }
             View::Routing => state.run_trace(),
             View::Hosts => state.hosts.detail = !state.derived.host_grid.rows.is_empty(),
+            View::Overview => state.finding_detail = state.selected_finding().is_some(),
+            View::Counters => {
+                state.counters.detail = !state.counters.rows.is_empty();
+                state.counters.detail_list.selected = 0;
+            }
             _ => {}
         },
         Action::Back => match state.view {
             View::Nodes => state.nodes.detail = None,
             View::Hosts => state.hosts.detail = false,
+            View::Overview => state.finding_detail = false,
+            View::Counters => state.counters.detail = false,
             _ => {}
         },
+        Action::JumpToLink => state.jump_to_link(),
+        Action::JumpToCounters => state.jump_to_counters(),
         Action::Left => state.hosts.rail = state.hosts.rail.saturating_sub(1),
         Action::Right => {
             let last = state.derived.host_grid.rails.len().saturating_sub(1);
             state.hosts.rail = (state.hosts.rail + 1).min(last);
         }
-        Action::CycleSort => match state.view {
-            View::Nodes => {
-                state.nodes.sort = state.nodes.sort.next();
-                state.refresh_nodes();
-            }
-            View::Counters => {
-                state.counters.sort = state.counters.sort.next();
-                state.refresh_counters();
-            }
-            _ => {}
-        },
+        Action::CycleSort => state.change_sort(false),
+        Action::ReverseSort => state.change_sort(true),
+        Action::StartFind => {
+            state.find.editing = true;
+            state.find.text.clear();
+            state.counters.detail = false;
+        }
+        Action::FindNext => crate::find::next(state, true),
+        Action::FindPrevious => crate::find::next(state, false),
         Action::StartInput => match state.view {
             View::Nodes => {
                 state.nodes.editing = true;
@@ -102,7 +120,9 @@ pub fn apply(state: &mut AppState, action: Action) {
             }
             after_edit(state);
         }
+        Action::InputSubmit if state.find.editing => crate::find::submit(state),
         Action::InputSubmit => submit_input(state),
+        Action::InputCancel if state.find.editing => state.find.editing = false,
         Action::InputCancel => match state.view {
             View::Nodes => {
                 state.nodes.editing = false;
@@ -147,6 +167,9 @@ fn submit_input(state: &mut AppState) {
 }
 
 fn input_text(state: &mut AppState) -> Option<&mut String> {
+    if state.find.editing {
+        return Some(&mut state.find.text);
+    }
     match state.view {
         View::Nodes if state.nodes.editing => Some(&mut state.nodes.filter),
         View::Routing => match state.routing.editing {
@@ -158,9 +181,11 @@ fn input_text(state: &mut AppState) -> Option<&mut String> {
     }
 }
 
-/// The node filter applies as you type.
+/// The node filter applies as you type, and so does a find.
 fn after_edit(state: &mut AppState) {
-    if state.view == View::Nodes {
+    if state.find.editing {
+        crate::find::as_typed(state);
+    } else if state.view == View::Nodes {
         state.nodes.list.selected = 0;
         state.refresh_nodes();
     }

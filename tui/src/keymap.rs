@@ -15,6 +15,8 @@ pub enum Action {
     PrevView,
     ToggleHelp,
     CloseHelp,
+    /// The help one line further down (`true`) or up.
+    HelpScroll(bool),
     Up,
     Down,
     PageUp,
@@ -25,9 +27,16 @@ pub enum Action {
     Open,
     /// Esc outside text input: close the detail pane.
     Back,
+    /// `s`: sort by the table's next column; `S`: the other way round.
     CycleSort,
+    ReverseSort,
     /// `/` in Nodes, `/` or `e` in Routing.
     StartInput,
+    /// `/` in the other views: the find prompt.
+    StartFind,
+    /// `n`, `N`: the next or previous row that matches what was found.
+    FindNext,
+    FindPrevious,
     InputChar(char),
     InputBackspace,
     /// Enter while typing.
@@ -39,6 +48,9 @@ pub enum Action {
     /// Swap routing source and destination.
     SwapRoute,
     SweepNow,
+    /// The selected finding's link in Links, its port in Counters.
+    JumpToLink,
+    JumpToCounters,
     /// Several fabrics: show the next (or previous) one.
     NextFabric,
     PrevFabric,
@@ -56,16 +68,14 @@ pub enum Place {
     Fabrics,
     /// One view, outside text input.
     In(View),
-    /// The node list (Nodes view, no detail open).
-    NodeList,
-    /// A node's detail pane.
-    NodeDetail,
-    /// The hosts x rails grid (Hosts view, no detail open).
-    HostGrid,
-    /// A grid cell's detail (Hosts view).
-    HostDetail,
+    /// A view's list with no detail open (the node list, the findings, the hosts grid).
+    List(View),
+    /// A view's detail pane (a node's, a finding's, a grid cell's, a port's counters).
+    Detail(View),
     /// Typing into a view's text field.
     Typing(View),
+    /// Typing into the find prompt (`/` in a view that finds).
+    Finding,
     /// The help screen.
     Help,
 }
@@ -158,6 +168,18 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[
+            (Up, Action::HelpScroll(false)),
+            (ch('k'), Action::HelpScroll(false)),
+            (Down, Action::HelpScroll(true)),
+            (ch('j'), Action::HelpScroll(true)),
+        ],
+        places: &[Place::Help],
+        shown: "↑↓ j k",
+        help: "in the help: scroll it; any other key closes it",
+        hint: None,
+    },
+    Binding {
+        keys: &[
             (Up, Action::Up),
             (ch('k'), Action::Up),
             (Down, Action::Down),
@@ -190,6 +212,34 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some((5, Hint::Text("f fabric"))),
     },
     Binding {
+        keys: &[(ch('/'), Action::StartFind)],
+        places: &FINDING_VIEWS,
+        shown: "/",
+        help: "find a node, host or port: any name, GUID, LID",
+        hint: Some((5, Hint::Text("/ find"))),
+    },
+    Binding {
+        keys: &[(ch('n'), Action::FindNext), (ch('N'), Action::FindPrevious)],
+        places: &FINDING_VIEWS,
+        shown: "n, N",
+        help: "the next / previous row found",
+        hint: None,
+    },
+    Binding {
+        keys: &[(Enter, Action::InputSubmit)],
+        places: &[Place::Finding],
+        shown: "Enter",
+        help: "while finding: keep it (not here: its node in Nodes)",
+        hint: Some((1, Hint::Text("Enter keep"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::InputCancel)],
+        places: &[Place::Finding],
+        shown: "Esc",
+        help: "while finding: stop",
+        hint: Some((2, Hint::Text("Esc stop"))),
+    },
+    Binding {
         keys: &[(ch('/'), Action::StartInput)],
         places: &[Place::In(View::Nodes)],
         shown: "/",
@@ -197,32 +247,73 @@ pub const BINDINGS: &[Binding] = &[
         hint: Some((2, Hint::Text("/ filter"))),
     },
     Binding {
-        keys: &[(ch('s'), Action::CycleSort)],
-        places: &[Place::NodeList],
-        shown: "s",
-        help: "cycle sort: name kind lid guid ports",
-        hint: Some((3, Hint::Text("s sort"))),
+        keys: &[(ch('s'), Action::CycleSort), (ch('S'), Action::ReverseSort)],
+        places: &[
+            Place::List(View::Nodes),
+            Place::In(View::Links),
+            Place::List(View::Counters),
+            Place::In(View::Events),
+            Place::List(View::Hosts),
+        ],
+        shown: "s, S",
+        help: "sort by the next column, S turns it round",
+        hint: Some((3, Hint::Text("s/S sort"))),
     },
     Binding {
         keys: &[(Enter, Action::Open)],
-        places: &[Place::NodeList],
+        places: &[Place::List(View::Nodes)],
         shown: "Enter",
         help: "node detail and port table",
         hint: Some((4, Hint::Text("Enter detail"))),
     },
     Binding {
         keys: &[(Esc, Action::Back)],
-        places: &[Place::NodeDetail],
+        places: &[Place::Detail(View::Nodes)],
         shown: "Esc",
         help: "close the detail",
         hint: Some((2, Hint::Text("Esc close"))),
     },
     Binding {
-        keys: &[(ch('s'), Action::CycleSort)],
-        places: &[Place::In(View::Counters)],
-        shown: "s",
-        help: "sort: error rate, errors, traffic, name",
-        hint: Some((2, Hint::Text("s sort"))),
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::List(View::Overview)],
+        shown: "Enter",
+        help: "the finding whole: where, what, what to do",
+        hint: Some((2, Hint::Text("Enter finding"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::Detail(View::Overview)],
+        shown: "Esc",
+        help: "close the finding",
+        hint: Some((2, Hint::Text("Esc close"))),
+    },
+    Binding {
+        keys: &[(ch('l'), Action::JumpToLink)],
+        places: &[Place::In(View::Overview)],
+        shown: "l",
+        help: "the finding's link in Links",
+        hint: Some((3, Hint::Text("l link"))),
+    },
+    Binding {
+        keys: &[(ch('c'), Action::JumpToCounters)],
+        places: &[Place::In(View::Overview)],
+        shown: "c",
+        help: "the finding's port in Counters",
+        hint: Some((4, Hint::Text("c counters"))),
+    },
+    Binding {
+        keys: &[(Enter, Action::Open)],
+        places: &[Place::List(View::Counters)],
+        shown: "Enter",
+        help: "every counter of the port (↑↓ scroll)",
+        hint: Some((3, Hint::Text("Enter all counters"))),
+    },
+    Binding {
+        keys: &[(Esc, Action::Back)],
+        places: &[Place::Detail(View::Counters)],
+        shown: "Esc",
+        help: "back to the ports",
+        hint: Some((2, Hint::Text("Esc close"))),
     },
     Binding {
         keys: &[(ch('/'), Action::StartInput), (ch('e'), Action::StartInput)],
@@ -259,14 +350,14 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[(Enter, Action::Open)],
-        places: &[Place::HostGrid],
+        places: &[Place::List(View::Hosts)],
         shown: "Enter",
         help: "the rail's HCA: its link and counters",
         hint: Some((4, Hint::Text("Enter detail"))),
     },
     Binding {
         keys: &[(Esc, Action::Back)],
-        places: &[Place::HostDetail],
+        places: &[Place::Detail(View::Hosts)],
         shown: "Esc",
         help: "close the HCA's detail",
         hint: Some((2, Hint::Text("Esc close"))),
@@ -315,23 +406,54 @@ pub const BINDINGS: &[Binding] = &[
             (Up, Action::Up),
             (Down, Action::Down),
         ],
-        places: &[Place::Typing(View::Nodes), Place::Typing(View::Routing)],
+        places: &[
+            Place::Typing(View::Nodes),
+            Place::Typing(View::Routing),
+            Place::Finding,
+        ],
         shown: "Backspace ↑↓",
         help: "while typing: delete; move",
         hint: None,
     },
 ];
 
-/// What typing does in a view's text field (the first hint of the footer).
-fn typing_hint(view: View) -> &'static str {
+/// What typing does in a view's text field (the first hint of the footer); the find
+/// prompt is the text typed so far.
+fn typing_hint(state: &AppState) -> String {
+    if state.find.editing {
+        return format!("/{}_", state.find.text);
+    }
+    match state.view {
+        View::Routing => "type name/LID/GUID[port]".into(),
+        _ => "type to filter".into(),
+    }
+}
+
+/// The views whose `/` finds (Nodes filters, Routing edits its ends).
+const FINDING_VIEWS: [Place; 5] = [
+    Place::In(View::Overview),
+    Place::In(View::Links),
+    Place::In(View::Counters),
+    Place::In(View::Events),
+    Place::In(View::Hosts),
+];
+
+/// Whether `view`'s detail pane is open.
+pub fn detail_open(state: &AppState, view: View) -> bool {
     match view {
-        View::Routing => "type name/LID/GUID[port]",
-        _ => "type to filter",
+        View::Nodes => state.nodes.detail.is_some(),
+        View::Hosts => state.hosts.detail,
+        View::Overview => state.finding_detail,
+        View::Counters => state.counters.detail,
+        _ => false,
     }
 }
 
 /// True while keys are text for an input field rather than commands.
 pub fn typing(state: &AppState) -> bool {
+    if state.find.editing {
+        return true;
+    }
     match state.view {
         View::Nodes => state.nodes.editing,
         View::Routing => state.routing.editing.is_some(),
@@ -346,11 +468,12 @@ impl Place {
             Place::Every => plain,
             Place::Fabrics => plain && state.status.fabric.is_some(),
             Place::In(v) => plain && state.view == v,
-            Place::NodeList => plain && state.view == View::Nodes && state.nodes.detail.is_none(),
-            Place::NodeDetail => plain && state.view == View::Nodes && state.nodes.detail.is_some(),
-            Place::HostGrid => plain && state.view == View::Hosts && !state.hosts.detail,
-            Place::HostDetail => plain && state.view == View::Hosts && state.hosts.detail,
-            Place::Typing(v) => !state.help && typing(state) && state.view == v,
+            Place::List(v) => plain && state.view == v && !detail_open(state, v),
+            Place::Detail(v) => plain && state.view == v && detail_open(state, v),
+            Place::Typing(v) => {
+                !state.help && typing(state) && !state.find.editing && state.view == v
+            }
+            Place::Finding => !state.help && state.find.editing,
             Place::Help => state.help,
         }
     }
@@ -372,7 +495,10 @@ pub fn lookup(state: &AppState, code: KeyCode) -> Option<Action> {
 /// columns.
 pub fn footer(state: &AppState, width: usize) -> String {
     if state.help {
-        return "any key: close help  q quit".to_string();
+        return "↑↓ scroll  any key: close help  q quit".to_string();
+    }
+    if let Some(notice) = &state.notice {
+        return notice.chars().take(width).collect();
     }
     let mut hints: Vec<(u8, String)> = active(state)
         .filter_map(|b| {
@@ -386,7 +512,7 @@ pub fn footer(state: &AppState, width: usize) -> String {
         .collect();
     hints.sort_by_key(|(rank, _)| *rank);
     let mut out = if typing(state) {
-        typing_hint(state.view).to_string()
+        typing_hint(state)
     } else {
         String::new()
     };
@@ -416,9 +542,8 @@ pub fn help_lines(view: View) -> Vec<String> {
         .collect();
     lines.push(String::new());
     let here = |p: &Place| match *p {
-        Place::In(v) | Place::Typing(v) => v == view,
-        Place::NodeList | Place::NodeDetail => view == View::Nodes,
-        Place::HostGrid | Place::HostDetail => view == View::Hosts,
+        Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => v == view,
+        Place::Finding => FINDING_VIEWS.contains(&Place::In(view)),
         Place::Every | Place::Fabrics | Place::Help => false,
     };
     let mut shown: Vec<String> = Vec::new();
@@ -475,8 +600,11 @@ mod tests {
                 s.help = help;
                 s.nodes.detail = detail.then_some(1);
                 s.hosts.detail = detail;
+                s.finding_detail = detail;
+                s.counters.detail = detail;
                 s.nodes.editing = editing;
                 s.routing.editing = editing.then_some(RouteField::From);
+                s.find.editing = editing && FINDING_VIEWS.contains(&Place::In(view));
                 out.push(s);
             }
         }
@@ -522,9 +650,10 @@ mod tests {
             for b in BINDINGS.iter().filter(|b| {
                 b.places.iter().any(|p| match *p {
                     Place::Every | Place::Fabrics => true,
-                    Place::In(v) | Place::Typing(v) => v == view,
-                    Place::NodeList | Place::NodeDetail => view == View::Nodes,
-                    Place::HostGrid | Place::HostDetail => view == View::Hosts,
+                    Place::In(v) | Place::Typing(v) | Place::List(v) | Place::Detail(v) => {
+                        v == view
+                    }
+                    Place::Finding => FINDING_VIEWS.contains(&Place::In(view)),
                     Place::Help => false,
                 })
             }) {

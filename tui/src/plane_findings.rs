@@ -37,11 +37,7 @@ pub fn refresh(states: &mut [AppState]) {
         let views: Vec<PlaneView> = swept
             .iter()
             .zip(&hosts)
-            .map(|((_, name, fabric), hosts)| PlaneView {
-                name,
-                fabric,
-                hosts,
-            })
+            .map(|((_, name, fabric), hosts)| PlaneView::new(name, fabric, hosts))
             .collect();
         findings::planes_disagree(&views, names).findings
     };
@@ -55,7 +51,7 @@ pub fn refresh(states: &mut [AppState]) {
         sweep.findings.extend(
             found
                 .iter()
-                .filter(|f| f.fabric.as_deref() == Some(name.as_str()))
+                .filter(|f| f.fabric_name() == Some(name.as_str()))
                 .cloned(),
         );
     }

@@ -13,7 +13,7 @@ use ratatui::Frame;
 use crate::keymap;
 use crate::state::{AppState, View};
 use crate::views;
-use crate::views::widgets::{status_text, DIM, HEAD, SELECTED};
+use crate::views::widgets::{status_text, wrap, DIM, HEAD, SELECTED};
 
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, state: &AppState) {
@@ -103,10 +103,33 @@ fn help_lines(view: View) -> Vec<String> {
     lines
 }
 
+/// The help over the body: every key of the view and what it shows, each line wrapped
+/// under its text (a key's description under the description); the arrow keys scroll it
+/// when it is taller than the screen, with ▲ ▼ in its title.
 fn draw_help(frame: &mut Frame, body: Rect, state: &AppState) {
-    let lines = help_lines(state.view);
-    let w = 60.min(body.width);
+    let w = 78.min(body.width);
+    let text_w = usize::from(w.saturating_sub(2));
+    let mut lines: Vec<String> = Vec::new();
+    for line in help_lines(state.view) {
+        // A key's line: its keys in 14 columns, its description wrapped beside them.
+        let indent = if line.chars().nth(13).is_some_and(|c| c == ' ') && !line.starts_with(' ') {
+            14
+        } else {
+            0
+        };
+        let mut wrapped = wrap(&line, text_w, indent).into_iter();
+        lines.extend(wrapped.next());
+        lines.extend(wrapped.map(|l| format!("{:indent$}{l}", "")));
+    }
     let h = (lines.len() as u16 + 2).min(body.height);
+    let inner_h = usize::from(h.saturating_sub(2));
+    let top = state.help_scroll.min(lines.len().saturating_sub(inner_h));
+    let marks = match (top > 0, top + inner_h < lines.len()) {
+        (true, true) => " ▲▼",
+        (true, false) => " ▲",
+        (false, true) => " ▼",
+        (false, false) => "",
+    };
     let area = Rect {
         x: body.x + (body.width - w) / 2,
         y: body.y + (body.height - h) / 2,
@@ -114,12 +137,17 @@ fn draw_help(frame: &mut Frame, body: Rect, state: &AppState) {
         height: h,
     };
     frame.render_widget(Clear, area);
-    let text: Vec<Line> = lines.into_iter().map(Line::raw).collect();
+    let text: Vec<Line> = lines
+        .into_iter()
+        .skip(top)
+        .take(inner_h)
+        .map(Line::raw)
+        .collect();
     frame.render_widget(
         Paragraph::new(text).block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(format!(" Help: {} ", views::parts(state.view).title)),
+                .title(format!(" Help: {}{marks} ", views::parts(state.view).title)),
         ),
         area,
     );

@@ -13,7 +13,6 @@ use ibscope_topo::findings;
 pub use ibscope_topo::findings::Finding;
 use ibscope_topo::health::HealthOptions;
 use ibscope_topo::routing::{self, RouteReport};
-use ibscope_topo::PortRef;
 use ibscope_topo::{Fabric, PortKey};
 
 use super::derive::LinkHealth;
@@ -209,17 +208,6 @@ pub fn check_routes(fabric: &Fabric) -> Option<Arc<RouteReport>> {
         ..Default::default()
     };
     Some(Arc::new(routing::check(fabric, &opts)))
-}
-
-/// "name\[port\]" of a finding's port (empty for fabric-wide findings), with " <-> peer\[port\]"
-/// when it is about a link. Untrusted: escape before display.
-pub fn finding_subject(f: &Finding) -> String {
-    let subject = |p: &PortRef| format!("{}[{}]", p.node.name, p.port);
-    match (&f.at, &f.remote) {
-        (Some(at), Some(remote)) => format!("{} <-> {}", subject(at), subject(remote)),
-        (Some(at), None) => subject(at),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]

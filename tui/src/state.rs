@@ -11,9 +11,11 @@ use ibscope_topo::resolve::{lid_of, resolve, NameMatch, NamedTarget};
 use ibscope_topo::routing::{self, Hop};
 use ibscope_topo::{End, Fabric, PortKey};
 
-use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow, NodeSort};
+use super::derive::{self, FabricSummary, HostGrid, LinkRow, NodeRow};
 use super::event_log::{self, LogEntry, LogEntryKind};
+use super::query::FindState;
 use super::source::{PortCounterSample, Sweep};
+use super::table_sort::{Column, TableSort};
 
 /// The views, in the order of their tabs: the n-th is selected by the digit n, Tab goes
 /// to the next. What each shows and how it is drawn is its file's in `views/`.
@@ -82,6 +84,37 @@ impl ListCursor {
         self.offset.set(off);
         off..(off + height).min(len)
     }
+    /// [`ListCursor::window`] for rows of several lines each (`heights`, at least 1): the
+    /// rows that fit in `height` lines, scrolled by whole rows so the selection shows.
+    pub fn window_of(&self, heights: &[usize], height: usize) -> Range<usize> {
+        let len = heights.len();
+        if height == 0 || len == 0 {
+            self.page.set(1);
+            return 0..0;
+        }
+        let sel = self.selected.min(len - 1);
+        let mut off = self.offset.get().min(len - 1).min(sel);
+        // Fits from `off` to the selection, else start later.
+        let fits = |from: usize, to: usize| heights[from..=to].iter().sum::<usize>() <= height;
+        while off < sel && !fits(off, sel) {
+            off += 1;
+        }
+        // From `off`, as many rows as fit (at least the first).
+        let mut end = off + 1;
+        let mut used = heights[off];
+        while end < len && used + heights[end] <= height {
+            used += heights[end];
+            end += 1;
+        }
+        // Room left at the bottom: show earlier rows rather than empty lines.
+        while off > 0 && used + heights[off - 1] <= height && end == len {
+            off -= 1;
+            used += heights[off];
+        }
+        self.offset.set(off);
+        self.page.set((end - off).saturating_sub(1).max(1));
+        off..end
+    }
 }
 
 /// Sweep status, for the "updated 3s ago" / "sweeping…" line.
@@ -110,6 +143,8 @@ pub struct FabricTag {
 #[derive(Debug, Clone)]
 pub struct PortHistory {
     pub last: PortCounterSample,
+    /// Its node's name when last swept (untrusted: escape it), kept while the port is gone.
+    pub name: String,
     /// Error total when first seen: a port is "jumped" once it rises above it.
     pub baseline_errors: u64,
     pub error_total: u64,
@@ -127,10 +162,11 @@ pub const HISTORY_LEN: usize = 120;
 pub const EVENT_LOG_LEN: usize = 2000;
 
 impl PortHistory {
-    fn new(sample: PortCounterSample) -> PortHistory {
+    fn new(sample: PortCounterSample, name: String) -> PortHistory {
         let errors = sample.error_total();
         PortHistory {
             last: sample,
+            name,
             baseline_errors: errors,
             error_total: errors,
             error_rate: 0.0,
@@ -186,39 +222,23 @@ fn push_capped<T>(q: &mut VecDeque<T>, v: T) {
     q.push_back(v);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CounterSort {
-    #[default]
-    ErrorRate,
-    Errors,
-    Traffic,
-    Name,
-}
+/// The Counters table's columns (after its ▲ marker).
+pub const COUNTER_COLUMNS: [Column; 5] = [
+    Column::up("Port"),
+    Column::down("Errors"),
+    Column::down("Err/s"),
+    Column::down("Rx"),
+    Column::down("Tx"),
+];
 
-impl CounterSort {
-    pub fn next(self) -> CounterSort {
-        match self {
-            CounterSort::ErrorRate => CounterSort::Errors,
-            CounterSort::Errors => CounterSort::Traffic,
-            CounterSort::Traffic => CounterSort::Name,
-            CounterSort::Name => CounterSort::ErrorRate,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CounterSort::ErrorRate => "error rate",
-            CounterSort::Errors => "errors",
-            CounterSort::Traffic => "traffic",
-            CounterSort::Name => "name",
-        }
-    }
-}
+/// The Counters table's default order: the fastest-rising errors first.
+pub const COUNTER_SORT: TableSort = TableSort::by(2);
 
 #[derive(Debug, Default)]
 pub struct NodesView {
     pub filter: String,
     pub editing: bool,
-    pub sort: NodeSort,
+    pub sort: TableSort,
     /// Indexes into `Derived::node_rows`, filtered and sorted.
     pub visible: Vec<usize>,
     pub list: ListCursor,
@@ -254,30 +274,76 @@ pub struct RoutingView {
     pub hops: ListCursor,
 }
 
+/// The Links view: its rows in the order shown, and the cursor on them.
+#[derive(Debug)]
+pub struct LinksView {
+    pub list: ListCursor,
+    pub sort: TableSort,
+    /// Indexes into `Derived::link_rows`, sorted.
+    pub order: Vec<usize>,
+}
+
+impl Default for LinksView {
+    fn default() -> LinksView {
+        LinksView {
+            list: ListCursor::default(),
+            sort: derive::LINK_SORT,
+            order: Vec::new(),
+        }
+    }
+}
+
 /// The Hosts view: a cursor on the hosts x rails grid, and whether the selected cell's
 /// detail (its HCA's link and counters) is open.
 #[derive(Debug, Default)]
 pub struct HostsView {
     pub list: ListCursor,
+    /// Column 0 the host's name, column r + 1 rail r's cells (the worst first).
+    pub sort: TableSort,
+    /// Indexes into `HostGrid::rows`, sorted.
+    pub order: Vec<usize>,
     /// The selected rail: a column of the grid.
     pub rail: usize,
     pub detail: bool,
 }
 
 impl HostsView {
-    /// The selected row and column, kept inside the grid.
-    pub fn clamp(&mut self, grid: &super::derive::HostGrid) {
+    /// The grid sorted again, the selected row and column kept inside it.
+    pub fn refresh(&mut self, grid: &super::derive::HostGrid) {
+        self.order = derive::sort_hosts(grid, self.sort);
         self.list.clamp(grid.rows.len());
         self.rail = self.rail.min(grid.rails.len().saturating_sub(1));
+        self.sort.column = self.sort.column.min(grid.rails.len());
+    }
+    /// The grid row the cursor is on.
+    pub fn selected_row<'g>(&self, grid: &'g HostGrid) -> Option<&'g super::derive::HostRow> {
+        self.order
+            .get(self.list.selected)
+            .and_then(|&i| grid.rows.get(i))
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CountersView {
-    pub sort: CounterSort,
+    pub sort: TableSort,
     /// Keys into `AppState::history`, sorted.
     pub rows: Vec<PortKey>,
     pub list: ListCursor,
+    /// The selected port's every counter is open (Enter), scrolled by `detail_list`.
+    pub detail: bool,
+    pub detail_list: ListCursor,
+}
+
+impl Default for CountersView {
+    fn default() -> CountersView {
+        CountersView {
+            sort: COUNTER_SORT,
+            rows: Vec::new(),
+            list: ListCursor::default(),
+            detail: false,
+            detail_list: ListCursor::default(),
+        }
+    }
 }
 
 /// What is computed once per sweep.
@@ -330,6 +396,8 @@ pub fn prepare(previous: Option<&Sweep>, sweep: Sweep, names: Option<&NameMap>) 
 pub struct AppState {
     pub view: View,
     pub help: bool,
+    /// The help's first line shown (its arrow keys scroll it).
+    pub help_scroll: usize,
     pub quit: bool,
     /// Set by an action asking for an immediate sweep; the event loop takes it.
     pub sweep_requested: bool,
@@ -345,12 +413,21 @@ pub struct AppState {
     pub history: HashMap<PortKey, PortHistory>,
     pub events: VecDeque<LogEntry>,
     pub nodes: NodesView,
-    pub links: ListCursor,
+    pub links: LinksView,
     pub counters: CountersView,
     pub routing: RoutingView,
     pub event_list: ListCursor,
+    /// The Events table's order (newest first unless sorted otherwise).
+    pub events_sort: TableSort,
     pub overview_findings: ListCursor,
+    /// The selected finding is open whole (Enter in the Overview).
+    pub finding_detail: bool,
     pub hosts: HostsView,
+    /// A line for the footer until the next key: what a key could not do ("that port has
+    /// no link").
+    pub notice: Option<String>,
+    /// The find prompt (`/` in a view that finds).
+    pub find: FindState,
 }
 
 impl AppState {
@@ -358,6 +435,7 @@ impl AppState {
         AppState {
             view: View::Overview,
             help: false,
+            help_scroll: 0,
             quit: false,
             sweep_requested: false,
             fabric_step: 0,
@@ -370,12 +448,16 @@ impl AppState {
             history: HashMap::new(),
             events: VecDeque::new(),
             nodes: NodesView::default(),
-            links: ListCursor::default(),
+            links: LinksView::default(),
             counters: CountersView::default(),
             routing: RoutingView::default(),
             event_list: ListCursor::default(),
+            events_sort: TableSort::default(),
             overview_findings: ListCursor::default(),
+            finding_detail: false,
             hosts: HostsView::default(),
+            notice: None,
+            find: FindState::default(),
         }
     }
 
@@ -427,11 +509,21 @@ impl AppState {
         for e in new_events {
             self.log(e);
         }
+        let names = self.names.as_ref();
         for c in &sweep.counters {
+            let name = sweep.fabric.node_by_guid(c.at.guid).map(|id| {
+                ibscope_topo::namemap::display_name(sweep.fabric.node(id), names).to_string()
+            });
             match self.history.get_mut(&c.at) {
-                Some(h) => h.update(c.clone()),
+                Some(h) => {
+                    h.update(c.clone());
+                    if let Some(name) = name {
+                        h.name = name;
+                    }
+                }
                 None => {
-                    self.history.insert(c.at, PortHistory::new(c.clone()));
+                    let name = name.unwrap_or_else(|| format!("{:#018x}", c.at.guid));
+                    self.history.insert(c.at, PortHistory::new(c.clone(), name));
                 }
             }
         }
@@ -443,8 +535,8 @@ impl AppState {
         self.status.sweeps += 1;
         self.refresh_nodes();
         self.refresh_counters();
-        self.links.clamp(self.derived.link_rows.len());
-        self.hosts.clamp(&self.derived.host_grid);
+        self.refresh_links();
+        self.hosts.refresh(&self.derived.host_grid);
         self.event_list.clamp(self.events.len());
         if self.routing.result.is_some() {
             self.run_trace();
@@ -458,42 +550,156 @@ impl AppState {
         self.nodes.list.clamp(self.nodes.visible.len());
     }
 
+    /// `s` (the table's next column) or `S` (the other way round) in the view shown; the
+    /// row the cursor is on stays under it.
+    pub fn change_sort(&mut self, reverse: bool) {
+        let step = |sort: &mut TableSort, columns: usize| {
+            if reverse {
+                sort.reverse();
+            } else {
+                sort.next(columns);
+            }
+        };
+        match self.view {
+            View::Nodes => {
+                let kept = self.selected_node_row().map(|r| r.id);
+                step(&mut self.nodes.sort, derive::NODE_COLUMNS.len());
+                self.refresh_nodes();
+                let rows = &self.derived.node_rows;
+                if let Some(i) =
+                    kept.and_then(|id| self.nodes.visible.iter().position(|&v| rows[v].id == id))
+                {
+                    self.nodes.list.selected = i;
+                }
+            }
+            View::Links => {
+                let kept = self.links.order.get(self.links.list.selected).copied();
+                step(&mut self.links.sort, derive::LINK_COLUMNS.len());
+                self.refresh_links();
+                if let Some(i) = kept.and_then(|k| self.links.order.iter().position(|&o| o == k)) {
+                    self.links.list.selected = i;
+                }
+            }
+            View::Counters => {
+                let kept = self.counters.rows.get(self.counters.list.selected).copied();
+                step(&mut self.counters.sort, COUNTER_COLUMNS.len());
+                self.refresh_counters();
+                if let Some(i) = kept.and_then(|k| self.counters.rows.iter().position(|r| *r == k))
+                {
+                    self.counters.list.selected = i;
+                }
+            }
+            View::Events => step(&mut self.events_sort, event_log::EVENT_COLUMNS.len()),
+            View::Hosts => {
+                let grid = &self.derived.host_grid;
+                let kept = self.hosts.order.get(self.hosts.list.selected).copied();
+                step(&mut self.hosts.sort, grid.rails.len() + 1);
+                self.hosts.refresh(grid);
+                if let Some(i) = kept.and_then(|k| self.hosts.order.iter().position(|&o| o == k)) {
+                    self.hosts.list.selected = i;
+                }
+            }
+            View::Overview | View::Routing => {}
+        }
+    }
+
+    /// Sort the link rows again (after a sort change or a new sweep).
+    pub fn refresh_links(&mut self) {
+        self.links.order = derive::sort_links(&self.derived.link_rows, self.links.sort);
+        self.links.list.clamp(self.links.order.len());
+    }
+
+    /// The link row the Links view's cursor is on.
+    pub fn selected_link(&self) -> Option<&LinkRow> {
+        let i = *self.links.order.get(self.links.list.selected)?;
+        self.derived.link_rows.get(i)
+    }
+
     pub fn refresh_counters(&mut self) {
         let mut rows: Vec<PortKey> = self.history.keys().copied().collect();
-        let fabric = self.sweep.as_ref().map(|s| s.fabric.clone());
-        let name_of = |k: &PortKey| -> String {
-            fabric
-                .as_ref()
-                .and_then(|f| {
-                    f.node_by_guid(k.guid)
-                        .map(|id| f.node(id).description.clone())
-                })
-                .unwrap_or_default()
-        };
         let h = &self.history;
-        match self.counters.sort {
-            CounterSort::ErrorRate => rows.sort_by(|a, b| {
-                h[b].error_rate
-                    .total_cmp(&h[a].error_rate)
-                    .then(h[b].error_total.cmp(&h[a].error_total))
-                    .then(a.cmp(b))
-            }),
-            CounterSort::Errors => {
-                rows.sort_by(|a, b| h[b].error_total.cmp(&h[a].error_total).then(a.cmp(b)))
-            }
-            CounterSort::Traffic => rows.sort_by(|a, b| {
-                let t = |k: &PortKey| h[k].rx_bytes_per_s + h[k].tx_bytes_per_s;
-                t(b).total_cmp(&t(a)).then(a.cmp(b))
-            }),
-            CounterSort::Name => {
-                let mut keyed: Vec<(String, PortKey)> =
-                    rows.iter().map(|k| (name_of(k), *k)).collect();
-                keyed.sort();
-                rows = keyed.into_iter().map(|(_, k)| k).collect();
-            }
-        }
+        let sort = self.counters.sort;
+        let natural = sort.natural(&COUNTER_COLUMNS);
+        let by_name = |a: &PortKey, b: &PortKey| h[a].name.cmp(&h[b].name).then(a.cmp(b));
+        rows.sort_by(|a, b| {
+            let (x, y) = (&h[a], &h[b]);
+            let by_column = match sort.column {
+                1 => x.error_total.cmp(&y.error_total),
+                // Ties of rate by the errors counted.
+                2 => x
+                    .error_rate
+                    .total_cmp(&y.error_rate)
+                    .then(x.error_total.cmp(&y.error_total)),
+                3 => x.rx_bytes_per_s.total_cmp(&y.rx_bytes_per_s),
+                4 => x.tx_bytes_per_s.total_cmp(&y.tx_bytes_per_s),
+                _ => by_name(a, b),
+            };
+            sort.apply(natural, by_column).then_with(|| by_name(a, b))
+        });
         self.counters.rows = rows;
         self.counters.list.clamp(self.counters.rows.len());
+    }
+
+    /// The finding the Overview's cursor is on.
+    pub fn selected_finding(&self) -> Option<&super::source::Finding> {
+        let findings = &self.sweep.as_ref()?.findings;
+        findings.get(self.overview_findings.selected)
+    }
+
+    /// Links: the row of the selected finding's link (its port's, else its far end's).
+    pub fn jump_to_link(&mut self) {
+        let Some((fabric, keys)) = self.finding_ports() else {
+            return;
+        };
+        let key = |e: End| fabric.node(e.node).port_key(e.port);
+        let row = keys.iter().find_map(|k| {
+            self.derived
+                .link_rows
+                .iter()
+                .position(|r| key(r.a) == *k || key(r.b) == *k)
+        });
+        match row.and_then(|i| self.links.order.iter().position(|&o| o == i)) {
+            Some(i) => {
+                self.links.list.selected = i;
+                self.view = View::Links;
+            }
+            None => self.notice = Some("the finding's ports have no link in this sweep".into()),
+        }
+    }
+
+    /// Counters: the row of the selected finding's port (else its far end's).
+    pub fn jump_to_counters(&mut self) {
+        let Some((_, keys)) = self.finding_ports() else {
+            return;
+        };
+        let row = keys
+            .iter()
+            .find_map(|k| self.counters.rows.iter().position(|r| r == k));
+        match row {
+            Some(i) => {
+                self.counters.list.selected = i;
+                self.counters.detail = false;
+                self.view = View::Counters;
+            }
+            None => {
+                self.notice = Some("no counters were read of the finding's ports".into());
+            }
+        }
+    }
+
+    /// The selected finding's ports (its own, then its far end), with the fabric; a notice
+    /// when it names none.
+    fn finding_ports(&mut self) -> Option<(std::sync::Arc<Fabric>, Vec<PortKey>)> {
+        let fabric = self.sweep.as_ref()?.fabric.clone();
+        let keys: Vec<PortKey> = match self.selected_finding() {
+            Some(f) => f.at.iter().chain(&f.remote).map(|p| p.key()).collect(),
+            None => return None,
+        };
+        if keys.is_empty() {
+            self.notice = Some("the finding names no port".into());
+            return None;
+        }
+        Some((fabric, keys))
     }
 
     /// The node the nodes-view cursor is on.
@@ -550,6 +756,23 @@ mod tests {
     use std::collections::BTreeMap;
 
     #[test]
+    fn rows_of_several_lines_scroll_by_whole_rows() {
+        let mut c = ListCursor::default();
+        let heights = [2, 3, 1, 2, 2];
+        assert_eq!(c.window_of(&heights, 6), 0..3);
+        c.down(3, 5);
+        assert_eq!(c.window_of(&heights, 6), 1..4, "row 3 shows, row 0 goes");
+        c.down(1, 5);
+        assert_eq!(c.window_of(&heights, 6), 2..5);
+        c.up(4);
+        assert_eq!(c.window_of(&heights, 6), 0..3);
+        // A row taller than the screen still shows (cut), alone.
+        c.selected = 1;
+        assert_eq!(c.window_of(&heights, 2), 1..2);
+        assert_eq!(c.window_of(&[], 6), 0..0);
+    }
+
+    #[test]
     fn cursor_window_keeps_selection_visible() {
         let mut c = ListCursor::default();
         assert_eq!(c.window(100, 10), 0..10);
@@ -589,7 +812,7 @@ mod tests {
 
     #[test]
     fn history_rates_jumps_and_resets() {
-        let mut h = PortHistory::new(sample(0, 5, 0));
+        let mut h = PortHistory::new(sample(0, 5, 0), "sw".into());
         assert!(!h.jumped, "errors before the UI opened do not count");
         h.update(sample(10, 5, 1000));
         assert_eq!(h.rx_bytes_per_s, 100.0);

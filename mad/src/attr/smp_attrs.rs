@@ -337,6 +337,19 @@ crate::coded_enum! {
 }
 
 impl PortInfo {
+    /// This PortInfo with the capability masks a switch's port 0 gives for every port of
+    /// the switch: on its external ports CapabilityMask and CapabilityMask2 are reserved
+    /// (IBA 14.2.5.6, PortInfo), 0 in practice, so whether their LinkSpeedExt* fields
+    /// mean anything is port 0's to say (infiniband-diags reads them from port 0 too).
+    /// Decode an external switch port's speeds from what this returns.
+    pub fn with_capabilities_of(&self, port0: &PortInfo) -> PortInfo {
+        PortInfo {
+            capability_mask: port0.capability_mask,
+            capability_mask2: port0.capability_mask2,
+            ..self.clone()
+        }
+    }
+
     /// Whether the LinkSpeedExt* fields mean anything on this port.
     pub fn has_extended_speeds(&self) -> bool {
         self.capability_mask & capability::IS_EXTENDED_SPEEDS_SUPPORTED != 0
@@ -720,6 +733,33 @@ mod tests {
         // Extended capability but no extended speed in use: the base field decides.
         p.link_speed_ext_active = 0;
         assert_eq!(p.speed_active(), Some(Speed::Qdr));
+    }
+
+    /// An external switch port: CapabilityMask 0 (reserved), an XDR link in the second
+    /// extended field; its port 0 says both extended fields are valid.
+    #[test]
+    fn a_switch_port_decodes_with_port_0_capabilities() {
+        let external = PortInfo {
+            link_speed_active: 4,
+            link_speed_ext_active: 8,
+            link_speed_ext_active2: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            external.speed_active(),
+            Some(Speed::Qdr),
+            "alone: base speed only"
+        );
+        let port0 = PortInfo {
+            capability_mask: capability::IS_EXTENDED_SPEEDS_SUPPORTED
+                | capability::IS_CAPABILITY_MASK2_SUPPORTED,
+            capability_mask2: capability2::IS_EXTENDED_SPEEDS_2_SUPPORTED,
+            link_speed_active: 1,
+            ..Default::default()
+        };
+        let decoded = external.with_capabilities_of(&port0);
+        assert_eq!(decoded.speed_active(), Some(Speed::Xdr));
+        assert_eq!(decoded.link_speed_active, 4, "only the masks are port 0's");
     }
 
     #[test]

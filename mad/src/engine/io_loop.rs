@@ -132,14 +132,14 @@ impl Engine<AnyPort> {
         Ok(Engine::over(AnyPort::open(ca, port)?, config))
     }
 
-    /// Reach a port through an agent started by `command` (see [`crate::relay`]);
-    /// `stop` returning true gives up waiting for the agent.
+    /// Reach a port through the agent `agent` starts (see [`crate::relay`]); `stop`
+    /// returning true gives up waiting for the agent.
     pub fn relay(
-        command: &str,
+        agent: &crate::relay::AgentCommand,
         config: EngineConfig,
         stop: &dyn Fn() -> bool,
     ) -> Result<Engine, TransportError> {
-        Ok(Engine::over(AnyPort::relay(command, stop)?, config))
+        Ok(Engine::over(AnyPort::relay(agent, stop)?, config))
     }
 
     /// An engine over `port`, TIDs starting somewhere unpredictable.

@@ -51,15 +51,17 @@ mod tests {
             ["nccl-wrong-rail", "nccl-rail-unused"],
             "{found:#?}"
         );
-        assert!(found[0]
-            .message
-            .contains("rank 21 (GPU 5 of gpu-0003) uses mlx5_4 (rail 4)"));
+        assert!(found[0].text_line().starts_with(
+            "[nccl-wrong-rail] gpu-0003 rail 5: rank 21 (GPU 5) uses mlx5_4 (rail 4) for"
+        ));
         assert!(
-            found[0].message.contains("own HCA is mlx5_5 (rail 5)"),
+            found[0].message.contains("its own HCA is mlx5_5;"),
             "{}",
             found[0].message
         );
-        assert!(found[1].message.contains("mlx5_5 of gpu-0003"));
+        assert!(found[1]
+            .text_line()
+            .starts_with("[nccl-rail-unused] gpu-0003 rail 5: mlx5_5 carries none"));
         assert_eq!(found[1].rail, Some(5));
     }
 
@@ -171,7 +173,9 @@ a:1:1 [0] NCCL INFO Channel 00/0 : 0[1000] -> 2[2000] via SHM/direct/direct
             ["nccl-gdr-forced", "nccl-gdr-forced"],
             "{found:#?}"
         );
-        assert!(found[0].message.contains("keeps GPUDirect RDMA off on a"));
+        assert!(found[0]
+            .text_line()
+            .starts_with("[nccl-gdr-forced] a: NCCL_NET_GDR_LEVEL=LOC keeps GPUDirect RDMA off"));
         assert!(
             found[0].message.contains("(GPU 1000 to mlx5_0 at PIX)"),
             "{}",
@@ -179,6 +183,6 @@ a:1:1 [0] NCCL INFO Channel 00/0 : 0[1000] -> 2[2000] via SHM/direct/direct
         );
         assert!(found[1]
             .message
-            .starts_with("NCCL_P2P_DISABLE=1 keeps a's GPUs off"));
+            .starts_with("NCCL_P2P_DISABLE=1 keeps the server's GPUs off"));
     }
 }

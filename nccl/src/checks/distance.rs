@@ -153,7 +153,7 @@ pub fn gpu_nic_distance(log: &NcclLog, by: &Index) -> Vec<Finding> {
                 log,
                 FindingKind::NcclGpuNicDistance,
                 format!(
-                    "GPU {} of {host}{rank} reaches its NIC {nic} at distance {}: {why}",
+                    "GPU {}{rank} reaches its NIC {nic} at distance {}: {why}",
                     np.gpu,
                     np.path.name()
                 ),

@@ -73,16 +73,16 @@ pub fn init_failed(log: &NcclLog, by: &Index) -> Vec<Finding> {
     let (cause, cause_at) = cause(log, &failing, by);
     at.extend(cause_at);
     at.extend(log.job_errors.iter().take(2).map(|e| e.at));
-    let who = if failing.is_empty() {
-        "the job printed an NCCL error before any communicator was built".to_string()
-    } else {
-        format!(
-            "{} process(es) on {} warned and failed during NCCL's init",
-            failing.len(),
-            list(&hosts)
-        )
-    };
     let host = (hosts.len() == 1).then(|| *hosts.iter().next().expect("one host"));
+    let who = match (failing.len(), host) {
+        (0, _) => "the job printed an NCCL error before any communicator was built".to_string(),
+        // The finding names its one host already.
+        (n, Some(_)) => format!("{n} process(es) warned and failed during NCCL's init"),
+        (n, None) => format!(
+            "{n} process(es) on {} warned and failed during NCCL's init",
+            list(&hosts)
+        ),
+    };
     vec![finding(
         log,
         FindingKind::NcclInitFailed,

@@ -67,7 +67,7 @@ pub fn gdr_off(log: &NcclLog, index: &Index) -> Vec<Finding> {
                 log,
                 FindingKind::NcclGdrOff,
                 format!(
-                    "rank {rank} ({host} GPU {}) moves {} network channel(s) ({}) over \
+                    "rank {rank} (GPU {}) moves {} network channel(s) ({}) over \
                      {device} through host memory, without GPUDirect RDMA: {whose}{why}",
                     r.cuda_dev,
                     channels.len(),
@@ -195,9 +195,9 @@ pub fn gdr_forced(log: &NcclLog, by: &Index) -> Vec<Finding> {
             FindingKind::NcclGdrForced,
             format!(
                 "NCCL_NET_GDR_LEVEL={} lets GPUDirect RDMA run beyond NCCL's default (PXB: no CPU \
-                 between GPU and NIC), and {} network connection(s) of {host}'s {} process(es) \
-                 use it{distance}: reading GPU memory through the CPU is slower than staging in \
-                 host memory",
+                 between GPU and NIC), and {} network connection(s) of its {} process(es) use \
+                 it{distance}: reading GPU memory through the CPU is slower than staging in host \
+                 memory",
                 e.value, e.channels, e.processes
             ),
             Some(host),
@@ -210,7 +210,7 @@ pub fn gdr_forced(log: &NcclLog, by: &Index) -> Vec<Finding> {
             log,
             FindingKind::NcclGdrForced,
             format!(
-                "NCCL_NET_GDR_LEVEL={} keeps GPUDirect RDMA off on {host} although its NIC is \
+                "NCCL_NET_GDR_LEVEL={} keeps GPUDirect RDMA off although its NIC is \
                  close ({} at {}), where NCCL's default would use it: {} network connection(s) \
                  go through host memory",
                 e.value,
@@ -227,8 +227,8 @@ pub fn gdr_forced(log: &NcclLog, by: &Index) -> Vec<Finding> {
             log,
             FindingKind::NcclGdrForced,
             format!(
-                "{key}={} keeps {host}'s GPUs off peer-to-peer: {} connection(s) between its \
-                 GPUs go through host memory (SHM) instead of NVLink or PCIe",
+                "{key}={} keeps the server's GPUs off peer-to-peer: {} connection(s) between \
+                 them go through host memory (SHM) instead of NVLink or PCIe",
                 e.value, e.channels
             ),
             Some(host),

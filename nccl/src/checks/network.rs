@@ -124,8 +124,8 @@ pub fn net_socket(log: &NcclLog, by: &Index, fabric: Option<&Hosts>) -> Vec<Find
             log,
             FindingKind::NcclNetSocket,
             format!(
-                "{} process(es) of {host} move the job's data over TCP sockets (network Socket) \
-                 although HCAs exist: {}{why}",
+                "{} process(es) move the job's data over TCP sockets (network Socket) although \
+                 HCAs exist: {}{why}",
                 on_socket.len(),
                 signs.join("; ")
             ),

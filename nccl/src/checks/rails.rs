@@ -120,15 +120,14 @@ pub fn wrong_rail(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<Fi
                 log,
                 FindingKind::NcclWrongRail,
                 format!(
-                    "rank {rank} (GPU {} of {host}) uses {device}{} for {} channel(s) ({}): its \
-                     own HCA is {}{}; GPU and HCA meet over PCIe/NVLink instead of the rail \
-                     (NCCL_IB_HCA, NCCL_TOPO_FILE, the PCIe layout)",
+                    "rank {rank} (GPU {}) uses {device}{} for {} channel(s) ({}): its own HCA \
+                     is {}; GPU and HCA meet over PCIe/NVLink instead of the rail (NCCL_IB_HCA, \
+                     NCCL_TOPO_FILE, the PCIe layout)",
                     r.cuda_dev,
                     rail(&device),
                     x.channels.len(),
                     list(&x.channels),
                     x.own,
-                    rail(&x.own),
                 ),
                 Some(host),
                 x.at,
@@ -164,8 +163,8 @@ pub fn rails_unused(log: &NcclLog, index: &Index, hosts: Option<&Hosts>) -> Vec<
                 log,
                 FindingKind::NcclRailUnused,
                 format!(
-                    "{} of {host} carries none of the job's network channels{restricted}: \
-                     its rail is idle and the others carry its share",
+                    "{} carries none of the job's network channels{restricted}: its rail is \
+                     idle and the others carry its share",
                     d.device
                 ),
                 Some(host),

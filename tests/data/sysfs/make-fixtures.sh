@@ -225,12 +225,12 @@ NIC statistics:
      tx_pause_storm_warning_events: 0
      tx_pause_storm_error_events: 0
 STATS
-    # Lossless priority 3 for DSCP 26: `dcb pfc show` and `dcb app show dscp-prio`
-    # output saved where the reader looks under a fixture root, ECN on priority 3, rdma_cm's
-    # default ToS 106 (DSCP 26, ECT), a 9000-byte MTU.
+    # Lossless priority 3 for DSCP 26: `dcb pfc show` and `dcb app show dscp-prio` output,
+    # as iproute2's dcb prints it (DSCPs by name: AF31 is 26, CS6 48; see
+    # ../netdev/README.md), saved where the reader looks under a fixture root; ECN on
+    # priority 3, rdma_cm's default ToS 106 (DSCP 26, ECT), a 9000-byte MTU.
     mkdir -p "$r/dcb"
-    printf 'pfc-cap 8 macsec-bypass off delay 0\nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\ndscp-prio 26:3 48:6\n' \
-        >"$r/dcb/enp65s0f0np0"
+    cp "$here/../netdev/iproute2-dcb/pfc3-dscp26.txt" "$r/dcb/enp65s0f0np0"
     local net=$r/sys/class/net/enp65s0f0np0 p
     w "$net/mtu" 9000
     for p in 0 1 2 3 4 5 6 7; do

@@ -200,13 +200,13 @@ fn run_sweep<E: SmpExecutor>(
             screen_with.is_some() && fabric.node(targets[members[0]].node).is_switch()
         })
         .collect();
-    let plan = SweepPlan {
+    let sweep = SweepTargets {
         targets,
         groups: &groups,
         screened_group: &screened_group,
     };
-    let mut run = Run::new(fabric, plan, names, screen_with, options);
-    exec.execute(plan.first_batch(), &mut |q, result, out| {
+    let mut run = Run::new(fabric, sweep, names, screen_with, options);
+    exec.execute(sweep.first_batch(), &mut |q, result, out| {
         run.on_done(q, result, out)
     });
     let (ports, screened, drilled) = run.finish();
@@ -240,7 +240,7 @@ fn runs_extended_speed(fabric: &Fabric, t: &CounterTarget) -> bool {
 
 /// What a sweep reads: the targets, by node.
 #[derive(Clone, Copy)]
-struct SweepPlan<'a> {
+struct SweepTargets<'a> {
     targets: &'a [CounterTarget],
     /// Targets by node: the LID ClassPortInfo goes to, the target indexes.
     groups: &'a [(u16, Vec<usize>)],
@@ -248,7 +248,7 @@ struct SweepPlan<'a> {
     screened_group: &'a [bool],
 }
 
-impl<'a> SweepPlan<'a> {
+impl<'a> SweepTargets<'a> {
     /// ClassPortInfo of every node, and the PortCounters of every port not held for
     /// screening: made as the engine takes them (a million requests at 100k HCAs).
     fn first_batch(self) -> impl Iterator<Item = (PmaQuery, PackedRequest)> + 'a {
@@ -443,12 +443,12 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn new(
         fabric: &'a Fabric,
-        plan: SweepPlan<'a>,
+        sweep: SweepTargets<'a>,
         names: Option<&'a NameMap>,
         screen_with: Option<&'a Thresholds>,
         options: SweepOptions,
     ) -> Run<'a> {
-        let targets = plan.targets;
+        let targets = sweep.targets;
         let expected = if screen_with.is_some() {
             0
         } else {
@@ -461,10 +461,10 @@ impl<'a> Run<'a> {
             names,
             screen_with,
             options,
-            all_ports: plan.groups.iter().map(|_| None).collect(),
-            cleared: plan.groups.iter().map(|_| None).collect(),
-            groups: plan.groups,
-            screened_group: plan.screened_group,
+            all_ports: sweep.groups.iter().map(|_| None).collect(),
+            cleared: sweep.groups.iter().map(|_| None).collect(),
+            groups: sweep.groups,
+            screened_group: sweep.screened_group,
             ports,
             drilled: Vec::new(),
             values: Vec::new(),

@@ -32,11 +32,35 @@ pub struct PlaneView<'a> {
     pub hosts: &'a Hosts,
 }
 
+impl<'a> PlaneView<'a> {
+    pub fn new(name: &'a str, fabric: &'a Fabric, hosts: &'a Hosts) -> PlaneView<'a> {
+        PlaneView {
+            name,
+            fabric,
+            hosts,
+        }
+    }
+
+    /// The fabric's identity as documents show it: the one its discovery recorded, else
+    /// its name alone.
+    pub fn id(&self) -> crate::model::FabricId {
+        crate::model::FabricId::of(self.fabric, self.name)
+            .unwrap_or_else(|| crate::model::FabricId::named(self.name))
+    }
+}
+
+/// A swept fabric as commands keep it: its name, the fabric, its hosts.
+impl<'a> From<&'a (String, Fabric, Hosts)> for PlaneView<'a> {
+    fn from((name, fabric, hosts): &'a (String, Fabric, Hosts)) -> PlaneView<'a> {
+        PlaneView::new(name, fabric, hosts)
+    }
+}
+
 /// One plane of a host's HCA port: the port as that plane's fabric shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plane {
-    /// The fabric (plane) name.
-    pub fabric: String,
+    /// The fabric (plane).
+    pub fabric: crate::model::FabricId,
     /// Index of the fabric among those swept (command-line order).
     #[serde(skip)]
     pub view: usize,
@@ -98,7 +122,7 @@ pub fn group(views: &[PlaneView]) -> Vec<PlanedPort> {
                     continue; // one plane per fabric
                 }
                 entry.2.push(Plane {
-                    fabric: view.name.to_string(),
+                    fabric: view.id(),
                     view: v,
                     hca: (h, i),
                     device: hca.device.clone(),
@@ -254,11 +278,7 @@ mod tests {
             .iter()
             .zip(&hosts)
             .enumerate()
-            .map(|(i, (f, h))| PlaneView {
-                name: names[i],
-                fabric: f,
-                hosts: h,
-            })
+            .map(|(i, (f, h))| PlaneView::new(names[i], f, h))
             .collect();
         group(&views)
     }
@@ -273,7 +293,7 @@ mod tests {
             ("gpu-0001", Some(0), Some(1))
         );
         for p in &ports {
-            let names: Vec<&str> = p.planes.iter().map(|p| p.fabric.as_str()).collect();
+            let names: Vec<&str> = p.planes.iter().map(|p| p.fabric.name.as_str()).collect();
             assert_eq!(names, ["p0", "p1"]);
             assert!(p.missing.is_empty());
         }
@@ -344,36 +364,31 @@ mod tests {
             .0;
         port1(&mut b, id).state = Some(PortState::Init);
         let (ha, hb) = (Hosts::group(&a, None), Hosts::group(&b, None));
-        let views = [
-            PlaneView {
-                name: "p0",
-                fabric: &a,
-                hosts: &ha,
-            },
-            PlaneView {
-                name: "p1",
-                fabric: &b,
-                hosts: &hb,
-            },
-        ];
+        let views = [PlaneView::new("p0", &a, &ha), PlaneView::new("p1", &b, &hb)];
         let found = crate::findings::planes_disagree(&views, None).findings;
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert_eq!(f.kind, crate::findings::FindingKind::PlanesDisagree);
         assert_eq!(
-            (f.fabric.as_deref(), f.host.as_deref(), f.rail),
+            (f.fabric_name(), f.host.as_deref(), f.rail),
             (Some("p1"), Some("gpu-0004"), Some(1))
         );
         let leaf = b.peer(crate::model::End { node: id, port: 1 }).unwrap();
+        // The HCA port and its leaf port are the finding's ends, its host and rail lead.
         let want = format!(
-            "gpu-0004: rail 1 (mlx5_1) (port {}) plane p1 is {}, not Active, while p0 is \
-             Active; its cable is at \"{}\" port {}",
+            "[planes-disagree] gpu-0004 rail 1: \"gpu-0004 mlx5_1\" ({}) port 1 (lid {}) <-> \
+             \"{}\" ({}) port {} (lid {}): plane p1 (port GUID {}) is {}, not Active, while p0 \
+             is Active",
+            guid::text(b.node(id).guid),
+            b.node(id).port(1).unwrap().lid,
+            b.node(leaf.node).description,
+            guid::text(b.node(leaf.node).guid),
+            leaf.port,
+            b.node(leaf.node).lid().unwrap(),
             guid::text(guid(&a, "gpu-0004 mlx5_1")),
             crate::health::state_text(Some(PortState::Init), None),
-            b.node(leaf.node).description,
-            leaf.port
         );
-        assert_eq!(f.message, want);
+        assert_eq!(f.text_line(), want);
         assert_eq!(f.at.as_ref().unwrap().node.guid, b.node(id).guid);
     }
 }

@@ -18,9 +18,11 @@ pub mod refs;
 /// them changes incompatibly. Version 2: GUIDs are `"0x…"` strings, states, widths and
 /// speeds are names, width and speed sets are lists of names. Version 3: every command's
 /// JSON carries `schema_version` and has a schema; links carry a verdict (`ok`,
-/// `degraded`, `below-norm`); the snapshot itself is unchanged from version 2. Snapshots
-/// of versions 1 (numbers and masks) and 2 are still read.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `degraded`, `below-norm`); the snapshot itself is unchanged from version 2. Version 4:
+/// `fabric` has one shape everywhere, the fabric_id object (`{"name", "subnet_prefix",
+/// "sm_guid"}`), in findings, counters, events and failures too, where it was a name.
+/// Snapshots of versions 1 (numbers and masks), 2 and 3 are still read.
+pub const SCHEMA_VERSION: u32 = 4;
 
 pub type NodeId = NodeIndex<u32>;
 
@@ -413,6 +415,18 @@ impl FabricId {
             name: name.into(),
             ..FabricId::default()
         }
+    }
+
+    /// The identity of `fabric` known as `name` (empty: it goes by none): the one its
+    /// discovery recorded when that has this name, else the name alone.
+    pub fn of(fabric: &Fabric, name: &str) -> Option<FabricId> {
+        if name.is_empty() {
+            return None;
+        }
+        Some(match &fabric.id {
+            Some(id) if id.name == name => id.clone(),
+            _ => FabricId::named(name),
+        })
     }
 
     /// Whether two ports reach the same subnet: same prefix and same master SM. Unknown

@@ -208,22 +208,21 @@ fn superpod_host_findings() -> Vec<String> {
     let leaf = |n: &str| format!("\"MF0;B09-P1-IBLEAF-{n}:MQM9701/U1\"");
     let misaligned = |host: &str, guid: &str, lid: u16, dev: u8, leaf_n: &str, port: u8| {
         format!(
-            "[rail-misaligned] \"{host} mlx5_{dev}\" ({guid}) port 1 (lid {lid}) <-> {} ({}) \
-             port {port}: {host}: rail {dev} (mlx5_{dev}) is cabled to {} port {port}, a leaf \
-             of rail {}",
+            "[rail-misaligned] {host} rail {dev}: \"{host} mlx5_{dev}\" ({guid}) port 1 (lid \
+             {lid}) <-> {} ({}) port {port} (lid {}): cabled to a leaf of rail {}",
             leaf(leaf_n),
             if leaf_n == "03-08" {
                 "0x2c5eab0300c26400"
             } else {
                 "0x2c5eab0300c26540"
             },
-            leaf(leaf_n),
+            if leaf_n == "03-08" { 32 } else { 71 },
             if leaf_n == "03-08" { 5 } else { 6 }
         )
     };
     let down = |host: &str| {
         format!(
-            "[rail-down]: {host}: rail 5 (HCA-5) is Down: its HCA is not in the fabric (3 of 4 \
+            "[rail-down] {host} rail 5: Down: its HCA (HCA-5) is not in the fabric (3 of 4 \
              rails up); none of the 10 other hosts on its leaves has rail 5 up either: is \
              their rail 5 leaf in the fabric?"
         )
@@ -236,19 +235,17 @@ fn superpod_host_findings() -> Vec<String> {
         out.push(down(&format!("a05-p1-dgx-01-c{c:02}")));
     }
     out.push(format!(
-        "[hcas-swapped] \"b06-p1-dgx-06-c07 HCA-2\" (0xe09d730300af11ae) port 1 (lid 293) <-> \
-         {} (0x2c5eab0300c25fc0) port 8: b06-p1-dgx-06-c07 HCA-2 (rail 2) and \
-         b06-p1-dgx-06-c08 HCA-2 (rail 2) have each other's cables: b06-p1-dgx-06-c07 HCA-2 \
-         is at {} port 8 and b06-p1-dgx-06-c08 HCA-2 at {} port 7; swap them",
-        leaf("02-06"),
+        "[hcas-swapped] b06-p1-dgx-06-c07 rail 2: \"b06-p1-dgx-06-c07 HCA-2\" \
+         (0xe09d730300af11ae) port 1 (lid 293) <-> {} (0x2c5eab0300c25fc0) port 8 (lid 152): \
+         swapped with b06-p1-dgx-06-c08 HCA-2 (rail 2), which is at {} port 7: swap their \
+         cables",
         leaf("02-06"),
         leaf("02-06")
     ));
     out.push(format!(
-        "[hcas-swapped] \"b08-p1-dgx-08-c01 HCA-5\" (0xe09d730300859464) port 1 (lid 429) <-> \
-         {} (0x2c5eab0300c26540) port 1: b08-p1-dgx-08-c01: HCA-5 (rail 5) and HCA-6 (rail 6) \
-         have each other's cables: HCA-5 is at {} port 1 and HCA-6 at {} port 1; swap them",
-        leaf("04-08"),
+        "[hcas-swapped] b08-p1-dgx-08-c01 rail 5: \"b08-p1-dgx-08-c01 HCA-5\" \
+         (0xe09d730300859464) port 1 (lid 429) <-> {} (0x2c5eab0300c26540) port 1 (lid 71): \
+         swapped with HCA-6 (rail 6), which is at {} port 1: swap their cables",
         leaf("04-08"),
         leaf("03-08")
     ));
@@ -364,11 +361,11 @@ fn man_page_example() {
         scan_topology(&read(name)),
         &[
             "[degraded-link] \"ISR9024 Voltaire\" (0x005442ba00003080) port 10 (lid 6) <-> \
-             \"SW-6IB4 Voltaire\" (0x0008f10400410015) port 1: the ends report different \
+             \"SW-6IB4 Voltaire\" (0x0008f10400410015) port 1 (lid 3): the ends report different \
              widths (4x and 1x): the link runs at 1x; 1xSDR below fabric norm 4xSDR; both \
              ends run other links at 4x",
             "[degraded-link] \"ISR9024 Voltaire\" (0x005442ba00003080) port 12 (lid 6) <-> \
-             \"MT23108 InfiniHost Mellanox Technologies\" (0x0008f10403960558) port 1: the \
+             \"MT23108 InfiniHost Mellanox Technologies\" (0x0008f10403960558) port 1 (lid 10): the \
              ends report different widths (4x and 1x): the link runs at 1x; 1xSDR below \
              fabric norm 4xSDR; both ends run other links at 4x",
         ],
@@ -401,24 +398,24 @@ fn stderr_line_and_loopback_cables() {
         name,
         scan_topology(&text),
         &[
-            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 2 \
-             (lid 174) <-> \"r-ufm101 HCA-1\" (0x0002c9030004e938) port 1: 4xQDR below fabric \
-             norm 4xFDR (capability unknown offline)",
-            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 3 \
-             (lid 174) <-> \"r-ufm101 HCA-2\" (0x0002c9030006ba5a) port 1: 4xQDR below fabric \
-             norm 4xFDR (capability unknown offline)",
-            "[link-below-norm] \"MF0;switch-de779e:SX6012/U1\" (0xf4521403005764b0) port 8 \
-             (lid 174) <-> \"r-ufm96 HCA-1\" (0xe41d2d03005cf1f8) port 1: 4xSDR below fabric \
-             norm 4xFDR (capability unknown offline)",
+            "[link-below-norm] r-ufm101 rail 1: \"MF0;switch-de779e:SX6012/U1\" \
+             (0xf4521403005764b0) port 2 (lid 174) <-> \"r-ufm101 HCA-1\" (0x0002c9030004e938) \
+             port 1 (lid 27): 4xQDR below fabric norm 4xFDR (capability unknown offline)",
+            "[link-below-norm] r-ufm101 rail 2: \"MF0;switch-de779e:SX6012/U1\" \
+             (0xf4521403005764b0) port 3 (lid 174) <-> \"r-ufm101 HCA-2\" (0x0002c9030006ba5a) \
+             port 1 (lid 30): 4xQDR below fabric norm 4xFDR (capability unknown offline)",
+            "[link-below-norm] r-ufm96 rail 1: \"MF0;switch-de779e:SX6012/U1\" \
+             (0xf4521403005764b0) port 8 (lid 174) <-> \"r-ufm96 HCA-1\" (0xe41d2d03005cf1f8) \
+             port 1 (lid 1): 4xSDR below fabric norm 4xFDR (capability unknown offline)",
             "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 1 \
-             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 2: \
-             port 1 is cabled to port 2 of the same switch",
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 2 \
+             (lid 268): both ends are ports of the same switch",
             "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 19 \
-             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 21: \
-             port 19 is cabled to port 21 of the same switch",
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 21 \
+             (lid 268): both ends are ports of the same switch",
             "[loopback-cable] \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 29 \
-             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 30: \
-             port 29 is cabled to port 30 of the same switch",
+             (lid 268) <-> \"SwitchIB Mellanox Technologies\" (0xe41d2d030003e470) port 30 \
+             (lid 268): both ends are ports of the same switch",
         ],
     );
     let health = ibscope_topo::health::assess(&f, None, &HealthOptions::default());

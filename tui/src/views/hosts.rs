@@ -11,11 +11,13 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
 use super::widgets::{
-    format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
+    fit, format_rate, no_data, verdict_text, ViewParts, BAD, DIM, HEAD, RED, SELECTED, WARN,
 };
-use crate::derive::{link_facts, node_name, CellState, LinkHealth};
+use crate::derive::{host_natural, link_facts, node_name, CellState, LinkHealth};
+use crate::query::{port_names, Query};
 use crate::source::ERROR_COUNTERS;
 use crate::state::{AppState, ListCursor};
+use crate::table_sort::TableSort;
 
 /// What this view gives the screen, the keys and the help.
 pub const PARTS: ViewParts = ViewParts {
@@ -29,7 +31,58 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_hosts,
     list,
     list_noun,
+    matches: Some(matches),
+    found: Some(found),
 };
+
+/// The rails of grid row `i` (in the order shown) whose HCA shows what `/` looks for.
+fn matching_rails(state: &AppState, i: usize, q: &Query) -> Vec<usize> {
+    let grid = &state.derived.host_grid;
+    let (Some(fabric), Some(row)) = (
+        state.fabric(),
+        state.hosts.order.get(i).and_then(|&r| grid.rows.get(r)),
+    ) else {
+        return Vec::new();
+    };
+    let names = state.names.as_ref();
+    row.cells
+        .iter()
+        .enumerate()
+        .filter_map(|(rail, c)| Some((rail, c.as_ref()?.key?)))
+        .filter(|(_, key)| q.names_port(*key) || q.in_text(&port_names(fabric, names, *key)))
+        .map(|(rail, _)| rail)
+        .collect()
+}
+
+/// A host shows what `/` looks for when its name holds it, or one of its HCAs does.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let grid = &state.derived.host_grid;
+    let named = state
+        .hosts
+        .order
+        .get(i)
+        .and_then(|&r| grid.rows.get(r))
+        .is_some_and(|row| q.in_text(&row.name));
+    named || !matching_rails(state, i, q).is_empty()
+}
+
+/// The found host's rail whose HCA it is.
+fn found(state: &mut AppState, q: &Query) {
+    if let Some(&rail) = matching_rails(state, state.hosts.list.selected, q).first() {
+        state.hosts.rail = rail;
+    }
+}
+
+/// "sort: rail 3▼ (s S)": the grid's sorted column (the host's name, or a rail's cells).
+fn sort_title(state: &AppState) -> String {
+    let sort = state.hosts.sort;
+    let rails = &state.derived.host_grid.rails;
+    let header = match sort.column.checked_sub(1).and_then(|r| rails.get(r)) {
+        Some(rail) => format!("rail {rail}"),
+        None => "Host".to_string(),
+    };
+    TableSort::title_of(&header, sort.arrow(host_natural(sort.column)))
+}
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
     let len = state.derived.host_grid.rows.len();
@@ -59,10 +112,11 @@ fn draw_hosts(frame: &mut Frame, area: Rect, state: &AppState) {
         " Hosts: none with a known rail ".to_string()
     } else {
         format!(
-            " Hosts: {} with rails, {} with rail problems; rails {} ",
+            " Hosts: {} with rails, {} with rail problems; rails {}; {} ",
             grid.rows.len(),
             grid.with_problems,
-            ibscope_topo::hosts::rail_ranges(&grid.rails)
+            ibscope_topo::hosts::rail_ranges(&grid.rails),
+            sort_title(state)
         )
     };
     let block = Block::default().borders(Borders::TOP).title(Span::styled(
@@ -110,37 +164,49 @@ fn draw_host_grid(frame: &mut Frame, area: Rect, state: &AppState) {
         .unwrap_or(4)
         .clamp(4, 24) as u16;
     const CELL: u16 = 7;
-    let fit = usize::from((area.width.saturating_sub(name_w + 1) / (CELL + 1)).max(1));
-    let first = (v.rail + 1).saturating_sub(fit);
-    let cols: Vec<usize> = (first..grid.rails.len()).take(fit).collect();
+    let fitting = usize::from((area.width.saturating_sub(name_w + 1) / (CELL + 1)).max(1));
+    let first = (v.rail + 1).saturating_sub(fitting);
+    let cols: Vec<usize> = (first..grid.rails.len()).take(fitting).collect();
     let height = usize::from(area.height.saturating_sub(1));
-    let window = v.list.window(grid.rows.len(), height);
-    let rows: Vec<Row> =
-        window
-            .map(|i| {
-                let r = &grid.rows[i];
-                let on_row = i == v.list.selected;
-                let mut cells = vec![ratatui::widgets::Cell::from(r.shown.clone())
-                    .style(if on_row { SELECTED } else { Style::new() })];
-                for &c in &cols {
-                    let (text, style) = match &r.cells[c] {
-                        Some(cell) => (cell.text.clone(), cell_style(cell.state)),
-                        None => ("·".to_string(), DIM),
-                    };
-                    let style = if on_row && c == v.rail {
-                        style.add_modifier(Modifier::REVERSED | Modifier::BOLD)
-                    } else {
-                        style
-                    };
-                    cells.push(ratatui::widgets::Cell::from(text).style(style));
-                }
-                Row::new(cells)
-            })
-            .collect();
+    let window = v.list.window(v.order.len(), height);
+    let rows: Vec<Row> = window
+        .map(|i| {
+            let r = &grid.rows[v.order[i]];
+            let on_row = i == v.list.selected;
+            let mut cells =
+                vec![
+                    ratatui::widgets::Cell::from(fit(&r.shown, usize::from(name_w)))
+                        .style(if on_row { SELECTED } else { Style::new() }),
+                ];
+            for &c in &cols {
+                let (text, style) = match &r.cells[c] {
+                    Some(cell) => (cell.text.clone(), cell_style(cell.state)),
+                    None => ("·".to_string(), DIM),
+                };
+                let style = if on_row && c == v.rail {
+                    style.add_modifier(Modifier::REVERSED | Modifier::BOLD)
+                } else {
+                    style
+                };
+                cells.push(ratatui::widgets::Cell::from(text).style(style));
+            }
+            Row::new(cells)
+        })
+        .collect();
     let mut widths = vec![Constraint::Length(name_w)];
     widths.extend(cols.iter().map(|_| Constraint::Length(CELL)));
-    let mut header = vec!["Host".to_string()];
-    header.extend(cols.iter().map(|&c| format!("rail {}", grid.rails[c])));
+    let arrow = |column: usize| {
+        if v.sort.column == column {
+            v.sort.arrow(host_natural(column))
+        } else {
+            ""
+        }
+    };
+    let mut header = vec![format!("Host{}", arrow(0))];
+    header.extend(
+        cols.iter()
+            .map(|&c| format!("rail {}{}", grid.rails[c], arrow(c + 1))),
+    );
     frame.render_widget(
         Table::new(rows, widths).header(Row::new(header).style(HEAD)),
         area,
@@ -158,7 +224,7 @@ fn draw_host_detail(
     let grid = &state.derived.host_grid;
     let names = state.names.as_ref();
     let (Some(row), Some(&rail)) = (
-        grid.rows.get(state.hosts.list.selected),
+        state.hosts.selected_row(grid),
         grid.rails.get(state.hosts.rail),
     ) else {
         return;
@@ -223,7 +289,7 @@ fn draw_host_detail(
         .filter(|f| f.host.as_deref() == Some(row.name.as_str()) && f.rail == Some(rail))
     {
         lines.push(Line::styled(
-            format!("[{}] {}", f.kind, for_terminal(&f.message)),
+            f.text(ibscope_topo::findings::PortNaming::Short),
             if f.severity == Severity::Error {
                 BAD
             } else {

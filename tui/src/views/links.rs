@@ -8,7 +8,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
 use super::widgets::{name_and_port, no_data, verdict_text, ViewParts, BAD, HEAD, RED, WARN};
-use crate::derive::node_name;
+use crate::derive::{node_name, LINK_COLUMNS};
+use crate::query::{port_names, Query};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -24,11 +25,27 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_links,
     list,
     list_noun,
+    matches: Some(matches),
+    found: None,
 };
 
+/// A link shows what `/` looks for when either end is the node or port it names, or is
+/// shown under a name that holds it.
+fn matches(state: &AppState, i: usize, q: &Query) -> bool {
+    let (Some(fabric), Some(&row)) = (state.fabric(), state.links.order.get(i)) else {
+        return false;
+    };
+    let r = &state.derived.link_rows[row];
+    let names = state.names.as_ref();
+    [r.a, r.b].into_iter().any(|e| {
+        let key = fabric.node(e.node).port_key(e.port);
+        q.names_port(key) || q.in_text(&port_names(fabric, names, key))
+    })
+}
+
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
-    let len = state.derived.link_rows.len();
-    (&mut state.links, len)
+    let len = state.links.order.len();
+    (&mut state.links.list, len)
 }
 
 fn list_noun(_: &AppState) -> &'static str {
@@ -45,10 +62,11 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
     let s = &state.derived.summary;
     let block = Block::default().borders(Borders::TOP).title(Span::styled(
         format!(
-            " Links: {}, {} degraded, {} down ",
+            " Links: {}, {} degraded, {} down, {} ",
             rows_all.len(),
             s.degraded,
-            s.down
+            s.down,
+            state.links.sort.title(&LINK_COLUMNS)
         ),
         if s.degraded + s.down > 0 { BAD } else { HEAD },
     ));
@@ -59,7 +77,8 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
     let [table_area, detail_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(detail_h)]).areas(inner);
     let height = usize::from(table_area.height.saturating_sub(1));
-    let window = state.links.window(rows_all.len(), height);
+    let order = &state.links.order;
+    let window = state.links.list.window(order.len(), height);
     let end_text = |e: End| format!("{}[{}]", node_name(fabric.node(e.node), names), e.port);
     // The end columns share what the fixed columns (and the gaps between all six) leave.
     let end_width = usize::from(table_area.width.saturating_sub(6 + 7 + 7 + 4 + 5) / 2);
@@ -69,7 +88,7 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
         |r: Option<ibscope_topo::health::Rate>| r.map_or_else(|| "?".into(), |r| r.to_string());
     let rows: Vec<Row> = window
         .map(|i| {
-            let r = &rows_all[i];
+            let r = &rows_all[order[i]];
             let flag = if r.facts.down {
                 "DOWN"
             } else if r.verdict.degraded() {
@@ -94,7 +113,7 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
             } else {
                 Style::new()
             };
-            let style = if i == state.links.selected {
+            let style = if i == state.links.list.selected {
                 style.add_modifier(Modifier::REVERSED)
             } else {
                 style
@@ -113,10 +132,10 @@ fn draw_links(frame: &mut Frame, area: Rect, state: &AppState) {
             Constraint::Length(4),
         ],
     )
-    .header(Row::new(vec!["End A", "End B", "Active", "Expect", "State", ""]).style(HEAD));
+    .header(Row::new(state.links.sort.headers(&LINK_COLUMNS)).style(HEAD));
     frame.render_widget(table, table_area);
 
-    let Some(r) = rows_all.get(state.links.selected).filter(|_| detail_h > 0) else {
+    let Some(r) = state.selected_link().filter(|_| detail_h > 0) else {
         return;
     };
     let block = Block::default()

@@ -9,8 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use super::widgets::{no_data, ViewParts, DIM, HEAD, RED, SELECTED, WARN};
-use crate::derive::{link_facts, node_name, LinkHealth};
+use super::widgets::{
+    fill_width, fit, name_and_port, no_data, ViewParts, DIM, HEAD, RED, SELECTED, WARN,
+};
+use crate::derive::{link_facts, node_name, LinkHealth, NODE_COLUMNS};
 use crate::state::{AppState, ListCursor};
 
 /// What this view gives the screen, the keys and the help.
@@ -20,6 +22,9 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_nodes,
     list,
     list_noun,
+    // Its `/` is its own: the node filter.
+    matches: None,
+    found: None,
 };
 
 /// The node list, or the open node's ports.
@@ -83,8 +88,8 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
         ),
         Span::styled(
             format!(
-                "  sort: {}  ({} of {})",
-                v.sort.as_str(),
+                "  {}  ({} of {})",
+                v.sort.title(&NODE_COLUMNS),
                 v.visible.len(),
                 state.derived.node_rows.len()
             ),
@@ -94,11 +99,12 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
     frame.render_widget(Paragraph::new(filter), filter_area);
     let height = usize::from(table_area.height.saturating_sub(1));
     let window = v.list.window(v.visible.len(), height);
+    let name_w = fill_width(table_area.width, &[6, 18, 5, 7]);
     let rows: Vec<Row> = window
         .map(|i| {
             let r = &state.derived.node_rows[v.visible[i]];
             let row = Row::new(vec![
-                r.name.clone(),
+                fit(&r.name, name_w),
                 r.kind.short().to_string(),
                 format!("{:#018x}", r.guid),
                 r.lid.map(|l| l.to_string()).unwrap_or_else(|| "-".into()),
@@ -114,14 +120,14 @@ fn draw_node_list(frame: &mut Frame, area: Rect, state: &AppState) {
     let table = Table::new(
         rows,
         [
-            Constraint::Min(12),
+            Constraint::Length(name_w as u16),
             Constraint::Length(6),
             Constraint::Length(18),
             Constraint::Length(5),
             Constraint::Length(7),
         ],
     )
-    .header(Row::new(vec!["Name", "Kind", "GUID", "LID", "Linked"]).style(HEAD));
+    .header(Row::new(v.sort.headers(&NODE_COLUMNS)).style(HEAD));
     frame.render_widget(table, table_area);
 }
 
@@ -147,6 +153,7 @@ fn draw_node_detail(
     frame.render_widget(Paragraph::new(facts), facts_area);
     let height = usize::from(ports_area.height.saturating_sub(1));
     let cursor = &state.nodes.detail_ports;
+    let peer_w = fill_width(ports_area.width, &[4, 6, 8, 6, 6, 6, 5]);
     let rows: Vec<Row> = cursor
         .window(node.ports.len(), height)
         .map(|i| {
@@ -158,6 +165,7 @@ fn draw_node_detail(
                     port: node.ports[i].number,
                 },
                 names,
+                peer_w,
             );
             if i == cursor.selected {
                 row.selected()
@@ -176,7 +184,7 @@ fn draw_node_detail(
             Constraint::Length(6),
             Constraint::Length(6),
             Constraint::Length(5),
-            Constraint::Min(8),
+            Constraint::Length(peer_w as u16),
         ],
     )
     .header(
@@ -282,6 +290,7 @@ fn port_row(
     health: &LinkHealth,
     end: End,
     names: Option<&ibscope_topo::namemap::NameMap>,
+    peer_w: usize,
 ) -> PortRow {
     let Some(p) = fabric.node(end.node).port(end.port) else {
         return PortRow {
@@ -291,7 +300,7 @@ fn port_row(
     };
     let peer = fabric.peer(end);
     let peer_text = match peer {
-        Some(e) => format!("{}[{}]", node_name(fabric.node(e.node), names), e.port),
+        Some(e) => name_and_port(&node_name(fabric.node(e.node), names), e.port, peer_w),
         None => "-".into(),
     };
     let peer_port = peer.and_then(|e| fabric.node(e.node).port(e.port));

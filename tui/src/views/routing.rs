@@ -9,7 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use super::widgets::{no_data, ViewParts, BAD, DIM, HEAD, OK, RED, SELECTED, WARN};
+use super::widgets::{
+    fill_width, fit, name_and_port, no_data, ViewParts, BAD, DIM, HEAD, OK, RED, SELECTED, WARN,
+};
 use crate::derive::{hop_name, node_name};
 use crate::state::{AppState, ListCursor, RouteField};
 
@@ -23,6 +25,9 @@ pub const PARTS: ViewParts = ViewParts {
     draw: draw_routing,
     list,
     list_noun,
+    // Its `/` is its own: the route's ends, found by name.
+    matches: None,
+    found: None,
 };
 
 fn list(state: &mut AppState) -> (&mut ListCursor, usize) {
@@ -128,13 +133,14 @@ fn draw_path(frame: &mut Frame, area: Rect, state: &AppState, fabric: &Fabric, h
     frame.render_widget(block, area);
     let height = usize::from(inner.height.saturating_sub(1));
     let window = r.hops.window(hops.len(), height);
+    let name_w = fill_width(inner.width, &[3, 6, 4, 4]);
     let rows: Vec<Row> = window
         .map(|i| {
             let h = &hops[i];
             let port = |p: Option<u8>| p.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
             let row = Row::new(vec![
                 i.to_string(),
-                hop_name(fabric, names, &h.node),
+                fit(&hop_name(fabric, names, &h.node), name_w),
                 h.node.kind.short().to_string(),
                 port(h.in_port),
                 port(h.out_port),
@@ -151,7 +157,7 @@ fn draw_path(frame: &mut Frame, area: Rect, state: &AppState, fabric: &Fabric, h
             rows,
             [
                 Constraint::Length(3),
-                Constraint::Min(10),
+                Constraint::Length(name_w as u16),
                 Constraint::Length(6),
                 Constraint::Length(4),
                 Constraint::Length(4),
@@ -235,7 +241,7 @@ fn draw_lft(
                 .port_by_lid(lid16)
                 .map(|e| node_name(fabric.node(e.node), names))
                 .unwrap_or_default();
-            let peer: String = peer.chars().take(15).collect();
+            let peer = fit(&peer, 15);
             let text = format!("{lid:>5} {port_text} {peer:<15} {dest}");
             if Some(lid16) == dst_lid {
                 Line::styled(text, SELECTED)
@@ -316,14 +322,14 @@ fn draw_balance(frame: &mut Frame, area: Rect, state: &AppState) {
             Style::new()
         };
         let bar_len = (heat * 8.0).round() as usize;
+        let head = format!("{:<8} {:>6} ", "█".repeat(bar_len), p.routes);
+        // The port's end keeps its [port]; each name gives up its middle to fit.
+        let room = usize::from(inner.width).saturating_sub(head.chars().count() + 2);
         lines.push(Line::styled(
             format!(
-                "{:<8} {:>6} {}[{}]->{}",
-                "█".repeat(bar_len),
-                p.routes,
-                for_terminal(&p.from.node.name),
-                p.from.port,
-                for_terminal(&p.to.node.name)
+                "{head}{}->{}",
+                name_and_port(&for_terminal(&p.from.node.name), p.from.port, room / 2),
+                fit(&for_terminal(&p.to.node.name), room - room / 2)
             ),
             style,
         ));

@@ -12,6 +12,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::derive::LinkAssessmentSummary;
+use crate::query::Query;
 use crate::state::{AppState, ListCursor};
 
 pub const RED: Style = Style::new().fg(Color::Red);
@@ -35,24 +36,84 @@ pub struct ViewParts {
     pub list: fn(&mut AppState) -> (&mut ListCursor, usize),
     /// What that list holds, for the footer's hint ("↑↓ nodes").
     pub list_noun: fn(&AppState) -> &'static str,
+    /// Whether row `i` of that list shows what `/` looks for (`None`: the view has no
+    /// find, its `/` is its own).
+    pub matches: Option<fn(&AppState, usize, &Query) -> bool>,
+    /// What else a found row selects (the Hosts grid: the found HCA's rail).
+    pub found: Option<fn(&mut AppState, &Query)>,
 }
 
-/// `name[port]` in at most `width` columns: a long name loses its middle (head kept longer
-/// than tail: a switch's name is at its start, its model at its end), never the port, so both ends of a link stay identifiable at 80 columns.
-pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
-    let port = format!("[{port}]");
-    let chars: Vec<char> = name.chars().collect();
-    let budget = width.saturating_sub(port.chars().count());
-    if chars.len() <= budget {
-        return format!("{name}{port}");
+/// `text` in at most `width` columns: a long one loses its middle (its head kept longer
+/// than its tail: a switch's name is at its start, its model at its end), so both ends
+/// stay readable. Every table cuts names with this.
+pub fn fit(text: &str, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= width {
+        return text.to_string();
     }
-    let keep = budget.saturating_sub(1);
+    let keep = width.saturating_sub(1);
     let tail = keep / 4;
     let head = keep - tail;
     let mut out: String = chars[..head].iter().collect();
     out.push('…');
     out.extend(&chars[chars.len() - tail..]);
-    out + &port
+    out
+}
+
+/// `name[port]` in at most `width` columns: the name [`fit`] to what the port leaves,
+/// never the port cut, so both ends of a link stay identifiable at 80 columns.
+pub fn name_and_port(name: &str, port: u8, width: usize) -> String {
+    let port = format!("[{port}]");
+    fit(name, width.saturating_sub(port.chars().count())) + &port
+}
+
+/// The width a table's one `Fill` column gets in `total` columns beside columns of
+/// `fixed` widths, one space between each two (ratatui's `Table` spacing).
+pub fn fill_width(total: u16, fixed: &[u16]) -> usize {
+    let gaps = fixed.len() as u16;
+    usize::from(total.saturating_sub(fixed.iter().sum::<u16>() + gaps))
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces where it can be (a word
+/// longer than a line is cut), so that all of it shows: the first line is `width` wide,
+/// the others `width - indent` (the caller indents them).
+pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let limit = |lines: &Vec<String>| {
+        if lines.is_empty() {
+            width.max(1)
+        } else {
+            width.saturating_sub(indent).max(1)
+        }
+    };
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let room = limit(&lines);
+            let used = line.chars().count();
+            let sep = usize::from(used > 0);
+            if used + sep + word.len() <= room {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(&word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a whole line: cut it.
+            let rest = word.split_off(room);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// "3s", "4m05s", "2h03m".
@@ -140,6 +201,21 @@ pub fn verdict_text(v: &LinkAssessmentSummary) -> (String, Style) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        let text = "[rail-down] gpu-0006 rail 2: \"MF0;leaf-r2-001:MQM9700/U1\" port 6: Down";
+        let lines = wrap(text, 40, 2);
+        assert!(lines.len() > 1 && lines[0].chars().count() <= 40);
+        assert!(
+            lines[1..].iter().all(|l| l.chars().count() <= 38),
+            "{lines:?}"
+        );
+        assert_eq!(lines.join(" "), text);
+        // A word longer than the line is cut, not lost.
+        assert_eq!(wrap("abcdefghij", 4, 0), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 10, 0), [""]);
+    }
 
     #[test]
     fn a_long_name_loses_its_middle_never_its_port() {

@@ -30,7 +30,7 @@ const BLOCK: usize = 32;
 /// (read at a random switch and port at every step) stays half as large in cache; the
 /// port's own channel is its switch's `chan_base` plus the port.
 #[derive(Clone, Copy)]
-struct Hop {
+struct PortExit {
     /// The channel at the far end (NONE: none; [`PEER_DOWN`]: port 0, or not usable).
     peer: u32,
     /// When the far end is a switch: its switch number `<< 8 | ` the port it enters by;
@@ -123,13 +123,13 @@ pub(super) struct Walk<'a> {
     order: Vec<u32>,
     /// Per switch: its LFT was read.
     has_lft: Vec<bool>,
-    /// Per switch number `s`: its ports' hops at `hop_base[s]..hop_base[s + 1]`.
-    hops: Vec<Hop>,
-    hop_base: Vec<usize>,
+    /// Per switch number `s`: its ports' exits at `exit_base[s]..exit_base[s + 1]`.
+    exits: Vec<PortExit>,
+    exit_base: Vec<usize>,
     /// Per switch number: the channel of its port 0.
     chan_base: Vec<u32>,
-    /// Per switch and port: its hop's `link` when the port leads to a switch, else
-    /// [`NOT_A_LINK`]; at `hop_base`, like `hops`.
+    /// Per switch and port: its exit's `link` when the port leads to a switch, else
+    /// [`NOT_A_LINK`]; at `exit_base`, like `exits`.
     links: Vec<u32>,
     /// The LFT entries of every switch for the destination LIDs `block_lo..block_lo +
     /// BLOCK`, destination by destination ([`NO_ROUTE`] past a table's end), and the
@@ -186,10 +186,10 @@ impl<'a> Walk<'a> {
             acc += p * p;
         }
         turn_base.push(acc);
-        // Switch numbers are packed with a port in a Hop's 32-bit link.
+        // Switch numbers are packed with a port in a PortExit's 32-bit link.
         assert!(s_count < 1 << 24, "too many switches for the route check");
-        let (hops, hop_base) = hops(idx, ends);
-        let links = hops
+        let (exits, exit_base) = port_exits(idx, ends);
+        let links = exits
             .iter()
             .map(|h| if h.link == NONE { NOT_A_LINK } else { h.link })
             .collect();
@@ -209,8 +209,8 @@ impl<'a> Walk<'a> {
             events: Vec::new(),
             order: Vec::new(),
             has_lft: ends.sw.iter().map(|&s| idx.has_lft(s)).collect(),
-            hops,
-            hop_base,
+            exits,
+            exit_base,
             links,
             chan_base: ends.sw.iter().map(|&s| idx.base[s.index()]).collect(),
             block_ports: vec![NO_ROUTE; s_count * BLOCK],
@@ -299,7 +299,7 @@ impl<'a> Walk<'a> {
         }
         let s_count = self.ends.sw.len();
         for (s, row) in self.staged.chunks_exact(BLOCK).enumerate() {
-            let links = &self.links[self.hop_base[s]..self.hop_base[s + 1]];
+            let links = &self.links[self.exit_base[s]..self.exit_base[s + 1]];
             for (off, &port) in row.iter().enumerate() {
                 self.block_ports[off * s_count + s] = port;
                 self.block_links[off * s_count + s] =
@@ -314,7 +314,7 @@ impl<'a> Walk<'a> {
         if !self.has_lft[cur] {
             return Step::LftNotRead;
         }
-        let (lo, hi) = (self.hop_base[cur], self.hop_base[cur + 1]);
+        let (lo, hi) = (self.exit_base[cur], self.exit_base[cur + 1]);
         if port == NO_ROUTE {
             return Step::NoRoute;
         }
@@ -328,23 +328,23 @@ impl<'a> Walk<'a> {
                 Step::Misdelivered { port, peer: None }
             };
         }
-        let hop = self.hops[lo + usize::from(port)];
-        if hop.peer == PEER_DOWN {
+        let exit = self.exits[lo + usize::from(port)];
+        if exit.peer == PEER_DOWN {
             Step::PortDown { port }
-        } else if hop.peer == d.owner {
+        } else if exit.peer == d.owner {
             Step::DeliverCa {
                 port,
-                peer: hop.peer,
+                peer: exit.peer,
             }
-        } else if hop.link != NONE {
+        } else if exit.link != NONE {
             Step::Forward {
                 port,
-                peer: hop.peer,
+                peer: exit.peer,
             }
         } else {
             Step::Misdelivered {
                 port,
-                peer: Some(hop.peer),
+                peer: Some(exit.peer),
             }
         }
     }
@@ -403,11 +403,11 @@ impl<'a> Walk<'a> {
                     break (DELIVERED, dist, NONE);
                 }
                 Step::Forward { port, .. } => {
-                    let hop = self.hops[self.hop_base[cur] + usize::from(port)];
-                    let next = hop.link >> 8;
+                    let exit = self.exits[self.exit_base[cur] + usize::from(port)];
+                    let next = exit.link >> 8;
                     self.egress[cur] = port;
                     self.next[cur] = next;
-                    self.next_in_port[cur] = hop.link as u8;
+                    self.next_in_port[cur] = exit.link as u8;
                     cur = next as usize;
                     continue;
                 }
@@ -812,28 +812,29 @@ fn lids_per_chan(idx: &Index, ends: &Endpoints) -> Vec<u32> {
     lids_per_chan
 }
 
-/// Every switch's hops, port by port, with each switch's first at its number in the second.
-fn hops(idx: &Index, ends: &Endpoints) -> (Vec<Hop>, Vec<usize>) {
-    let mut hops = Vec::new();
+/// Every switch's port exits, port by port, with each switch's first at its number in the
+/// second.
+fn port_exits(idx: &Index, ends: &Endpoints) -> (Vec<PortExit>, Vec<usize>) {
+    let mut exits = Vec::new();
     let mut base = Vec::with_capacity(ends.sw.len() + 1);
     for &s in &ends.sw {
-        base.push(hops.len());
+        base.push(exits.len());
         let node = s.index();
         for port in 0..idx.slots(node) {
             let chan = idx.base[node] + port;
             let peer = idx.peer[chan as usize];
-            let mut hop = Hop { peer, link: NONE };
+            let mut exit = PortExit { peer, link: NONE };
             if port == 0 || !idx.usable(chan) {
-                hop.peer = PEER_DOWN;
+                exit.peer = PEER_DOWN;
             } else if idx.is_switch_index(idx.chan_node[peer as usize]) {
                 let next = ends.sw_of[idx.chan_node[peer as usize] as usize];
-                hop.link = next << 8 | u32::from(idx.chan_port[peer as usize]);
+                exit.link = next << 8 | u32::from(idx.chan_port[peer as usize]);
             }
-            hops.push(hop);
+            exits.push(exit);
         }
     }
-    base.push(hops.len());
-    (hops, base)
+    base.push(exits.len());
+    (exits, base)
 }
 
 /// Count `pairs` delivered over `hops` links.

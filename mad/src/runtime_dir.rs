@@ -1,7 +1,8 @@
-//! Private state directories of the commands that start processes: `ibscope-<what>-<pid>-
-//! <n>-<hex>` under the temporary directory, mode 0700. The processes a command starts run
-//! there (the simulator's shim keeps its fake sysfs `sys-<pid>` in the working directory),
-//! and the command removes the directory on every way out. A process killed before it could
+//! Private runtime directories of the commands that start processes (`serve`'s relay
+//! agents, the simulator's daemons): `ibscope-<what>-<pid>-<n>-<hex>` under the temporary
+//! directory, mode 0700. The processes a command starts run there (the simulator's shim
+//! keeps its fake sysfs `sys-<pid>` in the working directory, an agent's included), and
+//! the command removes the directory on every way out. A process killed before it could
 //! (SIGKILL) leaves its directory behind: the next command that makes one of the same kind
 //! removes those whose process is gone.
 
@@ -12,12 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
-
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Create a fresh state directory for `what` ("sim", "demo", "serve"); the caller removes it.
-pub fn make(what: &str) -> Result<PathBuf> {
+/// Create a fresh runtime directory for `what` ("sim", "demo", "serve"); the caller removes
+/// it.
+pub fn make(what: &str) -> io::Result<PathBuf> {
     let base = std::env::temp_dir();
     let prefix = format!("ibscope-{what}-");
     remove_stale(&base, &prefix);
@@ -37,13 +37,19 @@ pub fn make(what: &str) -> Result<PathBuf> {
                 return Ok(dir);
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+            Err(e) => {
+                let why = format!("creating {}: {e}", dir.display());
+                return Err(io::Error::new(e.kind(), why));
+            }
         }
     }
-    bail!(
-        "could not create a state directory under {}",
-        base.display()
-    )
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "could not create a runtime directory under {}",
+            base.display()
+        ),
+    ))
 }
 
 /// Remove `<prefix><pid>-...` directories under `base` whose process is gone (once per
@@ -74,13 +80,13 @@ fn remove_stale(base: &Path, prefix: &str) {
     }
 }
 
-/// A state directory removed when dropped.
+/// A runtime directory removed when dropped.
 #[derive(Debug)]
-pub struct StateDir(PathBuf);
+pub struct RuntimeDir(PathBuf);
 
-impl StateDir {
-    pub fn create(what: &str) -> Result<StateDir> {
-        make(what).map(StateDir)
+impl RuntimeDir {
+    pub fn create(what: &str) -> io::Result<RuntimeDir> {
+        make(what).map(RuntimeDir)
     }
 
     pub fn path(&self) -> &Path {
@@ -88,7 +94,7 @@ impl StateDir {
     }
 }
 
-impl Drop for StateDir {
+impl Drop for RuntimeDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
     }
@@ -107,7 +113,7 @@ mod tests {
             std::process::id()
         ));
         fs::create_dir_all(stale.join("sys-1")).unwrap();
-        let dir = StateDir::create("unittest").unwrap();
+        let dir = RuntimeDir::create("unittest").unwrap();
         assert!(!stale.exists(), "the stale directory was not removed");
         let mode = fs::metadata(dir.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);

@@ -1,6 +1,6 @@
-//! Which fabrics a command selects (`-C`/`-P` and the config file's `[[fabric]]` tables),
-//! planned from the local CAs as libibumad lists them: pure, so it is tested without
-//! hardware. Opening what is planned is the binary's part.
+//! Which fabrics a command works on, as `-C`/`-P` and the config file's `[[fabric]]`
+//! tables select them from the local CAs libibumad lists: pure, so it is tested without
+//! hardware. Opening them is the binary's part.
 
 use anyhow::{bail, Result};
 use ibscope_mad::engine::{LocalPort, TransportError};
@@ -76,7 +76,7 @@ pub enum Reach {
 
 /// A fabric a command will open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planned {
+pub struct FabricToOpen {
     pub name: String,
     pub reach: Reach,
 }
@@ -103,15 +103,15 @@ pub fn local_name(ca: &str, port: u8, configured: &[FabricConfig]) -> String {
 }
 
 /// What one item of `-C` names.
-fn plan_item(
+fn select_item(
     item: &str,
     port: Option<u8>,
     cas: &[(String, Vec<LocalPort>)],
     configured: &[FabricConfig],
-) -> Result<Planned> {
+) -> Result<FabricToOpen> {
     if let Some(f) = configured.iter().find(|f| f.name == item) {
         if let Some(command) = &f.command {
-            return Ok(Planned {
+            return Ok(FabricToOpen {
                 name: f.name.clone(),
                 reach: Reach::Relay {
                     command: command.clone(),
@@ -119,7 +119,7 @@ fn plan_item(
             });
         }
         let chosen = umad::choose_port(cas, f.ca.as_deref(), f.port.or(port))?;
-        return Ok(Planned {
+        return Ok(FabricToOpen {
             name: f.name.clone(),
             reach: Reach::Local {
                 ca: chosen.ca_name,
@@ -135,7 +135,7 @@ fn plan_item(
         None => (item, port),
     };
     let chosen = umad::choose_port(cas, Some(ca), number)?;
-    Ok(Planned {
+    Ok(FabricToOpen {
         name: local_name(&chosen.ca_name, chosen.port_num, configured),
         reach: Reach::Local {
             ca: chosen.ca_name,
@@ -146,22 +146,22 @@ fn plan_item(
 
 /// The fabrics `-C`/`-P` select (pure: the CAs and their ports as libibumad lists them,
 /// and the config's tables). Also what `all` left out and why.
-pub fn plan(
+pub fn select(
     selection: Option<&str>,
     port: Option<u8>,
     cas: &[(String, Vec<LocalPort>)],
     configured: &[FabricConfig],
-) -> Result<(Vec<Planned>, Vec<String>)> {
+) -> Result<(Vec<FabricToOpen>, Vec<String>)> {
     let Some(selection) = selection.filter(|s| !s.trim().is_empty()) else {
         return Ok((
-            vec![Planned {
+            vec![FabricToOpen {
                 name: String::new(),
                 reach: Reach::Default { ca: None, port },
             }],
             Vec::new(),
         ));
     };
-    let mut planned = Vec::new();
+    let mut selected = Vec::new();
     let mut skipped = Vec::new();
     for item in selection.split(',').map(str::trim) {
         if item.is_empty() {
@@ -185,7 +185,7 @@ pub fn plan(
                     } else if p.state == ibscope_mad::attr::PortState::Down {
                         skipped.push(format!("{name}: port is down"));
                     } else {
-                        planned.push(Planned {
+                        selected.push(FabricToOpen {
                             name: local_name(ca, p.port_num, configured),
                             reach: Reach::Local {
                                 ca: ca.clone(),
@@ -197,7 +197,7 @@ pub fn plan(
             }
             for f in configured {
                 if let Some(command) = &f.command {
-                    planned.push(Planned {
+                    selected.push(FabricToOpen {
                         name: f.name.clone(),
                         reach: Reach::Relay {
                             command: command.clone(),
@@ -206,12 +206,12 @@ pub fn plan(
                 }
             }
         } else {
-            planned.push(plan_item(item, port, cas, configured)?);
+            selected.push(select_item(item, port, cas, configured)?);
         }
     }
     // A port named twice (`-C all,mlx5_0`) is opened once.
-    let mut unique: Vec<Planned> = Vec::new();
-    for p in planned {
+    let mut unique: Vec<FabricToOpen> = Vec::new();
+    for p in selected {
         if !unique.iter().any(|u| u.reach == p.reach) {
             unique.push(p);
         }
@@ -234,13 +234,13 @@ pub fn plan(
 }
 
 /// Names must tell fabrics apart: a name given twice gets " #2", " #3".
-fn uniquify(planned: &mut [Planned]) {
-    for i in 1..planned.len() {
-        let base = planned[i].name.clone();
+fn uniquify(selected: &mut [FabricToOpen]) {
+    for i in 1..selected.len() {
+        let base = selected[i].name.clone();
         let mut n = 1;
-        while planned[..i].iter().any(|p| p.name == planned[i].name) {
+        while selected[..i].iter().any(|p| p.name == selected[i].name) {
             n += 1;
-            planned[i].name = format!("{base} #{n}");
+            selected[i].name = format!("{base} #{n}");
         }
     }
 }
@@ -318,7 +318,7 @@ mod tests {
         ]
     }
 
-    fn reaches(p: &[Planned]) -> Vec<(String, Reach)> {
+    fn reaches(p: &[FabricToOpen]) -> Vec<(String, Reach)> {
         p.iter()
             .map(|p| (p.name.clone(), p.reach.clone()))
             .collect()
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn all_is_every_usable_port_and_every_configured_command() {
-        let (p, skipped) = plan(Some("all"), None, &cas(), &configured()).unwrap();
+        let (p, skipped) = select(Some("all"), None, &cas(), &configured()).unwrap();
         assert_eq!(
             reaches(&p),
             vec![
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn lists_ports_and_names() {
-        let (p, _) = plan(Some("mlx5_0:2, compute"), None, &cas(), &configured()).unwrap();
+        let (p, _) = select(Some("mlx5_0:2, compute"), None, &cas(), &configured()).unwrap();
         assert_eq!(
             reaches(&p),
             vec![
@@ -366,7 +366,7 @@ mod tests {
             ]
         );
         // A CA alone is its first active port (or -P); named twice, opened once.
-        let (p, _) = plan(Some("mlx5_0,mlx5_3,mlx5_0:1"), None, &cas(), &[]).unwrap();
+        let (p, _) = select(Some("mlx5_0,mlx5_3,mlx5_0:1"), None, &cas(), &[]).unwrap();
         assert_eq!(
             reaches(&p),
             vec![
@@ -375,32 +375,32 @@ mod tests {
             ]
         );
         // -P applies to every CA named without a port.
-        let (p, _) = plan(Some("mlx5_0,compute"), Some(2), &cas(), &configured()).unwrap();
+        let (p, _) = select(Some("mlx5_0,compute"), Some(2), &cas(), &configured()).unwrap();
         assert_eq!(p[0].reach, local("mlx5_0", 2));
         assert_eq!(p[1].reach, local("mlx5_0", 1), "the table's own port wins");
-        let e = plan(Some("mlx5_0,mlx5_3"), Some(2), &cas(), &[]).unwrap_err();
+        let e = select(Some("mlx5_0,mlx5_3"), Some(2), &cas(), &[]).unwrap_err();
         assert_eq!(e.to_string(), "mlx5_3 has no port 2 (ports: 1)");
     }
 
     #[test]
     fn bad_selections_say_what_exists() {
-        let e = plan(Some("mlx5_9,mlx5_0"), None, &cas(), &[])
+        let e = select(Some("mlx5_9,mlx5_0"), None, &cas(), &[])
             .unwrap_err()
             .to_string();
         assert!(e.contains("\"mlx5_9\" not found"), "{e}");
         assert!(e.contains("mlx5_0, mlx5_1, mlx5_2, mlx5_3"), "{e}");
-        let e = plan(Some("mlx5_0:x"), None, &cas(), &[])
+        let e = select(Some("mlx5_0:x"), None, &cas(), &[])
             .unwrap_err()
             .to_string();
         assert!(e.contains("must be a number"), "{e}");
-        let e = plan(Some("mlx5_0:7"), None, &cas(), &[])
+        let e = select(Some("mlx5_0:7"), None, &cas(), &[])
             .unwrap_err()
             .to_string();
         assert!(e.contains("has no port 7"), "{e}");
-        let e = plan(Some("all"), None, &[], &[]).unwrap_err().to_string();
+        let e = select(Some("all"), None, &[], &[]).unwrap_err().to_string();
         assert!(e.contains("no InfiniBand device found"), "{e}");
         let only_down = &cas()[1..3];
-        let e = plan(Some("all"), None, only_down, &[])
+        let e = select(Some("all"), None, only_down, &[])
             .unwrap_err()
             .to_string();
         assert!(e.contains("mlx5_1:1: port is down"), "{e}");
@@ -409,15 +409,15 @@ mod tests {
     #[test]
     fn a_name_given_twice_is_told_apart() {
         let mut p = vec![
-            Planned {
+            FabricToOpen {
                 name: "a".into(),
                 reach: local("x", 1),
             },
-            Planned {
+            FabricToOpen {
                 name: "a".into(),
                 reach: local("x", 2),
             },
-            Planned {
+            FabricToOpen {
                 name: "a".into(),
                 reach: local("x", 3),
             },
@@ -477,7 +477,7 @@ mod tests {
             ]
         );
         // -C all sweeps each plane (and the other port), not the GSI device.
-        let (p, skipped) = plan(Some("all"), None, &cas, &[]).unwrap();
+        let (p, skipped) = select(Some("all"), None, &cas, &[]).unwrap();
         let mut names: Vec<String> = p.into_iter().map(|p| p.name).collect();
         names.sort();
         assert_eq!(names, ["mlx5_0:1", "mlx5_10:1", "mlx5_1:1"]);
