@@ -327,7 +327,23 @@ fn tests(g: &Global, command: &NcclCommand) -> Result<ExitCode> {
     }
     for f in log {
         let (name, text) = read_input(f, "NCCL log")?;
+        let before = (
+            nccl.nccl_lines,
+            nccl.bare_versions.len(),
+            nccl.job_errors.len(),
+        );
         nccl.read(&text, &name);
+        if (
+            nccl.nccl_lines,
+            nccl.bare_versions.len(),
+            nccl.job_errors.len(),
+        ) == before
+        {
+            bail!(
+                "no NCCL INFO line of a job in {}: is it an NCCL_DEBUG=INFO log?",
+                ibscope_topo::input::display_name(f)
+            );
+        }
     }
     if runs.is_empty() && nccl.is_empty() {
         bail!(
@@ -417,16 +433,19 @@ fn shown(files: &[PathBuf]) -> String {
 fn host_documents(files: &[PathBuf]) -> Result<Vec<ServerLinks>> {
     let mut out = Vec::new();
     for f in files {
-        let (name, text) = read_input(f, "host document")?;
-        for (i, doc) in ibscope_host::compare::read_documents(&name, &text)?
-            .iter()
-            .enumerate()
-        {
-            out.push(
-                rate::server_links(doc).with_context(|| {
-                    format!("host document {} of {name} names no hostname", i + 1)
-                })?,
-            );
+        let text = ibscope_topo::input::read_text(f, "host document file")?;
+        let name = ibscope_topo::input::display_name(f);
+        let docs = ibscope_host::compare::read_documents(&name, &text)?;
+        if docs.is_empty() {
+            bail!("host document file {name} holds no `ibscope host --json` document");
+        }
+        for (i, doc) in docs.iter().enumerate() {
+            out.push(rate::server_links(doc).with_context(|| {
+                format!(
+                    "host document file {name}: document {} names no hostname",
+                    i + 1
+                )
+            })?);
         }
     }
     Ok(out)
