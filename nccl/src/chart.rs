@@ -48,11 +48,7 @@ pub fn text(sizes: &[Judged]) -> String {
     let last = human_size(sizes[sizes.len() - 1].size);
     let gap = sizes.len().saturating_sub(first.len() + last.len()).max(1);
     let _ = writeln!(out, "{:>9}{first}{}{last}", "", " ".repeat(gap));
-    let _ = writeln!(
-        out,
-        "{:>9}m measured busbw, p predicted (routes), * both",
-        ""
-    );
+    let _ = writeln!(out, "{:>9}m measured busbw, p predicted, * both", "");
     out
 }
 
@@ -141,7 +137,7 @@ pub fn svg(sizes: &[Judged], title: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "<text x=\"{}\" y=\"24\" fill=\"#1f5fbf\">measured</text><text x=\"{}\" y=\"24\" fill=\"#888\">predicted (routes)</text>",
+        "<text x=\"{}\" y=\"24\" fill=\"#1f5fbf\">measured</text><text x=\"{}\" y=\"24\" fill=\"#888\">predicted</text>",
         w - 220.0,
         w - 150.0
     );

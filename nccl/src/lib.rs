@@ -17,11 +17,16 @@
 
 pub mod chart;
 pub mod checks;
+pub mod curve;
 mod launcher;
 pub mod log;
+mod log_lines;
+pub mod paths;
 pub mod perf;
+mod perf_layout;
 pub mod placement;
 pub mod predict;
+pub mod rate;
 pub mod report;
 pub mod synthetic;
 pub mod text;

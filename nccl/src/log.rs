@@ -1,27 +1,24 @@
-//! `NCCL_DEBUG=INFO` logs: one file per rank or merged, in any order, with launcher prefixes.
-//! Every line NCCL writes starts `HOST:PID:TID [CUDADEV] NCCL INFO ...`; what is read:
+//! `NCCL_DEBUG=INFO` logs: one file per rank or merged, in any order, behind any launcher's
+//! prefix. Every line NCCL writes reads `HOST:PID:TID [CUDADEV] NCCL INFO ...` (or `NCCL
+//! WARN`), found by reading back from the marker ([`crate::launcher::nccl_origin`]); what
+//! is read of them is listed in [`crate::log_lines`]. Outside NCCL's own lines: a bare
+//! `NCCL version 2.16.5+cuda11.8` (printed to standard output before NCCL 2.19) and the
+//! errors applications and nccl-tests print when NCCL fails (`NCCL error`, `Test NCCL
+//! failure ... 'internal error'`).
 //!
-//! - `NCCL version 2.21.5+cuda12.4` (the process's NCCL);
-//! - `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE ... ; OOB ...` (the process's network
-//!   devices; `NET/IB/3` in a channel line is entry 3 of this list);
-//! - `comm 0x.. rank R nranks N cudaDev D [nvmlDev X] busId B ... Init START|COMPLETE`
-//!   (which rank a process's GPU is);
-//! - `Channel 00/32 :  0 1 2 ...` (a ring's order), `Trees [0] a/b/c->r->p ...`;
-//! - `Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA` (newer: `[dev]`), `Channel 00
-//!   : 7[7000] -> 8[7000] [send] via NET/IB/0/GDRDMA` (older: `[busId]`), with a PXN proxy as
-//!   `NET/IB/0(8)/GDRDMA`, and intra-server `via P2P/...`, `via SHM/...`;
-//! - `Connected all rings` (the connections after it belong to trees);
-//! - before NCCL 2.6: `Ring 00 : 35 -> 34 [send] via NET/Socket/0` and `Ring 00 :  0 1 2`;
-//! - `NCCL_IB_HCA set by environment to mlx5_0,mlx5_1` (and any `NCCL_*` setting);
-//! - `GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)` and its `Enabled` form.
-//!
-//! Lines of other wording are counted, not guessed at.
+//! Lines of other wording are counted, not guessed at. Each fact keeps the file and line
+//! it was read from, for the findings' evidence.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use ibscope_topo::findings::Evidence;
+
 use crate::launcher;
+use crate::log_lines::{self as lines, ChannelLine, GdrLine};
+pub use crate::log_lines::{NetDevice, Transport};
+use crate::paths::PathType;
 
 /// A process, as its lines' `HOST:PID` name it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -30,31 +27,87 @@ pub struct ProcessId {
     pub pid: u32,
 }
 
+/// Where a fact was read: a file of [`NcclLog::files`] and a line of it (from 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Place {
+    pub file: usize,
+    pub line: usize,
+}
+
+/// A value and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Seen<T> {
+    pub value: T,
+    pub at: Place,
+}
+
 /// What one process said of itself.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Process {
-    pub version: Option<String>,
-    /// Its network devices, by NCCL's index.
+    pub version: Option<Seen<String>>,
+    /// Its network devices, by NCCL's index, and the line listing them.
     pub net_devices: Vec<NetDevice>,
+    pub net_devices_at: Option<Place>,
     /// `NCCL_*` settings it printed (from the environment or NCCL's config file).
-    pub settings: BTreeMap<String, String>,
+    pub settings: BTreeMap<String, Seen<String>>,
     /// HCAs (by name) NCCL said GPUDirect RDMA is disabled for, with the reason printed.
     pub gdr_disabled: BTreeMap<String, String>,
     /// HCAs NCCL said GPUDirect RDMA is enabled for.
     pub gdr_enabled: Vec<String>,
-    /// The transport NCCL chose (`IB`, `Socket`, a plugin's name).
-    pub network: Option<String>,
+    /// `GPU Direct RDMA Enabled|Disabled for GPU .. / HCA .. (distance D <= L)` lines.
+    pub gdr_paths: Vec<GdrPath>,
+    /// NCCL 2.4/2.5's `CUDA Dev 0[0], IB NIC distance :  PHB SYS`.
+    pub nic_distances: Vec<NicDistances>,
+    /// A topology dump's path lines (`GPU/81000 :... NET/1 (3/24.000000/PHB) ...`).
+    pub topo_paths: Vec<TopoPaths>,
+    /// The network NCCL says it uses (`Using network IB`).
+    pub network: Option<Seen<String>>,
+    /// `NET/Socket : Using [0]eth0:...`: NCCL's socket transport took the network.
+    pub socket_devices: Option<Place>,
+    /// `NET/IB : No device found.`
+    pub ib_no_device: Option<Place>,
+    /// `NET/Plugin: Loaded net plugin NAME`: a plugin loaded (it may fail and fall back).
+    pub plugin_loaded: Option<Seen<String>>,
+    /// Its `NCCL WARN` lines (at most 20).
+    pub warnings: Vec<Seen<String>>,
+    /// Calls NCCL traced back with an error code (`init.cc:1234 -> 3`; at most 20).
+    pub failures: Vec<Seen<String>>,
+    /// It printed `Init COMPLETE`: its communicator was built.
+    pub init_complete: bool,
+    /// The size of its communicator (a comm line's `nranks`) and that line.
+    pub nranks: Option<Seen<u32>>,
+    /// Its first line.
+    pub first: Place,
 }
 
-/// One entry of `NET/IB : Using ...`.
+/// One `GPU Direct RDMA ... for GPU G / HCA H (distance D <= L)` line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NetDevice {
-    pub index: u32,
-    /// The HCA (`mlx5_3`), or several joined by `+` when NCCL merged ports.
-    pub device: String,
-    pub port: u8,
-    /// `IB` or `RoCE`.
-    pub link_layer: String,
+pub struct GdrPath {
+    /// As printed: a bus ID (`81000`), `0[0]` (NCCL 2.4) or a rank.
+    pub gpu: String,
+    /// The HCA's index in the process's `NET/IB : Using` list.
+    pub hca: u32,
+    /// The path type's number and NCCL's GPUDirect level, as the release numbers them.
+    pub distance: u32,
+    pub level: u32,
+    pub enabled: bool,
+    pub at: Place,
+}
+
+/// NCCL 2.4/2.5: a GPU's distance to each NIC, in the NIC list's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NicDistances {
+    pub cuda_dev: u32,
+    pub distances: Vec<PathType>,
+    pub at: Place,
+}
+
+/// A topology dump's paths of one GPU: to each NIC (`NET/1`), its type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopoPaths {
+    pub gpu: String,
+    pub nets: Vec<(String, PathType)>,
+    pub at: Place,
 }
 
 /// One rank.
@@ -66,22 +119,6 @@ pub struct Rank {
     pub cuda_dev: u32,
     /// As printed (`7000`, `18000`).
     pub bus_id: Option<String>,
-}
-
-/// How a connection moves data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Transport {
-    /// Over a network device of the printing process (`NET/IB/3`), through a PXN proxy
-    /// rank's GPU when `proxy` is set, with GPUDirect RDMA when `gdr`.
-    Net {
-        plugin: String,
-        device: u32,
-        proxy: Option<u32>,
-        gdr: bool,
-    },
-    /// Inside a server (P2P, SHM, CollNet...): as printed.
-    Local { via: String },
 }
 
 /// Which way the printing rank sees a connection.
@@ -111,6 +148,7 @@ pub struct Connection {
     pub transport: Transport,
     /// The process that printed it (its network devices are the ones `NET/IB/k` means).
     pub printed_by: ProcessId,
+    pub at: Place,
 }
 
 impl Connection {
@@ -126,6 +164,8 @@ impl Connection {
 /// A whole log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct NcclLog {
+    /// The files read, as named; a [`Place`] points into it.
+    pub files: Vec<String>,
     pub processes: BTreeMap<ProcessId, Process>,
     pub ranks: BTreeMap<u32, Rank>,
     /// Ring order per channel.
@@ -133,6 +173,11 @@ pub struct NcclLog {
     /// `Trees` lines read.
     pub trees: usize,
     pub connections: Vec<Connection>,
+    /// `NCCL version X` lines without NCCL's prefix (their process unknown).
+    pub bare_versions: Vec<Seen<String>>,
+    /// Errors outside NCCL's lines: what the application or nccl-tests printed when an
+    /// NCCL call failed (at most 20).
+    pub job_errors: Vec<Seen<String>>,
     /// Lines NCCL wrote (INFO or WARN) and lines of them not understood.
     pub nccl_lines: usize,
     pub unread_lines: usize,
@@ -143,10 +188,17 @@ pub struct NcclLog {
     pub problems: Vec<String>,
 }
 
+/// How many warnings and failures of one process are kept.
+const KEPT_PER_PROCESS: usize = 20;
+
 impl NcclLog {
     /// Nothing of the job was found.
     pub fn is_empty(&self) -> bool {
-        self.ranks.is_empty() && self.connections.is_empty() && self.processes.is_empty()
+        self.ranks.is_empty()
+            && self.connections.is_empty()
+            && self.processes.is_empty()
+            && self.bare_versions.is_empty()
+            && self.job_errors.is_empty()
     }
     /// The HCA (device name, port) a connection's own rank uses, from its process's list.
     pub fn net_device(&self, c: &Connection) -> Option<&NetDevice> {
@@ -163,28 +215,51 @@ impl NcclLog {
     pub fn nranks(&self) -> Option<u32> {
         self.ranks.values().map(|r| r.nranks).max()
     }
+    /// The file and line of a place, as the findings cite it.
+    pub fn evidence(&self, at: Place) -> Evidence {
+        Evidence {
+            file: self.files.get(at.file).cloned().unwrap_or_default(),
+            line: at.line,
+        }
+    }
+    /// The NCCL release a process runs: its own version line, else the one release the
+    /// log's bare version lines name.
+    pub fn version_of(&self, id: &ProcessId) -> Option<&str> {
+        if let Some(v) = self.processes.get(id).and_then(|p| p.version.as_ref()) {
+            return Some(&v.value);
+        }
+        let first = self.bare_versions.first()?;
+        self.bare_versions
+            .iter()
+            .all(|v| v.value == first.value)
+            .then_some(first.value.as_str())
+    }
     /// Merge another file's lines (one file per rank).
     pub fn read(&mut self, text: &str, source: &str) {
+        let file = self.files.len();
+        self.files.push(source.to_string());
         let mut in_trees: BTreeMap<ProcessId, bool> = BTreeMap::new();
         // Lines come in runs of one process: its state is looked up when the process changes.
         let mut current: Option<(ProcessId, bool)> = None;
-        for (n, raw) in text.lines().enumerate() {
-            let line = launcher::strip(raw);
-            let Some((at, warn)) = nccl_marker(line) else {
+        for (n, line) in text.lines().enumerate() {
+            let at = Place { file, line: n + 1 };
+            let Some(launcher::NcclLine {
+                host,
+                pid,
+                warn,
+                message,
+                ..
+            }) = launcher::nccl_line(line)
+            else {
+                if line.contains(" NCCL INFO") || line.contains(" NCCL WARN") {
+                    self.nccl_lines += 1;
+                    self.unread_lines += 1;
+                } else {
+                    self.other_line(line, at);
+                }
                 continue;
             };
             self.nccl_lines += 1;
-            let message = line[at + " NCCL INFO ".len()..].trim();
-            if warn {
-                if self.warnings.len() < 50 {
-                    self.warnings.push(message.to_string());
-                }
-                continue;
-            }
-            let Some((host, pid)) = prefix(&line[..at]) else {
-                self.unread_lines += 1;
-                continue;
-            };
             if !matches!(&current, Some((p, _)) if p.pid == pid && p.host == host) {
                 if let Some((p, trees)) = current.take() {
                     in_trees.insert(p, trees);
@@ -194,9 +269,17 @@ impl NcclLog {
                     pid,
                 };
                 let trees = in_trees.get(&id).copied().unwrap_or_default();
+                self.processes.entry(id.clone()).or_insert_with(|| Process {
+                    first: at,
+                    ..Process::default()
+                });
                 current = Some((id, trees));
             }
             let (process, trees) = current.as_mut().expect("set above");
+            if warn {
+                self.warning(message, &process.clone(), at);
+                continue;
+            }
             if message.starts_with("Connected all rings") {
                 *trees = true;
                 continue;
@@ -207,253 +290,220 @@ impl NcclLog {
                 Algorithm::Ring
             };
             let process = process.clone();
-            if let Err(why) = self.message(message, &process, pattern) {
+            if let Err(why) = self.message(message, &process, pattern, at) {
                 self.problems.push(format!("{source}:{}: {why}", n + 1));
             }
         }
     }
 
-    fn message(&mut self, m: &str, process: &ProcessId, pattern: Algorithm) -> Result<(), String> {
+    fn warning(&mut self, message: &str, process: &ProcessId, at: Place) {
+        if self.warnings.len() < 50 {
+            self.warnings.push(message.to_string());
+        }
+        let p = self.proc(process);
+        if p.warnings.len() < KEPT_PER_PROCESS {
+            p.warnings.push(Seen {
+                value: message.to_string(),
+                at,
+            });
+        }
+    }
+
+    /// A line without NCCL's prefix: a bare version line, or an error NCCL caused.
+    fn other_line(&mut self, line: &str, at: Place) {
+        if let Some(v) = crate::perf::nccl_version_of(line) {
+            self.bare_versions.push(Seen {
+                value: v.to_string(),
+                at,
+            });
+        } else if self.job_errors.len() < KEPT_PER_PROCESS {
+            if let Some(e) = lines::job_error(line) {
+                self.job_errors.push(Seen { value: e, at });
+            }
+        }
+    }
+
+    fn message(
+        &mut self,
+        m: &str,
+        process: &ProcessId,
+        pattern: Algorithm,
+        at: Place,
+    ) -> Result<(), String> {
         // NCCL before 2.6 wrote `Ring 00 : 35 -> 34 [send] via NET/Socket/0` for a ring's
         // connection and `Ring 00 :  0 1 2 3` for its order.
         if let Some(rest) = m
             .strip_prefix("Channel ")
             .or_else(|| m.strip_prefix("Ring "))
         {
-            self.channel_line(rest, process, pattern)?;
+            self.channel(lines::channel_line(rest)?, process, pattern, at);
         } else if let Some(v) = m.strip_prefix("NCCL version ") {
             let v = v.split_whitespace().next().unwrap_or_default();
-            self.proc(process).version = Some(v.to_string());
+            self.proc(process).version = Some(Seen {
+                value: v.to_string(),
+                at,
+            });
         } else if let Some(rest) = m.strip_prefix("NET/IB : Using") {
-            self.proc(process).net_devices = net_devices(rest)?;
+            let p = self.proc(process);
+            p.net_devices = lines::net_devices(rest)?;
+            p.net_devices_at = Some(at);
+        } else if m.starts_with("NET/IB : No device found") {
+            self.proc(process).ib_no_device = Some(at);
+        } else if m.starts_with("NET/Socket : Using") {
+            self.proc(process).socket_devices = Some(at);
         } else if let Some(rest) = m.strip_prefix("Using network ") {
-            self.proc(process).network = Some(rest.trim().to_string());
+            self.proc(process).network = Some(Seen {
+                value: rest.trim().to_string(),
+                at,
+            });
+        } else if let Some(name) = loaded_plugin(m) {
+            self.proc(process).plugin_loaded = Some(Seen { value: name, at });
         } else if m.starts_with("Trees ") {
             self.trees += 1;
         } else if m.contains("comm 0x") && m.contains(" cudaDev ") {
-            let rank = comm_line(m, process)?;
-            self.ranks.insert(rank.rank, rank);
-        } else if let Some((key, value)) = setting(m) {
-            self.proc(process).settings.insert(key, value);
-        } else if let Some(rest) = m.strip_prefix("GPU Direct RDMA ") {
-            gdr_line(rest, self.proc(process));
+            self.comm(m, process, at)?;
+        } else if let Some((key, value)) = lines::setting(m) {
+            self.proc(process).settings.insert(key, Seen { value, at });
+        } else if let Some(rest) = gdr_text(m) {
+            self.gdr(rest, process, at);
+        } else if let Some((cuda_dev, distances)) = lines::nic_distances(m) {
+            self.proc(process).nic_distances.push(NicDistances {
+                cuda_dev,
+                distances,
+                at,
+            });
+        } else if let Some((gpu, nets)) = lines::topo_paths(m) {
+            self.proc(process)
+                .topo_paths
+                .push(TopoPaths { gpu, nets, at });
+        } else if lines::traceback(m).is_some() {
+            let p = self.proc(process);
+            if p.failures.len() < KEPT_PER_PROCESS {
+                p.failures.push(Seen {
+                    value: m.to_string(),
+                    at,
+                });
+            }
         } else if !m.contains("comm 0x") {
             self.unread_lines += 1;
         }
         Ok(())
     }
 
-    fn proc(&mut self, id: &ProcessId) -> &mut Process {
-        self.processes.entry(id.clone()).or_default()
+    fn channel(&mut self, line: ChannelLine, process: &ProcessId, pattern: Algorithm, at: Place) {
+        match line {
+            ChannelLine::Ring { channel, order } => {
+                if !order.is_empty() {
+                    self.rings.entry(channel).or_insert(order);
+                }
+            }
+            ChannelLine::Connection {
+                channel,
+                from,
+                to,
+                receive,
+                transport,
+            } => self.connections.push(Connection {
+                channel,
+                from,
+                to,
+                direction: if receive {
+                    ConnectionDirection::Receive
+                } else {
+                    ConnectionDirection::Send
+                },
+                pattern,
+                transport,
+                printed_by: process.clone(),
+                at,
+            }),
+            ChannelLine::Graph => {}
+        }
     }
 
-    /// `00/32 :  0 1 2 ...` (a ring) or `00/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA`.
-    fn channel_line(
-        &mut self,
-        rest: &str,
-        process: &ProcessId,
-        pattern: Algorithm,
-    ) -> Result<(), String> {
-        let (head, body) = rest
-            .split_once(" : ")
-            .or_else(|| rest.split_once(':'))
-            .ok_or("a channel line without \" : \"")?;
-        let channel: u32 = head
-            .trim()
-            .split('/')
-            .next()
-            .and_then(|c| c.trim().parse().ok())
-            .ok_or_else(|| format!("channel {head:?} is not a number"))?;
-        if !body.contains("->") {
-            let order: Result<Vec<u32>, _> = body.split_whitespace().map(str::parse).collect();
-            let order = order.map_err(|_| format!("ring {body:?} is not a list of ranks"))?;
-            if !order.is_empty() {
-                self.rings.entry(channel).or_insert(order);
-            }
-            return Ok(());
+    fn comm(&mut self, m: &str, process: &ProcessId, at: Place) -> Result<(), String> {
+        let c = lines::comm_line(m)?;
+        let p = self.proc(process);
+        if m.contains("Init COMPLETE") {
+            p.init_complete = true;
         }
-        let (ends, via) = body
-            .split_once(" via ")
-            .ok_or("a connection without \"via\"")?;
-        let (from, rest) = ends.split_once("->").ok_or("a connection without \"->\"")?;
-        let from = rank_of(from)?;
-        let mut words = rest.split_whitespace();
-        let to = rank_of(words.next().ok_or("a connection without its peer")?)?;
-        let direction = match words.next() {
-            Some("[receive]") => ConnectionDirection::Receive,
-            _ => ConnectionDirection::Send,
-        };
-        self.connections.push(Connection {
-            channel,
-            from,
-            to,
-            direction,
-            pattern,
-            transport: transport(via.trim())?,
-            printed_by: process.clone(),
+        p.nranks.get_or_insert(Seen {
+            value: c.nranks,
+            at,
         });
+        self.ranks.insert(
+            c.rank,
+            Rank {
+                rank: c.rank,
+                nranks: c.nranks,
+                process: process.clone(),
+                cuda_dev: c.cuda_dev,
+                bus_id: c.bus_id,
+            },
+        );
         Ok(())
     }
-}
 
-/// `HOST:PID:TID [DEV]` before ` NCCL INFO`: host and pid (the rank comes from the comm
-/// lines, not from the CUDA device in brackets).
-fn prefix(head: &str) -> Option<(&str, u32)> {
-    let head = head.trim();
-    let ids = head.rsplit_once(" [").map_or(head, |(ids, _)| ids.trim());
-    let mut parts = ids.rsplitn(3, ':');
-    let _tid = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    let host = parts.next()?.rsplit(' ').next()?;
-    if host.is_empty() {
-        return None;
-    }
-    Some((host, pid))
-}
-
-/// Where ` NCCL INFO ` or ` NCCL WARN ` starts, and whether it is a warning. NCCL's own
-/// prefix ends in `[DEV]`, so the first `]` is tried before searching the line.
-fn nccl_marker(line: &str) -> Option<(usize, bool)> {
-    let kind = |at: usize| match line.get(at..at + " NCCL INFO ".len()) {
-        Some(" NCCL INFO ") => Some((at, false)),
-        Some(" NCCL WARN ") => Some((at, true)),
-        _ => None,
-    };
-    if let Some(close) = line.find(']') {
-        if let Some(found) = kind(close + 1) {
-            return Some(found);
+    fn gdr(&mut self, rest: &str, process: &ProcessId, at: Place) {
+        let p = self.proc(process);
+        match lines::gdr_line(rest) {
+            Some(GdrLine::Path {
+                gpu,
+                hca,
+                distance,
+                level,
+                enabled,
+            }) => p.gdr_paths.push(GdrPath {
+                gpu,
+                hca,
+                distance,
+                level,
+                enabled,
+                at,
+            }),
+            Some(GdrLine::Hca {
+                name,
+                index,
+                enabled,
+                why,
+            }) => {
+                let name = name.or_else(|| {
+                    p.net_devices
+                        .iter()
+                        .find(|d| Some(d.index) == index)
+                        .map(|d| d.device.clone())
+                });
+                let Some(name) = name else { return };
+                if !enabled {
+                    p.gdr_disabled.insert(name, why);
+                } else if !p.gdr_enabled.contains(&name) {
+                    p.gdr_enabled.push(name);
+                }
+            }
+            None => self.unread_lines += 1,
         }
     }
-    let at = line.find(" NCCL ")?;
-    kind(at).or_else(|| {
-        let rest = at + 1;
-        line[rest..].find(" NCCL ").and_then(|a| kind(rest + a))
-    })
-}
 
-/// `3[3]`, `7[7000]` or `3`: the rank.
-fn rank_of(text: &str) -> Result<u32, String> {
-    let t = text.trim();
-    let t = t.split('[').next().unwrap_or(t);
-    t.parse()
-        .map_err(|_| format!("rank {:?} is not a number", text.trim()))
-}
-
-/// `NET/IB/3/GDRDMA`, `NET/IB/0(8)/GDRDMA`, `NET/Socket/1`, `P2P/IPC/read`, `SHM/direct/direct`.
-fn transport(via: &str) -> Result<Transport, String> {
-    let Some(rest) = via.strip_prefix("NET/") else {
-        return Ok(Transport::Local {
-            via: via.to_string(),
-        });
-    };
-    let mut parts = rest.split('/');
-    let plugin = parts.next().unwrap_or_default().to_string();
-    let dev = parts
-        .next()
-        .ok_or_else(|| format!("{via:?} names no network device"))?;
-    let (dev, proxy) = match dev.split_once('(') {
-        Some((d, p)) => (d, p.trim_end_matches(')').parse().ok()),
-        None => (dev, None),
-    };
-    let device = dev
-        .parse()
-        .map_err(|_| format!("network device {dev:?} of {via:?} is not a number"))?;
-    Ok(Transport::Net {
-        plugin,
-        device,
-        proxy,
-        gdr: parts.any(|p| p == "GDRDMA"),
-    })
-}
-
-/// ` [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE [2]mlx5_4:1/IB/SHARP ; OOB eth0:10.0.0.1<0>`.
-fn net_devices(rest: &str) -> Result<Vec<NetDevice>, String> {
-    let list = rest.split(';').next().unwrap_or_default();
-    let mut out = Vec::new();
-    for entry in list.split_whitespace() {
-        // Flags after the list (`[RO]`: relaxed ordering) name no device.
-        if !entry.contains(':') {
-            continue;
-        }
-        let (index, rest) = entry
-            .strip_prefix('[')
-            .and_then(|e| e.split_once(']'))
-            .ok_or_else(|| format!("network device {entry:?} is not [N]NAME:PORT/TYPE"))?;
-        let (name, rest) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| format!("network device {entry:?} names no port"))?;
-        let mut port_type = rest.split('/');
-        let port = port_type.next().and_then(|p| p.parse().ok());
-        let (Ok(index), Some(port)) = (index.parse(), port) else {
-            return Err(format!("network device {entry:?} is not [N]NAME:PORT/TYPE"));
-        };
-        out.push(NetDevice {
-            index,
-            device: name.to_string(),
-            port,
-            link_layer: port_type.next().unwrap_or("IB").to_string(),
-        });
+    pub(crate) fn proc(&mut self, id: &ProcessId) -> &mut Process {
+        self.processes.entry(id.clone()).or_default()
     }
-    Ok(out)
 }
 
-/// `comm 0x.. rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3a000 commId 0x.. - Init COMPLETE`.
-fn comm_line(m: &str, process: &ProcessId) -> Result<Rank, String> {
-    let words: Vec<&str> = m.split_whitespace().collect();
-    let after = |key: &str| {
-        let i = words.iter().position(|w| w.eq_ignore_ascii_case(key))?;
-        words.get(i + 1).copied()
+/// `NET/IB : GPU Direct RDMA ...` (up to 2.5) or `GPU Direct RDMA ...`: what follows.
+fn gdr_text(m: &str) -> Option<&str> {
+    let rest = match m.strip_prefix("NET/") {
+        Some(r) => r.split_once(" : ")?.1,
+        None => m,
     };
-    let number = |key: &str| -> Result<u32, String> {
-        after(key)
-            .and_then(|w| w.parse().ok())
-            .ok_or_else(|| format!("a comm line without a number after {key:?}"))
-    };
-    Ok(Rank {
-        rank: number("rank")?,
-        nranks: number("nranks")?,
-        process: process.clone(),
-        cuda_dev: number("cudaDev")?,
-        bus_id: after("busId").map(str::to_string),
-    })
+    rest.strip_prefix("GPU Direct RDMA ")
 }
 
-/// `NCCL_IB_HCA set by environment to mlx5_0,mlx5_1` (also `set to`).
-fn setting(m: &str) -> Option<(String, String)> {
-    if !m.starts_with("NCCL_") {
-        return None;
-    }
-    let (key, rest) = m.split_once(' ')?;
-    let value = rest
-        .strip_prefix("set by environment to ")
-        .or_else(|| rest.strip_prefix("set to "))?;
-    Some((
-        key.to_string(),
-        value.trim().trim_end_matches('.').to_string(),
-    ))
-}
-
-/// `Disabled for HCA 0 'mlx5_0' (no module)` / `Enabled for HCA 0 'mlx5_0'` / `Enabled for
-/// GPU 7000 / HCA 0 (distance 4 <= 5), read 1`.
-fn gdr_line(rest: &str, p: &mut Process) {
-    let name = rest.split('\'').nth(1).map(str::to_string).or_else(|| {
-        let i = rest.find("HCA ")?;
-        let index: u32 = rest[i + 4..].split_whitespace().next()?.parse().ok()?;
-        p.net_devices
-            .iter()
-            .find(|d| d.index == index)
-            .map(|d| d.device.clone())
-    });
-    let Some(name) = name else { return };
-    if rest.starts_with("Disabled") {
-        let why = rest
-            .rsplit_once('(')
-            .map(|(_, w)| w.trim_end_matches(')').to_string())
-            .unwrap_or_default();
-        p.gdr_disabled.insert(name, why);
-    } else if rest.starts_with("Enabled") && !p.gdr_enabled.contains(&name) {
-        p.gdr_enabled.push(name);
-    }
+/// `NET/Plugin: Loaded net plugin AWS Libfabric (v6)` (and `NET/Plugin : Loaded ...`).
+fn loaded_plugin(m: &str) -> Option<String> {
+    let rest = m.strip_prefix("NET/Plugin")?;
+    let name = rest.split_once("Loaded net plugin ")?.1;
+    let name = name.rsplit_once(" (").map_or(name, |(n, _)| n);
+    Some(name.trim().to_string())
 }
 
 /// Read every file into one log.
@@ -499,11 +549,12 @@ gpu-0002:200:210 [0] NCCL INFO something new in a later version
             pid: 100,
         };
         let proc = &log.processes[&p];
-        assert_eq!(proc.version.as_deref(), Some("2.21.5+cuda12.4"));
+        assert_eq!(proc.version.as_ref().unwrap().value, "2.21.5+cuda12.4");
         assert_eq!(proc.net_devices.len(), 2);
         assert_eq!(proc.net_devices[1].device, "mlx5_1");
-        assert_eq!(proc.settings["NCCL_IB_HCA"], "mlx5");
-        assert_eq!(proc.network.as_deref(), Some("IB"));
+        assert_eq!(proc.settings["NCCL_IB_HCA"].value, "mlx5");
+        assert_eq!(proc.settings["NCCL_IB_HCA"].at.line, 4);
+        assert_eq!(proc.network.as_ref().unwrap().value, "IB");
         assert_eq!(proc.gdr_disabled["mlx5_1"], "no module");
         assert_eq!(log.ranks.len(), 2);
         assert_eq!(log.ranks[&2].process.host, "gpu-0002");
@@ -580,19 +631,12 @@ node1:10:10 [3] NCCL INFO Ring 00 : 35 -> 34 [send] via NET/Socket/0";
     }
 
     #[test]
-    fn prefixes_of_other_shapes() {
-        assert_eq!(prefix("gpu-1:9:10 [3]"), Some(("gpu-1", 9)));
-        assert_eq!(prefix("2024-01-01 gpu-1:9:10 [3]").unwrap().0, "gpu-1");
-        let stamped =
-            "[2026-04-28 14:14:48] gpu-1:9:10 [4] NCCL INFO Channel 00/0 : 1 -> 2 via P2P";
-        assert_eq!(
-            nccl_marker(stamped),
-            Some((stamped.find(" NCCL").unwrap(), false))
-        );
-        assert_eq!(nccl_marker("x] NCCL WARN y z"), Some((2, true)));
-        assert_eq!(nccl_marker("NCCL INFO at the start"), None);
-        assert_eq!(nccl_marker("a NCCL b NCCL INFO c"), Some((8, false)));
-        assert!(prefix("no pid").is_none());
-        assert!(prefix(":1:2 [0]").is_none());
+    fn bare_version_lines_are_the_jobs() {
+        let log = parse([(
+            "bare.log",
+            "NCCL version 2.16.5+cuda11.8\n[1,1]<stdout>:NCCL version 2.16.5+cuda11.8\n",
+        )]);
+        assert_eq!(log.bare_versions.len(), 2);
+        assert_eq!(log.bare_versions[1].at.line, 2);
     }
 }

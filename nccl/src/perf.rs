@@ -12,7 +12,9 @@
 
 use serde::Serialize;
 
-use crate::launcher;
+use crate::launcher::Prefixes;
+use crate::perf_layout::Layout;
+pub use crate::perf_layout::{Measured, Row};
 
 /// One nccl-tests run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,6 +38,60 @@ pub struct PerfRun {
     pub problems: Vec<String>,
     /// The run ended early (no `Avg bus bandwidth` line) or has lines it could not read.
     pub partial: bool,
+    /// The line its header (or its first line read) starts on, and its `Avg bus bandwidth`
+    /// line's.
+    pub first_line: usize,
+    pub avg_line: Option<usize>,
+    /// Its `# nThread ...` line: how the test was started.
+    pub parameters: Option<String>,
+    /// Its lines were interleaved with another run's of the same file (processes printing
+    /// at once).
+    pub interleaved: bool,
+}
+
+impl PerfRun {
+    /// The first row whose size comes again, or back, in the same table (same type,
+    /// operation and root): rows of several processes' runs interleaved. A test of every
+    /// type (`-d all`) starts its sizes again for each type: that is another table.
+    pub fn interleaved_rows(&self) -> Option<usize> {
+        self.rows
+            .windows(2)
+            .find(|w| {
+                w[1].size <= w[0].size
+                    && w[1].dtype == w[0].dtype
+                    && w[1].redop == w[0].redop
+                    && w[1].root == w[0].root
+            })
+            .map(|w| w[1].line)
+    }
+
+    /// nccl-tests' busbw factor of this run: busbw over algbw as it printed them (at its
+    /// largest size with both above 1 GB/s, where rounding hardly counts), else the
+    /// collective's over its ranks.
+    pub fn busbw_factor(&self) -> Option<f64> {
+        let printed = self
+            .rows
+            .iter()
+            .rev()
+            .filter_map(Row::best)
+            .find(|m| m.algbw >= 1.0)
+            .map(|m| m.busbw / m.algbw);
+        printed.or_else(|| {
+            let ranks = u32::try_from(self.ranks.len()).ok().filter(|n| *n > 0)?;
+            busbw_factor(self.op.as_deref()?, ranks)
+        })
+    }
+    /// The processes its rank lines name (host, pid), in rank order, each once.
+    pub fn processes(&self) -> Vec<(&str, Option<u32>)> {
+        let mut out: Vec<(&str, Option<u32>)> = Vec::new();
+        for r in &self.ranks {
+            let p = (r.host.as_str(), r.pid);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    }
 }
 
 /// One rank as the run's header lists it.
@@ -43,6 +99,9 @@ pub struct PerfRun {
 pub struct PerfRank {
     pub rank: u32,
     pub host: String,
+    /// The process that runs it, where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// CUDA device number on its host.
     pub device: u32,
     /// PCI bus ID as printed (`0x07`, `0000:07:00.0`), where printed.
@@ -53,166 +112,29 @@ pub struct PerfRank {
     pub gpu: Option<String>,
 }
 
-/// One message size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// Bytes per rank (nccl-tests' size column).
-    pub size: u64,
-    pub count: u64,
-    #[serde(rename = "type")]
-    pub dtype: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redop: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub root: Option<i64>,
-    pub out_of_place: Option<Measured>,
-    pub in_place: Option<Measured>,
-}
-
-impl Row {
-    /// The measurement verdicts judge: out-of-place where measured, else in-place.
-    pub fn best(&self) -> Option<&Measured> {
-        self.out_of_place.as_ref().or(self.in_place.as_ref())
-    }
-    /// Wrong values in either measurement (count, or 1 for an `error` above zero).
-    pub fn wrong(&self) -> u64 {
-        [&self.out_of_place, &self.in_place]
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m.wrong)
-            .map(|w| if w > 0.0 { w.ceil() as u64 } else { 0 })
-            .sum()
-    }
-}
-
-/// Time and bandwidth of one measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Measured {
-    pub time_us: f64,
-    /// GB/s (10^9 bytes/s).
-    pub algbw: f64,
-    pub busbw: f64,
-    /// `#wrong` (values wrong) or `error` (largest deviation), where printed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wrong: Option<f64>,
-}
-
-/// The columns of a row, as a run's column header names them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Layout {
-    has_redop: bool,
-    has_root: bool,
-    /// Columns per measurement: time, algbw, busbw and the wrong/error column if any.
-    per_measure: usize,
-}
-
-impl Layout {
-    fn width(&self) -> usize {
-        3 + usize::from(self.has_redop) + usize::from(self.has_root) + 2 * self.per_measure
-    }
-    /// From a column header line (`#  size  count  type  redop  root  time ...`).
-    fn from_header(text: &str) -> Option<Layout> {
-        let names: Vec<&str> = text
-            .trim_start_matches('#')
-            .split_whitespace()
-            .map(|w| w.trim_start_matches('#'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        if names.first() != Some(&"size") || !names.contains(&"time") {
-            return None;
-        }
-        let first_time = names.iter().position(|w| *w == "time")?;
-        let second_time = names[first_time + 1..]
-            .iter()
-            .position(|w| *w == "time")
-            .map(|p| p + 1)
-            .unwrap_or(names.len() - first_time);
-        Some(Layout {
-            has_redop: names[..first_time].contains(&"redop"),
-            has_root: names[..first_time].contains(&"root"),
-            per_measure: second_time.clamp(3, 4),
-        })
-    }
-    /// Guessed from a row's width when the column header was not seen.
-    fn from_width(width: usize) -> Option<Layout> {
-        let l = |has_redop, has_root, per_measure| Layout {
-            has_redop,
-            has_root,
-            per_measure,
-        };
-        [
-            l(true, true, 4),
-            l(true, false, 4),
-            l(false, false, 4),
-            l(true, true, 3),
-        ]
-        .into_iter()
-        .find(|l| l.width() == width)
-    }
-}
-
 /// Read every run in `text`; `source` names the file in messages.
 pub fn parse(text: &str, source: &str) -> Vec<PerfRun> {
-    let mut runs: Vec<PerfRun> = Vec::new();
-    let mut layout: Option<Layout> = None;
-    let mut op_hint: Option<String> = op_from_name(source);
-    let mut nccl_version: Option<String> = None;
+    let prefixes = Prefixes::learn(text);
+    let mut reader = Reader {
+        source,
+        runs: Vec::new(),
+        layouts: Vec::new(),
+        op_hint: op_from_name(source),
+        nccl_version: None,
+    };
     for (n, raw) in text.lines().enumerate() {
-        let line = launcher::strip(raw);
-        let trimmed = line.trim();
-        if let Some(op) = op_from_command(trimmed) {
-            op_hint = Some(op);
-        }
-        if let Some(v) = nccl_version_of(trimmed) {
-            nccl_version = Some(v.to_string());
-            if let Some(r) = runs.last_mut() {
-                r.nccl_version.get_or_insert_with(|| v.to_string());
-            }
-        }
-        if trimmed.starts_with("# nThread")
-            || trimmed.starts_with("nThread ")
-            || runs.is_empty() && starts_run(trimmed)
-        {
-            runs.push(PerfRun {
-                source: source.to_string(),
-                op: op_hint.clone(),
-                tests_version: None,
-                nccl_version: nccl_version.clone(),
-                ranks: Vec::new(),
-                rows: Vec::new(),
-                avg_busbw: None,
-                out_of_bounds: None,
-                problems: Vec::new(),
-                partial: true,
-            });
-            layout = None;
-        }
-        let Some(run) = runs.last_mut() else {
-            continue;
-        };
-        if run.op.is_none() {
-            run.op.clone_from(&op_hint);
-        }
-        if let Some(rest) = trimmed.strip_prefix('#') {
-            header_line(run, rest.trim(), &mut layout);
-            continue;
-        }
-        // Header lines that lost their `#` on the way (copied through markdown).
-        if trimmed.starts_with("Rank ") || trimmed.starts_with("size ") {
-            header_line(run, trimmed, &mut layout);
-            continue;
-        }
-        if trimmed.is_empty() || trimmed.contains("NCCL INFO") || trimmed.contains("NCCL WARN") {
-            continue;
-        }
-        if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
-            match row(trimmed, &mut layout) {
-                Ok(r) => run.rows.push(r),
-                Err(why) => run.problems.push(format!("{source}:{}: {why}", n + 1)),
-            }
-        }
+        reader.line(prefixes.strip(raw), n + 1);
     }
+    let mut runs = reader.runs;
     for run in &mut runs {
+        if let Some(line) = run.interleaved_rows() {
+            run.interleaved = true;
+            run.problems.push(format!(
+                "{}:{line}: rows of several runs interleave (a size comes again in the same \
+                 table): read as one run",
+                run.source
+            ));
+        }
         if run.rows.is_empty() {
             run.problems
                 .push(format!("{}: no row of measurements", run.source));
@@ -228,33 +150,194 @@ pub fn parse(text: &str, source: &str) -> Vec<PerfRun> {
     runs
 }
 
+/// The runs of one file as its lines come. Runs of processes that each ran alone may be
+/// interleaved line by line: a line goes to the run it continues (its rank's process, the
+/// next size of its table), and the runs that shared lines are marked.
+struct Reader<'a> {
+    source: &'a str,
+    runs: Vec<PerfRun>,
+    /// Each run's columns (the same index as `runs`).
+    layouts: Vec<Option<Layout>>,
+    op_hint: Option<String>,
+    nccl_version: Option<String>,
+}
+
+impl Reader<'_> {
+    fn line(&mut self, line: &str, n: usize) {
+        let trimmed = line.trim();
+        if let Some(op) = op_from_command(trimmed) {
+            self.op_hint = Some(op);
+        }
+        if let Some(v) = nccl_version_of(trimmed) {
+            self.nccl_version = Some(v.to_string());
+            if let Some(r) = self.runs.last_mut() {
+                r.nccl_version.get_or_insert_with(|| v.to_string());
+            }
+        }
+        let header = trimmed.strip_prefix('#').map(str::trim);
+        let starts = header.is_some_and(|h| h.starts_with("nThread "))
+            || trimmed.starts_with("nThread ")
+            || self.runs.is_empty() && starts_run(trimmed);
+        if starts {
+            self.start(n, trimmed);
+        }
+        if self.runs.is_empty() {
+            return;
+        }
+        if let Some(rest) = header {
+            self.header_line(rest, n);
+        } else if trimmed.starts_with("Rank ") || trimmed.starts_with("size ") {
+            // Header lines that lost their `#` on the way (copied through markdown).
+            self.header_line(trimmed, n);
+        } else if trimmed.starts_with(|c: char| c.is_ascii_digit())
+            && !trimmed.contains(" NCCL INFO")
+            && !trimmed.contains(" NCCL WARN")
+        {
+            self.data_row(trimmed, n);
+        }
+    }
+
+    fn start(&mut self, n: usize, text: &str) {
+        self.runs.push(PerfRun {
+            source: self.source.to_string(),
+            op: self.op_hint.clone(),
+            tests_version: None,
+            nccl_version: self.nccl_version.clone(),
+            ranks: Vec::new(),
+            rows: Vec::new(),
+            avg_busbw: None,
+            out_of_bounds: None,
+            problems: Vec::new(),
+            partial: true,
+            first_line: n,
+            avg_line: None,
+            parameters: text
+                .trim_start_matches('#')
+                .trim()
+                .starts_with("nThread")
+                .then(|| text.trim_start_matches('#').trim().to_string()),
+            interleaved: false,
+        });
+        self.layouts.push(None);
+    }
+
+    /// The runs still printing (no `Avg bus bandwidth` yet), oldest first.
+    fn open(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.runs.len()).filter(|&i| self.runs[i].avg_busbw.is_none())
+    }
+
+    /// `i` took a line: if a newer run had started, the two shared their lines.
+    fn took(&mut self, i: usize) {
+        if i + 1 < self.runs.len() {
+            for r in &mut self.runs[i..] {
+                r.interleaved = true;
+            }
+        }
+    }
+
+    /// The lines starting with `#` (after the launcher's prefix): ranks, columns, totals.
+    fn header_line(&mut self, rest: &str, n: usize) {
+        let newest = self.runs.len() - 1;
+        if let Some(l) = Layout::from_header(rest) {
+            let open: Vec<usize> = self.open().collect();
+            for i in open {
+                self.layouts[i].get_or_insert_with(|| l.clone());
+            }
+            self.layouts[newest] = Some(l);
+        } else if let Some(r) = rank_line(rest) {
+            let i = self.run_of_rank(&r);
+            self.runs[i].ranks.push(r);
+            self.took(i);
+        } else if let Some(v) = rest.strip_prefix("Avg bus bandwidth") {
+            let i = self.open().next().unwrap_or(newest);
+            self.runs[i].avg_busbw = v.trim_start_matches([' ', ':']).trim().parse().ok();
+            self.runs[i].avg_line = Some(n);
+            self.took(i);
+        } else if let Some(v) = rest.strip_prefix("Out of bounds values") {
+            let i = self
+                .open()
+                .find(|&i| self.runs[i].out_of_bounds.is_none())
+                .unwrap_or(newest);
+            let v = v.trim_start_matches([' ', ':']);
+            self.runs[i].out_of_bounds = v.split_whitespace().next().and_then(|n| n.parse().ok());
+        } else if let Some(v) = rest.strip_prefix("nccl-tests version") {
+            self.runs[newest].tests_version = v.split_whitespace().next().map(str::to_string);
+        } else if let Some(op) = rest.strip_prefix("Collective test starting:") {
+            let op = op.trim().trim_end_matches("_perf");
+            if !op.is_empty() {
+                self.op_hint = Some(op.to_string());
+                self.runs[newest].op = Some(op.to_string());
+            }
+        }
+    }
+
+    /// The run a rank line belongs to: the one its process already printed into, else the
+    /// oldest open one still without that rank, else the newest.
+    fn run_of_rank(&self, r: &PerfRank) -> usize {
+        let same_process = |i: &usize| {
+            self.runs[*i]
+                .ranks
+                .iter()
+                .any(|x| x.pid.is_some() && x.pid == r.pid && x.host == r.host)
+        };
+        let lacking = |i: &usize| self.runs[*i].ranks.iter().all(|x| x.rank != r.rank);
+        self.open()
+            .find(same_process)
+            .or_else(|| self.open().find(lacking))
+            .unwrap_or(self.runs.len() - 1)
+    }
+
+    /// One data row: to the open run whose table it continues (the largest last size below
+    /// its own; of equals, the newest), else the newest.
+    fn data_row(&mut self, line: &str, n: usize) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(size) = words.first().and_then(|w| w.parse::<u64>().ok()) else {
+            let newest = self.runs.len() - 1;
+            self.runs[newest].problems.push(format!(
+                "{}:{n}: size {:?} is not a number",
+                self.source, words[0]
+            ));
+            return;
+        };
+        let last = |i: usize| self.runs[i].rows.last().map(|r| r.size);
+        let i = self
+            .open()
+            .filter(|&i| last(i).map_or(true, |l| l < size))
+            .max_by_key(|&i| (last(i).map_or(0, |l| l + 1), i))
+            .or_else(|| self.open().last())
+            .unwrap_or(self.runs.len() - 1);
+        let layout = match &self.layouts[i] {
+            Some(l) if l.fits(words.len()) => Ok(l.clone()),
+            _ => Layout::from_width(words.len()).ok_or_else(|| {
+                format!(
+                    "a row of {} columns, no layout of nccl-tests has that many: {:?}",
+                    words.len(),
+                    shorten(line)
+                )
+            }),
+        };
+        match layout.and_then(|l| {
+            let row = l.row(&words, n)?;
+            self.layouts[i] = Some(l);
+            Ok(row)
+        }) {
+            Ok(row) => {
+                self.runs[i].rows.push(row);
+                self.took(i);
+            }
+            Err(why) => self.runs[i]
+                .problems
+                .push(format!("{}:{n}: {why}", self.source)),
+        }
+    }
+}
+
 /// A data row before any header: a file cut at its top still holds a run.
 fn starts_run(line: &str) -> bool {
     line.starts_with(|c: char| c.is_ascii_digit())
         || line.starts_with('#') && line.contains("Rank ")
         || line.starts_with("Rank ")
         || line.starts_with('#') && line.contains("size")
-}
-
-/// The lines starting with `#` (after the launcher's prefix): ranks, columns, totals.
-fn header_line(run: &mut PerfRun, rest: &str, layout: &mut Option<Layout>) {
-    if let Some(l) = Layout::from_header(rest) {
-        *layout = Some(l);
-    } else if let Some(r) = rank_line(rest) {
-        run.ranks.push(r);
-    } else if let Some(v) = rest.strip_prefix("Avg bus bandwidth") {
-        run.avg_busbw = v.trim_start_matches([' ', ':']).trim().parse().ok();
-    } else if let Some(v) = rest.strip_prefix("Out of bounds values") {
-        let v = v.trim_start_matches([' ', ':']);
-        run.out_of_bounds = v.split_whitespace().next().and_then(|n| n.parse().ok());
-    } else if let Some(v) = rest.strip_prefix("nccl-tests version") {
-        run.tests_version = v.split_whitespace().next().map(str::to_string);
-    } else if let Some(op) = rest.strip_prefix("Collective test starting:") {
-        let op = op.trim().trim_end_matches("_perf");
-        if !op.is_empty() {
-            run.op = Some(op.to_string());
-        }
-    }
 }
 
 /// `Rank  0 Group  0 Pid  12345 on gpu-0001 device  0 [0x07] NVIDIA H100 80GB HBM3`.
@@ -280,94 +363,11 @@ fn rank_line(rest: &str) -> Option<PerfRank> {
     Some(PerfRank {
         rank,
         host,
+        pid: after("Pid").and_then(|p| p.parse().ok()),
         device,
         bus_id,
         gpu,
     })
-}
-
-/// One data row under `layout` (guessed from its width when there is none yet).
-fn row(line: &str, layout: &mut Option<Layout>) -> Result<Row, String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let l = match layout {
-        Some(l) if l.width() == words.len() => l.clone(),
-        _ => {
-            let guess = Layout::from_width(words.len()).ok_or_else(|| {
-                format!(
-                    "a row of {} columns, no layout of nccl-tests has that many: {:?}",
-                    words.len(),
-                    shorten(line)
-                )
-            })?;
-            *layout = Some(guess.clone());
-            guess
-        }
-    };
-    let number = |i: usize, what: &str| -> Result<u64, String> {
-        words[i]
-            .parse()
-            .map_err(|_| format!("{what} {:?} is not a number", words[i]))
-    };
-    let mut i = 3;
-    let redop = l.has_redop.then(|| {
-        i += 1;
-        words[i - 1].to_string()
-    });
-    let root = if l.has_root {
-        i += 1;
-        Some(
-            words[i - 1]
-                .parse::<i64>()
-                .map_err(|_| format!("root {:?} is not a number", words[i - 1]))?,
-        )
-    } else {
-        None
-    };
-    let out_of_place = measured(&words[i..i + l.per_measure])?;
-    let in_place = measured(&words[i + l.per_measure..i + 2 * l.per_measure])?;
-    if out_of_place.is_none() && in_place.is_none() {
-        return Err(format!(
-            "neither measurement is a number: {:?}",
-            shorten(line)
-        ));
-    }
-    Ok(Row {
-        size: number(0, "size")?,
-        count: number(1, "count")?,
-        dtype: words[2].to_string(),
-        redop,
-        root,
-        out_of_place,
-        in_place,
-    })
-}
-
-/// time, algbw, busbw[, wrong]; `N/A` for what the test does not measure.
-fn measured(words: &[&str]) -> Result<Option<Measured>, String> {
-    let value = |w: &str| -> Result<Option<f64>, String> {
-        if w == "N/A" {
-            return Ok(None);
-        }
-        match w.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v)),
-            _ => Err(format!("{w:?} is not a measurement")),
-        }
-    };
-    let (Some(time_us), Some(algbw), Some(busbw)) =
-        (value(words[0])?, value(words[1])?, value(words[2])?)
-    else {
-        return Ok(None);
-    };
-    let wrong = match words.get(3) {
-        Some(w) => value(w)?,
-        None => None,
-    };
-    Ok(Some(Measured {
-        time_us,
-        algbw,
-        busbw,
-        wrong,
-    }))
 }
 
 fn shorten(line: &str) -> String {
@@ -408,6 +408,17 @@ fn op_from_name(source: &str) -> Option<String> {
     ops.into_iter()
         .find(|op| name.contains(op) || name.contains(&op.replace('_', "")))
         .map(str::to_string)
+}
+
+/// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (its `busbw = algbw x f`).
+pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
+    let n = f64::from(ranks.max(1));
+    Some(match op {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
+        "broadcast" | "reduce" | "sendrecv" | "hypercube" => 1.0,
+        _ => return None,
+    })
 }
 
 /// nccl-tests' collectives.

@@ -3,9 +3,12 @@
 //!
 //! The fabric's part is [`ibscope_topo::routing::collectives`]: the bus bandwidth `C` the
 //! SM's routes leave a job's large messages (ring all_reduce for the ring-shaped
-//! collectives, all-to-all for alltoall), with the link that caps it. The latency is the
-//! run's own: its time at the smallest size measured (`L`). For `S` bytes per rank and
-//! nccl-tests' busbw factor `f` of the collective:
+//! collectives, all-to-all for alltoall), with the link that caps it. Without a fabric, `C`
+//! is what the HCAs' line rate allows a healthy run ([`crate::rate`]). The latency is the
+//! run's own (`L`): its time at the smallest size measured, less the time that size's bytes
+//! take at the run's best busbw (a run that starts at megabytes has a bandwidth part there).
+//! For `S` bytes per rank and nccl-tests' busbw factor `f` of the run (busbw over algbw as
+//! it printed them, else the collective's over its ranks):
 //!
 //! ```text
 //! predicted busbw(S) = f S / (L + f S / C)
@@ -20,8 +23,9 @@
 //!   path (the limiting link is named);
 //! - `below-fabric-limit`: under 80% (under 50%: far below): the fabric allows more, look at
 //!   the hosts (GPUDirect RDMA, PCIe, GPU-NIC affinity; the NCCL log's findings when given);
-//! - `no-prediction`: no fabric, or the collective is not modelled (gather, scatter,
-//!   sendrecv, hypercube): the measured curve alone.
+//! - `no-prediction`: no fabric and no HCA rate, or the collective is not modelled
+//!   (gather, scatter, sendrecv, hypercube; alltoall without a fabric): the measured curve
+//!   alone.
 
 use serde::Serialize;
 
@@ -37,15 +41,49 @@ pub const AT_LIMIT: f64 = 0.8;
 /// Below this share it is far below.
 pub const FAR_BELOW: f64 = 0.5;
 
-/// nccl-tests' bus bandwidth factor of `op` over `ranks` ranks (its `busbw = algbw x f`).
-pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
-    let n = f64::from(ranks.max(1));
-    Some(match op {
-        "all_reduce" => 2.0 * (n - 1.0) / n,
-        "all_gather" | "reduce_scatter" | "alltoall" | "gather" | "scatter" => (n - 1.0) / n,
-        "broadcast" | "reduce" | "sendrecv" | "hypercube" => 1.0,
-        _ => return None,
-    })
+/// What one step of a ring costs a bandwidth-bound size between servers, microseconds:
+/// NCCL's Simple protocol starts slower than the small-message latency a run measures. From
+/// healthy published runs (tests/data/nccl/real): 2 DGX A100 over 8 x HDR each, all_reduce
+/// on 16 ranks (30 ring steps), whose time less its bytes at line rate is about 247 us from
+/// 8 MB up (8.2 us a step); checked on 4 DGX A100 (32 ranks, 62 steps), which the
+/// prediction then follows within 20% at every size from 8 MB.
+pub const STEP_US: f64 = 8.2;
+
+/// The ring steps of the run's collective: 2(N-1) for all_reduce, N-1 for the others,
+/// with N its ranks (those it lists, else what its busbw factor says).
+fn steps(run: &PerfRun, factor: Option<f64>) -> f64 {
+    let op = run.op.as_deref().unwrap_or("");
+    let from_factor = factor.and_then(|f| match op {
+        "all_reduce" if f < 2.0 => Some(2.0 / (2.0 - f)),
+        "all_gather" | "reduce_scatter" | "alltoall" if f < 1.0 => Some(1.0 / (1.0 - f)),
+        _ => None,
+    });
+    let n = match run.ranks.len() {
+        0 => from_factor.unwrap_or(1.0),
+        n => n as f64,
+    }
+    .round()
+    .max(1.0);
+    match op {
+        "all_reduce" => 2.0 * (n - 1.0),
+        _ => n - 1.0,
+    }
+}
+
+/// The run's own latency: its time at the smallest size, less what moving that size's
+/// bytes takes at its best busbw.
+fn run_latency(run: &PerfRun, factor: Option<f64>, best: Option<f64>) -> Option<f64> {
+    let (size, time) = run
+        .rows
+        .iter()
+        .filter_map(|r| Some((r.size, r.best()?.time_us)))
+        .filter(|(_, t)| *t > 0.0)
+        .min_by_key(|(s, _)| *s)?;
+    let moving = match (factor, best) {
+        (Some(f), Some(b)) => f * size as f64 / (b * 1e9) * 1e6,
+        _ => 0.0,
+    };
+    Some((time - moving).max(0.0))
 }
 
 /// Which of the routes model's collectives bounds `op`.
@@ -59,9 +97,34 @@ fn modelled_by(op: &str) -> Option<Collective> {
     }
 }
 
-/// What the fabric allows a job.
+/// What a prediction stands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// The fabric's routes (`route load`'s model).
+    Routes,
+    /// The HCA rate given (`--rate`, `--nics`).
+    Rate,
+    /// The servers' `ibscope host --json` documents.
+    HostDocuments,
+}
+
+/// The HCAs a line-rate prediction counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineRate {
+    /// HCAs per server, and the slowest server's sum of their rates (Gb/s).
+    pub hcas_per_server: usize,
+    pub server_gbps: f64,
+    /// That server, where the rates are per server.
+    pub slowest_server: Option<String>,
+    /// The share of line rate a healthy run reaches ([`crate::rate::EFFICIENCY`]).
+    pub efficiency: f64,
+}
+
+/// What the fabric (or, without one, the HCAs' rate) allows a job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
+    pub basis: Basis,
     /// The routes model's collective it comes from.
     pub collective: Collective,
     pub servers: Vec<String>,
@@ -70,6 +133,62 @@ pub struct Prediction {
     pub busbw: f64,
     /// The link that caps it.
     pub limit: Option<Limit>,
+    /// Without a fabric: the HCAs it counts.
+    pub line_rate: Option<LineRate>,
+}
+
+impl Prediction {
+    /// What it is, in words: `the routes allow` / `the HCAs' rate allows`.
+    pub fn allows(&self) -> &'static str {
+        match self.basis {
+            Basis::Routes => "the routes allow",
+            Basis::Rate | Basis::HostDocuments => "the HCAs' rate allows",
+        }
+    }
+}
+
+/// Without a fabric: what `servers`' HCAs allow `op`, each server given as (name, HCAs,
+/// their Gb/s added up).
+pub fn predict_line(
+    op: &str,
+    basis: Basis,
+    servers: &[(String, usize, f64)],
+) -> Result<Prediction, String> {
+    match modelled_by(op) {
+        Some(Collective::Ring) => {}
+        Some(_) => {
+            return Err(format!(
+                "{op} is bounded by its all-to-all pattern across the fabric: give a fabric \
+                 (live, or --topology) to predict it"
+            ))
+        }
+        None => {
+            return Err(format!(
+            "{op} is not modelled (all_reduce, all_gather, reduce_scatter, broadcast, reduce are)"
+        ))
+        }
+    }
+    let (name, hcas, gbps) = servers
+        .iter()
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .ok_or("no server's HCAs are known")?;
+    if *gbps <= 0.0 {
+        return Err(format!("{name}'s HCAs have no known rate"));
+    }
+    Ok(Prediction {
+        basis,
+        collective: Collective::Ring,
+        servers: servers.iter().map(|s| s.0.clone()).collect(),
+        rails: Vec::new(),
+        busbw: gbps / 8.0 * crate::rate::EFFICIENCY,
+        limit: None,
+        line_rate: Some(LineRate {
+            hcas_per_server: *hcas,
+            server_gbps: *gbps,
+            slowest_server: (!name.is_empty()).then(|| name.clone()),
+            efficiency: crate::rate::EFFICIENCY,
+        }),
+    })
 }
 
 /// The fabric's prediction for `op` over `servers` (in the fabric's host names).
@@ -97,11 +216,13 @@ pub fn predict(
         return Err(e);
     }
     Ok(Prediction {
+        basis: Basis::Routes,
         collective,
         servers: job.hosts.iter().map(|h| h.name.clone()).collect(),
         rails: job.rails,
         busbw: c.busbw.ok_or("no link on the routes has a known rate")?,
         limit: c.limit,
+        line_rate: None,
     })
 }
 
@@ -155,7 +276,8 @@ pub struct Range {
 /// A run judged against a prediction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
-    /// The run's own latency: its time at the smallest size, microseconds.
+    /// The run's own latency: its time at the smallest size less moving that size's
+    /// bytes at its best busbw, microseconds.
     pub latency_us: Option<f64>,
     pub sizes: Vec<Judged>,
     pub ranges: Vec<Range>,
@@ -164,27 +286,25 @@ pub struct Judgement {
 /// Judge every row of `run` against `prediction`; `hints` are findings of the job's log
 /// that name host causes.
 pub fn judge(run: &PerfRun, prediction: Option<&Prediction>, hints: &[Finding]) -> Judgement {
-    let op = run.op.as_deref().unwrap_or("");
-    let factor = busbw_factor(op, run.ranks.len() as u32);
-    let latency_us = run
+    let factor = run.busbw_factor();
+    // The bandwidth a size's bytes are measured against: the routes', else the run's best.
+    let best = run
         .rows
         .iter()
-        .filter_map(|r| r.best().map(|m| m.time_us))
-        .filter(|t| *t > 0.0)
-        .reduce(f64::min);
-    // The bandwidth a size's bytes are measured against: the routes', else the run's best.
-    let reference = prediction.map(|p| p.busbw).or_else(|| {
-        run.rows
-            .iter()
-            .filter_map(|r| r.best().map(|m| m.busbw))
-            .reduce(f64::max)
-            .filter(|b| *b > 0.0)
-    });
+        .filter_map(|r| r.best().map(|m| m.busbw))
+        .reduce(f64::max)
+        .filter(|b| *b > 0.0);
+    let reference = prediction.map(|p| p.busbw).or(best);
+    let latency_us = run_latency(run, factor, best);
+    // What starting a bandwidth-bound size costs: the run's own latency, or NCCL's
+    // bandwidth protocol's steps between servers, whichever is more.
+    let steps = steps(run, factor);
+    let start_us = latency_us.map(|l| l.max(steps * STEP_US));
     let mut sizes = Vec::new();
     for row in &run.rows {
         let Some(m) = row.best() else { continue };
-        let predicted = match (prediction, factor, latency_us) {
-            (Some(p), Some(f), Some(l)) if p.busbw > 0.0 => {
+        let predicted = match (prediction, factor, start_us) {
+            (Some(p), Some(f), Some(l)) if p.busbw > 0.0 && f > 0.0 => {
                 let bus_bytes = f * row.size as f64;
                 Some(bus_bytes / (l * 1e-6 + bus_bytes / (p.busbw * 1e9)) / 1e9)
             }
@@ -197,7 +317,7 @@ pub fn judge(run: &PerfRun, prediction: Option<&Prediction>, hints: &[Finding]) 
             let moving_us = factor.zip(reference).map_or(f64::INFINITY, |(f, b)| {
                 f * row.size as f64 / (b * 1e9) * 1e6
             });
-            m.time_us <= 2.0 * l || moving_us <= l / 4.0
+            l > 0.0 && (m.time_us <= 2.0 * l || moving_us <= l / 4.0)
         });
         let verdict = if latency_bound {
             Verdict::LatencyBound
@@ -267,8 +387,16 @@ fn says(r: &Range, prediction: Option<&Prediction>, hints: &[Finding]) -> String
         }
         Verdict::AtFabricLimit => {
             let p = prediction.expect("a verdict against a prediction has one");
+            // Well above what the HCAs counted carry: more of them than counted.
+            let more = match &p.line_rate {
+                Some(l) if r.worst_ratio.is_some_and(|x| x > 1.5) => format!(
+                    "; the run moves more than {} HCA(s) per server carry: give --nics",
+                    l.hcas_per_server
+                ),
+                _ => String::new(),
+            };
             format!(
-                "at the fabric's limit ({} of {:.1} GB/s): {}",
+                "at the fabric's limit ({} of {:.1} GB/s): {}{more}",
                 pct(r.worst_ratio),
                 p.busbw,
                 limit_text(p)
@@ -296,21 +424,39 @@ fn says(r: &Range, prediction: Option<&Prediction>, hints: &[Finding]) -> String
                 )
             };
             format!(
-                "{how} the fabric's limit (down to {} of what the routes allow, {:.1} GB/s): {look}",
+                "{how} the fabric's limit (down to {} of what {}, {:.1} GB/s): {look}",
                 pct(r.worst_ratio),
+                p.allows(),
                 p.busbw
             )
         }
         Verdict::NoPrediction => {
-            "bandwidth-bound; no prediction to compare with (no fabric, or the collective is \
-             not modelled)"
+            "bandwidth-bound; no prediction to compare with (no fabric and no --rate, or the \
+             collective is not modelled)"
                 .into()
         }
     }
 }
 
-/// The limiting link in words.
+/// The HCAs a line-rate prediction counts, in words.
+pub fn line_rate_text(l: &LineRate) -> String {
+    format!(
+        "{} HCA(s) per server, {:.0} Gb/s together{}, at {:.0}% of line rate as healthy \
+         published runs reach",
+        l.hcas_per_server,
+        l.server_gbps,
+        l.slowest_server
+            .as_ref()
+            .map_or(String::new(), |s| format!(" (slowest: {s})")),
+        l.efficiency * 100.0
+    )
+}
+
+/// The limiting link in words (without a fabric: the HCAs' rate).
 pub fn limit_text(p: &Prediction) -> String {
+    if let Some(l) = &p.line_rate {
+        return format!("the HCAs' line rate caps it: {}", line_rate_text(l));
+    }
     match &p.limit {
         Some(l) => {
             let what = if l.below_norm {
@@ -349,6 +495,8 @@ mod tests {
             rail: None,
         };
         Prediction {
+            basis: Basis::Routes,
+            line_rate: None,
             collective: Collective::Ring,
             servers: vec!["gpu-0001".into(), "gpu-0002".into()],
             rails: vec![0],
@@ -431,6 +579,7 @@ mod tests {
 
     #[test]
     fn factors_are_nccl_tests() {
+        use crate::perf::busbw_factor;
         assert_eq!(busbw_factor("all_reduce", 8), Some(1.75));
         assert_eq!(busbw_factor("all_gather", 8), Some(0.875));
         assert_eq!(busbw_factor("sendrecv", 8), Some(1.0));

@@ -9,10 +9,12 @@ use ibscope_topo::findings::Finding;
 use ibscope_topo::hosts::Hosts;
 use ibscope_topo::Fabric;
 
+use crate::checks::common::Index;
 use crate::log::{NcclLog, Transport};
 use crate::perf::PerfRun;
 use crate::placement::{self, Placement};
-use crate::predict::{self, Judgement, Prediction};
+use crate::predict::{self, Basis, Judgement, Prediction};
+use crate::rate::{self, ServerLinks};
 
 /// A fabric to join the evidence with: its hosts and the findings of its links.
 pub struct Beside<'a> {
@@ -43,14 +45,111 @@ pub struct RunReport {
     pub problems: Vec<String>,
 }
 
-/// Judge `run`; `hosts_given` stands in for the run's servers when it names none; `hints`
-/// are the job log's findings.
-pub fn run_report(
-    run: &PerfRun,
-    beside: Option<&Beside>,
-    hosts_given: &[String],
-    hints: &[Finding],
-) -> RunReport {
+/// What runs are judged with besides their own lines.
+#[derive(Default)]
+pub struct Judging<'a> {
+    /// The fabric, where there is one.
+    pub beside: Option<&'a Beside<'a>>,
+    /// The servers when a run names none (`--hosts`).
+    pub hosts_given: &'a [String],
+    /// The job log's findings: they explain a run below the limit.
+    pub hints: &'a [Finding],
+    /// Without a fabric: the HCAs' rates.
+    pub lines: Lines,
+}
+
+/// Without a fabric: the HCA rates a prediction may stand on.
+#[derive(Debug, Clone, Default)]
+pub struct Lines {
+    /// `--rate` (Gb/s per HCA) and `--nics` (HCAs per server).
+    pub rate_gbps: Option<f64>,
+    pub nics: Option<usize>,
+    /// The servers' `ibscope host --json` documents.
+    pub documents: Vec<ServerLinks>,
+    /// The HCAs the job's NCCL lines show each server using.
+    pub used: BTreeMap<String, Vec<String>>,
+}
+
+impl Lines {
+    /// HCAs per server where `--nics` does not say: the number the job's NCCL lines show
+    /// most servers using, else 1.
+    fn nics_or_default(&self) -> usize {
+        if let Some(n) = self.nics {
+            return n;
+        }
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        for used in self.used.values().filter(|u| !u.is_empty()) {
+            *counts.entry(used.len()).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .max_by_key(|(n, c)| (*c, *n))
+            .map_or(1, |(n, _)| n)
+    }
+
+    /// What the HCAs allow `op` on `servers` (every document's host when none is named).
+    fn predict(&self, op: &str, servers: &[String]) -> Result<Prediction, String> {
+        if let [only] = servers {
+            return Err(format!(
+                "the run's ranks are all on {only}: its HCAs carry none of it (NVLink or PCIe \
+                 inside the server bound it)"
+            ));
+        }
+        if !self.documents.is_empty() {
+            let names: Vec<String> = if servers.is_empty() {
+                self.documents.iter().map(|d| d.host.clone()).collect()
+            } else {
+                servers.to_vec()
+            };
+            let mut per_server = Vec::new();
+            for name in &names {
+                let doc = self
+                    .documents
+                    .iter()
+                    .find(|d| rate::same_host(&d.host, name));
+                let used = self.used.get(name).map_or(&[][..], Vec::as_slice);
+                let counted = match (doc, self.rate_gbps) {
+                    (Some(d), _) => d.gbps(used, self.nics),
+                    (None, Some(r)) => {
+                        let n = self.nics_or_default();
+                        Some((n, n as f64 * r))
+                    }
+                    (None, None) => {
+                        return Err(format!("no host document names {name} (and no --rate)"))
+                    }
+                };
+                let (n, gbps) =
+                    counted.ok_or_else(|| format!("{name}'s host document has no active port"))?;
+                per_server.push((name.clone(), n, gbps));
+            }
+            return predict::predict_line(op, Basis::HostDocuments, &per_server);
+        }
+        let Some(rate) = self.rate_gbps else {
+            return Err(
+                "no fabric (none reachable, no --topology) and no HCA rate (--rate, or \
+                        the servers' host documents)"
+                    .into(),
+            );
+        };
+        let n = self.nics_or_default();
+        let per_server: Vec<(String, usize, f64)> = if servers.is_empty() {
+            vec![(String::new(), n, n as f64 * rate)]
+        } else {
+            servers
+                .iter()
+                .map(|s| (s.clone(), n, n as f64 * rate))
+                .collect()
+        };
+        let mut p = predict::predict_line(op, Basis::Rate, &per_server)?;
+        if let Some(l) = &mut p.line_rate {
+            l.slowest_server = None;
+        }
+        Ok(p)
+    }
+}
+
+/// Judge `run`.
+pub fn run_report(run: &PerfRun, with: &Judging) -> RunReport {
     let mut servers: Vec<String> = Vec::new();
     for r in &run.ranks {
         if !servers.contains(&r.host) {
@@ -58,20 +157,27 @@ pub fn run_report(
         }
     }
     if servers.is_empty() {
-        servers = hosts_given.to_vec();
+        servers = with.hosts_given.to_vec();
     }
     let op = run.op.as_deref();
-    let prediction = match (beside, op) {
-        (None, _) => Err("no fabric (none reachable, no --topology)".to_string()),
-        (Some(_), None) => Err(
-            "the file does not say which collective it measured (no *_perf command line): \
-             give --op"
-                .to_string(),
-        ),
+    let no_op = || {
+        "the file does not say which collective it measured (no *_perf command line): give --op"
+            .to_string()
+    };
+    let prediction = match (with.beside, op) {
+        (_, None) => Err(no_op()),
         (Some(_), Some(_)) if servers.is_empty() => {
             Err("the file names no hosts (no rank lines): give --hosts".to_string())
         }
-        (Some(b), Some(op)) => predict::predict(b.fabric, b.hosts, &servers, op),
+        (Some(b), Some(op)) => predict::predict(b.fabric, b.hosts, &servers, op).or_else(|e| {
+            let lines_given = with.lines.rate_gbps.is_some() || !with.lines.documents.is_empty();
+            if lines_given {
+                with.lines.predict(op, &servers)
+            } else {
+                Err(e)
+            }
+        }),
+        (None, Some(op)) => with.lines.predict(op, &servers),
     };
     let (prediction, prediction_missing) = match prediction {
         Ok(p) => (Some(p), None),
@@ -85,11 +191,66 @@ pub fn run_report(
         nccl_version: run.nccl_version.clone(),
         avg_busbw: run.avg_busbw,
         wrong: run.rows.iter().map(crate::perf::Row::wrong).sum(),
-        judgement: predict::judge(run, prediction.as_ref(), hints),
+        judgement: predict::judge(run, prediction.as_ref(), with.hints),
         prediction,
         prediction_missing,
         partial: run.partial,
         problems: run.problems.clone(),
+    }
+}
+
+/// What `ibscope nccl tests` reports: each run judged, the findings of the output itself,
+/// and those of the job's NCCL lines (in the output and the logs given).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestsReport {
+    pub runs: Vec<RunReport>,
+    /// Of the nccl-tests output: nccl-curve-collapse, nccl-tests-without-mpi.
+    pub findings: Vec<Finding>,
+    /// Of the NCCL lines: the log's checks.
+    pub log_findings: Vec<Finding>,
+}
+
+impl TestsReport {
+    /// A run to look at, or any finding: exit code 1.
+    pub fn needs_attention(&self) -> bool {
+        self.runs.iter().any(RunReport::needs_attention)
+            || !self.findings.is_empty()
+            || !self.log_findings.is_empty()
+    }
+}
+
+/// Judge every run; `log` holds the job's NCCL lines (the outputs' own and the logs
+/// given), its findings explain a run below the limit.
+pub fn tests_report(runs: &[PerfRun], log: &NcclLog, with: Judging) -> TestsReport {
+    let log_findings = if log.is_empty() {
+        Vec::new()
+    } else {
+        crate::checks::check(log, with.beside.map(|b| b.hosts))
+    };
+    let mut lines = with.lines;
+    for (host, s) in server_summaries(log, &Index::new(log)) {
+        lines.used.entry(host).or_insert(s.hcas_used);
+    }
+    let with = Judging {
+        hints: &log_findings,
+        lines,
+        ..with
+    };
+    let reports: Vec<RunReport> = runs.iter().map(|r| run_report(r, &with)).collect();
+    let mut findings: Vec<Finding> = runs
+        .iter()
+        .zip(&reports)
+        .filter_map(|(r, x)| crate::curve::collapse(r, &x.judgement))
+        .collect();
+    let sources: BTreeSet<&str> = runs.iter().map(|r| r.source.as_str()).collect();
+    for source in sources {
+        let of: Vec<&PerfRun> = runs.iter().filter(|r| r.source == source).collect();
+        findings.extend(crate::curve::without_mpi(&of, log));
+    }
+    TestsReport {
+        runs: reports,
+        findings,
+        log_findings,
     }
 }
 
@@ -153,8 +314,8 @@ pub struct LogReport {
     pub problems: Vec<String>,
 }
 
-/// Check `log` and, beside a fabric, place it.
-pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
+/// Each server of the log: its ranks, the HCAs its processes list and those they use.
+fn server_summaries(log: &NcclLog, index: &Index) -> BTreeMap<String, ServerSummary> {
     let mut servers: BTreeMap<String, ServerSummary> = BTreeMap::new();
     for r in log.ranks.values() {
         server(&mut servers, &r.process.host).ranks.push(r.rank);
@@ -167,17 +328,28 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
             }
         }
     }
+    let mut used: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (_, host, d) in index.net_ends() {
+        let u = used.entry(host).or_default();
+        if !u.contains(&d.device.as_str()) {
+            u.push(&d.device);
+        }
+    }
+    for (host, devices) in used {
+        server(&mut servers, host).hcas_used = devices.into_iter().map(str::to_string).collect();
+    }
+    servers
+}
+
+/// Check `log` and, beside a fabric, place it.
+pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
+    let by = Index::new(log);
+    let servers = server_summaries(log, &by);
     let (mut net, mut gdr) = (0, 0);
     for c in &log.connections {
         if let Transport::Net { gdr: g, .. } = c.transport {
             net += 1;
             gdr += usize::from(g);
-            if let Some(d) = log.net_device(c) {
-                let s = server(&mut servers, &c.printed_by.host);
-                if !s.hcas_used.contains(&d.device) {
-                    s.hcas_used.push(d.device.clone());
-                }
-            }
         }
     }
     let mut problems = log.problems.clone();
@@ -218,21 +390,31 @@ pub fn log_report(log: &NcclLog, beside: Option<&Beside>) -> LogReport {
             Some("no fabric (none reachable, no --topology)".to_string()),
         ),
     };
-    let collect = |f: &dyn Fn(&crate::log::Process) -> Option<String>| -> Vec<String> {
-        let set: BTreeSet<String> = log.processes.values().filter_map(f).collect();
-        set.into_iter().collect()
-    };
+    let versions: BTreeSet<String> = log
+        .processes
+        .values()
+        .filter_map(|p| p.version.as_ref())
+        .chain(&log.bare_versions)
+        .map(|v| v.value.clone())
+        .collect();
+    let findings = crate::checks::check_indexed(log, &by, beside.map(|b| b.hosts));
+    let networks: BTreeSet<String> = log
+        .processes
+        .keys()
+        .filter_map(|id| crate::checks::network_of(log, id, by.of(id)))
+        .map(|n| n.value)
+        .collect();
     LogReport {
         ranks: log.ranks.len(),
         nranks: log.nranks(),
         servers: servers.into_values().collect(),
-        versions: collect(&|p| p.version.clone()),
-        networks: collect(&|p| p.network.clone()),
+        versions: versions.into_iter().collect(),
+        networks: networks.into_iter().collect(),
         rings: log.rings.len(),
         trees: log.trees,
         net_connections: net,
         gdr_connections: gdr,
-        findings: crate::checks::check(log, beside.map(|b| b.hosts)),
+        findings,
         placement,
         placement_missing,
         nccl_lines: log.nccl_lines,

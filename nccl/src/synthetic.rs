@@ -200,7 +200,7 @@ fn connections(job: &Job, s: usize, g: u32, c: u32, gdr: bool, t: &str, out: &mu
 /// nccl-tests output of `op` over the job's ranks, one row per (size, busbw), out-of-place
 /// and in-place alike, with the busbw factor of `op`.
 pub fn perf_text(job: &Job, op: &str, rows: &[(u64, f64)]) -> String {
-    let factor = crate::predict::busbw_factor(op, job.ranks()).unwrap_or(1.0);
+    let factor = crate::perf::busbw_factor(op, job.ranks()).unwrap_or(1.0);
     let mut out = String::new();
     let _ = writeln!(out, "# Collective test starting: {op}_perf");
     let _ = writeln!(

@@ -7,6 +7,7 @@ use ibscope_topo::escape::for_terminal;
 use ibscope_topo::findings::Finding;
 
 use crate::chart;
+use crate::predict::Prediction;
 use crate::report::{LogReport, RunReport};
 
 /// `writeln!` and `write!` into a `String`, which cannot fail to take it.
@@ -34,9 +35,24 @@ pub fn run(r: &RunReport) -> String {
             .map_or(String::new(), |v| format!(", NCCL {}", for_terminal(v)))
     );
     match (&r.prediction, &r.prediction_missing) {
+        (
+            Some(
+                p @ Prediction {
+                    line_rate: Some(l), ..
+                },
+            ),
+            _,
+        ) => w!(
+            out,
+            "  {} {:.1} GB/s busbw: {}",
+            p.allows(),
+            p.busbw,
+            for_terminal(&crate::predict::line_rate_text(l))
+        ),
         (Some(p), _) => w!(
             out,
-            "  the routes allow {:.1} GB/s busbw ({} on rails {}): {}",
+            "  {} {:.1} GB/s busbw ({} on rails {}): {}",
+            p.allows(),
             p.busbw,
             p.collective,
             ibscope_topo::hosts::rail_ranges(&p.rails),
@@ -99,7 +115,8 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}\n")).collect()
 }
 
-/// Findings under a heading naming where they come from; nothing for none.
+/// Findings under a heading naming where they come from, each with its fix; nothing for
+/// none.
 pub fn findings(what: &str, findings: &[Finding]) -> String {
     let mut text = String::new();
     if findings.is_empty() {
@@ -109,6 +126,7 @@ pub fn findings(what: &str, findings: &[Finding]) -> String {
     w!(out, "{} finding(s) in {what}:", findings.len());
     for f in findings {
         w!(out, "  {}", f.text_line());
+        w!(out, "      fix: {}", f.kind.facts().fix);
     }
     text
 }

@@ -309,7 +309,7 @@ enum Kind {
 /// different commands, else by id.
 fn kind_of(command: &str, id: &str) -> Option<Kind> {
     Some(match (command, id) {
-        ("host compare", "files") => Kind::HostDocuments,
+        ("host compare", "files") | ("nccl tests", "host_json") => Kind::HostDocuments,
         ("cables decode", "files") => Kind::ModuleDump,
         ("nccl tests", "files") => Kind::NcclTests,
         ("nccl log", "files") | ("nccl tests", "log") => Kind::NcclLog,
@@ -467,7 +467,14 @@ impl Samples {
             (Kind::WebConfig, b"basic_auth_users:\n  admin: '$2y$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234'\n".to_vec()),
             (
                 Kind::HostDocuments,
-                [host_doc("gpu-0001"), host_doc("gpu-0002")].concat().into_bytes(),
+                // Of unequal length, so that a cut in half falls inside a document: one cut
+                // at a document's end is a shorter set, not a cut one.
+                [
+                    host_doc("gpu-0001"),
+                    host_doc("gpu-0002").replace("{", "{\"kernel\": \"6.8.0\", "),
+                ]
+                .concat()
+                .into_bytes(),
             ),
             (
                 Kind::NcclTests,

@@ -50,6 +50,8 @@ fn schemas_are_valid_and_name_every_finding_kind() {
         "host",
         "hosts",
         "links",
+        "nccl-log",
+        "nccl-tests",
         "query",
         "route-check",
         "route-dump",
@@ -464,4 +466,65 @@ fn offline_documents(file: &Path) -> Value {
         }
     }
     links
+}
+
+/// `nccl tests` and `nccl log` on every published NCCL capture (tests/data/nccl/real),
+/// judged alone, against an HCA rate, and against the host documents of recorded
+/// servers; `nccl log` on each. Exit 0 or 1 (verdicts are the capture tests' concern);
+/// 2 only where a file holds nothing the command reads.
+#[test]
+fn nccl_documents_on_every_capture() {
+    let dir = temp_dir();
+    let root = repo_root().join("tests/data/sysfs/dgx-h100");
+    let host = ibscope_plain(
+        &["host", "--json"],
+        &[("IBSCOPE_SYSFS_ROOT", root.to_str().unwrap())],
+    );
+    let doc = assert_exit(&host, 0);
+    let hosts = dir.path().join("hosts.json");
+    std::fs::write(&hosts, &doc).unwrap();
+    let hosts = hosts.to_str().unwrap().to_string();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("tests/data/nccl/real"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    let mut read = 0;
+    for file in &files {
+        let path = file.to_str().unwrap();
+        for (args, schema) in [
+            (vec!["nccl", "tests", path, "--json"], "nccl-tests"),
+            (
+                vec![
+                    "nccl", "tests", path, "--json", "--rate", "4xNDR", "--nics", "8",
+                ],
+                "nccl-tests",
+            ),
+            (
+                vec!["nccl", "tests", path, "--json", "--host-json", &hosts],
+                "nccl-tests",
+            ),
+            (vec!["nccl", "log", path, "--json"], "nccl-log"),
+        ] {
+            let mut full = args.clone();
+            full.push("--no-fabric");
+            let out = ibscope_plain(&full, &[]);
+            let code = out.status.code().unwrap();
+            assert!(
+                (0..=2).contains(&code),
+                "{}: exit {code}: {}",
+                full.join(" "),
+                stderr(&out)
+            );
+            if code == 2 {
+                assert!(stderr(&out).starts_with("ibscope: "), "{}", stderr(&out));
+                continue;
+            }
+            checked(out, code, schema, &full);
+            read += 1;
+        }
+    }
+    assert!(read >= 3 * files.len(), "{read} documents");
 }

@@ -338,3 +338,114 @@ fn bad_input_is_said_not_guessed() {
     );
     assert!(!shown.contains('\u{1b}'), "{shown}");
 }
+
+fn capture(name: &str) -> String {
+    repo_root()
+        .join("tests/data/nccl/real")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `--help` of `nccl`, `nccl tests` and `nccl log` lists every finding of a job with its
+/// fix, as the one table holds them.
+#[test]
+fn help_lists_every_job_finding_with_its_fix() {
+    for args in [
+        &["nccl", "--help"][..],
+        &["nccl", "tests", "--help"],
+        &["nccl", "log", "--help"],
+    ] {
+        let help = assert_exit(&ibscope_plain(args, &[]), 0);
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for k in ibscope_topo::findings::FINDING_KINDS
+            .iter()
+            .filter(|k| k.scope == ibscope_topo::findings::Scope::Job)
+        {
+            assert!(
+                flat.contains(&format!("{} (", k.name)),
+                "{args:?}: {}",
+                k.name
+            );
+            let fix = k.fix.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(&fix), "{args:?}: the fix of {}", k.name);
+        }
+    }
+}
+
+/// A job whose ranks failed in bootstrap (published: nccl-tests issue 294) exits 1 with
+/// the failure and its cause, from `nccl tests` (its output holds the log) and `nccl log`.
+#[test]
+fn a_job_that_did_not_start_exits_1() {
+    let file = capture("nccl-log-2.18.3-2node-16rank-bootstrap-af-inet-mismatched-builds.txt");
+    for cmd in ["tests", "log"] {
+        let out = ibscope_plain(&["nccl", cmd, &file, "--no-fabric"], &[]);
+        let text = assert_exit(&out, 1);
+        assert!(text.contains("[nccl-init-failed]"), "{cmd}: {text}");
+        assert!(text.contains("mismatched NCCL builds"), "{cmd}: {text}");
+        assert!(text.contains("fix: read the first WARN"), "{cmd}: {text}");
+    }
+    // Processes that ran nccl-tests alone (nccl-tests issue 329): exit 1, named.
+    let file =
+        capture("nccl-tests-2.19.3-allreduce-2container-roce-two-single-runs-interleaved.txt");
+    let text = assert_exit(
+        &ibscope_plain(&["nccl", "tests", &file, "--no-fabric"], &[]),
+        1,
+    );
+    assert!(text.contains("[nccl-tests-without-mpi]"), "{text}");
+}
+
+/// The servers' `ibscope host --json` documents stand in for the fabric: a recorded DGX
+/// H100 as both servers of the published 155 GB/s run, its eight HCAs' rates as `host`
+/// reads them (one of them trained at 4xHDR: 7 x 400 + 200 Gb/s), below what --rate
+/// 4xNDR --nics 8 assumes, and the run far below either.
+#[test]
+fn host_documents_give_the_hcas_rate() {
+    let dir = temp_dir();
+    let root = repo_root().join("tests/data/sysfs/dgx-h100");
+    let host = ibscope_plain(
+        &["host", "--json"],
+        &[("IBSCOPE_SYSFS_ROOT", root.to_str().unwrap())],
+    );
+    let mut doc: Value = serde_json::from_str(&assert_exit(&host, 0)).unwrap();
+    let mut docs = String::new();
+    for name in ["node005", "node007"] {
+        doc["hostname"] = Value::from(name);
+        docs.push_str(&doc.to_string());
+        docs.push('\n');
+    }
+    let path = dir.path().join("hosts.jsonl");
+    std::fs::write(&path, docs).unwrap();
+    let run = capture("nccl-tests-allreduce-2node-h100-ndr-8nic-srun-label-155gbs.txt");
+    let judged = |how: &[&str]| {
+        let mut args = vec!["nccl", "tests", &run, "--no-fabric", "--json"];
+        args.extend_from_slice(how);
+        json(&ibscope_plain(&args, &[]), 1, "nccl-tests")
+    };
+    let by_docs = judged(&["--host-json", path.to_str().unwrap()]);
+    let by_rate = judged(&["--rate", "4xNDR", "--nics", "8"]);
+    let p = &by_docs["runs"][0]["prediction"];
+    assert_eq!(p["basis"], "host-documents");
+    assert_eq!(p["line_rate"]["hcas_per_server"], 8);
+    let ports: f64 = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["ports"][0]["gbps"].as_f64().unwrap())
+        .sum();
+    assert_eq!(ports, 3000.0);
+    assert_eq!(p["line_rate"]["server_gbps"], ports);
+    let by_rate = &by_rate["runs"][0]["prediction"];
+    assert_eq!(by_rate["basis"], "rate");
+    assert_eq!(by_rate["line_rate"]["server_gbps"], 3200.0);
+    assert!(p["busbw"].as_f64() < by_rate["busbw"].as_f64());
+    let ranges = by_docs["runs"][0]["judgement"]["ranges"]
+        .as_array()
+        .unwrap();
+    assert_eq!(ranges.last().unwrap()["verdict"], "below-fabric-limit");
+    assert!(ranges.last().unwrap()["says"]
+        .as_str()
+        .unwrap()
+        .starts_with("far below"));
+}

@@ -440,8 +440,8 @@ pub const FINDING_KINDS: [KindFacts; 50] = {
             NcclGpuNicDistance,
             "nccl-gpu-nic-distance",
             Warning,
-            "a GPU's NIC sits across the CPU interconnect (NCCL's distance SYS, or PHB where a \
-             closer NIC exists): its traffic crosses sockets",
+            "a GPU's NIC sits across the CPU interconnect (NCCL's distance SYS), or behind the \
+             CPU's host bridge (PHB) on a server whose GPUs reach NICs under their PCIe switch",
             "give the GPU the NIC under its own PCIe switch (NCCL_IB_HCA, the rank's GPU binding), \
              or move the NIC to the GPU's socket",
         ),
@@ -449,7 +449,7 @@ pub const FINDING_KINDS: [KindFacts; 50] = {
             NcclGdrForced,
             "nccl-gdr-forced",
             Warning,
-            "NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_READ or NCCL_P2P_LEVEL make GPUDirect run where NCCL \
+            "NCCL_NET_GDR_LEVEL, NCCL_P2P_LEVEL or NCCL_P2P_DISABLE make GPUDirect run where NCCL \
              would refuse it, or keep it off where it would help",
             "unset the variable and let NCCL choose from the PCIe topology",
         ),
