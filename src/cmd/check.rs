@@ -37,8 +37,8 @@ use crate::cli::{exit, Global};
 /// Thresholds: every error counter defaults to 0 (any error is reported); PortXmitWait is
 /// only checked when set. Without --thresholds the file in force is the config file's
 /// `thresholds`, else /etc/infiniband-diags/error_thresholds (ibqueryerrors' default), else
-/// /etc/rdma/error_thresholds, when present (see `ibscope config show`). --thresholds FILE takes ibqueryerrors'
-/// --threshold-file format:
+/// /etc/rdma/error_thresholds, when present (see `ibscope config show`). --thresholds FILE
+/// takes ibqueryerrors' --threshold-file format:
 ///   # comment
 ///   SymbolErrorCounter=10
 ///   LinkErrorRecoveryCounter=5

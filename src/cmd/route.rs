@@ -22,7 +22,7 @@ use crate::output;
 ///   ibscope route check                                  # black holes, loops, credit loops
 ///   ibscope route trace gpu-node-07 gpu-node-12          # the path one flow takes
 ///   ibscope route load --pattern ring job-hosts.txt      # the slowest link of a job's ring
-///   ibscope discover --lft --format json -o fabric.json && ibscope --topology fabric.json route check
+///   ibscope discover --lft --format json -o fabric.json && ibscope route check --topology fabric.json
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
