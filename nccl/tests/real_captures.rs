@@ -523,3 +523,32 @@ fn verdicts_from_the_hcas_rate_hold_to_published_runs() {
         assert!((rate::EFFICIENCY - share).abs() < 0.025, "{share}");
     }
 }
+
+/// Over 100 Gb/s TCP, busbw 5.21 GB/s at 16 MB, then 1.48, 1.12 and 1.40 GB/s at 32, 64 and
+/// 128 MB (NVIDIA/nccl issue 450: "the performance is not good under 32M, 64M and 128M
+/// buckets"): a collapse from 32 MB to the largest size measured, citing its rows.
+#[test]
+fn a_curve_that_collapses_mid_size_is_named_with_its_range() {
+    let name = "nccl-tests-old-error-col-allreduce-4node-v100-tcp-100g-collapse-32mb.txt";
+    let j = judge(name, None);
+    let found: Vec<&str> = j.tests.findings.iter().map(|f| f.kind.name()).collect();
+    assert_eq!(found, ["nccl-curve-collapse"], "{:#?}", j.tests.findings);
+    let f = &j.tests.findings[0];
+    assert!(
+        f.message
+            .contains("falls from 5.21 GB/s at 16MiB to 1.12 GB/s at 64MiB")
+            && f.message
+                .contains("from 32MiB to 128MiB, to the largest size measured"),
+        "{}",
+        f.message
+    );
+    // The rows cited: the peak, the first size down, the lowest.
+    let text = read(name);
+    let lines: Vec<&str> = text.lines().collect();
+    let cited: Vec<&str> = f
+        .evidence
+        .iter()
+        .map(|e| lines[e.line - 1].split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(cited, ["16777216", "33554432", "67108864"]);
+}

@@ -144,6 +144,12 @@ const EXPECTED: &[Expected] = &[
         diagnosis: Some("The topology is still SYS"),
         ..healthy("nccl-tests-2.21.5-allreduce-2node-a100-hdr-gdr-level-pxb-nps4-9gbs.txt")
     },
+    Expected {
+        file: "nccl-tests-old-error-col-allreduce-4node-v100-tcp-100g-collapse-32mb.txt",
+        findings: &["nccl-curve-collapse"],
+        rate: None,
+        diagnosis: Some("the performance is not good under 32M, 64M and 128M buckets"),
+    },
 ];
 
 /// A file's SOURCES.md entry; panics when the file has none, or the entry says no
