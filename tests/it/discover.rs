@@ -305,6 +305,12 @@ fn ibnetdiscover_export_round_trips_through_ibsim() {
 fn lossy_switch_still_gives_the_complete_fabric() {
     let sim = sim("fat-tree-2l-64.topo");
     let clean = ours_clean(&sim);
+    // A clean sweep's count: the fewest of two, since a loaded machine can cost even a
+    // clean sweep a retry, and the lossy one must cost more than no loss at all.
+    let clean_mads = clean
+        .report
+        .mads_sent
+        .min(ours_clean(&sim).report.mads_sent);
     // A spine: every leaf's route to some hosts crosses it.
     for port in 1..=36 {
         sim.set_error_rate("S0001", port, 20, None).unwrap();
@@ -313,10 +319,10 @@ fn lossy_switch_still_gives_the_complete_fabric() {
     assert_success(&out);
     assert!(lossy.report.complete, "{:?}", lossy.report);
     assert!(
-        lossy.report.mads_sent > clean.report.mads_sent,
+        lossy.report.mads_sent > clean_mads,
         "drops must have cost retries: {} vs {} MADs",
         lossy.report.mads_sent,
-        clean.report.mads_sent
+        clean_mads
     );
     assert_eq!(differences(&lossy, &clean), Vec::<String>::new());
     assert_same("lossy", &lossy, &clean);
