@@ -73,10 +73,22 @@ pub fn open_single(g: &Global) -> Result<Engine> {
             },
         },
     };
-    Ok(engine_for(g, &selected.reach, &|| false)?)
+    engine_for(g, &selected.reach, &|| false)
 }
 
-fn engine_for(
+fn engine_for(g: &Global, reach: &Reach, stop: &dyn Fn() -> bool) -> Result<Engine> {
+    match open_engine_for(g, reach, stop) {
+        Err(TransportError::NoDevice) if sim_without_shim() => bail!(
+            "no InfiniBand device found: IBSCOPE_SIM names a simulated fabric, but this \
+             process does not run under its shim (LD_PRELOAD): run `eval \"$(ibscope sim up \
+             FILE)\"` in this shell, which exports IBSIM_SOCKNAME and LD_PRELOAD too, or \
+             `ibscope sim exec -- COMMAND`"
+        ),
+        other => Ok(other?),
+    }
+}
+
+fn open_engine_for(
     g: &Global,
     reach: &Reach,
     stop: &dyn Fn() -> bool,
@@ -109,6 +121,13 @@ pub fn open_one_until(
 ) -> Result<Opened> {
     let engine = engine_for(g, &selected.reach, stop)?;
     identified(g, selected, engine)
+}
+
+/// `IBSCOPE_SIM` names a simulator but the umad shim is not preloaded: the exports of
+/// `sim up` were only partly copied into this shell.
+fn sim_without_shim() -> bool {
+    std::env::var_os("IBSCOPE_SIM").is_some_and(|s| !s.is_empty())
+        && !std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("umad2sim"))
 }
 
 /// [`open_one_until`] with the port `selected` names opened by `agent`, an agent started

@@ -218,6 +218,15 @@ fn cli_up_exec_fault_status_down() {
     let pids = state_pids(&dir);
     assert!(pids.iter().all(|p| pid_alive(*p)));
 
+    // Only IBSCOPE_SIM copied into a shell: the error says what the rest of the exports do.
+    let partial = ibscope_plain(&["sm"], &[("IBSCOPE_SIM", name.as_str())]);
+    assert_exit(&partial, 2);
+    let why = stderr(&partial);
+    assert_eq!(why.lines().count(), 1, "{why}");
+    for part in ["IBSCOPE_SIM", "shim", "sim up", "sim exec"] {
+        assert!(why.contains(part), "{part:?} not in: {why}");
+    }
+
     let status = assert_success(&ibscope_plain(&["sim", "status"], &env));
     assert!(
         status
