@@ -138,7 +138,7 @@ pub fn run(g: &Global, a: &Args) -> Result<ExitCode> {
         // Exit 2 has its one line on standard error, for a script that reads no table; a
         // fabric that failed has said so already.
         eprintln!(
-            "ibscope: error: no module could be read ({} tried; each one's reason is listed above)",
+            "ibscope: error: no module could be read ({} tried; the reasons are listed above)",
             report.modules.len()
         );
     }

@@ -96,29 +96,57 @@ fn place(e: &Entry) -> String {
     }
 }
 
-/// The fabric ports not read, a line per node and reason with the ports as ranges.
+/// Nodes past which one reason is said once, with counts, rather than node by node: a
+/// reason every node shares (no --access-register, a fabric that implements no register)
+/// would otherwise bury the table under a line per node; `--json` keeps each port's.
+const NODES_LISTED_PER_REASON: usize = 4;
+
+/// The fabric ports not read: per fabric and reason, a line per node with the ports as
+/// ranges, or one line of counts where the reason is shared by many nodes.
 fn not_read_lines(entries: &[Entry]) -> Vec<String> {
-    let mut out: Vec<(String, String, Vec<u8>)> = Vec::new();
+    // (fabric, reason) -> nodes in order, each with its ports.
+    type Reason<'a> = (Option<&'a str>, &'a str);
+    type NodePorts = (String, Vec<u8>);
+    let mut groups: Vec<(Reason, Vec<NodePorts>)> = Vec::new();
     for e in entries.iter().filter(|e| e.module.is_none()) {
         let (Some(p), Some(why)) = (&e.port, &e.error) else {
             continue;
         };
-        let node = p.node.to_string();
-        let node = match &e.fabric {
-            Some(f) => format!("{}: {node}", for_terminal(f)),
-            None => node,
+        let key = (e.fabric.as_deref(), why.as_str());
+        let at = match groups.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                groups.push((key, Vec::new()));
+                groups.len() - 1
+            }
         };
-        match out.last_mut() {
-            Some((n, w, ports)) if *n == node && w == why => ports.push(p.port),
-            _ => out.push((node, why.clone(), vec![p.port])),
+        let nodes = &mut groups[at].1;
+        let node = p.node.to_string();
+        match nodes.last_mut() {
+            Some((n, ports)) if *n == node => ports.push(p.port),
+            _ => nodes.push((node, vec![p.port])),
         }
     }
-    out.into_iter()
-        .map(|(node, why, ports)| {
+    let mut out = Vec::new();
+    for ((fabric, why), nodes) in groups {
+        let fabric = fabric
+            .map(|f| format!("{}: ", for_terminal(f)))
+            .unwrap_or_default();
+        let why = for_terminal(why);
+        if nodes.len() > NODES_LISTED_PER_REASON {
+            let ports: usize = nodes.iter().map(|(_, p)| p.len()).sum();
+            out.push(format!(
+                "{fabric}{ports} port(s) on {} nodes: {why} (--json lists each port)",
+                nodes.len()
+            ));
+            continue;
+        }
+        for (node, ports) in nodes {
             let s = if ports.len() == 1 { "" } else { "s" };
-            format!("{node} port{s} {}: {}", ranges(&ports), for_terminal(&why))
-        })
-        .collect()
+            out.push(format!("{fabric}{node} port{s} {}: {why}", ranges(&ports)));
+        }
+    }
+    out
 }
 
 /// `1-4,7,9-10`.

@@ -473,3 +473,33 @@ fn a_garbage_read_is_refused_not_shown() {
         "{err}"
     );
 }
+
+/// On a fabric of many nodes that all give one reason, the reason is said once with its
+/// counts, not a line per node; the nodes are every node ibnetdiscover finds.
+#[test]
+fn one_reason_of_every_node_is_said_once() {
+    let sim = sim("fat-tree-2l-64.topo");
+    let nodes = assert_success(&reference(&sim, "ibnetdiscover", &[]))
+        .lines()
+        .filter(|l| l.starts_with("Switch\t") || l.starts_with("Ca\t"))
+        .count();
+    let dir = temp_dir();
+    let run = |args: &[&str]| {
+        let mut cmd = sim.command(ibscope_bin());
+        cmd.args(args).env("IBSCOPE_SYSFS_ROOT", dir.path());
+        run_with_timeout(cmd, client_timeout())
+    };
+    let doc: serde_json::Value =
+        serde_json::from_str(&assert_exit(&run(&["cables", "--json"]), 2)).unwrap();
+    let ports = doc["fabrics"][0]["ports"].as_u64().unwrap();
+    let text = assert_exit(&run(&["cables"]), 2);
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("--access-register allows it"))
+        .collect();
+    assert_eq!(said.len(), 1, "{text}");
+    assert!(
+        said[0].starts_with(&format!("{ports} port(s) on {nodes} nodes: not read: ")),
+        "{text}"
+    );
+}
