@@ -12,7 +12,7 @@ use ibscope_topo::cable_reads::{self, FabricModules, ModuleRead, ModuleReadMode}
 use ibscope_topo::cables::{module_findings, port_context, ModuleContext};
 use ibscope_topo::findings::Evidence;
 
-use super::cables_report::{Entry, FabricSummary, Report};
+use super::cables_report::{Entry, FabricModuleReads, Report};
 use crate::cli::{exit, Global};
 
 /// Pluggable modules and cables: which module is on each port (vendor, part number,
@@ -217,8 +217,8 @@ fn from_fabrics(
     Ok(())
 }
 
-fn summary(fabric: &str, read: &FabricModules) -> FabricSummary {
-    FabricSummary {
+fn summary(fabric: &str, read: &FabricModules) -> FabricModuleReads {
+    FabricModuleReads {
         fabric: fabric.to_string(),
         counts: read.counts(),
         mads: read.mads_sent,

@@ -74,7 +74,7 @@ impl Entry {
 /// What one fabric's module reads came to (ports with an empty cage are not listed under
 /// `modules`).
 #[derive(Debug, Serialize)]
-pub struct FabricSummary {
+pub struct FabricModuleReads {
     pub fabric: String,
     #[serde(flatten)]
     pub counts: ReadCounts,
@@ -87,7 +87,7 @@ pub struct FabricSummary {
 pub struct Report {
     pub modules: Vec<Entry>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub fabrics: Vec<FabricSummary>,
+    pub fabrics: Vec<FabricModuleReads>,
     /// Fabrics that could not be opened or read: name and error.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<crate::fabric_set::Failed>,

@@ -13,7 +13,7 @@ use super::codes::{
 use super::memory::{HalfAddr, MemoryError, ModuleMemory, ADDR_A0};
 use super::model::{
     ascii, oui, units, Alarms, Checksum, CmisModuleState, CmisStates, DataPathState, Diagnostics,
-    Flags, Identity, LaneFlags, LaneMonitor, Module, RxPowerKind, Thresholds,
+    Flags, Identity, LaneFlags, LaneMonitor, Module, ModuleThresholds, RxPowerKind,
 };
 use super::rates::host_lane_gbps;
 use super::sff8636::bounds;
@@ -209,7 +209,7 @@ pub fn decode(memory: &ModuleMemory) -> Result<Module, MemoryError> {
             lanes,
             bias_multiplier,
         )),
-        thresholds: page2.as_ref().map(|p| Thresholds {
+        thresholds: page2.as_ref().map(|p| ModuleThresholds {
             temperature_c: bounds(&p.temperature, units::temperature_c),
             voltage_v: bounds(&p.voltage, units::voltage_v),
             bias_ma: bounds(&p.bias, |raw| units::bias_ma(raw) * bias_multiplier),

@@ -43,7 +43,7 @@ pub struct Module {
     pub diagnostics: Option<Diagnostics>,
     /// The module's own alarm and warning thresholds, where it has them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub thresholds: Option<Thresholds>,
+    pub thresholds: Option<ModuleThresholds>,
     pub flags: Flags,
     /// CMIS: the module's state and each lane's data-path state.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,7 +116,7 @@ pub struct Bounds {
 
 /// The module's own thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Thresholds {
+pub struct ModuleThresholds {
     pub temperature_c: Bounds,
     pub voltage_v: Bounds,
     pub bias_ma: Bounds,

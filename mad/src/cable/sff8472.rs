@@ -7,7 +7,7 @@ use super::codes::{bit, byte, Connector, ExtendedCompliance, Identifier, MapKind
 use super::memory::{HalfAddr, MemoryError, ModuleMemory, ADDR_A0, ADDR_A2};
 use super::model::{
     ascii, oui, units, Alarms, Bounds, Checksum, Diagnostics, Flags, Identity, LaneFlags,
-    LaneMonitor, Module, RxPowerKind, Thresholds,
+    LaneMonitor, Module, ModuleThresholds, RxPowerKind,
 };
 
 crate::wire_struct! {
@@ -248,8 +248,8 @@ fn bounds(bytes: &[u8; 8], unit: impl Fn(u16) -> f64) -> Bounds {
     }
 }
 
-fn thresholds(a0: &A0, a2: &A2) -> Thresholds {
-    Thresholds {
+fn thresholds(a0: &A0, a2: &A2) -> ModuleThresholds {
+    ModuleThresholds {
         temperature_c: bounds(&a2.temperature_thresholds, units::temperature_c),
         voltage_v: bounds(&a2.voltage_thresholds, units::voltage_v),
         bias_ma: bounds(&a2.bias_thresholds, units::bias_ma),

@@ -10,7 +10,7 @@ use super::codes::{
 use super::memory::{HalfAddr, MemoryError, ModuleMemory, ADDR_A0};
 use super::model::{
     ascii, oui, units, Alarms, Bounds, Checksum, Diagnostics, Flags, Identity, LaneFlags,
-    LaneMonitor, Module, RxPowerKind, Thresholds,
+    LaneMonitor, Module, ModuleThresholds, RxPowerKind,
 };
 
 crate::wire_struct! {
@@ -272,8 +272,8 @@ pub fn bounds(bytes: &[u8], unit: impl Fn(u16) -> f64) -> Bounds {
     }
 }
 
-fn thresholds(page3: &Page03) -> Thresholds {
-    Thresholds {
+fn thresholds(page3: &Page03) -> ModuleThresholds {
+    ModuleThresholds {
         temperature_c: bounds(&page3.temperature, units::temperature_c),
         voltage_v: bounds(&page3.voltage, units::voltage_v),
         bias_ma: bounds(&page3.bias, units::bias_ma),
