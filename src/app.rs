@@ -15,7 +15,8 @@ use crate::settings::Settings;
 ///
 /// Every command reads the fabric through the local HCA's management port (libibumad),
 /// or a saved topology with --topology. Nothing changes the fabric unless the command's
-/// name says so (`counters --reset`, `port disable|enable`).
+/// name says so (`counters --reset`, `port disable|enable`), and only a flag that says so
+/// sends a Set MAD that writes nothing (`--access-register`: module register queries).
 ///
 /// Defaults come from /etc/ibscope/config.toml and ~/.config/ibscope/config.toml (see
 /// `ibscope config show`), the node-name map from /etc/rdma/ib-node-name-map and the
