@@ -153,14 +153,18 @@ pub fn log(r: &LogReport) -> String {
         r.gdr_connections
     );
     for s in &r.servers {
+        let used = if s.hcas_used.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", for_terminal(&s.hcas_used.join(" ")))
+        };
         w!(
             out,
-            "  {}: ranks {}, HCAs used {}/{} ({})",
+            "  {}: ranks {}, HCAs used {}/{}{used}",
             for_terminal(&s.host),
             ranks_text(&s.ranks),
             s.hcas_used.len(),
             s.hcas.len(),
-            for_terminal(&s.hcas_used.join(" "))
         );
     }
     wr!(out, "{}", findings("the log", &r.findings));
@@ -206,8 +210,21 @@ pub fn log(r: &LogReport) -> String {
         (None, Some(why)) => w!(out, "routes: not placed, {}", for_terminal(why)),
         (None, None) => {}
     }
-    for w in r.warnings.iter().take(5) {
-        w!(out, "NCCL WARN: {}", for_terminal(w));
+    // The same WARN from every process of a node is one line with its count.
+    let mut warnings: Vec<(&str, usize)> = Vec::new();
+    for w in &r.warnings {
+        match warnings.iter_mut().find(|(seen, _)| *seen == w.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => warnings.push((w, 1)),
+        }
+    }
+    for (w, n) in warnings.iter().take(5) {
+        let times = if *n > 1 {
+            format!(" ({n} times)")
+        } else {
+            String::new()
+        };
+        w!(out, "NCCL WARN: {}{times}", for_terminal(w));
     }
     for p in &r.problems {
         w!(out, "partial: {}", for_terminal(p));

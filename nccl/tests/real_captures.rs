@@ -370,6 +370,23 @@ fn a_bootstrap_of_mismatched_builds_is_a_failed_start() {
     // The run it belongs to printed its header and no row: cut short.
     assert!(j.tests.runs[0].partial);
     assert!(j.tests.needs_attention());
+    // In text the log is named once with its lines, and the WARN every process of h100-4
+    // printed is one line with its count.
+    let warns = lines
+        .iter()
+        .filter(|l| l.contains("NCCL WARN Net :"))
+        .count();
+    let shown = ibscope_nccl::text::log(&j.log);
+    assert!(shown.contains("mismatched-builds.txt:30,84,"), "{shown}");
+    let warn_lines: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("NCCL WARN:"))
+        .collect();
+    assert_eq!(warn_lines.len(), 1, "{shown}");
+    assert!(
+        warn_lines[0].ends_with(&format!("AF_INET6(10) ({warns} times)")),
+        "{shown}"
+    );
 }
 
 /// Node-0 connects over sockets (NCCL_IB_DISABLE exported there only) and its peer over

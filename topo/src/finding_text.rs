@@ -1,7 +1,7 @@
 //! How a finding reads: the one place a [`Finding`] becomes text, for `check`, `hosts`,
 //! `host --check`, `nccl`, `demo --once` and the TUI alike.
 //!
-//! `[kind] WHERE: MESSAGE; see FILE:LINE, ...` where WHERE is, as far as each is known, the
+//! `[kind] WHERE: MESSAGE; see FILE:LINE,LINE, ...` where WHERE is, as far as each is known, the
 //! host and rail (`gpu-0003 rail 5: `), then the port (`"node" (0xGUID) port N (lid L)`)
 //! and the far end of its link (` <-> "peer" (0xGUID) port M (lid K)`). Every fabric
 //! string is escaped for a terminal, names quoted one way ([`escape::quoted_for_terminal`]).
@@ -85,10 +85,18 @@ impl Finding {
         }
         line.push_str(&format!(" {}", escape::for_terminal(&self.message)));
         if !self.evidence.is_empty() {
-            let seen: Vec<String> = self
-                .evidence
+            // A file named once with its lines (`job.log:12,40`): a rule citing eight lines
+            // of one log would otherwise repeat its name eight times.
+            let mut files: Vec<(&str, Vec<String>)> = Vec::new();
+            for e in &self.evidence {
+                match files.iter_mut().find(|(f, _)| *f == e.file) {
+                    Some((_, lines)) => lines.push(e.line.to_string()),
+                    None => files.push((&e.file, vec![e.line.to_string()])),
+                }
+            }
+            let seen: Vec<String> = files
                 .iter()
-                .map(|e| escape::for_terminal(&e.to_string()))
+                .map(|(f, lines)| format!("{}:{}", escape::for_terminal(f), lines.join(",")))
                 .collect();
             line.push_str(&format!("; see {}", seen.join(", ")));
         }
@@ -151,13 +159,17 @@ mod tests {
                 line: 12,
             },
             Evidence {
+                file: "other.log".into(),
+                line: 3,
+            },
+            Evidence {
                 file: "job.log".into(),
                 line: 40,
             },
         ];
         assert_eq!(
             f.text_line(),
-            "[nccl-gdr-off] gpu-0001: rank 3 (GPU 2) ...; see job.log:12, job.log:40"
+            "[nccl-gdr-off] gpu-0001: rank 3 (GPU 2) ...; see job.log:12,40, other.log:3"
         );
         let f = Finding::new(FindingKind::MixedFirmware, "runs 28.39".into());
         assert_eq!(
