@@ -46,8 +46,9 @@ impl GatherOptions {
 /// Why nothing could be reported.
 #[derive(Debug, thiserror::Error)]
 pub enum GatherError {
-    /// Neither sysfs nor libibverbs shows a device; `looked` says where, one line each.
-    #[error("{NO_DEVICES}{}", .looked.iter().map(|l| format!("\n  {l}")).collect::<String>())]
+    /// Neither sysfs nor libibverbs shows a device; `looked` says where (one line in
+    /// all, as every exit-2 message).
+    #[error("{NO_DEVICES} (looked: {})", .looked.join("; "))]
     NoDevices { looked: Vec<String> },
 }
 

@@ -379,6 +379,7 @@ fn this_machine_without_rdma_devices_is_exit_2_not_a_crash() {
             "{err}"
         );
         assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
             err.contains("sysfs: nothing in /sys/class/infiniband"),
             "{err}"
